@@ -1,0 +1,46 @@
+/** The Koa application: request context, errors, the queue dashboard, then the table-driven router. */
+import Koa from 'koa';
+import { readFileSync } from 'node:fs';
+import type { AppDeps } from './deps.js';
+import { errorMiddleware } from './middleware/errors.js';
+import { requestContext } from './middleware/request-context.js';
+import { buildOpenApi } from './openapi.js';
+import { route, type AnyRoute } from './route-table.js';
+import { adminQueuesMiddleware } from './queue-dashboard.js';
+import { allRoutes } from './routes/index.js';
+import { buildRouter } from './router.js';
+
+const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+export interface App {
+  koa: Koa;
+  routes: AnyRoute[];
+  openapi: Record<string, unknown>;
+}
+
+export function createApp(deps: AppDeps): App {
+  const routes = allRoutes(deps);
+  let openapi: Record<string, unknown> = {};
+  routes.push(
+    route({
+      method: 'GET',
+      path: '/openapi.json',
+      operationId: 'getOpenApi',
+      tag: 'System',
+      summary: 'This document',
+      auth: 'none',
+      responses: { 200: { description: 'OpenAPI 3.1 document' } },
+      handler: async () => ({ body: openapi }),
+    }),
+  );
+  openapi = buildOpenApi(routes, { version: VERSION });
+
+  const koa = new Koa({ proxy: deps.config.trustProxy });
+  koa.use(requestContext(deps.logger, deps.metrics));
+  koa.use(errorMiddleware());
+  koa.use(adminQueuesMiddleware(deps));
+  koa.use(buildRouter(routes, deps).routes());
+  // Errors are rendered by errorMiddleware; keep Koa's own handler from printing stack traces.
+  koa.on('error', () => {});
+  return { koa, routes, openapi };
+}

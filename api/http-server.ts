@@ -1,0 +1,38 @@
+/** Starting and stopping the HTTP server of a web process (also used by the tests, in-process). */
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp, type App } from './app.js';
+import type { AppDeps } from './deps.js';
+
+export interface RunningWeb {
+  app: App;
+  server: Server;
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startWeb(deps: AppDeps, opts: { port?: number; host?: string; poller?: boolean } = {}): Promise<RunningWeb> {
+  const app = createApp(deps);
+  const server = app.koa.listen(opts.port ?? deps.config.port, opts.host ?? deps.config.host);
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+  // Uploads are bounded; a slow client must not hold a socket forever.
+  server.requestTimeout = 60_000;
+  server.headersTimeout = 15_000;
+  const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
+  if (opts.poller !== false) deps.health.startPoller(deps.config.dependencyPollIntervalMs);
+  return {
+    app,
+    server,
+    url,
+    close: () =>
+      new Promise<void>((resolve) => {
+        deps.health.stopPoller();
+        server.closeAllConnections?.();
+        server.close(() => resolve());
+      }),
+  };
+}

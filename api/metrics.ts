@@ -1,0 +1,77 @@
+/**
+ * Prometheus metrics (prom-client): default process metrics, HTTP requests and durations by route
+ * template and status, business outcomes, and `service_dependency_up{dependency}` kept fresh by the
+ * background poller in api/services/health-service.ts.
+ */
+import client from 'prom-client';
+
+export const DEPENDENCIES = ['db', 'cache', 'face_engine', 'identity_registry', 'vector_index'] as const;
+export type Dependency = (typeof DEPENDENCIES)[number];
+
+export class Metrics {
+  readonly registry = new client.Registry();
+  private readonly httpRequests: client.Counter<'method' | 'route' | 'status'>;
+  private readonly httpDuration: client.Histogram<'method' | 'route' | 'status'>;
+  private readonly outcomes: client.Counter<'endpoint' | 'outcome'>;
+  private readonly dependencyUp: client.Gauge<'dependency'>;
+  private readonly stageDuration: client.Histogram<'stage'>;
+
+  constructor() {
+    client.collectDefaultMetrics({ register: this.registry });
+    this.httpRequests = new client.Counter({
+      name: 'http_requests_total',
+      help: 'HTTP requests by method, route template and status',
+      labelNames: ['method', 'route', 'status'],
+      registers: [this.registry],
+    });
+    this.httpDuration = new client.Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'HTTP request duration by method, route template and status',
+      labelNames: ['method', 'route', 'status'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [this.registry],
+    });
+    this.outcomes = new client.Counter({
+      name: 'verification_outcomes_total',
+      help: 'Business outcomes by endpoint (identify, verify_self, verify_face, link, otp, ...) and outcome',
+      labelNames: ['endpoint', 'outcome'],
+      registers: [this.registry],
+    });
+    this.stageDuration = new client.Histogram({
+      name: 'face_stage_duration_seconds',
+      help: 'Face pipeline stage duration as measured by the workers (liveness, embed, search)',
+      labelNames: ['stage'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [this.registry],
+    });
+    this.dependencyUp = new client.Gauge({
+      name: 'service_dependency_up',
+      help: '1 when the dependency answered its last check, else 0 (refreshed by a background poller)',
+      labelNames: ['dependency'],
+      registers: [this.registry],
+    });
+    for (const d of DEPENDENCIES) this.dependencyUp.set({ dependency: d }, 0);
+  }
+
+  observeHttp(method: string, route: string, status: number, seconds: number): void {
+    const labels = { method, route, status: String(status) };
+    this.httpRequests.inc(labels);
+    this.httpDuration.observe(labels, seconds);
+  }
+
+  outcome(endpoint: string, outcome: string): void {
+    this.outcomes.inc({ endpoint, outcome });
+  }
+
+  stage(stage: 'liveness' | 'embed' | 'search', ms: number): void {
+    this.stageDuration.observe({ stage }, ms / 1000);
+  }
+
+  setDependency(dependency: Dependency, up: boolean): void {
+    this.dependencyUp.set({ dependency }, up ? 1 : 0);
+  }
+
+  async render(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * A route is data: method, path, authorisation rule, request schemas, documented responses and a
+ * handler. The router (api/router.ts), the OpenAPI document (api/openapi.ts) and the authorisation
+ * matrix test are all generated from the same table, so a route cannot exist without its schema and rule.
+ */
+import type { Static, TObject, TSchema } from '@sinclair/typebox';
+import type { Context } from 'koa';
+import type { ErrorCode } from '../shared/errors.js';
+import type { AuthContext } from './services/authorization.js';
+
+/**
+ * Who may call a route.
+ * - `none`: anyone.
+ * - `consumer`: a consumer access token of a live user.
+ * - `consumer:self`: a consumer whose subject equals the `{id}` path parameter (else 403 `forbidden`).
+ * - `operator`: an active operator or administrator whose password is not flagged for reset.
+ * - `operator:flagged-ok`: the same, but a flagged operator is accepted (set-password only).
+ * - `administrator`: an active, unflagged administrator.
+ */
+export type AuthRule = 'none' | 'consumer' | 'consumer:self' | 'operator' | 'operator:flagged-ok' | 'administrator';
+
+export interface UploadedFile {
+  field: string;
+  filename: string | null;
+  mimetype: string | null;
+  size: number;
+  data: Buffer;
+}
+
+export interface MultipartSpec<F extends TObject> {
+  /** Text fields (always strings); validated strictly like a body. */
+  fields: F;
+  /** File parts by field name; `required` may depend on the text fields (verify-face's reuseCapture). */
+  files: Record<string, { required: boolean | ((fields: Record<string, unknown>) => boolean); description: string }>;
+}
+
+export interface ResponseSpec {
+  description: string;
+  schema?: TSchema;
+  /** Defaults to application/json. */
+  contentType?: string;
+}
+
+export interface HandlerInput<B, Q, P, F> {
+  body: B;
+  query: Q;
+  params: P;
+  fields: F;
+  files: Record<string, UploadedFile | undefined>;
+  auth: AuthContext;
+  ip: string;
+  requestId: string;
+  userAgent: string | null;
+  ctx: Context;
+}
+
+export interface HandlerOutput {
+  status?: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+// Guards keep TypeScript from expanding Static<TSchema> (infinitely deep) while it infers a route's types.
+type Infer<S> = 0 extends 1 & S ? any : [S] extends [undefined] ? Record<string, never> : [TSchema] extends [S] ? unknown : S extends TSchema ? Static<S> : never;
+
+export interface RouteSpec<
+  B extends TSchema | undefined = undefined,
+  Q extends TSchema | undefined = undefined,
+  P extends TSchema | undefined = undefined,
+  F extends TObject | undefined = undefined,
+> {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** OpenAPI style: `/users/{id}`. */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  auth: AuthRule;
+  body?: B;
+  query?: Q;
+  params?: P;
+  multipart?: F extends TObject ? MultipartSpec<F> : never;
+  /** Success responses by status. */
+  responses: Record<number, ResponseSpec>;
+  /** Error codes this route documents (the error envelope is shared). */
+  errors?: ErrorCode[];
+  /** Runs after validation and before the stateful authorisation check: no dependency may be called. */
+  precheck?: (input: NoInfer<HandlerInput<Infer<B>, Infer<Q>, Infer<P>, Infer<F>>>) => void | Promise<void>;
+  /** Hidden from the OpenAPI document (e.g. the Bull Board UI). */
+  hidden?: boolean;
+  handler: (input: NoInfer<HandlerInput<Infer<B>, Infer<Q>, Infer<P>, Infer<F>>>) => Promise<HandlerOutput | void>;
+}
+
+// The table holds routes of many shapes; the router treats inputs as already validated.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyRoute = RouteSpec<any, any, any, any>;
+
+/** Declares one route with its input types inferred from its schemas. */
+export function route<
+  B extends TSchema | undefined = undefined,
+  Q extends TSchema | undefined = undefined,
+  P extends TSchema | undefined = undefined,
+  F extends TObject | undefined = undefined,
+>(spec: RouteSpec<B, Q, P, F>): AnyRoute {
+  return spec as AnyRoute;
+}
+
+export const koaPath = (openapiPath: string) => openapiPath.replace(/\{(\w+)\}/g, ':$1');

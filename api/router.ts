@@ -1,0 +1,121 @@
+/**
+ * Builds the Koa router from the route table. For each route, in order:
+ *   1. the bearer token's signature, expiry and audience (stateless: no dependency is touched);
+ *   2. the body (JSON or multipart) parsed and every part validated against the route's schemas;
+ *   3. the route's precheck (e.g. /identify's attestation, answered before any dependency);
+ *   4. the authorisation rule against current state (session, user, operator in PostgreSQL);
+ *   5. the handler.
+ */
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import type { Config } from '../shared/config.js';
+import { AppError } from '../shared/errors.js';
+import { jsonBody, multipartBody, uploadedFiles } from './middleware/body.js';
+import { koaPath, type AnyRoute, type UploadedFile } from './route-table.js';
+import type { Authorizer } from './services/authorization.js';
+import { bearerToken } from './services/authorization.js';
+import type { TokenService } from './services/token-service.js';
+import { check, validationError, type Violation } from './validation.js';
+
+export interface RouterDeps {
+  config: Config;
+  authorizer: Authorizer;
+  tokens: TokenService;
+}
+
+export function clientIp(ctx: Context, trustProxy: boolean): string {
+  if (trustProxy) {
+    const fwd = ctx.get('x-forwarded-for').split(',')[0]?.trim();
+    if (fwd) return fwd;
+  }
+  return ctx.socket.remoteAddress ?? 'unknown';
+}
+
+export function buildRouter(routes: AnyRoute[], deps: RouterDeps): Router {
+  const router = new Router();
+  const seen = new Set<string>();
+  for (const r of routes) {
+    const key = `${r.method} ${r.path}`;
+    if (seen.has(key)) throw new Error(`Route declared twice: ${key}`);
+    seen.add(key);
+    const parseBody = r.multipart ? multipartBody(deps.config.maxUploadBytes) : r.body ? jsonBody() : null;
+
+    router.register(koaPath(r.path), [r.method], async (ctx: Context) => {
+      ctx.state.routeTemplate = r.path;
+      const params: Record<string, string> = { ...(ctx.params as Record<string, string>) };
+
+      // 1. Stateless token check first: an anonymous or foreign-audience caller learns nothing more.
+      if (r.auth !== 'none') {
+        const token = bearerToken(ctx.get('authorization') || undefined);
+        if (!token) throw new AppError('unauthorized', 'A bearer access token is required');
+        const audience = r.auth.startsWith('consumer') ? 'consumer' : 'operator';
+        const claims = await deps.tokens.verifyAccess(token, [audience]);
+        if (r.auth === 'consumer:self' && params.id !== claims.sub) {
+          throw new AppError('forbidden', 'You can only access your own account');
+        }
+      }
+
+      // 2. Body and validation of every part.
+      if (parseBody) await parseBody(ctx, async () => {});
+      const violations: Violation[] = [];
+      const query: Record<string, unknown> = { ...ctx.query };
+      if (r.params) violations.push(...check(r.params, 'params', params));
+      if (r.query) violations.push(...check(r.query, 'query', query));
+      else if (Object.keys(query).length) violations.push(...Object.keys(query).map((k) => ({ in: 'query' as const, path: `/${k}`, message: 'is not an accepted parameter' })));
+      let body: unknown = undefined;
+      if (r.body) {
+        body = ctx.request.body ?? {};
+        violations.push(...check(r.body, 'body', body));
+      }
+      let fields: Record<string, unknown> = {};
+      const files: Record<string, UploadedFile | undefined> = {};
+      if (r.multipart) {
+        const rawFields = (ctx.request.body ?? {}) as Record<string, unknown>;
+        for (const [k, v] of Object.entries(rawFields)) {
+          if (Array.isArray(v)) violations.push({ in: 'fields', path: `/${k}`, message: 'must be sent once' });
+          else fields[k] = v;
+        }
+        violations.push(...check(r.multipart.fields, 'fields', fields));
+        const uploads = uploadedFiles(ctx);
+        for (const [name, list] of Object.entries(uploads)) {
+          if (!(name in r.multipart.files)) violations.push({ in: 'fields', path: `/${name}`, message: 'is not an accepted file field' });
+          else if (list.length > 1) violations.push({ in: 'fields', path: `/${name}`, message: 'must be sent once' });
+          else files[name] = list[0];
+        }
+        for (const [name, spec] of Object.entries(r.multipart.files)) {
+          const required = typeof spec.required === 'function' ? spec.required(fields) : spec.required;
+          if (required && !files[name]) violations.push({ in: 'fields', path: `/${name}`, message: 'is required (a file part)' });
+        }
+      }
+      if (violations.length) throw validationError(violations);
+      const input = {
+        body,
+        query,
+        params,
+        fields,
+        files,
+        auth: { kind: 'anonymous' } as const,
+        ip: clientIp(ctx, deps.config.trustProxy),
+        requestId: String(ctx.state.requestId),
+        userAgent: ctx.get('user-agent') || null,
+        ctx,
+      };
+
+      // 3. Checks that must answer before any dependency is called.
+      if (r.precheck) await r.precheck(input);
+
+      // 4. The rule against current state.
+      const auth = await deps.authorizer.authorize(ctx.get('authorization') || undefined, r.auth, params);
+
+      // 5. The handler.
+      const out = await r.handler({ ...input, auth });
+      if (out) {
+        if (out.headers) for (const [h, v] of Object.entries(out.headers)) ctx.set(h, v);
+        ctx.status = out.status ?? 200;
+        if (out.body !== undefined) ctx.body = out.body;
+        else if (ctx.status !== 204) ctx.body = {};
+      }
+    });
+  }
+  return router;
+}

@@ -1,0 +1,117 @@
+/** System endpoints: health, the deployed face engine version, metrics, the fixed attestation setting. */
+import { Type } from '@sinclair/typebox';
+import { AppError } from '../../shared/errors.js';
+import type { AppDeps } from '../deps.js';
+import { route, type AnyRoute } from '../route-table.js';
+
+const DependencyStatus = Type.Object({
+  up: Type.Boolean(),
+  latencyMs: Type.Optional(Type.Integer()),
+  detail: Type.Optional(Type.Union([Type.String(), Type.Record(Type.String(), Type.Unknown())])),
+});
+
+const HealthBody = Type.Object({
+  status: Type.Union([Type.Literal('ok'), Type.Literal('degraded')]),
+  dependencies: Type.Object({
+    db: DependencyStatus,
+    cache: DependencyStatus,
+    face_engine: DependencyStatus,
+    identity_registry: DependencyStatus,
+    vector_index: DependencyStatus,
+  }),
+});
+
+const ModelsBody = Type.Object({
+  face_engine: Type.Union([
+    Type.Null(),
+    Type.Object({
+      version: Type.String(),
+      models: Type.Array(Type.Object({ name: Type.String(), role: Type.String(), sha256: Type.String() })),
+    }, { additionalProperties: true }),
+  ]),
+  thresholds: Type.Object({ match: Type.Number(), highConfidence: Type.Number(), liveness: Type.Number() }),
+  vectorIndex: Type.Object({ factory: Type.String(), metric: Type.Literal('inner_product') }),
+});
+
+export default function systemRoutes(deps: AppDeps): AnyRoute[] {
+  const { config } = deps;
+  return [
+    route({
+      method: 'GET',
+      path: '/health',
+      operationId: 'getHealth',
+      tag: 'System',
+      summary: 'Dependency health',
+      description: '503 `degraded` only when the database or the cache is down; face_engine, identity_registry and vector_index are reported but do not decide.',
+      auth: 'none',
+      responses: { 200: { description: 'All of db and cache are up', schema: HealthBody }, 503: { description: 'Degraded: db or cache down', schema: HealthBody } },
+      handler: async () => {
+        const report = await deps.health.check();
+        return { status: report.status === 'ok' ? 200 : 503, body: report };
+      },
+    }),
+    route({
+      method: 'GET',
+      path: '/models',
+      operationId: 'getModels',
+      tag: 'System',
+      summary: 'Deployed face engine version, read live from the face worker',
+      auth: 'none',
+      responses: { 200: { description: 'face_engine is null when the engine is unreachable', schema: ModelsBody } },
+      handler: async () => {
+        let faceEngine: unknown = null;
+        try {
+          const res = await fetch(`${config.faceEngineUrl}/version`, { signal: AbortSignal.timeout(1500) });
+          if (res.ok) faceEngine = await res.json();
+        } catch {
+          faceEngine = null;
+        }
+        return {
+          body: {
+            face_engine: faceEngine,
+            thresholds: { match: config.matchThreshold, highConfidence: config.highConfidenceThreshold, liveness: config.livenessThreshold },
+            vectorIndex: { factory: config.vectorIndexFactory, metric: 'inner_product' },
+          },
+        };
+      },
+    }),
+    route({
+      method: 'GET',
+      path: '/metrics',
+      operationId: 'getMetrics',
+      tag: 'System',
+      summary: 'Prometheus text exposition',
+      auth: 'none',
+      responses: { 200: { description: 'Metrics', contentType: 'text/plain' } },
+      handler: async () => {
+        const { contentType, body } = await deps.metrics.render();
+        return { headers: { 'Content-Type': contentType }, body };
+      },
+    }),
+    route({
+      method: 'GET',
+      path: '/settings/attestation-required',
+      operationId: 'getAttestationRequired',
+      tag: 'System',
+      summary: 'The fixed attestation setting of /identify',
+      auth: 'administrator',
+      responses: { 200: { description: 'Always true', schema: Type.Object({ attestationRequired: Type.Literal(true) }) } },
+      handler: async () => ({ body: { attestationRequired: true } }),
+    }),
+    route({
+      method: 'PATCH',
+      path: '/settings/attestation-required',
+      operationId: 'patchAttestationRequired',
+      tag: 'System',
+      summary: 'Always 403: no path changes this value',
+      auth: 'none',
+      // Whatever is sent, by whoever: the answer is the same 403.
+      query: Type.Object({}, { additionalProperties: true }),
+      responses: {},
+      errors: ['setting_immutable'],
+      handler: async () => {
+        throw new AppError('setting_immutable', 'The attestation setting cannot be changed');
+      },
+    }),
+  ];
+}

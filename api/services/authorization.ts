@@ -1,0 +1,85 @@
+/**
+ * The one authorisation layer: every route declares a rule (api/route-table.ts) and this checks the
+ * bearer token against it AND against current state in PostgreSQL, so a revoked session, a deleted
+ * user, a deactivated or flagged operator is refused on the very next request.
+ */
+import type { Knex } from 'knex';
+import { AppError } from '../../shared/errors.js';
+import type { AuthRule } from '../route-table.js';
+import type { Audience, TokenService } from './token-service.js';
+
+export type AuthContext =
+  | { kind: 'anonymous' }
+  | { kind: 'consumer'; userId: string; sessionId: string }
+  | {
+      kind: 'operator';
+      operatorId: string;
+      role: 'operator' | 'administrator';
+      orgId: string;
+      sessionId: string;
+      mustResetPassword: boolean;
+    };
+
+export type ConsumerAuth = Extract<AuthContext, { kind: 'consumer' }>;
+export type OperatorAuth = Extract<AuthContext, { kind: 'operator' }>;
+
+const AUDIENCE_OF: Record<Exclude<AuthRule, 'none'>, Audience> = {
+  consumer: 'consumer',
+  'consumer:self': 'consumer',
+  operator: 'operator',
+  'operator:flagged-ok': 'operator',
+  administrator: 'operator',
+};
+
+export function bearerToken(header: string | undefined): string | null {
+  if (!header) return null;
+  const m = /^Bearer\s+([A-Za-z0-9\-_.~+/]+=*)\s*$/i.exec(header);
+  return m ? m[1]! : null;
+}
+
+export class Authorizer {
+  constructor(
+    private readonly db: Knex,
+    private readonly tokens: TokenService,
+  ) {}
+
+  async authorize(authorization: string | undefined, rule: AuthRule, params: Record<string, string>): Promise<AuthContext> {
+    if (rule === 'none') return { kind: 'anonymous' };
+    const token = bearerToken(authorization);
+    if (!token) throw new AppError('unauthorized', 'A bearer access token is required');
+    const audience = AUDIENCE_OF[rule];
+    const claims = await this.tokens.verifyAccess(token, [audience]);
+
+    const session = await this.db('sessions')
+      .where({ id: claims.sid, subjectType: audience, subjectId: claims.sub })
+      .first('revokedAt');
+    if (!session || session.revokedAt) throw new AppError('unauthorized', 'The session has ended');
+
+    if (audience === 'consumer') {
+      if (rule === 'consumer:self' && params.id !== claims.sub) {
+        throw new AppError('forbidden', 'You can only access your own account');
+      }
+      const user = await this.db('users').where({ id: claims.sub }).first('deletedAt');
+      if (!user || user.deletedAt) throw new AppError('not_found', 'User not found');
+      return { kind: 'consumer', userId: claims.sub, sessionId: claims.sid };
+    }
+
+    const op = await this.db('operators').where({ id: claims.sub }).first('role', 'status', 'mustResetPassword', 'orgId');
+    if (!op) throw new AppError('unauthorized', 'The operator no longer exists');
+    if (op.status !== 'active') throw new AppError('operator_deactivated', 'This operator account is deactivated');
+    if (op.mustResetPassword && rule !== 'operator:flagged-ok') {
+      throw new AppError('password_reset_required', 'Set a new password first (POST /auth/operator/set-password)');
+    }
+    if (rule === 'administrator' && op.role !== 'administrator') {
+      throw new AppError('forbidden', 'Administrators only');
+    }
+    return {
+      kind: 'operator',
+      operatorId: claims.sub,
+      role: op.role,
+      orgId: op.orgId,
+      sessionId: claims.sid,
+      mustResetPassword: op.mustResetPassword,
+    };
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * Dependency checks for GET /health and the `service_dependency_up` gauge. Only the database and
+ * the cache decide the overall status; the face engine, the identity registry and the vector index
+ * are reported but do not make the service degraded. The gauge is refreshed by its own poller,
+ * independently of calls to /health.
+ */
+import type { Knex } from 'knex';
+import type { Redis } from 'ioredis';
+import type { Config } from '../../shared/config.js';
+import { DEPENDENCIES, type Dependency, type Metrics } from '../metrics.js';
+
+export interface DependencyStatus {
+  up: boolean;
+  latencyMs?: number;
+  detail?: string | Record<string, unknown>;
+}
+
+export interface HealthReport {
+  status: 'ok' | 'degraded';
+  dependencies: Record<Dependency, DependencyStatus>;
+}
+
+const CHECK_TIMEOUT_MS = 1500;
+
+function timeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    p.finally(() => clearTimeout(timer)),
+    new Promise<T>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+    }),
+  ]);
+}
+
+async function timed(fn: () => Promise<string | Record<string, unknown> | undefined>): Promise<DependencyStatus> {
+  const started = performance.now();
+  try {
+    const detail = await fn();
+    return { up: true, latencyMs: Math.round(performance.now() - started), ...(detail !== undefined ? { detail } : {}) };
+  } catch (e) {
+    return { up: false, latencyMs: Math.round(performance.now() - started), detail: e instanceof Error ? e.message : String(e) };
+  }
+}
+
+async function getJson(url: string, ms: number): Promise<Record<string, unknown>> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(ms) });
+  if (!res.ok) throw new Error(`${url} answered ${res.status}`);
+  return (await res.json()) as Record<string, unknown>;
+}
+
+export class HealthService {
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly deps: { config: Config; db: Knex; redis: Redis; metrics: Metrics },
+  ) {}
+
+  async check(): Promise<HealthReport> {
+    const { config, db, redis } = this.deps;
+    const [dbStatus, cache, faceEngine, registry, vectorIndex] = await Promise.all([
+      timed(async () => {
+        await timeout(db.raw('select 1'), CHECK_TIMEOUT_MS, 'PostgreSQL');
+        return undefined;
+      }),
+      timed(async () => {
+        const pong = await timeout(redis.ping(), CHECK_TIMEOUT_MS, 'Redis');
+        if (pong !== 'PONG') throw new Error('unexpected PING answer');
+        return undefined;
+      }),
+      timed(async () => {
+        const body = await getJson(`${config.faceEngineUrl}/health`, CHECK_TIMEOUT_MS);
+        if (body.status !== 'ok') throw new Error(String(body.detail ?? 'face engine not ready'));
+        return { engineVersion: body.engineVersion ?? null };
+      }),
+      timed(async () => {
+        await getJson(`${config.registryUrl}/stats`, CHECK_TIMEOUT_MS);
+        return undefined;
+      }),
+      timed(async () => {
+        const body = await getJson(`${config.searchHealthUrl}/health`, CHECK_TIMEOUT_MS);
+        if (body.status !== 'ok') throw new Error(String(body.detail ?? 'vector index not ready'));
+        return { size: body.size ?? null, appliedSeq: body.appliedSeq ?? null, factory: body.factory ?? null };
+      }),
+    ]);
+    const dependencies = { db: dbStatus, cache, face_engine: faceEngine, identity_registry: registry, vector_index: vectorIndex };
+    for (const d of DEPENDENCIES) this.deps.metrics.setDependency(d, dependencies[d].up);
+    return { status: dbStatus.up && cache.up ? 'ok' : 'degraded', dependencies };
+  }
+
+  /** Starts the background poller of the dependency gauge. */
+  startPoller(intervalMs: number): void {
+    this.stopPoller();
+    const tick = () => {
+      this.check().catch(() => {});
+    };
+    tick();
+    this.timer = setInterval(tick, intervalMs);
+    this.timer.unref();
+  }
+
+  stopPoller(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * Access tokens: EdDSA (Ed25519) JWTs signed with jose. `aud` separates consumer and operator tokens;
+ * `sid` names the session, checked against PostgreSQL on every request so that logout, deactivation
+ * and deletion take effect at once, not at expiry. A development key is generated when none is
+ * configured; production refuses to start without JWT_PRIVATE_KEY (shared/config.ts).
+ */
+import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
+import type { Config } from '../../shared/config.js';
+import { AppError } from '../../shared/errors.js';
+
+export type Audience = 'consumer' | 'operator';
+const ADMIN_UI_AUDIENCE = 'admin-ui';
+const ALG = 'EdDSA';
+
+export interface AccessClaims {
+  sub: string;
+  aud: Audience;
+  sid: string;
+  exp: number;
+}
+
+export const DEV_KEY_FILE = 'var/dev-jwt-key.pem';
+
+function loadOrCreateDevKey(file: string): KeyObject {
+  if (existsSync(file)) return createPrivateKey(readFileSync(file));
+  const { privateKey } = generateKeyPairSync('ed25519');
+  mkdirSync(path.dirname(file), { recursive: true });
+  const pem = privateKey.export({ type: 'pkcs8', format: 'pem' });
+  try {
+    writeFileSync(file, pem, { mode: 0o600, flag: 'wx' });
+  } catch {
+    return createPrivateKey(readFileSync(file)); // another process wrote it first
+  }
+  return privateKey;
+}
+
+export class TokenService {
+  private readonly privateKey: KeyObject;
+  private readonly publicKey: KeyObject;
+
+  constructor(private readonly config: Pick<Config, 'jwtPrivateKey' | 'jwtIssuer' | 'accessTokenTtlSeconds'>) {
+    this.privateKey = config.jwtPrivateKey
+      ? createPrivateKey(config.jwtPrivateKey.replace(/\\n/g, '\n'))
+      : loadOrCreateDevKey(DEV_KEY_FILE);
+    if (this.privateKey.asymmetricKeyType !== 'ed25519') throw new Error('JWT_PRIVATE_KEY must be an Ed25519 key');
+    this.publicKey = createPublicKey(this.privateKey);
+  }
+
+  get accessTtlSeconds(): number {
+    return this.config.accessTokenTtlSeconds;
+  }
+
+  async signAccess(claims: { sub: string; aud: Audience; sid: string }): Promise<{ token: string; expiresIn: number }> {
+    const expiresIn = this.config.accessTokenTtlSeconds;
+    const token = await new SignJWT({ sid: claims.sid })
+      .setProtectedHeader({ alg: ALG, typ: 'JWT' })
+      .setSubject(claims.sub)
+      .setAudience(claims.aud)
+      .setIssuer(this.config.jwtIssuer)
+      .setIssuedAt()
+      .setExpirationTime(`${expiresIn}s`)
+      .sign(this.privateKey);
+    return { token, expiresIn };
+  }
+
+  /** Verifies signature (EdDSA only: `alg: none` and other algorithms are refused), issuer, expiry and audience. */
+  async verifyAccess(token: string, audiences: readonly Audience[]): Promise<AccessClaims> {
+    try {
+      const { payload } = await jwtVerify(token, this.publicKey, {
+        algorithms: [ALG],
+        issuer: this.config.jwtIssuer,
+        audience: [...audiences],
+        requiredClaims: ['sub', 'exp', 'sid'],
+      });
+      const aud = Array.isArray(payload.aud) ? payload.aud[0] : payload.aud;
+      if (typeof payload.sid !== 'string' || typeof payload.sub !== 'string') throw new Error('claims');
+      return { sub: payload.sub, aud: aud as Audience, sid: payload.sid, exp: payload.exp! };
+    } catch (e) {
+      const expired = e instanceof joseErrors.JWTExpired;
+      throw new AppError('unauthorized', expired ? 'The access token has expired' : 'The access token is not valid here');
+    }
+  }
+
+  /** A short-lived token for the administrators' browser UI cookie (Bull Board). */
+  async signAdminUi(sub: string, sid: string, ttlSeconds: number): Promise<string> {
+    return new SignJWT({ sid })
+      .setProtectedHeader({ alg: ALG, typ: 'JWT' })
+      .setSubject(sub)
+      .setAudience(ADMIN_UI_AUDIENCE)
+      .setIssuer(this.config.jwtIssuer)
+      .setIssuedAt()
+      .setExpirationTime(`${ttlSeconds}s`)
+      .sign(this.privateKey);
+  }
+
+  async verifyAdminUi(token: string): Promise<{ sub: string; sid: string }> {
+    try {
+      const { payload } = await jwtVerify(token, this.publicKey, {
+        algorithms: [ALG],
+        issuer: this.config.jwtIssuer,
+        audience: ADMIN_UI_AUDIENCE,
+        requiredClaims: ['sub', 'exp', 'sid'],
+      });
+      return { sub: payload.sub!, sid: String(payload.sid) };
+    } catch {
+      throw new AppError('unauthorized', 'Sign in as an administrator first');
+    }
+  }
+}

@@ -1,0 +1,194 @@
+/**
+ * The one typed, validated configuration of every process (web, face, search, scripts).
+ * Each setting is declared once below: its environment variable, type, default and meaning.
+ * `docs/configuration.md` is generated from the same table (scripts/gen-config-doc.ts).
+ */
+import { CALIBRATED_THRESHOLDS } from './thresholds.js';
+
+/** Settings parsed so far, as seen by a default that depends on them. */
+type Parsed = Record<string, unknown>;
+type Kind = 'string' | 'int' | 'number' | 'bool' | 'url';
+
+interface SettingSpec<K extends Kind, E extends readonly string[] | undefined = undefined> {
+  env: string;
+  kind: K;
+  /** Default for local use; a function receives the settings parsed so far (declaration order). */
+  default?: unknown;
+  enum?: E;
+  min?: number;
+  max?: number;
+  doc: string;
+  /** Never printed (config dumps and docs show `<secret>`). */
+  secret?: boolean;
+}
+
+function s<K extends Kind, const E extends readonly string[] | undefined = undefined>(
+  spec: SettingSpec<K, E>,
+): SettingSpec<K, E> {
+  return spec;
+}
+
+export const SETTINGS = {
+  nodeEnv: s({ env: 'NODE_ENV', kind: 'string', default: 'development', enum: ['development', 'test', 'production'] as const, doc: 'Runtime mode. `production` refuses development secrets and the SMS outbox.' }),
+  port: s({ env: 'PORT', kind: 'int', default: 3000, min: 0, max: 65535, doc: 'HTTP port of the web process (API and registry simulator).' }),
+  host: s({ env: 'HOST', kind: 'string', default: '127.0.0.1', doc: 'Interface the web process listens on.' }),
+  faceEnginePort: s({ env: 'FACE_ENGINE_PORT', kind: 'int', default: 3100, min: 0, max: 65535, doc: 'Port of the face worker\'s own `/version` and `/health`.' }),
+  faceEngineUrl: s({ env: 'FACE_ENGINE_URL', kind: 'url', default: (c: Parsed) => `http://127.0.0.1:${c.faceEnginePort}`, doc: 'Where the API reaches the face worker\'s `/version` and `/health`.' }),
+  searchHealthPort: s({ env: 'SEARCH_HEALTH_PORT', kind: 'int', default: 3101, min: 0, max: 65535, doc: 'Port of the search worker\'s `/health` (index size and applied change sequence).' }),
+  searchHealthUrl: s({ env: 'SEARCH_HEALTH_URL', kind: 'url', default: (c: Parsed) => `http://127.0.0.1:${c.searchHealthPort}`, doc: 'Where the API reaches a search worker\'s `/health`.' }),
+  databaseUrl: s({ env: 'DATABASE_URL', kind: 'url', default: 'postgres://postgres@127.0.0.1:5432/faceid', doc: 'PostgreSQL, the source of truth.' }),
+  databasePoolMax: s({ env: 'DATABASE_POOL_MAX', kind: 'int', default: 10, min: 1, max: 200, doc: 'Connections per process.' }),
+  redisUrl: s({ env: 'REDIS_URL', kind: 'url', default: 'redis://127.0.0.1:6379', doc: 'Redis: queues, one-time codes, single-use tokens, rate limits.' }),
+  redisPrefix: s({ env: 'REDIS_PREFIX', kind: 'string', default: 'faceid', doc: 'Prefix of every Redis key and BullMQ queue of this deployment (tests use their own).' }),
+  registryUrl: s({ env: 'REGISTRY_URL', kind: 'url', default: (c: Parsed) => `http://127.0.0.1:${c.port}/api`, doc: 'Identity registry base URL (default: this server\'s own simulator).' }),
+  registryTimeoutMs: s({ env: 'REGISTRY_TIMEOUT_MS', kind: 'int', default: 5000, min: 50, doc: 'Timeout of one registry call; beyond it validate answers 502 `registry_unavailable`.' }),
+  registrySimFault: s({ env: 'REGISTRY_SIM_FAULT', kind: 'string', default: 'none', enum: ['none', 'timeout', 'error'] as const, doc: 'Fault injection of the registry simulator (tests can also send `X-Registry-Fault`).' }),
+  logLevel: s({ env: 'LOG_LEVEL', kind: 'string', default: 'info', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, doc: 'pino log level.' }),
+  trustProxy: s({ env: 'TRUST_PROXY', kind: 'bool', default: false, doc: 'Take the client IP from `X-Forwarded-For` (only behind a trusted proxy).' }),
+  maxUploadBytes: s({ env: 'MAX_UPLOAD_BYTES', kind: 'int', default: 8 * 1024 * 1024, min: 1024, doc: 'Largest accepted upload; beyond it 413 `payload_too_large`.' }),
+  maxImagePixels: s({ env: 'MAX_IMAGE_PIXELS', kind: 'int', default: 40_000_000, min: 10_000, doc: 'Largest decoded image (pixels); beyond it 400 `invalid_image`.' }),
+
+  jwtPrivateKey: s({ env: 'JWT_PRIVATE_KEY', kind: 'string', default: '', secret: true, doc: 'PKCS#8 PEM EdDSA (Ed25519) key signing access tokens. Empty: a development key is generated in `var/dev-jwt-key.pem` (refused in production).' }),
+  jwtIssuer: s({ env: 'JWT_ISSUER', kind: 'string', default: 'faceid', doc: 'Issuer claim of access tokens.' }),
+  accessTokenTtlSeconds: s({ env: 'ACCESS_TOKEN_TTL_SECONDS', kind: 'int', default: 900, min: 30, doc: 'Access token lifetime.' }),
+  refreshTokenTtlSeconds: s({ env: 'REFRESH_TOKEN_TTL_SECONDS', kind: 'int', default: 30 * 24 * 3600, min: 60, doc: 'Refresh token lifetime (rotated on every refresh).' }),
+
+  otpTtlSeconds: s({ env: 'OTP_TTL_SECONDS', kind: 'int', default: 300, min: 10, doc: 'One-time code lifetime.' }),
+  otpCooldownSeconds: s({ env: 'OTP_COOLDOWN_SECONDS', kind: 'int', default: 60, min: 0, doc: 'Per-phone wait between code requests (429 `otp_cooldown`).' }),
+  otpMaxAttempts: s({ env: 'OTP_MAX_ATTEMPTS', kind: 'int', default: 5, min: 1, doc: 'Wrong codes before the code dies (429 `otp_too_many_attempts`).' }),
+  otpRequestsPerIpPerHour: s({ env: 'OTP_REQUESTS_PER_IP_PER_HOUR', kind: 'int', default: 20, min: 1, doc: 'Per-IP hourly cap on code requests (SMS pumping).' }),
+  smsTransport: s({ env: 'SMS_TRANSPORT', kind: 'string', default: (c: Parsed) => (c.nodeEnv === 'production' ? 'webhook' : 'outbox'), enum: ['outbox', 'webhook'] as const, doc: '`outbox` appends codes to a file (development, tests); `webhook` POSTs them to the SMS gateway.' }),
+  smsOutboxFile: s({ env: 'SMS_OUTBOX_FILE', kind: 'string', default: 'var/sms-outbox.jsonl', doc: 'Outbox file, one JSON line `{ to, code, sentAt }` per code.' }),
+  smsWebhookUrl: s({ env: 'SMS_WEBHOOK_URL', kind: 'string', default: '', doc: 'SMS gateway endpoint for `SMS_TRANSPORT=webhook`.' }),
+
+  validationTokenTtlSeconds: s({ env: 'VALIDATION_TOKEN_TTL_SECONDS', kind: 'int', default: 900, min: 10, doc: 'validationToken lifetime (the registry photo is cached as long).' }),
+  verifyFaceMaxAttempts: s({ env: 'VERIFY_FACE_MAX_ATTEMPTS', kind: 'int', default: 5, min: 1, doc: 'verify-face attempts per validationToken (then 429 `rate_limited`).' }),
+  captureReuseSeconds: s({ env: 'CAPTURE_REUSE_SECONDS', kind: 'int', default: 600, min: 0, doc: 'How long a passing NIN capture can be reused for BVN (`reuseCapture=true`).' }),
+  linkTokenTtlSeconds: s({ env: 'LINK_TOKEN_TTL_SECONDS', kind: 'int', default: 300, min: 5, doc: 'linkToken lifetime.' }),
+  proofTokenTtlSeconds: s({ env: 'PROOF_TOKEN_TTL_SECONDS', kind: 'int', default: 120, min: 5, doc: 'proofToken lifetime.' }),
+  crossRegistryMismatchPolicy: s({ env: 'CROSS_REGISTRY_MISMATCH_POLICY', kind: 'string', default: 'hard-block', enum: ['hard-block', 'flag-and-continue'] as const, doc: 'What verify-face does when the face does not match the account\'s other registry.' }),
+  bankAccountConfirmDelayMs: s({ env: 'BANK_ACCOUNT_CONFIRM_DELAY_MS', kind: 'int', default: 30_000, min: 0, doc: 'Delay of the simulated upstream confirmation of a bankAccount change.' }),
+
+  operatorMaxFailedLogins: s({ env: 'OPERATOR_MAX_FAILED_LOGINS', kind: 'int', default: 5, min: 1, doc: 'Failed logins in a row before an operator is locked.' }),
+  adminIdentifier: s({ env: 'ADMIN_IDENTIFIER', kind: 'string', default: '', doc: 'First administrator, created at start-up when no administrator exists.' }),
+  adminPassword: s({ env: 'ADMIN_PASSWORD', kind: 'string', default: '', secret: true, doc: 'Password of that first administrator.' }),
+
+  matchThreshold: s({ env: 'MATCH_THRESHOLD', kind: 'number', default: CALIBRATED_THRESHOLDS.match, min: -1, max: 1, doc: 'Cosine at or above which two faces match (calibrated: docs/face-engine.md).' }),
+  highConfidenceThreshold: s({ env: 'HIGH_CONFIDENCE_THRESHOLD', kind: 'number', default: CALIBRATED_THRESHOLDS.highConfidence, min: -1, max: 1, doc: '/verify/self score at or above which the canonical embedding is refreshed.' }),
+  livenessThreshold: s({ env: 'LIVENESS_THRESHOLD', kind: 'number', default: CALIBRATED_THRESHOLDS.liveness, min: 0, max: 1, doc: 'Live probability below which a capture fails liveness.' }),
+  identifyMaxCandidates: s({ env: 'IDENTIFY_MAX_CANDIDATES', kind: 'int', default: 5, min: 1, max: 100, doc: 'Most candidates /identify returns.' }),
+  faceJobTimeoutMs: s({ env: 'FACE_JOB_TIMEOUT_MS', kind: 'int', default: 10_000, min: 100, doc: 'How long the API awaits a face or search job before 503 `face_engine_unavailable`.' }),
+  faceModelsDir: s({ env: 'FACE_MODELS_DIR', kind: 'string', default: 'var/models', doc: 'Directory of the four ONNX models (fetched by `npm run setup`).' }),
+  faceIntraOpThreads: s({ env: 'FACE_INTRA_OP_THREADS', kind: 'int', default: 1, min: 1, max: 64, doc: 'onnxruntime intra-op threads per face worker process.' }),
+  faceWorkerConcurrency: s({ env: 'FACE_WORKER_CONCURRENCY', kind: 'int', default: 1, min: 1, max: 64, doc: 'Jobs one face worker process runs at once.' }),
+  vectorIndexFactory: s({ env: 'VECTOR_INDEX_FACTORY', kind: 'string', default: 'Flat', doc: 'FAISS index factory string (inner product), e.g. `Flat`, `IVF1024,SQ8`.' }),
+  dependencyPollIntervalMs: s({ env: 'DEPENDENCY_POLL_INTERVAL_MS', kind: 'int', default: 15_000, min: 100, doc: 'Refresh period of the `service_dependency_up` gauge.' }),
+  billingTiersFile: s({ env: 'BILLING_TIERS_FILE', kind: 'string', default: 'config/billing-tiers.json', doc: 'Static contracted-tier file of the billing report.' }),
+} as const;
+
+type SpecOf<K extends keyof typeof SETTINGS> = (typeof SETTINGS)[K];
+type ValueOf<S> = S extends { enum: readonly (infer V)[] }
+  ? V
+  : S extends { kind: 'int' | 'number' }
+    ? number
+    : S extends { kind: 'bool' }
+      ? boolean
+      : string;
+
+export type Config = { readonly [K in keyof typeof SETTINGS]: ValueOf<SpecOf<K>> } & {
+  readonly isProduction: boolean;
+};
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+function parseValue(key: string, spec: SettingSpec<Kind, readonly string[] | undefined>, raw: string, problems: string[]): unknown {
+  const where = `${spec.env}=${spec.secret ? '<secret>' : JSON.stringify(raw)}`;
+  switch (spec.kind) {
+    case 'int':
+    case 'number': {
+      const n = Number(raw);
+      if (raw.trim() === '' || !Number.isFinite(n) || (spec.kind === 'int' && !Number.isInteger(n))) {
+        problems.push(`${where}: expected ${spec.kind === 'int' ? 'an integer' : 'a number'}`);
+        return undefined;
+      }
+      if (spec.min !== undefined && n < spec.min) problems.push(`${where}: must be >= ${spec.min}`);
+      if (spec.max !== undefined && n > spec.max) problems.push(`${where}: must be <= ${spec.max}`);
+      return n;
+    }
+    case 'bool':
+      if (/^(1|true|yes|on)$/i.test(raw)) return true;
+      if (/^(0|false|no|off|)$/i.test(raw)) return false;
+      problems.push(`${where}: expected true or false`);
+      return undefined;
+    case 'url':
+      try {
+        new URL(raw);
+      } catch {
+        problems.push(`${where}: expected a URL`);
+      }
+      return raw.replace(/\/+$/, '');
+    default:
+      if (spec.enum && !spec.enum.includes(raw)) problems.push(`${where}: expected one of ${spec.enum.join(', ')}`);
+      void key;
+      return raw;
+  }
+}
+
+/** Parses and validates the settings from an environment; throws ConfigError listing every problem. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const problems: string[] = [];
+  const out: Record<string, unknown> = {};
+  for (const [key, spec] of Object.entries(SETTINGS) as [string, SettingSpec<Kind, readonly string[] | undefined>][]) {
+    const raw = env[spec.env];
+    if (raw !== undefined && raw !== '') {
+      out[key] = parseValue(key, spec, raw, problems);
+    } else {
+      const d = typeof spec.default === 'function' ? (spec.default as (c: unknown) => unknown)(out) : spec.default;
+      out[key] = d;
+    }
+  }
+  out.isProduction = out.nodeEnv === 'production';
+  if (out.isProduction) {
+    if (!out.jwtPrivateKey) problems.push('JWT_PRIVATE_KEY must be set in production (the generated development key is refused)');
+    if (out.smsTransport === 'outbox') problems.push('SMS_TRANSPORT=outbox is a development transport and is refused in production');
+    if (out.registrySimFault !== 'none') problems.push('REGISTRY_SIM_FAULT is a test setting and is refused in production');
+    if (out.adminPassword && String(out.adminPassword).length < 12) problems.push('ADMIN_PASSWORD must have at least 12 characters in production');
+  }
+  if (out.smsTransport === 'webhook' && !out.smsWebhookUrl) problems.push('SMS_WEBHOOK_URL is required with SMS_TRANSPORT=webhook');
+  if ((out.adminIdentifier === '') !== (out.adminPassword === '')) problems.push('ADMIN_IDENTIFIER and ADMIN_PASSWORD are set together or not at all');
+  if (Number(out.highConfidenceThreshold) < Number(out.matchThreshold)) problems.push('HIGH_CONFIDENCE_THRESHOLD must be >= MATCH_THRESHOLD');
+  if (problems.length) throw new ConfigError(problems);
+  return Object.freeze(out) as unknown as Config;
+}
+
+let cached: Config | undefined;
+/** The process-wide configuration, parsed once from process.env. */
+export function config(): Config {
+  cached ??= loadConfig(process.env);
+  return cached;
+}
+
+/** A printable view with secrets masked (for start-up logs). */
+export function describeConfig(c: Config): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, spec] of Object.entries(SETTINGS) as [keyof Config & string, SettingSpec<Kind>][]) {
+    const v = c[key];
+    out[spec.env] = spec.secret && v ? '<secret>' : key === 'databaseUrl' || key === 'redisUrl' ? maskUrl(String(v)) : v;
+  }
+  return out;
+}
+
+function maskUrl(u: string): string {
+  try {
+    const url = new URL(u);
+    if (url.password) url.password = '***';
+    return url.toString();
+  } catch {
+    return u;
+  }
+}

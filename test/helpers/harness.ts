@@ -1,0 +1,143 @@
+/**
+ * The real service in-process for a test file: its own PostgreSQL database and Redis prefix, the web
+ * server on a free port, and (on request) real face and search workers. Nothing is mocked.
+ */
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig, type Config } from '../../shared/config.js';
+import { createRedis } from '../../shared/redis.js';
+import { closeDeps, createDeps, type AppDeps } from '../../api/deps.js';
+import { startWeb, type RunningWeb } from '../../api/http-server.js';
+import { createLogger } from '../../shared/logger.js';
+import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL, type TestDatabase } from './db.js';
+
+export const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', '..');
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface RunningWorker {
+  url: string;
+  close(): Promise<void>;
+}
+
+export interface HarnessOptions {
+  env?: Record<string, string>;
+  /** Start a face worker (liveness + embed queues). */
+  face?: boolean;
+  /** Number of search workers to start. */
+  search?: number;
+  /** Start the background dependency poller (off by default: tests call /health themselves). */
+  poller?: boolean;
+}
+
+export interface Harness {
+  config: Config;
+  deps: AppDeps;
+  web: RunningWeb;
+  url: string;
+  db: TestDatabase;
+  faceWorkers: RunningWorker[];
+  searchWorkers: RunningWorker[];
+  outboxFile: string;
+  /** Builds the config of another process of this deployment (a second worker, say). */
+  configFor(env?: Record<string, string>): Config;
+  startFaceWorker(env?: Record<string, string>): Promise<RunningWorker>;
+  startSearchWorker(env?: Record<string, string>): Promise<RunningWorker>;
+  stop(): Promise<void>;
+}
+
+export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
+  const db = await createTestDatabase();
+  const prefix = testRedisPrefix();
+  const [port, facePort, searchPort] = await Promise.all([freePort(), freePort(), freePort()]);
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'faceid-test-'));
+  const outboxFile = path.join(tmp, 'sms-outbox.jsonl');
+  const baseEnv: Record<string, string> = {
+    NODE_ENV: 'test',
+    DATABASE_URL: db.url,
+    DATABASE_POOL_MAX: '5',
+    REDIS_URL: TEST_REDIS_URL,
+    REDIS_PREFIX: prefix,
+    PORT: String(port),
+    FACE_ENGINE_PORT: String(facePort),
+    SEARCH_HEALTH_PORT: String(searchPort),
+    SMS_TRANSPORT: 'outbox',
+    SMS_OUTBOX_FILE: outboxFile,
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    FACE_MODELS_DIR: path.join(ROOT, 'var', 'models'),
+    FACE_JOB_TIMEOUT_MS: '15000',
+    ...(opts.env ?? {}),
+  };
+  const configFor = (env: Record<string, string> = {}) => loadConfig({ ...baseEnv, ...env });
+  const config = configFor();
+  const logger = createLogger({ level: config.logLevel, name: 'test-web' });
+  const deps = createDeps(config, { logger });
+  const web = await startWeb(deps, { poller: opts.poller ?? false });
+
+  const faceWorkers: RunningWorker[] = [];
+  const searchWorkers: RunningWorker[] = [];
+  const startFaceWorker = async (env: Record<string, string> = {}) => {
+    const { startFaceWorker: start } = await import('../../workers/face/worker.js');
+    const w = await start(configFor(env), { logger: createLogger({ level: config.logLevel, name: 'test-face' }) });
+    faceWorkers.push(w);
+    return w;
+  };
+  const startSearchWorker = async (env: Record<string, string> = {}) => {
+    const { startSearchWorker: start } = await import('../../workers/search/worker.js');
+    // Only the first search worker serves the health port; the others use a free one.
+    const extra: Record<string, string> = searchWorkers.length ? { SEARCH_HEALTH_PORT: String(await freePort()) } : {};
+    const w = await start(configFor({ ...extra, ...env }), { logger: createLogger({ level: config.logLevel, name: 'test-search' }) });
+    searchWorkers.push(w);
+    return w;
+  };
+  if (opts.face) await startFaceWorker();
+  for (let i = 0; i < (opts.search ?? 0); i++) await startSearchWorker();
+
+  return {
+    config,
+    deps,
+    web,
+    url: web.url,
+    db,
+    faceWorkers,
+    searchWorkers,
+    outboxFile,
+    configFor,
+    startFaceWorker,
+    startSearchWorker,
+    stop: async () => {
+      await web.close();
+      await Promise.allSettled([...faceWorkers, ...searchWorkers].map((w) => w.close()));
+      await closeDeps(deps);
+      await cleanRedis(prefix);
+      await db.drop();
+    },
+  };
+}
+
+async function cleanRedis(prefix: string): Promise<void> {
+  const r = createRedis(TEST_REDIS_URL, { enableOfflineQueue: true });
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 500);
+      cursor = next;
+      if (keys.length) await r.del(...keys);
+    } while (cursor !== '0');
+  } catch {
+    // Redis may be the thing a test stopped.
+  } finally {
+    r.disconnect();
+  }
+}
