@@ -18,8 +18,8 @@ export interface App {
   openapi: Record<string, unknown>;
 }
 
-export function createApp(deps: AppDeps): App {
-  const routes = allRoutes(deps);
+export function createApp(deps: AppDeps, opts: { extraRoutes?: AnyRoute[] } = {}): App {
+  const routes = [...allRoutes(deps), ...(opts.extraRoutes ?? [])];
   let openapi: Record<string, unknown> = {};
   routes.push(
     route({

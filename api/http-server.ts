@@ -3,6 +3,8 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp, type App } from './app.js';
 import type { AppDeps } from './deps.js';
+import type { AnyRoute } from './route-table.js';
+import { startUpstreamWorker } from '../workers/upstream/worker.js';
 
 export interface RunningWeb {
   app: App;
@@ -11,8 +13,11 @@ export interface RunningWeb {
   close(): Promise<void>;
 }
 
-export async function startWeb(deps: AppDeps, opts: { port?: number; host?: string; poller?: boolean } = {}): Promise<RunningWeb> {
-  const app = createApp(deps);
+export async function startWeb(
+  deps: AppDeps,
+  opts: { port?: number; host?: string; poller?: boolean; extraRoutes?: AnyRoute[] } = {},
+): Promise<RunningWeb> {
+  const app = createApp(deps, { extraRoutes: opts.extraRoutes });
   const server = app.koa.listen(opts.port ?? deps.config.port, opts.host ?? deps.config.host);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
@@ -24,15 +29,19 @@ export async function startWeb(deps: AppDeps, opts: { port?: number; host?: stri
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;
   if (opts.poller !== false) deps.health.startPoller(deps.config.dependencyPollIntervalMs);
+  // The `upstream` queue (delayed bankAccount confirmations) needs only PostgreSQL and Redis: see workers/upstream/worker.ts.
+  const upstream = deps.config.upstreamWorkerInWeb ? startUpstreamWorker(deps.config, { db: deps.db, logger: deps.logger }) : null;
   return {
     app,
     server,
     url,
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      await new Promise<void>((resolve) => {
         deps.health.stopPoller();
         server.closeAllConnections?.();
         server.close(() => resolve());
-      }),
+      });
+      await upstream?.close();
+    },
   };
 }

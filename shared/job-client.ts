@@ -39,8 +39,13 @@ export class JobClient {
     const prefix = bullPrefix(opts.redisPrefix);
     for (const name of QUEUE_NAMES) {
       const qc = this.connection();
-      this.queues.set(name, new Queue(name, { connection: qc, prefix }));
-      this.events.set(name, new QueueEvents(name, { connection: this.connection(), prefix }));
+      const queue = new Queue(name, { connection: qc, prefix });
+      const events = new QueueEvents(name, { connection: this.connection(), prefix });
+      // Connection errors surface through /health and the requests that meet them, not as noise.
+      queue.on('error', () => {});
+      events.on('error', () => {});
+      this.queues.set(name, queue);
+      this.events.set(name, events);
     }
   }
 

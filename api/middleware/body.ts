@@ -22,7 +22,16 @@ export function jsonBody(limitBytes = 64 * 1024): Middleware {
     if (hasBody && !ctx.is('application/json', 'application/*+json')) {
       throw new AppError('unsupported_media_type', 'Send the body as application/json');
     }
-    await parse(ctx, next);
+    try {
+      await parse(ctx, async () => {});
+    } catch (e) {
+      const err = e as { status?: number; statusCode?: number; type?: string; message?: string };
+      if (err.status === 413 || err.statusCode === 413 || err.type === 'entity.too.large') {
+        throw new AppError('payload_too_large', `The JSON body exceeds ${limitBytes} bytes`);
+      }
+      throw new AppError('validation_failed', 'The JSON body could not be parsed', { details: { reason: 'malformed JSON' } });
+    }
+    await next();
   };
 }
 

@@ -10,6 +10,7 @@ import { loadConfig, type Config } from '../../shared/config.js';
 import { createRedis } from '../../shared/redis.js';
 import { closeDeps, createDeps, type AppDeps } from '../../api/deps.js';
 import { startWeb, type RunningWeb } from '../../api/http-server.js';
+import type { AnyRoute } from '../../api/route-table.js';
 import { createLogger } from '../../shared/logger.js';
 import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL, type TestDatabase } from './db.js';
 
@@ -39,6 +40,8 @@ export interface HarnessOptions {
   search?: number;
   /** Start the background dependency poller (off by default: tests call /health themselves). */
   poller?: boolean;
+  /** Routes mounted beside the real ones (tests of the framework itself). */
+  extraRoutes?: AnyRoute[];
 }
 
 export interface Harness {
@@ -83,7 +86,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const config = configFor();
   const logger = createLogger({ level: config.logLevel, name: 'test-web' });
   const deps = createDeps(config, { logger });
-  const web = await startWeb(deps, { poller: opts.poller ?? false });
+  const web = await startWeb(deps, { poller: opts.poller ?? false, extraRoutes: opts.extraRoutes });
 
   const faceWorkers: RunningWorker[] = [];
   const searchWorkers: RunningWorker[] = [];

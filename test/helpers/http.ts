@@ -17,7 +17,7 @@ export interface RequestOptions {
 export async function call<T = any>(baseUrl: string, method: string, path: string, opts: RequestOptions = {}): Promise<Answer<T>> {
   const headers: Record<string, string> = { ...(opts.headers ?? {}) };
   if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-  let body: BodyInit | undefined;
+  let body: RequestInit['body'];
   if (opts.json !== undefined) {
     headers['content-type'] = 'application/json';
     body = JSON.stringify(opts.json);

@@ -1,0 +1,43 @@
+/** The one configuration module: defaults, validation at boot, and production's refusals. */
+import test from 'ava';
+import { ConfigError, loadConfig } from '../shared/config.js';
+
+test('defaults are usable for local development', (t) => {
+  const c = loadConfig({});
+  t.is(c.port, 3000);
+  t.is(c.databaseUrl, 'postgres://postgres@127.0.0.1:5432/faceid');
+  t.is(c.registryUrl, 'http://127.0.0.1:3000/api');
+  t.is(c.smsTransport, 'outbox');
+  t.is(c.linkTokenTtlSeconds, 300);
+  t.is(c.proofTokenTtlSeconds, 120);
+  t.is(c.faceJobTimeoutMs, 10000);
+  t.is(c.crossRegistryMismatchPolicy, 'hard-block');
+  t.true(c.highConfidenceThreshold >= c.matchThreshold);
+});
+
+test('environment values are parsed and every invalid one is reported at once', (t) => {
+  t.is(loadConfig({ PORT: '8080' }).registryUrl, 'http://127.0.0.1:8080/api');
+  const err = t.throws(() => loadConfig({ PORT: 'eighty', OTP_MAX_ATTEMPTS: '0', CROSS_REGISTRY_MISMATCH_POLICY: 'maybe', TRUST_PROXY: 'perhaps', REDIS_URL: 'not a url' }), { instanceOf: ConfigError });
+  t.is((err as ConfigError).problems.length, 5);
+});
+
+test('production refuses the development signing key and the SMS outbox', (t) => {
+  const err = t.throws(() => loadConfig({ NODE_ENV: 'production', SMS_TRANSPORT: 'outbox' }), { instanceOf: ConfigError });
+  const text = (err as ConfigError).problems.join('\n');
+  t.regex(text, /JWT_PRIVATE_KEY/);
+  t.regex(text, /outbox/);
+  // With real settings it starts, and the SMS transport defaults to the webhook.
+  const ok = loadConfig({ NODE_ENV: 'production', JWT_PRIVATE_KEY: '-----BEGIN PRIVATE KEY-----x', SMS_WEBHOOK_URL: 'https://sms.example/send' });
+  t.is(ok.smsTransport, 'webhook');
+  t.throws(() => loadConfig({ NODE_ENV: 'production', JWT_PRIVATE_KEY: 'k', SMS_WEBHOOK_URL: 'https://x', REGISTRY_SIM_FAULT: 'error' }), { instanceOf: ConfigError });
+});
+
+test('thresholds must be ordered', (t) => {
+  t.throws(() => loadConfig({ MATCH_THRESHOLD: '0.6', HIGH_CONFIDENCE_THRESHOLD: '0.5' }), { instanceOf: ConfigError });
+});
+
+test('docs/configuration.md is generated from the settings table and up to date', async (t) => {
+  const { readFileSync } = await import('node:fs');
+  const { renderConfigDoc } = await import('../scripts/gen-config-doc.js');
+  t.is(readFileSync(new URL('../docs/configuration.md', import.meta.url), 'utf8'), renderConfigDoc(), 'run npm run docs:config');
+});

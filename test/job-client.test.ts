@@ -1,0 +1,74 @@
+/** The awaited-job helper: result, removal from Redis, and timeout with withdrawal when no worker runs. */
+import test from 'ava';
+import { Worker } from 'bullmq';
+import { bullPrefix, JobClient } from '../shared/job-client.js';
+import { bullConnection, createRedis } from '../shared/redis.js';
+import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';
+import { AppError } from '../shared/errors.js';
+
+const prefix = testRedisPrefix();
+const jobs = new JobClient({ redisUrl: TEST_REDIS_URL, redisPrefix: prefix, timeoutMs: 800 });
+const redis = createRedis(TEST_REDIS_URL);
+const workers: Worker[] = [];
+const connections: ReturnType<typeof bullConnection>[] = [];
+const connection = () => {
+  const c = bullConnection(TEST_REDIS_URL);
+  connections.push(c);
+  return c;
+};
+
+test.after.always(async () => {
+  await Promise.all(workers.map((w) => w.close()));
+  await jobs.close();
+  const keys = await redis.keys(`${prefix}:*`);
+  if (keys.length) await redis.del(...keys);
+  redis.disconnect();
+  for (const c of connections) c.disconnect();
+});
+
+function startWorker(onJob: (data: any) => unknown) {
+  const w = new Worker('search', async (job) => onJob(job.data), { connection: connection(), prefix: bullPrefix(prefix) });
+  workers.push(w);
+  return w;
+}
+
+test.serial('with no worker running the call fails with 503 face_engine_unavailable in time and the job is withdrawn', async (t) => {
+  const started = Date.now();
+  const err = await t.throwsAsync(jobs.run('search', { op: 'compare', embedding: [1], userId: 'u' }, { timeoutMs: 800 }));
+  const elapsed = Date.now() - started;
+  t.true(err instanceof AppError);
+  t.is((err as AppError).code, 'face_engine_unavailable');
+  t.is((err as AppError).status, 503);
+  t.true(elapsed >= 750 && elapsed < 3000, `answered after ${elapsed} ms`);
+  const counts = await jobs.counts('search');
+  t.is(counts.waiting + counts.prioritized + counts.delayed + counts.active, 0, 'no job left in the queue');
+
+  // A worker that starts afterwards never sees the withdrawn job.
+  let ran = 0;
+  const w = startWorker(() => {
+    ran++;
+    return { op: 'compare', score: 1, ms: 0 };
+  });
+  await w.waitUntilReady();
+  await new Promise((r) => setTimeout(r, 1000));
+  t.is(ran, 0);
+  await w.close();
+});
+
+test.serial('a result comes back and the job is removed from Redis once read', async (t) => {
+  let seenId: string | undefined;
+  const w = new Worker(
+    'search',
+    async (job) => {
+      seenId = job.id;
+      return { op: 'compare', score: 0.5, ms: 1, echoed: job.data.payload.userId };
+    },
+    { connection: connection(), prefix: bullPrefix(prefix) },
+  );
+  workers.push(w);
+  const result = await jobs.run('search', { op: 'compare', embedding: [1], userId: 'abc' });
+  t.like(result as object, { op: 'compare', score: 0.5, echoed: 'abc' });
+  t.truthy(seenId);
+  t.is(await redis.exists(`${bullPrefix(prefix)}:search:${seenId}`), 0, 'the job hash is gone');
+  await w.close();
+});

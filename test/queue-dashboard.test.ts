@@ -1,0 +1,69 @@
+/** Bull Board at /admin/queues: administrators (through the cookie) only. */
+import test from 'ava';
+import { startHarness, type Harness } from './helpers/harness.js';
+import { client } from './helpers/http.js';
+import { newConsumer, newOperator } from './helpers/principals.js';
+
+let h: Harness;
+test.before(async () => {
+  h = await startHarness();
+});
+test.after.always(async () => {
+  await h?.stop();
+});
+
+function cookieOf(res: { headers: Headers }): string {
+  const raw = res.headers.get('set-cookie') ?? '';
+  return raw.split(';')[0]!;
+}
+
+test('an administrator opens the dashboard with a short-lived HttpOnly SameSite cookie and sees every queue', async (t) => {
+  const api = client(h.url);
+  const admin = await newOperator(h, { role: 'administrator' });
+  const session = await api.post('/admin/queues/session', { token: admin.token });
+  t.is(session.status, 204);
+  const setCookie = session.headers.get('set-cookie') ?? '';
+  t.regex(setCookie, /httponly/i);
+  t.regex(setCookie, /samesite=strict/i);
+  t.regex(setCookie, /path=\/admin\/queues/i);
+  const page = await api.get('/admin/queues', { headers: { cookie: cookieOf(session) } });
+  t.is(page.status, 200);
+  t.regex(page.text, /<html/i);
+  const queues = await api.get('/admin/queues/api/queues?activeQueue=liveness&page=1&jobsPerPage=10', { headers: { cookie: cookieOf(session) } });
+  t.is(queues.status, 200);
+  const names = (queues.body.queues as { name: string }[]).map((q) => q.name).sort();
+  t.deepEqual(names, ['embed', 'liveness', 'search']);
+});
+
+test('anonymous callers, consumers, operators and forged cookies are refused', async (t) => {
+  const api = client(h.url);
+  const anon = await api.get('/admin/queues');
+  t.is(anon.status, 401);
+  t.is(anon.body.error, 'unauthorized');
+  t.is((await api.get('/admin/queues/api/queues')).status, 401);
+
+  const consumer = await newConsumer(h);
+  t.is((await api.post('/admin/queues/session', { token: consumer.token })).status, 401);
+  const operator = await newOperator(h);
+  const opSession = await api.post('/admin/queues/session', { token: operator.token });
+  t.is(opSession.status, 403);
+  t.is(opSession.headers.get('set-cookie'), null);
+
+  // A bearer token is not a cookie, and a cookie must be one we signed for the dashboard.
+  t.is((await api.get('/admin/queues', { token: (await newOperator(h, { role: 'administrator' })).token })).status, 401);
+  t.is((await api.get('/admin/queues', { headers: { cookie: `faceid_admin_ui=${consumer.token}` } })).status, 401);
+});
+
+test('the cookie stops working once the administrator is deactivated or logged out', async (t) => {
+  const api = client(h.url);
+  const admin = await newOperator(h, { role: 'administrator' });
+  const cookie = cookieOf(await api.post('/admin/queues/session', { token: admin.token }));
+  t.is((await api.get('/admin/queues', { headers: { cookie } })).status, 200);
+  await h.deps.db('operators').where({ id: admin.operatorId }).update({ status: 'deactivated' });
+  t.is((await api.get('/admin/queues', { headers: { cookie } })).status, 403);
+
+  const other = await newOperator(h, { role: 'administrator' });
+  const cookie2 = cookieOf(await api.post('/admin/queues/session', { token: other.token }));
+  await h.deps.db('sessions').where({ id: other.sessionId }).update({ revokedAt: new Date() });
+  t.is((await api.get('/admin/queues', { headers: { cookie: cookie2 } })).status, 401);
+});
