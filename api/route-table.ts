@@ -85,7 +85,7 @@ export interface RouteSpec<
   responses: Record<number, ResponseSpec>;
   /** Error codes this route documents (the error envelope is shared). */
   errors?: ErrorCode[];
-  /** Runs after validation and before the stateful authorisation check: no dependency may be called. */
+  /** Runs on the raw parsed parts, before validation and the stateful authorisation check: no dependency may be called. */
   precheck?: (input: NoInfer<HandlerInput<Infer<B>, Infer<Q>, Infer<P>, Infer<F>>>) => void | Promise<void>;
   /** Hidden from the OpenAPI document (e.g. the Bull Board UI). */
   hidden?: boolean;

@@ -1,8 +1,9 @@
 /**
  * Builds the Koa router from the route table. For each route, in order:
  *   1. the bearer token's signature, expiry and audience (stateless: no dependency is touched);
- *   2. the body (JSON or multipart) parsed and every part validated against the route's schemas;
- *   3. the route's precheck (e.g. /identify's attestation, answered before any dependency);
+ *   2. the body (JSON or multipart) parsed; the route's precheck on the raw parts (e.g. /identify's
+ *      attestation, answered before anything else about the request and before any dependency);
+ *   3. every part validated against the route's schemas;
  *   4. the authorisation rule against current state (session, user, operator in PostgreSQL);
  *   5. the handler.
  */
@@ -87,7 +88,6 @@ export function buildRouter(routes: AnyRoute[], deps: RouterDeps): Router {
           if (required && !files[name]) violations.push({ in: 'fields', path: `/${name}`, message: 'is required (a file part)' });
         }
       }
-      if (violations.length) throw validationError(violations);
       const input = {
         body,
         query,
@@ -101,8 +101,9 @@ export function buildRouter(routes: AnyRoute[], deps: RouterDeps): Router {
         ctx,
       };
 
-      // 3. Checks that must answer before any dependency is called.
+      // Checks that must answer first, before any dependency is called (raw, unvalidated parts).
       if (r.precheck) await r.precheck(input);
+      if (violations.length) throw validationError(violations);
 
       // 4. The rule against current state.
       const auth = await deps.authorizer.authorize(ctx.get('authorization') || undefined, r.auth, params);

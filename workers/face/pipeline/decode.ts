@@ -1,0 +1,125 @@
+/**
+ * Upload normalisation and pixel decoding (sharp / libvips).
+ *
+ * `normaliseUpload` runs once, when a photo enters the system: it accepts only JPEG, PNG and WebP,
+ * applies the EXIF orientation, bounds the size and re-encodes a small JPEG without metadata (no GPS,
+ * no camera serials), which is what the face jobs carry. `decodeRgb` turns such a JPEG into 8-bit
+ * RGB pixels for the models.
+ */
+import sharp from 'sharp';
+import { FaceError } from './errors.js';
+
+/** Uploads above this many pixels (width x height, as declared by the header) are refused. */
+export const MAX_INPUT_PIXELS = 40_000_000;
+/** Longest side of the normalised JPEG; smaller images keep their size. */
+export const MAX_NORMALISED_SIDE = 1280;
+/** JPEG quality of the normalised image. */
+export const NORMALISED_JPEG_QUALITY = 90;
+/** The formats SPEC 3 accepts (`invalid_image` otherwise). */
+export const ACCEPTED_FORMATS: ReadonlySet<string> = new Set(['jpeg', 'png', 'webp']);
+
+/** 8-bit RGB pixels, row-major, 3 interleaved channels. */
+export interface RgbImage {
+  data: Uint8Array;
+  width: number;
+  height: number;
+}
+
+export interface NormalisedImage {
+  jpeg: Buffer;
+  width: number;
+  height: number;
+}
+
+function sharpInput(buf: Buffer) {
+  return sharp(buf, {
+    limitInputPixels: MAX_INPUT_PIXELS,
+    // 'warning' (sharp's default, stated for clarity) aborts on truncated or corrupt pixel data.
+    failOn: 'warning',
+    // A multi-frame GIF/WebP/TIFF is never read past its first frame.
+    pages: 1,
+  });
+}
+
+/**
+ * The format by its magic bytes, before anything is handed to libvips: other formats (SVG, TIFF,
+ * HEIF, PDF, ...) never reach a decoder.
+ */
+export function sniffFormat(buf: Uint8Array): 'jpeg' | 'png' | 'webp' | undefined {
+  if (buf.length >= 3 && buf[0] === 0xff && buf[1] === 0xd8 && buf[2] === 0xff) return 'jpeg';
+  if (buf.length >= 8 && [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a].every((b, i) => buf[i] === b)) return 'png';
+  if (buf.length >= 12 && Buffer.from(buf.subarray(0, 4)).toString('latin1') === 'RIFF' && Buffer.from(buf.subarray(8, 12)).toString('latin1') === 'WEBP') return 'webp';
+  return undefined;
+}
+
+function asInvalid(err: unknown): FaceError {
+  if (err instanceof FaceError) return err;
+  const detail = err instanceof Error ? err.message : String(err);
+  return new FaceError('invalid_image', `The upload could not be decoded as an image: ${detail}`, { cause: err });
+}
+
+/**
+ * Validate and normalise an upload: EXIF rotation applied, longest side at most 1280 px (never
+ * enlarged), alpha flattened on white, sRGB, re-encoded as baseline JPEG q90 without metadata.
+ * Throws `FaceError('invalid_image')` for anything that is not a decodable JPEG, PNG or WebP within
+ * the pixel limit.
+ */
+export async function normaliseUpload(buf: Buffer): Promise<NormalisedImage> {
+  if (!(buf instanceof Uint8Array) || buf.length === 0) {
+    throw new FaceError('invalid_image', 'The upload is empty');
+  }
+  const input = Buffer.isBuffer(buf) ? buf : Buffer.from(buf);
+  const sniffed = sniffFormat(input);
+  if (!sniffed) throw new FaceError('invalid_image', 'Not a JPEG, PNG or WebP image');
+  try {
+    const meta = await sharpInput(input).metadata();
+    if (meta.format !== sniffed || !ACCEPTED_FORMATS.has(meta.format)) {
+      throw new FaceError('invalid_image', `Unsupported image format: ${meta.format ?? 'unknown'} (JPEG, PNG or WebP only)`);
+    }
+    if (!meta.width || !meta.height) {
+      throw new FaceError('invalid_image', 'The image has no dimensions');
+    }
+    const { data, info } = await sharpInput(input)
+      .rotate() // EXIF orientation; the tag is dropped with the rest of the metadata
+      .resize({
+        width: MAX_NORMALISED_SIDE,
+        height: MAX_NORMALISED_SIDE,
+        fit: 'inside',
+        withoutEnlargement: true,
+      })
+      .flatten({ background: '#ffffff' })
+      .toColourspace('srgb')
+      .jpeg({ quality: NORMALISED_JPEG_QUALITY })
+      .toBuffer({ resolveWithObject: true });
+    return { jpeg: data, width: info.width, height: info.height };
+  } catch (err) {
+    throw asInvalid(err);
+  }
+}
+
+/**
+ * Decode an image (normally the JPEG produced by `normaliseUpload`) into 8-bit RGB pixels. EXIF
+ * orientation is applied here too (a no-op for normalised JPEGs, which carry none), so coordinates
+ * are always those of the upright image. Throws `FaceError('invalid_image')` on undecodable input.
+ */
+export async function decodeRgb(jpeg: Buffer): Promise<RgbImage> {
+  if (!(jpeg instanceof Uint8Array) || jpeg.length === 0) {
+    throw new FaceError('invalid_image', 'The image is empty');
+  }
+  if (!sniffFormat(jpeg)) throw new FaceError('invalid_image', 'Not a JPEG, PNG or WebP image');
+  try {
+    const { data, info } = await sharpInput(Buffer.isBuffer(jpeg) ? jpeg : Buffer.from(jpeg))
+      .rotate()
+      .flatten({ background: '#ffffff' })
+      .toColourspace('srgb')
+      .removeAlpha()
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+    if (info.channels !== 3 || data.length !== info.width * info.height * 3) {
+      throw new Error(`unexpected decoded layout: ${info.width}x${info.height}x${info.channels}`);
+    }
+    return { data: new Uint8Array(data.buffer, data.byteOffset, data.length), width: info.width, height: info.height };
+  } catch (err) {
+    throw asInvalid(err);
+  }
+}

@@ -1,0 +1,247 @@
+/**
+ * The face engine: the four ONNX models behind two calls that match the two queue stages.
+ *
+ * - `liveness(jpeg, mode)`: decode, detect, choose the face, 68 landmarks -> 5 points, anti-spoof
+ *   score. Throws FaceError `invalid_image`, `no_face` or (mode 'single') `multiple_faces`.
+ * - `embed(jpeg, landmarks5)`: 5-point similarity alignment to the ArcFace 112x112 template and the
+ *   512-d L2-normalised embedding.
+ *
+ * Both take the normalised JPEG (see decode.ts `normaliseUpload`); each reports its own wall-clock
+ * milliseconds. Sessions are created once, in `load`. Pure library: no queue, no HTTP, no config.
+ * See docs/face-engine.md for every number used here and how the thresholds were chosen.
+ */
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import * as ort from 'onnxruntime-node';
+import { decodeRgb, type RgbImage } from './decode.js';
+import { FaceError } from './errors.js';
+import { detectFaces, DEFAULT_DETECT_OPTIONS, DETECT_INPUT_HEIGHT, DETECT_INPUT_WIDTH, type Detection, type DetectOptions } from './detect.js';
+import { fivePoints, predictLandmarks, squareBox, LANDMARK_INPUT_SIZE } from './landmarks.js';
+import { scoreLiveness, LIVENESS_INPUT_SIZE } from './liveness.js';
+import { embedFace, EMBEDDING_DIM } from './embed.js';
+import { ALIGNED_SIZE, type Point } from './align.js';
+import { FACE_ENGINE_VERSION, FACE_MODELS, type FaceModelRole } from '../../../shared/face-models.js';
+
+/** The loaded model of each role (files and SHA-256 pins: shared/face-models.ts). */
+type Sessions = Record<FaceModelRole, ort.InferenceSession>;
+
+/**
+ * When a photo counts as showing several faces in mode 'single' (1:1 flows). Every detection at or
+ * above the detector threshold (0.7) is a face and is counted in `faceCount`; the photo is refused
+ * only when a second face is *clearly* present: detector probability >= 0.9 AND box height at least
+ * 40% of the largest face's. A small or uncertain face in the background (a bystander, a face on a
+ * poster or a T-shirt) does not block a selfie; two people side by side do.
+ */
+export const FACE_SELECTION = {
+  secondFaceMinScore: 0.9,
+  secondFaceMinSizeRatio: 0.4,
+} as const;
+
+export type FaceMode = 'single' | 'largest';
+
+export interface LivenessResult {
+  face: {
+    /** [x, y, width, height] of the detector box in pixels of the normalised image, clipped to it. */
+    box: [number, number, number, number];
+    /** Detector probability of the chosen face. */
+    detScore: number;
+    /** Left eye, right eye, nose tip, left and right mouth corner (image left/right), [x, y] pixels. */
+    landmarks5: number[][];
+  };
+  /** Probability (0..1) that the face is a live capture; compare with LIVENESS_THRESHOLD. */
+  livenessScore: number;
+  /** Faces detected in the image (including small or uncertain ones that did not block). */
+  faceCount: number;
+  ms: number;
+}
+
+/** One face of `analyse`: the liveness-stage fields plus the embedding. */
+export interface FaceAnalysis {
+  box: [number, number, number, number];
+  detScore: number;
+  landmarks5: number[][];
+  livenessScore: number;
+  embedding: number[];
+}
+
+export interface EmbedResult {
+  /** 512 numbers, L2 norm 1: cosine similarity = dot product. */
+  embedding: number[];
+  ms: number;
+}
+
+export interface FaceEngineOptions {
+  /** onnxruntime intra-op threads per session (default 1: fastest per process on 2 cores, see docs). */
+  intraOpThreads?: number;
+  /** Check each model file against its SHA-256 pin (shared/face-models.ts) before loading (default true). */
+  verifyModels?: boolean;
+  /** onnxruntime execution providers, in order of preference (default ['cpu']). */
+  executionProviders?: string[];
+}
+
+function round(v: number, digits: number): number {
+  const k = 10 ** digits;
+  return Math.round(v * k) / k;
+}
+
+function elapsed(t0: number): number {
+  return round(performance.now() - t0, 1);
+}
+
+/** Choose the face; throws no_face / multiple_faces. Exported for tests. */
+export function chooseFace(dets: readonly Detection[], mode: FaceMode): Detection {
+  if (dets.length === 0) throw new FaceError('no_face', undefined, { faceCount: 0 });
+  const height = (d: Detection) => d.y2 - d.y1;
+  const bySize = [...dets].sort((a, b) => height(b) - height(a) || b.score - a.score);
+  const largest = bySize[0]!;
+  if (mode === 'single') {
+    const rival = bySize.slice(1).find(
+      (d) =>
+        d.score >= FACE_SELECTION.secondFaceMinScore &&
+        height(d) >= FACE_SELECTION.secondFaceMinSizeRatio * height(largest),
+    );
+    if (rival) {
+      throw new FaceError('multiple_faces', `${dets.length} faces detected; more than one is clearly present`, {
+        faceCount: dets.length,
+      });
+    }
+  }
+  return largest;
+}
+
+function parseLandmarks5(landmarks5: unknown): Point[] {
+  if (!Array.isArray(landmarks5) || landmarks5.length !== 5) {
+    throw new TypeError('landmarks5 must be an array of five [x, y] points');
+  }
+  return landmarks5.map((p) => {
+    if (!Array.isArray(p) || p.length !== 2 || !p.every((v) => typeof v === 'number' && Number.isFinite(v))) {
+      throw new TypeError('landmarks5 must be an array of five [x, y] points of finite numbers');
+    }
+    return [p[0] as number, p[1] as number];
+  });
+}
+
+export class FaceEngine {
+  private constructor(
+    private readonly sessions: Sessions,
+    readonly detectOptions: DetectOptions,
+    readonly intraOpThreads: number,
+  ) {}
+
+  /** Load the four models (file names: shared/face-models.ts) from `modelDir`, once per process. */
+  static async load(modelDir: string, opts: FaceEngineOptions = {}): Promise<FaceEngine> {
+    const threads = opts.intraOpThreads ?? 1;
+    if (!Number.isInteger(threads) || threads < 1) throw new RangeError('intraOpThreads must be a positive integer');
+    const sessionOptions: ort.InferenceSession.SessionOptions = {
+      executionProviders: opts.executionProviders ?? ['cpu'],
+      // SPEC 5: 'all' makes fr_feature.onnx about 3x slower (denormal weights). That is CPU-dependent
+      // (not reproduced on AMD EPYC, docs/face-engine.md); 'extended' is safe everywhere.
+      graphOptimizationLevel: 'extended',
+      intraOpNumThreads: threads,
+      interOpNumThreads: 1,
+      executionMode: 'sequential',
+    };
+    const entries = await Promise.all(
+      FACE_MODELS.map(async ({ role, file, sha256 }) => {
+        const path = join(modelDir, file);
+        let bytes: Buffer;
+        try {
+          bytes = await readFile(path);
+        } catch (err) {
+          throw new Error(`face model ${file} not found in ${modelDir} (run: npx tsx scripts/fetch-models.ts)`, { cause: err });
+        }
+        if (opts.verifyModels !== false) {
+          const actual = createHash('sha256').update(bytes).digest('hex');
+          if (actual !== sha256) throw new Error(`face model ${file}: SHA-256 ${actual}, expected ${sha256}`);
+        }
+        const session = await ort.InferenceSession.create(bytes, sessionOptions);
+        return [role, session] as const;
+      }),
+    );
+    const engine = new FaceEngine(Object.fromEntries(entries) as Sessions, DEFAULT_DETECT_OPTIONS, threads);
+    await engine.warmUp();
+    return engine;
+  }
+
+  /** One run of each model on a blank input, so that the first request does not pay for set-up. */
+  private async warmUp(): Promise<void> {
+    const zeros = (shape: number[]) => new ort.Tensor('float32', new Float32Array(shape.reduce((a, b) => a * b, 1)), shape);
+    await this.sessions.detect.run({ input: zeros([1, 3, DETECT_INPUT_HEIGHT, DETECT_INPUT_WIDTH]) });
+    await this.sessions.landmark.run({ input: zeros([1, 1, LANDMARK_INPUT_SIZE, LANDMARK_INPUT_SIZE]) });
+    await this.sessions.liveness.run({ input: zeros([1, 3, LIVENESS_INPUT_SIZE, LIVENESS_INPUT_SIZE]) });
+    await this.sessions.embed.run({ input: zeros([1, 3, ALIGNED_SIZE, ALIGNED_SIZE]) });
+  }
+
+  /** What is loaded, for the face process's GET /version. */
+  get version(): { engine: string; models: Record<string, string>; intraOpThreads: number } {
+    const models = Object.fromEntries(FACE_MODELS.map((m) => [m.name, `${m.file}@sha256:${m.sha256}`]));
+    return { engine: FACE_ENGINE_VERSION, models, intraOpThreads: this.intraOpThreads };
+  }
+
+  /** Landmarks and anti-spoof score of one detected face. */
+  private async describe(img: RgbImage, face: Detection): Promise<{ face: LivenessResult['face']; livenessScore: number }> {
+    const square = squareBox(face);
+    const { points68 } = await predictLandmarks(this.sessions.landmark, img, square);
+    const landmarks5 = fivePoints(points68).map(([x, y]) => [round(x, 2), round(y, 2)]);
+    const live = await scoreLiveness(this.sessions.liveness, img, square);
+    const x1 = Math.max(0, face.x1), y1 = Math.max(0, face.y1);
+    const x2 = Math.min(img.width, face.x2), y2 = Math.min(img.height, face.y2);
+    return {
+      face: {
+        box: [round(x1, 1), round(y1, 1), round(x2 - x1, 1), round(y2 - y1, 1)],
+        detScore: round(face.score, 4),
+        landmarks5,
+      },
+      livenessScore: round(live.live, 4),
+    };
+  }
+
+  /**
+   * Liveness stage: decode, detect, choose the face ('single': refuse several clear faces;
+   * 'largest': take the largest), landmarks, anti-spoof score.
+   */
+  async liveness(jpeg: Buffer, mode: FaceMode): Promise<LivenessResult> {
+    if (mode !== 'single' && mode !== 'largest') throw new TypeError(`unknown face mode: ${String(mode)}`);
+    const t0 = performance.now();
+    const img = await decodeRgb(jpeg);
+    const dets = await detectFaces(this.sessions.detect, img, this.detectOptions);
+    const chosen = chooseFace(dets, mode);
+    const { face, livenessScore } = await this.describe(img, chosen);
+    return { face, livenessScore, faceCount: dets.length, ms: elapsed(t0) };
+  }
+
+  /** Embed stage: align the face given by `landmarks5` (from `liveness`) and embed it. */
+  async embed(jpeg: Buffer, landmarks5: number[][]): Promise<EmbedResult> {
+    const points = parseLandmarks5(landmarks5);
+    const t0 = performance.now();
+    const img = await decodeRgb(jpeg);
+    const v = await embedFace(this.sessions.embed, img, points);
+    if (v.length !== EMBEDDING_DIM) throw new Error('unexpected embedding size');
+    return { embedding: Array.from(v), ms: elapsed(t0) };
+  }
+
+  /**
+   * Every detected face with its landmarks, liveness score and embedding, largest first (the
+   * same computations as `liveness` + `embed`). For calibration and diagnostics, not for the
+   * request path.
+   */
+  async analyse(jpeg: Buffer): Promise<{ width: number; height: number; faces: FaceAnalysis[] }> {
+    const img = await decodeRgb(jpeg);
+    const dets = await detectFaces(this.sessions.detect, img, this.detectOptions);
+    const bySize = [...dets].sort((a, b) => b.y2 - b.y1 - (a.y2 - a.y1) || b.score - a.score);
+    const faces: FaceAnalysis[] = [];
+    for (const d of bySize) {
+      const { face, livenessScore } = await this.describe(img, d);
+      const v = await embedFace(this.sessions.embed, img, parseLandmarks5(face.landmarks5));
+      faces.push({ ...face, livenessScore, embedding: Array.from(v) });
+    }
+    return { width: img.width, height: img.height, faces };
+  }
+
+  /** Release the ONNX sessions (the engine is unusable afterwards). */
+  async release(): Promise<void> {
+    await Promise.all(Object.values(this.sessions).map((s) => s.release()));
+  }
+}
