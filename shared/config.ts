@@ -60,6 +60,8 @@ export const SETTINGS = {
   smsTransport: s({ env: 'SMS_TRANSPORT', kind: 'string', default: (c: Parsed) => (c.nodeEnv === 'production' ? 'webhook' : 'outbox'), enum: ['outbox', 'webhook'] as const, doc: '`outbox` appends codes to a file (development, tests); `webhook` POSTs them to the SMS gateway.' }),
   smsOutboxFile: s({ env: 'SMS_OUTBOX_FILE', kind: 'string', default: 'var/sms-outbox.jsonl', doc: 'Outbox file, one JSON line `{ to, code, sentAt }` per code.' }),
   smsWebhookUrl: s({ env: 'SMS_WEBHOOK_URL', kind: 'string', default: '', doc: 'SMS gateway endpoint for `SMS_TRANSPORT=webhook`.' }),
+  smsWebhookToken: s({ env: 'SMS_WEBHOOK_TOKEN', kind: 'string', default: '', secret: true, doc: 'Bearer token sent to the SMS gateway (`Authorization: Bearer ...`), when it wants one.' }),
+  smsWebhookTimeoutMs: s({ env: 'SMS_WEBHOOK_TIMEOUT_MS', kind: 'int', default: 5000, min: 100, doc: 'Timeout of one SMS gateway call; beyond it the code request answers 503 and can be retried at once.' }),
 
   validationTokenTtlSeconds: s({ env: 'VALIDATION_TOKEN_TTL_SECONDS', kind: 'int', default: 900, min: 10, doc: 'validationToken lifetime (the registry photo is cached as long).' }),
   verifyFaceMaxAttempts: s({ env: 'VERIFY_FACE_MAX_ATTEMPTS', kind: 'int', default: 5, min: 1, doc: 'verify-face attempts per validationToken (then 429 `rate_limited`).' }),
@@ -68,6 +70,7 @@ export const SETTINGS = {
   proofTokenTtlSeconds: s({ env: 'PROOF_TOKEN_TTL_SECONDS', kind: 'int', default: 120, min: 5, doc: 'proofToken lifetime.' }),
   crossRegistryMismatchPolicy: s({ env: 'CROSS_REGISTRY_MISMATCH_POLICY', kind: 'string', default: 'hard-block', enum: ['hard-block', 'flag-and-continue'] as const, doc: 'What verify-face does when the face does not match the account\'s other registry.' }),
   bankAccountConfirmDelayMs: s({ env: 'BANK_ACCOUNT_CONFIRM_DELAY_MS', kind: 'int', default: 30_000, min: 0, doc: 'Delay of the simulated upstream confirmation of a bankAccount change.' }),
+  upstreamWorkerInWeb: s({ env: 'UPSTREAM_WORKER_IN_WEB', kind: 'bool', default: true, doc: 'Run the `upstream` queue\'s worker (delayed bankAccount confirmations) inside the web process; `false` when `workers/upstream/main.ts` runs it instead.' }),
 
   operatorMaxFailedLogins: s({ env: 'OPERATOR_MAX_FAILED_LOGINS', kind: 'int', default: 5, min: 1, doc: 'Failed logins in a row before an operator is locked.' }),
   adminIdentifier: s({ env: 'ADMIN_IDENTIFIER', kind: 'string', default: '', doc: 'First administrator, created at start-up when no administrator exists.' }),
@@ -82,6 +85,9 @@ export const SETTINGS = {
   faceIntraOpThreads: s({ env: 'FACE_INTRA_OP_THREADS', kind: 'int', default: 1, min: 1, max: 64, doc: 'onnxruntime intra-op threads per face worker process.' }),
   faceWorkerConcurrency: s({ env: 'FACE_WORKER_CONCURRENCY', kind: 'int', default: 1, min: 1, max: 64, doc: 'Jobs one face worker process runs at once.' }),
   vectorIndexFactory: s({ env: 'VECTOR_INDEX_FACTORY', kind: 'string', default: 'Flat', doc: 'FAISS index factory string (inner product), e.g. `Flat`, `IVF1024,SQ8`.' }),
+  vectorIndexNprobe: s({ env: 'VECTOR_INDEX_NPROBE', kind: 'int', default: 32, min: 1, max: 65536, doc: 'Inverted lists probed per query by IVF index types (speed/recall trade-off; see docs/vector-index.md).' }),
+  searchSyncIntervalMs: s({ env: 'SEARCH_SYNC_INTERVAL_MS', kind: 'int', default: 1000, min: 0, doc: 'Period of a search worker\'s background catch-up from the change log (0: only when a search needs it).' }),
+  searchWorkerConcurrency: s({ env: 'SEARCH_WORKER_CONCURRENCY', kind: 'int', default: 4, min: 1, max: 64, doc: 'Search jobs one search worker holds at once (the FAISS search itself runs one at a time).' }),
   dependencyPollIntervalMs: s({ env: 'DEPENDENCY_POLL_INTERVAL_MS', kind: 'int', default: 15_000, min: 100, doc: 'Refresh period of the `service_dependency_up` gauge.' }),
   billingTiersFile: s({ env: 'BILLING_TIERS_FILE', kind: 'string', default: 'config/billing-tiers.json', doc: 'Static contracted-tier file of the billing report.' }),
 } as const;

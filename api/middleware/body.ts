@@ -4,7 +4,7 @@
  */
 import { Writable } from 'node:stream';
 import type { Context, Middleware } from 'koa';
-import { koaBody } from 'koa-body';
+import { HttpMethodEnum, koaBody } from 'koa-body';
 import type { File } from 'formidable';
 import { AppError } from '../../shared/errors.js';
 import type { UploadedFile } from '../route-table.js';
@@ -16,7 +16,11 @@ function tooLarge(limit: number) {
 }
 
 export function jsonBody(limitBytes = 64 * 1024): Middleware {
-  const parse = koaBody({ json: true, multipart: false, urlencoded: false, text: false, jsonLimit: limitBytes, jsonStrict: true });
+  const parse = koaBody({
+    json: true, multipart: false, urlencoded: false, text: false, jsonLimit: limitBytes, jsonStrict: true,
+    // DELETE /users/{id} carries `{ proofToken }`: parse bodies of every method whose route declares one.
+    parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
+  });
   return async (ctx, next) => {
     const hasBody = Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
     if (hasBody && !ctx.is('application/json', 'application/*+json')) {

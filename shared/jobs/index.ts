@@ -5,15 +5,18 @@
 import { EMBED_QUEUE, type EmbedJob, type EmbedResult } from './embed.js';
 import { LIVENESS_QUEUE, type LivenessJob, type LivenessResult } from './liveness.js';
 import { SEARCH_QUEUE, type SearchJob, type SearchResult } from './search.js';
+import { UPSTREAM_QUEUE, type UpstreamJob, type UpstreamResult } from './upstream.js';
 
 export interface JobContracts {
   [LIVENESS_QUEUE]: { payload: LivenessJob; result: LivenessResult };
   [EMBED_QUEUE]: { payload: EmbedJob; result: EmbedResult };
   [SEARCH_QUEUE]: { payload: SearchJob; result: SearchResult };
+  /** Delayed fire-and-forget jobs (enqueued with queue().add, not JobClient.run); see ./upstream.ts. */
+  [UPSTREAM_QUEUE]: { payload: UpstreamJob; result: UpstreamResult };
 }
 
 export type QueueName = keyof JobContracts;
-export const QUEUE_NAMES: readonly QueueName[] = [LIVENESS_QUEUE, EMBED_QUEUE, SEARCH_QUEUE];
+export const QUEUE_NAMES: readonly QueueName[] = [LIVENESS_QUEUE, EMBED_QUEUE, SEARCH_QUEUE, UPSTREAM_QUEUE];
 
 /** Every job carries the instant after which nobody awaits it: a worker skips a job picked up later. */
 export interface JobEnvelope<Q extends QueueName> {
@@ -24,3 +27,4 @@ export interface JobEnvelope<Q extends QueueName> {
 export * from './embed.js';
 export * from './liveness.js';
 export * from './search.js';
+export * from './upstream.js';

@@ -1,0 +1,107 @@
+/** Disputes: consumers contest a history entry; administrators list them and move them along. */
+import { Type } from '@sinclair/typebox';
+import type { AppDeps } from '../deps.js';
+import { route, type AnyRoute } from '../route-table.js';
+import { IdParams, IsoDate, IsoDateTime, Page, PageQuery, Strict, Uuid } from '../schemas/common.js';
+import { parseDateRange } from '../services/date-range.js';
+import { DISPUTE_STATUSES, createDispute, listDisputes, updateDisputeStatus } from '../services/dispute-service.js';
+
+const Status = Type.Union(DISPUTE_STATUSES.map((s) => Type.Literal(s)));
+export const DateParam = (description: string) => Type.Union([IsoDate, IsoDateTime], { description });
+
+const DisputeBody = Type.Object({
+  id: Uuid,
+  referenceId: Uuid,
+  kind: Type.Union([Type.Literal('identify'), Type.Literal('verify_self')]),
+  userId: Uuid,
+  reason: Type.Union([Type.String(), Type.Null()]),
+  status: Status,
+  note: Type.Union([Type.String(), Type.Null()]),
+  createdAt: IsoDateTime,
+  updatedAt: IsoDateTime,
+});
+
+const CreateDisputeRequest = Type.Object(
+  {
+    referenceId: Type.String({ minLength: 1, maxLength: 64, description: 'The referenceId of a history entry (SearchLog)' }),
+    reason: Type.Optional(Type.String({ maxLength: 2000 })),
+  },
+  Strict,
+);
+
+const ListDisputesQuery = Type.Object(
+  {
+    ...PageQuery.properties,
+    status: Type.Optional(Status),
+    userId: Type.Optional(Uuid),
+    referenceId: Type.Optional(Uuid),
+    from: Type.Optional(DateParam('Disputes created on or after (ISO date = whole UTC day, or date-time)')),
+    to: Type.Optional(DateParam('Disputes created on or before (inclusive)')),
+  },
+  Strict,
+);
+
+const PatchDisputeRequest = Type.Object(
+  {
+    status: Status,
+    note: Type.Optional(Type.String({ maxLength: 2000 })),
+  },
+  Strict,
+);
+
+export default function disputeRoutes(deps: AppDeps): AnyRoute[] {
+  return [
+    route({
+      method: 'POST',
+      path: '/disputes',
+      operationId: 'createDispute',
+      tag: 'Disputes',
+      summary: 'Dispute a history entry that matched the caller, or a /verify/self the caller ran',
+      auth: 'consumer',
+      body: CreateDisputeRequest,
+      responses: { 201: { description: 'Created (status open)', schema: Type.Object({ dispute: DisputeBody }) } },
+      errors: ['forbidden', 'not_found', 'conflict'],
+      handler: async ({ body, auth }) => {
+        if (auth.kind !== 'consumer') throw new Error('consumer route without a consumer');
+        return { status: 201, body: { dispute: await createDispute(deps.db, auth.userId, body) } };
+      },
+    }),
+    route({
+      method: 'GET',
+      path: '/disputes',
+      operationId: 'listDisputes',
+      tag: 'Disputes',
+      summary: 'All disputes, newest first, with filters',
+      auth: 'administrator',
+      query: ListDisputesQuery,
+      responses: { 200: { description: 'A page of disputes', schema: Page(DisputeBody) } },
+      handler: async ({ query }) => ({
+        body: await listDisputes(deps.db, {
+          status: query.status,
+          userId: query.userId,
+          referenceId: query.referenceId,
+          range: parseDateRange(query.from, query.to),
+          page: query.page,
+          pageSize: query.pageSize,
+        }),
+      }),
+    }),
+    route({
+      method: 'PATCH',
+      path: '/disputes/{id}',
+      operationId: 'patchDispute',
+      tag: 'Disputes',
+      summary: 'Move a dispute: open → investigating → resolved | rejected',
+      description: 'Any other move (backwards, skipping investigating, leaving a final state, staying put) is 409 `conflict`. Audited.',
+      auth: 'administrator',
+      params: IdParams,
+      body: PatchDisputeRequest,
+      responses: { 200: { description: 'The dispute after the move', schema: Type.Object({ dispute: DisputeBody }) } },
+      errors: ['not_found', 'conflict'],
+      handler: async ({ params, body, auth }) => {
+        if (auth.kind !== 'operator') throw new Error('administrator route without an operator');
+        return { body: { dispute: await updateDisputeStatus(deps.db, auth.operatorId, params.id, body) } };
+      },
+    }),
+  ];
+}

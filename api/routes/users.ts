@@ -1,0 +1,179 @@
+/**
+ * The consumer's own data: profile (GET/PATCH/DELETE /users/{id}), history and its CSV export, and
+ * preferences. Every route is `consumer:self`: `{id}` must be the token's subject (else 403), and a
+ * deleted user's still-valid token gets 404 (the authorisation layer).
+ */
+import { Type } from '@sinclair/typebox';
+import type { AppDeps } from '../deps.js';
+import { route, type AnyRoute } from '../route-table.js';
+import { IdParams, IsoDateTime, Page, PageQuery, StatusBody, Strict, Uuid } from '../schemas/common.js';
+import { historyCsv, listHistory } from '../services/history-service.js';
+import { LANGUAGES, NOTIFY_CHANNELS, getPreferences, updatePreferences } from '../services/preferences-service.js';
+import { deleteUser, getUser, updateUser } from '../services/user-service.js';
+
+const Nullable = <T extends ReturnType<typeof Type.String>>(s: T) => Type.Union([s, Type.Null()]);
+
+export const UserBody = Type.Object({
+  id: Uuid,
+  phone: Type.String({ description: 'E.164' }),
+  name: Nullable(Type.String()),
+  dateOfBirth: Nullable(Type.String({ format: 'date' })),
+  gender: Nullable(Type.String()),
+  bankAccount: Nullable(Type.String({ description: 'The BVN-linked 10-digit NUBAN in effect' })),
+  pendingBankAccount: Nullable(Type.String({ description: 'A requested change awaiting the upstream confirmation' })),
+  ninLinked: Type.Boolean(),
+  bvnLinked: Type.Boolean(),
+  createdAt: IsoDateTime,
+});
+
+const ProofToken = Type.String({ maxLength: 256, description: 'A fresh single-use proofToken from a matching POST /verify/self' });
+
+// proofToken is optional in the schema on purpose: a missing token is 403 `proof_token_invalid`
+// (interface document), not a schema error. Every other key (name, dateOfBirth, gender, ...) is 400.
+const PatchUserRequest = Type.Object(
+  {
+    proofToken: Type.Optional(ProofToken),
+    phone: Type.Optional(Type.String({ minLength: 1, maxLength: 32, description: 'New phone; E.164 or a Nigerian local form (normalised to E.164)' })),
+    bankAccount: Type.Optional(Type.String({ pattern: '^[0-9]{10}$', description: 'New BVN-linked account (10-digit NUBAN); pending until the upstream confirms it' })),
+  },
+  Strict,
+);
+
+const DeleteUserRequest = Type.Object({ proofToken: Type.Optional(ProofToken) }, Strict);
+
+const PatchUserResponse = Type.Object({
+  status: Type.Union([Type.Literal('applied'), Type.Literal('pending_upstream')]),
+  user: UserBody,
+});
+
+const HistoryItem = Type.Object({
+  referenceId: Uuid,
+  kind: Type.Union([Type.Literal('identify'), Type.Literal('verify_self')]),
+  outcome: Type.String(),
+  score: Type.Union([Type.Number(), Type.Null()], { description: "The user's own score: for /identify this user's candidate score, for /verify/self its score" }),
+  createdAt: IsoDateTime,
+  disputed: Type.Boolean({ description: 'Whether this user has disputed the entry' }),
+});
+
+const PreferencesBody = Type.Object({
+  notifyChannel: Type.Union(NOTIFY_CHANNELS.map((c) => Type.Literal(c))),
+  language: Type.Union(LANGUAGES.map((l) => Type.Literal(l))),
+  marketingOptIn: Type.Boolean(),
+});
+
+const PatchPreferencesRequest = Type.Object(
+  {
+    notifyChannel: Type.Optional(Type.Union(NOTIFY_CHANNELS.map((c) => Type.Literal(c)))),
+    language: Type.Optional(Type.Union(LANGUAGES.map((l) => Type.Literal(l)))),
+    marketingOptIn: Type.Optional(Type.Boolean()),
+  },
+  Strict,
+);
+
+export default function userRoutes(deps: AppDeps): AnyRoute[] {
+  return [
+    route({
+      method: 'GET',
+      path: '/users/{id}',
+      operationId: 'getUser',
+      tag: 'Profile',
+      summary: 'The consumer\'s own profile',
+      auth: 'consumer:self',
+      params: IdParams,
+      responses: { 200: { description: 'The profile', schema: UserBody } },
+      errors: ['not_found'],
+      handler: async ({ params }) => ({ body: await getUser(deps, params.id) }),
+    }),
+    route({
+      method: 'PATCH',
+      path: '/users/{id}',
+      operationId: 'patchUser',
+      tag: 'Profile',
+      summary: 'Change the phone (applied) or the BVN-linked bankAccount (pending upstream), with a proofToken',
+      description:
+        'Strict body: name, dateOfBirth, gender and any other key are 400 `validation_failed`; at least one of phone and bankAccount. The body, the phone and its uniqueness are checked before the proofToken is consumed, so a refused request does not burn it. A bankAccount change answers `pending_upstream`: the old value stays in effect until the upstream confirmation lands (after BANK_ACCOUNT_CONFIRM_DELAY_MS).',
+      auth: 'consumer:self',
+      params: IdParams,
+      body: PatchUserRequest,
+      responses: { 200: { description: '`applied` (phone only) or `pending_upstream` (a bankAccount change is included)', schema: PatchUserResponse } },
+      errors: ['proof_token_invalid', 'conflict', 'not_found'],
+      handler: async ({ params, body }) => ({
+        body: await updateUser(deps, params.id, { proofToken: body.proofToken ?? '', phone: body.phone, bankAccount: body.bankAccount }),
+      }),
+    }),
+    route({
+      method: 'DELETE',
+      path: '/users/{id}',
+      operationId: 'deleteUser',
+      tag: 'Profile',
+      summary: 'Delete the account, with a proofToken',
+      description:
+        'The canonical embedding leaves the vector index first (every search replica applies the removal before its next search), then the account is soft-deleted and every refresh token of its sessions ends. Afterwards the same access token gets 404 `not_found`.',
+      auth: 'consumer:self',
+      params: IdParams,
+      body: DeleteUserRequest,
+      responses: { 200: { description: 'Deleted', schema: StatusBody('deleted') } },
+      errors: ['proof_token_invalid', 'not_found'],
+      handler: async ({ params, body }) => ({ body: await deleteUser(deps, params.id, body.proofToken ?? '') }),
+    }),
+    route({
+      method: 'GET',
+      path: '/users/{id}/history',
+      operationId: 'getUserHistory',
+      tag: 'Profile',
+      summary: 'Every /identify that matched the user and every /verify/self the user ran, newest first',
+      auth: 'consumer:self',
+      params: IdParams,
+      query: PageQuery,
+      responses: { 200: { description: 'A page of history', schema: Page(HistoryItem) } },
+      errors: ['not_found'],
+      handler: async ({ params, query }) => ({ body: await listHistory(deps.db, params.id, query.page, query.pageSize) }),
+    }),
+    route({
+      method: 'GET',
+      path: '/users/{id}/history/export',
+      operationId: 'exportUserHistory',
+      tag: 'Profile',
+      summary: 'The whole history as a streamed CSV attachment',
+      description:
+        'Columns: referenceId, kind, outcome, score, createdAt, disputed (a header row, then one row per entry, newest first). A text cell that would start a spreadsheet formula (`=`, `+`, `-`, `@`, tab, CR) is prefixed with `\'`.',
+      auth: 'consumer:self',
+      params: IdParams,
+      responses: { 200: { description: 'text/csv, Content-Disposition: attachment; filename="history-<id>.csv"', contentType: 'text/csv' } },
+      errors: ['not_found'],
+      handler: async ({ params }) => ({
+        headers: {
+          'Content-Type': 'text/csv; charset=utf-8',
+          'Content-Disposition': `attachment; filename="history-${params.id}.csv"`,
+          'Cache-Control': 'no-store',
+        },
+        body: historyCsv(deps.db, params.id),
+      }),
+    }),
+    route({
+      method: 'GET',
+      path: '/users/{id}/preferences',
+      operationId: 'getPreferences',
+      tag: 'Preferences',
+      summary: 'Notification channel, language and marketing opt-in (defaults when never set)',
+      auth: 'consumer:self',
+      params: IdParams,
+      responses: { 200: { description: 'The preferences', schema: PreferencesBody } },
+      errors: ['not_found'],
+      handler: async ({ params }) => ({ body: await getPreferences(deps.db, params.id) }),
+    }),
+    route({
+      method: 'PATCH',
+      path: '/users/{id}/preferences',
+      operationId: 'patchPreferences',
+      tag: 'Preferences',
+      summary: 'Change preferences (strict body; no proofToken needed)',
+      auth: 'consumer:self',
+      params: IdParams,
+      body: PatchPreferencesRequest,
+      responses: { 200: { description: 'The preferences after the change', schema: PreferencesBody } },
+      errors: ['not_found'],
+      handler: async ({ params, body }) => ({ body: await updatePreferences(deps.db, params.id, body) }),
+    }),
+  ];
+}

@@ -1,0 +1,37 @@
+/**
+ * AuditEvent rows (SPEC section 7): who did what to whom, written in the same transaction as the change
+ * they describe. `data` holds identifiers and masked values only, never a token, code or full number.
+ */
+import type { Knex } from 'knex';
+
+export interface AuditInput {
+  type: string;
+  severity?: 'info' | 'high';
+  actorType: 'consumer' | 'operator' | 'system';
+  actorId: string | null;
+  subjectType: string;
+  subjectId: string;
+  data?: Record<string, unknown>;
+}
+
+export async function recordAudit(db: Knex | Knex.Transaction, e: AuditInput): Promise<void> {
+  await db('auditEvents').insert({
+    type: e.type,
+    severity: e.severity ?? 'info',
+    actorType: e.actorType,
+    actorId: e.actorId,
+    subjectType: e.subjectType,
+    subjectId: e.subjectId,
+    data: JSON.stringify(e.data ?? {}),
+  });
+}
+
+/** Keeps the country code and the last `keep` digits: `+2348031234567` → `+234••••••4567`, `0123456789` → `••••••6789`. */
+export function maskTail(value: string | null | undefined, keep = 4): string | null {
+  if (!value) return null;
+  const plus = value.startsWith('+') ? '+' : '';
+  const digits = value.slice(plus.length);
+  if (digits.length <= keep) return value;
+  const head = plus ? digits.slice(0, 3) : '';
+  return plus + head + '•'.repeat(digits.length - head.length - keep) + digits.slice(-keep);
+}

@@ -1,0 +1,54 @@
+/**
+ * The storage format of face embeddings, shared by the API (which writes canonical embeddings) and the
+ * search workers (which read them): 512 float32, little-endian, in a PostgreSQL bytea (SPEC 6).
+ */
+export const EMBEDDING_DIM = 512;
+export const EMBEDDING_BYTES = EMBEDDING_DIM * 4;
+
+/** Throws unless `v` holds exactly EMBEDDING_DIM finite numbers with a non-zero norm. */
+export function assertEmbedding(v: ArrayLike<number>, what = 'embedding'): void {
+  if (!v || typeof v.length !== 'number' || v.length !== EMBEDDING_DIM) {
+    throw new RangeError(`${what} must have ${EMBEDDING_DIM} values, got ${v?.length}`);
+  }
+  let ss = 0;
+  for (let i = 0; i < EMBEDDING_DIM; i++) {
+    const x = v[i]!;
+    if (typeof x !== 'number' || !Number.isFinite(x)) throw new RangeError(`${what} has a non-finite value at ${i}`);
+    ss += x * x;
+  }
+  if (!(ss > 0)) throw new RangeError(`${what} is a zero vector`);
+}
+
+/** A copy of `v` scaled to unit L2 norm, as float32 (inner product of two such vectors = cosine). */
+export function normalised(v: ArrayLike<number>): Float32Array {
+  let ss = 0;
+  for (let i = 0; i < v.length; i++) ss += v[i]! * v[i]!;
+  const inv = 1 / Math.sqrt(ss);
+  const out = new Float32Array(v.length);
+  for (let i = 0; i < v.length; i++) out[i] = v[i]! * inv;
+  return out;
+}
+
+/** 512 numbers -> 2048 bytes (float32 little-endian). Validates first. */
+export function encodeEmbedding(v: ArrayLike<number>): Buffer {
+  assertEmbedding(v);
+  const buf = Buffer.allocUnsafe(EMBEDDING_BYTES);
+  for (let i = 0; i < EMBEDDING_DIM; i++) buf.writeFloatLE(v[i]!, i * 4);
+  return buf;
+}
+
+/** 2048 bytes (float32 little-endian) -> 512 floats. Throws on a wrong length. */
+export function decodeEmbedding(buf: Uint8Array): Float32Array {
+  if (buf.byteLength !== EMBEDDING_BYTES) throw new RangeError(`stored embedding has ${buf.byteLength} bytes, expected ${EMBEDDING_BYTES}`);
+  const out = new Float32Array(EMBEDDING_DIM);
+  const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  for (let i = 0; i < EMBEDDING_DIM; i++) out[i] = view.getFloat32(i * 4, true);
+  return out;
+}
+
+/** Dot product (= cosine for unit vectors). */
+export function dot(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i]! * b[i]!;
+  return s;
+}

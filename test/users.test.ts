@@ -1,0 +1,264 @@
+/**
+ * GET/PATCH/DELETE /users/{id}: the strict schema, the single-use proofToken (also under 10 concurrent
+ * PATCHes), the phone change, the pending bankAccount landing after the upstream delay, and DELETE
+ * (the embedding out of the index first, then the soft-delete; the same token then gets 404).
+ * proofTokens come from issueProofToken, the function POST /verify/self calls on a match.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import test from 'ava';
+import { issueProofToken, proofTokenKey } from '../api/services/proof-tokens.js';
+import { upsertCanonical } from '../api/services/embedding-store.js';
+import { startHarness, type Harness } from './helpers/harness.js';
+import { client } from './helpers/http.js';
+import { newConsumer, newOperator } from './helpers/principals.js';
+
+const CONFIRM_DELAY_MS = 600;
+
+let h: Harness;
+test.before(async () => {
+  h = await startHarness({ env: { BANK_ACCOUNT_CONFIRM_DELAY_MS: String(CONFIRM_DELAY_MS) } });
+});
+test.after.always(async () => {
+  await h?.stop();
+});
+
+const api = () => client(h.url);
+const proof = async (userId: string) => (await issueProofToken(h.deps, userId)).proofToken;
+let phoneCounter = 0;
+/** A fresh valid Nigerian mobile number, in local form and in E.164. */
+const freshPhone = () => {
+  const n = String(Date.now() % 1e5).padStart(5, '0') + String(++phoneCounter % 100).padStart(2, '0');
+  return { local: `0806${n}`, e164: `+234806${n}` };
+};
+
+test('GET /users/{id} answers the profile of the token\'s subject only', async (t) => {
+  const me = await newConsumer(h);
+  const other = await newConsumer(h);
+  await h.deps.db('users').where({ id: me.userId }).update({ name: 'Ada Obi', dateOfBirth: '1990-04-01', gender: 'F', bankAccount: '0123456789' });
+  await h.deps.db('ninLinks').insert({ userId: me.userId, nin: '12345678901', registryRecord: JSON.stringify({ firstName: 'Ada', lastName: 'Obi', dateOfBirth: '1990-04-01', gender: 'F' }) });
+
+  const res = await api().get(`/users/${me.userId}`, { token: me.token });
+  t.is(res.status, 200);
+  t.deepEqual(Object.keys(res.body).sort(), ['bankAccount', 'bvnLinked', 'createdAt', 'dateOfBirth', 'gender', 'id', 'name', 'ninLinked', 'pendingBankAccount', 'phone'].sort());
+  t.is(res.body.id, me.userId);
+  t.is(res.body.name, 'Ada Obi');
+  t.is(res.body.dateOfBirth, '1990-04-01');
+  t.is(res.body.bankAccount, '0123456789');
+  t.is(res.body.pendingBankAccount, null);
+  t.true(res.body.ninLinked);
+  t.false(res.body.bvnLinked);
+  t.regex(res.body.phone, /^\+234\d{10}$/);
+
+  const foreign = await api().get(`/users/${other.userId}`, { token: me.token });
+  t.is(foreign.status, 403);
+  t.is(foreign.body.error, 'forbidden');
+  t.is((await api().get(`/users/${me.userId}`)).status, 401);
+  const operator = await newOperator(h);
+  t.is((await api().get(`/users/${me.userId}`, { token: operator.token })).status, 401);
+});
+
+test('PATCH rejects name, dateOfBirth, gender and unknown keys with 400, without burning the proofToken', async (t) => {
+  const me = await newConsumer(h);
+  const token = await proof(me.userId);
+  const { e164 } = freshPhone();
+  for (const extra of [{ name: 'X' }, { dateOfBirth: '2000-01-01' }, { gender: 'M' }, { nickname: 'x' }, { id: me.userId }]) {
+    const res = await api().patch(`/users/${me.userId}`, { token: me.token, json: { proofToken: token, phone: e164, ...extra } });
+    t.is(res.status, 400, JSON.stringify(extra));
+    t.is(res.body.error, 'validation_failed');
+    t.true(res.body.details.errors.some((e: { path: string }) => e.path === `/${Object.keys(extra)[0]}`));
+  }
+  for (const bad of [{}, { phone: 'not a phone' }, { phone: '123' }, { bankAccount: '12345' }, { bankAccount: '01234567890' }, { bankAccount: 1234567890 }, { phone: 8031234567 }]) {
+    const res = await api().patch(`/users/${me.userId}`, { token: me.token, json: { proofToken: token, ...bad } });
+    t.is(res.status, 400, JSON.stringify(bad));
+    t.is(res.body.error, 'validation_failed');
+  }
+  // Every refusal above left the token alive.
+  const ok = await api().patch(`/users/${me.userId}`, { token: me.token, json: { proofToken: token, phone: e164 } });
+  t.is(ok.status, 200);
+  t.is(ok.body.status, 'applied');
+});
+
+test('PATCH without a valid proofToken is 403 proof_token_invalid: missing, unknown, expired, reused, another user\'s', async (t) => {
+  const me = await newConsumer(h);
+  const other = await newConsumer(h);
+  const body = () => ({ phone: freshPhone().e164 });
+  const expect403 = async (json: Record<string, unknown>, what: string) => {
+    const res = await api().patch(`/users/${me.userId}`, { token: me.token, json });
+    t.is(res.status, 403, what);
+    t.is(res.body.error, 'proof_token_invalid', what);
+  };
+  await expect403(body(), 'missing');
+  await expect403({ ...body(), proofToken: '' }, 'empty');
+  await expect403({ ...body(), proofToken: randomBytes(32).toString('base64url') }, 'never issued');
+
+  const expired = await proof(me.userId);
+  await h.deps.redis.pexpire(proofTokenKey(h.deps, expired), 1);
+  await new Promise((r) => setTimeout(r, 20));
+  await expect403({ ...body(), proofToken: expired }, 'expired');
+
+  const othersToken = await proof(other.userId);
+  await expect403({ ...body(), proofToken: othersToken }, 'another user\'s');
+  // ... and presenting it did not burn it for its owner.
+  const ownerUse = await api().patch(`/users/${other.userId}`, { token: other.token, json: { ...body(), proofToken: othersToken } });
+  t.is(ownerUse.status, 200);
+
+  const once = await proof(me.userId);
+  t.is((await api().patch(`/users/${me.userId}`, { token: me.token, json: { ...body(), proofToken: once } })).status, 200);
+  await expect403({ ...body(), proofToken: once }, 'reused');
+});
+
+test('the token is stored only as a hash, with the configured TTL', async (t) => {
+  const me = await newConsumer(h);
+  const { proofToken, expiresIn } = await issueProofToken(h.deps, me.userId);
+  t.is(expiresIn, h.config.proofTokenTtlSeconds);
+  t.true(Buffer.from(proofToken, 'base64url').length >= 16);
+  const key = h.deps.keys('proof', createHash('sha256').update(proofToken).digest('hex'));
+  t.is(await h.deps.redis.get(key), me.userId);
+  const ttl = await h.deps.redis.ttl(key);
+  t.true(ttl > 0 && ttl <= h.config.proofTokenTtlSeconds);
+  const keys = await h.deps.redis.keys(`${h.config.redisPrefix}:*`);
+  t.false(keys.some((k) => k.includes(proofToken)));
+});
+
+test('one proofToken, 10 concurrent PATCHes: exactly one succeeds', async (t) => {
+  const me = await newConsumer(h);
+  const token = await proof(me.userId);
+  const phones = Array.from({ length: 10 }, () => freshPhone().e164);
+  const results = await Promise.all(phones.map((phone) => api().patch(`/users/${me.userId}`, { token: me.token, json: { proofToken: token, phone } })));
+  const ok = results.filter((r) => r.status === 200);
+  t.is(ok.length, 1, JSON.stringify(results.map((r) => r.status)));
+  t.true(results.filter((r) => r.status !== 200).every((r) => r.status === 403 && r.body.error === 'proof_token_invalid'));
+  const now = await api().get(`/users/${me.userId}`, { token: me.token });
+  t.is(now.body.phone, ok[0]!.body.user.phone);
+  const audits = await h.deps.db('auditEvents').where({ type: 'profile.changed', subjectId: me.userId });
+  t.is(audits.length, 1);
+});
+
+test('a phone change is normalised, applied at once, audited, and must be free among live users', async (t) => {
+  const me = await newConsumer(h);
+  const { local, e164 } = freshPhone();
+  const res = await api().patch(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me.userId), phone: local } });
+  t.is(res.status, 200);
+  t.is(res.body.status, 'applied');
+  t.is(res.body.user.phone, e164);
+  t.is((await api().get(`/users/${me.userId}`, { token: me.token })).body.phone, e164);
+  const audit = await h.deps.db('auditEvents').where({ type: 'profile.changed', subjectId: me.userId }).first();
+  t.truthy(audit);
+  t.is(audit.actorType, 'consumer');
+  t.deepEqual(audit.data.fields, ['phone']);
+  t.false(JSON.stringify(audit.data).includes(e164), 'the audit row carries a masked number');
+
+  // Taken by another live account: 409, and the token survives for another try.
+  const other = await newConsumer(h);
+  const token = await proof(other.userId);
+  const taken = await api().patch(`/users/${other.userId}`, { token: other.token, json: { proofToken: token, phone: e164 } });
+  t.is(taken.status, 409);
+  t.is(taken.body.error, 'conflict');
+  const retry = await api().patch(`/users/${other.userId}`, { token: other.token, json: { proofToken: token, phone: freshPhone().local } });
+  t.is(retry.status, 200);
+});
+
+test('a bankAccount change is pending_upstream, the old value stays in effect, and it lands after the delay', async (t) => {
+  const me = await newConsumer(h);
+  await h.deps.db('users').where({ id: me.userId }).update({ bankAccount: '0000000001' });
+  const started = Date.now();
+  const res = await api().patch(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me.userId), bankAccount: '2222222222' } });
+  t.is(res.status, 200);
+  t.is(res.body.status, 'pending_upstream');
+  t.is(res.body.user.bankAccount, '0000000001');
+  t.is(res.body.user.pendingBankAccount, '2222222222');
+
+  const early = await api().get(`/users/${me.userId}`, { token: me.token });
+  if (Date.now() - started < CONFIRM_DELAY_MS) t.is(early.body.bankAccount, '0000000001', 'still the old value before the delay');
+
+  let landed: { bankAccount: string; pendingBankAccount: string | null } | undefined;
+  for (let i = 0; i < 100 && !landed; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    const now = await api().get(`/users/${me.userId}`, { token: me.token });
+    if (now.body.bankAccount === '2222222222') landed = now.body;
+  }
+  t.truthy(landed, 'the upstream confirmation landed');
+  t.true(Date.now() - started >= CONFIRM_DELAY_MS);
+  t.is(landed!.pendingBankAccount, null);
+  t.truthy(await h.deps.db('auditEvents').where({ type: 'profile.bank_account_confirmed', subjectId: me.userId }).first());
+});
+
+test('a superseded bankAccount change never lands over the newer one', async (t) => {
+  const me = await newConsumer(h);
+  await api().patch(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me.userId), bankAccount: '3333333333' } });
+  await new Promise((r) => setTimeout(r, 300));
+  const second = await api().patch(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me.userId), bankAccount: '4444444444', phone: freshPhone().e164 } });
+  t.is(second.status, 200);
+  t.is(second.body.status, 'pending_upstream', 'a request including a bankAccount is pending as a whole');
+  // The first confirmation fires ~300 ms before the second: it must not land the superseded value.
+  const seen = new Set<string | null>();
+  for (let i = 0; i < 200; i++) {
+    await new Promise((r) => setTimeout(r, 25));
+    const now = await api().get(`/users/${me.userId}`, { token: me.token });
+    seen.add(now.body.bankAccount);
+    if (now.body.pendingBankAccount === null) break;
+  }
+  t.false(seen.has('3333333333'), JSON.stringify([...seen]));
+  const final = await api().get(`/users/${me.userId}`, { token: me.token });
+  t.is(final.body.bankAccount, '4444444444');
+  t.is(final.body.pendingBankAccount, null);
+});
+
+test('DELETE: the embedding leaves the index first, then the soft-delete; the same token then gets 404', async (t) => {
+  const me = await newConsumer(h);
+  const vec = Array.from({ length: 512 }, (_, i) => Math.sin(i + 1));
+  const { seq: upsertSeq } = await upsertCanonical(h.deps.db, me.userId, vec, 'link_nin', 'test-engine');
+  const refreshHash = createHash('sha256').update(randomBytes(32)).digest('hex');
+  await h.deps.db('refreshTokens').insert({ sessionId: me.sessionId, tokenHash: refreshHash, expiresAt: new Date(Date.now() + 86_400_000) });
+
+  // Without a proofToken nothing happens.
+  const refused = await api().delete(`/users/${me.userId}`, { token: me.token, json: {} });
+  t.is(refused.status, 403);
+  t.is(refused.body.error, 'proof_token_invalid');
+  const noBody = await api().delete(`/users/${me.userId}`, { token: me.token });
+  t.is(noBody.status, 403);
+  t.is(noBody.body.error, 'proof_token_invalid');
+  const extraKey = await api().delete(`/users/${me.userId}`, { token: me.token, json: { proofToken: 'x', reason: 'bye' } });
+  t.is(extraKey.status, 400);
+  t.truthy(await h.deps.db('canonicalEmbeddings').where({ userId: me.userId }).first());
+
+  const res = await api().delete(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me.userId) } });
+  t.is(res.status, 200);
+  t.deepEqual(res.body, { status: 'deleted' });
+
+  // The vector index: the row is gone and a `delete` is in the change log after the upsert.
+  t.falsy(await h.deps.db('canonicalEmbeddings').where({ userId: me.userId }).first());
+  const change = await h.deps.db('embeddingChanges').where({ userId: me.userId, op: 'delete' }).first();
+  t.truthy(change);
+  t.true(BigInt(change.seq) > BigInt(upsertSeq));
+  // ... logged before the soft-delete happened.
+  const user = await h.deps.db('users').where({ id: me.userId }).first();
+  t.truthy(user.deletedAt);
+  t.true(new Date(change.createdAt).getTime() <= new Date(user.deletedAt).getTime());
+  // The refresh tokens of the user's sessions are finished.
+  const rt = await h.deps.db('refreshTokens').where({ tokenHash: refreshHash }).first();
+  t.true(new Date(rt.expiresAt).getTime() <= Date.now());
+  t.truthy(await h.deps.db('auditEvents').where({ type: 'profile.deleted', subjectId: me.userId }).first());
+
+  // The same, still-unexpired access token: 404 on every /users route.
+  for (const [method, path] of [['get', `/users/${me.userId}`], ['get', `/users/${me.userId}/history`], ['get', `/users/${me.userId}/preferences`]] as const) {
+    const r = await api()[method](path, { token: me.token });
+    t.is(r.status, 404, path);
+    t.is(r.body.error, 'not_found');
+  }
+  const again = await api().delete(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me.userId) } });
+  t.is(again.status, 404);
+
+  // The phone is free again for a new account.
+  const reborn = await newConsumer(h, { phone: user.phone });
+  t.is((await api().get(`/users/${reborn.userId}`, { token: reborn.token })).body.phone, user.phone);
+});
+
+test('DELETE of another user\'s id is 403 and deletes nothing', async (t) => {
+  const me = await newConsumer(h);
+  const other = await newConsumer(h);
+  const res = await api().delete(`/users/${other.userId}`, { token: me.token, json: { proofToken: await proof(me.userId) } });
+  t.is(res.status, 403);
+  t.is(res.body.error, 'forbidden');
+  t.is((await api().get(`/users/${other.userId}`, { token: other.token })).status, 200);
+});
