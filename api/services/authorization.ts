@@ -50,23 +50,31 @@ export class Authorizer {
     const audience = AUDIENCE_OF[rule];
     const claims = await this.tokens.verifyAccess(token, [audience]);
 
-    const session = await this.db('sessions')
+    // The session and the subject are read together; the subject's state is reported first, so that a
+    // deleted user is told 404 and a deactivated operator 403 `operator_deactivated` even when their
+    // sessions were revoked along with the deletion or deactivation (SPEC section 7).
+    const sessionQuery = this.db('sessions')
       .where({ id: claims.sid, subjectType: audience, subjectId: claims.sub })
       .first('revokedAt');
-    if (!session || session.revokedAt) throw new AppError('unauthorized', 'The session has ended');
+    const sessionEnded = (session: { revokedAt: Date | null } | undefined) => !session || session.revokedAt !== null;
 
     if (audience === 'consumer') {
       if (rule === 'consumer:self' && params.id !== claims.sub) {
         throw new AppError('forbidden', 'You can only access your own account');
       }
-      const user = await this.db('users').where({ id: claims.sub }).first('deletedAt');
+      const [session, user] = await Promise.all([sessionQuery, this.db('users').where({ id: claims.sub }).first('deletedAt')]);
       if (!user || user.deletedAt) throw new AppError('not_found', 'User not found');
+      if (sessionEnded(session)) throw new AppError('unauthorized', 'The session has ended');
       return { kind: 'consumer', userId: claims.sub, sessionId: claims.sid };
     }
 
-    const op = await this.db('operators').where({ id: claims.sub }).first('role', 'status', 'mustResetPassword', 'orgId');
+    const [session, op] = await Promise.all([
+      sessionQuery,
+      this.db('operators').where({ id: claims.sub }).first('role', 'status', 'mustResetPassword', 'orgId'),
+    ]);
     if (!op) throw new AppError('unauthorized', 'The operator no longer exists');
     if (op.status !== 'active') throw new AppError('operator_deactivated', 'This operator account is deactivated');
+    if (sessionEnded(session)) throw new AppError('unauthorized', 'The session has ended');
     if (op.mustResetPassword && rule !== 'operator:flagged-ok') {
       throw new AppError('password_reset_required', 'Set a new password first (POST /auth/operator/set-password)');
     }

@@ -4,7 +4,7 @@
  * and deletion take effect at once, not at expiry. A development key is generated when none is
  * configured; production refuses to start without JWT_PRIVATE_KEY (shared/config.ts).
  */
-import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, hkdfSync, type KeyObject } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
@@ -47,6 +47,15 @@ export class TokenService {
       : loadOrCreateDevKey(DEV_KEY_FILE);
     if (this.privateKey.asymmetricKeyType !== 'ed25519') throw new Error('JWT_PRIVATE_KEY must be an Ed25519 key');
     this.publicKey = createPublicKey(this.privateKey);
+  }
+
+  /**
+   * A 32-byte secret for another purpose (e.g. the HMAC of one-time codes), derived with HKDF from the
+   * signing key, so the deployment has one secret to configure and each purpose gets its own key.
+   */
+  deriveSecret(purpose: string): Buffer {
+    const ikm = this.privateKey.export({ type: 'pkcs8', format: 'der' });
+    return Buffer.from(hkdfSync('sha256', ikm, 'faceid/derived-secret/v1', purpose, 32));
   }
 
   get accessTtlSeconds(): number {

@@ -1,0 +1,158 @@
+/**
+ * Sign-in and the token lifecycle: consumer OTP, operator login and set-password, refresh, logout.
+ * The logic lives in api/services/{otp-service,operator-auth-service,session-service}.ts.
+ */
+import { Type } from '@sinclair/typebox';
+import { AppError } from '../../shared/errors.js';
+import type { AppDeps } from '../deps.js';
+import { route, type AnyRoute } from '../route-table.js';
+import { StatusBody, Strict, Uuid } from '../schemas/common.js';
+import { OperatorAuthService } from '../services/operator-auth-service.js';
+import { OtpService } from '../services/otp-service.js';
+import { SessionService } from '../services/session-service.js';
+import { createSmsTransport } from '../services/sms.js';
+
+const Phone = Type.String({ minLength: 1, maxLength: 32, description: 'E.164 (`+2348031234567`) or a Nigerian local form (`08031234567`), normalised to E.164' });
+const RefreshToken = Type.String({ minLength: 1, maxLength: 512, description: 'The opaque refresh token of a token pair' });
+
+/** Token-bearing answers must not be stored by any cache (RFC 6749 section 5.1). */
+export const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
+
+const TokenPairFields = {
+  accessToken: Type.String({ description: 'JWT (EdDSA) to send as `Authorization: Bearer <token>`' }),
+  refreshToken: Type.String({ description: 'Opaque, single-use: each /auth/refresh consumes it and returns a new one' }),
+  tokenType: Type.Literal('Bearer'),
+  expiresIn: Type.Integer({ description: 'Access token lifetime in seconds' }),
+  refreshExpiresIn: Type.Integer({ description: 'Refresh token lifetime in seconds' }),
+};
+const ConsumerTokenPair = Type.Object({ ...TokenPairFields, userId: Uuid });
+const OperatorTokenPair = Type.Object({
+  ...TokenPairFields,
+  operatorId: Uuid,
+  mustResetPassword: Type.Boolean({ description: 'When true, every operator route but set-password answers 403 `password_reset_required`' }),
+});
+
+export default function authRoutes(deps: AppDeps): AnyRoute[] {
+  const { config, db, redis, keys, tokens, metrics, logger } = deps;
+  const sessions = new SessionService({ db, tokens, config, metrics, logger });
+  const otp = new OtpService({ config, db, redis, keys, tokens, sessions, sms: createSmsTransport(config), metrics, logger });
+  const operatorAuth = new OperatorAuthService({ db, config, sessions, metrics, logger });
+
+  return [
+    route({
+      method: 'POST',
+      path: '/auth/otp/request',
+      operationId: 'requestOtp',
+      tag: 'Auth',
+      summary: 'Send a 6-digit sign-in code by SMS',
+      description:
+        `Always \`{ status: "sent" }\` for a valid number, registered or not. Per phone, one request per OTP_COOLDOWN_SECONDS (${config.otpCooldownSeconds} s; else 429 \`otp_cooldown\`); ` +
+        `per client IP, OTP_REQUESTS_PER_IP_PER_HOUR (${config.otpRequestsPerIpPerHour}; else 429 \`rate_limited\`); both with Retry-After. The code lives OTP_TTL_SECONDS (${config.otpTtlSeconds} s).`,
+      auth: 'none',
+      body: Type.Object({ phone: Phone }, Strict),
+      responses: { 200: { description: 'Code sent', schema: StatusBody('sent') } },
+      errors: ['otp_cooldown', 'rate_limited', 'dependency_unavailable'],
+      handler: async ({ body, ip }) => ({ body: await otp.request(body.phone, ip) }),
+    }),
+    route({
+      method: 'POST',
+      path: '/auth/otp/verify',
+      operationId: 'verifyOtp',
+      tag: 'Auth',
+      summary: 'Exchange the code for a token pair (creates the user on the first success)',
+      description:
+        `Single use: the first correct submission consumes the code. Wrong codes 1-${config.otpMaxAttempts - 1} answer 400 \`otp_invalid\`; ` +
+        `the ${config.otpMaxAttempts}th kills the code and answers 429 \`otp_too_many_attempts\`, as does every submission after it until a new code is requested.`,
+      auth: 'none',
+      body: Type.Object({ phone: Phone, code: Type.String({ pattern: '^[0-9]{6}$', description: 'The 6-digit code' }) }, Strict),
+      responses: { 200: { description: 'Signed in', schema: ConsumerTokenPair } },
+      errors: ['otp_invalid', 'otp_too_many_attempts'],
+      handler: async ({ body, userAgent }) => ({ body: await otp.verify(body.phone, body.code, { deviceHint: userAgent }), headers: NO_STORE }),
+    }),
+    route({
+      method: 'POST',
+      path: '/auth/operator/login',
+      operationId: 'operatorLogin',
+      tag: 'Auth',
+      summary: 'Operator or administrator sign-in',
+      description:
+        `The same 401 \`invalid_credentials\` for an unknown identifier and a wrong password. ${config.operatorMaxFailedLogins} failures in a row lock the account ` +
+        '(403 `account_locked`, even with the right password) until an administrator resets its password.',
+      auth: 'none',
+      body: Type.Object(
+        {
+          identifier: Type.String({ minLength: 1, maxLength: 256 }),
+          password: Type.String({ minLength: 1, maxLength: 1024 }),
+        },
+        Strict,
+      ),
+      responses: { 200: { description: 'Signed in', schema: OperatorTokenPair } },
+      errors: ['invalid_credentials', 'account_locked', 'operator_deactivated'],
+      handler: async ({ body, userAgent }) => ({ body: await operatorAuth.login(body.identifier, body.password, { deviceHint: userAgent }), headers: NO_STORE }),
+    }),
+    route({
+      method: 'POST',
+      path: '/auth/operator/set-password',
+      operationId: 'operatorSetPassword',
+      tag: 'Auth',
+      summary: 'Set one\'s own password (accepted while flagged for reset); clears the flag',
+      description: 'A wrong current password is 401 `invalid_credentials` and counts towards the lock. The operator\'s other sessions end.',
+      auth: 'operator:flagged-ok',
+      body: Type.Object(
+        {
+          currentPassword: Type.String({ minLength: 1, maxLength: 1024 }),
+          newPassword: Type.String({ minLength: 8, maxLength: 256, description: 'At least 8 characters, different from the current one' }),
+        },
+        Strict,
+      ),
+      responses: { 200: { description: 'Password set', schema: StatusBody('password_set') } },
+      errors: ['invalid_credentials', 'account_locked'],
+      handler: async ({ body, auth }) => {
+        if (auth.kind !== 'operator') throw new AppError('unauthorized', 'An operator token is required');
+        return { body: await operatorAuth.setPassword(auth.operatorId, auth.sessionId, body.currentPassword, body.newPassword) };
+      },
+    }),
+    route({
+      method: 'POST',
+      path: '/auth/refresh',
+      operationId: 'refreshTokens',
+      tag: 'Auth',
+      summary: 'Rotate a refresh token into a new token pair (no bearer token needed)',
+      description:
+        'The presented refresh token is consumed. Presenting a consumed token again revokes its whole session: every refresh and access token of it stops working. ' +
+        'A deleted user\'s session is refused (401); a deactivated operator\'s is refused with 403 `operator_deactivated`.',
+      auth: 'none',
+      body: Type.Object({ refreshToken: RefreshToken }, Strict),
+      responses: {
+        200: {
+          description: 'A new pair; consumers get `userId`, operators `operatorId` and `mustResetPassword`',
+          schema: Type.Union([ConsumerTokenPair, OperatorTokenPair]),
+        },
+      },
+      errors: ['invalid_refresh_token', 'operator_deactivated'],
+      handler: async ({ body }) => {
+        const { pair, subject } = await sessions.refresh(body.refreshToken);
+        return {
+          headers: NO_STORE,
+          body: subject.type === 'consumer' ? { ...pair, userId: subject.userId } : { ...pair, operatorId: subject.operatorId, mustResetPassword: subject.mustResetPassword },
+        };
+      },
+    }),
+    route({
+      method: 'POST',
+      path: '/auth/logout',
+      operationId: 'logout',
+      tag: 'Auth',
+      summary: 'End the session of a refresh token (no bearer token needed)',
+      description: 'Its access tokens are refused from the next request on, not at their expiry.',
+      auth: 'none',
+      body: Type.Object({ refreshToken: RefreshToken }, Strict),
+      responses: { 204: { description: 'Session ended' } },
+      errors: ['invalid_refresh_token'],
+      handler: async ({ body }) => {
+        await sessions.logout(body.refreshToken);
+        return { status: 204 };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,156 @@
+/**
+ * Operator credentials: sign-in and setting one's own password.
+ *
+ * - An unknown identifier and a wrong password get the same 401 `invalid_credentials`, after the same
+ *   work (an unknown identifier is checked against a dummy scrypt hash of the same cost).
+ * - OPERATOR_MAX_FAILED_LOGINS wrong passwords in a row lock the account (403 `account_locked`, an
+ *   AuditEvent of severity high); while locked even the right password is refused, and only an
+ *   administrator's reset-password unlocks. The counter moves by conditional UPDATEs, so concurrent
+ *   guesses cannot overshoot the limit or slip past a lock. A success resets the counter.
+ * - A deactivated operator with the right password gets 403 `operator_deactivated` (with a wrong one,
+ *   the ordinary 401: the answer says nothing to someone who does not know the password).
+ * - Set-password checks the current password under the same counter, so a stolen access token cannot
+ *   be used to guess it without limit.
+ */
+import type { Knex } from 'knex';
+import type { Config } from '../../shared/config.js';
+import { AppError } from '../../shared/errors.js';
+import type { Logger } from '../../shared/logger.js';
+import type { Metrics } from '../metrics.js';
+import { recordAudit } from './audit-events.js';
+import { burnPasswordCheck, hashPassword, needsRehash, verifyPassword } from './passwords.js';
+import { revokeSession, revokeSubjectSessions, type SessionService, type TokenPair } from './session-service.js';
+
+export interface OperatorAuthDeps {
+  db: Knex;
+  config: Pick<Config, 'operatorMaxFailedLogins'>;
+  sessions: SessionService;
+  metrics?: Metrics;
+  logger?: Logger;
+}
+
+const invalidCredentials = () => new AppError('invalid_credentials', 'The identifier or the password is wrong');
+const locked = () => new AppError('account_locked', 'This account is locked after too many failed sign-ins; an administrator must reset its password');
+const deactivated = () => new AppError('operator_deactivated', 'This operator account is deactivated');
+
+export class OperatorAuthService {
+  constructor(private readonly deps: OperatorAuthDeps) {}
+
+  /** POST /auth/operator/login. */
+  async login(identifier: string, password: string, opts: { deviceHint?: string | null } = {}): Promise<TokenPair & { operatorId: string; mustResetPassword: boolean }> {
+    const { db, metrics } = this.deps;
+    const op = await db('operators')
+      .whereRaw('lower(identifier) = lower(?)', [identifier])
+      .first('id', 'passwordHash', 'status', 'lockedAt');
+    if (!op) {
+      await burnPasswordCheck(password);
+      metrics?.outcome('operator_login', 'invalid_credentials');
+      throw invalidCredentials();
+    }
+    // Always the full check first: the time taken says nothing about the account's state.
+    const ok = await verifyPassword(password, op.passwordHash);
+    if (op.lockedAt) {
+      metrics?.outcome('operator_login', 'locked');
+      throw locked();
+    }
+    if (!ok) await this.recordFailure(op.id, 'login');
+    if (op.status !== 'active') {
+      metrics?.outcome('operator_login', 'deactivated');
+      throw deactivated();
+    }
+
+    const rehash = needsRehash(op.passwordHash) ? await hashPassword(password) : null;
+    // Success clears the counter, unless a concurrent failure locked the account meanwhile.
+    const [row] = await db('operators')
+      .where({ id: op.id })
+      .whereNull('lockedAt')
+      .update({ failedLoginCount: 0, ...(rehash ? { passwordHash: rehash } : {}) })
+      .returning(['mustResetPassword', 'status']);
+    if (!row) throw locked();
+    if (row.status !== 'active') throw deactivated();
+
+    const pair = await this.deps.sessions.open({ type: 'operator', id: op.id }, { deviceHint: opts.deviceHint });
+    metrics?.outcome('operator_login', 'ok');
+    return {
+      accessToken: pair.accessToken,
+      refreshToken: pair.refreshToken,
+      tokenType: pair.tokenType,
+      expiresIn: pair.expiresIn,
+      refreshExpiresIn: pair.refreshExpiresIn,
+      operatorId: op.id,
+      mustResetPassword: row.mustResetPassword,
+    };
+  }
+
+  /**
+   * Counts one failed password check; throws 401 `invalid_credentials`, or 403 `account_locked` when
+   * this failure reached the limit (or the account was locked meanwhile).
+   */
+  private async recordFailure(operatorId: string, via: 'login' | 'set_password', sessionId?: string): Promise<never> {
+    const { db, config, metrics } = this.deps;
+    const [row] = await db('operators')
+      .where({ id: operatorId })
+      .whereNull('lockedAt')
+      .update({
+        failedLoginCount: db.raw('failed_login_count + 1'),
+        lockedAt: db.raw('CASE WHEN failed_login_count + 1 >= ? THEN now() ELSE NULL END', [config.operatorMaxFailedLogins]),
+      })
+      .returning(['failedLoginCount', 'lockedAt']);
+    if (!row) throw locked();
+    if (row.lockedAt) {
+      await recordAudit(db, {
+        type: 'operator.locked',
+        severity: 'high',
+        actorType: 'system',
+        actorId: null,
+        subjectType: 'operator',
+        subjectId: operatorId,
+        data: { failedAttempts: row.failedLoginCount, via },
+      });
+      // Guessing through set-password needs a session: that session ends with the lock.
+      if (sessionId) await revokeSession(db, sessionId, 'account_locked');
+      metrics?.outcome('operator_login', 'locked');
+      this.deps.logger?.warn({ operatorId, via }, 'operator account locked after failed password checks');
+      throw locked();
+    }
+    metrics?.outcome(via === 'login' ? 'operator_login' : 'operator_set_password', 'invalid_credentials');
+    throw invalidCredentials();
+  }
+
+  /**
+   * POST /auth/operator/set-password (accepted while flagged): checks the current password, stores the
+   * new one, clears the flag, and ends the operator's other sessions.
+   */
+  async setPassword(operatorId: string, sessionId: string, currentPassword: string, newPassword: string): Promise<{ status: 'password_set' }> {
+    const { db } = this.deps;
+    const op = await db('operators').where({ id: operatorId }).first('passwordHash', 'lockedAt', 'mustResetPassword');
+    if (!op) throw new AppError('unauthorized', 'The operator no longer exists');
+    const ok = await verifyPassword(currentPassword, op.passwordHash);
+    if (op.lockedAt) throw locked();
+    if (!ok) await this.recordFailure(operatorId, 'set_password', sessionId);
+    if (newPassword.normalize('NFC') === currentPassword.normalize('NFC')) {
+      throw new AppError('validation_failed', 'The request is not valid', {
+        details: { errors: [{ in: 'body', path: '/newPassword', message: 'must differ from the current password' }] },
+      });
+    }
+    const passwordHash = await hashPassword(newPassword);
+    await db.transaction(async (trx) => {
+      const n = await trx('operators')
+        .where({ id: operatorId })
+        .whereNull('lockedAt')
+        .update({ passwordHash, mustResetPassword: false, failedLoginCount: 0, updatedAt: trx.fn.now() });
+      if (Number(n) === 0) throw locked();
+      const revoked = await revokeSubjectSessions(trx, { type: 'operator', id: operatorId }, 'password_changed', { exceptSessionId: sessionId });
+      await recordAudit(trx, {
+        type: 'operator.password_set',
+        actorType: 'operator',
+        actorId: operatorId,
+        subjectType: 'operator',
+        subjectId: operatorId,
+        data: { wasFlagged: op.mustResetPassword, otherSessionsRevoked: revoked },
+      });
+    });
+    this.deps.metrics?.outcome('operator_set_password', 'ok');
+    return { status: 'password_set' };
+  }
+}

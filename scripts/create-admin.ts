@@ -1,0 +1,40 @@
+/**
+ * `npm run create-admin -- <identifier> [display name]`: creates a flagged administrator and prints
+ * its temporary password once (it must be changed at the first sign-in, POST /auth/operator/set-password).
+ * Creates and migrates the database when needed. Exits 1 when the identifier is taken, 2 on bad usage.
+ */
+import { config } from '../shared/config.js';
+import { createDb, ensureDatabase, migrateLatest } from '../shared/db.js';
+import { AppError } from '../shared/errors.js';
+import { createOperator } from '../api/services/operator-service.js';
+
+const [identifier, ...nameParts] = process.argv.slice(2);
+if (!identifier || identifier.startsWith('-')) {
+  console.error('usage: npm run create-admin -- <identifier> [display name]');
+  process.exit(2);
+}
+
+const cfg = config();
+await ensureDatabase(cfg.databaseUrl);
+const db = createDb(cfg.databaseUrl, 1);
+try {
+  await migrateLatest(db);
+  const { operator, temporaryPassword } = await createOperator(
+    { db },
+    { identifier, displayName: nameParts.join(' ') || identifier, role: 'administrator' },
+    { type: 'system' },
+    { via: 'create-admin' },
+  );
+  console.log(`Administrator "${operator.identifier}" created (id ${operator.id}).`);
+  console.log('Temporary password (shown once; it must be changed at the first sign-in):');
+  console.log(temporaryPassword);
+} catch (e) {
+  if (e instanceof AppError && (e.code === 'conflict' || e.code === 'validation_failed')) {
+    console.error(e.code === 'conflict' ? `error: the identifier "${identifier}" is already taken` : `error: ${JSON.stringify(e.details)}`);
+    process.exitCode = 1;
+  } else {
+    throw e;
+  }
+} finally {
+  await db.destroy();
+}
