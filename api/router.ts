@@ -1,11 +1,12 @@
 /**
  * Builds the Koa router from the route table. For each route, in order:
  *   1. the bearer token's signature, expiry and audience (stateless: no dependency is touched);
- *   2. the body (JSON or multipart) parsed; the route's precheck on the raw parts (e.g. /identify's
- *      attestation, answered before anything else about the request and before any dependency);
- *   3. every part validated against the route's schemas;
- *   4. the authorisation rule against current state (session, user, operator in PostgreSQL);
- *   5. the handler.
+ *   2. the authorisation rule against current state (session, user, operator in PostgreSQL), so a
+ *      refused caller gets its 401/403 before its body is read;
+ *   3. the body (JSON or multipart) parsed and every part validated against the route's schemas;
+ *   4. the handler.
+ * A route with a `precheck` (/identify's attestation, which must answer before ANY dependency is
+ * called) runs it on the raw parsed parts right after step 1, and steps 2 and 3 after it.
  */
 import Router from '@koa/router';
 import type { Context } from 'koa';
@@ -56,7 +57,11 @@ export function buildRouter(routes: AnyRoute[], deps: RouterDeps): Router {
         }
       }
 
-      // 2. Body and validation of every part.
+      const authorize = () => deps.authorizer.authorize(ctx.get('authorization') || undefined, r.auth, params);
+      // 2. Current state, before the body, unless a precheck must answer first.
+      let auth = r.precheck ? undefined : await authorize();
+
+      // 3. Body and validation of every part.
       if (parseBody) await parseBody(ctx, async () => {});
       const violations: Violation[] = [];
       const query: Record<string, unknown> = { ...ctx.query };
@@ -101,14 +106,12 @@ export function buildRouter(routes: AnyRoute[], deps: RouterDeps): Router {
         ctx,
       };
 
-      // Checks that must answer first, before any dependency is called (raw, unvalidated parts).
+      // A precheck answers before anything touches a dependency (raw, unvalidated parts).
       if (r.precheck) await r.precheck(input);
       if (violations.length) throw validationError(violations);
+      auth ??= await authorize();
 
-      // 4. The rule against current state.
-      const auth = await deps.authorizer.authorize(ctx.get('authorization') || undefined, r.auth, params);
-
-      // 5. The handler.
+      // 4. The handler.
       const out = await r.handler({ ...input, auth });
       if (out) {
         if (out.headers) for (const [h, v] of Object.entries(out.headers)) ctx.set(h, v);

@@ -8,6 +8,7 @@ import { route } from '../api/route-table.js';
 import { Strict } from '../api/schemas/common.js';
 import { startHarness, type Harness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
+import { newConsumer, newOperator } from './helpers/principals.js';
 
 const MAX_UPLOAD = 64 * 1024;
 let h: Harness;
@@ -36,6 +37,17 @@ const probeRoutes = [
     multipart: { fields: Type.Object({ note: Type.String({ maxLength: 10 }) }, Strict), files: { file: { required: true, description: 'a file' } } },
     responses: { 200: { description: 'sizes' } },
     handler: async ({ fields, files }) => ({ body: { note: fields.note, size: files.file?.size } }),
+  }),
+  route({
+    method: 'POST',
+    path: '/_test/admin-only',
+    operationId: 'testAdminOnly',
+    tag: 'Test',
+    summary: 'an administrator route with a body',
+    auth: 'administrator',
+    body: Type.Object({ n: Type.Integer() }, Strict),
+    responses: { 200: { description: 'echo' } },
+    handler: async ({ body }) => ({ body }),
   }),
   route({
     method: 'GET',
@@ -121,4 +133,21 @@ test('an unexpected error is 500 internal_error without internals', async (t) =>
   t.deepEqual(Object.keys(res.body).sort(), ['error', 'message']);
   t.is(res.body.error, 'internal_error');
   t.notRegex(res.text, /hunter2|secret internal/);
+});
+
+test('a refused caller gets its 401/403 before its body is looked at', async (t) => {
+  const api = client(h.url);
+  const invalid = { json: { n: 'not a number', extra: 1 } };
+  t.is((await api.post('/_test/admin-only', invalid)).status, 401);
+  t.is((await api.post('/_test/admin-only', { ...invalid, token: (await newConsumer(h)).token })).status, 401);
+  const operator = await api.post('/_test/admin-only', { ...invalid, token: (await newOperator(h)).token });
+  t.is(operator.status, 403);
+  t.is(operator.body.error, 'forbidden');
+  const gone = await api.post('/_test/admin-only', { ...invalid, token: (await newOperator(h, { role: 'administrator', status: 'deactivated' })).token });
+  t.is(gone.body.error, 'operator_deactivated');
+  const flagged = await api.post('/_test/admin-only', { ...invalid, token: (await newOperator(h, { role: 'administrator', mustResetPassword: true })).token });
+  t.is(flagged.body.error, 'password_reset_required');
+  const admin = (await newOperator(h, { role: 'administrator' })).token;
+  t.is((await api.post('/_test/admin-only', { ...invalid, token: admin })).status, 400);
+  t.deepEqual((await api.post('/_test/admin-only', { json: { n: 3 }, token: admin })).body, { n: 3 });
 });
