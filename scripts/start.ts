@@ -158,7 +158,21 @@ async function main(): Promise<void> {
     ['search', run('search', ['workers/search/main.ts'], env)],
   ]);
   const port = process.env.PORT ?? '3000';
-  say(`started web, face and search; the API answers on http://127.0.0.1:${port} (try /health). Ctrl-C stops everything.`);
+  say('started web, face and search; waiting for the API to answer...');
+  void (async () => {
+    for (let i = 0; i < 600; i++) {
+      try {
+        const res = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(1000) });
+        if (res.status === 200 || res.status === 503) {
+          say(`ready: the API answers on http://127.0.0.1:${port} (try /health). Ctrl-C stops everything.`);
+          return;
+        }
+      } catch {
+        // not listening yet
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  })();
 
   let stopping = false;
   const stopAll = async (code: number) => {
