@@ -85,8 +85,17 @@ export interface RouteSpec<
   responses: Record<number, ResponseSpec>;
   /** Error codes this route documents (the error envelope is shared). */
   errors?: ErrorCode[];
-  /** Runs on the raw parsed parts, before validation and the stateful authorisation check: no dependency may be called. */
+  /**
+   * Runs on the raw parsed parts, before validation and the stateful authorisation check: no dependency may be called.
+   * A request that is not of the route's content type at all has no parts: the precheck judges them first, then 415.
+   */
   precheck?: (input: NoInfer<HandlerInput<Infer<B>, Infer<Q>, Infer<P>, Infer<F>>>) => void | Promise<void>;
+  /**
+   * Every error body of this route also carries `outcome` (the error code, unless a face outcome set it): the
+   * interface document's "endpoints with distinct outcomes (verify-face, /identify, /verify/self) also echo
+   * the code as outcome in the body".
+   */
+  outcomeInErrors?: boolean;
   /** Hidden from the OpenAPI document (e.g. the Bull Board UI). */
   hidden?: boolean;
   handler: (input: NoInfer<HandlerInput<Infer<B>, Infer<Q>, Infer<P>, Infer<F>>>) => Promise<HandlerOutput | void>;

@@ -6,7 +6,9 @@
  *   3. the body (JSON or multipart) parsed and every part validated against the route's schemas;
  *   4. the handler.
  * A route with a `precheck` (/identify's attestation, which must answer before ANY dependency is
- * called) runs it on the raw parsed parts right after step 1, and steps 2 and 3 after it.
+ * called) runs it on the raw parsed parts right after step 1 (on no parts when the body is not of the
+ * route's content type), and steps 2 and 3 after it. A route with `outcomeInErrors` echoes the error
+ * code as `outcome` in every error body.
  */
 import Router from '@koa/router';
 import type { Context } from 'koa';
@@ -33,6 +35,16 @@ export function clientIp(ctx: Context, trustProxy: boolean): string {
   return ctx.socket.remoteAddress ?? 'unknown';
 }
 
+/** Adds `outcome` (the error code) to an error of a route with distinct outcomes, unless it carries one. */
+async function echoOutcome(_ctx: Context, next: () => Promise<unknown>): Promise<void> {
+  try {
+    await next();
+  } catch (e) {
+    if (!(e instanceof AppError) || e.extra?.outcome !== undefined) throw e;
+    throw new AppError(e.code, e.message, { details: e.details, extra: { ...e.extra, outcome: e.code }, retryAfter: e.retryAfter, cause: e });
+  }
+}
+
 export function buildRouter(routes: AnyRoute[], deps: RouterDeps): Router {
   const router = new Router();
   const seen = new Set<string>();
@@ -42,7 +54,7 @@ export function buildRouter(routes: AnyRoute[], deps: RouterDeps): Router {
     seen.add(key);
     const parseBody = r.multipart ? multipartBody(deps.config.maxUploadBytes) : r.body ? jsonBody() : null;
 
-    router.register(koaPath(r.path), [r.method], async (ctx: Context) => {
+    router.register(koaPath(r.path), [r.method], [...(r.outcomeInErrors ? [echoOutcome] : []), async (ctx: Context) => {
       ctx.state.routeTemplate = r.path;
       const params: Record<string, string> = { ...(ctx.params as Record<string, string>) };
 
@@ -62,7 +74,17 @@ export function buildRouter(routes: AnyRoute[], deps: RouterDeps): Router {
       let auth = r.precheck ? undefined : await authorize();
 
       // 3. Body and validation of every part.
-      if (parseBody) await parseBody(ctx, async () => {});
+      let unreadable: AppError | undefined;
+      if (parseBody) {
+        try {
+          await parseBody(ctx, async () => {});
+        } catch (e) {
+          // Not of the route's content type at all (e.g. /identify without a multipart body): there are no
+          // parts, and a precheck judges that first (400 `attestation_required`); else the 415 stands.
+          if (!(r.precheck && e instanceof AppError && e.code === 'unsupported_media_type')) throw e;
+          unreadable = e;
+        }
+      }
       const violations: Violation[] = [];
       const query: Record<string, unknown> = { ...ctx.query };
       if (r.params) violations.push(...check(r.params, 'params', params));
@@ -108,6 +130,7 @@ export function buildRouter(routes: AnyRoute[], deps: RouterDeps): Router {
 
       // A precheck answers before anything touches a dependency (raw, unvalidated parts).
       if (r.precheck) await r.precheck(input);
+      if (unreadable) throw unreadable;
       if (violations.length) throw validationError(violations);
       auth ??= await authorize();
 
@@ -119,7 +142,7 @@ export function buildRouter(routes: AnyRoute[], deps: RouterDeps): Router {
         if (out.body !== undefined) ctx.body = out.body;
         else if (ctx.status !== 204) ctx.body = {};
       }
-    });
+    }]);
   }
   return router;
 }

@@ -5,6 +5,7 @@
 import { Type } from '@sinclair/typebox';
 import test from 'ava';
 import { route } from '../api/route-table.js';
+import { AppError } from '../shared/errors.js';
 import { Strict } from '../api/schemas/common.js';
 import { startHarness, type Harness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
@@ -48,6 +49,39 @@ const probeRoutes = [
     body: Type.Object({ n: Type.Integer() }, Strict),
     responses: { 200: { description: 'echo' } },
     handler: async ({ body }) => ({ body }),
+  }),
+  // Like /identify: a precheck that refuses unless a multipart field says 'on', and outcomes in error bodies.
+  route({
+    method: 'POST',
+    path: '/_test/checked',
+    operationId: 'testChecked',
+    tag: 'Test',
+    summary: 'multipart with a precheck that needs flag=on; errors echo outcome',
+    auth: 'none',
+    outcomeInErrors: true,
+    multipart: { fields: Type.Object({ flag: Type.Optional(Type.String()) }, Strict), files: { file: { required: true, description: 'a file' } } },
+    precheck: ({ fields }) => {
+      if (fields.flag !== 'on') throw new AppError('attestation_required', 'flag must be on');
+    },
+    responses: { 200: { description: 'never' } },
+    handler: async () => {
+      throw new AppError('invalid_image', 'never an image');
+    },
+  }),
+  // Like verify-face: a precheck that accepts no parts at all, so a non-multipart body stays 415.
+  route({
+    method: 'POST',
+    path: '/_test/lenient',
+    operationId: 'testLenient',
+    tag: 'Test',
+    summary: 'multipart with a precheck that only refuses flag=off',
+    auth: 'none',
+    multipart: { fields: Type.Object({ flag: Type.Optional(Type.String()) }, Strict), files: {} },
+    precheck: ({ fields }) => {
+      if (fields.flag === 'off') throw new AppError('attestation_required', 'flag is off');
+    },
+    responses: { 200: { description: 'ok' } },
+    handler: async () => ({ body: { ok: true } }),
   }),
   route({
     method: 'GET',
@@ -114,6 +148,36 @@ test('multipart: fields are validated strictly and the file is required', async 
   t.deepEqual(where, ['/file', '/other']);
   const json = await api.post('/_test/upload', { json: { note: 'hi' } });
   t.is(json.status, 415);
+});
+
+test('a precheck judges a body that is not multipart at all as having no parts; else the 415 stands', async (t) => {
+  const api = client(h.url);
+  for (const opts of [{}, { json: { flag: 'on' } }, { rawBody: 'flag=on', headers: { 'content-type': 'text/plain' } }]) {
+    const res = await api.post('/_test/checked', opts);
+    t.is(res.status, 400, JSON.stringify(opts));
+    t.is(res.body.error, 'attestation_required');
+  }
+  const lenient = await api.post('/_test/lenient', { json: { flag: 'on' } });
+  t.is(lenient.status, 415);
+  t.is(lenient.body.error, 'unsupported_media_type');
+  t.deepEqual((await api.post('/_test/lenient', { form: { flag: 'on' } })).body, { ok: true });
+});
+
+test('a route with outcomeInErrors echoes the error code as outcome in every error body; others do not', async (t) => {
+  const api = client(h.url);
+  const refused = await api.post('/_test/checked', { form: { flag: 'off' } });
+  t.is(refused.body.outcome, 'attestation_required');
+  const invalid = await api.post('/_test/checked', { form: { flag: 'on' } });
+  t.is(invalid.status, 400);
+  t.is(invalid.body.error, 'validation_failed');
+  t.is(invalid.body.outcome, 'validation_failed');
+  t.truthy(invalid.body.details);
+  const handler = await api.post('/_test/checked', { form: { flag: 'on', file: { data: Buffer.alloc(10, 1) } } });
+  t.is(handler.status, 400);
+  t.deepEqual(Object.keys(handler.body).sort(), ['error', 'message', 'outcome']);
+  t.is(handler.body.outcome, 'invalid_image');
+  const plain = await api.post('/_test/upload', { json: { note: 'hi' } });
+  t.is(plain.body.outcome, undefined);
 });
 
 test('an upload over MAX_UPLOAD_BYTES is 413 payload_too_large', async (t) => {

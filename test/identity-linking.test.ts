@@ -267,6 +267,8 @@ test('verify-face allows at most 5 attempts per validationToken, then 429 rate_l
   const sixth = await verifyFace(user.token, 'nin', v.body.validationToken, IMG.bush2);
   t.is(sixth.status, 429);
   t.is(sixth.body.error, 'rate_limited');
+  // Every error body of verify-face echoes its code as outcome, not only the face outcomes.
+  t.is(sixth.body.outcome, 'rate_limited');
   const retryAfter = Number(sixth.headers.get('retry-after'));
   t.true(retryAfter >= 1 && retryAfter <= 900, String(retryAfter));
   // A fresh validation starts a fresh count.
@@ -282,12 +284,14 @@ test('verify-face refuses unknown or foreign validationTokens, a missing file, a
 
   const unknown = await verifyFace(user.token, 'bvn', 'vt_not-a-real-token', IMG.bush2);
   t.is(unknown.status, 404);
+  t.is(unknown.body.outcome, 'not_found');
   t.is((await verifyFace(other.token, 'bvn', v.body.validationToken, IMG.bush2)).status, 404);
   t.is((await verifyFace(user.token, 'nin', v.body.validationToken, IMG.bush2)).status, 404);
 
   const noFile = await verifyFace(user.token, 'bvn', v.body.validationToken, null);
   t.is(noFile.status, 400);
   t.is(noFile.body.error, 'validation_failed');
+  t.is(noFile.body.outcome, 'validation_failed');
   const both = await verifyFace(user.token, 'bvn', v.body.validationToken, IMG.bush2, { reuse: true });
   t.is(both.status, 400);
   const noCapture = await verifyFace(user.token, 'bvn', v.body.validationToken, null, { reuse: true });

@@ -70,6 +70,28 @@ test('enrol with issue=nin or issue=bvn issues only that number; numbers are nev
   t.is(new Set(numbers).size, numbers.length);
 });
 
+test('enrol records a NIN or BVN sent as a field (SPEC 9 person fields) and issues the others; a taken number is 409', async (t) => {
+  const api = client(h.url);
+  const nin = `7${String(Date.now()).slice(-10)}`;
+  const given = await api.post('/api/enroll', { form: enrolForm({ nin, issue: 'nin' }) });
+  t.is(given.status, 201, given.text);
+  t.is(given.body.person.nin, nin);
+  t.false('bvn' in given.body.person);
+  t.is((await api.get(`/api/nin/${nin}`)).body.id, given.body.person.id);
+  // issue defaults to both: the BVN sent is kept, a NIN is issued.
+  const bvn = `22${String(Date.now()).slice(-9)}`;
+  const withBvn = await api.post('/api/enroll', { form: enrolForm({ bvn }) });
+  t.is(withBvn.status, 201, withBvn.text);
+  t.is(withBvn.body.person.bvn, bvn);
+  t.regex(withBvn.body.person.nin, /^[0-9]{11}$/);
+  const taken = await api.post('/api/enroll', { form: enrolForm({ nin }) });
+  t.is(taken.status, 409);
+  t.is(taken.body.error, 'conflict');
+  const short = await api.post('/api/enroll', { form: enrolForm({ bvn: '123' }) });
+  t.is(short.status, 400);
+  t.is(short.body.error, 'validation_failed');
+});
+
 test('enrol rejects a missing photo, a non-image photo, a bad date, a bad issue and unknown fields', async (t) => {
   const api = client(h.url);
   const noPhoto = await api.post('/api/enroll', { form: enrolForm({}, null) });

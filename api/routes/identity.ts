@@ -91,9 +91,10 @@ export default function identityRoutes(deps: AppDeps): AnyRoute[] {
       description:
         `At most VERIFY_FACE_MAX_ATTEMPTS (5) attempts per validationToken, then 429 \`rate_limited\` with Retry-After. The capture must pass liveness, show one face and match the registry photo; ` +
         `when your account has the ${LABEL[identity.OTHER[registry]]} linked, it must also match your canonical embedding (\`cross_registry_mismatch\`, behaviour by CROSS_REGISTRY_MISMATCH_POLICY). ` +
-        "Face outcomes are 422 with the code echoed as `outcome`. `reuseCapture='true'` (without a file) reuses your most recent passing NIN capture within CAPTURE_REUSE_SECONDS, " +
+        "Face outcomes are 422; every error body echoes its code as `outcome`. `reuseCapture='true'` (without a file) reuses your most recent passing NIN capture within CAPTURE_REUSE_SECONDS, " +
         'still compared with this registry photo (404 when there is none to reuse). A match drops the registry photo and answers a single-use linkToken.',
       auth: 'consumer',
+      outcomeInErrors: true,
       multipart: {
         fields: VerifyFaceFields,
         files: { file: { required: (fields) => fields.reuseCapture !== 'true', description: "The live capture (JPEG, PNG or WebP); required unless reuseCapture is 'true'" } },

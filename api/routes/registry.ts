@@ -33,13 +33,15 @@ export const RegistryPerson = Type.Object({
 
 const EnrolFields = Type.Object(
   {
+    nin: Type.Optional(Type.String({ pattern: '^[0-9]{11}$', description: 'A NIN to record instead of an issued one (11 digits; 409 `conflict` when enrolled already)' })),
+    bvn: Type.Optional(Type.String({ pattern: '^[0-9]{11}$', description: 'A BVN to record instead of an issued one (11 digits; 409 `conflict` when enrolled already)' })),
     firstName: Name,
     lastName: Name,
     middleName: Type.Optional(Type.String({ maxLength: 100 })),
     dateOfBirth: Type.String({ format: 'date', description: 'YYYY-MM-DD' }),
     gender: Type.String({ pattern: '^(male|female|other|Male|Female|Other|MALE|FEMALE|OTHER|M|F|m|f)$', description: 'male, female or other (M and F accepted)' }),
     phone: Type.Optional(Type.String({ pattern: '^\\+?[0-9]{7,15}$' })),
-    issue: Type.Optional(Type.Union([Type.Literal('nin'), Type.Literal('bvn'), Type.Literal('both')], { default: 'both' })),
+    issue: Type.Optional(Type.Union([Type.Literal('nin'), Type.Literal('bvn'), Type.Literal('both')], { default: 'both', description: 'Which numbers the person gets (default both); a number sent as `nin` or `bvn` is recorded as sent, the others are issued' })),
   },
   Strict,
 );
@@ -102,14 +104,14 @@ export default function registryRoutes(deps: AppDeps): AnyRoute[] {
       operationId: 'registryEnroll',
       tag: TAG,
       summary: 'Enrol a synthetic person and issue an unused 11-digit NIN, BVN or both',
-      description: FAULT_DOC,
+      description: `The person gets a NIN when \`nin\` is sent or \`issue\` is nin or both, a BVN likewise; a number sent is recorded as sent (409 \`conflict\` when another person has it), a missing one is issued. ${FAULT_DOC}`,
       auth: 'none',
       multipart: {
         fields: EnrolFields,
         files: { photo: { required: true, description: 'The registry photo: JPEG, PNG or WebP' } },
       },
       responses: { 201: { description: 'Enrolled', schema: Type.Object({ person: RegistryPerson }) } },
-      errors: ['invalid_image', 'internal_error'],
+      errors: ['invalid_image', 'conflict', 'internal_error'],
       handler: async ({ fields, files, ctx }) => {
         await faultGate(ctx);
         const person = await registry.enrol(db, { ...fields, photo: files.photo!.data }, { maxImagePixels: config.maxImagePixels });

@@ -16,6 +16,9 @@ export type IssueWhat = 'nin' | 'bvn' | 'both';
 export type Gender = 'male' | 'female' | 'other';
 
 export interface EnrolInput {
+  /** Numbers to record as sent (11 digits); the others the person gets (`issue`) are issued. */
+  nin?: string | null;
+  bvn?: string | null;
   firstName: string;
   lastName: string;
   middleName?: string | null;
@@ -119,7 +122,11 @@ const trimOrNull = (v: string | null | undefined) => {
   return t ? t : null;
 };
 
-/** Enrols a new person and issues an unused NIN, BVN or both (retrying on a number collision). */
+/**
+ * Enrols a new person and issues an unused NIN, BVN or both (retrying on a number collision). A NIN or
+ * BVN sent in the input is recorded as sent (409 `conflict` when another person has it), and the person
+ * has a number of each kind that was sent or that `issue` names.
+ */
 export async function enrol(db: Knex, input: EnrolInput, opts: { maxImagePixels: number }): Promise<RegistryPersonView> {
   const dob = input.dateOfBirth;
   const dobDate = new Date(`${dob}T00:00:00Z`);
@@ -141,15 +148,24 @@ export async function enrol(db: Knex, input: EnrolInput, opts: { maxImagePixels:
     photo: input.photo,
     photoMime: mime,
   };
+  const given = { nin: input.nin || null, bvn: input.bvn || null };
+  for (const kind of ['nin', 'bvn'] as const) {
+    if (given[kind] !== null && !NUMBER_PATTERN.test(given[kind]!)) {
+      throw new AppError('validation_failed', 'The request is not valid', { details: { errors: [{ in: 'fields', path: `/${kind}`, message: 'must be exactly 11 digits' }] } });
+    }
+  }
   for (let attempt = 1; ; attempt++) {
     const numbers = {
-      nin: issue === 'nin' || issue === 'both' ? randomNumber('nin') : null,
-      bvn: issue === 'bvn' || issue === 'both' ? randomNumber('bvn') : null,
+      nin: given.nin ?? (issue === 'nin' || issue === 'both' ? randomNumber('nin') : null),
+      bvn: given.bvn ?? (issue === 'bvn' || issue === 'both' ? randomNumber('bvn') : null),
     };
     try {
       const [row] = (await db('registry_persons').insert({ ...base, ...numbers }).returning([...PUBLIC_COLUMNS])) as PersonRow[];
       return toView(row!, false);
     } catch (e) {
+      for (const kind of ['nin', 'bvn'] as const) {
+        if (given[kind] !== null && isUniqueViolation(e, kind)) throw new AppError('conflict', `Another person is enrolled with this ${kind.toUpperCase()}`);
+      }
       const collided = isUniqueViolation(e, 'nin') || isUniqueViolation(e, 'bvn');
       if (!collided || attempt >= MAX_NUMBER_ATTEMPTS) throw e;
     }
