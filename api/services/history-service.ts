@@ -44,7 +44,7 @@ function selectItems(db: Knex, q: Knex.QueryBuilder, userId: string): Knex.Query
     db.raw(
       `CASE WHEN s.kind = 'identify'
          THEN (SELECT (c->>'score')::float8 FROM jsonb_array_elements(s.candidates) c WHERE c->>'userId' = ? LIMIT 1)
-         ELSE s.top_score::float8 END AS score`,
+         ELSE round(s.top_score::numeric, 4)::float8 END AS score`,
       [userId],
     ),
     db.raw('EXISTS (SELECT 1 FROM disputes d WHERE d.search_log_id = s.id AND d.user_id = ?) AS disputed', [userId]),
