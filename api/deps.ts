@@ -11,6 +11,7 @@ import { createLogger, type Logger } from '../shared/logger.js';
 import { createRedis, keySpace, type KeySpace, type Redis } from '../shared/redis.js';
 import { Metrics } from './metrics.js';
 import { Authorizer } from './services/authorization.js';
+import { FaceService } from './services/face-service.js';
 import { HealthService } from './services/health-service.js';
 import { TokenService } from './services/token-service.js';
 
@@ -25,6 +26,7 @@ export interface AppDeps {
   tokens: TokenService;
   authorizer: Authorizer;
   health: HealthService;
+  face: FaceService;
 }
 
 export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppDeps {
@@ -46,6 +48,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     tokens,
     authorizer: new Authorizer(db, tokens),
     health: new HealthService({ config, db, redis, metrics }),
+    face: new FaceService({ config, db, jobs, metrics, logger }),
   };
 }
 

@@ -10,7 +10,8 @@ pg.types.setTypeParser(pg.types.builtins.DATE, (v: string) => v);
 
 export const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'migrations');
 
-export function createDb(databaseUrl: string, poolMax = 10): Knex {
+/** `bindModels: false` leaves objection's models alone (a worker sharing a process with the API, in tests). */
+export function createDb(databaseUrl: string, poolMax = 10, opts: { bindModels?: boolean } = {}): Knex {
   const db = knexFactory({
     client: 'pg',
     connection: { connectionString: databaseUrl, connectionTimeoutMillis: 3000 },
@@ -20,7 +21,7 @@ export function createDb(databaseUrl: string, poolMax = 10): Knex {
     ...knexSnakeCaseMappers(),
     migrations: { directory: MIGRATIONS_DIR, loadExtensions: ['.ts'], tableName: 'knex_migrations' },
   });
-  Model.knex(db);
+  if (opts.bindModels !== false) Model.knex(db);
   return db;
 }
 

@@ -37,9 +37,12 @@ export function encodeEmbedding(v: ArrayLike<number>): Buffer {
   return buf;
 }
 
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
 /** 2048 bytes (float32 little-endian) -> 512 floats. Throws on a wrong length. */
 export function decodeEmbedding(buf: Uint8Array): Float32Array {
   if (buf.byteLength !== EMBEDDING_BYTES) throw new RangeError(`stored embedding has ${buf.byteLength} bytes, expected ${EMBEDDING_BYTES}`);
+  if (LITTLE_ENDIAN) return new Float32Array(buf.buffer.slice(buf.byteOffset, buf.byteOffset + EMBEDDING_BYTES)); // one copy
   const out = new Float32Array(EMBEDDING_DIM);
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   for (let i = 0; i < EMBEDDING_DIM; i++) out[i] = view.getFloat32(i * 4, true);

@@ -2,8 +2,16 @@
 import type { AppDeps } from '../deps.js';
 import type { AnyRoute } from '../route-table.js';
 import { adminQueueRoutes } from './admin-queues.js';
+import authRoutes from './auth.js';
+import identityRoutes from './identity.js';
+import registryRoutes from './registry.js';
+import disputeRoutes from './disputes.js';
+import operatorRoutes from './operators.js';
+import reportRoutes from './reports.js';
 import systemRoutes from './system.js';
+import userRoutes from './users.js';
+import verificationRoutes from './verification.js';
 
 export function allRoutes(deps: AppDeps): AnyRoute[] {
-  return [...systemRoutes(deps), ...adminQueueRoutes(deps)];
+  return [...systemRoutes(deps), ...adminQueueRoutes(deps), ...registryRoutes(deps), ...identityRoutes(deps), ...userRoutes(deps), ...disputeRoutes(deps), ...reportRoutes(deps), ...authRoutes(deps), ...operatorRoutes(deps), ...verificationRoutes(deps)];
 }

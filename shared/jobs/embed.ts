@@ -2,13 +2,22 @@
 export const EMBED_QUEUE = 'embed' as const;
 
 export interface EmbedJob {
+  /** The normalised JPEG (the one the `liveness` job analysed), base64. */
   imageB64: string;
+  /** The five points the `liveness` job returned for the chosen face. */
   landmarks5: [number, number][];
 }
 
-export interface EmbedResult {
-  /** 512 floats, L2-normalised. */
-  embedding: number[];
-  engineVersion: string;
-  ms: number;
-}
+/**
+ * `ok: false` only for an image the engine cannot decode (the API normalises uploads first, so this
+ * is a safety net); engine faults fail the job instead (the API answers 503).
+ */
+export type EmbedResult =
+  | {
+      ok: true;
+      /** 512 floats, L2-normalised. */
+      embedding: number[];
+      engineVersion: string;
+      ms: number;
+    }
+  | { ok: false; code: 'invalid_image'; ms: number };

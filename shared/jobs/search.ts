@@ -6,21 +6,39 @@ export type SearchJob =
       op: 'knn';
       embedding: number[];
       k: number;
-      /** The change sequence the worker must have applied first (read-your-writes across replicas). */
+      /**
+       * The change sequence (embedding_changes.seq, as a decimal string) the worker must have applied
+       * before searching: the API reads the current maximum just before enqueueing, so every write
+       * that answered before this search is visible to it, on any replica (read-your-writes).
+       */
       minSeq: string;
     }
   | {
       op: 'compare';
       embedding: number[];
-      /** Compared against this user's canonical embedding (no search). */
+      /** Compared against this user's canonical embedding (no search), read from PostgreSQL. */
       userId: string;
     };
 
 export interface SearchHit {
   userId: string;
+  /** Cosine similarity (inner product of unit vectors), best first. */
   score: number;
 }
 
 export type SearchResult =
-  | { op: 'knn'; hits: SearchHit[]; appliedSeq: string; indexSize: number; ms: number }
-  | { op: 'compare'; score: number | null; ms: number };
+  | {
+      op: 'knn';
+      hits: SearchHit[];
+      /** The change sequence this replica had applied when it searched (>= minSeq). */
+      appliedSeq: string;
+      indexSize: number;
+      ms: number;
+    }
+  | {
+      op: 'compare';
+      /** null when the user has no canonical embedding of the running engine version. */
+      score: number | null;
+      reason?: 'no_embedding' | 'engine_version_mismatch';
+      ms: number;
+    };

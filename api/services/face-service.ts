@@ -1,0 +1,286 @@
+/**
+ * The face operations the routes call (/identify, /verify/self, verify-face). Every stage runs in a
+ * worker through the queues (shared/job-client.ts); this module turns the results into the SPEC's
+ * outcomes and codes:
+ *
+ * - an upload that is not a decodable JPEG/PNG/WebP (or is over the pixel limit): AppError 400
+ *   `invalid_image` (never a 500);
+ * - `no_face`, `multiple_faces`, `liveness_failed`, `face_mismatch` / `no_match`: OUTCOMES returned
+ *   as values, which the routes map (200 with an outcome for /identify and /verify/self, 422 for
+ *   verify-face);
+ * - no worker answering in time: AppError 503 `face_engine_unavailable` (the job is withdrawn and
+ *   never runs later); Redis down: 503 `dependency_unavailable`.
+ *
+ * Time budget: one call (identify, verify...) gets FACE_JOB_TIMEOUT_MS in all, shared by its stages,
+ * so the caller answers within that time whatever stage stalls. Each stage's own milliseconds, as
+ * measured by the worker, are returned (SearchLog.latencyMs) and recorded in the stage histogram.
+ *
+ * The upload is normalised once, here (EXIF rotation, bounded size, metadata-free JPEG); the jobs
+ * carry that small JPEG. Nothing here logs an image or an embedding.
+ */
+import type { Knex } from 'knex';
+import { performance } from 'node:perf_hooks';
+import type { Config } from '../../shared/config.js';
+import { AppError } from '../../shared/errors.js';
+import { JobTimeoutError, type JobClient } from '../../shared/job-client.js';
+import type { DetectedFace, JobContracts, QueueName, SearchHit } from '../../shared/jobs/index.js';
+import type { Logger } from '../../shared/logger.js';
+import { normaliseUpload, type NormalisedImage } from '../../workers/face/pipeline/decode.js';
+import { isFaceError } from '../../workers/face/pipeline/errors.js';
+import { cosine } from '../../workers/face/pipeline/similarity.js';
+import type { Candidate, LatencyMs } from '../../models/index.js';
+import type { Metrics } from '../metrics.js';
+import { currentChangeSeq } from './embedding-store.js';
+
+export interface FaceServiceDeps {
+  config: Config;
+  db: Knex;
+  jobs: JobClient;
+  metrics: Metrics;
+  logger?: Logger;
+}
+
+/** A raw upload, or an image this service already normalised (a capture reused). */
+export type CaptureInput = Buffer | NormalisedImage;
+
+export type FaceMode = 'single' | 'largest';
+
+export type CaptureAnalysis =
+  | {
+      /** `ok`: one face chosen and live; `liveness_failed`: chosen but below LIVENESS_THRESHOLD. */
+      outcome: 'ok' | 'liveness_failed';
+      image: NormalisedImage;
+      face: DetectedFace;
+      faceCount: number;
+      livenessScore: number;
+      ms: number;
+    }
+  | { outcome: 'no_face' | 'multiple_faces'; image: NormalisedImage; faceCount: number; ms: number };
+
+export type AnalysedFace = Extract<CaptureAnalysis, { face: DetectedFace }>;
+
+/** A face was chosen (live or not). */
+export const hasFace = (a: CaptureAnalysis): a is AnalysedFace => a.outcome === 'ok' || a.outcome === 'liveness_failed';
+
+export interface CaptureEmbedding {
+  /** 512 floats, L2-normalised. */
+  embedding: number[];
+  engineVersion: string;
+  ms: number;
+}
+
+export interface IdentifyResult {
+  outcome: 'match' | 'no_match' | 'liveness_failed' | 'no_face';
+  /** At or above MATCH_THRESHOLD, best first, at most IDENTIFY_MAX_CANDIDATES; rank from 1. */
+  candidates: Candidate[];
+  latencyMs: LatencyMs;
+  /** Best score found (also below the threshold), for SearchLog.topScore; null without a search. */
+  topScore: number | null;
+  livenessScore: number | null;
+  faceCount: number;
+  engineVersion: string | null;
+}
+
+export interface SelfVerification {
+  outcome: 'match' | 'no_match' | 'liveness_failed' | 'no_face' | 'multiple_faces';
+  /** Cosine with the user's canonical embedding; null when not compared (or none is stored). */
+  score: number | null;
+  /** Why score is null after a comparison: the user has no canonical embedding of this engine version. */
+  reason?: 'no_embedding' | 'engine_version_mismatch';
+  livenessScore: number | null;
+  /** The live capture's embedding, when computed (a high-confidence match refreshes the canonical one). */
+  embedding: CaptureEmbedding | null;
+  latencyMs: LatencyMs;
+}
+
+export interface PhotoVerification {
+  outcome: 'match' | 'face_mismatch' | 'liveness_failed' | 'no_face' | 'multiple_faces';
+  score: number | null;
+  livenessScore: number | null;
+  /** The live capture (normalised image, face) and its embedding, when the live face was usable. */
+  capture: AnalysedFace | null;
+  embedding: CaptureEmbedding | null;
+  /** Stages of the live capture; `registryPhoto`: both stages on the registry photo; no search stage. */
+  latencyMs: LatencyMs & { registryPhoto: number | null };
+}
+
+const round4 = (x: number) => Math.round(x * 1e4) / 1e4;
+const since = (t0: number) => Math.round(performance.now() - t0);
+
+export class FaceService {
+  constructor(private readonly deps: FaceServiceDeps) {}
+
+  private budget(): number {
+    return Date.now() + this.deps.config.faceJobTimeoutMs;
+  }
+
+  /** Runs one job within what is left of the call's time budget. */
+  private async job<Q extends QueueName>(queue: Q, payload: JobContracts[Q]['payload'], deadlineAt: number): Promise<JobContracts[Q]['result']> {
+    const remaining = deadlineAt - Date.now();
+    if (remaining <= 0) throw new JobTimeoutError(queue, this.deps.config.faceJobTimeoutMs, false);
+    return this.deps.jobs.run(queue, payload, { timeoutMs: remaining });
+  }
+
+  /** Normalises an upload once (EXIF rotation, bounded size, JPEG); 400 `invalid_image` otherwise. */
+  async normalise(input: CaptureInput): Promise<NormalisedImage> {
+    if (!Buffer.isBuffer(input)) return input;
+    try {
+      return await normaliseUpload(input);
+    } catch (e) {
+      if (isFaceError(e)) throw new AppError('invalid_image', e.message);
+      throw e;
+    }
+  }
+
+  /**
+   * The liveness stage on a capture: normalise (once), detect, choose the face ('single': several
+   * clear faces give `multiple_faces`; 'largest': the largest face), landmarks, anti-spoof score.
+   */
+  async analyseCapture(input: CaptureInput, mode: FaceMode, deadlineAt = this.budget()): Promise<CaptureAnalysis> {
+    const image = await this.normalise(input);
+    const r = await this.job('liveness', { imageB64: image.jpeg.toString('base64'), mode }, deadlineAt);
+    this.deps.metrics.stage('liveness', r.ms);
+    if (!r.ok) {
+      if (r.code === 'invalid_image') throw new AppError('invalid_image', 'The image could not be decoded');
+      return { outcome: r.code, image, faceCount: r.faceCount, ms: r.ms };
+    }
+    const live = r.livenessScore >= this.deps.config.livenessThreshold;
+    return { outcome: live ? 'ok' : 'liveness_failed', image, face: r.face, faceCount: r.faceCount, livenessScore: r.livenessScore, ms: r.ms };
+  }
+
+  /** The embed stage on an analysed capture: alignment and the 512-d L2-normalised embedding. */
+  async embedCapture(capture: AnalysedFace, deadlineAt = this.budget()): Promise<CaptureEmbedding> {
+    const r = await this.job('embed', { imageB64: capture.image.jpeg.toString('base64'), landmarks5: capture.face.landmarks5 }, deadlineAt);
+    this.deps.metrics.stage('embed', r.ms);
+    if (!r.ok) throw new AppError('invalid_image', 'The image could not be decoded');
+    return { embedding: r.embedding, engineVersion: r.engineVersion, ms: r.ms };
+  }
+
+  /**
+   * k-NN over the canonical embeddings, on whichever search replica takes the job, after it has
+   * applied every embedding write that answered before this call (read-your-writes).
+   */
+  async searchByEmbedding(embedding: number[], k: number, deadlineAt = this.budget()): Promise<{ hits: SearchHit[]; appliedSeq: string; indexSize: number; ms: number }> {
+    const minSeq = await currentChangeSeq(this.deps.db);
+    const r = await this.job('search', { op: 'knn', embedding, k, minSeq }, deadlineAt);
+    if (r.op !== 'knn') throw new Error('search worker answered another op');
+    this.deps.metrics.stage('search', r.ms);
+    return { hits: r.hits, appliedSeq: r.appliedSeq, indexSize: r.indexSize, ms: r.ms };
+  }
+
+  /** 1:N: the largest face of the probe against every canonical embedding. */
+  async identify(probe: CaptureInput): Promise<IdentifyResult> {
+    const t0 = performance.now();
+    const deadlineAt = this.budget();
+    const { config } = this.deps;
+    const a = await this.analyseCapture(probe, 'largest', deadlineAt);
+    const base = { candidates: [] as Candidate[], topScore: null, faceCount: a.faceCount };
+    if (!hasFace(a)) {
+      // 'largest' never refuses several faces; a photo without a face is `no_face`.
+      return { ...base, outcome: 'no_face', livenessScore: null, engineVersion: null, latencyMs: { liveness: a.ms, embed: null, search: null, total: since(t0) } };
+    }
+    if (a.outcome === 'liveness_failed') {
+      return { ...base, outcome: 'liveness_failed', livenessScore: a.livenessScore, engineVersion: null, latencyMs: { liveness: a.ms, embed: null, search: null, total: since(t0) } };
+    }
+    const e = await this.embedCapture(a, deadlineAt);
+    const s = await this.searchByEmbedding(e.embedding, config.identifyMaxCandidates, deadlineAt);
+    const scored = s.hits.map((h) => ({ userId: h.userId, score: round4(h.score) }));
+    const candidates = scored
+      .filter((h) => h.score >= config.matchThreshold)
+      .slice(0, config.identifyMaxCandidates)
+      .map((h, i) => ({ ...h, rank: i + 1 }));
+    return {
+      outcome: candidates.length > 0 ? 'match' : 'no_match',
+      candidates,
+      topScore: scored[0]?.score ?? null,
+      livenessScore: a.livenessScore,
+      faceCount: a.faceCount,
+      engineVersion: e.engineVersion,
+      latencyMs: { liveness: a.ms, embed: e.ms, search: s.ms, total: since(t0) },
+    };
+  }
+
+  /** 1:1 against a user's canonical embedding (the `compare` op; no search). score null: none stored. */
+  async compareWithUser(embedding: number[], userId: string, deadlineAt = this.budget()): Promise<{ score: number | null; reason?: 'no_embedding' | 'engine_version_mismatch'; ms: number }> {
+    const r = await this.job('search', { op: 'compare', embedding, userId }, deadlineAt);
+    if (r.op !== 'compare') throw new Error('search worker answered another op');
+    this.deps.metrics.stage('search', r.ms);
+    return { score: r.score === null ? null : round4(r.score), ...(r.reason ? { reason: r.reason } : {}), ms: r.ms };
+  }
+
+  /** /verify/self: a live capture against the user's canonical embedding (`mode` chooses the face). */
+  async verifyAgainstUser(liveUpload: CaptureInput, userId: string, mode: FaceMode = 'single'): Promise<SelfVerification> {
+    const t0 = performance.now();
+    const deadlineAt = this.budget();
+    const a = await this.analyseCapture(liveUpload, mode, deadlineAt);
+    if (a.outcome !== 'ok') {
+      return {
+        outcome: a.outcome,
+        score: null,
+        livenessScore: a.outcome === 'liveness_failed' ? a.livenessScore : null,
+        embedding: null,
+        latencyMs: { liveness: a.ms, embed: null, search: null, total: since(t0) },
+      };
+    }
+    const e = await this.embedCapture(a, deadlineAt);
+    const c = await this.compareWithUser(e.embedding, userId, deadlineAt);
+    return {
+      outcome: c.score !== null && c.score >= this.deps.config.matchThreshold ? 'match' : 'no_match',
+      score: c.score,
+      ...(c.reason ? { reason: c.reason } : {}),
+      livenessScore: a.livenessScore,
+      embedding: e,
+      latencyMs: { liveness: a.ms, embed: e.ms, search: c.ms, total: since(t0) },
+    };
+  }
+
+  /**
+   * verify-face: the live capture ('single', liveness checked) against the registry's photo
+   * ('largest', no liveness: it is a photograph by nature); cosine of the two embeddings.
+   * A registry photo without a usable face is the registry's fault: 502 `registry_unavailable`
+   * (details.reason `registry_photo_unusable`), never a face outcome of the user's capture.
+   */
+  async verifyAgainstPhoto(liveUpload: CaptureInput, registryPhoto: Buffer): Promise<PhotoVerification> {
+    const t0 = performance.now();
+    const deadlineAt = this.budget();
+    const unusable = (why: string) =>
+      new AppError('registry_unavailable', 'The registry photo has no usable face', { details: { reason: 'registry_photo_unusable', why } });
+    const registry = (async () => {
+      let image: NormalisedImage;
+      try {
+        image = await this.normalise(registryPhoto);
+      } catch (e) {
+        if (e instanceof AppError && e.code === 'invalid_image') throw unusable('invalid_image');
+        throw e;
+      }
+      const a = await this.analyseCapture(image, 'largest', deadlineAt);
+      if (!hasFace(a)) throw unusable(a.outcome);
+      return a;
+    })();
+    registry.catch(() => {}); // awaited below unless the live capture already decided
+
+    // The live capture in parallel with the registry photo; its outcome comes first.
+    const live = await this.analyseCapture(liveUpload, 'single', deadlineAt);
+    if (live.outcome !== 'ok') {
+      return {
+        outcome: live.outcome,
+        score: null,
+        livenessScore: live.outcome === 'liveness_failed' ? live.livenessScore : null,
+        capture: null,
+        embedding: null,
+        latencyMs: { liveness: live.ms, embed: null, search: null, total: since(t0), registryPhoto: null },
+      };
+    }
+    const reg = await registry;
+    const [liveEmb, regEmb] = await Promise.all([this.embedCapture(live, deadlineAt), this.embedCapture(reg, deadlineAt)]);
+    const score = round4(cosine(liveEmb.embedding, regEmb.embedding));
+    return {
+      outcome: score >= this.deps.config.matchThreshold ? 'match' : 'face_mismatch',
+      score,
+      livenessScore: live.livenessScore,
+      capture: live,
+      embedding: liveEmb,
+      latencyMs: { liveness: live.ms, embed: liveEmb.ms, search: null, total: since(t0), registryPhoto: Math.round(reg.ms + regEmb.ms) },
+    };
+  }
+}

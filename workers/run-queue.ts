@@ -1,0 +1,140 @@
+/**
+ * The one way a worker process serves queues of shared/jobs.
+ *
+ * - Typed handler map: the handler of queue Q receives Q's payload and returns Q's result.
+ * - Refuses to start (throws, before any connection) when a queue it is asked to serve has no
+ *   handler, when a handler names an unknown queue, or when asked for an undeclared queue: a missing
+ *   wire fails at boot, not in production.
+ * - Skips a job whose `deadlineAt` has passed when it is picked up (the API has already answered 503
+ *   and withdrawn it, or tried to): the handler never runs, the payload (an image, an embedding) is
+ *   wiped from Redis at once, and the job is failed as `expired` without retry. So a withdrawn or
+ *   timed-out request never runs later.
+ * - Face outcomes are results (handlers return them); a thrown error is an engine fault: the job
+ *   fails once (the API sends attempts: 1) and the waiting request answers 503 at once.
+ * - Never logs a payload or a result (images and embeddings).
+ */
+import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import type { Config } from '../shared/config.js';
+import { bullPrefix } from '../shared/job-client.js';
+import { QUEUE_NAMES, type JobContracts, type JobEnvelope, type QueueName } from '../shared/jobs/index.js';
+import type { Logger } from '../shared/logger.js';
+import { bullConnection } from '../shared/redis.js';
+
+export interface JobContext {
+  job: Job;
+  /** Epoch ms after which nobody awaits the result. */
+  deadlineAt: number;
+}
+
+export type JobHandler<Q extends QueueName> = (
+  payload: JobContracts[Q]['payload'],
+  ctx: JobContext,
+) => Promise<JobContracts[Q]['result']>;
+
+export type HandlerMap<Q extends QueueName> = { [K in Q]: JobHandler<K> };
+
+export interface QueueStats {
+  /** Handler invocations. */
+  started: number;
+  completed: number;
+  failed: number;
+  /** Jobs picked up after their deadline: not run. */
+  skippedExpired: number;
+}
+
+export interface RunQueuesOptions {
+  logger: Logger;
+  /** Jobs one process runs at once, per queue. */
+  concurrency: number;
+  /** Clock (tests). */
+  now?: () => number;
+}
+
+export interface QueueRunner<Q extends QueueName> {
+  readonly queues: readonly Q[];
+  readonly stats: Record<Q, QueueStats>;
+  close(): Promise<void>;
+}
+
+/** Why a job was not run: its deadline had passed when a worker picked it up. */
+export const EXPIRED_REASON = 'expired: picked up after its deadline; not run';
+
+/** Checks the handler map against the declared queues; throws on any gap. Exported for tests. */
+export function checkHandlers(queues: readonly string[], handlers: Record<string, unknown>): void {
+  const problems: string[] = [];
+  if (queues.length === 0) problems.push('no queue to serve');
+  for (const q of queues) {
+    if (!(QUEUE_NAMES as readonly string[]).includes(q)) problems.push(`queue "${q}" is not declared in shared/jobs`);
+    if (typeof handlers[q] !== 'function') problems.push(`queue "${q}" has no handler`);
+  }
+  for (const name of Object.keys(handlers)) {
+    if (!queues.includes(name)) problems.push(`handler for "${name}", which this process does not serve`);
+  }
+  if (problems.length) throw new Error(`refusing to start the queue worker: ${problems.join('; ')}`);
+}
+
+export async function runQueues<Q extends QueueName>(
+  config: Config,
+  queues: readonly Q[],
+  handlers: HandlerMap<Q>,
+  opts: RunQueuesOptions,
+): Promise<QueueRunner<Q>> {
+  checkHandlers(queues, handlers as Record<string, unknown>);
+  const now = opts.now ?? Date.now;
+  const prefix = bullPrefix(config.redisPrefix);
+  const stats = Object.fromEntries(queues.map((q) => [q, { started: 0, completed: 0, failed: 0, skippedExpired: 0 }])) as Record<Q, QueueStats>;
+  const workers: Worker[] = [];
+  const connections: ReturnType<typeof bullConnection>[] = [];
+
+  for (const queue of queues) {
+    const handler = handlers[queue] as JobHandler<Q>;
+    const log = opts.logger.child({ queue });
+    const processor = async (job: Job) => {
+      const envelope = job.data as Partial<JobEnvelope<Q>> | undefined;
+      if (job.name !== queue || !envelope || typeof envelope.deadlineAt !== 'number' || envelope.payload == null) {
+        throw new UnrecoverableError(`malformed job "${job.name}" on queue "${queue}"`);
+      }
+      const { deadlineAt } = envelope;
+      if (now() > deadlineAt) {
+        stats[queue].skippedExpired++;
+        // Wipe the payload (an image, an embedding) now rather than when the job ages out.
+        await job.updateData({ deadlineAt, payload: null }).catch(() => {});
+        log.info({ jobId: job.id, lateByMs: now() - deadlineAt }, 'job skipped: picked up after its deadline');
+        throw new UnrecoverableError(EXPIRED_REASON);
+      }
+      stats[queue].started++;
+      return handler(envelope.payload as JobContracts[Q]['payload'], { job, deadlineAt });
+    };
+    const connection = bullConnection(config.redisUrl);
+    connection.on('error', (e) => log.debug({ err: e.message }, 'redis connection error'));
+    connections.push(connection);
+    const worker = new Worker(queue, processor, {
+      connection,
+      prefix,
+      concurrency: opts.concurrency,
+      autorun: true,
+    });
+    worker.on('completed', () => {
+      stats[queue].completed++;
+    });
+    worker.on('failed', (job, err) => {
+      if (err?.message === EXPIRED_REASON) return;
+      stats[queue].failed++;
+      log.error({ jobId: job?.id, err: err?.message }, 'job failed');
+    });
+    worker.on('error', (err) => log.warn({ err: err.message }, 'queue worker error'));
+    workers.push(worker);
+  }
+  await Promise.all(workers.map((w) => w.waitUntilReady()));
+  opts.logger.info({ queues, concurrency: opts.concurrency }, 'serving queues');
+
+  return {
+    queues,
+    stats,
+    close: async () => {
+      // Lets running jobs finish, takes no new ones.
+      await Promise.allSettled(workers.map((w) => w.close()));
+      await Promise.allSettled(connections.map((c) => c.quit().catch(() => c.disconnect())));
+    },
+  };
+}

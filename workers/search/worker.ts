@@ -1,0 +1,68 @@
+/**
+ * The search worker (Procfile `search`): one replica of the FAISS index over every canonical
+ * embedding (replica.ts), serving the `search` queue (`knn`, `compare`) and `GET /health` on
+ * SEARCH_HEALTH_PORT (`{ status, size, appliedSeq, factory, ... }`, read by the API's /health).
+ * Any number of search workers can run at once; each builds its own index from PostgreSQL and
+ * guarantees read-your-writes through the change log (docs/vector-index.md).
+ */
+import type { Config } from '../../shared/config.js';
+import { createDb } from '../../shared/db.js';
+import { createLogger, type Logger } from '../../shared/logger.js';
+import { runQueues, type QueueRunner } from '../run-queue.js';
+import { startStatusServer, type StatusServer } from '../status-server.js';
+import { IndexReplica } from './replica.js';
+
+export interface RunningSearchWorker {
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startSearchWorker(config: Config, opts: { logger?: Logger } = {}): Promise<RunningSearchWorker> {
+  const logger = opts.logger ?? createLogger({ level: config.logLevel, name: 'search' });
+  const db = createDb(config.databaseUrl, Math.min(config.databasePoolMax, 4), { bindModels: false });
+  const replica = new IndexReplica(db, {
+    factory: config.vectorIndexFactory,
+    nprobe: config.vectorIndexNprobe,
+    syncIntervalMs: config.searchSyncIntervalMs,
+    logger,
+  });
+  let runner: QueueRunner<'search'> | undefined;
+  let status: StatusServer | undefined;
+  try {
+    // Health answers (503 `starting`) while a large index builds.
+    status = await startStatusServer(config.searchHealthPort, config.host, {
+      '/health': () => {
+        const h = replica.health();
+        return { status: h.status === 'ok' ? 200 : 503, body: { ...h, jobs: runner?.stats.search ?? null } };
+      },
+    });
+    await replica.start();
+    runner = await runQueues(
+      config,
+      ['search'],
+      {
+        search: (job) => (job.op === 'knn' ? replica.knn(job.embedding, job.k, job.minSeq) : replica.compare(job.embedding, job.userId)),
+      },
+      { logger, concurrency: config.searchWorkerConcurrency },
+    );
+  } catch (e) {
+    await runner?.close();
+    await status?.close();
+    await replica.stop();
+    await db.destroy();
+    throw e;
+  }
+  logger.info({ url: status.url, ...replica.health() }, 'search worker ready');
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: status.url,
+    close: () =>
+      (closing ??= (async () => {
+        await runner!.close();
+        await replica.stop();
+        await status!.close();
+        await db.destroy();
+      })()),
+  };
+}

@@ -1,0 +1,50 @@
+/** The tiny HTTP server of a worker process: a few GET routes answering JSON (health, version). */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export type StatusRoute = () => { status?: number; body: unknown } | Promise<{ status?: number; body: unknown }>;
+
+export interface StatusServer {
+  server: Server;
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startStatusServer(port: number, host: string, routes: Record<string, StatusRoute>): Promise<StatusServer> {
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0]!;
+    const route = req.method === 'GET' ? routes[path] : undefined;
+    const send = (status: number, body: unknown) => {
+      const text = JSON.stringify(body);
+      res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+      res.end(text);
+    };
+    if (!route) {
+      send(404, { error: 'not_found', message: `no route ${req.method} ${path}` });
+      return;
+    }
+    Promise.resolve()
+      .then(route)
+      .then((r) => send(r.status ?? 200, r.body))
+      .catch((e: unknown) => send(500, { status: 'error', detail: e instanceof Error ? e.message : String(e) }));
+  });
+  server.keepAliveTimeout = 5000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port: actual } = server.address() as AddressInfo;
+  const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  return {
+    server,
+    url: `http://${shown}:${actual}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections?.();
+        server.close(() => resolve());
+      }),
+  };
+}
