@@ -1,0 +1,91 @@
+/** Verification: 1:N /identify (operators), its escalation, and 1:1 /verify/self (consumers). */
+import { Type } from '@sinclair/typebox';
+import { AppError } from '../../shared/errors.js';
+import type { AppDeps } from '../deps.js';
+import { route, type AnyRoute } from '../route-table.js';
+import { Strict, Uuid } from '../schemas/common.js';
+import type { ConsumerAuth, OperatorAuth } from '../services/authorization.js';
+import { VerificationService } from '../services/verification-service.js';
+
+const LatencyMs = Type.Object({
+  liveness: Type.Union([Type.Number(), Type.Null()]),
+  embed: Type.Union([Type.Number(), Type.Null()]),
+  search: Type.Union([Type.Number(), Type.Null()]),
+  total: Type.Number(),
+});
+
+const IdentifyBody = Type.Object({
+  referenceId: Uuid,
+  outcome: Type.Union([Type.Literal('match'), Type.Literal('no_match'), Type.Literal('liveness_failed'), Type.Literal('no_face')]),
+  candidates: Type.Array(Type.Object({ userId: Uuid, score: Type.Number(), rank: Type.Integer({ minimum: 1 }) })),
+  latencyMs: LatencyMs,
+});
+
+const SelfBody = Type.Object({
+  referenceId: Uuid,
+  outcome: Type.Union([Type.Literal('match'), Type.Literal('no_match'), Type.Literal('liveness_failed'), Type.Literal('no_face')]),
+  score: Type.Union([Type.Number(), Type.Null()]),
+  proofToken: Type.Optional(Type.String({ description: 'Single-use; required by PATCH and DELETE /users/{id}' })),
+  expiresIn: Type.Optional(Type.Integer({ description: 'Seconds (PROOF_TOKEN_TTL_SECONDS)' })),
+  latencyMs: LatencyMs,
+});
+
+export default function verificationRoutes(deps: AppDeps): AnyRoute[] {
+  const service = new VerificationService(deps);
+  return [
+    route({
+      method: 'POST',
+      path: '/identify',
+      operationId: 'identify',
+      tag: 'Verification',
+      summary: '1:N identification of a probe face against everyone enrolled',
+      description:
+        'The literal `attestation=true` is checked before anything else (400 `attestation_required`, no dependency called, no SearchLog row; also when the body is not multipart at all). Error bodies echo their code as `outcome`. Every call past that check writes one SearchLog row whatever its outcome. Face outcomes are 200 with `outcome`; candidates are those at or above MATCH_THRESHOLD, best first, at most IDENTIFY_MAX_CANDIDATES; the largest face of the probe is used.',
+      auth: 'operator',
+      outcomeInErrors: true,
+      multipart: {
+        fields: Type.Object({ attestation: Type.Optional(Type.String({ description: "Must be the literal 'true'" })) }, Strict),
+        files: { file: { required: true, description: 'The probe face (JPEG, PNG or WebP); no customer identifier' } },
+      },
+      precheck: ({ fields }) => {
+        if ((fields as { attestation?: unknown }).attestation !== 'true') {
+          deps.metrics.outcome('identify', 'attestation_required');
+          throw new AppError('attestation_required', "The field attestation must be the string 'true'");
+        }
+      },
+      responses: { 200: { description: 'The outcome and the candidates', schema: IdentifyBody } },
+      errors: ['attestation_required', 'invalid_image', 'face_engine_unavailable', 'dependency_unavailable'],
+      handler: async ({ auth, files }) => ({ body: await service.identify(auth as OperatorAuth, files.file!.data) }),
+    }),
+    route({
+      method: 'POST',
+      path: '/identify/{referenceId}/escalate',
+      operationId: 'escalateIdentification',
+      tag: 'Verification',
+      summary: 'Escalate an identification (sets escalatedAt once; a repeat keeps the first time)',
+      auth: 'operator',
+      params: Type.Object({ referenceId: Uuid }, Strict),
+      responses: { 200: { description: 'Escalated', schema: Type.Object({ referenceId: Uuid, escalatedAt: Type.String({ format: 'date-time' }) }) } },
+      errors: ['not_found'],
+      handler: async ({ auth, params }) => ({ body: await service.escalate(auth as OperatorAuth, params.referenceId) }),
+    }),
+    route({
+      method: 'POST',
+      path: '/verify/self',
+      operationId: 'verifySelf',
+      tag: 'Verification',
+      summary: "1:1 re-proof against the caller's own canonical embedding",
+      description:
+        'A match returns a single-use proofToken (PROOF_TOKEN_TTL_SECONDS); a high-confidence match (HIGH_CONFIDENCE_THRESHOLD) refreshes the canonical embedding. Every face outcome is 200 with `outcome`; every call writes a SearchLog row. Error bodies echo their code as `outcome`. 409 `conflict` when the caller has no enrolled face yet (no NIN or BVN linked).',
+      auth: 'consumer',
+      outcomeInErrors: true,
+      multipart: {
+        fields: Type.Object({}, Strict),
+        files: { image: { required: true, description: 'The live capture (JPEG, PNG or WebP)' } },
+      },
+      responses: { 200: { description: 'The outcome; proofToken on a match', schema: SelfBody } },
+      errors: ['not_found', 'conflict', 'invalid_image', 'face_engine_unavailable', 'dependency_unavailable'],
+      handler: async ({ auth, files }) => ({ body: await service.verifySelf(auth as ConsumerAuth, files.image!.data) }),
+    }),
+  ];
+}

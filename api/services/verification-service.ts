@@ -1,0 +1,207 @@
+/**
+ * Verification: 1:N /identify by operators (with escalation) and 1:1 /verify/self by consumers.
+ * Every call that reaches here writes exactly one SearchLog row, whatever its outcome — including
+ * an undecodable image or an engine timeout (the row then records the error code as its outcome).
+ */
+import type { Knex } from 'knex';
+import type { Config } from '../../shared/config.js';
+import { AppError } from '../../shared/errors.js';
+import type { Logger } from '../../shared/logger.js';
+import type { Candidate, LatencyMs } from '../../models/index.js';
+import type { Metrics } from '../metrics.js';
+import type { ConsumerAuth, OperatorAuth } from './authorization.js';
+import { recordAudit } from './audit-events.js';
+import { upsertCanonical } from './embedding-store.js';
+import type { FaceService } from './face-service.js';
+import { issueProofToken, type ProofTokenDeps } from './proof-tokens.js';
+
+export interface VerificationDeps extends ProofTokenDeps {
+  config: Config;
+  db: Knex;
+  face: FaceService;
+  metrics: Metrics;
+  logger: Logger;
+}
+
+export interface IdentifyAnswer {
+  referenceId: string;
+  outcome: 'match' | 'no_match' | 'liveness_failed' | 'no_face';
+  candidates: Candidate[];
+  latencyMs: LatencyMs;
+}
+
+export interface SelfAnswer {
+  referenceId: string;
+  outcome: 'match' | 'no_match' | 'liveness_failed' | 'no_face';
+  score: number | null;
+  proofToken?: string;
+  expiresIn?: number;
+  latencyMs: LatencyMs;
+}
+
+interface LogRow {
+  kind: 'identify' | 'verify_self';
+  operatorId?: string | null;
+  orgId?: string | null;
+  userId?: string | null;
+  outcome: string;
+  candidates: Candidate[];
+  topScore: number | null;
+  latencyMs: LatencyMs;
+  engineVersion?: string | null;
+  errorCode?: string | null;
+}
+
+const elapsed = (t0: number) => Math.round(performance.now() - t0);
+
+async function writeLog(db: Knex, row: LogRow): Promise<string> {
+  const [inserted] = await db('searchLogs')
+    .insert({
+      kind: row.kind,
+      operatorId: row.operatorId ?? null,
+      orgId: row.orgId ?? null,
+      userId: row.userId ?? null,
+      outcome: row.outcome,
+      // jsonb: serialised here (the pg driver would send a JS array as a PostgreSQL array).
+      candidates: JSON.stringify(row.candidates),
+      matchedUserIds: row.candidates.map((c) => c.userId),
+      topScore: row.topScore,
+      latencyMs: JSON.stringify(row.latencyMs),
+      engineVersion: row.engineVersion ?? null,
+      errorCode: row.errorCode ?? null,
+    })
+    .returning('id');
+  return (inserted as { id: string }).id;
+}
+
+/** Candidates whose account is still live (a deleted user is never returned, whatever the index says). */
+async function liveOnly(db: Knex, candidates: Candidate[]): Promise<Candidate[]> {
+  if (candidates.length === 0) return candidates;
+  const live = new Set(
+    (await db('users').whereIn('id', candidates.map((c) => c.userId)).whereNull('deletedAt').select('id')).map((r: { id: string }) => r.id),
+  );
+  return candidates.filter((c) => live.has(c.userId)).map((c, i) => ({ ...c, rank: i + 1 }));
+}
+
+export class VerificationService {
+  constructor(private readonly deps: VerificationDeps) {}
+
+  /** POST /identify: the attestation was checked by the route before anything else. */
+  async identify(operator: OperatorAuth, probe: Buffer): Promise<IdentifyAnswer> {
+    const { db, face, metrics } = this.deps;
+    const t0 = performance.now();
+    try {
+      const r = await face.identify(probe);
+      const candidates = await liveOnly(db, r.candidates);
+      const outcome = r.outcome === 'match' && candidates.length === 0 ? 'no_match' : r.outcome;
+      const referenceId = await writeLog(db, {
+        kind: 'identify',
+        operatorId: operator.operatorId,
+        orgId: operator.orgId,
+        outcome,
+        candidates,
+        topScore: r.topScore,
+        latencyMs: r.latencyMs,
+        engineVersion: r.engineVersion,
+      });
+      metrics.outcome('identify', outcome);
+      return { referenceId, outcome, candidates, latencyMs: r.latencyMs };
+    } catch (e) {
+      await this.logFailure(e, t0, { kind: 'identify', operatorId: operator.operatorId, orgId: operator.orgId });
+      throw e;
+    }
+  }
+
+  /** Records a call that ended in an error (bad image, engine timeout) and counts it; never masks the error. */
+  private async logFailure(e: unknown, t0: number, who: Pick<LogRow, 'kind' | 'operatorId' | 'orgId' | 'userId'>): Promise<void> {
+    const code = e instanceof AppError ? e.code : 'internal_error';
+    this.deps.metrics.outcome(who.kind, code);
+    try {
+      await writeLog(this.deps.db, {
+        ...who,
+        outcome: code,
+        errorCode: code,
+        candidates: [],
+        topScore: null,
+        latencyMs: { liveness: null, embed: null, search: null, total: elapsed(t0) },
+      });
+    } catch (logErr) {
+      // The database itself may be what failed; the original error is what the caller gets.
+      this.deps.logger.error({ err: (logErr as Error).message, code }, 'could not write the SearchLog row of a failed call');
+    }
+  }
+
+  /** POST /identify/{referenceId}/escalate: idempotent — a second call keeps the first time. */
+  async escalate(operator: OperatorAuth, referenceId: string): Promise<{ referenceId: string; escalatedAt: Date }> {
+    const { db } = this.deps;
+    return db.transaction(async (trx) => {
+      const row = await trx('searchLogs').where({ id: referenceId, kind: 'identify' }).forUpdate().first('id', 'orgId', 'escalatedAt');
+      // Another organisation's searches are not visible to this operator: not found, not forbidden.
+      if (!row || (operator.role !== 'administrator' && row.orgId !== operator.orgId)) {
+        throw new AppError('not_found', 'No identification with this referenceId');
+      }
+      if (row.escalatedAt) return { referenceId, escalatedAt: row.escalatedAt as Date };
+      const [updated] = await trx('searchLogs')
+        .where({ id: referenceId })
+        .update({ escalatedAt: trx.fn.now(), escalatedBy: operator.operatorId })
+        .returning('escalatedAt');
+      await recordAudit(trx, {
+        type: 'search_escalated',
+        actorType: 'operator',
+        actorId: operator.operatorId,
+        subjectType: 'search_log',
+        subjectId: referenceId,
+      });
+      return { referenceId, escalatedAt: (updated as { escalatedAt: Date }).escalatedAt };
+    });
+  }
+
+  /** POST /verify/self: one comparison with the caller's own canonical embedding. */
+  async verifySelf(consumer: ConsumerAuth, image: Buffer): Promise<SelfAnswer> {
+    const { db, face, metrics, config } = this.deps;
+    const t0 = performance.now();
+    const enrolled = await db('canonicalEmbeddings').where({ userId: consumer.userId }).first('userId');
+    if (!enrolled) {
+      // Nothing to compare with: the consumer has not linked a NIN or BVN yet. Logged like any call.
+      await writeLog(db, {
+        kind: 'verify_self',
+        userId: consumer.userId,
+        outcome: 'not_enrolled',
+        errorCode: 'conflict',
+        candidates: [],
+        topScore: null,
+        latencyMs: { liveness: null, embed: null, search: null, total: elapsed(t0) },
+      });
+      metrics.outcome('verify_self', 'not_enrolled');
+      throw new AppError('conflict', 'No enrolled face to verify against: link a NIN or BVN first');
+    }
+    let r;
+    try {
+      r = await face.verifyAgainstUser(image, consumer.userId, 'largest');
+    } catch (e) {
+      await this.logFailure(e, t0, { kind: 'verify_self', userId: consumer.userId });
+      throw e;
+    }
+    // /verify/self has four outcomes; several faces cannot occur with the largest face chosen.
+    const outcome = r.outcome === 'multiple_faces' ? 'no_face' : r.outcome;
+    const referenceId = await writeLog(db, {
+      kind: 'verify_self',
+      userId: consumer.userId,
+      outcome,
+      candidates: outcome === 'match' && r.score !== null ? [{ userId: consumer.userId, score: r.score, rank: 1 }] : [],
+      topScore: r.score,
+      latencyMs: r.latencyMs,
+      engineVersion: r.embedding?.engineVersion ?? null,
+    });
+    metrics.outcome('verify_self', outcome);
+    const answer: SelfAnswer = { referenceId, outcome, score: r.score, latencyMs: r.latencyMs };
+    if (outcome === 'match') {
+      // A high-confidence match refreshes the searchable record with the most recent proven appearance.
+      if (r.score !== null && r.score >= config.highConfidenceThreshold && r.embedding) {
+        await upsertCanonical(db, consumer.userId, r.embedding.embedding, 'verify_self', r.embedding.engineVersion);
+      }
+      Object.assign(answer, await issueProofToken(this.deps, consumer.userId));
+    }
+    return answer;
+  }
+}
