@@ -32,7 +32,7 @@ async function lockChanges(trx: Knex.Transaction): Promise<void> {
 }
 
 /**
- * Sets the user's canonical embedding (512 finite numbers, stored L2-as-given, float32 LE) and logs
+ * Sets the user's canonical embedding (512 finite numbers, stored as given in float32 LE) and logs
  * the change. Returns the change sequence.
  */
 export async function upsertCanonical(

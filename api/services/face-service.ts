@@ -108,7 +108,19 @@ const round4 = (x: number) => Math.round(x * 1e4) / 1e4;
 const since = (t0: number) => Math.round(performance.now() - t0);
 
 export class FaceService {
+  /** The base64 form of a normalised image, computed once for its liveness and embed jobs. */
+  private readonly b64 = new WeakMap<Buffer, string>();
+
   constructor(private readonly deps: FaceServiceDeps) {}
+
+  private base64(image: NormalisedImage): string {
+    let s = this.b64.get(image.jpeg);
+    if (s === undefined) {
+      s = image.jpeg.toString('base64');
+      this.b64.set(image.jpeg, s);
+    }
+    return s;
+  }
 
   private budget(): number {
     return Date.now() + this.deps.config.faceJobTimeoutMs;
@@ -138,7 +150,7 @@ export class FaceService {
    */
   async analyseCapture(input: CaptureInput, mode: FaceMode, deadlineAt = this.budget()): Promise<CaptureAnalysis> {
     const image = await this.normalise(input);
-    const r = await this.job('liveness', { imageB64: image.jpeg.toString('base64'), mode }, deadlineAt);
+    const r = await this.job('liveness', { imageB64: this.base64(image), mode }, deadlineAt);
     this.deps.metrics.stage('liveness', r.ms);
     if (!r.ok) {
       if (r.code === 'invalid_image') throw new AppError('invalid_image', 'The image could not be decoded');
@@ -150,7 +162,7 @@ export class FaceService {
 
   /** The embed stage on an analysed capture: alignment and the 512-d L2-normalised embedding. */
   async embedCapture(capture: AnalysedFace, deadlineAt = this.budget()): Promise<CaptureEmbedding> {
-    const r = await this.job('embed', { imageB64: capture.image.jpeg.toString('base64'), landmarks5: capture.face.landmarks5 }, deadlineAt);
+    const r = await this.job('embed', { imageB64: this.base64(capture.image), landmarks5: capture.face.landmarks5 }, deadlineAt);
     this.deps.metrics.stage('embed', r.ms);
     if (!r.ok) throw new AppError('invalid_image', 'The image could not be decoded');
     return { embedding: r.embedding, engineVersion: r.engineVersion, ms: r.ms };

@@ -1,0 +1,34 @@
+/**
+ * The benchmarks (docs/performance.md has the figures and the commands):
+ *
+ *   npm run bench                      # all, in this order
+ *   npm run bench -- stages            # per-stage latency and pipeline throughput (real models, fixture photos)
+ *   npm run bench -- search            # 1:N search at 10k / 100k / 1M (BENCH_SIZES=10000,100000 for a quick run)
+ *   npm run bench -- identify-e2e      # identify through the queues + SearchLog vs the raw engine
+ *
+ * Each prints Markdown tables and writes its figures to var/bench/<name>.json. Run them on an idle
+ * machine: they measure CPU time, and the search benchmark needs about 6 GB of RAM at 1M.
+ */
+import { fmt } from './lib.js';
+
+const BENCHES: Record<string, () => Promise<string>> = {
+  stages: async () => (await import('./stages.js')).runStagesBench(),
+  search: async () => (await import('./search.js')).runSearchBench(),
+  'identify-e2e': async () => (await import('./identify-e2e.js')).runIdentifyE2eBench(),
+};
+
+const asked = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+const unknown = asked.filter((n) => !(n in BENCHES));
+if (unknown.length) {
+  console.error(`unknown benchmark(s): ${unknown.join(', ')}; choose from ${Object.keys(BENCHES).join(', ')}`);
+  process.exit(2);
+}
+const names = asked.length ? asked : Object.keys(BENCHES);
+const started = Date.now();
+const sections: string[] = [];
+for (const name of names) {
+  console.log(`\n#### bench: ${name}`);
+  sections.push(`## ${name}\n\n${await BENCHES[name]!()}`);
+}
+console.log(`\n\n======== summary (${fmt((Date.now() - started) / 1000)} s) ========\n\n${sections.join('\n\n')}`);
+process.exit(0);
