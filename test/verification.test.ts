@@ -204,3 +204,24 @@ test.serial('verify/self without an enrolled face is 409 conflict; a deleted use
   t.is(json.status, 415);
   t.is(json.body.error, 'unsupported_media_type');
 });
+
+test.serial('no face image or embedding lingers in Redis after an identify (job hashes gone, events streams sealed)', async (t) => {
+  const res = await client(h.url).post('/identify', { token: operator.token, form: { attestation: 'true', file: file('lfw/Powell_3.png') } });
+  t.is(res.status, 200);
+  const redis = h.deps.redis;
+  const prefix = `${h.config.redisPrefix}:bull`;
+  const keys = await redis.keys(`${prefix}:*`);
+  // Only queue bookkeeping remains: no per-job hash (`<queue>:<id>`) of any face queue.
+  const jobHashes = keys.filter((k) => /:(liveness|embed|search):\d+$/.test(k));
+  t.deepEqual(jobHashes, []);
+  const imageB64 = photo('lfw/Powell_3.png').toString('base64').slice(0, 40);
+  for (const queue of ['liveness', 'embed', 'search']) {
+    const entries = (await redis.xrange(`${prefix}:${queue}:events`, '-', '+')) as [string, string[]][];
+    const text = JSON.stringify(entries);
+    t.false(text.includes(imageB64), `${queue} events hold no image`);
+    // A clear embedding would be a long array of floats in a returnvalue.
+    t.false(/\[(-?\d\.\d+,){100,}/.test(text), `${queue} events hold no clear embedding`);
+  }
+  const embedEvents = JSON.stringify(await redis.xrange(`${prefix}:embed:events`, '-', '+'));
+  t.regex(embedEvents, /sealedEmbedding/);
+});

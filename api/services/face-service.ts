@@ -22,6 +22,7 @@ import type { Knex } from 'knex';
 import { performance } from 'node:perf_hooks';
 import type { Config } from '../../shared/config.js';
 import { AppError } from '../../shared/errors.js';
+import { newResultKey, openEmbedding } from '../../shared/sealed-embedding.js';
 import { JobTimeoutError, type JobClient } from '../../shared/job-client.js';
 import type { DetectedFace, JobContracts, QueueName, SearchHit } from '../../shared/jobs/index.js';
 import type { Logger } from '../../shared/logger.js';
@@ -162,10 +163,11 @@ export class FaceService {
 
   /** The embed stage on an analysed capture: alignment and the 512-d L2-normalised embedding. */
   async embedCapture(capture: AnalysedFace, deadlineAt = this.budget()): Promise<CaptureEmbedding> {
-    const r = await this.job('embed', { imageB64: this.base64(capture.image), landmarks5: capture.face.landmarks5 }, deadlineAt);
+    const resultKey = newResultKey();
+    const r = await this.job('embed', { imageB64: this.base64(capture.image), landmarks5: capture.face.landmarks5, resultKey }, deadlineAt);
     this.deps.metrics.stage('embed', r.ms);
     if (!r.ok) throw new AppError('invalid_image', 'The image could not be decoded');
-    return { embedding: r.embedding, engineVersion: r.engineVersion, ms: r.ms };
+    return { embedding: openEmbedding(r.sealedEmbedding, resultKey), engineVersion: r.engineVersion, ms: r.ms };
   }
 
   /**

@@ -1,4 +1,6 @@
 /** Job contract of the `embed` queue: 5-point alignment to the ArcFace template and the 512-d embedding. */
+import type { SealedEmbedding } from '../sealed-embedding.js';
+
 export const EMBED_QUEUE = 'embed' as const;
 
 export interface EmbedJob {
@@ -6,6 +8,8 @@ export interface EmbedJob {
   imageB64: string;
   /** The five points the `liveness` job returned for the chosen face. */
   landmarks5: [number, number][];
+  /** Key that seals the result's embedding (shared/sealed-embedding.ts); lives only in this job. */
+  resultKey: string;
 }
 
 /**
@@ -15,8 +19,8 @@ export interface EmbedJob {
 export type EmbedResult =
   | {
       ok: true;
-      /** 512 floats, L2-normalised. */
-      embedding: number[];
+      /** 512 floats, L2-normalised, sealed with the job's resultKey (never in clear in Redis). */
+      sealedEmbedding: SealedEmbedding;
       engineVersion: string;
       ms: number;
     }

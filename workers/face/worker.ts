@@ -6,6 +6,7 @@
  * Face outcomes of the photo (`invalid_image`, `no_face`, `multiple_faces`) are job results; anything
  * else the engine throws is an engine fault and fails the job (the API answers 503).
  */
+import { sealEmbedding } from '../../shared/sealed-embedding.js';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -55,7 +56,7 @@ export async function embedHandler(engine: FaceEngine, job: EmbedJob): Promise<E
   const t0 = performance.now();
   try {
     const r = await engine.embed(Buffer.from(job.imageB64, 'base64'), job.landmarks5);
-    return { ok: true, embedding: r.embedding, engineVersion: FACE_ENGINE_VERSION, ms: r.ms };
+    return { ok: true, sealedEmbedding: sealEmbedding(r.embedding, job.resultKey), engineVersion: FACE_ENGINE_VERSION, ms: r.ms };
   } catch (e) {
     if (isFaceError(e) && e.code === 'invalid_image') return { ok: false, code: 'invalid_image', ms: elapsed(t0) };
     throw e;
