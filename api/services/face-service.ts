@@ -249,6 +249,34 @@ export class FaceService {
   }
 
   /**
+   * The registry photo's largest face (no liveness decision: it is a photograph by nature). A photo
+   * without a usable face is the registry's fault: 502 `registry_unavailable` (details.reason
+   * `registry_photo_unusable`), never a face outcome of the user's capture.
+   */
+  private async analyseRegistryPhoto(registryPhoto: Buffer, deadlineAt: number): Promise<AnalysedFace> {
+    const unusable = (why: string) =>
+      new AppError('registry_unavailable', 'The registry photo has no usable face', { details: { reason: 'registry_photo_unusable', why } });
+    let image: NormalisedImage;
+    try {
+      image = await this.normalise(registryPhoto);
+    } catch (e) {
+      if (e instanceof AppError && e.code === 'invalid_image') throw unusable('invalid_image');
+      throw e;
+    }
+    const a = await this.analyseCapture(image, 'largest', deadlineAt);
+    if (!hasFace(a)) throw unusable(a.outcome);
+    return a;
+  }
+
+  /** verify-face with reuseCapture: an earlier capture's embedding against a (new) registry photo. */
+  async verifyEmbeddingAgainstPhoto(embedding: number[], registryPhoto: Buffer): Promise<{ outcome: 'match' | 'face_mismatch'; score: number; engineVersion: string }> {
+    const deadlineAt = this.budget();
+    const reg = await this.embedCapture(await this.analyseRegistryPhoto(registryPhoto, deadlineAt), deadlineAt);
+    const score = round4(cosine(embedding, reg.embedding));
+    return { outcome: score >= this.deps.config.matchThreshold ? 'match' : 'face_mismatch', score, engineVersion: reg.engineVersion };
+  }
+
+  /**
    * verify-face: the live capture ('single', liveness checked) against the registry's photo
    * ('largest', no liveness: it is a photograph by nature); cosine of the two embeddings.
    * A registry photo without a usable face is the registry's fault: 502 `registry_unavailable`
@@ -257,20 +285,7 @@ export class FaceService {
   async verifyAgainstPhoto(liveUpload: CaptureInput, registryPhoto: Buffer): Promise<PhotoVerification> {
     const t0 = performance.now();
     const deadlineAt = this.budget();
-    const unusable = (why: string) =>
-      new AppError('registry_unavailable', 'The registry photo has no usable face', { details: { reason: 'registry_photo_unusable', why } });
-    const registry = (async () => {
-      let image: NormalisedImage;
-      try {
-        image = await this.normalise(registryPhoto);
-      } catch (e) {
-        if (e instanceof AppError && e.code === 'invalid_image') throw unusable('invalid_image');
-        throw e;
-      }
-      const a = await this.analyseCapture(image, 'largest', deadlineAt);
-      if (!hasFace(a)) throw unusable(a.outcome);
-      return a;
-    })();
+    const registry = this.analyseRegistryPhoto(registryPhoto, deadlineAt);
     registry.catch(() => {}); // awaited below unless the live capture already decided
 
     // The live capture in parallel with the registry photo; its outcome comes first.

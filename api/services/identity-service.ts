@@ -23,7 +23,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Config } from '../../shared/config.js';
-import { decodeEmbedding, dot, encodeEmbedding } from '../../shared/embeddings.js';
+import { decodeEmbedding, encodeEmbedding } from '../../shared/embeddings.js';
 import { AppError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { KeySpace, Redis } from '../../shared/redis.js';
@@ -31,7 +31,7 @@ import type { RegistryRecordSnapshot } from '../../models/index.js';
 import type { Metrics } from '../metrics.js';
 import { maskTail, recordAudit } from './audit-events.js';
 import { upsertCanonical } from './embedding-store.js';
-import { hasFace, type FaceService } from './face-service.js';
+import type { FaceService } from './face-service.js';
 import type { Registry, RegistryClient, RegistryRecord } from './registry-client.js';
 
 export type { Registry } from './registry-client.js';
@@ -300,24 +300,15 @@ export async function verifyFace(deps: IdentityDeps, input: VerifyFaceInput): Pr
     if (!capture) {
       throw new AppError('not_found', `No passing NIN capture of yours within the last ${config.captureReuseSeconds} s to reuse; send a live capture (file)`);
     }
-    // Still compared against THIS registry's photo. A registry photo without a usable face is the
-    // registry's fault (502), as in FaceService.verifyAgainstPhoto.
-    let registryFace;
-    try {
-      registryFace = await face.analyseCapture(photo, 'largest');
-    } catch (e) {
-      if (e instanceof AppError && e.code === 'invalid_image') throw unusableRegistryPhoto('invalid_image');
-      throw e;
-    }
-    if (!hasFace(registryFace)) throw unusableRegistryPhoto(registryFace.outcome);
-    const reg = await face.embedCapture(registryFace);
-    if (reg.engineVersion !== capture.engineVersion) {
+    // Still compared against THIS registry's photo.
+    const v = await face.verifyEmbeddingAgainstPhoto(capture.embedding, photo);
+    if (v.engineVersion !== capture.engineVersion) {
       throw new AppError('not_found', 'The reusable capture was made by another face engine version; send a live capture (file)');
     }
     embedding = capture.embedding;
     engineVersion = capture.engineVersion;
-    score = Math.round(dot(embedding, reg.embedding) * 1e4) / 1e4;
-    if (score < config.matchThreshold) {
+    score = v.score;
+    if (v.outcome !== 'match') {
       metrics.outcome('verify_face', 'face_mismatch');
       throw faceError('face_mismatch');
     }
@@ -395,10 +386,6 @@ export async function verifyFace(deps: IdentityDeps, input: VerifyFaceInput): Pr
   await redis.set(linkKey(deps, registry, userId, hashToken(linkToken)), JSON.stringify(claims), 'EX', config.linkTokenTtlSeconds);
   metrics.outcome('verify_face', 'match');
   return { outcome: 'match', linkToken, expiresIn: config.linkTokenTtlSeconds, score };
-}
-
-function unusableRegistryPhoto(why: string): AppError {
-  return new AppError('registry_unavailable', 'The registry photo has no usable face', { details: { reason: 'registry_photo_unusable', why } });
 }
 
 // ------------------------------------------------------------------------------------------
