@@ -9,7 +9,8 @@ import { newOperator } from './helpers/principals.js';
 const TIMEOUT_MS = 1200;
 let h: Harness;
 test.before(async () => {
-  h = await startHarness({ env: { FACE_JOB_TIMEOUT_MS: String(TIMEOUT_MS) } });
+  // A low pixel limit too: the API refuses an oversized image itself, before any job.
+  h = await startHarness({ env: { FACE_JOB_TIMEOUT_MS: String(TIMEOUT_MS), MAX_IMAGE_PIXELS: '100000' } });
 });
 test.after.always(async () => {
   await h?.stop();
@@ -31,4 +32,15 @@ test('identify with the face engine down: 503 face_engine_unavailable in time, o
   t.is(rows[0].outcome, 'face_engine_unavailable');
   const counts = await h.deps.jobs.counts('liveness');
   t.is(counts.waiting + counts.active + counts.delayed + counts.prioritized, 0);
+});
+
+test('an image over MAX_IMAGE_PIXELS is 400 invalid_image, answered by the API without the engine', async (t) => {
+  const operator = await newOperator(h);
+  const res = await client(h.url).post('/identify', {
+    token: operator.token,
+    form: { attestation: 'true', file: { data: readFileSync(path.join(ROOT, 'test/fixtures/faces/grace_hopper_a.jpg')), filename: 'p.jpg' } },
+  });
+  t.is(res.status, 400);
+  t.is(res.body.error, 'invalid_image');
+  t.regex(res.body.message, /pixel/);
 });

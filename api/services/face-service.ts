@@ -138,7 +138,7 @@ export class FaceService {
   async normalise(input: CaptureInput): Promise<NormalisedImage> {
     if (!Buffer.isBuffer(input)) return input;
     try {
-      return await normaliseUpload(input);
+      return await normaliseUpload(input, { maxPixels: this.deps.config.maxImagePixels });
     } catch (e) {
       if (isFaceError(e)) throw new AppError('invalid_image', e.message);
       throw e;

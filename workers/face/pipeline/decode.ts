@@ -31,9 +31,9 @@ export interface NormalisedImage {
   height: number;
 }
 
-function sharpInput(buf: Buffer) {
+function sharpInput(buf: Buffer, maxPixels = MAX_INPUT_PIXELS) {
   return sharp(buf, {
-    limitInputPixels: MAX_INPUT_PIXELS,
+    limitInputPixels: maxPixels,
     // 'warning' (sharp's default, stated for clarity) aborts on truncated or corrupt pixel data.
     failOn: 'warning',
     // A multi-frame GIF/WebP/TIFF is never read past its first frame.
@@ -62,9 +62,9 @@ function asInvalid(err: unknown): FaceError {
  * Validate and normalise an upload: EXIF rotation applied, longest side at most 1280 px (never
  * enlarged), alpha flattened on white, sRGB, re-encoded as baseline JPEG q90 without metadata.
  * Throws `FaceError('invalid_image')` for anything that is not a decodable JPEG, PNG or WebP within
- * the pixel limit.
+ * the pixel limit (`maxPixels`, the deployment's MAX_IMAGE_PIXELS; 40 MP by default).
  */
-export async function normaliseUpload(buf: Buffer): Promise<NormalisedImage> {
+export async function normaliseUpload(buf: Buffer, opts: { maxPixels?: number } = {}): Promise<NormalisedImage> {
   if (!(buf instanceof Uint8Array) || buf.length === 0) {
     throw new FaceError('invalid_image', 'The upload is empty');
   }
@@ -72,14 +72,18 @@ export async function normaliseUpload(buf: Buffer): Promise<NormalisedImage> {
   const sniffed = sniffFormat(input);
   if (!sniffed) throw new FaceError('invalid_image', 'Not a JPEG, PNG or WebP image');
   try {
-    const meta = await sharpInput(input).metadata();
+    const meta = await sharpInput(input, opts.maxPixels).metadata();
     if (meta.format !== sniffed || !ACCEPTED_FORMATS.has(meta.format)) {
       throw new FaceError('invalid_image', `Unsupported image format: ${meta.format ?? 'unknown'} (JPEG, PNG or WebP only)`);
     }
     if (!meta.width || !meta.height) {
       throw new FaceError('invalid_image', 'The image has no dimensions');
     }
-    const { data, info } = await sharpInput(input)
+    const maxPixels = opts.maxPixels ?? MAX_INPUT_PIXELS;
+    if (meta.width * meta.height > maxPixels) {
+      throw new FaceError('invalid_image', `The image has more than ${maxPixels} pixels`);
+    }
+    const { data, info } = await sharpInput(input, opts.maxPixels)
       .rotate() // EXIF orientation; the tag is dropped with the rest of the metadata
       .resize({
         width: MAX_NORMALISED_SIDE,
