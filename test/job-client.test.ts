@@ -72,3 +72,37 @@ test.serial('a result comes back and the job is removed from Redis once read', a
   t.is(await redis.exists(`${bullPrefix(prefix)}:search:${seenId}`), 0, 'the job hash is gone');
   await w.close();
 });
+
+test.serial('a job whose worker throws answers 503 face_engine_unavailable at once, and the job is removed from Redis', async (t) => {
+  let seenId: string | undefined;
+  const w = startWorker(() => {
+    throw new Error('engine fault');
+  });
+  w.on('active', (job) => {
+    seenId = job.id;
+  });
+  const started = Date.now();
+  const err = await t.throwsAsync(jobs.run('search', { op: 'compare', embedding: [1], userId: 'u' }, { timeoutMs: 5000 }));
+  t.is((err as AppError).code, 'face_engine_unavailable');
+  t.true(Date.now() - started < 2000, 'answered on the failure, not on the timeout');
+  t.truthy(seenId);
+  t.is(await redis.exists(`${bullPrefix(prefix)}:search:${seenId}`), 0, 'the job hash is gone');
+  const counts = await jobs.counts('search');
+  t.is(counts.waiting + counts.active + counts.failed + counts.completed, 0, 'nothing left in any state');
+  await w.close();
+});
+
+test.serial('concurrent jobs each get their own result', async (t) => {
+  const w = new Worker('search', async (job) => ({ op: 'compare', score: 0, ms: 0, echoed: job.data.payload.userId }), {
+    connection: connection(),
+    prefix: bullPrefix(prefix),
+    concurrency: 4,
+  });
+  workers.push(w);
+  const ids = Array.from({ length: 20 }, (_, i) => `u${i}`);
+  const results = await Promise.all(ids.map((userId) => jobs.run('search', { op: 'compare', embedding: [1], userId })));
+  t.deepEqual(results.map((r) => (r as unknown as { echoed: string }).echoed), ids);
+  const keys = (await redis.keys(`${bullPrefix(prefix)}:search:*`)).filter((k) => !/:(events|meta|id|marker|stalled-check)$/.test(k));
+  t.deepEqual(keys, [], 'no job hash or job list entry left');
+  await w.close();
+});

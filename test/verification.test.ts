@@ -225,3 +225,38 @@ test.serial('no face image or embedding lingers in Redis after an identify (job 
   const embedEvents = JSON.stringify(await redis.xrange(`${prefix}:embed:events`, '-', '+'));
   t.regex(embedEvents, /sealedEmbedding/);
 });
+
+test.serial('identify never returns a deleted account still in the index: ranks renumbered, logged without it, alone it is no_match', async (t) => {
+  // Deleted behind the index's back (the row only): the index still holds the embeddings.
+  const ghost = await newConsumer(h);
+  await enrol(h, ghost.userId, 'lfw/Powell_1.png');
+  const hopper = await newConsumer(h);
+  await enrol(h, hopper.userId, 'grace_hopper_a.jpg');
+  const before = await client(h.url).post('/identify', { token: operator.token, form: { attestation: 'true', file: file('lfw/Powell_2.png') } });
+  t.is(before.status, 200, before.text);
+  t.deepEqual(before.body.candidates.map((c: { userId: string }) => c.userId).sort(), [powell.userId, ghost.userId].sort());
+  const hopperBefore = await client(h.url).post('/identify', { token: operator.token, form: { attestation: 'true', file: file('grace_hopper_b.jpg') } });
+  const hopperIds = hopperBefore.body.candidates.map((c: { userId: string }) => c.userId) as string[];
+  t.true(hopperIds.includes(hopper.userId));
+  t.false(hopperIds.includes(powell.userId));
+  // Every account that matches the second Hopper photo is deleted (another test may have enrolled her too).
+  await h.deps.db('users').whereIn('id', [ghost.userId, ...hopperIds]).update({ deletedAt: new Date() });
+
+  const res = await client(h.url).post('/identify', { token: operator.token, form: { attestation: 'true', file: file('lfw/Powell_2.png') } });
+  t.is(res.status, 200, res.text);
+  t.is(res.body.outcome, 'match');
+  t.deepEqual(res.body.candidates.map((c: { userId: string; rank: number }) => [c.userId, c.rank]), [[powell.userId, 1]]);
+  const row = await h.deps.db('searchLogs').where({ id: res.body.referenceId }).first();
+  t.is(row.outcome, 'match');
+  t.deepEqual(row.matchedUserIds, [powell.userId]);
+  t.deepEqual(row.candidates, res.body.candidates);
+
+  const alone = await client(h.url).post('/identify', { token: operator.token, form: { attestation: 'true', file: file('grace_hopper_b.jpg') } });
+  t.is(alone.status, 200, alone.text);
+  t.is(alone.body.outcome, 'no_match');
+  t.deepEqual(alone.body.candidates, []);
+  const aloneRow = await h.deps.db('searchLogs').where({ id: alone.body.referenceId }).first();
+  t.is(aloneRow.outcome, 'no_match');
+  t.deepEqual(aloneRow.matchedUserIds, []);
+  t.deepEqual(aloneRow.candidates, []);
+});
