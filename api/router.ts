@@ -27,9 +27,13 @@ export interface RouterDeps {
   tokens: TokenService;
 }
 
+/**
+ * The client's address. Behind a trusted proxy (TRUST_PROXY=true) it is the RIGHT-most entry of
+ * X-Forwarded-For — the one that proxy appended; entries to its left are whatever the client sent.
+ */
 export function clientIp(ctx: Context, trustProxy: boolean): string {
   if (trustProxy) {
-    const fwd = ctx.get('x-forwarded-for').split(',')[0]?.trim();
+    const fwd = ctx.get('x-forwarded-for').split(',').map((p) => p.trim()).filter(Boolean).at(-1);
     if (fwd) return fwd;
   }
   return ctx.socket.remoteAddress ?? 'unknown';

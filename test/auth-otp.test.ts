@@ -278,6 +278,9 @@ test('behind a trusted proxy the cap counts each client address (IPv6 by /64)', 
     t.is((await ask('2001:db8:1:2:aaaa::2')).status, 200);
     t.is((await ask('2001:db8:1:2:ffff::3')).status, 429, 'same /64');
     t.is((await ask('2001:db8:1:3::1')).status, 200, 'another /64');
+    // Entries the client writes to the left of what the proxy appended change nothing.
+    t.is((await ask('10.0.0.1, 198.51.100.7')).status, 429, 'spoofed left-most entries are ignored');
+    t.is((await ask('10.0.0.2, 198.51.100.7')).status, 429);
   } finally {
     await proxied.stop();
   }

@@ -27,9 +27,15 @@ test('production refuses the development signing key and the SMS outbox', (t) =>
   t.regex(text, /JWT_PRIVATE_KEY/);
   t.regex(text, /outbox/);
   // With real settings it starts, and the SMS transport defaults to the webhook.
-  const ok = loadConfig({ NODE_ENV: 'production', JWT_PRIVATE_KEY: '-----BEGIN PRIVATE KEY-----x', SMS_WEBHOOK_URL: 'https://sms.example/send' });
+  const ok = loadConfig({ NODE_ENV: 'production', JWT_PRIVATE_KEY: '-----BEGIN PRIVATE KEY-----x', SMS_WEBHOOK_URL: 'https://sms.example/send', REGISTRY_URL: 'https://registry.example/v1' });
+  t.false(ok.registrySimulator, 'the simulator is not mounted in production');
   t.is(ok.smsTransport, 'webhook');
-  t.throws(() => loadConfig({ NODE_ENV: 'production', JWT_PRIVATE_KEY: 'k', SMS_WEBHOOK_URL: 'https://x', REGISTRY_SIM_FAULT: 'error' }), { instanceOf: ConfigError });
+  const base = { NODE_ENV: 'production', JWT_PRIVATE_KEY: 'k', SMS_WEBHOOK_URL: 'https://x', REGISTRY_URL: 'https://registry.example/v1' };
+  t.throws(() => loadConfig({ ...base, REGISTRY_SIM_FAULT: 'error' }), { instanceOf: ConfigError });
+  // The simulator lets anyone enrol an identity: never in production, and never the default registry there.
+  t.throws(() => loadConfig({ ...base, REGISTRY_SIMULATOR: 'true' }), { instanceOf: ConfigError });
+  const noRegistry = t.throws(() => loadConfig({ ...base, REGISTRY_URL: '' }), { instanceOf: ConfigError });
+  t.regex((noRegistry as ConfigError).problems.join('\n'), /REGISTRY_URL/);
 });
 
 test('thresholds must be ordered', (t) => {

@@ -98,7 +98,7 @@ const probeRoutes = [
 ];
 
 test.before(async () => {
-  h = await startHarness({ extraRoutes: probeRoutes, env: { MAX_UPLOAD_BYTES: String(MAX_UPLOAD) } });
+  h = await startHarness({ extraRoutes: probeRoutes, env: { MAX_UPLOAD_BYTES: String(MAX_UPLOAD), REGISTRY_SIMULATOR: 'false' } });
 });
 test.after.always(async () => {
   await h?.stop();
@@ -214,4 +214,12 @@ test('a refused caller gets its 401/403 before its body is looked at', async (t)
   const admin = (await newOperator(h, { role: 'administrator' })).token;
   t.is((await api.post('/_test/admin-only', { ...invalid, token: admin })).status, 400);
   t.deepEqual((await api.post('/_test/admin-only', { json: { n: 3 }, token: admin })).body, { n: 3 });
+});
+
+test('with REGISTRY_SIMULATOR=false (always so in production) the simulator is not mounted at all', async (t) => {
+  const api = client(h.url);
+  t.is((await api.get('/api/stats')).status, 404);
+  t.is((await api.post('/api/enroll', { form: { firstName: 'A' } })).status, 404);
+  const doc = (await api.get('/openapi.json')).body;
+  t.false(Object.keys(doc.paths).some((p) => p.startsWith('/api/')));
 });

@@ -13,5 +13,5 @@ import userRoutes from './users.js';
 import verificationRoutes from './verification.js';
 
 export function allRoutes(deps: AppDeps): AnyRoute[] {
-  return [...systemRoutes(deps), ...adminQueueRoutes(deps), ...registryRoutes(deps), ...identityRoutes(deps), ...userRoutes(deps), ...disputeRoutes(deps), ...reportRoutes(deps), ...authRoutes(deps), ...operatorRoutes(deps), ...verificationRoutes(deps)];
+  return [...systemRoutes(deps), ...adminQueueRoutes(deps), ...(deps.config.registrySimulator ? registryRoutes(deps) : []), ...identityRoutes(deps), ...userRoutes(deps), ...disputeRoutes(deps), ...reportRoutes(deps), ...authRoutes(deps), ...operatorRoutes(deps), ...verificationRoutes(deps)];
 }
