@@ -65,6 +65,7 @@ export const SETTINGS = {
   smsWebhookTimeoutMs: s({ env: 'SMS_WEBHOOK_TIMEOUT_MS', kind: 'int', default: 5000, min: 100, doc: 'Timeout of one SMS gateway call; beyond it the code request answers 503 and can be retried at once.' }),
 
   validationTokenTtlSeconds: s({ env: 'VALIDATION_TOKEN_TTL_SECONDS', kind: 'int', default: 900, min: 10, doc: 'validationToken lifetime (the registry photo is cached as long).' }),
+  validationsPerUserPerHour: s({ env: 'VALIDATIONS_PER_USER_PER_HOUR', kind: 'int', default: 10, min: 1, doc: 'NIN/BVN validations one consumer may start per hour (429 `rate_limited`); bounds how many verify-face attempts re-validating can buy, and number enumeration.' }),
   verifyFaceMaxAttempts: s({ env: 'VERIFY_FACE_MAX_ATTEMPTS', kind: 'int', default: 5, min: 1, doc: 'verify-face attempts per validationToken (then 429 `rate_limited`).' }),
   captureReuseSeconds: s({ env: 'CAPTURE_REUSE_SECONDS', kind: 'int', default: 600, min: 0, doc: 'How long a passing NIN capture can be reused for BVN (`reuseCapture=true`).' }),
   linkTokenTtlSeconds: s({ env: 'LINK_TOKEN_TTL_SECONDS', kind: 'int', default: 300, min: 5, doc: 'linkToken lifetime.' }),

@@ -276,6 +276,27 @@ test('verify-face allows at most 5 attempts per validationToken, then 429 rate_l
   t.is((await verifyFace(user.token, 'nin', v2.body.validationToken, IMG.bush2)).status, 200);
 });
 
+test('a new validation ends the previous one (one cached registry photo per consumer and registry), and validations are capped per hour', async (t) => {
+  const person = await enrol(IMG.bush1);
+  const user = await newConsumer(h);
+  const first = await validate(user.token, 'nin', person.nin!);
+  const second = await validate(user.token, 'nin', person.nin!);
+  t.is(second.status, 200);
+  const stale = await verifyFace(user.token, 'nin', first.body.validationToken, IMG.bush2);
+  t.is(stale.status, 404, 'the replaced validation is gone, with its photo');
+  t.is(stale.body.error, 'not_found');
+  // Up to VALIDATIONS_PER_USER_PER_HOUR (10) in all, counting the two above and unknown numbers.
+  for (let i = 3; i <= h.config.validationsPerUserPerHour; i++) {
+    t.not((await validate(user.token, 'nin', '19999999999')).status, 429, `validation ${i}`);
+  }
+  const over = await validate(user.token, 'nin', person.nin!);
+  t.is(over.status, 429);
+  t.is(over.body.error, 'rate_limited');
+  t.true(Number(over.headers.get('retry-after')) >= 1);
+  // The latest validation still works: the cap stops new ones, not the one in progress.
+  t.is((await verifyFace(user.token, 'nin', second.body.validationToken, IMG.bush2)).status, 200);
+});
+
 test('verify-face refuses unknown or foreign validationTokens, a missing file, and reuseCapture without a recent NIN capture', async (t) => {
   const person = await enrol(IMG.bush1);
   const user = await newConsumer(h);

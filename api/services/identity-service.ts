@@ -163,6 +163,9 @@ interface LinkClaims {
 const validationKey = (d: Pick<IdentityDeps, 'keys'>, hash: string) => d.keys('identity', 'validation', hash);
 const attemptsKey = (d: Pick<IdentityDeps, 'keys'>, hash: string) => d.keys('identity', 'verify-attempts', hash);
 const captureKey = (d: Pick<IdentityDeps, 'keys'>, userId: string) => d.keys('identity', 'capture', userId);
+/** The user's one live validation per registry (its token hash): a new validation replaces the old one. */
+const currentValidationKey = (d: Pick<IdentityDeps, 'keys'>, userId: string, registry: Registry) => d.keys('identity', 'current-validation', userId, registry);
+const validateRateKey = (d: Pick<IdentityDeps, 'keys'>, userId: string) => d.keys('identity', 'validate-rate', userId);
 const linkKey = (d: Pick<IdentityDeps, 'keys'>, registry: Registry, userId: string, hash: string) => d.keys('identity', 'link', registry, userId, hash);
 
 // KEYS[1] = link key: returns { value, pttl } and deletes the key, or nil. Atomic: one winner.
@@ -172,6 +175,12 @@ if not v then return nil end
 local ttl = redis.call('PTTL', KEYS[1])
 redis.call('DEL', KEYS[1])
 return { v, ttl }`;
+
+// KEYS[1] = a per-user hourly counter: counts one validation; returns { count, ms until the window ends }.
+const HOURLY_LUA = `
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], 3600000) end
+return { n, redis.call('PTTL', KEYS[1]) }`;
 
 // KEYS[1] = attempts key, KEYS[2] = validation key: counts one attempt, expiring with the validation.
 const ATTEMPT_LUA = `
@@ -195,6 +204,15 @@ export async function validate(
 ): Promise<ValidateResult> {
   const { db, config } = deps;
   const { userId, registry, number } = input;
+
+  // Each validation caches a registry photo and buys verify-face attempts: cap them per consumer.
+  const [count, windowMs] = (await deps.redis.eval(HOURLY_LUA, 1, validateRateKey(deps, userId))) as [number, number];
+  if (count > config.validationsPerUserPerHour) {
+    deps.metrics.outcome(`validate_${registry}`, 'rate_limited');
+    throw new AppError('rate_limited', `At most ${config.validationsPerUserPerHour} validations per hour; try again later`, {
+      retryAfter: Math.max(1, Math.ceil(windowMs / 1000)),
+    });
+  }
 
   // Linked to some account already? To another live account: only the date and a coarse device hint.
   const existing = (await db(linkTable(registry))
@@ -232,8 +250,12 @@ export async function validate(
 
   const validationToken = newToken('vt');
   const meta: ValidationMeta = { userId, registry, number, record: snapshot(record), photoMime: record.photoMime ?? 'application/octet-stream', issuedAt: new Date().toISOString() };
-  const key = validationKey(deps, hashToken(validationToken));
+  const tokenHash = hashToken(validationToken);
+  const key = validationKey(deps, tokenHash);
   await deps.redis.multi().hset(key, 'meta', JSON.stringify(meta), 'photo', record.photo!).expire(key, config.validationTokenTtlSeconds).exec();
+  // One live validation (one cached registry photo) per consumer and registry: the previous one ends here.
+  const previous = (await deps.redis.set(currentValidationKey(deps, userId, registry), tokenHash, 'EX', config.validationTokenTtlSeconds, 'GET')) as string | null;
+  if (previous && previous !== tokenHash) await deps.redis.del(validationKey(deps, previous));
   deps.metrics.outcome(`validate_${registry}`, 'validated');
   return { validationToken, matchedName: maskName(fullName(record)), expiresIn: config.validationTokenTtlSeconds };
 }
