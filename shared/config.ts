@@ -58,6 +58,7 @@ export const SETTINGS = {
   otpCooldownSeconds: s({ env: 'OTP_COOLDOWN_SECONDS', kind: 'int', default: 60, min: 0, doc: 'Per-phone wait between code requests (429 `otp_cooldown`).' }),
   otpMaxAttempts: s({ env: 'OTP_MAX_ATTEMPTS', kind: 'int', default: 5, min: 1, doc: 'Wrong codes before the code dies (429 `otp_too_many_attempts`).' }),
   otpRequestsPerIpPerHour: s({ env: 'OTP_REQUESTS_PER_IP_PER_HOUR', kind: 'int', default: 20, min: 1, doc: 'Per-IP hourly cap on code requests (SMS pumping).' }),
+  otpRequestsPerPhonePerDay: s({ env: 'OTP_REQUESTS_PER_PHONE_PER_DAY', kind: 'int', default: 10, min: 1, doc: 'Codes one phone number may be sent per 24 h (429 `rate_limited`): bounds guessing against one number to this × OTP_MAX_ATTEMPTS per day.' }),
   smsTransport: s({ env: 'SMS_TRANSPORT', kind: 'string', default: (c: Parsed) => (c.nodeEnv === 'production' ? 'webhook' : 'outbox'), enum: ['outbox', 'webhook'] as const, doc: '`outbox` appends codes to a file (development, tests); `webhook` POSTs them to the SMS gateway.' }),
   smsOutboxFile: s({ env: 'SMS_OUTBOX_FILE', kind: 'string', default: 'var/sms-outbox.jsonl', doc: 'Outbox file, one JSON line `{ to, code, sentAt }` per code.' }),
   smsWebhookUrl: s({ env: 'SMS_WEBHOOK_URL', kind: 'string', default: '', doc: 'SMS gateway endpoint for `SMS_TRANSPORT=webhook`.' }),

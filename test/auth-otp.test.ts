@@ -344,3 +344,21 @@ test('the webhook transport POSTs the code to the gateway; a failed delivery is 
     await new Promise((r) => gw.server.close(r));
   }
 });
+
+test('a phone gets at most OTP_REQUESTS_PER_PHONE_PER_DAY codes; then 429 rate_limited with Retry-After, and other phones are unaffected', async (t) => {
+  const capped = await startHarness({ env: { OTP_COOLDOWN_SECONDS: '0', OTP_REQUESTS_PER_PHONE_PER_DAY: '3', OTP_REQUESTS_PER_IP_PER_HOUR: '100000' } });
+  try {
+    const api = client(capped.url);
+    const phone = uniqueLocalPhone();
+    for (let i = 1; i <= 3; i++) t.is((await api.post('/auth/otp/request', { json: { phone } })).status, 200, `code ${i}`);
+    const over = await api.post('/auth/otp/request', { json: { phone } });
+    t.is(over.status, 429);
+    t.is(over.body.error, 'rate_limited');
+    const retryAfter = Number(over.headers.get('retry-after'));
+    t.true(retryAfter > 3600 && retryAfter <= 86400, String(retryAfter));
+    t.is(outboxCodes(capped, e164(phone)).length, 3, 'no fourth SMS was sent');
+    t.is((await api.post('/auth/otp/request', { json: { phone: uniqueLocalPhone() } })).status, 200);
+  } finally {
+    await capped.stop();
+  }
+});

@@ -26,7 +26,7 @@ import { SmsDeliveryError, type SmsTransport } from './sms.js';
 import type { TokenService } from './token-service.js';
 
 export interface OtpDeps {
-  config: Pick<Config, 'otpTtlSeconds' | 'otpCooldownSeconds' | 'otpMaxAttempts' | 'otpRequestsPerIpPerHour'>;
+  config: Pick<Config, 'otpTtlSeconds' | 'otpCooldownSeconds' | 'otpMaxAttempts' | 'otpRequestsPerIpPerHour' | 'otpRequestsPerPhonePerDay'>;
   db: Knex;
   redis: Redis;
   keys: KeySpace;
@@ -40,9 +40,11 @@ export interface OtpDeps {
 const IP_WINDOW_SECONDS = 3600;
 
 /**
- * KEYS: 1 the IP counter, 2 the phone's cooldown, 3 the phone's code.
- * ARGV: 1 IP cap, 2 IP window (s), 3 cooldown (s), 4 code digest, 5 code TTL (s).
- * Returns { outcome, seconds }: 'ok', 'rate_limited' (seconds left in the IP window) or 'cooldown'.
+ * KEYS: 1 the IP counter, 2 the phone's cooldown, 3 the phone's code, 4 the phone's daily counter.
+ * ARGV: 1 IP cap, 2 IP window (s), 3 cooldown (s), 4 code digest, 5 code TTL (s), 6 daily cap per phone.
+ * Returns { outcome, seconds }: 'ok', 'rate_limited' (seconds left in the IP window),
+ * 'phone_limited' (seconds left in the phone's day) or 'cooldown'.
+ * The daily cap bounds how many codes (each with OTP_MAX_ATTEMPTS guesses) one number can be attacked with.
  */
 const REQUEST_SCRIPT = `
 local used = tonumber(redis.call('GET', KEYS[1]) or '0')
@@ -51,6 +53,12 @@ if used >= tonumber(ARGV[1]) then
   if ttl < 0 then redis.call('EXPIRE', KEYS[1], ARGV[2]); ttl = tonumber(ARGV[2]) end
   return {'rate_limited', ttl}
 end
+local today = tonumber(redis.call('GET', KEYS[4]) or '0')
+if today >= tonumber(ARGV[6]) then
+  local ttl = redis.call('TTL', KEYS[4])
+  if ttl < 0 then redis.call('EXPIRE', KEYS[4], 86400); ttl = 86400 end
+  return {'phone_limited', ttl}
+end
 if tonumber(ARGV[3]) > 0 then
   if not redis.call('SET', KEYS[2], '1', 'NX', 'EX', ARGV[3]) then
     return {'cooldown', redis.call('TTL', KEYS[2])}
@@ -58,6 +66,8 @@ if tonumber(ARGV[3]) > 0 then
 end
 redis.call('INCR', KEYS[1])
 if redis.call('TTL', KEYS[1]) < 0 then redis.call('EXPIRE', KEYS[1], ARGV[2]) end
+redis.call('INCR', KEYS[4])
+if redis.call('TTL', KEYS[4]) < 0 then redis.call('EXPIRE', KEYS[4], 86400) end
 redis.call('DEL', KEYS[3])
 redis.call('HSET', KEYS[3], 'h', ARGV[4], 'a', 0)
 redis.call('EXPIRE', KEYS[3], ARGV[5])
@@ -99,7 +109,7 @@ export class OtpService {
 
   private phoneKeys(phone: string) {
     const id = this.mac('phone', phone).slice(0, 32);
-    return { code: this.deps.keys('otp', 'code', id), cooldown: this.deps.keys('otp', 'cooldown', id) };
+    return { code: this.deps.keys('otp', 'code', id), cooldown: this.deps.keys('otp', 'cooldown', id), daily: this.deps.keys('otp', 'daily', id) };
   }
 
   private digest(phone: string, code: string): string {
@@ -115,13 +125,18 @@ export class OtpService {
     const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
 
     const [outcome, seconds] = (await redis.eval(
-      REQUEST_SCRIPT, 3, ipKey, k.cooldown, k.code,
+      REQUEST_SCRIPT, 4, ipKey, k.cooldown, k.code, k.daily,
       config.otpRequestsPerIpPerHour, IP_WINDOW_SECONDS, config.otpCooldownSeconds, this.digest(phone, code), config.otpTtlSeconds,
+      config.otpRequestsPerPhonePerDay,
     )) as [string, number];
 
     if (outcome === 'rate_limited') {
       metrics?.outcome('otp_request', 'rate_limited');
       throw new AppError('rate_limited', 'Too many code requests from this address; try again later', { retryAfter: Math.max(1, Number(seconds)) });
+    }
+    if (outcome === 'phone_limited') {
+      metrics?.outcome('otp_request', 'phone_limited');
+      throw new AppError('rate_limited', 'Too many codes for this number today; try again later', { retryAfter: Math.max(1, Number(seconds)) });
     }
     if (outcome === 'cooldown') {
       metrics?.outcome('otp_request', 'cooldown');
