@@ -189,15 +189,18 @@ export function describeConfig(c: Config): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, spec] of Object.entries(SETTINGS) as [keyof Config & string, SettingSpec<Kind>][]) {
     const v = c[key];
-    out[spec.env] = spec.secret && v ? '<secret>' : key === 'databaseUrl' || key === 'redisUrl' ? maskUrl(String(v)) : v;
+    // Any URL may carry credentials or an API key in its query: show scheme, host and path only.
+    out[spec.env] = spec.secret && v ? '<secret>' : spec.kind === 'url' || key === 'smsWebhookUrl' ? maskUrl(String(v)) : v;
   }
   return out;
 }
 
 function maskUrl(u: string): string {
   try {
+    if (!u) return u;
     const url = new URL(u);
     if (url.password) url.password = '***';
+    if (url.search) url.search = '?***';
     return url.toString();
   } catch {
     return u;

@@ -1,6 +1,6 @@
 /** The one configuration module: defaults, validation at boot, and production's refusals. */
 import test from 'ava';
-import { ConfigError, loadConfig } from '../shared/config.js';
+import { ConfigError, describeConfig, loadConfig } from '../shared/config.js';
 
 test('defaults are usable for local development', (t) => {
   const c = loadConfig({});
@@ -46,4 +46,11 @@ test('docs/configuration.md is generated from the settings table and up to date'
   const { readFileSync } = await import('node:fs');
   const { renderConfigDoc } = await import('../scripts/gen-config-doc.js');
   t.is(readFileSync(new URL('../docs/configuration.md', import.meta.url), 'utf8'), renderConfigDoc(), 'run npm run docs:config');
+});
+
+test('the start-up view of the config hides secrets, URL passwords and URL query strings', (t) => {
+  const view = describeConfig(loadConfig({ DATABASE_URL: 'postgres://app:s3cret@db:5432/faceid', SMS_TRANSPORT: 'webhook', SMS_WEBHOOK_URL: 'https://sms.example/send?api_key=k3y', ADMIN_IDENTIFIER: 'root', ADMIN_PASSWORD: 'admin-pass-123' }));
+  const text = JSON.stringify(view);
+  for (const leak of ['s3cret', 'k3y', 'admin-pass-123']) t.false(text.includes(leak), leak);
+  t.regex(String(view.SMS_WEBHOOK_URL), /^https:\/\/sms\.example\/send/);
 });
