@@ -110,8 +110,14 @@ async function chooseRedis(): Promise<string> {
     say('Redis: using the local server on 127.0.0.1:6379');
     return local;
   }
-  const which = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' });
-  const bin = which.stdout.trim();
+  const findBin = () => spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).stdout.trim();
+  let bin = findBin();
+  if (!bin && process.getuid?.() === 0 && spawnSync('sh', ['-c', 'command -v apt-get']).status === 0) {
+    // No npm package ships a Redis server (BullMQ needs a real one): install Debian's, as the tests do.
+    say('Redis: no redis-server binary; installing Debian\'s redis-server (apt-get)');
+    spawnSync('sh', ['-c', 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null'], { stdio: 'inherit' });
+    bin = findBin();
+  }
   if (!bin) {
     throw new Error('Redis: nothing answers on 127.0.0.1:6379 and no redis-server binary was found. Install it (Debian: apt-get install redis-server) or set REDIS_URL.');
   }
