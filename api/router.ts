@@ -17,14 +17,11 @@ import { AppError } from '../shared/errors.js';
 import { jsonBody, multipartBody, uploadedFiles } from './middleware/body.js';
 import { koaPath, type AnyRoute, type UploadedFile } from './route-table.js';
 import type { Authorizer } from './services/authorization.js';
-import { bearerToken } from './services/authorization.js';
-import type { TokenService } from './services/token-service.js';
 import { check, validationError, type Violation } from './validation.js';
 
 export interface RouterDeps {
   config: Config;
   authorizer: Authorizer;
-  tokens: TokenService;
 }
 
 /**
@@ -63,17 +60,9 @@ export function buildRouter(routes: AnyRoute[], deps: RouterDeps): Router {
       const params: Record<string, string> = { ...(ctx.params as Record<string, string>) };
 
       // 1. Stateless token check first: an anonymous or foreign-audience caller learns nothing more.
-      if (r.auth !== 'none') {
-        const token = bearerToken(ctx.get('authorization') || undefined);
-        if (!token) throw new AppError('unauthorized', 'A bearer access token is required');
-        const audience = r.auth.startsWith('consumer') ? 'consumer' : 'operator';
-        const claims = await deps.tokens.verifyAccess(token, [audience]);
-        if (r.auth === 'consumer:self' && params.id !== claims.sub) {
-          throw new AppError('forbidden', 'You can only access your own account');
-        }
-      }
+      const claims = await deps.authorizer.verify(ctx.get('authorization') || undefined, r.auth, params);
 
-      const authorize = () => deps.authorizer.authorize(ctx.get('authorization') || undefined, r.auth, params);
+      const authorize = () => deps.authorizer.current(claims, r.auth);
       // 2. Current state, before the body, unless a precheck must answer first.
       let auth = r.precheck ? undefined : await authorize();
 
