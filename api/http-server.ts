@@ -5,6 +5,7 @@ import { createApp, type App } from './app.js';
 import type { AppDeps } from './deps.js';
 import type { AnyRoute } from './route-table.js';
 import { startUpstreamWorker } from '../workers/upstream/worker.js';
+import { pruneExpiredRefreshTokens } from './services/session-service.js';
 
 export interface RunningWeb {
   app: App;
@@ -31,6 +32,10 @@ export async function startWeb(
   if (opts.poller !== false) deps.health.startPoller(deps.config.dependencyPollIntervalMs);
   // The `upstream` queue (delayed bankAccount confirmations) needs only PostgreSQL and Redis: see workers/upstream/worker.ts.
   const upstream = deps.config.upstreamWorkerInWeb ? startUpstreamWorker(deps.config, { db: deps.db, logger: deps.logger }) : null;
+  // Housekeeping: long-expired refresh-token rows go, hourly (every web replica may run it; it is idempotent).
+  const prune = () => pruneExpiredRefreshTokens(deps.db).catch((e: unknown) => deps.logger.debug({ err: (e as Error).message }, 'refresh-token pruning failed'));
+  const pruneTimer = setInterval(prune, 3600_000);
+  pruneTimer.unref();
   return {
     app,
     server,
@@ -38,6 +43,7 @@ export async function startWeb(
     close: async () => {
       await new Promise<void>((resolve) => {
         deps.health.stopPoller();
+        clearInterval(pruneTimer);
         server.closeAllConnections?.();
         server.close(() => resolve());
       });

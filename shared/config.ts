@@ -76,6 +76,7 @@ export const SETTINGS = {
   upstreamWorkerInWeb: s({ env: 'UPSTREAM_WORKER_IN_WEB', kind: 'bool', default: true, doc: 'Run the `upstream` queue\'s worker (delayed bankAccount confirmations) inside the web process; `false` when `workers/upstream/main.ts` runs it instead.' }),
 
   operatorMaxFailedLogins: s({ env: 'OPERATOR_MAX_FAILED_LOGINS', kind: 'int', default: 5, min: 1, doc: 'Failed logins in a row before an operator is locked.' }),
+  operatorLoginsPerIpPerHour: s({ env: 'OPERATOR_LOGINS_PER_IP_PER_HOUR', kind: 'int', default: 30, min: 1, doc: 'Operator sign-in attempts per client address per hour (429 `rate_limited`), checked before any password hashing.' }),
   adminIdentifier: s({ env: 'ADMIN_IDENTIFIER', kind: 'string', default: '', doc: 'First administrator, created at start-up when no administrator exists.' }),
   adminPassword: s({ env: 'ADMIN_PASSWORD', kind: 'string', default: '', secret: true, doc: 'Password of that first administrator.' }),
 

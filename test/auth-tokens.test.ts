@@ -256,3 +256,19 @@ test('forged, foreign and expired tokens are 401 unauthorized', async (t) => {
     t.is(res.body.error, 'unauthorized');
   }
 });
+
+test('housekeeping deletes refresh tokens expired beyond the grace period, and keeps the rest', async (t) => {
+  const { pruneExpiredRefreshTokens } = await import('../api/services/session-service.js');
+  const db = h.deps.db;
+  const [user] = await db('users').insert({ phone: `+23480399${String(Date.now()).slice(-5)}` }).returning('id');
+  const [session] = await db('sessions').insert({ subjectType: 'consumer', subjectId: user.id }).returning('id');
+  const day = 24 * 3600_000;
+  await db('refreshTokens').insert([
+    { sessionId: session.id, tokenHash: `old-${session.id}`, expiresAt: new Date(Date.now() - 40 * day) },
+    { sessionId: session.id, tokenHash: `recent-${session.id}`, expiresAt: new Date(Date.now() - 5 * day) },
+    { sessionId: session.id, tokenHash: `live-${session.id}`, expiresAt: new Date(Date.now() + 5 * day) },
+  ]);
+  t.true((await pruneExpiredRefreshTokens(db)) >= 1);
+  const left = (await db('refreshTokens').where({ sessionId: session.id }).select('tokenHash')).map((r: { tokenHash: string }) => r.tokenHash.split('-')[0]).sort();
+  t.deepEqual(left, ['live', 'recent']);
+});

@@ -487,3 +487,21 @@ test('npm run create-admin creates the database if needed and prints a temporary
     await admin2.destroy();
   }
 });
+
+test('operator sign-in attempts are capped per client address, before any password is checked', async (t) => {
+  const limited = await startHarness({ env: { OPERATOR_LOGINS_PER_IP_PER_HOUR: '3', ADMIN_IDENTIFIER: 'root-limit', ADMIN_PASSWORD: 'root-limit-pass-1' } });
+  try {
+    await ensureFirstAdministrator(limited.deps);
+    const api = client(limited.url);
+    const login = (password: string) => api.post('/auth/operator/login', { json: { identifier: 'root-limit', password } });
+    t.is((await login('wrong-1')).status, 401);
+    t.is((await login('wrong-2')).status, 401);
+    t.is((await login('root-limit-pass-1')).status, 200);
+    const over = await login('root-limit-pass-1');
+    t.is(over.status, 429, 'even the right password, once the address is over its limit');
+    t.is(over.body.error, 'rate_limited');
+    t.true(Number(over.headers.get('retry-after')) > 0);
+  } finally {
+    await limited.stop();
+  }
+});

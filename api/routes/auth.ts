@@ -36,7 +36,7 @@ export default function authRoutes(deps: AppDeps): AnyRoute[] {
   const { config, db, redis, keys, tokens, metrics, logger } = deps;
   const sessions = new SessionService({ db, tokens, config, metrics, logger });
   const otp = new OtpService({ config, db, redis, keys, tokens, sessions, sms: createSmsTransport(config), metrics, logger });
-  const operatorAuth = new OperatorAuthService({ db, config, sessions, metrics, logger });
+  const operatorAuth = new OperatorAuthService({ db, redis, keys, config, sessions, metrics, logger });
 
   return [
     route({
@@ -87,8 +87,8 @@ export default function authRoutes(deps: AppDeps): AnyRoute[] {
         Strict,
       ),
       responses: { 200: { description: 'Signed in', schema: OperatorTokenPair } },
-      errors: ['invalid_credentials', 'account_locked', 'operator_deactivated'],
-      handler: async ({ body, userAgent }) => ({ body: await operatorAuth.login(body.identifier, body.password, { deviceHint: userAgent }), headers: NO_STORE }),
+      errors: ['invalid_credentials', 'account_locked', 'operator_deactivated', 'rate_limited'],
+      handler: async ({ body, userAgent, ip }) => ({ body: await operatorAuth.login(body.identifier, body.password, { deviceHint: userAgent, ip }), headers: NO_STORE }),
     }),
     route({
       method: 'POST',

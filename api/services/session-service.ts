@@ -46,6 +46,14 @@ const newRefreshToken = () => randomBytes(32).toString('base64url');
 const invalidRefresh = () => new AppError('invalid_refresh_token', 'The refresh token is not valid; sign in again');
 
 /** Revokes one session: its access tokens stop at the next request, its refresh tokens stop working. */
+/**
+ * Deletes refresh-token rows that expired more than `graceDays` ago. The grace keeps a rotated token's
+ * row long enough that presenting it again is still recognised as reuse (and revokes its family).
+ */
+export async function pruneExpiredRefreshTokens(db: Knex, graceDays = 30): Promise<number> {
+  return db('refreshTokens').where('expiresAt', '<', db.raw(`now() - make_interval(days => ?)`, [graceDays])).del();
+}
+
 export async function revokeSession(db: Knex | Knex.Transaction, sessionId: string, reason: string): Promise<boolean> {
   const n = await db('sessions').where({ id: sessionId }).whereNull('revokedAt').update({ revokedAt: db.fn.now(), revokedReason: reason });
   return Number(n) > 0;

@@ -80,6 +80,8 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     FACE_MODELS_DIR: path.join(ROOT, 'var', 'models'),
     FACE_JOB_TIMEOUT_MS: '15000',
+    // Every test signs in from 127.0.0.1; the per-address limit has its own test with a low value.
+    OPERATOR_LOGINS_PER_IP_PER_HOUR: '100000',
     ...(opts.env ?? {}),
   };
   const configFor = (env: Record<string, string> = {}) => loadConfig({ ...baseEnv, ...env });
