@@ -223,3 +223,9 @@ test('with REGISTRY_SIMULATOR=false (always so in production) the simulator is n
   const doc = (await api.get('/openapi.json')).body;
   t.false(Object.keys(doc.paths).some((p) => p.startsWith('/api/')));
 });
+
+test('/health counts a registry as reachable when it answers below 500, even 404 to the simulator-only /stats', async (t) => {
+  // This server has no simulator mounted, so REGISTRY_URL/stats answers 404: reachable all the same.
+  const res = await client(h.url).get('/health');
+  t.true(res.body.dependencies.identity_registry.up);
+});

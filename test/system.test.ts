@@ -77,3 +77,15 @@ test('an unknown route answers the error envelope', async (t) => {
   t.is(typeof res.body.message, 'string');
   t.truthy(res.headers.get('x-request-id'));
 });
+
+test('a registry answering 5xx is reported down without making the service degraded', async (t) => {
+  const faulty = await startHarness({ env: { REGISTRY_SIM_FAULT: 'error' } });
+  try {
+    const res = await client(faulty.url).get('/health');
+    t.is(res.status, 200);
+    t.false(res.body.dependencies.identity_registry.up);
+    t.regex(String(res.body.dependencies.identity_registry.detail), /500/);
+  } finally {
+    await faulty.stop();
+  }
+});

@@ -73,7 +73,10 @@ export class HealthService {
         return { engineVersion: body.engineVersion ?? null };
       }),
       timed(async () => {
-        await getJson(`${config.registryUrl}/stats`, CHECK_TIMEOUT_MS);
+        // Reachable = answers below 500. `/stats` is the simulator's; a real registry may answer it 404.
+        const res = await fetch(`${config.registryUrl}/stats`, { signal: AbortSignal.timeout(CHECK_TIMEOUT_MS) });
+        await res.body?.cancel();
+        if (res.status >= 500) throw new Error(`the registry answered ${res.status}`);
         return undefined;
       }),
       timed(async () => {
