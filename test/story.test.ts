@@ -237,3 +237,28 @@ test.serial('identify finds the linked consumer, escalate, history, dispute, and
   t.is(asOperator.status, 403);
   t.is(asOperator.body.error, 'forbidden');
 });
+
+test.serial('the consumer deletes the account with a fresh proofToken: identify no longer finds them, GET and verify/self answer 404', async (t) => {
+  const { bush, operatorToken } = s;
+  if (!bush || !operatorToken) return t.fail('an earlier step did not run');
+  const identify = () => api().post('/identify', { ...bearer(operatorToken), form: { attestation: 'true', file: face('lfw/Bush_2.png') } });
+  t.true((await identify()).body.candidates.some((c: { userId: string }) => c.userId === bush.userId), 'found before the deletion');
+
+  const proof = await api().post('/verify/self', { ...bearer(bush.token), form: { image: face('lfw/Bush_2.png') } });
+  t.is(proof.body.outcome, 'match', proof.text);
+  const deleted = await api().delete(`/users/${bush.userId}`, { ...bearer(bush.token), json: { proofToken: proof.body.proofToken } });
+  t.is(deleted.status, 200, deleted.text);
+  t.deepEqual(deleted.body, { status: 'deleted' });
+
+  // Right after the answer: no identification returns the user any more, on any search worker.
+  const after = await identify();
+  t.is(after.status, 200);
+  t.false(after.body.candidates.some((c: { userId: string }) => c.userId === bush.userId), JSON.stringify(after.body.candidates));
+  // The still-valid access token now meets 404 on the consumer's routes.
+  const gone = await api().get(`/users/${bush.userId}`, bearer(bush.token));
+  t.is(gone.status, 404);
+  t.is(gone.body.error, 'not_found');
+  const self = await api().post('/verify/self', { ...bearer(bush.token), form: { image: face('lfw/Bush_2.png') } });
+  t.is(self.status, 404);
+  t.is(self.body.error, 'not_found');
+});
