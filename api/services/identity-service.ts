@@ -31,6 +31,7 @@ import type { RegistryRecordSnapshot } from '../../models/index.js';
 import type { Metrics } from '../metrics.js';
 import { maskTail, recordAudit } from './audit-events.js';
 import { upsertCanonical } from './embedding-store.js';
+import { countInWindow, HOUR_MS } from './rate-limit.js';
 import type { FaceService } from './face-service.js';
 import type { Registry, RegistryClient, RegistryRecord } from './registry-client.js';
 
@@ -176,12 +177,6 @@ local ttl = redis.call('PTTL', KEYS[1])
 redis.call('DEL', KEYS[1])
 return { v, ttl }`;
 
-// KEYS[1] = a per-user hourly counter: counts one validation; returns { count, ms until the window ends }.
-const HOURLY_LUA = `
-local n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('PEXPIRE', KEYS[1], 3600000) end
-return { n, redis.call('PTTL', KEYS[1]) }`;
-
 // KEYS[1] = attempts key, KEYS[2] = validation key: counts one attempt, expiring with the validation.
 const ATTEMPT_LUA = `
 local n = redis.call('INCR', KEYS[1])
@@ -206,12 +201,10 @@ export async function validate(
   const { userId, registry, number } = input;
 
   // Each validation caches a registry photo and buys verify-face attempts: cap them per consumer.
-  const [count, windowMs] = (await deps.redis.eval(HOURLY_LUA, 1, validateRateKey(deps, userId))) as [number, number];
+  const { count, resetInSeconds } = await countInWindow(deps.redis, validateRateKey(deps, userId), HOUR_MS);
   if (count > config.validationsPerUserPerHour) {
     deps.metrics.outcome(`validate_${registry}`, 'rate_limited');
-    throw new AppError('rate_limited', `At most ${config.validationsPerUserPerHour} validations per hour; try again later`, {
-      retryAfter: Math.max(1, Math.ceil(windowMs / 1000)),
-    });
+    throw new AppError('rate_limited', `At most ${config.validationsPerUserPerHour} validations per hour; try again later`, { retryAfter: resetInSeconds });
   }
 
   // Linked to some account already? To another live account: only the date and a coarse device hint.

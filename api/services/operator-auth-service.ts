@@ -20,6 +20,7 @@ import type { Metrics } from '../metrics.js';
 import type { KeySpace, Redis } from '../../shared/redis.js';
 import { recordAudit } from './audit-events.js';
 import { ipBucket } from './otp-service.js';
+import { countInWindow, HOUR_MS } from './rate-limit.js';
 import { burnPasswordCheck, hashPassword, needsRehash, verifyPassword } from './passwords.js';
 import { revokeSession, revokeSubjectSessions, type SessionService, type TokenPair } from './session-service.js';
 
@@ -32,12 +33,6 @@ export interface OperatorAuthDeps {
   metrics?: Metrics;
   logger?: Logger;
 }
-
-// KEYS[1] = the address's hourly counter: counts one attempt; returns { count, ms until the window ends }.
-const HOURLY_LUA = `
-local n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('PEXPIRE', KEYS[1], 3600000) end
-return { n, redis.call('PTTL', KEYS[1]) }`;
 
 const invalidCredentials = () => new AppError('invalid_credentials', 'The identifier or the password is wrong');
 const locked = () => new AppError('account_locked', 'This account is locked after too many failed sign-ins; an administrator must reset its password');
@@ -52,10 +47,10 @@ export class OperatorAuthService {
     // Per address, before any password hashing: each attempt costs a memory-hard hash, and guessing
     // across many accounts from one address is not slowed by the per-account lock.
     if (opts.ip) {
-      const [count, windowMs] = (await redis.eval(HOURLY_LUA, 1, keys('login', 'ip', ipBucket(opts.ip)))) as [number, number];
+      const { count, resetInSeconds } = await countInWindow(redis, keys('login', 'ip', ipBucket(opts.ip)), HOUR_MS);
       if (count > config.operatorLoginsPerIpPerHour) {
         metrics?.outcome('operator_login', 'rate_limited');
-        throw new AppError('rate_limited', 'Too many sign-in attempts from this address; try again later', { retryAfter: Math.max(1, Math.ceil(windowMs / 1000)) });
+        throw new AppError('rate_limited', 'Too many sign-in attempts from this address; try again later', { retryAfter: resetInSeconds });
       }
     }
     const op = await db('operators')
