@@ -124,7 +124,7 @@ async function run(cmd: string, args: string[], cwd: string): Promise<string> {
     return stdout;
   } catch (err) {
     const e = err as { stderr?: string; message: string };
-    throw new Error(`${cmd} ${args.join(' ')} failed: ${(e.stderr || e.message).trim()}`);
+    throw new Error(`${cmd} ${args.join(' ')} failed: ${(e.stderr || e.message).trim()}`, { cause: err });
   }
 }
 
