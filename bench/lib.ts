@@ -103,3 +103,38 @@ export function queriedIdentities(n: number, q: number): number[] {
   const step = Math.max(1, Math.floor(n / q));
   return Array.from({ length: Math.min(q, n) }, (_, j) => j * step);
 }
+
+export interface ClosedLoopResult {
+  done: number;
+  wallSeconds: number;
+  perSecond: number;
+  /** CPU time of this process per completed call (ms): meaningful when `fn` runs in this process. */
+  cpuMsPerCall: number;
+  /** Wall milliseconds of each call, in completion order. */
+  samples: number[];
+}
+
+/**
+ * A closed-loop load generator: `inFlight` callers, each starting its next call as soon as the last one
+ * returns, for `seconds`. Inputs are taken round-robin from `inputs`.
+ */
+export async function closedLoop<T>(inFlight: number, seconds: number, inputs: readonly T[], fn: (input: T) => Promise<unknown>): Promise<ClosedLoopResult> {
+  const samples: number[] = [];
+  let next = 0;
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  const end = t0 + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (performance.now() < end) {
+        const t = performance.now();
+        await fn(inputs[next++ % inputs.length]!);
+        samples.push(performance.now() - t);
+      }
+    }),
+  );
+  const wallSeconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  const done = samples.length;
+  return { done, wallSeconds, perSecond: done / wallSeconds, cpuMsPerCall: (cpu.user + cpu.system) / 1000 / Math.max(1, done), samples };
+}

@@ -4,11 +4,10 @@
  * JSON line. Used by bench/identify-e2e.ts; not meant to be run by hand.
  */
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { FaceEngine } from '../workers/face/pipeline/engine.js';
 import { normaliseUpload } from '../workers/face/pipeline/decode.js';
 import { isFaceError } from '../workers/face/pipeline/errors.js';
-import { ROOT } from './lib.js';
+import { ROOT, closedLoop } from './lib.js';
 import { fixturePhotos } from './stages.js';
 
 const { seconds, inFlight, threads } = JSON.parse(process.argv[2] ?? '{}') as { seconds: number; inFlight: number; threads: number };
@@ -26,21 +25,6 @@ async function pipeline(engine: FaceEngine, photo: Buffer): Promise<void> {
 const engine = await FaceEngine.load(path.resolve(ROOT, process.env.FACE_MODELS_DIR ?? 'var/models'), { intraOpThreads: threads });
 const photos = fixturePhotos().filter((p) => !p.kind.startsWith('no face')).map((p) => p.data);
 for (const p of photos) await pipeline(engine, p); // warm
-const latencies: number[] = [];
-let next = 0;
-const cpu0 = process.cpuUsage();
-const t0 = performance.now();
-const end = t0 + seconds * 1000;
-await Promise.all(
-  Array.from({ length: inFlight }, async () => {
-    while (performance.now() < end) {
-      const t = performance.now();
-      await pipeline(engine, photos[next++ % photos.length]!);
-      latencies.push(performance.now() - t);
-    }
-  }),
-);
-const wall = (performance.now() - t0) / 1000;
-const cpu = process.cpuUsage(cpu0);
+const run = await closedLoop(inFlight, seconds, photos, (p) => pipeline(engine, p));
 await engine.release();
-process.stdout.write(`${JSON.stringify({ done: latencies.length, perSecond: latencies.length / wall, cpuMs: (cpu.user + cpu.system) / 1000 / latencies.length, samples: latencies })}\n`);
+process.stdout.write(`${JSON.stringify({ done: run.done, perSecond: run.perSecond, cpuMs: run.cpuMsPerCall, samples: run.samples })}\n`);

@@ -17,7 +17,7 @@ import { performance } from 'node:perf_hooks';
 import { FaceEngine } from '../workers/face/pipeline/engine.js';
 import { normaliseUpload } from '../workers/face/pipeline/decode.js';
 import { isFaceError } from '../workers/face/pipeline/errors.js';
-import { ROOT, fmt, machine, saveResults, summarise, table } from './lib.js';
+import { ROOT, closedLoop, fmt, machine, saveResults, summarise, table } from './lib.js';
 
 const FIXTURES = path.join(ROOT, 'test/fixtures/faces');
 
@@ -64,23 +64,8 @@ async function pipeline(engine: FaceEngine, data: Buffer): Promise<PipelineOut> 
 }
 
 async function throughput(engine: FaceEngine, photos: Buffer[], inFlight: number, seconds: number) {
-  const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
-  let done = 0;
-  let next = 0;
-  const end = t0 + seconds * 1000;
-  await Promise.all(
-    Array.from({ length: inFlight }, async () => {
-      while (performance.now() < end) {
-        await pipeline(engine, photos[next++ % photos.length]!);
-        done++;
-      }
-    }),
-  );
-  const wall = (performance.now() - t0) / 1000;
-  const cpu = process.cpuUsage(cpu0);
-  const cpuSeconds = (cpu.user + cpu.system) / 1e6;
-  return { inFlight, images: done, wallSeconds: wall, perSecond: done / wall, cpuMsPerImage: (1000 * cpuSeconds) / done, perCoreSecond: done / cpuSeconds };
+  const run = await closedLoop(inFlight, seconds, photos, (p) => pipeline(engine, p));
+  return { inFlight, images: run.done, wallSeconds: run.wallSeconds, perSecond: run.perSecond, cpuMsPerImage: run.cpuMsPerCall, perCoreSecond: 1000 / run.cpuMsPerCall };
 }
 
 export async function runStagesBench(): Promise<string> {
