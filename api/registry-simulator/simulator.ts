@@ -10,8 +10,9 @@ import { randomInt } from 'node:crypto';
 import type { Knex } from 'knex';
 import sharp from 'sharp';
 import { AppError } from '../../shared/errors.js';
+import { RegistryPersonsRepository, type PersonRow, type RegistryKind } from '../../shared/repositories/registry-persons.js';
 
-export type RegistryKind = 'nin' | 'bvn';
+export type { RegistryKind };
 export type IssueWhat = 'nin' | 'bvn' | 'both';
 export type Gender = 'male' | 'female' | 'other';
 
@@ -46,22 +47,6 @@ export interface RegistryPersonView {
   photoMime?: string;
 }
 
-interface PersonRow {
-  id: string;
-  nin: string | null;
-  bvn: string | null;
-  firstName: string;
-  lastName: string;
-  middleName: string | null;
-  dateOfBirth: string;
-  gender: string;
-  phone: string | null;
-  photo?: Buffer;
-  photoMime?: string;
-  createdAt: Date;
-}
-
-const PUBLIC_COLUMNS = ['id', 'nin', 'bvn', 'firstName', 'lastName', 'middleName', 'dateOfBirth', 'gender', 'phone', 'createdAt'] as const;
 const MAX_NUMBER_ATTEMPTS = 20;
 const PHOTO_MIME: Record<string, string> = { jpeg: 'image/jpeg', png: 'image/png', webp: 'image/webp' };
 
@@ -122,112 +107,92 @@ const trimOrNull = (v: string | null | undefined) => {
   return t ? t : null;
 };
 
-/**
- * Enrols a new person and issues an unused NIN, BVN or both (retrying on a number collision). A NIN or
- * BVN sent in the input is recorded as sent (409 `conflict` when another person has it), and the person
- * has a number of each kind that was sent or that `issue` names.
- */
-export async function enrol(db: Knex, input: EnrolInput, opts: { maxImagePixels: number }): Promise<RegistryPersonView> {
-  const dob = input.dateOfBirth;
-  const dobDate = new Date(`${dob}T00:00:00Z`);
-  if (Number.isNaN(dobDate.getTime()) || dobDate.toISOString().slice(0, 10) !== dob) {
-    throw new AppError('validation_failed', 'The request is not valid', { details: { errors: [{ in: 'fields', path: '/dateOfBirth', message: 'must be a calendar date (YYYY-MM-DD)' }] } });
-  }
-  if (dobDate.getTime() > Date.now() || dobDate.getUTCFullYear() < 1900) {
-    throw new AppError('validation_failed', 'The request is not valid', { details: { errors: [{ in: 'fields', path: '/dateOfBirth', message: 'must be between 1900-01-01 and today' }] } });
-  }
-  const mime = await photoMime(input.photo, opts.maxImagePixels);
-  const issue = input.issue ?? 'both';
-  const base = {
-    firstName: trimOrNull(input.firstName)!,
-    lastName: trimOrNull(input.lastName)!,
-    middleName: trimOrNull(input.middleName),
-    dateOfBirth: dob,
-    gender: normaliseGender(input.gender),
-    phone: trimOrNull(input.phone),
-    photo: input.photo,
-    photoMime: mime,
-  };
-  const given = { nin: input.nin || null, bvn: input.bvn || null };
-  for (const kind of ['nin', 'bvn'] as const) {
-    if (given[kind] !== null && !NUMBER_PATTERN.test(given[kind]!)) {
-      throw new AppError('validation_failed', 'The request is not valid', { details: { errors: [{ in: 'fields', path: `/${kind}`, message: 'must be exactly 11 digits' }] } });
+export class RegistrySimulator {
+  constructor(
+    private readonly persons: RegistryPersonsRepository,
+    private readonly opts: { maxImagePixels: number },
+  ) {}
+
+  /**
+   * Enrols a new person and issues an unused NIN, BVN or both (retrying on a number collision). A NIN or
+   * BVN sent in the input is recorded as sent (409 `conflict` when another person has it), and the person
+   * has a number of each kind that was sent or that `issue` names.
+   */
+  async enrol(input: EnrolInput): Promise<RegistryPersonView> {
+    const dob = input.dateOfBirth;
+    const dobDate = new Date(`${dob}T00:00:00Z`);
+    if (Number.isNaN(dobDate.getTime()) || dobDate.toISOString().slice(0, 10) !== dob) {
+      throw new AppError('validation_failed', 'The request is not valid', { details: { errors: [{ in: 'fields', path: '/dateOfBirth', message: 'must be a calendar date (YYYY-MM-DD)' }] } });
     }
-  }
-  for (let attempt = 1; ; attempt++) {
-    const numbers = {
-      nin: given.nin ?? (issue === 'nin' || issue === 'both' ? randomNumber('nin') : null),
-      bvn: given.bvn ?? (issue === 'bvn' || issue === 'both' ? randomNumber('bvn') : null),
+    if (dobDate.getTime() > Date.now() || dobDate.getUTCFullYear() < 1900) {
+      throw new AppError('validation_failed', 'The request is not valid', { details: { errors: [{ in: 'fields', path: '/dateOfBirth', message: 'must be between 1900-01-01 and today' }] } });
+    }
+    const mime = await photoMime(input.photo, this.opts.maxImagePixels);
+    const issue = input.issue ?? 'both';
+    const base = {
+      firstName: trimOrNull(input.firstName)!,
+      lastName: trimOrNull(input.lastName)!,
+      middleName: trimOrNull(input.middleName),
+      dateOfBirth: dob,
+      gender: normaliseGender(input.gender),
+      phone: trimOrNull(input.phone),
+      photo: input.photo,
+      photoMime: mime,
     };
-    try {
-      const [row] = (await db('registry_persons').insert({ ...base, ...numbers }).returning([...PUBLIC_COLUMNS])) as PersonRow[];
-      return toView(row!, false);
-    } catch (e) {
-      for (const kind of ['nin', 'bvn'] as const) {
-        if (given[kind] !== null && isUniqueViolation(e, kind)) throw new AppError('conflict', `Another person is enrolled with this ${kind.toUpperCase()}`);
+    const given = { nin: input.nin || null, bvn: input.bvn || null };
+    for (const kind of ['nin', 'bvn'] as const) {
+      if (given[kind] !== null && !NUMBER_PATTERN.test(given[kind]!)) {
+        throw new AppError('validation_failed', 'The request is not valid', { details: { errors: [{ in: 'fields', path: `/${kind}`, message: 'must be exactly 11 digits' }] } });
       }
-      const collided = isUniqueViolation(e, 'nin') || isUniqueViolation(e, 'bvn');
-      if (!collided || attempt >= MAX_NUMBER_ATTEMPTS) throw e;
     }
+    for (let attempt = 1; ; attempt++) {
+      const numbers = {
+        nin: given.nin ?? (issue === 'nin' || issue === 'both' ? randomNumber('nin') : null),
+        bvn: given.bvn ?? (issue === 'bvn' || issue === 'both' ? randomNumber('bvn') : null),
+      };
+      try {
+        return toView(await this.persons.insert({ ...base, ...numbers }), false);
+      } catch (e) {
+        for (const kind of ['nin', 'bvn'] as const) {
+          if (given[kind] !== null && isUniqueViolation(e, kind)) throw new AppError('conflict', `Another person is enrolled with this ${kind.toUpperCase()}`);
+        }
+        const collided = isUniqueViolation(e, 'nin') || isUniqueViolation(e, 'bvn');
+        if (!collided || attempt >= MAX_NUMBER_ATTEMPTS) throw e;
+      }
+    }
+  }
+
+  /** One person by NIN or BVN; null when the registry has no such number. */
+  async lookup(kind: RegistryKind, number: string, includePhoto: boolean): Promise<RegistryPersonView | null> {
+    const row = await this.persons.findByNumber(kind, number, includePhoto);
+    return row ? toView(row, includePhoto) : null;
+  }
+
+  /**
+   * Case-insensitive name search: every whitespace-separated term of `name` must occur in the full name
+   * ("first middle last"), so "george bush" and "bush george" both find George Walker Bush. Paged.
+   */
+  async search(name: string, page: number, pageSize: number) {
+    const terms = name.toLowerCase().split(/\s+/).filter(Boolean);
+    const { rows, total } = await this.persons.searchByName(terms, page, pageSize);
+    return { items: rows.map((r) => toView(r, false)), page, pageSize, total };
+  }
+
+  /** Dashboard counts: persons, NINs, BVNs, and enrolments per UTC day over the last `days` days (zeros included). */
+  async stats(days = 30) {
+    const [totals, perDay] = await Promise.all([this.persons.totals(), this.persons.enrolmentsPerDay(days)]);
+    return { persons: totals.persons, nins: totals.nins, bvns: totals.bvns, enrolmentsPerDay: perDay.map((r) => ({ date: r.date, count: r.count })) };
+  }
+
+  /** A person already enrolled with this name and date of birth (the seed script's idempotence). */
+  async findByNameAndBirth(p: { firstName: string; lastName: string; middleName?: string | null; dateOfBirth: string }) {
+    const row = await this.persons.findByNameAndBirth(p);
+    return row ? toView(row, false) : null;
   }
 }
 
-/** One person by NIN or BVN; null when the registry has no such number. */
-export async function lookup(db: Knex, kind: RegistryKind, number: string, includePhoto: boolean): Promise<RegistryPersonView | null> {
-  const columns: string[] = [...PUBLIC_COLUMNS];
-  if (includePhoto) columns.push('photo', 'photoMime');
-  const row = (await db('registry_persons').where(kind, number).first(columns)) as PersonRow | undefined;
-  return row ? toView(row, includePhoto) : null;
-}
-
-const FULL_NAME_SQL = "lower(concat_ws(' ', first_name, middle_name, last_name))";
-
-/**
- * Case-insensitive name search: every whitespace-separated term of `name` must occur in the full name
- * ("first middle last"), so "george bush" and "bush george" both find George Walker Bush. Paged.
- */
-export async function search(db: Knex, name: string, page: number, pageSize: number) {
-  const terms = name.toLowerCase().split(/\s+/).filter(Boolean);
-  const where = (q: Knex.QueryBuilder) => {
-    for (const term of terms) {
-      const escaped = term.replace(/[\\%_]/g, (c) => `\\${c}`);
-      q.whereRaw(`${FULL_NAME_SQL} LIKE ? ESCAPE '\\'`, [`%${escaped}%`]);
-    }
-    return q;
-  };
-  const [{ count }] = (await where(db('registry_persons')).count({ count: '*' })) as [{ count: string | number }];
-  const rows = (await where(db('registry_persons'))
-    .select([...PUBLIC_COLUMNS])
-    .orderBy([{ column: 'lastName' }, { column: 'firstName' }, { column: 'createdAt' }, { column: 'id' }])
-    .limit(pageSize)
-    .offset((page - 1) * pageSize)) as PersonRow[];
-  return { items: rows.map((r) => toView(r, false)), page, pageSize, total: Number(count) };
-}
-
-/** Dashboard counts: persons, NINs, BVNs, and enrolments per UTC day over the last `days` days (zeros included). */
-export async function stats(db: Knex, days = 30) {
-  const totals = (await db('registry_persons')
-    .first(db.raw('count(*)::int AS persons'), db.raw('count(nin)::int AS nins'), db.raw('count(bvn)::int AS bvns'))) as { persons: number; nins: number; bvns: number };
-  const { rows } = (await db.raw(
-    `SELECT to_char(d.day, 'YYYY-MM-DD') AS date, count(p.id)::int AS count
-       FROM generate_series((now() AT TIME ZONE 'UTC')::date - (?::int - 1), (now() AT TIME ZONE 'UTC')::date, interval '1 day') AS d(day)
-       LEFT JOIN registry_persons p ON (p.created_at AT TIME ZONE 'UTC')::date = d.day::date
-      GROUP BY d.day ORDER BY d.day`,
-    [days],
-  )) as { rows: { date: string; count: number }[] };
-  return { persons: totals.persons, nins: totals.nins, bvns: totals.bvns, enrolmentsPerDay: rows.map((r) => ({ date: r.date, count: r.count })) };
-}
-
-/** A person already enrolled with this name and date of birth (the seed script's idempotence). */
-export async function findByNameAndBirth(db: Knex, p: { firstName: string; lastName: string; middleName?: string | null; dateOfBirth: string }) {
-  const row = (await db('registry_persons')
-    .whereRaw('lower(first_name) = lower(?)', [p.firstName.trim()])
-    .whereRaw('lower(last_name) = lower(?)', [p.lastName.trim()])
-    .whereRaw("lower(coalesce(middle_name, '')) = lower(?)", [p.middleName?.trim() ?? ''])
-    .where('dateOfBirth', p.dateOfBirth)
-    .first([...PUBLIC_COLUMNS])) as PersonRow | undefined;
-  return row ? toView(row, false) : null;
-}
+/** The simulator over a bare knex (the seed script). */
+export const registrySimulatorOn = (db: Knex, opts: { maxImagePixels: number }) => new RegistrySimulator(new RegistryPersonsRepository(db), opts);
 
 // ------------------------------------------------------------------------------------------
 // Fault injection (SPEC section 9): a hanging or failing registry, for real.
