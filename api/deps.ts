@@ -1,7 +1,8 @@
 /**
- * Everything a web process holds, built once: configuration, PostgreSQL, Redis, the job client,
- * metrics and the services. Services receive what they need as arguments, so tests build the same
- * graph against their own database and key prefix.
+ * The composition root of the web process: configuration, PostgreSQL, Redis, the job client, metrics,
+ * every repository and every service, each built once, here. Route modules receive the services they
+ * need (api/routes/index.ts); nothing else constructs a service. Tests build the same graph against
+ * their own database and key prefix.
  */
 import type { Knex } from 'knex';
 import type { Config } from '../shared/config.js';
@@ -9,11 +10,62 @@ import { createDb } from '../shared/db.js';
 import { JobClient } from '../shared/job-client.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { createRedis, keySpace, type KeySpace, type Redis } from '../shared/redis.js';
+import { EmbeddingsRepository } from '../shared/repositories/embeddings.js';
+import { OperatorsRepository, SessionsRepository } from '../shared/repositories/operators.js';
+import { PreferencesRepository } from '../shared/repositories/preferences.js';
+import { RegistryPersonsRepository } from '../shared/repositories/registry-persons.js';
+import { SearchLogsRepository } from '../shared/repositories/search-logs.js';
+import { UsersRepository } from '../shared/repositories/users.js';
 import { Metrics } from './metrics.js';
+import { RegistrySimulator } from './registry-simulator/simulator.js';
+import { AnalyticsService } from './services/analytics-service.js';
 import { Authorizer } from './services/authorization.js';
+import { BillingService } from './services/billing-service.js';
+import { DisputeService } from './services/dispute-service.js';
 import { FaceService } from './services/face-service.js';
 import { HealthService } from './services/health-service.js';
+import { HistoryService } from './services/history-service.js';
+import { IdentityService } from './services/identity-service.js';
+import { IdentityTokenStore } from './services/identity-token-store.js';
+import { OperatorAuthService } from './services/operator-auth-service.js';
+import { OperatorService } from './services/operator-service.js';
+import { OtpService } from './services/otp-service.js';
+import { PreferencesService } from './services/preferences-service.js';
+import { ProofTokens } from './services/proof-tokens.js';
+import { RegistryClient } from './services/registry-client.js';
+import { SessionService } from './services/session-service.js';
+import { createSmsTransport } from './services/sms.js';
 import { TokenService } from './services/token-service.js';
+import { UserService } from './services/user-service.js';
+import { VerificationService } from './services/verification-service.js';
+
+export interface Repositories {
+  users: UsersRepository;
+  operators: OperatorsRepository;
+  sessions: SessionsRepository;
+  searchLogs: SearchLogsRepository;
+  embeddings: EmbeddingsRepository;
+  preferences: PreferencesRepository;
+  registryPersons: RegistryPersonsRepository;
+}
+
+/** The product's services, as the routes call them. */
+export interface Services {
+  sessions: SessionService;
+  otp: OtpService;
+  operatorAuth: OperatorAuthService;
+  operators: OperatorService;
+  users: UserService;
+  preferences: PreferencesService;
+  history: HistoryService;
+  disputes: DisputeService;
+  analytics: AnalyticsService;
+  billing: BillingService;
+  identity: IdentityService;
+  verification: VerificationService;
+  /** The stand-in national registry, mounted beside the API (api/registry-simulator/). */
+  registrySimulator: RegistrySimulator;
+}
 
 export interface AppDeps {
   config: Config;
@@ -27,6 +79,20 @@ export interface AppDeps {
   authorizer: Authorizer;
   health: HealthService;
   face: FaceService;
+  repos: Repositories;
+  services: Services;
+}
+
+function createRepositories(db: Knex): Repositories {
+  return {
+    users: new UsersRepository(db),
+    operators: new OperatorsRepository(db),
+    sessions: new SessionsRepository(db),
+    searchLogs: new SearchLogsRepository(db),
+    embeddings: new EmbeddingsRepository(db),
+    preferences: new PreferencesRepository(db),
+    registryPersons: new RegistryPersonsRepository(db),
+  };
 }
 
 export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppDeps {
@@ -34,21 +100,46 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
   const db = createDb(config.databaseUrl, config.databasePoolMax);
   const redis = createRedis(config.redisUrl);
   redis.on('error', (e) => logger.debug({ err: e.message }, 'redis connection error'));
+  const keys = keySpace(config.redisPrefix);
   const metrics = new Metrics();
   const tokens = new TokenService(config);
   const jobs = new JobClient({ redisUrl: config.redisUrl, redisPrefix: config.redisPrefix, timeoutMs: config.faceJobTimeoutMs });
+  const repos = createRepositories(db);
+  const face = new FaceService({ config, embeddings: repos.embeddings, jobs, metrics, logger });
+  const proofTokens = new ProofTokens({ config, redis, keys });
+  const sessions = new SessionService({ db, sessions: repos.sessions, users: repos.users, operators: repos.operators, tokens, config, metrics, logger });
+  const registry = new RegistryClient({ registryUrl: config.registryUrl, registryTimeoutMs: config.registryTimeoutMs, isProduction: config.isProduction, logger });
+
+  const services: Services = {
+    sessions,
+    otp: new OtpService({ config, users: repos.users, redis, keys, tokens, sessions, sms: createSmsTransport(config), metrics, logger }),
+    operatorAuth: new OperatorAuthService({ db, operators: repos.operators, sessionRows: repos.sessions, redis, keys, config, sessions, metrics, logger }),
+    operators: new OperatorService({ db, operators: repos.operators, sessionRows: repos.sessions, searchLogs: repos.searchLogs, logger }),
+    users: new UserService({ config, db, users: repos.users, sessionRows: repos.sessions, embeddings: repos.embeddings, proofTokens, jobs, logger }),
+    preferences: new PreferencesService({ db, preferences: repos.preferences }),
+    history: new HistoryService({ searchLogs: repos.searchLogs }),
+    disputes: new DisputeService({ db, searchLogs: repos.searchLogs }),
+    analytics: new AnalyticsService({ searchLogs: repos.searchLogs }),
+    billing: new BillingService({ searchLogs: repos.searchLogs, config }),
+    identity: new IdentityService({ config, db, users: repos.users, embeddings: repos.embeddings, store: new IdentityTokenStore(redis, keys), metrics, logger, face, registry }),
+    verification: new VerificationService({ config, db, users: repos.users, searchLogs: repos.searchLogs, embeddings: repos.embeddings, proofTokens, face, metrics, logger }),
+    registrySimulator: new RegistrySimulator(repos.registryPersons, { maxImagePixels: config.maxImagePixels }),
+  };
+
   return {
     config,
     logger,
     db,
     redis,
-    keys: keySpace(config.redisPrefix),
+    keys,
     jobs,
     metrics,
     tokens,
-    authorizer: new Authorizer(db, tokens),
+    authorizer: new Authorizer({ sessions: repos.sessions, users: repos.users, operators: repos.operators }, tokens),
     health: new HealthService({ config, db, redis, metrics }),
-    face: new FaceService({ config, db, jobs, metrics, logger }),
+    face,
+    repos,
+    services,
   };
 }
 

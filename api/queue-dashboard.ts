@@ -9,7 +9,7 @@ import type { AppDeps } from './deps.js';
 import { ADMIN_UI_BASE, ADMIN_UI_COOKIE } from './routes/admin-queues.js';
 
 /** The guard and the board itself, mounted before the API router. */
-export function adminQueuesMiddleware(deps: AppDeps): Middleware {
+export function adminQueuesMiddleware(deps: Pick<AppDeps, 'jobs' | 'tokens' | 'authorizer'>): Middleware {
   const serverAdapter = new KoaAdapter();
   serverAdapter.setBasePath(ADMIN_UI_BASE);
   createBullBoard({
@@ -28,13 +28,8 @@ export function adminQueuesMiddleware(deps: AppDeps): Middleware {
     const cookie = ctx.cookies.get(ADMIN_UI_COOKIE);
     if (!cookie) throw new AppError('unauthorized', 'Open the dashboard with POST /admin/queues/session first');
     const { sub, sid } = await deps.tokens.verifyAdminUi(cookie);
-    const row = await deps.db('sessions as s')
-      .join('operators as o', 'o.id', 's.subjectId')
-      .where({ 's.id': sid, 's.subjectType': 'operator', 'o.id': sub })
-      .first('s.revokedAt', 'o.status', 'o.role', 'o.mustResetPassword');
-    if (!row || row.revokedAt) throw new AppError('unauthorized', 'The session has ended');
-    if (row.status !== 'active') throw new AppError('operator_deactivated', 'This operator account is deactivated');
-    if (row.role !== 'administrator' || row.mustResetPassword) throw new AppError('forbidden', 'Administrators only');
+    // The same "administrator right now" check as every administrator route.
+    await deps.authorizer.operatorNow(sub, sid, 'administrator');
     await board(ctx, next);
   };
 }

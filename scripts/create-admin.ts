@@ -6,7 +6,7 @@
 import { config } from '../shared/config.js';
 import { createDb, ensureDatabase, migrateLatest } from '../shared/db.js';
 import { AppError } from '../shared/errors.js';
-import { createOperator } from '../api/services/operator-service.js';
+import { operatorServiceOn } from '../api/services/operator-service.js';
 
 const [identifier, ...nameParts] = process.argv.slice(2);
 if (!identifier || identifier.startsWith('-')) {
@@ -19,8 +19,7 @@ await ensureDatabase(cfg.databaseUrl);
 const db = createDb(cfg.databaseUrl, 1);
 try {
   await migrateLatest(db);
-  const { operator, temporaryPassword } = await createOperator(
-    { db },
+  const { operator, temporaryPassword } = await operatorServiceOn(db).create(
     { identifier, displayName: nameParts.join(' ') || identifier, role: 'administrator' },
     { type: 'system' },
     { via: 'create-admin' },

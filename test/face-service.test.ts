@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { AppError, type ErrorCode } from '../shared/errors.js';
 import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
-import { upsertCanonical } from '../api/services/embedding-store.js';
+import { upsertCanonical } from '../shared/repositories/embeddings.js';
 import { hasFace } from '../api/services/face-service.js';
 import { startHarness, ROOT, type Harness } from './helpers/harness.js';
 import { newConsumer } from './helpers/principals.js';

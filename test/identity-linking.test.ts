@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createDeps, closeDeps, type AppDeps } from '../api/deps.js';
 import { startWeb, type RunningWeb } from '../api/http-server.js';
-import { removeCanonical } from '../api/services/embedding-store.js';
+import { removeCanonical } from '../shared/repositories/embeddings.js';
 import { createLogger } from '../shared/logger.js';
 import { freePort, startHarness, ROOT, type Harness } from './helpers/harness.js';
 import { client } from './helpers/http.js';

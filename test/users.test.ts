@@ -7,7 +7,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import test from 'ava';
 import { issueProofToken, proofTokenKey } from '../api/services/proof-tokens.js';
-import { upsertCanonical } from '../api/services/embedding-store.js';
+import { upsertCanonical } from '../shared/repositories/embeddings.js';
 import { startHarness, type Harness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';

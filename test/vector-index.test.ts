@@ -8,7 +8,7 @@ import test from 'ava';
 import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
 import { createDb } from '../shared/db.js';
 import { createLogger } from '../shared/logger.js';
-import { currentChangeSeq, removeCanonical, upsertCanonical } from '../api/services/embedding-store.js';
+import { currentChangeSeq, removeCanonical, upsertCanonical } from '../shared/repositories/embeddings.js';
 import { VectorIndex, describeFactory } from '../workers/search/vector-index.js';
 import { IndexReplica } from '../workers/search/replica.js';
 import { startHarness, type Harness } from './helpers/harness.js';

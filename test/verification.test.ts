@@ -6,7 +6,7 @@
 import test from 'ava';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { upsertCanonical } from '../api/services/embedding-store.js';
+import { upsertCanonical } from '../shared/repositories/embeddings.js';
 import { hasFace } from '../api/services/face-service.js';
 import { ROOT, startHarness, type Harness } from './helpers/harness.js';
 import { client } from './helpers/http.js';

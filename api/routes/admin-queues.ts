@@ -6,7 +6,7 @@
  */
 import type { SetOption } from 'cookies';
 import { AppError } from '../../shared/errors.js';
-import type { AppDeps } from '../deps.js';
+import type { RouteDeps } from './index.js';
 import { route, type AnyRoute } from '../route-table.js';
 
 export const ADMIN_UI_BASE = '/admin/queues';
@@ -17,7 +17,7 @@ function cookieOptions(ttlSeconds: number, secure: boolean): SetOption {
   return { httpOnly: true, sameSite: 'strict', path: ADMIN_UI_BASE, maxAge: ttlSeconds * 1000, secure, overwrite: true };
 }
 
-export function adminQueueRoutes(deps: AppDeps): AnyRoute[] {
+export function adminQueueRoutes(deps: Pick<RouteDeps, 'config' | 'tokens'>): AnyRoute[] {
   return [
     route({
       method: 'POST',

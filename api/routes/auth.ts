@@ -4,13 +4,9 @@
  */
 import { Type } from '@sinclair/typebox';
 import { AppError } from '../../shared/errors.js';
-import type { AppDeps } from '../deps.js';
 import { route, type AnyRoute } from '../route-table.js';
 import { StatusBody, Strict, Uuid } from '../schemas/common.js';
-import { OperatorAuthService } from '../services/operator-auth-service.js';
-import { OtpService } from '../services/otp-service.js';
-import { SessionService } from '../services/session-service.js';
-import { createSmsTransport } from '../services/sms.js';
+import type { RouteDeps } from './index.js';
 
 const Phone = Type.String({ minLength: 1, maxLength: 32, description: 'E.164 (`+2348031234567`) or a Nigerian local form (`08031234567`), normalised to E.164' });
 const RefreshToken = Type.String({ minLength: 1, maxLength: 512, description: 'The opaque refresh token of a token pair' });
@@ -32,11 +28,7 @@ const OperatorTokenPair = Type.Object({
   mustResetPassword: Type.Boolean({ description: 'When true, every operator route but set-password answers 403 `password_reset_required`' }),
 });
 
-export default function authRoutes(deps: AppDeps): AnyRoute[] {
-  const { config, db, redis, keys, tokens, metrics, logger } = deps;
-  const sessions = new SessionService({ db, tokens, config, metrics, logger });
-  const otp = new OtpService({ config, db, redis, keys, tokens, sessions, sms: createSmsTransport(config), metrics, logger });
-  const operatorAuth = new OperatorAuthService({ db, redis, keys, config, sessions, metrics, logger });
+export default function authRoutes({ config, sessions, otp, operatorAuth }: Pick<RouteDeps, 'config' | 'sessions' | 'otp' | 'operatorAuth'>): AnyRoute[] {
 
   return [
     route({

@@ -1,10 +1,10 @@
 /** Disputes: consumers contest a history entry; administrators list them and move them along. */
 import { Type } from '@sinclair/typebox';
-import type { AppDeps } from '../deps.js';
 import { route, type AnyRoute } from '../route-table.js';
 import { IdParams, IsoDate, IsoDateTime, Page, PageQuery, Strict, Uuid } from '../schemas/common.js';
 import { parseDateRange } from '../services/date-range.js';
-import { DISPUTE_STATUSES, createDispute, listDisputes, updateDisputeStatus } from '../services/dispute-service.js';
+import { DISPUTE_STATUSES } from '../services/dispute-service.js';
+import type { RouteDeps } from './index.js';
 
 const Status = Type.Union(DISPUTE_STATUSES.map((s) => Type.Literal(s)));
 export const DateParam = (description: string) => Type.Union([IsoDate, IsoDateTime], { description });
@@ -49,7 +49,7 @@ const PatchDisputeRequest = Type.Object(
   Strict,
 );
 
-export default function disputeRoutes(deps: AppDeps): AnyRoute[] {
+export default function disputeRoutes(deps: Pick<RouteDeps, 'disputes'>): AnyRoute[] {
   return [
     route({
       method: 'POST',
@@ -63,7 +63,7 @@ export default function disputeRoutes(deps: AppDeps): AnyRoute[] {
       errors: ['forbidden', 'not_found', 'conflict'],
       handler: async ({ body, auth }) => {
         if (auth.kind !== 'consumer') throw new Error('consumer route without a consumer');
-        return { status: 201, body: { dispute: await createDispute(deps.db, auth.userId, body) } };
+        return { status: 201, body: { dispute: await deps.disputes.create(auth.userId, body) } };
       },
     }),
     route({
@@ -76,7 +76,7 @@ export default function disputeRoutes(deps: AppDeps): AnyRoute[] {
       query: ListDisputesQuery,
       responses: { 200: { description: 'A page of disputes', schema: Page(DisputeBody) } },
       handler: async ({ query }) => ({
-        body: await listDisputes(deps.db, {
+        body: await deps.disputes.list({
           status: query.status,
           userId: query.userId,
           referenceId: query.referenceId,
@@ -100,7 +100,7 @@ export default function disputeRoutes(deps: AppDeps): AnyRoute[] {
       errors: ['not_found', 'conflict'],
       handler: async ({ params, body, auth }) => {
         if (auth.kind !== 'operator') throw new Error('administrator route without an operator');
-        return { body: { dispute: await updateDisputeStatus(deps.db, auth.operatorId, params.id, body) } };
+        return { body: { dispute: await deps.disputes.updateStatus(auth.operatorId, params.id, body) } };
       },
     }),
   ];

@@ -1,14 +1,13 @@
 /**
  * Identity linking (consumer token): validate → verify-face → link, the same shape for NIN and BVN.
- * Each route is declared explicitly per registry. The logic is in api/services/identity-service.ts.
+ * Each route is declared explicitly per registry. The workflow is IdentityService (api/services/identity-service.ts).
  */
 import { Type } from '@sinclair/typebox';
 import type { Context } from 'koa';
-import type { AppDeps } from '../deps.js';
 import { route, type AnyRoute } from '../route-table.js';
 import { Strict } from '../schemas/common.js';
-import * as identity from '../services/identity-service.js';
-import { RegistryClient, type Registry } from '../services/registry-client.js';
+import { OTHER, type Registry } from '../services/identity-service.js';
+import type { RouteDeps } from './index.js';
 import { validationError } from '../validation.js';
 
 const TAG = 'Identity linking';
@@ -49,15 +48,7 @@ const LinkAnswer = Type.Object({
   linkedAt: Type.String({ format: 'date-time' }),
 });
 
-export default function identityRoutes(deps: AppDeps): AnyRoute[] {
-  const { config } = deps;
-  const registryClient = new RegistryClient({
-    registryUrl: config.registryUrl,
-    registryTimeoutMs: config.registryTimeoutMs,
-    isProduction: config.isProduction,
-    logger: deps.logger,
-  });
-  const svc: identity.IdentityDeps = { ...deps, registry: registryClient };
+export default function identityRoutes({ config, identity }: Pick<RouteDeps, 'config' | 'identity'>): AnyRoute[] {
   const consumerId = (auth: { kind: string; userId?: string }) => auth.userId!;
   /** Outside production, tests can make the registry simulator hang or fail through the service. */
   const faultHeader = (ctx: Context) => (config.isProduction ? null : ctx.get('x-registry-fault') || null);
@@ -72,14 +63,14 @@ export default function identityRoutes(deps: AppDeps): AnyRoute[] {
       description:
         `A new validation answers a validationToken and the masked matchedName (never the photo). A ${LABEL[registry]} already linked to another account answers only ` +
         '`{ alreadyLinked: true, linkedAt, deviceHint }`. 404 when the registry has no such record; 400 `registry_mismatch` when the record\'s name or date of birth disagrees with ' +
-        `the account's linked ${LABEL[identity.OTHER[registry]]}; 502 \`registry_unavailable\` when the registry times out (REGISTRY_TIMEOUT_MS), fails or is unreachable; ` +
+        `the account's linked ${LABEL[OTHER[registry]]}; 502 \`registry_unavailable\` when the registry times out (REGISTRY_TIMEOUT_MS), fails or is unreachable; ` +
         `409 \`conflict\` when your account already has a ${LABEL[registry]} linked.`,
       auth: 'consumer',
       body: Type.Object({ [registry]: Type.String({ pattern: '^[0-9]{11}$', description: 'Exactly 11 digits' }) }, Strict),
       responses: { 200: { description: 'Validated, or already linked to another account', schema: ValidateAnswer } },
       errors: ['not_found', 'registry_mismatch', 'registry_unavailable', 'conflict'],
       handler: async ({ body, auth, ctx }) => ({
-        body: await identity.validate(svc, { userId: consumerId(auth), registry, number: (body as Record<string, string>)[registry]!, fault: faultHeader(ctx) }),
+        body: await identity.validate({ userId: consumerId(auth), registry, number: (body as Record<string, string>)[registry]!, fault: faultHeader(ctx) }),
       }),
     }),
     route({
@@ -90,7 +81,7 @@ export default function identityRoutes(deps: AppDeps): AnyRoute[] {
       summary: `Prove with a live capture that your face matches the ${LABEL[registry]} registry photo`,
       description:
         `At most VERIFY_FACE_MAX_ATTEMPTS (5) attempts per validationToken, then 429 \`rate_limited\` with Retry-After. The capture must pass liveness, show one face and match the registry photo; ` +
-        `when your account has the ${LABEL[identity.OTHER[registry]]} linked, it must also match your canonical embedding (\`cross_registry_mismatch\`, behaviour by CROSS_REGISTRY_MISMATCH_POLICY). ` +
+        `when your account has the ${LABEL[OTHER[registry]]} linked, it must also match your canonical embedding (\`cross_registry_mismatch\`, behaviour by CROSS_REGISTRY_MISMATCH_POLICY). ` +
         "Face outcomes are 422; every error body echoes its code as `outcome`. `reuseCapture='true'` (without a file) reuses your most recent passing NIN capture within CAPTURE_REUSE_SECONDS, " +
         'still compared with this registry photo (404 when there is none to reuse). A match drops the registry photo and answers a single-use linkToken.',
       auth: 'consumer',
@@ -110,7 +101,7 @@ export default function identityRoutes(deps: AppDeps): AnyRoute[] {
         }
       },
       handler: async ({ fields, files, auth }) => ({
-        body: await identity.verifyFace(svc, {
+        body: await identity.verifyFace({
           userId: consumerId(auth),
           registry,
           validationToken: fields.validationToken,
@@ -133,7 +124,7 @@ export default function identityRoutes(deps: AppDeps): AnyRoute[] {
       responses: { 200: { description: 'Linked', schema: LinkAnswer } },
       errors: ['not_found', 'conflict'],
       handler: async ({ body, auth, userAgent }) => ({
-        body: await identity.link(svc, { userId: consumerId(auth), registry, linkToken: body.linkToken, userAgent }),
+        body: await identity.link({ userId: consumerId(auth), registry, linkToken: body.linkToken, userAgent }),
       }),
     }),
   ];

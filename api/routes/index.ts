@@ -1,5 +1,5 @@
 /** Every route module of the API, in one list: the router, OpenAPI and the authorisation tests read it. */
-import type { AppDeps } from '../deps.js';
+import type { AppDeps, Services } from '../deps.js';
 import type { AnyRoute } from '../route-table.js';
 import { adminQueueRoutes } from './admin-queues.js';
 import authRoutes from './auth.js';
@@ -12,6 +12,21 @@ import systemRoutes from './system.js';
 import userRoutes from './users.js';
 import verificationRoutes from './verification.js';
 
+/** What a route module may receive: the services, and the few process-wide parts routes use themselves. */
+export type RouteDeps = Services & Pick<AppDeps, 'config' | 'metrics' | 'health' | 'tokens'>;
+
 export function allRoutes(deps: AppDeps): AnyRoute[] {
-  return [...systemRoutes(deps), ...adminQueueRoutes(deps), ...(deps.config.registrySimulator ? registryRoutes(deps) : []), ...identityRoutes(deps), ...userRoutes(deps), ...disputeRoutes(deps), ...reportRoutes(deps), ...authRoutes(deps), ...operatorRoutes(deps), ...verificationRoutes(deps)];
+  const r: RouteDeps = { ...deps.services, config: deps.config, metrics: deps.metrics, health: deps.health, tokens: deps.tokens };
+  return [
+    ...systemRoutes(r),
+    ...adminQueueRoutes(r),
+    ...(deps.config.registrySimulator ? registryRoutes(r) : []),
+    ...identityRoutes(r),
+    ...userRoutes(r),
+    ...disputeRoutes(r),
+    ...reportRoutes(r),
+    ...authRoutes(r),
+    ...operatorRoutes(r),
+    ...verificationRoutes(r),
+  ];
 }

@@ -4,21 +4,12 @@
  */
 import { Type } from '@sinclair/typebox';
 import { AppError } from '../../shared/errors.js';
-import type { AppDeps } from '../deps.js';
 import { route, type AnyRoute } from '../route-table.js';
 import { IsoDateTime, Page, PageQuery, Strict, Uuid } from '../schemas/common.js';
 import type { AuthContext } from '../services/authorization.js';
-import {
-  IDENTIFIER_PATTERN,
-  ORG_ID_PATTERN,
-  createOperator,
-  deactivateOperator,
-  operatorSearchLogs,
-  resetOperatorPassword,
-  updateOperator,
-  type Actor,
-} from '../services/operator-service.js';
+import { IDENTIFIER_PATTERN, ORG_ID_PATTERN, type Actor } from '../services/operator-service.js';
 import { NO_STORE } from './auth.js';
+import type { RouteDeps } from './index.js';
 
 const Role = Type.Union([Type.Literal('operator'), Type.Literal('administrator')]);
 const Status = Type.Union([Type.Literal('active'), Type.Literal('deactivated')]);
@@ -72,8 +63,7 @@ function actorOf(auth: AuthContext): Actor {
   return { type: 'operator', id: auth.operatorId };
 }
 
-export default function operatorRoutes(deps: AppDeps): AnyRoute[] {
-  const svc = { db: deps.db, logger: deps.logger };
+export default function operatorRoutes({ operators }: Pick<RouteDeps, 'operators'>): AnyRoute[] {
   return [
     route({
       method: 'POST',
@@ -100,7 +90,7 @@ export default function operatorRoutes(deps: AppDeps): AnyRoute[] {
       },
       errors: ['conflict'],
       handler: async ({ body, auth }) => {
-        const { operator, temporaryPassword } = await createOperator(svc, body, actorOf(auth));
+        const { operator, temporaryPassword } = await operators.create(body, actorOf(auth));
         return { status: 201, headers: NO_STORE, body: { operator: operator.toPublic(), temporaryPassword } };
       },
     }),
@@ -117,7 +107,7 @@ export default function operatorRoutes(deps: AppDeps): AnyRoute[] {
         200: { description: 'New temporary password', schema: Type.Object({ temporaryPassword: Type.String(), mustResetPassword: Type.Literal(true) }) },
       },
       errors: ['not_found'],
-      handler: async ({ params, auth }) => ({ headers: NO_STORE, body: await resetOperatorPassword(svc, params.id, actorOf(auth)) }),
+      handler: async ({ params, auth }) => ({ headers: NO_STORE, body: await operators.resetPassword(params.id, actorOf(auth)) }),
     }),
     route({
       method: 'PATCH',
@@ -133,7 +123,7 @@ export default function operatorRoutes(deps: AppDeps): AnyRoute[] {
       body: Type.Object({ displayName: Type.Optional(DisplayName), role: Type.Optional(Role), status: Type.Optional(Status) }, { ...Strict, minProperties: 1 }),
       responses: { 200: { description: 'The operator as it is now', schema: Type.Object({ operator: OperatorBody }) } },
       errors: ['not_found', 'conflict'],
-      handler: async ({ params, body, auth }) => ({ body: { operator: (await updateOperator(svc, params.id, body, actorOf(auth))).toPublic() } }),
+      handler: async ({ params, body, auth }) => ({ body: { operator: (await operators.update(params.id, body, actorOf(auth))).toPublic() } }),
     }),
     route({
       method: 'DELETE',
@@ -146,7 +136,7 @@ export default function operatorRoutes(deps: AppDeps): AnyRoute[] {
       params: OperatorParams,
       responses: { 200: { description: 'The operator, deactivated', schema: Type.Object({ operator: OperatorBody }) } },
       errors: ['not_found', 'conflict'],
-      handler: async ({ params, auth }) => ({ body: { operator: (await deactivateOperator(svc, params.id, actorOf(auth))).toPublic() } }),
+      handler: async ({ params, auth }) => ({ body: { operator: (await operators.deactivate(params.id, actorOf(auth))).toPublic() } }),
     }),
     route({
       method: 'GET',
@@ -160,7 +150,7 @@ export default function operatorRoutes(deps: AppDeps): AnyRoute[] {
       responses: { 200: { description: 'A page of SearchLog rows', schema: Page(SearchLogBody) } },
       errors: ['not_found'],
       // The operator must exist (404 otherwise), deactivated or not: its history is kept.
-      handler: async ({ params, query }) => ({ body: await operatorSearchLogs(svc, params.id, query) }),
+      handler: async ({ params, query }) => ({ body: await operators.searchLogs(params.id, query) }),
     }),
   ];
 }

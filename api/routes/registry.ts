@@ -7,10 +7,10 @@
 import { Type } from '@sinclair/typebox';
 import type { Context } from 'koa';
 import { AppError } from '../../shared/errors.js';
-import type { AppDeps } from '../deps.js';
 import { route, type AnyRoute } from '../route-table.js';
 import { IsoDate, Page, PageQuery, Strict } from '../schemas/common.js';
-import * as registry from '../services/registry-simulator.js';
+import * as registry from '../registry-simulator/simulator.js';
+import type { RouteDeps } from './index.js';
 
 const TAG = 'Registry simulator';
 const Number11 = Type.String({ pattern: '^[0-9]{11}$', description: 'Exactly 11 digits' });
@@ -58,8 +58,7 @@ const StatsBody = Type.Object({
 
 const FAULT_DOC = 'Fault injection: `REGISTRY_SIM_FAULT=timeout|error`, or the header `X-Registry-Fault: timeout|error` outside production (timeout hangs until the client hangs up, at most 60 s; error answers 500).';
 
-export default function registryRoutes(deps: AppDeps): AnyRoute[] {
-  const { config, db } = deps;
+export default function registryRoutes({ config, registrySimulator }: Pick<RouteDeps, 'config' | 'registrySimulator'>): AnyRoute[] {
 
   /** Hangs or fails the request when a fault is configured or requested. */
   const faultGate = async (ctx: Context) => {
@@ -91,7 +90,7 @@ export default function registryRoutes(deps: AppDeps): AnyRoute[] {
       handler: async ({ params, query, ctx }) => {
         await faultGate(ctx);
         const number = (params as Record<string, string>)[kind]!;
-        const person = await registry.lookup(db, kind, number, (query as { includePhoto?: boolean }).includePhoto === true);
+        const person = await registrySimulator.lookup(kind, number, (query as { includePhoto?: boolean }).includePhoto === true);
         if (!person) throw new AppError('not_found', `No person with this ${kind.toUpperCase()}`);
         return { body: person };
       },
@@ -114,7 +113,7 @@ export default function registryRoutes(deps: AppDeps): AnyRoute[] {
       errors: ['invalid_image', 'conflict', 'internal_error'],
       handler: async ({ fields, files, ctx }) => {
         await faultGate(ctx);
-        const person = await registry.enrol(db, { ...fields, photo: files.photo!.data }, { maxImagePixels: config.maxImagePixels });
+        const person = await registrySimulator.enrol({ ...fields, photo: files.photo!.data });
         return { status: 201, body: { person } };
       },
     }),
@@ -133,7 +132,7 @@ export default function registryRoutes(deps: AppDeps): AnyRoute[] {
       errors: ['internal_error'],
       handler: async ({ query, ctx }) => {
         await faultGate(ctx);
-        return { body: await registry.search(db, query.name, query.page, query.pageSize) };
+        return { body: await registrySimulator.search(query.name, query.page, query.pageSize) };
       },
     }),
     route({
@@ -149,7 +148,7 @@ export default function registryRoutes(deps: AppDeps): AnyRoute[] {
       errors: ['internal_error'],
       handler: async ({ query, ctx }) => {
         await faultGate(ctx);
-        return { body: await registry.stats(db, query.days) };
+        return { body: await registrySimulator.stats(query.days) };
       },
     }),
   ];

@@ -1,12 +1,12 @@
 /** Administrators' reports: accuracy and volume analytics over SearchLog, and the billing report. */
 import { Type } from '@sinclair/typebox';
-import type { AppDeps } from '../deps.js';
 import { route, type AnyRoute } from '../route-table.js';
 import { Strict } from '../schemas/common.js';
-import { PROXY_LABEL, accuracyReport, volumeReport } from '../services/analytics-service.js';
-import { BILLABLE_DEFINITION, billingReport, loadTiers } from '../services/billing-service.js';
+import { PROXY_LABEL } from '../services/analytics-service.js';
+import { BILLABLE_DEFINITION } from '../services/billing-service.js';
 import { currentMonth, parseDateRange } from '../services/date-range.js';
 import { DateParam } from './disputes.js';
+import type { RouteDeps } from './index.js';
 
 const RangeQuery = Type.Object(
   {
@@ -60,7 +60,7 @@ const BillingBody = Type.Object({
   amountDue: Type.Number(),
 });
 
-export default function reportRoutes(deps: AppDeps): AnyRoute[] {
+export default function reportRoutes(deps: Pick<RouteDeps, 'analytics' | 'billing'>): AnyRoute[] {
   return [
     route({
       method: 'GET',
@@ -72,7 +72,7 @@ export default function reportRoutes(deps: AppDeps): AnyRoute[] {
       auth: 'administrator',
       query: RangeQuery,
       responses: { 200: { description: 'Per endpoint (identify, verify_self): outcome counts and rates; disputedMatchRate', schema: AccuracyBody } },
-      handler: async ({ query }) => ({ body: await accuracyReport(deps.db, parseDateRange(query.from, query.to)) }),
+      handler: async ({ query }) => ({ body: await deps.analytics.accuracy(parseDateRange(query.from, query.to)) }),
     }),
     route({
       method: 'GET',
@@ -83,7 +83,7 @@ export default function reportRoutes(deps: AppDeps): AnyRoute[] {
       auth: 'administrator',
       query: RangeQuery,
       responses: { 200: { description: 'A continuous daily series over the range (or the data\'s span)', schema: VolumeBody } },
-      handler: async ({ query }) => ({ body: await volumeReport(deps.db, parseDateRange(query.from, query.to)) }),
+      handler: async ({ query }) => ({ body: await deps.analytics.volume(parseDateRange(query.from, query.to)) }),
     }),
     route({
       method: 'GET',
@@ -99,8 +99,7 @@ export default function reportRoutes(deps: AppDeps): AnyRoute[] {
       errors: ['not_found'],
       handler: async ({ params, query }) => {
         const range = query.from || query.to ? parseDateRange(query.from, query.to) : currentMonth();
-        const tiers = await loadTiers(deps.config.billingTiersFile);
-        return { body: await billingReport(deps.db, tiers, params.orgId, range) };
+        return { body: await deps.billing.report(params.orgId, range) };
       },
     }),
   ];

@@ -1,7 +1,7 @@
 /** System endpoints: health, the deployed face engine version, metrics, the fixed attestation setting. */
 import { Type } from '@sinclair/typebox';
 import { AppError } from '../../shared/errors.js';
-import type { AppDeps } from '../deps.js';
+import type { RouteDeps } from './index.js';
 import { route, type AnyRoute } from '../route-table.js';
 
 const DependencyStatus = Type.Object({
@@ -33,7 +33,7 @@ const ModelsBody = Type.Object({
   vectorIndex: Type.Object({ factory: Type.String(), metric: Type.Literal('inner_product') }),
 });
 
-export default function systemRoutes(deps: AppDeps): AnyRoute[] {
+export default function systemRoutes(deps: Pick<RouteDeps, 'config' | 'health' | 'metrics'>): AnyRoute[] {
   const { config } = deps;
   return [
     route({

@@ -4,12 +4,10 @@
  * deleted user's still-valid token gets 404 (the authorisation layer).
  */
 import { Type } from '@sinclair/typebox';
-import type { AppDeps } from '../deps.js';
 import { route, type AnyRoute } from '../route-table.js';
 import { IdParams, IsoDateTime, Page, PageQuery, StatusBody, Strict, Uuid } from '../schemas/common.js';
-import { historyCsv, listHistory } from '../services/history-service.js';
-import { LANGUAGES, NOTIFY_CHANNELS, getPreferences, updatePreferences } from '../services/preferences-service.js';
-import { deleteUser, getUser, updateUser } from '../services/user-service.js';
+import { LANGUAGES, NOTIFY_CHANNELS } from '../services/preferences-service.js';
+import type { RouteDeps } from './index.js';
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(s: T) => Type.Union([s, Type.Null()]);
 
@@ -70,7 +68,7 @@ const PatchPreferencesRequest = Type.Object(
   Strict,
 );
 
-export default function userRoutes(deps: AppDeps): AnyRoute[] {
+export default function userRoutes({ users, history, preferences }: Pick<RouteDeps, 'users' | 'history' | 'preferences'>): AnyRoute[] {
   return [
     route({
       method: 'GET',
@@ -82,7 +80,7 @@ export default function userRoutes(deps: AppDeps): AnyRoute[] {
       params: IdParams,
       responses: { 200: { description: 'The profile', schema: UserBody } },
       errors: ['not_found'],
-      handler: async ({ params }) => ({ body: await getUser(deps, params.id) }),
+      handler: async ({ params }) => ({ body: await users.get(params.id) }),
     }),
     route({
       method: 'PATCH',
@@ -98,7 +96,7 @@ export default function userRoutes(deps: AppDeps): AnyRoute[] {
       responses: { 200: { description: '`applied` (phone only) or `pending_upstream` (a bankAccount change is included)', schema: PatchUserResponse } },
       errors: ['proof_token_invalid', 'conflict', 'not_found'],
       handler: async ({ params, body }) => ({
-        body: await updateUser(deps, params.id, { proofToken: body.proofToken ?? '', phone: body.phone, bankAccount: body.bankAccount }),
+        body: await users.update(params.id, { proofToken: body.proofToken ?? '', phone: body.phone, bankAccount: body.bankAccount }),
       }),
     }),
     route({
@@ -114,7 +112,7 @@ export default function userRoutes(deps: AppDeps): AnyRoute[] {
       body: DeleteUserRequest,
       responses: { 200: { description: 'Deleted', schema: StatusBody('deleted') } },
       errors: ['proof_token_invalid', 'not_found'],
-      handler: async ({ params, body }) => ({ body: await deleteUser(deps, params.id, body.proofToken ?? '') }),
+      handler: async ({ params, body }) => ({ body: await users.delete(params.id, body.proofToken ?? '') }),
     }),
     route({
       method: 'GET',
@@ -127,7 +125,7 @@ export default function userRoutes(deps: AppDeps): AnyRoute[] {
       query: PageQuery,
       responses: { 200: { description: 'A page of history', schema: Page(HistoryItem) } },
       errors: ['not_found'],
-      handler: async ({ params, query }) => ({ body: await listHistory(deps.db, params.id, query.page, query.pageSize) }),
+      handler: async ({ params, query }) => ({ body: await history.list(params.id, query.page, query.pageSize) }),
     }),
     route({
       method: 'GET',
@@ -147,7 +145,7 @@ export default function userRoutes(deps: AppDeps): AnyRoute[] {
           'Content-Disposition': `attachment; filename="history-${params.id}.csv"`,
           'Cache-Control': 'no-store',
         },
-        body: historyCsv(deps.db, params.id),
+        body: history.csv(params.id),
       }),
     }),
     route({
@@ -160,7 +158,7 @@ export default function userRoutes(deps: AppDeps): AnyRoute[] {
       params: IdParams,
       responses: { 200: { description: 'The preferences', schema: PreferencesBody } },
       errors: ['not_found'],
-      handler: async ({ params }) => ({ body: await getPreferences(deps.db, params.id) }),
+      handler: async ({ params }) => ({ body: await preferences.get(params.id) }),
     }),
     route({
       method: 'PATCH',
@@ -173,7 +171,7 @@ export default function userRoutes(deps: AppDeps): AnyRoute[] {
       body: PatchPreferencesRequest,
       responses: { 200: { description: 'The preferences after the change', schema: PreferencesBody } },
       errors: ['not_found'],
-      handler: async ({ params, body }) => ({ body: await updatePreferences(deps.db, params.id, body) }),
+      handler: async ({ params, body }) => ({ body: await preferences.update(params.id, body) }),
     }),
   ];
 }

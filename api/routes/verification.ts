@@ -1,11 +1,10 @@
 /** Verification: 1:N /identify (operators), its escalation, and 1:1 /verify/self (consumers). */
 import { Type } from '@sinclair/typebox';
 import { AppError } from '../../shared/errors.js';
-import type { AppDeps } from '../deps.js';
 import { route, type AnyRoute } from '../route-table.js';
 import { Strict, Uuid } from '../schemas/common.js';
 import type { ConsumerAuth, OperatorAuth } from '../services/authorization.js';
-import { VerificationService } from '../services/verification-service.js';
+import type { RouteDeps } from './index.js';
 
 const LatencyMs = Type.Object({
   liveness: Type.Union([Type.Number(), Type.Null()]),
@@ -30,8 +29,8 @@ const SelfBody = Type.Object({
   latencyMs: LatencyMs,
 });
 
-export default function verificationRoutes(deps: AppDeps): AnyRoute[] {
-  const service = new VerificationService(deps);
+export default function verificationRoutes(deps: Pick<RouteDeps, 'verification' | 'metrics'>): AnyRoute[] {
+  const service = deps.verification;
   return [
     route({
       method: 'POST',

@@ -3,8 +3,9 @@
  * bearer token against it AND against current state in PostgreSQL, so a revoked session, a deleted
  * user, a deactivated or flagged operator is refused on the very next request.
  */
-import type { Knex } from 'knex';
 import { AppError } from '../../shared/errors.js';
+import type { OperatorsRepository, SessionsRepository } from '../../shared/repositories/operators.js';
+import type { UsersRepository } from '../../shared/repositories/users.js';
 import type { AuthRule } from '../route-table.js';
 import type { AccessClaims, Audience, TokenService } from './token-service.js';
 
@@ -37,9 +38,17 @@ export function bearerToken(header: string | undefined): string | null {
   return m ? m[1]! : null;
 }
 
+export interface AuthorizerRepositories {
+  sessions: SessionsRepository;
+  users: UsersRepository;
+  operators: OperatorsRepository;
+}
+
+const sessionEnded = (session: { revokedAt: Date | null } | undefined) => !session || session.revokedAt !== null;
+
 export class Authorizer {
   constructor(
-    private readonly db: Knex,
+    private readonly repos: AuthorizerRepositories,
     private readonly tokens: TokenService,
   ) {}
 
@@ -66,26 +75,28 @@ export class Authorizer {
   /** The stateful half: the session, the user or operator as they are now in PostgreSQL. */
   async current(claims: AccessClaims | null, rule: AuthRule): Promise<AuthContext> {
     if (rule === 'none' || !claims) return { kind: 'anonymous' };
-    const audience = AUDIENCE_OF[rule];
+    if (rule !== 'consumer' && rule !== 'consumer:self') return this.operatorNow(claims.sub, claims.sid, rule);
 
     // The session and the subject are read together; the subject's state is reported first, so that a
     // deleted user is told 404 and a deactivated operator 403 `operator_deactivated` even when their
     // sessions were revoked along with the deletion or deactivation (SPEC section 7).
-    const sessionQuery = this.db('sessions')
-      .where({ id: claims.sid, subjectType: audience, subjectId: claims.sub })
-      .first('revokedAt');
-    const sessionEnded = (session: { revokedAt: Date | null } | undefined) => !session || session.revokedAt !== null;
+    const [session, deletedAt] = await Promise.all([
+      this.repos.sessions.findOf(claims.sid, { type: 'consumer', id: claims.sub }),
+      this.repos.users.deletedAt(claims.sub),
+    ]);
+    if (deletedAt !== null) throw new AppError('not_found', 'User not found');
+    if (sessionEnded(session)) throw new AppError('unauthorized', 'The session has ended');
+    return { kind: 'consumer', userId: claims.sub, sessionId: claims.sid };
+  }
 
-    if (audience === 'consumer') {
-      const [session, user] = await Promise.all([sessionQuery, this.db('users').where({ id: claims.sub }).first('deletedAt')]);
-      if (!user || user.deletedAt) throw new AppError('not_found', 'User not found');
-      if (sessionEnded(session)) throw new AppError('unauthorized', 'The session has ended');
-      return { kind: 'consumer', userId: claims.sub, sessionId: claims.sid };
-    }
-
+  /**
+   * An operator's session as it is right now, against an operator rule: what every operator route
+   * and the queue dashboard's cookie (api/queue-dashboard.ts) are checked with.
+   */
+  async operatorNow(operatorId: string, sessionId: string, rule: Extract<AuthRule, 'operator' | 'operator:flagged-ok' | 'administrator'>): Promise<OperatorAuth> {
     const [session, op] = await Promise.all([
-      sessionQuery,
-      this.db('operators').where({ id: claims.sub }).first('role', 'status', 'mustResetPassword', 'orgId'),
+      this.repos.sessions.findOf(sessionId, { type: 'operator', id: operatorId }),
+      this.repos.operators.find(operatorId),
     ]);
     if (!op) throw new AppError('unauthorized', 'The operator no longer exists');
     if (op.status !== 'active') throw new AppError('operator_deactivated', 'This operator account is deactivated');
@@ -98,10 +109,10 @@ export class Authorizer {
     }
     return {
       kind: 'operator',
-      operatorId: claims.sub,
+      operatorId,
       role: op.role,
       orgId: op.orgId,
-      sessionId: claims.sid,
+      sessionId,
       mustResetPassword: op.mustResetPassword,
     };
   }

@@ -18,11 +18,12 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Type, type Static } from '@sinclair/typebox';
-import type { Knex } from 'knex';
+import type { Config } from '../../shared/config.js';
 import { AppError } from '../../shared/errors.js';
+import type { SearchLogsRepository } from '../../shared/repositories/search-logs.js';
 import { check } from '../validation.js';
 import { KNOWN_OUTCOMES } from './analytics-service.js';
-import { whereInRange, type DateRange } from './date-range.js';
+import type { DateRange } from './date-range.js';
 
 const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -68,43 +69,40 @@ export async function loadTiers(file: string): Promise<TiersFile> {
 const minor = (major: number) => Math.round(major * 100);
 const major = (minorUnits: number) => minorUnits / 100;
 
-export async function billingReport(db: Knex, tiers: TiersFile, orgId: string, range: DateRange) {
-  const tierName = Object.prototype.hasOwnProperty.call(tiers.orgs, orgId) ? tiers.orgs[orgId] : undefined;
-  if (!tierName) throw new AppError('not_found', 'No contracted tier for this org');
-  const tier = tiers.tiers[tierName]!;
+export class BillingService {
+  constructor(private readonly deps: { searchLogs: SearchLogsRepository; config: Pick<Config, 'billingTiersFile'> }) {}
 
-  const rows: { outcome: string; n: string }[] = await whereInRange(
-    db('searchLogs as s')
-      .leftJoin('operators as o', 'o.id', 's.operatorId')
-      .where('s.kind', 'identify')
-      .whereRaw('coalesce(s.org_id, o.org_id) = ?', [orgId]),
-    's.createdAt',
-    range,
-  )
-    .groupBy('s.outcome')
-    .select('s.outcome', db.raw('count(*) AS n'));
+  /** The org's bill for a range, from the tier file as it is now (re-read on every call). */
+  async report(orgId: string, range: DateRange) {
+    const tiers = await loadTiers(this.deps.config.billingTiersFile);
+    const tierName = Object.prototype.hasOwnProperty.call(tiers.orgs, orgId) ? tiers.orgs[orgId] : undefined;
+    if (!tierName) throw new AppError('not_found', 'No contracted tier for this org');
+    const tier = tiers.tiers[tierName]!;
 
-  const byOutcome: Record<string, number> = Object.fromEntries(BILLABLE_OUTCOMES.map((o) => [o, 0]));
-  let billable = 0;
-  let notBilled = 0;
-  for (const r of rows) {
-    const n = Number(r.n);
-    byOutcome[r.outcome] = (byOutcome[r.outcome] ?? 0) + n;
-    if (BILLABLE_OUTCOMES.includes(r.outcome)) billable += n;
-    else notBilled += n;
+    const rows = await this.deps.searchLogs.identifyOutcomesOfOrg(orgId, range);
+
+    const byOutcome: Record<string, number> = Object.fromEntries(BILLABLE_OUTCOMES.map((o) => [o, 0]));
+    let billable = 0;
+    let notBilled = 0;
+    for (const r of rows) {
+      const n = Number(r.n);
+      byOutcome[r.outcome] = (byOutcome[r.outcome] ?? 0) + n;
+      if (BILLABLE_OUTCOMES.includes(r.outcome)) billable += n;
+      else notBilled += n;
+    }
+    const overageVolume = Math.max(0, billable - tier.includedVolume);
+    const committedMinor = tier.includedVolume * minor(tier.unitPrice);
+    const overageMinor = overageVolume * minor(tier.overagePrice);
+    return {
+      orgId,
+      tier: { name: tierName, ...tier },
+      period: { from: range.from, to: range.to },
+      currency: tier.currency,
+      includedVolume: tier.includedVolume,
+      usage: { billable, notBilled, byOutcome, definition: BILLABLE_DEFINITION },
+      overage: { volume: overageVolume, unitPrice: tier.overagePrice, amount: major(overageMinor) },
+      committedAmount: major(committedMinor),
+      amountDue: major(committedMinor + overageMinor),
+    };
   }
-  const overageVolume = Math.max(0, billable - tier.includedVolume);
-  const committedMinor = tier.includedVolume * minor(tier.unitPrice);
-  const overageMinor = overageVolume * minor(tier.overagePrice);
-  return {
-    orgId,
-    tier: { name: tierName, ...tier },
-    period: { from: range.from, to: range.to },
-    currency: tier.currency,
-    includedVolume: tier.includedVolume,
-    usage: { billable, notBilled, byOutcome, definition: BILLABLE_DEFINITION },
-    overage: { volume: overageVolume, unitPrice: tier.overagePrice, amount: major(overageMinor) },
-    committedAmount: major(committedMinor),
-    amountDue: major(committedMinor + overageMinor),
-  };
 }

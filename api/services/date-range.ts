@@ -3,16 +3,10 @@
  * whole UTC day) or an ISO date-time with offset (that instant). Both ends are inclusive; internally
  * the range is [start, endExclusive). `from` after `to` is 400 `validation_failed`.
  */
+import type { DateRange } from '../../shared/repositories/date-range.js';
 import { validationError } from '../validation.js';
 
-export interface DateRange {
-  /** null: unbounded. */
-  start: Date | null;
-  endExclusive: Date | null;
-  /** As the caller sent them (null when absent). */
-  from: string | null;
-  to: string | null;
-}
+export type { DateRange };
 
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 const DAY_MS = 86_400_000;
@@ -46,11 +40,4 @@ export function currentMonth(now = new Date()): DateRange {
   const start = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
   const endExclusive = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
   return { start, endExclusive, from: utcDay(start), to: utcDay(new Date(endExclusive.getTime() - DAY_MS)) };
-}
-
-/** Applies a range to a timestamp column of a knex query. */
-export function whereInRange<Q extends { where: (...a: any[]) => Q }>(q: Q, column: string, r: DateRange): Q {
-  if (r.start) q = q.where(column, '>=', r.start);
-  if (r.endExclusive) q = q.where(column, '<', r.endExclusive);
-  return q;
 }

@@ -18,7 +18,6 @@
  * The upload is normalised once, here (EXIF rotation, bounded size, metadata-free JPEG); the jobs
  * carry that small JPEG. Nothing here logs an image or an embedding.
  */
-import type { Knex } from 'knex';
 import { performance } from 'node:perf_hooks';
 import type { Config } from '../../shared/config.js';
 import { AppError } from '../../shared/errors.js';
@@ -26,16 +25,16 @@ import { newResultKey, openEmbedding } from '../../shared/sealed-embedding.js';
 import { JobTimeoutError, type JobClient } from '../../shared/job-client.js';
 import type { DetectedFace, JobContracts, QueueName, SearchHit } from '../../shared/jobs/index.js';
 import type { Logger } from '../../shared/logger.js';
+import type { EmbeddingsRepository } from '../../shared/repositories/embeddings.js';
 import { normaliseUpload, type NormalisedImage } from '../../workers/face/pipeline/decode.js';
 import { isFaceError } from '../../workers/face/pipeline/errors.js';
 import { cosine } from '../../workers/face/pipeline/similarity.js';
 import type { Candidate, LatencyMs } from '../../models/index.js';
 import type { Metrics } from '../metrics.js';
-import { currentChangeSeq } from './embedding-store.js';
 
 export interface FaceServiceDeps {
   config: Config;
-  db: Knex;
+  embeddings: EmbeddingsRepository;
   jobs: JobClient;
   metrics: Metrics;
   logger?: Logger;
@@ -175,7 +174,7 @@ export class FaceService {
    * applied every embedding write that answered before this call (read-your-writes).
    */
   async searchByEmbedding(embedding: number[], k: number, deadlineAt = this.budget()): Promise<{ hits: SearchHit[]; appliedSeq: string; indexSize: number; ms: number }> {
-    const minSeq = await currentChangeSeq(this.deps.db);
+    const minSeq = await this.deps.embeddings.currentSeq();
     const r = await this.job('search', { op: 'knn', embedding, k, minSeq }, deadlineAt);
     if (r.op !== 'knn') throw new Error('search worker answered another op');
     this.deps.metrics.stage('search', r.ms);

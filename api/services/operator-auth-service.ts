@@ -16,16 +16,19 @@ import type { Knex } from 'knex';
 import type { Config } from '../../shared/config.js';
 import { AppError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
-import type { Metrics } from '../metrics.js';
 import type { KeySpace, Redis } from '../../shared/redis.js';
-import { recordAudit } from './audit-events.js';
+import { recordAudit } from '../../shared/repositories/audit.js';
+import type { OperatorsRepository, SessionsRepository } from '../../shared/repositories/operators.js';
+import type { Metrics } from '../metrics.js';
 import { ipBucket } from './otp-service.js';
 import { countInWindow, HOUR_MS } from './rate-limit.js';
 import { burnPasswordCheck, hashPassword, needsRehash, verifyPassword } from './passwords.js';
-import { revokeSession, revokeSubjectSessions, type SessionService, type TokenPair } from './session-service.js';
+import type { SessionService, TokenPair } from './session-service.js';
 
 export interface OperatorAuthDeps {
   db: Knex;
+  operators: OperatorsRepository;
+  sessionRows: SessionsRepository;
   redis: Redis;
   keys: KeySpace;
   config: Pick<Config, 'operatorMaxFailedLogins' | 'operatorLoginsPerIpPerHour'>;
@@ -43,7 +46,7 @@ export class OperatorAuthService {
 
   /** POST /auth/operator/login. */
   async login(identifier: string, password: string, opts: { deviceHint?: string | null; ip?: string } = {}): Promise<TokenPair & { operatorId: string; mustResetPassword: boolean }> {
-    const { db, metrics, redis, keys, config } = this.deps;
+    const { operators, metrics, redis, keys, config } = this.deps;
     // Per address, before any password hashing: each attempt costs a memory-hard hash, and guessing
     // across many accounts from one address is not slowed by the per-account lock.
     if (opts.ip) {
@@ -53,9 +56,7 @@ export class OperatorAuthService {
         throw new AppError('rate_limited', 'Too many sign-in attempts from this address; try again later', { retryAfter: resetInSeconds });
       }
     }
-    const op = await db('operators')
-      .whereRaw('lower(identifier) = lower(?)', [identifier])
-      .first('id', 'passwordHash', 'status', 'lockedAt');
+    const op = await operators.findByIdentifier(identifier);
     if (!op) {
       await burnPasswordCheck(password);
       metrics?.outcome('operator_login', 'invalid_credentials');
@@ -75,25 +76,13 @@ export class OperatorAuthService {
 
     const rehash = needsRehash(op.passwordHash) ? await hashPassword(password) : null;
     // Success clears the counter, unless a concurrent failure locked the account meanwhile.
-    const [row] = await db('operators')
-      .where({ id: op.id })
-      .whereNull('lockedAt')
-      .update({ failedLoginCount: 0, ...(rehash ? { passwordHash: rehash } : {}) })
-      .returning(['mustResetPassword', 'status']);
+    const row = await operators.clearFailures(op.id, rehash);
     if (!row) throw locked();
     if (row.status !== 'active') throw deactivated();
 
-    const pair = await this.deps.sessions.open({ type: 'operator', id: op.id }, { deviceHint: opts.deviceHint });
+    const { pair } = await this.deps.sessions.open({ type: 'operator', id: op.id }, { deviceHint: opts.deviceHint });
     metrics?.outcome('operator_login', 'ok');
-    return {
-      accessToken: pair.accessToken,
-      refreshToken: pair.refreshToken,
-      tokenType: pair.tokenType,
-      expiresIn: pair.expiresIn,
-      refreshExpiresIn: pair.refreshExpiresIn,
-      operatorId: op.id,
-      mustResetPassword: row.mustResetPassword,
-    };
+    return { ...pair, operatorId: op.id, mustResetPassword: row.mustResetPassword };
   }
 
   /**
@@ -102,14 +91,7 @@ export class OperatorAuthService {
    */
   private async recordFailure(operatorId: string, via: 'login' | 'set_password', sessionId?: string): Promise<never> {
     const { db, config, metrics } = this.deps;
-    const [row] = await db('operators')
-      .where({ id: operatorId })
-      .whereNull('lockedAt')
-      .update({
-        failedLoginCount: db.raw('failed_login_count + 1'),
-        lockedAt: db.raw('CASE WHEN failed_login_count + 1 >= ? THEN now() ELSE NULL END', [config.operatorMaxFailedLogins]),
-      })
-      .returning(['failedLoginCount', 'lockedAt']);
+    const row = await this.deps.operators.countFailure(operatorId, config.operatorMaxFailedLogins);
     if (!row) throw locked();
     if (row.lockedAt) {
       await recordAudit(db, {
@@ -122,7 +104,7 @@ export class OperatorAuthService {
         data: { failedAttempts: row.failedLoginCount, via },
       });
       // Guessing through set-password needs a session: that session ends with the lock.
-      if (sessionId) await revokeSession(db, sessionId, 'account_locked');
+      if (sessionId) await this.deps.sessionRows.revoke(sessionId, 'account_locked');
       metrics?.outcome('operator_login', 'locked');
       this.deps.logger?.warn({ operatorId, via }, 'operator account locked after failed password checks');
       throw locked();
@@ -136,8 +118,8 @@ export class OperatorAuthService {
    * new one, clears the flag, and ends the operator's other sessions.
    */
   async setPassword(operatorId: string, sessionId: string, currentPassword: string, newPassword: string): Promise<{ status: 'password_set' }> {
-    const { db } = this.deps;
-    const op = await db('operators').where({ id: operatorId }).first('passwordHash', 'lockedAt', 'mustResetPassword');
+    const { db, operators } = this.deps;
+    const op = await operators.find(operatorId);
     if (!op) throw new AppError('unauthorized', 'The operator no longer exists');
     const ok = await verifyPassword(currentPassword, op.passwordHash);
     if (op.lockedAt) throw locked();
@@ -149,12 +131,9 @@ export class OperatorAuthService {
     }
     const passwordHash = await hashPassword(newPassword);
     await db.transaction(async (trx) => {
-      const n = await trx('operators')
-        .where({ id: operatorId })
-        .whereNull('lockedAt')
-        .update({ passwordHash, mustResetPassword: false, failedLoginCount: 0, updatedAt: trx.fn.now() });
-      if (Number(n) === 0) throw locked();
-      const revoked = await revokeSubjectSessions(trx, { type: 'operator', id: operatorId }, 'password_changed', { exceptSessionId: sessionId });
+      const updated = await operators.update(operatorId, { passwordHash, mustResetPassword: false, failedLoginCount: 0 }, { unlockedOnly: true }, trx);
+      if (!updated) throw locked();
+      const revoked = await this.deps.sessionRows.revokeAllOf({ type: 'operator', id: operatorId }, 'password_changed', { exceptSessionId: sessionId }, trx);
       await recordAudit(trx, {
         type: 'operator.password_set',
         actorType: 'operator',

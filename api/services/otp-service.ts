@@ -14,11 +14,11 @@
  */
 import { createHmac, randomInt } from 'node:crypto';
 import { isIPv6 } from 'node:net';
-import type { Knex } from 'knex';
 import type { Config } from '../../shared/config.js';
 import { AppError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { KeySpace, Redis } from '../../shared/redis.js';
+import type { UsersRepository } from '../../shared/repositories/users.js';
 import type { Metrics } from '../metrics.js';
 import { requirePhone } from './phone.js';
 import type { SessionService, TokenPair } from './session-service.js';
@@ -27,7 +27,7 @@ import type { TokenService } from './token-service.js';
 
 export interface OtpDeps {
   config: Pick<Config, 'otpTtlSeconds' | 'otpCooldownSeconds' | 'otpMaxAttempts' | 'otpRequestsPerIpPerHour' | 'otpRequestsPerPhonePerDay'>;
-  db: Knex;
+  users: UsersRepository;
   redis: Redis;
   keys: KeySpace;
   tokens: TokenService;
@@ -176,28 +176,10 @@ export class OtpService {
       throw new AppError('otp_invalid', 'The code is wrong or has expired');
     }
 
-    const userId = await this.findOrCreateUser(phone);
-    const pair = await this.deps.sessions.open({ type: 'consumer', id: userId }, { deviceHint: opts.deviceHint });
+    const userId = await this.deps.users.findOrCreateByPhone(phone);
+    const { pair } = await this.deps.sessions.open({ type: 'consumer', id: userId }, { deviceHint: opts.deviceHint });
     metrics?.outcome('otp_verify', 'ok');
-    return {
-      accessToken: pair.accessToken,
-      refreshToken: pair.refreshToken,
-      tokenType: pair.tokenType,
-      expiresIn: pair.expiresIn,
-      refreshExpiresIn: pair.refreshExpiresIn,
-      userId,
-    };
-  }
-
-  /** The live account of this phone, created on the first successful sign-in (race-safe). */
-  private async findOrCreateUser(phone: string): Promise<string> {
-    const { db } = this.deps;
-    const inserted = await db.raw('INSERT INTO users (phone) VALUES (?) ON CONFLICT (phone) WHERE deleted_at IS NULL DO NOTHING RETURNING id', [phone]);
-    const row = inserted.rows?.[0] as { id: string } | undefined;
-    if (row) return row.id;
-    const existing = await db('users').where({ phone }).whereNull('deletedAt').first('id');
-    if (!existing) throw new Error('user neither inserted nor found');
-    return existing.id;
+    return { ...pair, userId };
   }
 }
 

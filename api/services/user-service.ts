@@ -7,17 +7,31 @@
  * checked BEFORE the token is consumed, so a mistake does not cost the consumer a new selfie.
  */
 import type { Knex } from 'knex';
+import type { Config } from '../../shared/config.js';
 import { AppError } from '../../shared/errors.js';
+import type { JobClient } from '../../shared/job-client.js';
 import { UPSTREAM_QUEUE } from '../../shared/jobs/upstream.js';
+import type { Logger } from '../../shared/logger.js';
+import { maskTail, recordAudit } from '../../shared/repositories/audit.js';
+import type { EmbeddingsRepository } from '../../shared/repositories/embeddings.js';
+import { isUniqueViolation } from '../../shared/repositories/handle.js';
+import type { SessionsRepository } from '../../shared/repositories/operators.js';
+import type { UserRow, UsersRepository } from '../../shared/repositories/users.js';
 import { enqueueBankAccountConfirm } from '../../workers/upstream/worker.js';
-import type { AppDeps } from '../deps.js';
 import { validationError } from '../validation.js';
-import { maskTail, recordAudit } from './audit-events.js';
-import { removeCanonical } from './embedding-store.js';
 import { requirePhone } from './phone.js';
-import { consumeProofToken } from './proof-tokens.js';
+import type { ProofTokens } from './proof-tokens.js';
 
-export type UserDeps = Pick<AppDeps, 'config' | 'db' | 'redis' | 'keys' | 'jobs' | 'logger'>;
+export interface UserDeps {
+  config: Pick<Config, 'bankAccountConfirmDelayMs'>;
+  db: Knex;
+  users: UsersRepository;
+  sessionRows: SessionsRepository;
+  embeddings: EmbeddingsRepository;
+  proofTokens: ProofTokens;
+  jobs: JobClient;
+  logger: Logger;
+}
 
 export interface UserView {
   id: string;
@@ -38,25 +52,7 @@ export interface UserChange {
   bankAccount?: string;
 }
 
-const UNIQUE_VIOLATION = '23505';
-
-async function loadView(db: Knex | Knex.Transaction, userId: string): Promise<UserView | null> {
-  const row = await db('users as u')
-    .where('u.id', userId)
-    .whereNull('u.deletedAt')
-    .first(
-      'u.id',
-      'u.phone',
-      'u.name',
-      'u.dateOfBirth',
-      'u.gender',
-      'u.bankAccount',
-      'u.pendingBankAccount',
-      'u.createdAt',
-      db.raw('EXISTS (SELECT 1 FROM nin_links n WHERE n.user_id = u.id) AS nin_linked'),
-      db.raw('EXISTS (SELECT 1 FROM bvn_links b WHERE b.user_id = u.id) AS bvn_linked'),
-    );
-  if (!row) return null;
+function toView(row: UserRow): UserView {
   return {
     id: row.id,
     phone: row.phone,
@@ -71,124 +67,113 @@ async function loadView(db: Knex | Knex.Transaction, userId: string): Promise<Us
   };
 }
 
-export async function getUser(deps: Pick<UserDeps, 'db'>, userId: string): Promise<UserView> {
-  const view = await loadView(deps.db, userId);
-  if (!view) throw new AppError('not_found', 'User not found');
-  return view;
-}
+const notFound = () => new AppError('not_found', 'User not found');
 
-async function phoneTakenByAnother(db: Knex | Knex.Transaction, phone: string, userId: string): Promise<boolean> {
-  const other = await db('users').where({ phone }).whereNull('deletedAt').whereNot('id', userId).first('id');
-  return Boolean(other);
-}
+export class UserService {
+  constructor(private readonly deps: UserDeps) {}
 
-/**
- * PATCH /users/{id}. Returns `applied` for a phone change alone and `pending_upstream` whenever a
- * bankAccount change is part of the request (the phone part, if any, is applied at once).
- */
-export async function updateUser(
-  deps: UserDeps,
-  userId: string,
-  change: UserChange,
-): Promise<{ status: 'applied' | 'pending_upstream'; user: UserView }> {
-  // 1. Everything refusable without side effects, before the token is spent.
-  if (change.phone === undefined && change.bankAccount === undefined) {
-    throw validationError([{ in: 'body', path: '/', message: 'must contain phone or bankAccount (or both)' }]);
-  }
-  // The same normal form as OTP sign-in (E.164, Nigerian local forms accepted), else 400.
-  const phone = change.phone !== undefined ? requirePhone(change.phone) : undefined;
-  const current = await deps.db('users').where({ id: userId }).whereNull('deletedAt').first('phone', 'bankAccount');
-  if (!current) throw new AppError('not_found', 'User not found');
-  const phoneChanges = phone !== undefined && phone !== current.phone;
-  if (phoneChanges && (await phoneTakenByAnother(deps.db, phone!, userId))) {
-    throw new AppError('conflict', 'This phone number belongs to another account');
+  async get(userId: string): Promise<UserView> {
+    const row = await this.deps.users.findLiveView(userId);
+    if (!row) throw notFound();
+    return toView(row);
   }
 
-  // 2. The proof: exactly one request can spend a token.
-  await consumeProofToken(deps, userId, change.proofToken);
+  /**
+   * PATCH /users/{id}. Returns `applied` for a phone change alone and `pending_upstream` whenever a
+   * bankAccount change is part of the request (the phone part, if any, is applied at once).
+   */
+  async update(
+    userId: string,
+    change: UserChange,
+  ): Promise<{ status: 'applied' | 'pending_upstream'; user: UserView }> {
+    // 1. Everything refusable without side effects, before the token is spent.
+    if (change.phone === undefined && change.bankAccount === undefined) {
+      throw validationError([{ in: 'body', path: '/', message: 'must contain phone or bankAccount (or both)' }]);
+    }
+    // The same normal form as OTP sign-in (E.164, Nigerian local forms accepted), else 400.
+    const phone = change.phone !== undefined ? requirePhone(change.phone) : undefined;
+    const { users, db } = this.deps;
+    const current = await users.findLive(userId);
+    if (!current) throw notFound();
+    const phoneChanges = phone !== undefined && phone !== current.phone;
+    if (phoneChanges && (await users.phoneTakenByAnother(phone!, userId))) {
+      throw new AppError('conflict', 'This phone number belongs to another account');
+    }
 
-  // 3. The change and its audit row, together.
-  const requestedAt = change.bankAccount !== undefined ? new Date() : null;
-  try {
-    await deps.db.transaction(async (trx) => {
-      const patch: Record<string, unknown> = { updatedAt: trx.fn.now() };
-      if (phoneChanges) patch.phone = phone;
-      if (requestedAt) {
-        patch.pendingBankAccount = change.bankAccount;
-        patch.pendingBankAccountRequestedAt = requestedAt;
+    // 2. The proof: exactly one request can spend a token.
+    await this.deps.proofTokens.consume(userId, change.proofToken);
+
+    // 3. The change and its audit row, together.
+    const requestedAt = change.bankAccount !== undefined ? new Date() : null;
+    try {
+      await db.transaction(async (trx) => {
+        const updated = await users.updateLive(
+          userId,
+          { ...(phoneChanges ? { phone } : {}), ...(requestedAt ? { pendingBankAccount: change.bankAccount, pendingBankAccountRequestedAt: requestedAt } : {}) },
+          trx,
+        );
+        if (!updated) throw notFound();
+        const fields = [...(phone !== undefined ? ['phone'] : []), ...(requestedAt ? ['bankAccount'] : [])];
+        await recordAudit(trx, {
+          type: 'profile.changed',
+          actorType: 'consumer',
+          actorId: userId,
+          subjectType: 'user',
+          subjectId: userId,
+          data: {
+            fields,
+            ...(phone !== undefined ? { phone: { from: maskTail(current.phone), to: maskTail(phone), applied: true } } : {}),
+            ...(requestedAt
+              ? { bankAccount: { from: maskTail(current.bankAccount), to: maskTail(change.bankAccount), status: 'pending_upstream', requestedAt: requestedAt.toISOString() } }
+              : {}),
+          },
+        });
+      });
+    } catch (e) {
+      // Two accounts racing for one number: the partial unique index decides.
+      if (isUniqueViolation(e)) throw new AppError('conflict', 'This phone number belongs to another account');
+      throw e;
+    }
+
+    // 4. The delayed upstream confirmation. If Redis refuses now, the worker's repair sweep re-enqueues it.
+    if (requestedAt) {
+      try {
+        await enqueueBankAccountConfirm(this.deps.jobs.queue(UPSTREAM_QUEUE), userId, requestedAt, this.deps.config.bankAccountConfirmDelayMs);
+      } catch (e) {
+        this.deps.logger.warn({ userId, err: (e as Error).message }, 'bankAccount confirmation not enqueued; the repair sweep will retry');
       }
-      const updated = await trx('users').where({ id: userId }).whereNull('deletedAt').update(patch).returning(['id']);
-      if (updated.length === 0) throw new AppError('not_found', 'User not found');
-      const fields = [...(phone !== undefined ? ['phone'] : []), ...(requestedAt ? ['bankAccount'] : [])];
+    }
+
+    return { status: requestedAt ? 'pending_upstream' : 'applied', user: await this.get(userId) };
+  }
+
+  /**
+   * DELETE /users/{id}: the embedding leaves the vector index FIRST (removeCanonical deletes the row and
+   * appends to the change log that every search replica applies before its next search), THEN the
+   * relational soft-delete, which also ends every refresh token of the user's sessions. If the second
+   * step failed, the account would be live but unsearchable, never deleted but searchable.
+   *
+   * The sessions themselves stay un-revoked on purpose: the authorisation layer answers a deleted
+   * user's still-valid access token with 404 `not_found` (interface document), not 401.
+   */
+  async delete(userId: string, proofToken: string): Promise<{ status: 'deleted' }> {
+    const { users, sessionRows, embeddings, db } = this.deps;
+    await this.deps.proofTokens.consume(userId, proofToken);
+
+    await embeddings.remove(userId);
+
+    await db.transaction(async (trx) => {
+      if (!(await users.softDelete(userId, trx))) throw notFound();
+      const revoked = await sessionRows.expireRefreshTokensOf({ type: 'consumer', id: userId }, trx);
       await recordAudit(trx, {
-        type: 'profile.changed',
+        type: 'profile.deleted',
         actorType: 'consumer',
         actorId: userId,
         subjectType: 'user',
         subjectId: userId,
-        data: {
-          fields,
-          ...(phone !== undefined ? { phone: { from: maskTail(current.phone), to: maskTail(phone), applied: true } } : {}),
-          ...(requestedAt
-            ? { bankAccount: { from: maskTail(current.bankAccount), to: maskTail(change.bankAccount), status: 'pending_upstream', requestedAt: requestedAt.toISOString() } }
-            : {}),
-        },
+        data: { embeddingRemoved: true, refreshTokensRevoked: revoked },
       });
     });
-  } catch (e) {
-    // Two accounts racing for one number: the partial unique index decides.
-    if ((e as { code?: string }).code === UNIQUE_VIOLATION) throw new AppError('conflict', 'This phone number belongs to another account');
-    throw e;
+    return { status: 'deleted' };
   }
-
-  // 4. The delayed upstream confirmation. If Redis refuses now, the worker's repair sweep re-enqueues it.
-  if (requestedAt) {
-    try {
-      await enqueueBankAccountConfirm(deps.jobs.queue(UPSTREAM_QUEUE), userId, requestedAt, deps.config.bankAccountConfirmDelayMs);
-    } catch (e) {
-      deps.logger.warn({ userId, err: (e as Error).message }, 'bankAccount confirmation not enqueued; the repair sweep will retry');
-    }
-  }
-
-  const user = await loadView(deps.db, userId);
-  if (!user) throw new AppError('not_found', 'User not found');
-  return { status: requestedAt ? 'pending_upstream' : 'applied', user };
-}
-
-/**
- * DELETE /users/{id}: the embedding leaves the vector index FIRST (removeCanonical deletes the row and
- * appends to the change log that every search replica applies before its next search), THEN the
- * relational soft-delete, which also ends every refresh token of the user's sessions. If the second
- * step failed, the account would be live but unsearchable, never deleted but searchable.
- *
- * The sessions themselves stay un-revoked on purpose: the authorisation layer answers a deleted
- * user's still-valid access token with 404 `not_found` (interface document), not 401.
- */
-export async function deleteUser(deps: UserDeps, userId: string, proofToken: string): Promise<{ status: 'deleted' }> {
-  await consumeProofToken(deps, userId, proofToken);
-
-  await removeCanonical(deps.db, userId);
-
-  await deps.db.transaction(async (trx) => {
-    const deleted = await trx('users')
-      .where({ id: userId })
-      .whereNull('deletedAt')
-      .update({ deletedAt: trx.fn.now(), updatedAt: trx.fn.now(), pendingBankAccount: null, pendingBankAccountRequestedAt: null })
-      .returning(['id']);
-    if (deleted.length === 0) throw new AppError('not_found', 'User not found');
-    const sessionIds = trx('sessions').where({ subjectType: 'consumer', subjectId: userId }).select('id');
-    const revoked = await trx('refreshTokens')
-      .whereIn('sessionId', sessionIds)
-      .where('expiresAt', '>', trx.fn.now())
-      .update({ expiresAt: trx.fn.now() });
-    await recordAudit(trx, {
-      type: 'profile.deleted',
-      actorType: 'consumer',
-      actorId: userId,
-      subjectType: 'user',
-      subjectId: userId,
-      data: { embeddingRemoved: true, refreshTokensRevoked: revoked },
-    });
-  });
-  return { status: 'deleted' };
 }

@@ -8,16 +8,22 @@ import type { Config } from '../../shared/config.js';
 import { AppError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Candidate, LatencyMs } from '../../models/index.js';
+import { recordAudit } from '../../shared/repositories/audit.js';
+import type { EmbeddingsRepository } from '../../shared/repositories/embeddings.js';
+import type { NewSearchLog, SearchLogsRepository } from '../../shared/repositories/search-logs.js';
+import type { UsersRepository } from '../../shared/repositories/users.js';
 import type { Metrics } from '../metrics.js';
 import type { ConsumerAuth, OperatorAuth } from './authorization.js';
-import { recordAudit } from './audit-events.js';
-import { upsertCanonical } from './embedding-store.js';
 import type { FaceService } from './face-service.js';
-import { issueProofToken, type ProofTokenDeps } from './proof-tokens.js';
+import type { ProofTokens } from './proof-tokens.js';
 
-export interface VerificationDeps extends ProofTokenDeps {
+export interface VerificationDeps {
   config: Config;
   db: Knex;
+  users: UsersRepository;
+  searchLogs: SearchLogsRepository;
+  embeddings: EmbeddingsRepository;
+  proofTokens: ProofTokens;
   face: FaceService;
   metrics: Metrics;
   logger: Logger;
@@ -39,47 +45,14 @@ export interface SelfAnswer {
   latencyMs: LatencyMs;
 }
 
-interface LogRow {
-  kind: 'identify' | 'verify_self';
-  operatorId?: string | null;
-  orgId?: string | null;
-  userId?: string | null;
-  outcome: string;
-  candidates: Candidate[];
-  topScore: number | null;
-  latencyMs: LatencyMs;
-  engineVersion?: string | null;
-  errorCode?: string | null;
-}
+type LogRow = NewSearchLog;
 
 const elapsed = (t0: number) => Math.round(performance.now() - t0);
 
-async function writeLog(db: Knex, row: LogRow): Promise<string> {
-  const [inserted] = await db('searchLogs')
-    .insert({
-      kind: row.kind,
-      operatorId: row.operatorId ?? null,
-      orgId: row.orgId ?? null,
-      userId: row.userId ?? null,
-      outcome: row.outcome,
-      // jsonb: serialised here (the pg driver would send a JS array as a PostgreSQL array).
-      candidates: JSON.stringify(row.candidates),
-      matchedUserIds: row.candidates.map((c) => c.userId),
-      topScore: row.topScore,
-      latencyMs: JSON.stringify(row.latencyMs),
-      engineVersion: row.engineVersion ?? null,
-      errorCode: row.errorCode ?? null,
-    })
-    .returning('id');
-  return (inserted as { id: string }).id;
-}
-
 /** Candidates whose account is still live (a deleted user is never returned, whatever the index says). */
-async function liveOnly(db: Knex, candidates: Candidate[]): Promise<Candidate[]> {
+async function liveOnly(users: UsersRepository, candidates: Candidate[]): Promise<Candidate[]> {
   if (candidates.length === 0) return candidates;
-  const live = new Set(
-    (await db('users').whereIn('id', candidates.map((c) => c.userId)).whereNull('deletedAt').select('id')).map((r: { id: string }) => r.id),
-  );
+  const live = await users.liveIds(candidates.map((c) => c.userId));
   return candidates.filter((c) => live.has(c.userId)).map((c, i) => ({ ...c, rank: i + 1 }));
 }
 
@@ -88,13 +61,13 @@ export class VerificationService {
 
   /** POST /identify: the attestation was checked by the route before anything else. */
   async identify(operator: OperatorAuth, probe: Buffer): Promise<IdentifyAnswer> {
-    const { db, face, metrics } = this.deps;
+    const { users, searchLogs, face, metrics } = this.deps;
     const t0 = performance.now();
     try {
       const r = await face.identify(probe);
-      const candidates = await liveOnly(db, r.candidates);
+      const candidates = await liveOnly(users, r.candidates);
       const outcome = r.outcome === 'match' && candidates.length === 0 ? 'no_match' : r.outcome;
-      const referenceId = await writeLog(db, {
+      const referenceId = await searchLogs.insert({
         kind: 'identify',
         operatorId: operator.operatorId,
         orgId: operator.orgId,
@@ -117,7 +90,7 @@ export class VerificationService {
     const code = e instanceof AppError ? e.code : 'internal_error';
     this.deps.metrics.outcome(who.kind, code);
     try {
-      await writeLog(this.deps.db, {
+      await this.deps.searchLogs.insert({
         ...who,
         outcome: code,
         errorCode: code,
@@ -133,18 +106,15 @@ export class VerificationService {
 
   /** POST /identify/{referenceId}/escalate: idempotent — a second call keeps the first time. */
   async escalate(operator: OperatorAuth, referenceId: string): Promise<{ referenceId: string; escalatedAt: Date }> {
-    const { db } = this.deps;
+    const { db, searchLogs } = this.deps;
     return db.transaction(async (trx) => {
-      const row = await trx('searchLogs').where({ id: referenceId, kind: 'identify' }).forUpdate().first('id', 'orgId', 'escalatedAt');
+      const row = await searchLogs.findIdentifyForUpdate(referenceId, trx);
       // Another organisation's searches are not visible to this operator: not found, not forbidden.
       if (!row || (operator.role !== 'administrator' && row.orgId !== operator.orgId)) {
         throw new AppError('not_found', 'No identification with this referenceId');
       }
-      if (row.escalatedAt) return { referenceId, escalatedAt: row.escalatedAt as Date };
-      const [updated] = await trx('searchLogs')
-        .where({ id: referenceId })
-        .update({ escalatedAt: trx.fn.now(), escalatedBy: operator.operatorId })
-        .returning('escalatedAt');
+      if (row.escalatedAt) return { referenceId, escalatedAt: row.escalatedAt };
+      const escalatedAt = await searchLogs.markEscalated(referenceId, operator.operatorId, trx);
       await recordAudit(trx, {
         type: 'search_escalated',
         actorType: 'operator',
@@ -152,18 +122,17 @@ export class VerificationService {
         subjectType: 'search_log',
         subjectId: referenceId,
       });
-      return { referenceId, escalatedAt: (updated as { escalatedAt: Date }).escalatedAt };
+      return { referenceId, escalatedAt };
     });
   }
 
   /** POST /verify/self: one comparison with the caller's own canonical embedding. */
   async verifySelf(consumer: ConsumerAuth, image: Buffer): Promise<SelfAnswer> {
-    const { db, face, metrics, config } = this.deps;
+    const { searchLogs, embeddings, face, metrics, config } = this.deps;
     const t0 = performance.now();
-    const enrolled = await db('canonicalEmbeddings').where({ userId: consumer.userId }).first('userId');
-    if (!enrolled) {
+    if (!(await embeddings.exists(consumer.userId))) {
       // Nothing to compare with: the consumer has not linked a NIN or BVN yet. Logged like any call.
-      await writeLog(db, {
+      await searchLogs.insert({
         kind: 'verify_self',
         userId: consumer.userId,
         outcome: 'not_enrolled',
@@ -184,7 +153,7 @@ export class VerificationService {
     }
     // /verify/self has four outcomes; several faces cannot occur with the largest face chosen.
     const outcome = r.outcome === 'multiple_faces' ? 'no_face' : r.outcome;
-    const referenceId = await writeLog(db, {
+    const referenceId = await searchLogs.insert({
       kind: 'verify_self',
       userId: consumer.userId,
       outcome,
@@ -198,9 +167,9 @@ export class VerificationService {
     if (outcome === 'match') {
       // A high-confidence match refreshes the searchable record with the most recent proven appearance.
       if (r.score !== null && r.score >= config.highConfidenceThreshold && r.embedding) {
-        await upsertCanonical(db, consumer.userId, r.embedding.embedding, 'verify_self', r.embedding.engineVersion);
+        await embeddings.upsert(consumer.userId, r.embedding.embedding, 'verify_self', r.embedding.engineVersion);
       }
-      Object.assign(answer, await issueProofToken(this.deps, consumer.userId));
+      Object.assign(answer, await this.deps.proofTokens.issue(consumer.userId));
     }
     return answer;
   }

@@ -2,10 +2,11 @@
  * SearchLog rows written the way POST /identify and POST /verify/self write them (the interface
  * document's fields: kind, the operator and org, the verify_self subject, the outcome, candidates
  * `[{ userId, score, rank }]`, matched user ids, the top score, latencyMs `{ liveness, embed, search,
- * total }`, escalatedAt). Tests of the consumer's data insert them directly until those routes exist.
+ * total }`), through the repository the service writes with, so the row shape is the service's own.
  */
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
+import { SearchLogsRepository, type NewSearchLog } from '../../shared/repositories/search-logs.js';
 
 export interface IdentifyRow {
   operatorId: string;
@@ -23,53 +24,42 @@ export interface VerifySelfRow {
   createdAt?: Date;
 }
 
-const latency = { liveness: 41, embed: 63, search: 2, total: 118 };
+const latencyMs = { liveness: 41, embed: 63, search: 2, total: 118 };
 
-export function identifyRow(r: IdentifyRow): Record<string, unknown> {
+export function identifyRow(r: IdentifyRow): NewSearchLog {
   const candidates = (r.candidates ?? []).map((c, i) => ({ userId: c.userId, score: c.score, rank: i + 1 }));
   return {
     id: randomUUID(),
     kind: 'identify',
     operatorId: r.operatorId,
     orgId: r.orgId === undefined ? 'default' : r.orgId,
-    userId: null,
     outcome: r.outcome ?? (candidates.length ? 'match' : 'no_match'),
-    candidates: JSON.stringify(candidates),
-    matchedUserIds: candidates.map((c) => c.userId),
+    candidates,
     topScore: candidates[0]?.score ?? null,
-    latencyMs: JSON.stringify(latency),
+    latencyMs,
     engineVersion: 'test-engine',
     errorCode: r.errorCode ?? null,
-    ...(r.createdAt ? { createdAt: r.createdAt } : {}),
+    createdAt: r.createdAt,
   };
 }
 
-export function verifySelfRow(r: VerifySelfRow): Record<string, unknown> {
+export function verifySelfRow(r: VerifySelfRow): NewSearchLog {
   return {
     id: randomUUID(),
     kind: 'verify_self',
-    operatorId: null,
-    orgId: null,
     userId: r.userId,
     outcome: r.outcome ?? 'match',
-    candidates: JSON.stringify([]),
-    matchedUserIds: [],
+    candidates: [],
     topScore: r.score === undefined ? 0.91 : r.score,
-    latencyMs: JSON.stringify(latency),
+    latencyMs,
     engineVersion: 'test-engine',
-    errorCode: null,
-    ...(r.createdAt ? { createdAt: r.createdAt } : {}),
+    createdAt: r.createdAt,
   };
 }
 
-/** Inserts rows and returns their ids (the referenceIds), in order. */
-export async function insertLogs(db: Knex, rows: Record<string, unknown>[]): Promise<string[]> {
-  const out: string[] = [];
-  for (let i = 0; i < rows.length; i += 500) {
-    await db('searchLogs').insert(rows.slice(i, i + 500));
-    out.push(...rows.slice(i, i + 500).map((r) => String(r.id)));
-  }
-  return out;
+/** Inserts entries as the service writes them and returns their ids (the referenceIds), in order. */
+export function insertLogs(db: Knex, rows: NewSearchLog[]): Promise<string[]> {
+  return new SearchLogsRepository(db).insertMany(rows);
 }
 
 /** A minimal RFC 4180 reader (quoted cells, doubled quotes, CRLF or LF) for asserting on exports. */

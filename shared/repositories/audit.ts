@@ -2,7 +2,8 @@
  * AuditEvent rows (SPEC section 7): who did what to whom, written in the same transaction as the change
  * they describe. `data` holds identifiers and masked values only, never a token, code or full number.
  */
-import type { Knex } from 'knex';
+import { AuditEvent } from '../../models/index.js';
+import type { Db } from './handle.js';
 
 export interface AuditInput {
   type: string;
@@ -14,15 +15,16 @@ export interface AuditInput {
   data?: Record<string, unknown>;
 }
 
-export async function recordAudit(db: Knex | Knex.Transaction, e: AuditInput): Promise<void> {
-  await db('auditEvents').insert({
+/** The one way an AuditEvent row is written, by the web process and the workers alike. */
+export async function recordAudit(db: Db, e: AuditInput): Promise<void> {
+  await AuditEvent.query(db).insert({
     type: e.type,
     severity: e.severity ?? 'info',
     actorType: e.actorType,
     actorId: e.actorId,
     subjectType: e.subjectType,
     subjectId: e.subjectId,
-    data: JSON.stringify(e.data ?? {}),
+    data: e.data ?? {},
   });
 }
 

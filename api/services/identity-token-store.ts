@@ -1,0 +1,147 @@
+/**
+ * The identity workflow's server-side state, all in Redis under the deployment prefix, keyed by the
+ * SHA-256 of each token (the tokens themselves are never stored or logged):
+ * - validation  `identity:validation:<hash>`: a hash { meta (user, registry, number, record), photo }
+ *   with TTL VALIDATION_TOKEN_TTL_SECONDS. The registry photo lives only here and is dropped (the whole
+ *   key is deleted) by the first passing verify-face, or by the TTL.
+ * - current     `identity:current-validation:<userId>:<registry>`: the user's one live validation per
+ *   registry (its token hash): a new validation replaces, and drops, the previous one.
+ * - attempts    `identity:verify-attempts:<hash>`: verify-face attempts of one validationToken,
+ *   expiring with the validation.
+ * - capture     `identity:capture:<userId>`: the embedding of the user's most recent passing NIN
+ *   capture, for `reuseCapture=true`, with TTL CAPTURE_REUSE_SECONDS (never in a job).
+ * - link        `identity:link:<registry>:<userId>:<hash>`: a single-use token (shared/single-use-token.ts)
+ *   holding the linkToken's claims. Binding the user and the registry into the key means another user's
+ *   (or the other route's) token is simply not found, and is not burnt for its owner.
+ * - validate-rate `identity:validate-rate:<userId>`: validations per consumer per hour.
+ */
+import type { RegistryRecordSnapshot } from '../../models/index.js';
+import { decodeEmbedding, encodeEmbedding } from '../../shared/embeddings.js';
+import type { KeySpace, Redis } from '../../shared/redis.js';
+import { hashToken, newToken, SingleUseTokens, type TakenToken } from '../../shared/single-use-token.js';
+import { countInWindow, HOUR_MS } from './rate-limit.js';
+import type { Registry } from './registry-client.js';
+
+export interface ValidationMeta {
+  userId: string;
+  registry: Registry;
+  number: string;
+  record: RegistryRecordSnapshot;
+  photoMime: string;
+  issuedAt: string;
+}
+
+export interface LinkClaims {
+  userId: string;
+  registry: Registry;
+  number: string;
+  record: RegistryRecordSnapshot;
+  /** float32 LE, base64 */
+  embedding: string;
+  engineVersion: string;
+  score: number;
+  crossRegistryFlagged: boolean;
+  crossRegistryScore: number | null;
+  captureReused: boolean;
+}
+
+// KEYS[1] = attempts key, KEYS[2] = validation key: counts one attempt, expiring with the validation.
+const ATTEMPT_LUA = `
+local n = redis.call('INCR', KEYS[1])
+local ttl = redis.call('PTTL', KEYS[2])
+if ttl < 1000 then ttl = 1000 end
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ttl) end
+return { n, redis.call('PTTL', KEYS[1]) }`;
+
+export class IdentityTokenStore {
+  private readonly linkTokens: SingleUseTokens<[Registry, string]>;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: KeySpace,
+  ) {
+    this.linkTokens = new SingleUseTokens(redis, (hash, registry, userId) => keys('identity', 'link', registry, userId, hash));
+  }
+
+  private validationKey = (hash: string) => this.keys('identity', 'validation', hash);
+  private attemptsKey = (hash: string) => this.keys('identity', 'verify-attempts', hash);
+  private captureKey = (userId: string) => this.keys('identity', 'capture', userId);
+  private currentValidationKey = (userId: string, registry: Registry) => this.keys('identity', 'current-validation', userId, registry);
+
+  /** Counts one validation of the consumer in the current hour. */
+  countValidation(userId: string): Promise<{ count: number; resetInSeconds: number }> {
+    return countInWindow(this.redis, this.keys('identity', 'validate-rate', userId), HOUR_MS);
+  }
+
+  // ---- validations -------------------------------------------------------------------------
+
+  /** Stores a validation with its registry photo; the user's previous one for this registry ends here. */
+  async saveValidation(meta: ValidationMeta, photo: Buffer, ttlSeconds: number): Promise<string> {
+    const validationToken = newToken('vt');
+    const tokenHash = hashToken(validationToken);
+    const key = this.validationKey(tokenHash);
+    await this.redis.multi().hset(key, 'meta', JSON.stringify(meta), 'photo', photo).expire(key, ttlSeconds).exec();
+    const previous = (await this.redis.set(this.currentValidationKey(meta.userId, meta.registry), tokenHash, 'EX', ttlSeconds, 'GET')) as string | null;
+    if (previous && previous !== tokenHash) await this.redis.del(this.validationKey(previous));
+    return validationToken;
+  }
+
+  async validationMeta(validationToken: string): Promise<ValidationMeta | null> {
+    const raw = await this.redis.hget(this.validationKey(hashToken(validationToken)), 'meta');
+    return raw ? (JSON.parse(raw) as ValidationMeta) : null;
+  }
+
+  async validationPhoto(validationToken: string): Promise<Buffer | null> {
+    return this.redis.hgetBuffer(this.validationKey(hashToken(validationToken)), 'photo');
+  }
+
+  /** Counts one verify-face attempt of a validation: how many so far, and the milliseconds they stay counted. */
+  async countAttempt(validationToken: string): Promise<{ attempts: number; ttlMs: number }> {
+    const hash = hashToken(validationToken);
+    const [attempts, ttlMs] = (await this.redis.eval(ATTEMPT_LUA, 2, this.attemptsKey(hash), this.validationKey(hash))) as [number, number];
+    return { attempts, ttlMs };
+  }
+
+  /** Drops a validation (and its photo) once; false when it was gone already (a concurrent pass won). */
+  async dropValidation(validationToken: string): Promise<boolean> {
+    const hash = hashToken(validationToken);
+    const [[, deleted]] = (await this.redis.multi().del(this.validationKey(hash)).del(this.attemptsKey(hash)).exec()) as [[Error | null, number], unknown];
+    return deleted === 1;
+  }
+
+  // ---- the reusable NIN capture ------------------------------------------------------------
+
+  async saveCapture(userId: string, embedding: number[], engineVersion: string, ttlSeconds: number): Promise<void> {
+    const key = this.captureKey(userId);
+    await this.redis
+      .multi()
+      .del(key)
+      .hset(key, 'embedding', encodeEmbedding(embedding), 'engineVersion', engineVersion, 'capturedAt', new Date().toISOString())
+      .expire(key, Math.max(1, ttlSeconds))
+      .exec();
+  }
+
+  /** The user's reusable NIN capture (embedding), or null outside the reuse window. */
+  async capture(userId: string): Promise<{ embedding: number[]; engineVersion: string } | null> {
+    const [emb, engineVersion] = await this.redis.hmgetBuffer(this.captureKey(userId), 'embedding', 'engineVersion');
+    if (!emb || !engineVersion) return null;
+    return { embedding: Array.from(decodeEmbedding(emb)), engineVersion: engineVersion.toString('utf8') };
+  }
+
+  // ---- link tokens -------------------------------------------------------------------------
+
+  issueLinkToken(claims: LinkClaims, ttlSeconds: number): Promise<string> {
+    return this.linkTokens.issue(JSON.stringify(claims), ttlSeconds, [claims.registry, claims.userId], { prefix: 'lt' });
+  }
+
+  /** Takes a link token once; null when unknown, expired, used, or another user's or registry's. */
+  async takeLinkToken(linkToken: string, registry: Registry, userId: string): Promise<{ claims: LinkClaims; taken: TakenToken } | null> {
+    const taken = await this.linkTokens.take(linkToken, [registry, userId]);
+    return taken ? { claims: JSON.parse(taken.value) as LinkClaims, taken } : null;
+  }
+
+  /** Gives a taken link token back for a retry (nothing was linked). */
+  restoreLinkToken(linkToken: string, registry: Registry, userId: string, taken: TakenToken): Promise<void> {
+    return this.linkTokens.restore(linkToken, [registry, userId], taken);
+  }
+}

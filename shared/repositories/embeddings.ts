@@ -1,0 +1,121 @@
+/**
+ * Canonical embeddings and their change log, writer and reader together (SPEC 6, docs/vector-index.md).
+ *
+ * Every write changes the row in `canonical_embeddings` AND appends to the change log
+ * `embedding_changes` in one transaction, after taking a transaction-scoped advisory lock. The lock
+ * makes change sequences commit in sequence order: a search replica that has seen seq N can never
+ * later receive a smaller seq that committed late, so "applied up to N" is a safe cursor, and a
+ * search that carries `minSeq` = the largest committed seq sees every write that answered before it.
+ *
+ * Called inside a caller's transaction (`trx`), the lock is held until that transaction ends: do the
+ * embedding write last, and keep the rest of that transaction short.
+ */
+import type { Knex } from 'knex';
+import { encodeEmbedding } from '../embeddings.js';
+import { CanonicalEmbedding, EmbeddingChange } from '../../models/index.js';
+import { Repository, type Db } from './handle.js';
+
+export type CanonicalSource = CanonicalEmbedding['source'];
+
+/** Key of the advisory lock that serialises change-log appends (pg_advisory_xact_lock(int4, int4)). */
+export const EMBEDDING_CHANGES_LOCK = [0x66616365 /* 'face' */, 6 /* SPEC section 6 */] as const;
+
+export interface StoredEmbedding {
+  userId: string;
+  embedding: Buffer;
+  engineVersion: string;
+}
+
+export class EmbeddingsRepository extends Repository {
+  private async appendChange(trx: Knex.Transaction, userId: string, op: EmbeddingChange['op']): Promise<string> {
+    const [row] = await trx(EmbeddingChange.tableName).insert({ userId, op }).returning('seq');
+    return String((row as { seq: string | number }).seq);
+  }
+
+  private async lockChanges(trx: Knex.Transaction): Promise<void> {
+    await trx.raw('SELECT pg_advisory_xact_lock(?, ?)', [...EMBEDDING_CHANGES_LOCK]);
+  }
+
+  // ---- writer ------------------------------------------------------------------------------
+
+  /**
+   * Sets the user's canonical embedding (512 finite numbers, stored as given in float32 LE) and logs
+   * the change. Returns the change sequence.
+   */
+  async upsert(userId: string, embedding: ArrayLike<number>, source: CanonicalSource, engineVersion: string, trx?: Knex.Transaction): Promise<{ seq: string }> {
+    const bytes = encodeEmbedding(embedding); // validates before any lock is taken
+    return this.transaction(async (t) => {
+      await this.lockChanges(t);
+      await t(CanonicalEmbedding.tableName)
+        .insert({ userId, embedding: bytes, source, engineVersion, updatedAt: t.fn.now() })
+        .onConflict('userId')
+        .merge(['embedding', 'source', 'engineVersion', 'updatedAt']);
+      return { seq: await this.appendChange(t, userId, 'upsert') };
+    }, trx);
+  }
+
+  /**
+   * Removes the user's canonical embedding and logs the removal (also when there was none, so that a
+   * replica holding a stale copy drops it). Once this returns, no search on any replica returns the user.
+   */
+  async remove(userId: string, trx?: Knex.Transaction): Promise<{ seq: string; removed: boolean }> {
+    return this.transaction(async (t) => {
+      await this.lockChanges(t);
+      const removed = await t(CanonicalEmbedding.tableName).where({ userId }).del();
+      return { seq: await this.appendChange(t, userId, 'delete'), removed: removed > 0 };
+    }, trx);
+  }
+
+  // ---- reader ------------------------------------------------------------------------------
+
+  /**
+   * The largest committed change sequence ('0' before the first write): what a search must have applied
+   * to see every write that has answered so far. Reads the primary key's last entry (an index-only probe).
+   */
+  async currentSeq(trx?: Db): Promise<string> {
+    const row = await this.on(trx)(EmbeddingChange.tableName).max({ seq: 'seq' }).first();
+    return row?.seq == null ? '0' : String(row.seq);
+  }
+
+  /** Changes after `seq`, oldest first (a replica's catch-up). */
+  async changesAfter(seq: string, limit: number, trx?: Db): Promise<{ seq: string; userId: string }[]> {
+    return this.on(trx)(EmbeddingChange.tableName).where('seq', '>', seq).orderBy('seq').limit(limit).select('seq', 'userId');
+  }
+
+  async exists(userId: string, trx?: Db): Promise<boolean> {
+    return Boolean(await this.on(trx)(CanonicalEmbedding.tableName).where({ userId }).first('userId'));
+  }
+
+  async find(userId: string, trx?: Db): Promise<StoredEmbedding | undefined> {
+    return this.on(trx)(CanonicalEmbedding.tableName).where({ userId }).first('userId', 'embedding', 'engineVersion');
+  }
+
+  /** The stored embeddings of some users (of one engine version, when given). */
+  async findMany(userIds: string[], opts: { engineVersion?: string } = {}, trx?: Db): Promise<StoredEmbedding[]> {
+    const q = this.on(trx)(CanonicalEmbedding.tableName).whereIn('userId', userIds);
+    if (opts.engineVersion) q.where({ engineVersion: opts.engineVersion });
+    return q.select('userId', 'embedding', 'engineVersion');
+  }
+
+  /** One page of an engine version's embeddings by user id (an index build reads them all in pages). */
+  async page(engineVersion: string, after: string | null, limit: number, trx?: Db): Promise<{ userId: string; embedding: Buffer }[]> {
+    const q = this.on(trx)(CanonicalEmbedding.tableName).where({ engineVersion }).orderBy('userId').limit(limit).select('userId', 'embedding');
+    if (after) q.where('userId', '>', after);
+    return q;
+  }
+
+  /** Rows of this engine version, and of any other (a replica reports the latter). */
+  async countByEngine(engineVersion: string, trx?: Db): Promise<{ mine: number; other: number }> {
+    const db = this.on(trx);
+    const row = await db(CanonicalEmbedding.tableName)
+      .select(db.raw('count(*) filter (where engine_version = ?) as mine, count(*) filter (where engine_version <> ?) as other', [engineVersion, engineVersion]))
+      .first();
+    return { mine: Number(row?.mine ?? 0), other: Number(row?.other ?? 0) };
+  }
+}
+
+// For scripts, benchmarks and tests that hold a knex rather than the web process's graph.
+export const upsertCanonical = (db: Knex, userId: string, embedding: ArrayLike<number>, source: CanonicalSource, engineVersion: string, trx?: Knex.Transaction) =>
+  new EmbeddingsRepository(db).upsert(userId, embedding, source, engineVersion, trx);
+export const removeCanonical = (db: Knex, userId: string, trx?: Knex.Transaction) => new EmbeddingsRepository(db).remove(userId, trx);
+export const currentChangeSeq = (db: Knex) => new EmbeddingsRepository(db).currentSeq();

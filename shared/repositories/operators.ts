@@ -1,0 +1,173 @@
+/**
+ * Operators, and the sessions and refresh tokens of every subject (consumers and operators): the state
+ * the authorisation layer reads on every request and the auth services change.
+ */
+import type { Knex } from 'knex';
+import { Operator, RefreshToken, Session, type OperatorRole, type OperatorStatus } from '../../models/index.js';
+import { Repository, type Db } from './handle.js';
+
+export type SubjectType = Session['subjectType'];
+export interface SessionSubject {
+  type: SubjectType;
+  id: string;
+}
+
+const toOperator = (row: Record<string, unknown>) => Operator.fromDatabaseJson(row) as Operator;
+
+export interface NewOperatorRow {
+  identifier: string;
+  displayName: string;
+  role: OperatorRole;
+  status: OperatorStatus;
+  mustResetPassword: boolean;
+  passwordHash: string;
+  orgId?: string;
+  createdBy?: string | null;
+}
+
+export class OperatorsRepository extends Repository {
+  async find(id: string, trx?: Db): Promise<Operator | undefined> {
+    return Operator.query(this.on(trx)).findById(id);
+  }
+
+  async findForUpdate(id: string, trx: Knex.Transaction): Promise<Operator | undefined> {
+    return Operator.query(trx).findById(id).forUpdate();
+  }
+
+  /** By identifier, compared case-insensitively. */
+  async findByIdentifier(identifier: string, trx?: Db): Promise<Operator | undefined> {
+    return Operator.query(this.on(trx)).whereRaw('lower(identifier) = lower(?)', [identifier]).first();
+  }
+
+  async insert(row: NewOperatorRow, trx?: Db): Promise<Operator> {
+    const [inserted] = await this.on(trx)(Operator.tableName).insert(row).returning('*');
+    return toOperator(inserted);
+  }
+
+  /** Changes an operator; with `unlockedOnly`, only while it is not locked (undefined otherwise). */
+  async update(
+    id: string,
+    changes: Partial<Pick<Operator, 'displayName' | 'role' | 'status' | 'passwordHash' | 'mustResetPassword' | 'failedLoginCount' | 'lockedAt'>>,
+    opts: { unlockedOnly?: boolean } = {},
+    trx?: Db,
+  ): Promise<Operator | undefined> {
+    const db = this.on(trx);
+    const q = db(Operator.tableName).where({ id });
+    if (opts.unlockedOnly) q.whereNull('lockedAt');
+    const [row] = await q.update({ ...changes, updatedAt: db.fn.now() }).returning('*');
+    return row ? toOperator(row) : undefined;
+  }
+
+  /** A successful sign-in: the failure counter cleared (and a rehashed password stored), unless locked meanwhile. */
+  async clearFailures(id: string, rehash: string | null): Promise<Pick<Operator, 'mustResetPassword' | 'status'> | undefined> {
+    const [row] = await this.db(Operator.tableName)
+      .where({ id })
+      .whereNull('lockedAt')
+      .update({ failedLoginCount: 0, ...(rehash ? { passwordHash: rehash } : {}) })
+      .returning(['mustResetPassword', 'status']);
+    return row;
+  }
+
+  /**
+   * Counts one failed password check; the `maxFailures`-th locks the account. Conditional on not being
+   * locked, so concurrent guesses cannot overshoot the limit (undefined: it was locked already).
+   */
+  async countFailure(id: string, maxFailures: number): Promise<Pick<Operator, 'failedLoginCount' | 'lockedAt'> | undefined> {
+    const [row] = await this.db(Operator.tableName)
+      .where({ id })
+      .whereNull('lockedAt')
+      .update({
+        failedLoginCount: this.db.raw('failed_login_count + 1'),
+        lockedAt: this.db.raw('CASE WHEN failed_login_count + 1 >= ? THEN now() ELSE NULL END', [maxFailures]),
+      })
+      .returning(['failedLoginCount', 'lockedAt']);
+    return row;
+  }
+
+  /** Serialises every change that could leave the deployment without an administrator. */
+  async lockAdministrators(trx: Knex.Transaction): Promise<void> {
+    await trx.raw("SELECT pg_advisory_xact_lock(hashtext('faceid:operators:administrators'))");
+  }
+
+  /** Active, unlocked administrators other than `exceptId`: the ones who could still manage the deployment. */
+  async otherManagingAdministrators(exceptId: string, trx?: Db): Promise<number> {
+    const [{ count }] = await this.on(trx)(Operator.tableName)
+      .where({ role: 'administrator', status: 'active' })
+      .whereNull('lockedAt')
+      .whereNot({ id: exceptId })
+      .count({ count: '*' });
+    return Number(count);
+  }
+
+  async activeAdministratorExists(trx?: Db): Promise<boolean> {
+    return Boolean(await this.on(trx)(Operator.tableName).where({ role: 'administrator', status: 'active' }).first('id'));
+  }
+}
+
+export class SessionsRepository extends Repository {
+  /** Opens a session and returns its id. */
+  async open(subject: SessionSubject, deviceHint: string | null, trx?: Db): Promise<string> {
+    const [session] = await this.on(trx)(Session.tableName).insert({ subjectType: subject.type, subjectId: subject.id, deviceHint }).returning('id');
+    return session.id as string;
+  }
+
+  async find(id: string, trx?: Db): Promise<Pick<Session, 'id' | 'subjectType' | 'subjectId' | 'revokedAt'> | undefined> {
+    return this.on(trx)(Session.tableName).where({ id }).first('id', 'subjectType', 'subjectId', 'revokedAt');
+  }
+
+  /** The session `id` of this subject, if it exists (revoked or not). */
+  async findOf(id: string, subject: SessionSubject, trx?: Db): Promise<Pick<Session, 'revokedAt'> | undefined> {
+    return this.on(trx)(Session.tableName).where({ id, subjectType: subject.type, subjectId: subject.id }).first('revokedAt');
+  }
+
+  /** Revokes one session: its access tokens stop at the next request, its refresh tokens stop working. */
+  async revoke(sessionId: string, reason: string, trx?: Db): Promise<boolean> {
+    const db = this.on(trx);
+    const n = await db(Session.tableName).where({ id: sessionId }).whereNull('revokedAt').update({ revokedAt: db.fn.now(), revokedReason: reason });
+    return Number(n) > 0;
+  }
+
+  /** Revokes every live session of a subject (optionally but one): logout everywhere, deactivation, reset. */
+  async revokeAllOf(subject: SessionSubject, reason: string, opts: { exceptSessionId?: string } = {}, trx?: Db): Promise<number> {
+    const db = this.on(trx);
+    const q = db(Session.tableName).where({ subjectType: subject.type, subjectId: subject.id }).whereNull('revokedAt');
+    if (opts.exceptSessionId) q.whereNot({ id: opts.exceptSessionId });
+    return Number(await q.update({ revokedAt: db.fn.now(), revokedReason: reason }));
+  }
+
+  // ---- refresh tokens (stored as SHA-256 only) ---------------------------------------------
+
+  async insertRefreshToken(sessionId: string, tokenHash: string, expiresAt: Date, trx?: Db): Promise<void> {
+    await this.on(trx)(RefreshToken.tableName).insert({ sessionId, tokenHash, expiresAt });
+  }
+
+  /**
+   * Marks a refresh token used, once: of N concurrent presentations exactly one sees used_at still
+   * NULL and gets the row (the others get undefined). Used tokens stay, so that reuse is recognised.
+   */
+  async takeRefreshToken(tokenHash: string): Promise<Pick<RefreshToken, 'sessionId' | 'expiresAt'> | undefined> {
+    const [row] = await this.db(RefreshToken.tableName).where({ tokenHash }).whereNull('usedAt').update({ usedAt: this.db.fn.now() }).returning(['sessionId', 'expiresAt']);
+    return row;
+  }
+
+  /** The session of a refresh token, used or not. */
+  async sessionOfRefreshToken(tokenHash: string): Promise<string | undefined> {
+    const row = await this.db(RefreshToken.tableName).where({ tokenHash }).first('sessionId');
+    return row?.sessionId;
+  }
+
+  /** Ends every unexpired refresh token of a subject's sessions now; returns how many. */
+  async expireRefreshTokensOf(subject: SessionSubject, trx?: Db): Promise<number> {
+    const db = this.on(trx);
+    const sessionIds = db(Session.tableName).where({ subjectType: subject.type, subjectId: subject.id }).select('id');
+    return db(RefreshToken.tableName).whereIn('sessionId', sessionIds).where('expiresAt', '>', db.fn.now()).update({ expiresAt: db.fn.now() });
+  }
+
+  /**
+   * Deletes refresh-token rows that expired more than `graceDays` ago. The grace keeps a rotated token's
+   * row long enough that presenting it again is still recognised as reuse (and revokes its family).
+   */
+  async pruneExpiredRefreshTokens(graceDays = 30): Promise<number> {
+    return this.db(RefreshToken.tableName).where('expiresAt', '<', this.db.raw(`now() - make_interval(days => ?)`, [graceDays])).del();
+  }
+}

@@ -1,0 +1,188 @@
+/**
+ * Users and their NIN / BVN links: one module for both, since the link tables are read by the identity
+ * workflow, the profile, and the first link's profile fill alike.
+ */
+import type { Knex } from 'knex';
+import { BvnLink, NinLink, User, type RegistryRecordSnapshot } from '../../models/index.js';
+import { Repository, type Db } from './handle.js';
+
+export type Registry = 'nin' | 'bvn';
+
+const LINK_TABLE: Record<Registry, string> = { nin: NinLink.tableName, bvn: BvnLink.tableName };
+
+/** The profile as the consumer sees it, with whether each registry is linked. */
+export interface UserRow {
+  id: string;
+  phone: string;
+  name: string | null;
+  dateOfBirth: string | null;
+  gender: string | null;
+  bankAccount: string | null;
+  pendingBankAccount: string | null;
+  ninLinked: boolean;
+  bvnLinked: boolean;
+  createdAt: Date;
+}
+
+export interface LinkHolder {
+  userId: string;
+  linkedAt: Date;
+  deviceHint: string | null;
+  deletedAt: Date | null;
+}
+
+export interface NewLink {
+  userId: string;
+  number: string;
+  registryRecord: RegistryRecordSnapshot;
+  deviceHint: string;
+  matchScore: number;
+  crossRegistryFlagged: boolean;
+}
+
+export interface ProfileChange {
+  phone?: string;
+  pendingBankAccount?: string;
+  pendingBankAccountRequestedAt?: Date;
+}
+
+export class UsersRepository extends Repository {
+  // ---- users -------------------------------------------------------------------------------
+
+  /** A live (not deleted) user's profile and link flags, or null. */
+  async findLiveView(userId: string, trx?: Db): Promise<UserRow | null> {
+    const db = this.on(trx);
+    const linked = (r: Registry) => db.raw(`EXISTS (SELECT 1 FROM ${LINK_TABLE[r]} l WHERE l.user_id = u.id) AS ${r}_linked`);
+    const row = await db(`${User.tableName} as u`)
+      .where('u.id', userId)
+      .whereNull('u.deletedAt')
+      .first('u.id', 'u.phone', 'u.name', 'u.dateOfBirth', 'u.gender', 'u.bankAccount', 'u.pendingBankAccount', 'u.createdAt', linked('nin'), linked('bvn'));
+    return row ?? null;
+  }
+
+  /** Whether the user exists and when it was deleted (null: live); undefined when there is no such user. */
+  async deletedAt(userId: string, trx?: Db): Promise<Date | null | undefined> {
+    const row = await this.on(trx)(User.tableName).where({ id: userId }).first('deletedAt');
+    return row ? row.deletedAt : undefined;
+  }
+
+  async findLive(userId: string, trx?: Db): Promise<Pick<User, 'phone' | 'bankAccount'> | undefined> {
+    return this.on(trx)(User.tableName).where({ id: userId }).whereNull('deletedAt').first('phone', 'bankAccount');
+  }
+
+  /** The subset of `userIds` whose accounts are live. */
+  async liveIds(userIds: string[], trx?: Db): Promise<Set<string>> {
+    if (userIds.length === 0) return new Set();
+    const rows: { id: string }[] = await this.on(trx)(User.tableName).whereIn('id', userIds).whereNull('deletedAt').select('id');
+    return new Set(rows.map((r) => r.id));
+  }
+
+  async phoneTakenByAnother(phone: string, userId: string, trx?: Db): Promise<boolean> {
+    return Boolean(await this.on(trx)(User.tableName).where({ phone }).whereNull('deletedAt').whereNot('id', userId).first('id'));
+  }
+
+  /** The live account of this phone, created on the first successful sign-in (race-safe). */
+  async findOrCreateByPhone(phone: string): Promise<string> {
+    const inserted = await this.db.raw(`INSERT INTO ${User.tableName} (phone) VALUES (?) ON CONFLICT (phone) WHERE deleted_at IS NULL DO NOTHING RETURNING id`, [phone]);
+    const row = inserted.rows?.[0] as { id: string } | undefined;
+    if (row) return row.id;
+    const existing = await this.db(User.tableName).where({ phone }).whereNull('deletedAt').first('id');
+    if (!existing) throw new Error('user neither inserted nor found');
+    return existing.id;
+  }
+
+  /** Applies a profile change to a live user; false when there is none. */
+  async updateLive(userId: string, change: ProfileChange, trx?: Db): Promise<boolean> {
+    const db = this.on(trx);
+    const updated = await db(User.tableName).where({ id: userId }).whereNull('deletedAt').update({ ...change, updatedAt: db.fn.now() }).returning(['id']);
+    return updated.length > 0;
+  }
+
+  /** Soft-deletes a live user (a pending change goes with it); false when there is none. */
+  async softDelete(userId: string, trx?: Db): Promise<boolean> {
+    const db = this.on(trx);
+    const deleted = await db(User.tableName)
+      .where({ id: userId })
+      .whereNull('deletedAt')
+      .update({ deletedAt: db.fn.now(), updatedAt: db.fn.now(), pendingBankAccount: null, pendingBankAccountRequestedAt: null })
+      .returning(['id']);
+    return deleted.length > 0;
+  }
+
+  /** Name, date of birth and gender from a registry record (the first link fills the profile). */
+  async fillProfile(userId: string, profile: { name: string; dateOfBirth: string; gender: string }, trx?: Db): Promise<void> {
+    const db = this.on(trx);
+    await db(User.tableName).where({ id: userId }).update({ ...profile, updatedAt: db.fn.now() });
+  }
+
+  /** Applies a pending bankAccount change if it is still the one requested at `requestedAt`. */
+  async confirmPendingBankAccount(userId: string, requestedAt: Date, trx?: Db): Promise<boolean> {
+    const db = this.on(trx);
+    const updated = await db(User.tableName)
+      .where({ id: userId, pendingBankAccountRequestedAt: requestedAt })
+      .whereNotNull('pendingBankAccount')
+      .whereNull('deletedAt')
+      .update({ bankAccount: db.ref('pendingBankAccount'), pendingBankAccount: null, pendingBankAccountRequestedAt: null, updatedAt: db.fn.now() })
+      .returning(['id']);
+    return updated.length > 0;
+  }
+
+  /** Live users with a pending bankAccount change, oldest request first (the upstream repair sweep). */
+  async pendingBankAccounts(limit: number, trx?: Db): Promise<{ id: string; pendingBankAccountRequestedAt: Date }[]> {
+    return this.on(trx)(User.tableName)
+      .whereNotNull('pendingBankAccount')
+      .whereNotNull('pendingBankAccountRequestedAt')
+      .whereNull('deletedAt')
+      .orderBy('pendingBankAccountRequestedAt')
+      .limit(limit)
+      .select('id', 'pendingBankAccountRequestedAt');
+  }
+
+  // ---- NIN / BVN links ---------------------------------------------------------------------
+
+  /** Who holds this number, if anyone (a deleted account may still hold it). */
+  async linkHolder(registry: Registry, number: string, trx?: Db): Promise<LinkHolder | undefined> {
+    const t = LINK_TABLE[registry];
+    return this.on(trx)(t)
+      .join(User.tableName, `${User.tableName}.id`, `${t}.userId`)
+      .where(`${t}.${registry}`, number)
+      .first(`${t}.userId as userId`, `${t}.linkedAt as linkedAt`, `${t}.deviceHint as deviceHint`, `${User.tableName}.deletedAt as deletedAt`);
+  }
+
+  async hasLink(registry: Registry, userId: string, trx?: Db): Promise<boolean> {
+    return Boolean(await this.on(trx)(LINK_TABLE[registry]).where({ userId }).first('id'));
+  }
+
+  /** The registry record the user's link of `registry` was made with, or undefined. */
+  async linkedRecord(registry: Registry, userId: string, trx?: Db): Promise<RegistryRecordSnapshot | undefined> {
+    const row = await this.on(trx)(LINK_TABLE[registry]).where({ userId }).first('registryRecord');
+    return row?.registryRecord;
+  }
+
+  /**
+   * Deletes the link rows of `number` still held by deleted accounts (the number is free again, as its
+   * phone number is); returns whom they belonged to.
+   */
+  async releaseFromDeletedAccounts(registry: Registry, number: string, trx: Knex.Transaction): Promise<{ userId: string; linkedAt: Date }[]> {
+    return trx(LINK_TABLE[registry])
+      .where(registry, number)
+      .whereIn('userId', trx(User.tableName).select('id').whereNotNull('deletedAt'))
+      .del()
+      .returning(['userId', 'linkedAt']);
+  }
+
+  /** Inserts a link; a number or user already linked is a unique violation (23505). */
+  async insertLink(registry: Registry, link: NewLink, trx?: Db): Promise<{ linkedAt: Date }> {
+    const [row] = await this.on(trx)(LINK_TABLE[registry])
+      .insert({
+        userId: link.userId,
+        [registry]: link.number,
+        registryRecord: JSON.stringify(link.registryRecord),
+        deviceHint: link.deviceHint,
+        matchScore: link.matchScore,
+        crossRegistryFlagged: link.crossRegistryFlagged,
+      })
+      .returning(['linkedAt']);
+    return row;
+  }
+}
