@@ -3,12 +3,12 @@
  * refuses to start unless it has a handler for every job of the queues it serves (workers/run-queue.ts).
  */
 import { EMBED_QUEUE, type EmbedJob, type EmbedResult } from './embed.js';
-import { LIVENESS_QUEUE, type LivenessJob, type LivenessResult } from './liveness.js';
+import { LIVENESS_QUEUE, type LivenessJob, type LivenessJobResult } from './liveness.js';
 import { SEARCH_QUEUE, type SearchJob, type SearchResult } from './search.js';
 import { UPSTREAM_QUEUE, type UpstreamJob, type UpstreamResult } from './upstream.js';
 
 export interface JobContracts {
-  [LIVENESS_QUEUE]: { payload: LivenessJob; result: LivenessResult };
+  [LIVENESS_QUEUE]: { payload: LivenessJob; result: LivenessJobResult };
   [EMBED_QUEUE]: { payload: EmbedJob; result: EmbedResult };
   [SEARCH_QUEUE]: { payload: SearchJob; result: SearchResult };
   /** Delayed fire-and-forget jobs (enqueued with queue().add, not JobClient.run); see ./upstream.ts. */
