@@ -8,8 +8,7 @@
  */
 import type { Knex } from 'knex';
 import { AppError } from '../../shared/errors.js';
-import { UPSTREAM_QUEUE } from '../../shared/jobs/upstream.js';
-import { enqueueBankAccountConfirm } from '../../workers/upstream/worker.js';
+import { UPSTREAM_QUEUE, enqueueBankAccountConfirm } from '../../shared/jobs/upstream.js';
 import type { AppDeps } from '../deps.js';
 import { validationError } from '../validation.js';
 import { maskTail, recordAudit } from './audit-events.js';

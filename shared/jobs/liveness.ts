@@ -1,6 +1,7 @@
 /** Job contract of the `liveness` queue: decode, detect, choose the face, landmarks, anti-spoof score. */
 import type { FaceErrorCode } from '../face/face-error.js';
 import type { FaceMode, LivenessResult } from '../face/liveness.js';
+import { awaitedJobContract } from './contract.js';
 
 export type { DetectedFace } from '../face/liveness.js';
 
@@ -16,3 +17,5 @@ export interface LivenessJob {
 export type LivenessJobResult =
   | ({ ok: true } & LivenessResult)
   | { ok: false; code: FaceErrorCode; faceCount: number; ms: number };
+
+export const livenessContract = awaitedJobContract<typeof LIVENESS_QUEUE, LivenessJob>(LIVENESS_QUEUE);
