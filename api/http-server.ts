@@ -1,10 +1,9 @@
-/** Starting and stopping the HTTP server of a web process (also used by the tests, in-process). */
+/** Starting and stopping the HTTP server of a web process (processes/web.ts; also the tests, in-process). */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp, type App } from './app.js';
 import type { AppDeps } from './deps.js';
 import type { AnyRoute } from './route-table.js';
-import { startUpstreamWorker } from '../workers/upstream/worker.js';
 import { pruneExpiredRefreshTokens } from './services/session-service.js';
 
 export interface RunningWeb {
@@ -14,10 +13,16 @@ export interface RunningWeb {
   close(): Promise<void>;
 }
 
-export async function startWeb(
-  deps: AppDeps,
-  opts: { port?: number; host?: string; poller?: boolean; extraRoutes?: AnyRoute[] } = {},
-): Promise<RunningWeb> {
+export interface StartWebOptions {
+  port?: number;
+  host?: string;
+  /** Start the background dependency poller (default true). */
+  poller?: boolean;
+  /** Routes mounted beside the real ones (tests of the framework itself). */
+  extraRoutes?: AnyRoute[];
+}
+
+export async function startWeb(deps: AppDeps, opts: StartWebOptions = {}): Promise<RunningWeb> {
   const app = createApp(deps, { extraRoutes: opts.extraRoutes });
   const server = app.koa.listen(opts.port ?? deps.config.port, opts.host ?? deps.config.host);
   await new Promise<void>((resolve, reject) => {
@@ -30,8 +35,6 @@ export async function startWeb(
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;
   if (opts.poller !== false) deps.health.startPoller(deps.config.dependencyPollIntervalMs);
-  // The `upstream` queue (delayed bankAccount confirmations) needs only PostgreSQL and Redis: see workers/upstream/worker.ts.
-  const upstream = deps.config.upstreamWorkerInWeb ? startUpstreamWorker(deps.config, { db: deps.db, logger: deps.logger }) : null;
   // Housekeeping: long-expired refresh-token rows go, hourly (every web replica may run it; it is idempotent).
   const prune = () => pruneExpiredRefreshTokens(deps.db).catch((e: unknown) => deps.logger.debug({ err: (e as Error).message }, 'refresh-token pruning failed'));
   const pruneTimer = setInterval(prune, 3600_000);
@@ -47,7 +50,6 @@ export async function startWeb(
         server.closeAllConnections?.();
         server.close(() => resolve());
       });
-      await upstream?.close();
     },
   };
 }

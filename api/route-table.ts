@@ -102,7 +102,6 @@ export interface RouteSpec<
 }
 
 // The table holds routes of many shapes; the router treats inputs as already validated.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyRoute = RouteSpec<any, any, any, any>;
 
 /** Declares one route with its input types inferred from its schemas. */

@@ -88,7 +88,7 @@ export function buildRouter(routes: AnyRoute[], deps: RouterDeps): Router {
         body = ctx.request.body ?? {};
         violations.push(...check(r.body, 'body', body));
       }
-      let fields: Record<string, unknown> = {};
+      const fields: Record<string, unknown> = {};
       const files: Record<string, UploadedFile | undefined> = {};
       if (r.multipart) {
         const rawFields = (ctx.request.body ?? {}) as Record<string, unknown>;

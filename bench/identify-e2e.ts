@@ -5,8 +5,8 @@
  *   BENCH_E2E_SECONDS=60 BENCH_E2E_ENROLLED=100000 FACE_WORKER_CONCURRENCY=2 npm run bench -- identify-e2e
  *   BENCH_PROFILE_DIR=/tmp/prof npm run bench -- identify-e2e   # V8 CPU profiles of web, face, search
  *
- * System: the three processes of production — `web` (api/server.ts), `face` and `search`
- * (workers/*\/main.ts) — against a scratch database `faceid_bench_e2e` holding BENCH_E2E_ENROLLED
+ * System: the three processes of production — `web`, `face` and `search`
+ * (processes/web.ts, face.ts, search.ts) — against a scratch database `faceid_bench_e2e` holding BENCH_E2E_ENROLLED
  * synthetic canonical embeddings plus the enrolled fixture people. This process is only the client:
  * POST /identify (multipart, `attestation=true`, an operator's token) with enough requests in flight
  * to keep the face worker busy; each request runs normalise, the liveness job, the embed job, the
@@ -186,9 +186,9 @@ export async function runIdentifyE2eBench(): Promise<string> {
   const config = loadConfig({ ...process.env, ...env });
   const webUrl = `http://127.0.0.1:${webPort}`;
   const children = {
-    web: startProcess('api/server.ts', env),
-    face: startProcess('workers/face/main.ts', env),
-    search: startProcess('workers/search/main.ts', env),
+    web: startProcess('processes/web.ts', env),
+    face: startProcess('processes/face.ts', env),
+    search: startProcess('processes/search.ts', env),
   };
   // This process's own deps: enrolment and the operator's token only (idle while measuring).
   const deps = createDeps(config, { logger: createLogger({ level: 'warn', name: 'bench-client' }) });

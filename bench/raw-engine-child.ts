@@ -5,8 +5,8 @@
  */
 import path from 'node:path';
 import { FaceEngine } from '../workers/face/pipeline/engine.js';
-import { normaliseUpload } from '../workers/face/pipeline/decode.js';
-import { isFaceError } from '../workers/face/pipeline/errors.js';
+import { normaliseUpload } from '../shared/face/image.js';
+import { isFaceError } from '../shared/face/face-error.js';
 import { ROOT, closedLoop } from './lib.js';
 import { fixturePhotos } from './stages.js';
 

@@ -21,46 +21,14 @@ import { performance } from 'node:perf_hooks';
 import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
 import { FaceEngine, type FaceAnalysis } from '../workers/face/pipeline/engine.js';
-import { normaliseUpload } from '../workers/face/pipeline/decode.js';
-import { isFaceError } from '../workers/face/pipeline/errors.js';
-import { cosine } from '../workers/face/pipeline/similarity.js';
+import { cosine } from '../shared/embeddings.js';
+import { isFaceError } from '../shared/face/face-error.js';
+import { normaliseUpload } from '../shared/face/image.js';
+import { FIXTURE_PHOTOS, FIXTURES_DIR, type FixturePhoto } from '../test/fixtures/faces/labels.js';
 import { CALIBRATED_THRESHOLDS } from '../shared/thresholds.js';
 import { FACE_MODELS } from '../shared/face-models.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-export const FIXTURES_DIR = path.join(ROOT, 'test/fixtures/faces');
-
-// ---------------------------------------------------------------------------------------------
-// Labels
-// ---------------------------------------------------------------------------------------------
-
-export interface FixturePhoto {
-  file: string;
-  /** Identity of the largest face; undefined for photos without a face. */
-  identity?: string;
-  /** Photos that are crops of one and the same photograph share this key. */
-  samePhoto?: string;
-  /** Group photos: each face is its own identity within the photo; across photos, unlabelled. */
-  group?: boolean;
-}
-
-export const FIXTURE_PHOTOS: FixturePhoto[] = [
-  { file: 'lfw/Bush_1.png', identity: 'Bush' },
-  { file: 'lfw/Bush_2.png', identity: 'Bush' },
-  { file: 'lfw/Bush_3.png', identity: 'Bush' },
-  { file: 'lfw/Chavez_1.png', identity: 'Chavez' },
-  { file: 'lfw/Powell_1.png', identity: 'Powell' },
-  { file: 'lfw/Powell_2.png', identity: 'Powell' },
-  { file: 'lfw/Powell_3.png', identity: 'Powell' },
-  { file: 'lfw/Sharon_1.png', identity: 'Sharon' },
-  { file: 'grace_hopper_a.jpg', identity: 'Hopper', samePhoto: 'hopper-portrait' },
-  { file: 'grace_hopper_b.jpg', identity: 'Hopper', samePhoto: 'hopper-portrait' },
-  { file: 'astronaut.png', identity: 'Collins' },
-  { file: 'group/sample1.jpg', group: true },
-  { file: 'group/sample2.jpg', group: true },
-  { file: 'group/sample3.jpg', group: true },
-  { file: 'no_face_fruits.jpg' },
-];
 
 interface Face extends FaceAnalysis {
   id: string;

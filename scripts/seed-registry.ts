@@ -12,11 +12,8 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { config } from '../shared/config.js';
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const FACES = path.join(ROOT, 'test', 'fixtures', 'faces');
+import { FIXTURES_DIR, photosOf } from '../test/fixtures/faces/labels.js';
 
 interface Demo {
   firstName: string;
@@ -30,14 +27,21 @@ interface Demo {
   selfie?: string;
 }
 
+/** The labelled photos of one person (the fixtures label by surname): the first for the registry, the next as the selfie. */
+function photosFor(identity: string): Pick<Demo, 'photo' | 'selfie'> {
+  const [photo, selfie] = photosOf(identity);
+  if (!photo) throw new Error(`no fixture photo is labelled ${identity}`);
+  return selfie ? { photo, selfie } : { photo };
+}
+
 // Public figures whose photographs ship in Debian/npm packages (see PROVENANCE.md); numbers are random.
 const POPULATION: Demo[] = [
-  { firstName: 'George', middleName: 'Walker', lastName: 'Bush', dateOfBirth: '1946-07-06', gender: 'male', photo: 'lfw/Bush_1.png', selfie: 'lfw/Bush_2.png' },
-  { firstName: 'Colin', middleName: 'Luther', lastName: 'Powell', dateOfBirth: '1937-04-05', gender: 'male', photo: 'lfw/Powell_1.png', selfie: 'lfw/Powell_2.png' },
-  { firstName: 'Grace', middleName: 'Brewster', lastName: 'Hopper', dateOfBirth: '1906-12-09', gender: 'female', photo: 'grace_hopper_a.jpg', selfie: 'grace_hopper_b.jpg' },
-  { firstName: 'Eileen', middleName: 'Marie', lastName: 'Collins', dateOfBirth: '1956-11-19', gender: 'female', photo: 'astronaut.png' },
-  { firstName: 'Hugo', middleName: 'Rafael', lastName: 'Chavez', dateOfBirth: '1954-07-28', gender: 'male', photo: 'lfw/Chavez_1.png' },
-  { firstName: 'Ariel', lastName: 'Sharon', dateOfBirth: '1928-02-26', gender: 'male', photo: 'lfw/Sharon_1.png' },
+  { firstName: 'George', middleName: 'Walker', lastName: 'Bush', dateOfBirth: '1946-07-06', gender: 'male', ...photosFor('Bush') },
+  { firstName: 'Colin', middleName: 'Luther', lastName: 'Powell', dateOfBirth: '1937-04-05', gender: 'male', ...photosFor('Powell') },
+  { firstName: 'Grace', middleName: 'Brewster', lastName: 'Hopper', dateOfBirth: '1906-12-09', gender: 'female', ...photosFor('Hopper') },
+  { firstName: 'Eileen', middleName: 'Marie', lastName: 'Collins', dateOfBirth: '1956-11-19', gender: 'female', ...photosFor('Collins') },
+  { firstName: 'Hugo', middleName: 'Rafael', lastName: 'Chavez', dateOfBirth: '1954-07-28', gender: 'male', ...photosFor('Chavez') },
+  { firstName: 'Ariel', lastName: 'Sharon', dateOfBirth: '1928-02-26', gender: 'male', ...photosFor('Sharon') },
 ];
 
 interface Person {
@@ -127,7 +131,7 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   try {
     for (const d of POPULATION) {
-      const photo = readFileSync(path.join(FACES, d.photo));
+      const photo = readFileSync(path.join(FIXTURES_DIR, d.photo));
       let person = await backend.find(d);
       const status = person ? 'existing' : 'enrolled';
       person ??= await backend.enrol(d, photo);

@@ -11,11 +11,10 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { Redis } from 'ioredis';
+import { freePort, redisAnswers } from './lib/local-services.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const say = (msg: string) => console.log(`[start] ${msg}`);
@@ -35,33 +34,6 @@ async function pgAnswers(url: string): Promise<boolean> {
   } finally {
     await c.end().catch(() => {});
   }
-}
-
-async function redisAnswers(url: string): Promise<boolean> {
-  const r = new Redis(url, { lazyConnect: true, connectTimeout: 1500, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  r.on('error', () => {});
-  try {
-    await r.connect();
-    return (await r.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    r.disconnect();
-  }
-}
-
-function freePort(preferred: number): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = net.createServer();
-    srv.once('error', () => {
-      const any = net.createServer();
-      any.listen(0, '127.0.0.1', () => {
-        const { port } = any.address() as net.AddressInfo;
-        any.close(() => resolve(port));
-      });
-    });
-    srv.listen(preferred, '127.0.0.1', () => srv.close(() => resolve(preferred)));
-  });
 }
 
 async function choosePostgres(): Promise<string> {
@@ -159,9 +131,9 @@ async function main(): Promise<void> {
   if (migrate.status !== 0) throw new Error('migrations failed');
 
   const children = new Map<string, ChildProcess>([
-    ['web', run('web', ['api/server.ts'], env)],
-    ['face', run('face', ['workers/face/main.ts'], env)],
-    ['search', run('search', ['workers/search/main.ts'], env)],
+    ['web', run('web', ['processes/web.ts'], env)],
+    ['face', run('face', ['processes/face.ts'], env)],
+    ['search', run('search', ['processes/search.ts'], env)],
   ]);
   const port = process.env.PORT ?? '3000';
   say('started web, face and search; waiting for the API to answer...');

@@ -73,7 +73,7 @@ export const SETTINGS = {
   proofTokenTtlSeconds: s({ env: 'PROOF_TOKEN_TTL_SECONDS', kind: 'int', default: 120, min: 5, doc: 'proofToken lifetime.' }),
   crossRegistryMismatchPolicy: s({ env: 'CROSS_REGISTRY_MISMATCH_POLICY', kind: 'string', default: 'hard-block', enum: ['hard-block', 'flag-and-continue'] as const, doc: 'What verify-face does when the face does not match the account\'s other registry.' }),
   bankAccountConfirmDelayMs: s({ env: 'BANK_ACCOUNT_CONFIRM_DELAY_MS', kind: 'int', default: 30_000, min: 0, doc: 'Delay of the simulated upstream confirmation of a bankAccount change.' }),
-  upstreamWorkerInWeb: s({ env: 'UPSTREAM_WORKER_IN_WEB', kind: 'bool', default: true, doc: 'Run the `upstream` queue\'s worker (delayed bankAccount confirmations) inside the web process; `false` when `workers/upstream/main.ts` runs it instead.' }),
+  upstreamWorkerInWeb: s({ env: 'UPSTREAM_WORKER_IN_WEB', kind: 'bool', default: true, doc: 'Run the `upstream` queue\'s worker (delayed bankAccount confirmations) inside the web process; `false` when `processes/upstream.ts` (`npm run start:upstream`) runs it instead.' }),
 
   operatorMaxFailedLogins: s({ env: 'OPERATOR_MAX_FAILED_LOGINS', kind: 'int', default: 5, min: 1, doc: 'Failed logins in a row before an operator is locked.' }),
   operatorLoginsPerIpPerHour: s({ env: 'OPERATOR_LOGINS_PER_IP_PER_HOUR', kind: 'int', default: 30, min: 1, doc: 'Operator sign-in attempts per client address per hour (429 `rate_limited`), checked before any password hashing.' }),

@@ -1,5 +1,6 @@
 /**
- * Enqueue a face/search job and await its result, so that API endpoints stay synchronous.
+ * Enqueue a face/search job and await its result, so that API endpoints stay synchronous; and the
+ * plain queue handle through which a deferred job is enqueued by its contract (shared/jobs/upstream.ts).
  *
  * - Every job carries a deadline; a job still waiting when its deadline passes is withdrawn from the
  *   queue (and a worker that picks one up late skips it), so a timed-out request never runs later.
@@ -11,8 +12,8 @@ import { randomUUID } from 'node:crypto';
 import { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AppError } from './errors.js';
-import type { JobContracts, JobEnvelope, QueueName } from './jobs/index.js';
-import { QUEUE_NAMES } from './jobs/index.js';
+import type { AwaitedJobContract } from './jobs/contract.js';
+import { AWAITED_QUEUE_NAMES, JOB_CONTRACTS, type JobContracts, type JobEnvelope, type QueueName } from './jobs/index.js';
 import { bullConnection } from './redis.js';
 
 export const bullPrefix = (redisPrefix: string) => `${redisPrefix}:bull`;
@@ -139,16 +140,15 @@ export class JobClient {
   private readonly reader: EventReader;
   private isReady = false;
 
+  private readonly queueConnection: Redis;
+
   constructor(private readonly opts: JobClientOptions) {
-    const prefix = bullPrefix(opts.redisPrefix);
-    // One connection for adding jobs to every queue, one for the blocking event reader.
-    const qc = this.connection();
+    // One connection for adding jobs to every queue, one for the blocking event reader. Only the
+    // awaited queues have their event streams read; a deferred queue's handle opens on first use.
+    this.queueConnection = this.connection();
     const streams: string[] = [];
-    for (const name of QUEUE_NAMES) {
-      const queue = new Queue(name, { connection: qc, prefix });
-      // Connection errors surface through /health and the requests that meet them, not as noise.
-      queue.on('error', () => {});
-      this.queues.set(name, queue);
+    for (const name of AWAITED_QUEUE_NAMES) {
+      const queue = this.queue(name);
       this.streamIndex.set(name, streams.length);
       streams.push(queue.keys.events!);
     }
@@ -162,16 +162,29 @@ export class JobClient {
     return c;
   }
 
+  /** The queue's handle (for a deferred queue, what its contract's enqueue function takes). */
   queue(name: QueueName): Queue {
-    return this.queues.get(name)!;
+    let queue = this.queues.get(name);
+    if (!queue) {
+      queue = new Queue(name, { connection: this.queueConnection, prefix: bullPrefix(this.opts.redisPrefix) });
+      // Connection errors surface through /health and the requests that meet them, not as noise.
+      queue.on('error', () => {});
+      this.queues.set(name, queue);
+    }
+    return queue;
   }
 
-  /** Runs one job and returns its result; throws AppError 503 on timeout or when Redis is down. */
+  /**
+   * Runs one job of an awaited queue and returns its result; throws AppError 503 on timeout or when
+   * Redis is down. A deferred queue's job is enqueued through its contract instead (a programming error here).
+   */
   async run<Q extends QueueName>(
     name: Q,
     payload: JobContracts[Q]['payload'],
     opts: { timeoutMs?: number } = {},
   ): Promise<JobContracts[Q]['result']> {
+    const contract = JOB_CONTRACTS[name];
+    if (contract.delivery !== 'awaited') throw new Error(`queue "${name}" is deferred: enqueue its jobs through its contract, nobody awaits them`);
     const timeoutMs = opts.timeoutMs ?? this.opts.timeoutMs;
     const started = Date.now();
     const deadlineAt = started + timeoutMs;
@@ -188,14 +201,8 @@ export class JobClient {
           this.isReady = true;
         }
         waiter = this.reader.wait(this.streamIndex.get(name)!, jobId);
-        return queue.add(name, envelope, {
-          jobId,
-          attempts: 1,
-          // The worker deletes the job (payload and result) in the same step that publishes the
-          // `completed` / `failed` event; the result reaches us through that event only.
-          removeOnComplete: true,
-          removeOnFail: true,
-        });
+        // The contract of queue Q takes Q's envelope (TypeScript cannot correlate the two through the union).
+        return (contract as AwaitedJobContract<Q, JobContracts[Q]['payload']>).enqueue(queue, envelope, jobId);
       })(),
       deadlineAt,
     ).catch((e: unknown) => {

@@ -8,7 +8,7 @@ import path from 'node:path';
 import test from 'ava';
 import { loadTiers } from '../api/services/billing-service.js';
 import { loadConfig } from '../shared/config.js';
-import { startHarness, type Harness } from './helpers/harness.js';
+import { useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';
 import { identifyRow, insertLogs, verifySelfRow } from './support/search-logs.js';
@@ -21,15 +21,11 @@ const TIERS = {
   orgs: { default: 'big', acme: 'small', ghost: 'small' },
 };
 
-let h: Harness;
-test.before(async () => {
+const h = useHarness(test, () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'faceid-tiers-'));
   const file = path.join(dir, 'tiers.json');
   writeFileSync(file, JSON.stringify(TIERS));
-  h = await startHarness({ env: { BILLING_TIERS_FILE: file } });
-});
-test.after.always(async () => {
-  await h?.stop();
+  return { env: { BILLING_TIERS_FILE: file } };
 });
 
 const api = () => client(h.url);

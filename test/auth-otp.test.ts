@@ -5,20 +5,14 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import test from 'ava';
-import { startHarness, type Harness } from './helpers/harness.js';
+import { useHarness, startHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { e164, lastCode, otherCode, outboxCodes, signInConsumer, uniqueLocalPhone } from './support/auth.js';
 
 const COOLDOWN = 2;
-let h: Harness;
 
-test.before(async () => {
-  // A short cooldown so the tests can wait it out; a high IP cap: every test here comes from 127.0.0.1.
-  h = await startHarness({ env: { OTP_COOLDOWN_SECONDS: String(COOLDOWN), OTP_REQUESTS_PER_IP_PER_HOUR: '100000' } });
-});
-test.after.always(async () => {
-  await h?.stop();
-});
+// A short cooldown so the tests can wait it out; a high IP cap: every test here comes from 127.0.0.1.
+const h = useHarness(test, { env: { OTP_COOLDOWN_SECONDS: String(COOLDOWN), OTP_REQUESTS_PER_IP_PER_HOUR: '100000' } });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -6,29 +6,26 @@
 import { createHash, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import test from 'ava';
 import { SignJWT, decodeJwt, decodeProtectedHeader } from 'jose';
-import { startHarness, type Harness } from './helpers/harness.js';
+import { useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newOperator } from './helpers/principals.js';
 import { activeOperatorAccount, probeRoutes, signInConsumer } from './support/auth.js';
 
 const keyPair = () => generateKeyPairSync('ed25519');
 const deploymentKey = keyPair();
-let h: Harness;
 let admin: { operatorId: string; token: string };
 
-test.before(async () => {
-  h = await startHarness({
-    extraRoutes: probeRoutes,
-    env: {
-      JWT_PRIVATE_KEY: deploymentKey.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
-      OTP_COOLDOWN_SECONDS: '0',
-      OTP_REQUESTS_PER_IP_PER_HOUR: '100000',
-    },
-  });
-  admin = await newOperator(h, { role: 'administrator' });
-});
-test.after.always(async () => {
-  await h?.stop();
+const h = useHarness(test, {
+  extraRoutes: probeRoutes,
+  env: {
+    JWT_PRIVATE_KEY: deploymentKey.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    OTP_COOLDOWN_SECONDS: '0',
+    OTP_REQUESTS_PER_IP_PER_HOUR: '100000',
+  },
+}, {
+  ready: async () => {
+    admin = await newOperator(h, { role: 'administrator' });
+  },
 });
 
 const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');

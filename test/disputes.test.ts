@@ -4,18 +4,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import test from 'ava';
-import { startHarness, type Harness } from './helpers/harness.js';
+import { useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';
 import { identifyRow, insertLogs, verifySelfRow } from './support/search-logs.js';
 
-let h: Harness;
-test.before(async () => {
-  h = await startHarness();
-});
-test.after.always(async () => {
-  await h?.stop();
-});
+const h = useHarness(test);
 
 const api = () => client(h.url);
 

@@ -10,12 +10,11 @@ import { AppError, type ErrorCode } from '../shared/errors.js';
 import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
 import { upsertCanonical } from '../shared/repositories/embeddings.js';
 import { hasFace } from '../api/services/face-service.js';
-import { startHarness, ROOT, type Harness } from './helpers/harness.js';
+import { useHarness, startHarness, ROOT } from './helpers/harness.js';
 import { newConsumer } from './helpers/principals.js';
 
 const photo = (file: string) => readFileSync(path.join(ROOT, 'test/fixtures/faces', file));
 
-let h: Harness;
 const enrolled: Record<string, string> = {};
 
 /** Enrols the photo's face as a user's canonical embedding (through the service, as linking does). */
@@ -28,12 +27,10 @@ async function enrol(file: string): Promise<string> {
   return userId;
 }
 
-test.before(async () => {
-  h = await startHarness({ face: true, search: 2 });
-  for (const file of ['lfw/Bush_2.png', 'lfw/Powell_2.png', 'lfw/Chavez_1.png', 'grace_hopper_a.jpg']) enrolled[file] = await enrol(file);
-});
-test.after.always(async () => {
-  await h?.stop();
+const h = useHarness(test, { face: true, search: 2 }, {
+  ready: async () => {
+    for (const file of ['lfw/Bush_2.png', 'lfw/Powell_2.png', 'lfw/Chavez_1.png', 'grace_hopper_a.jpg']) enrolled[file] = await enrol(file);
+  },
 });
 
 async function rejectsWithCode(t: import('ava').ExecutionContext, p: Promise<unknown>, code: ErrorCode, status: number) {

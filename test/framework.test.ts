@@ -7,12 +7,11 @@ import test from 'ava';
 import { route } from '../api/route-table.js';
 import { AppError } from '../shared/errors.js';
 import { Strict } from '../api/schemas/common.js';
-import { startHarness, type Harness } from './helpers/harness.js';
+import { useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';
 
 const MAX_UPLOAD = 64 * 1024;
-let h: Harness;
 
 const probeRoutes = [
   route({
@@ -97,12 +96,7 @@ const probeRoutes = [
   }),
 ];
 
-test.before(async () => {
-  h = await startHarness({ extraRoutes: probeRoutes, env: { MAX_UPLOAD_BYTES: String(MAX_UPLOAD), REGISTRY_SIMULATOR: 'false' } });
-});
-test.after.always(async () => {
-  await h?.stop();
-});
+const h = useHarness(test, { extraRoutes: probeRoutes, env: { MAX_UPLOAD_BYTES: String(MAX_UPLOAD), REGISTRY_SIMULATOR: 'false' } });
 
 test('a valid request passes with query and params coerced to their types', async (t) => {
   const res = await client(h.url).post('/_test/things/7?verbose=true', { json: { name: 'a', count: 2 } });

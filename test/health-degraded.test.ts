@@ -1,21 +1,20 @@
 /** /health and the dependency gauge with Redis really stopped, then restarted (no service restart). */
 import test from 'ava';
-import { startHarness, type Harness } from './helpers/harness.js';
+import { useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { startPrivateRedis, type PrivateRedis } from './helpers/private-redis.js';
 
 const POLL_MS = 400;
-let h: Harness;
 let redis: PrivateRedis;
 
-test.before(async () => {
-  redis = await startPrivateRedis();
-  h = await startHarness({ poller: true, env: { REDIS_URL: redis.url, DEPENDENCY_POLL_INTERVAL_MS: String(POLL_MS) } });
-});
-test.after.always(async () => {
-  await h?.stop();
-  await redis?.stop();
-});
+const h = useHarness(
+  test,
+  async () => {
+    redis = await startPrivateRedis();
+    return { poller: true, env: { REDIS_URL: redis.url, DEPENDENCY_POLL_INTERVAL_MS: String(POLL_MS) } };
+  },
+  { afterStop: async () => redis?.stop() },
+);
 
 async function gauge(dependency: string): Promise<string | undefined> {
   const res = await client(h.url).get('/metrics');

@@ -5,18 +5,12 @@
  * neutralises cells that would start a spreadsheet formula.
  */
 import test from 'ava';
-import { startHarness, type Harness } from './helpers/harness.js';
+import { useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';
 import { identifyRow, insertLogs, parseCsv, verifySelfRow } from './support/search-logs.js';
 
-let h: Harness;
-test.before(async () => {
-  h = await startHarness();
-});
-test.after.always(async () => {
-  await h?.stop();
-});
+const h = useHarness(test);
 
 const api = () => client(h.url);
 const at = (minutesAgo: number) => new Date(Date.now() - minutesAgo * 60_000);

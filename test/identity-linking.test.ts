@@ -10,10 +10,11 @@ import test from 'ava';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createDeps, closeDeps, type AppDeps } from '../api/deps.js';
-import { startWeb, type RunningWeb } from '../api/http-server.js';
+import { startWebProcess, type RunningWebProcess } from '../processes/web.js';
 import { removeCanonical } from '../shared/repositories/embeddings.js';
 import { createLogger } from '../shared/logger.js';
-import { freePort, startHarness, ROOT, type Harness } from './helpers/harness.js';
+import { freePort } from '../scripts/lib/local-services.js';
+import { useHarness, ROOT } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';
 
@@ -31,12 +32,11 @@ const IMG = {
 const ANDROID_UA = 'Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Mobile Safari/537.36';
 const REGISTRY_TIMEOUT_MS = 1500;
 
-let h: Harness;
 /** A second web process of the same deployment (same database, Redis and workers), other settings. */
 interface ExtraWeb {
   url: string;
   deps: AppDeps;
-  web: RunningWeb;
+  web: RunningWebProcess;
 }
 const extras: ExtraWeb[] = [];
 let flagWeb: ExtraWeb;
@@ -45,25 +45,29 @@ let faultWeb: ExtraWeb;
 async function extraWeb(env: Record<string, string>): Promise<ExtraWeb> {
   const config = h.configFor({ PORT: String(await freePort()), ...env });
   const deps = createDeps(config, { logger: createLogger({ level: 'silent' }) });
-  const web = await startWeb(deps, { port: config.port, poller: false });
-  const e = { url: web.url, deps, web };
+  const web = await startWebProcess(deps, { port: config.port, poller: false });
+  const e = { url: web.web.url, deps, web };
   extras.push(e);
   return e;
 }
 
-test.before(async () => {
-  h = await startHarness({ face: true, search: 1, env: { REGISTRY_TIMEOUT_MS: String(REGISTRY_TIMEOUT_MS), CROSS_REGISTRY_MISMATCH_POLICY: 'hard-block' } });
-  flagWeb = await extraWeb({ CROSS_REGISTRY_MISMATCH_POLICY: 'flag-and-continue' });
-  const faultPort = await freePort();
-  faultWeb = await extraWeb({ PORT: String(faultPort), REGISTRY_URL: `http://127.0.0.1:${faultPort}/api`, REGISTRY_SIM_FAULT: 'timeout' });
-});
-test.after.always(async () => {
-  for (const e of extras) {
-    await e.web.close();
-    await closeDeps(e.deps);
-  }
-  await h?.stop();
-});
+const h = useHarness(
+  test,
+  { face: true, search: 1, env: { REGISTRY_TIMEOUT_MS: String(REGISTRY_TIMEOUT_MS), CROSS_REGISTRY_MISMATCH_POLICY: 'hard-block' } },
+  {
+    ready: async () => {
+      flagWeb = await extraWeb({ CROSS_REGISTRY_MISMATCH_POLICY: 'flag-and-continue' });
+      const faultPort = await freePort();
+      faultWeb = await extraWeb({ PORT: String(faultPort), REGISTRY_URL: `http://127.0.0.1:${faultPort}/api`, REGISTRY_SIM_FAULT: 'timeout' });
+    },
+    beforeStop: async () => {
+      for (const e of extras) {
+        await e.web.close();
+        await closeDeps(e.deps);
+      }
+    },
+  },
+);
 
 const api = (base = h.url) => client(base);
 

@@ -5,6 +5,7 @@ import { bullPrefix, JobClient } from '../shared/job-client.js';
 import { bullConnection, createRedis } from '../shared/redis.js';
 import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';
 import { AppError } from '../shared/errors.js';
+import { bankAccountConfirmJobId, enqueueBankAccountConfirm } from '../shared/jobs/upstream.js';
 
 const prefix = testRedisPrefix();
 const jobs = new JobClient({ redisUrl: TEST_REDIS_URL, redisPrefix: prefix, timeoutMs: 800 });
@@ -105,4 +106,15 @@ test.serial('concurrent jobs each get their own result', async (t) => {
   const keys = (await redis.keys(`${bullPrefix(prefix)}:search:*`)).filter((k) => !/:(events|meta|id|marker|stalled-check)$/.test(k));
   t.deepEqual(keys, [], 'no job hash or job list entry left');
   await w.close();
+});
+
+test.serial('a deferred queue is not awaited: run refuses it, and its jobs go through the contract with the plain queue handle', async (t) => {
+  await t.throwsAsync(jobs.run('upstream', { kind: 'bank-account-confirm', userId: 'u', requestedAt: new Date().toISOString() }), {
+    message: /queue "upstream" is deferred/,
+  });
+  const requestedAt = new Date();
+  await enqueueBankAccountConfirm(jobs.queue('upstream'), 'u', requestedAt, 60_000);
+  const job = await jobs.queue('upstream').getJob(bankAccountConfirmJobId('u', requestedAt));
+  t.like(job?.opts, { attempts: 5, delay: 60_000 });
+  t.deepEqual(job?.data, { kind: 'bank-account-confirm', userId: 'u', requestedAt: requestedAt.toISOString() });
 });

@@ -2,16 +2,10 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import test from 'ava';
 import { koaPath } from '../api/route-table.js';
-import { startHarness, type Harness } from './helpers/harness.js';
+import { useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 
-let h: Harness;
-test.before(async () => {
-  h = await startHarness();
-});
-test.after.always(async () => {
-  await h?.stop();
-});
+const h = useHarness(test);
 
 test('the served document passes a real OpenAPI 3.1 validator', async (t) => {
   const res = await client(h.url).get('/openapi.json');

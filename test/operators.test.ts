@@ -11,20 +11,17 @@ import knexFactory from 'knex';
 import { ensureFirstAdministrator } from '../api/services/operator-service.js';
 import { verifyPassword } from '../api/services/passwords.js';
 import { createDb } from '../shared/db.js';
-import { ROOT, startHarness, type Harness } from './helpers/harness.js';
+import { ROOT, useHarness, startHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';
 import { activeOperatorAccount, createOperatorAccount, uniqueIdentifier } from './support/auth.js';
 
-let h: Harness;
 let admin: { operatorId: string; token: string };
 
-test.before(async () => {
-  h = await startHarness();
-  admin = await newOperator(h, { role: 'administrator' });
-});
-test.after.always(async () => {
-  await h?.stop();
+const h = useHarness(test, {}, {
+  ready: async () => {
+    admin = await newOperator(h, { role: 'administrator' });
+  },
 });
 
 const login = (identifier: string, password: string) => client(h.url).post('/auth/operator/login', { json: { identifier, password } });

@@ -1,16 +1,10 @@
 /** Preferences (SPEC section 10): defaults, partial strict PATCH without a proofToken, own id only. */
 import test from 'ava';
-import { startHarness, type Harness } from './helpers/harness.js';
+import { useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';
 
-let h: Harness;
-test.before(async () => {
-  h = await startHarness();
-});
-test.after.always(async () => {
-  await h?.stop();
-});
+const h = useHarness(test);
 
 const api = () => client(h.url);
 

@@ -1,16 +1,10 @@
 /** Bull Board at /admin/queues: administrators (through the cookie) only. */
 import test from 'ava';
-import { startHarness, type Harness } from './helpers/harness.js';
+import { useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';
 
-let h: Harness;
-test.before(async () => {
-  h = await startHarness();
-});
-test.after.always(async () => {
-  await h?.stop();
-});
+const h = useHarness(test);
 
 function cookieOf(res: { headers: Headers }): string {
   const raw = res.headers.get('set-cookie') ?? '';

@@ -6,7 +6,7 @@
 import test from 'ava';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { startHarness, ROOT, type Harness } from './helpers/harness.js';
+import { useHarness, ROOT } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { effectiveFault } from '../api/registry-simulator/simulator.js';
 
@@ -14,14 +14,8 @@ const FACES = path.join(ROOT, 'test/fixtures/faces');
 const bush = readFileSync(path.join(FACES, 'lfw/Bush_1.png'));
 const hopper = readFileSync(path.join(FACES, 'grace_hopper_a.jpg'));
 
-let h: Harness;
-let faulty: Harness;
-test.before(async () => {
-  [h, faulty] = await Promise.all([startHarness(), startHarness({ env: { REGISTRY_SIM_FAULT: 'error' } })]);
-});
-test.after.always(async () => {
-  await Promise.allSettled([h?.stop(), faulty?.stop()]);
-});
+const h = useHarness(test);
+const faulty = useHarness(test, { env: { REGISTRY_SIM_FAULT: 'error' } });
 
 let seq = 0;
 function enrolForm(over: Record<string, string> = {}, photo: Buffer | null = bush, photoType = 'image/png') {

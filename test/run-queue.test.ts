@@ -1,6 +1,8 @@
-/** workers/run-queue.ts: a worker refuses to start with a missing or stray handler. */
+/** workers/run-queue.ts: a worker refuses to start with a missing or stray handler; deferred jobs run through it too. */
 import test from 'ava';
 import { loadConfig } from '../shared/config.js';
+import { enqueueBankAccountConfirm, type UpstreamJob } from '../shared/jobs/upstream.js';
+import { createRedis } from '../shared/redis.js';
 import { createLogger } from '../shared/logger.js';
 import { runQueues, type HandlerMap } from '../workers/run-queue.js';
 import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';
@@ -16,4 +18,32 @@ test('a declared queue without a handler, or a handler for a queue not served, r
   await t.throwsAsync(runQueues(config, ['search'], stray, opts), { message: /handler for "embed", which this process does not serve/ });
 
   await t.throwsAsync(runQueues(config, ['nope' as 'search'], { nope: async () => null } as unknown as HandlerMap<'search'>, opts), { message: /not declared in shared\/jobs/ });
+});
+
+test('a deferred job (upstream) is served by the same runner: its bare payload, after its delay, once per job id', async (t) => {
+  const seen: { payload: UpstreamJob; at: number }[] = [];
+  const runner = await runQueues(config, ['upstream'], {
+    upstream: async (payload) => {
+      seen.push({ payload, at: Date.now() });
+      return { applied: true };
+    },
+  }, opts);
+  const redis = createRedis(TEST_REDIS_URL);
+  try {
+    const requestedAt = new Date();
+    const enqueuedAt = Date.now();
+    await enqueueBankAccountConfirm(runner.queue('upstream'), 'user-1', requestedAt, 300);
+    await enqueueBankAccountConfirm(runner.queue('upstream'), 'user-1', requestedAt, 300); // same job id: a no-op
+    for (let i = 0; i < 100 && seen.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 500)); // a second job, were there one, would have run by now
+    t.is(seen.length, 1);
+    t.deepEqual(seen[0]!.payload, { kind: 'bank-account-confirm', userId: 'user-1', requestedAt: requestedAt.toISOString() });
+    t.true(seen[0]!.at - enqueuedAt >= 250, `ran ${seen[0]!.at - enqueuedAt} ms after the enqueue`);
+    t.deepEqual(runner.stats.upstream, { started: 1, completed: 1, failed: 0, skippedExpired: 0 });
+  } finally {
+    await runner.close();
+    const keys = await redis.keys(`${config.redisPrefix}:*`);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+  }
 });

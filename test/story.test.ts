@@ -14,7 +14,7 @@ import test from 'ava';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ensureFirstAdministrator } from '../api/services/operator-service.js';
-import { ROOT, startHarness, type Harness } from './helpers/harness.js';
+import { ROOT, useHarness } from './helpers/harness.js';
 import { client, type RequestOptions } from './helpers/http.js';
 
 const ADMIN = { identifier: 'admin', password: 'admin-pass-123' };
@@ -24,7 +24,6 @@ const face = (rel: string) => ({
   type: rel.endsWith('.png') ? 'image/png' : 'image/jpeg',
 });
 
-let h: Harness;
 const api = () => client(h.url);
 const bearer = (token: string) => ({ token });
 
@@ -48,14 +47,12 @@ const s: {
   disputeId?: string;
 } = {};
 
-test.before(async () => {
-  h = await startHarness({ face: true, search: 1, env: { ADMIN_IDENTIFIER: ADMIN.identifier, ADMIN_PASSWORD: ADMIN.password } });
-  // The harness starts the web server without api/server.ts's start-up step: run it as that file does.
-  const first = await ensureFirstAdministrator(h.deps);
-  if (!first.created) throw new Error(`first administrator not created: ${first.reason}`);
-});
-test.after.always(async () => {
-  await h?.stop();
+const h = useHarness(test, { face: true, search: 1, env: { ADMIN_IDENTIFIER: ADMIN.identifier, ADMIN_PASSWORD: ADMIN.password } }, {
+  ready: async () => {
+    // The harness starts the web process without processes/web.ts's start-up step: run it as that file does.
+    const first = await ensureFirstAdministrator(h.deps);
+    if (!first.created) throw new Error(`first administrator not created: ${first.reason}`);
+  },
 });
 
 /** The newest code the SMS outbox holds for this phone. */

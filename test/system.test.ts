@@ -1,15 +1,9 @@
 import test from 'ava';
-import { startHarness, type Harness } from './helpers/harness.js';
+import { useHarness, startHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';
 
-let h: Harness;
-test.before(async () => {
-  h = await startHarness();
-});
-test.after.always(async () => {
-  await h?.stop();
-});
+const h = useHarness(test);
 
 test('GET /health reports all five dependencies and is 200 while db and cache are up', async (t) => {
   const res = await client(h.url).get('/health');

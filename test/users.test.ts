@@ -8,19 +8,13 @@ import { createHash, randomBytes } from 'node:crypto';
 import test from 'ava';
 import { issueProofToken, proofTokenKey } from '../api/services/proof-tokens.js';
 import { upsertCanonical } from '../shared/repositories/embeddings.js';
-import { startHarness, type Harness } from './helpers/harness.js';
+import { useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';
 
 const CONFIRM_DELAY_MS = 600;
 
-let h: Harness;
-test.before(async () => {
-  h = await startHarness({ env: { BANK_ACCOUNT_CONFIRM_DELAY_MS: String(CONFIRM_DELAY_MS) } });
-});
-test.after.always(async () => {
-  await h?.stop();
-});
+const h = useHarness(test, { env: { BANK_ACCOUNT_CONFIRM_DELAY_MS: String(CONFIRM_DELAY_MS) } });
 
 const api = () => client(h.url);
 const proof = async (userId: string) => (await issueProofToken(h.deps, userId)).proofToken;

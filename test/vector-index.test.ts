@@ -11,7 +11,7 @@ import { createLogger } from '../shared/logger.js';
 import { currentChangeSeq, removeCanonical, upsertCanonical } from '../shared/repositories/embeddings.js';
 import { VectorIndex, describeFactory } from '../workers/search/vector-index.js';
 import { IndexReplica } from '../workers/search/replica.js';
-import { startHarness, type Harness } from './helpers/harness.js';
+import { useHarness, type Harness } from './helpers/harness.js';
 import { newConsumer } from './helpers/principals.js';
 
 const DIM = 512;
@@ -125,14 +125,8 @@ test('a type that needs training falls back to exact Flat below its minimum, tra
 // Read-your-writes across two search workers
 // ------------------------------------------------------------------------------------------------
 
-let h: Harness;
-test.before(async () => {
-  // No background sync: only the minSeq catch-up can make a write visible to a search right away.
-  h = await startHarness({ search: 2, env: { SEARCH_SYNC_INTERVAL_MS: '0', SEARCH_WORKER_CONCURRENCY: '1' } });
-});
-test.after.always(async () => {
-  await h?.stop();
-});
+// No background sync: only the minSeq catch-up can make a write visible to a search right away.
+const h = useHarness(test, { search: 2, env: { SEARCH_SYNC_INTERVAL_MS: '0', SEARCH_WORKER_CONCURRENCY: '1' } });
 
 async function served(): Promise<number[]> {
   return Promise.all(h.searchWorkers.map(async (w) => ((await (await fetch(`${w.url}/health`)).json()) as any).jobs.completed as number));

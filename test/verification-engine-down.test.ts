@@ -2,19 +2,13 @@
 import test from 'ava';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { ROOT, startHarness, type Harness } from './helpers/harness.js';
+import { ROOT, useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newOperator } from './helpers/principals.js';
 
 const TIMEOUT_MS = 1200;
-let h: Harness;
-test.before(async () => {
-  // A low pixel limit too: the API refuses an oversized image itself, before any job.
-  h = await startHarness({ env: { FACE_JOB_TIMEOUT_MS: String(TIMEOUT_MS), MAX_IMAGE_PIXELS: '100000' } });
-});
-test.after.always(async () => {
-  await h?.stop();
-});
+// A low pixel limit too: the API refuses an oversized image itself, before any job.
+const h = useHarness(test, { env: { FACE_JOB_TIMEOUT_MS: String(TIMEOUT_MS), MAX_IMAGE_PIXELS: '100000' } });
 
 test('identify with the face engine down: 503 face_engine_unavailable in time, one SearchLog row, nothing left queued', async (t) => {
   const operator = await newOperator(h);

@@ -8,14 +8,13 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { upsertCanonical } from '../shared/repositories/embeddings.js';
 import { hasFace } from '../api/services/face-service.js';
-import { ROOT, startHarness, type Harness } from './helpers/harness.js';
+import { ROOT, useHarness, type Harness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';
 
 const photo = (rel: string) => readFileSync(path.join(ROOT, 'test', 'fixtures', 'faces', rel));
 const file = (rel: string) => ({ data: photo(rel), filename: path.basename(rel), type: rel.endsWith('.png') ? 'image/png' : 'image/jpeg' });
 
-let h: Harness;
 let bush: { userId: string; token: string };
 let powell: { userId: string; token: string };
 let operator: { operatorId: string; token: string };
@@ -29,16 +28,14 @@ async function enrol(h: Harness, userId: string, rel: string): Promise<void> {
 
 const logCount = async () => Number((await h.deps.db('searchLogs').count({ n: '*' }).first())!.n);
 
-test.before(async () => {
-  h = await startHarness({ face: true, search: 1 });
-  bush = await newConsumer(h);
-  powell = await newConsumer(h);
-  operator = await newOperator(h);
-  await enrol(h, bush.userId, 'lfw/Bush_1.png');
-  await enrol(h, powell.userId, 'lfw/Powell_1.png');
-});
-test.after.always(async () => {
-  await h?.stop();
+const h = useHarness(test, { face: true, search: 1 }, {
+  ready: async () => {
+    bush = await newConsumer(h);
+    powell = await newConsumer(h);
+    operator = await newOperator(h);
+    await enrol(h, bush.userId, 'lfw/Bush_1.png');
+    await enrol(h, powell.userId, 'lfw/Powell_1.png');
+  },
 });
 
 test.serial('identify finds the enrolled person from another photo, logs the call with its latency breakdown', async (t) => {

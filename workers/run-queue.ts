@@ -1,28 +1,30 @@
 /**
- * The one way a worker process serves queues of shared/jobs.
+ * The one way a worker process serves queues of shared/jobs: face, search and upstream alike.
  *
  * - Typed handler map: the handler of queue Q receives Q's payload and returns Q's result.
  * - Refuses to start (throws, before any connection) when a queue it is asked to serve has no
  *   handler, when a handler names an unknown queue, or when asked for an undeclared queue: a missing
  *   wire fails at boot, not in production.
- * - Skips a job whose `deadlineAt` has passed when it is picked up (the API has already answered 503
- *   and withdrawn it, or tried to): the handler never runs, the payload (an image, an embedding) is
- *   wiped from Redis at once, and the job is failed as `expired` without retry. So a withdrawn or
- *   timed-out request never runs later.
+ * - Reads each job as its queue's contract declares (shared/jobs/contract.ts): an awaited job is a
+ *   deadline envelope, a deferred job is its bare payload (retried as its contract's options say).
+ * - Skips an awaited job whose `deadlineAt` has passed when it is picked up (the API has already
+ *   answered 503 and withdrawn it, or tried to): the handler never runs, the payload (an image, an
+ *   embedding) is wiped from Redis at once, and the job is failed as `expired` without retry. So a
+ *   withdrawn or timed-out request never runs later.
  * - Face outcomes are results (handlers return them); a thrown error is an engine fault: the job
- *   fails once (the API sends attempts: 1) and the waiting request answers 503 at once.
+ *   fails once (awaited contracts say attempts: 1) and the waiting request answers 503 at once.
  * - Never logs a payload or a result (images and embeddings).
  */
-import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Config } from '../shared/config.js';
 import { bullPrefix } from '../shared/job-client.js';
-import { QUEUE_NAMES, type JobContracts, type JobEnvelope, type QueueName } from '../shared/jobs/index.js';
+import { JOB_CONTRACTS, QUEUE_NAMES, type JobContracts, type JobEnvelope, type QueueName } from '../shared/jobs/index.js';
 import type { Logger } from '../shared/logger.js';
 import { bullConnection } from '../shared/redis.js';
 
 export interface JobContext {
   job: Job;
-  /** Epoch ms after which nobody awaits the result. */
+  /** Epoch ms after which nobody awaits the result (Infinity for a deferred job: nobody awaits it). */
   deadlineAt: number;
 }
 
@@ -53,6 +55,8 @@ export interface RunQueuesOptions {
 export interface QueueRunner<Q extends QueueName> {
   readonly queues: readonly Q[];
   readonly stats: Record<Q, QueueStats>;
+  /** A plain handle on a served queue (for re-enqueueing through its contract); opened on first use. */
+  queue(name: Q): Queue;
   close(): Promise<void>;
 }
 
@@ -90,6 +94,11 @@ export async function runQueues<Q extends QueueName>(
     const handler = handlers[queue] as JobHandler<Q>;
     const log = opts.logger.child({ queue });
     const processor = async (job: Job) => {
+      if (JOB_CONTRACTS[queue].delivery === 'deferred') {
+        if (job.data == null || typeof job.data !== 'object') throw new UnrecoverableError(`malformed job "${job.name}" on queue "${queue}"`);
+        stats[queue].started++;
+        return handler(job.data as JobContracts[Q]['payload'], { job, deadlineAt: Number.POSITIVE_INFINITY });
+      }
       const envelope = job.data as Partial<JobEnvelope<Q>> | undefined;
       if (job.name !== queue || !envelope || typeof envelope.deadlineAt !== 'number' || envelope.payload == null) {
         throw new UnrecoverableError(`malformed job "${job.name}" on queue "${queue}"`);
@@ -128,12 +137,32 @@ export async function runQueues<Q extends QueueName>(
   await Promise.all(workers.map((w) => w.waitUntilReady()));
   opts.logger.info({ queues, concurrency: opts.concurrency }, 'serving queues');
 
+  const handles = new Map<Q, Queue>();
+  let handleConnection: ReturnType<typeof bullConnection> | undefined;
+  const queueHandle = (name: Q): Queue => {
+    let handle = handles.get(name);
+    if (!handle) {
+      if (!handleConnection) {
+        handleConnection = bullConnection(config.redisUrl);
+        handleConnection.on('error', (e) => opts.logger.debug({ err: e.message }, 'redis connection error'));
+        connections.push(handleConnection);
+      }
+      handle = new Queue(name, { connection: handleConnection, prefix });
+      // Redis outages are reported by /health; without a listener BullMQ prints every reconnect error.
+      handle.on('error', () => {});
+      handles.set(name, handle);
+    }
+    return handle;
+  };
+
   return {
     queues,
     stats,
+    queue: queueHandle,
     close: async () => {
       // Lets running jobs finish, takes no new ones.
       await Promise.allSettled(workers.map((w) => w.close()));
+      await Promise.allSettled([...handles.values()].map((q) => q.close()));
       await Promise.allSettled(connections.map((c) => c.quit().catch(() => c.disconnect())));
     },
   };

@@ -26,9 +26,10 @@ import { JobTimeoutError, type JobClient } from '../../shared/job-client.js';
 import type { DetectedFace, JobContracts, QueueName, SearchHit } from '../../shared/jobs/index.js';
 import type { Logger } from '../../shared/logger.js';
 import type { EmbeddingsRepository } from '../../shared/repositories/embeddings.js';
-import { normaliseUpload, type NormalisedImage } from '../../workers/face/pipeline/decode.js';
-import { isFaceError } from '../../workers/face/pipeline/errors.js';
-import { cosine } from '../../workers/face/pipeline/similarity.js';
+import { normaliseUpload, type NormalisedImage } from '../../shared/face/image.js';
+import { isFaceError } from '../../shared/face/face-error.js';
+import type { FaceMode } from '../../shared/face/liveness.js';
+import { cosine } from '../../shared/embeddings.js';
 import type { Candidate, LatencyMs } from '../../models/index.js';
 import type { Metrics } from '../metrics.js';
 
@@ -42,8 +43,6 @@ export interface FaceServiceDeps {
 
 /** A raw upload, or an image this service already normalised (a capture reused). */
 export type CaptureInput = Buffer | NormalisedImage;
-
-export type FaceMode = 'single' | 'largest';
 
 export type CaptureAnalysis =
   | {

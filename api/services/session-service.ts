@@ -150,6 +150,5 @@ export class SessionService {
 /** A coarse, non-identifying hint of the client (the User-Agent cut short), kept with the session. */
 function coarseDeviceHint(userAgent: string | null | undefined): string | null {
   if (!userAgent) return null;
-  // eslint-disable-next-line no-control-regex
   return userAgent.replace(/[\u0000-\u001f\u007f]/g, '').slice(0, 120) || null;
 }

@@ -1,5 +1,6 @@
 /** Job contract of the `embed` queue: 5-point alignment to the ArcFace template and the 512-d embedding. */
 import type { SealedEmbedding } from '../sealed-embedding.js';
+import { awaitedJobContract } from './contract.js';
 
 export const EMBED_QUEUE = 'embed' as const;
 
@@ -25,3 +26,5 @@ export type EmbedResult =
       ms: number;
     }
   | { ok: false; code: 'invalid_image'; ms: number };
+
+export const embedContract = awaitedJobContract<typeof EMBED_QUEUE, EmbedJob>(EMBED_QUEUE);

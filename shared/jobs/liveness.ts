@@ -1,19 +1,21 @@
 /** Job contract of the `liveness` queue: decode, detect, choose the face, landmarks, anti-spoof score. */
+import type { FaceErrorCode } from '../face/face-error.js';
+import type { FaceMode, LivenessResult } from '../face/liveness.js';
+import { awaitedJobContract } from './contract.js';
+
+export type { DetectedFace } from '../face/liveness.js';
+
 export const LIVENESS_QUEUE = 'liveness' as const;
 
 export interface LivenessJob {
   /** The upload, normalised once by the API (EXIF-rotated, bounded, JPEG), base64. */
   imageB64: string;
-  /** `single`: 1:1 flows refuse several clear faces; `largest`: /identify takes the largest face. */
-  mode: 'single' | 'largest';
+  mode: FaceMode;
 }
 
-export interface DetectedFace {
-  box: [number, number, number, number];
-  detScore: number;
-  landmarks5: [number, number][];
-}
+/** The engine's liveness result, or the photo's face outcome (an engine fault fails the job instead). */
+export type LivenessJobResult =
+  | ({ ok: true } & LivenessResult)
+  | { ok: false; code: FaceErrorCode; faceCount: number; ms: number };
 
-export type LivenessResult =
-  | { ok: true; face: DetectedFace; faceCount: number; livenessScore: number; ms: number }
-  | { ok: false; code: 'invalid_image' | 'no_face' | 'multiple_faces'; faceCount: number; ms: number };
+export const livenessContract = awaitedJobContract<typeof LIVENESS_QUEUE, LivenessJob>(LIVENESS_QUEUE);

@@ -1,4 +1,6 @@
 /** Job contract of the `search` queue: k-NN over the canonical embeddings, or one 1:1 comparison. */
+import { awaitedJobContract } from './contract.js';
+
 export const SEARCH_QUEUE = 'search' as const;
 
 export type SearchJob =
@@ -42,3 +44,5 @@ export type SearchResult =
       reason?: 'no_embedding' | 'engine_version_mismatch';
       ms: number;
     };
+
+export const searchContract = awaitedJobContract<typeof SEARCH_QUEUE, SearchJob>(SEARCH_QUEUE);

@@ -1,31 +1,23 @@
 /**
  * The real service in-process for a test file: its own PostgreSQL database and Redis prefix, the web
- * server on a free port, and (on request) real face and search workers. Nothing is mocked.
+ * process (as processes/web.ts composes it) on a free port, and (on request) real face and search
+ * workers. Nothing is mocked.
  */
+import type { TestFn } from 'ava';
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig, type Config } from '../../shared/config.js';
 import { createRedis } from '../../shared/redis.js';
 import { closeDeps, createDeps, type AppDeps } from '../../api/deps.js';
-import { startWeb, type RunningWeb } from '../../api/http-server.js';
+import type { RunningWeb } from '../../api/http-server.js';
 import type { AnyRoute } from '../../api/route-table.js';
 import { createLogger } from '../../shared/logger.js';
+import { startWebProcess } from '../../processes/web.js';
+import { freePort } from '../../scripts/lib/local-services.js';
 import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL, type TestDatabase } from './db.js';
 
 export const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', '..');
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 export interface RunningWorker {
   url: string;
@@ -88,7 +80,8 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const config = configFor();
   const logger = createLogger({ level: config.logLevel, name: 'test-web' });
   const deps = createDeps(config, { logger });
-  const web = await startWeb(deps, { poller: opts.poller ?? false, extraRoutes: opts.extraRoutes });
+  const webProcess = await startWebProcess(deps, { poller: opts.poller ?? false, extraRoutes: opts.extraRoutes });
+  const web = webProcess.web;
 
   const faceWorkers: RunningWorker[] = [];
   const searchWorkers: RunningWorker[] = [];
@@ -122,7 +115,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     startFaceWorker,
     startSearchWorker,
     stop: async () => {
-      await web.close();
+      await webProcess.close();
       await Promise.allSettled([...faceWorkers, ...searchWorkers].map((w) => w.close()));
       await closeDeps(deps);
       await cleanRedis(prefix);
@@ -145,4 +138,40 @@ async function cleanRedis(prefix: string): Promise<void> {
   } finally {
     r.disconnect();
   }
+}
+
+export interface UseHarnessHooks {
+  /** Runs once the harness is up: what the file's tests share (accounts, enrolments, more servers). */
+  ready?(h: Harness): Promise<void>;
+  /** Runs before the harness stops (servers that use its database). */
+  beforeStop?(h: Harness): Promise<void>;
+  /** Runs after the harness has stopped (a private server it used). */
+  afterStop?(): Promise<void>;
+}
+
+/**
+ * A harness for the tests of one file: started before them, stopped after them (even when a test or
+ * the start failed). Returns the harness object at once and fills it in when it has started, so the
+ * tests read `h.url`, `h.deps` as usual.
+ */
+export function useHarness(
+  test: TestFn,
+  options: HarnessOptions | (() => HarnessOptions | Promise<HarnessOptions>) = {},
+  hooks: UseHarnessHooks = {},
+): Harness {
+  const h = {} as Harness;
+  let started = false;
+  test.before(async () => {
+    Object.assign(h, await startHarness(typeof options === 'function' ? await options() : options));
+    started = true;
+    await hooks.ready?.(h);
+  });
+  test.after.always(async () => {
+    if (started) {
+      await hooks.beforeStop?.(h);
+      await h.stop();
+    }
+    await hooks.afterStop?.();
+  });
+  return h;
 }

@@ -19,7 +19,7 @@ export const e164 = (local: string) => `+234${local.slice(1)}`;
 
 /** Every code the outbox holds for a phone (E.164), oldest first. */
 export function outboxCodes(h: Harness, phoneE164: string): string[] {
-  let text = '';
+  let text: string;
   try {
     text = readFileSync(h.outboxFile, 'utf8');
   } catch {

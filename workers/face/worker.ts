@@ -12,10 +12,10 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../../shared/config.js';
 import { FACE_ENGINE_VERSION, FACE_MODELS } from '../../shared/face-models.js';
-import type { EmbedJob, EmbedResult, LivenessJob, LivenessResult } from '../../shared/jobs/index.js';
+import { isFaceError } from '../../shared/face/face-error.js';
+import type { EmbedJob, EmbedResult, LivenessJob, LivenessJobResult } from '../../shared/jobs/index.js';
 import { createLogger, type Logger } from '../../shared/logger.js';
 import { FaceEngine } from './pipeline/engine.js';
-import { isFaceError } from './pipeline/errors.js';
 import { runQueues } from '../run-queue.js';
 import { startStatusServer } from '../status-server.js';
 
@@ -29,25 +29,13 @@ export interface RunningFaceWorker {
 const elapsed = (t0: number) => Math.round((performance.now() - t0) * 10) / 10;
 
 /** The liveness stage as a job: the engine's call, with photo outcomes turned into results. */
-export async function livenessHandler(engine: FaceEngine, job: LivenessJob): Promise<LivenessResult> {
+export async function livenessHandler(engine: FaceEngine, job: LivenessJob): Promise<LivenessJobResult> {
   const t0 = performance.now();
   try {
-    const r = await engine.liveness(Buffer.from(job.imageB64, 'base64'), job.mode);
-    return {
-      ok: true,
-      face: {
-        box: r.face.box,
-        detScore: r.face.detScore,
-        landmarks5: r.face.landmarks5.map((p) => [p[0]!, p[1]!] as [number, number]),
-      },
-      faceCount: r.faceCount,
-      livenessScore: r.livenessScore,
-      ms: r.ms,
-    };
+    return { ok: true, ...(await engine.liveness(Buffer.from(job.imageB64, 'base64'), job.mode)) };
   } catch (e) {
     if (!isFaceError(e)) throw e;
-    const counted = e.code === 'multiple_faces' ? Number(/^(\d+) faces/.exec(e.message)?.[1] ?? 2) : 0;
-    return { ok: false, code: e.code, faceCount: counted, ms: elapsed(t0) };
+    return { ok: false, code: e.code, faceCount: e.faceCount ?? 0, ms: elapsed(t0) };
   }
 }
 

@@ -175,7 +175,7 @@ export class IndexReplica {
       // The next page is read while this one is added (PostgreSQL works while FAISS copies).
       let next: ReturnType<typeof page> | null = first.length < info.trainSample && first.length > 0 ? null : page(this.pageSize);
       for (let i = 0; i < first.length; i += this.pageSize) index.upsertMany(first.slice(i, i + this.pageSize));
-      first = [];
+      first.length = 0; // the training page is indexed: let it go before the long build
       while (next) {
         const rows = await next;
         next = rows.length === this.pageSize ? page(this.pageSize) : null;

@@ -6,7 +6,7 @@
  * all use this convention; the ArcFace template, published in OpenCV's integer-centre convention, is
  * shifted by +0.5 accordingly.
  */
-import type { RgbImage } from './decode.js';
+import type { RgbImage } from '../../../shared/face/image.js';
 
 export type Point = [number, number];
 /** 2x3 affine matrix [a, b, c, d, e, f]: x' = a*x + b*y + c, y' = d*x + e*y + f. */

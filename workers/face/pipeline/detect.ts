@@ -17,7 +17,7 @@
  * centred in a grey canvas twice its size; the results are mapped back to image coordinates and merged.
  */
 import * as ort from 'onnxruntime-node';
-import type { RgbImage } from './decode.js';
+import type { RgbImage } from '../../../shared/face/image.js';
 import { cropResize, toPlanar } from './align.js';
 
 export const DETECT_INPUT_WIDTH = 320;

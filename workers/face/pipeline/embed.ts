@@ -6,30 +6,21 @@
  * L2-normalised here, so that the cosine similarity of two embeddings is their dot product.
  */
 import * as ort from 'onnxruntime-node';
-import type { RgbImage } from './decode.js';
+import { assertEmbedding, normalised } from '../../../shared/embeddings.js';
+import type { RgbImage } from '../../../shared/face/image.js';
 import { alignFace, toPlanar, ALIGNED_SIZE, type Point } from './align.js';
 
 export const EMBED_MEAN = 127;
 export const EMBED_STD = 128;
-export const EMBEDDING_DIM = 512;
-
-export function l2normalise(v: ArrayLike<number>): Float32Array {
-  let ss = 0;
-  for (let i = 0; i < v.length; i++) ss += v[i]! * v[i]!;
-  const norm = Math.sqrt(ss);
-  if (!(norm > 0) || !Number.isFinite(norm)) throw new Error('embedding has zero or non-finite norm');
-  const out = new Float32Array(v.length);
-  for (let i = 0; i < v.length; i++) out[i] = v[i]! / norm;
-  return out;
-}
 
 /** Embed the aligned 112x112 RGB crop (interleaved float 0..255). */
 export async function embedAligned(session: ort.InferenceSession, aligned: Float32Array): Promise<Float32Array> {
   const S = ALIGNED_SIZE;
   const out = await session.run({ input: new ort.Tensor('float32', toPlanar(aligned, S, S, EMBED_MEAN, EMBED_STD), [1, 3, S, S]) });
   const v = out['output']!.data as Float32Array;
-  if (v.length !== EMBEDDING_DIM) throw new Error(`embedder returned ${v.length} values, expected ${EMBEDDING_DIM}`);
-  return l2normalise(v);
+  // A wrong size, a non-finite value or a zero vector is an engine fault, never a face outcome.
+  assertEmbedding(v, 'embedder output');
+  return normalised(v);
 }
 
 /** Align the face given by its five points, then embed it: a 512-d L2-normalised vector. */

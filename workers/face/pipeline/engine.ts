@@ -15,12 +15,14 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import * as ort from 'onnxruntime-node';
-import { decodeRgb, type RgbImage } from './decode.js';
-import { FaceError } from './errors.js';
+import { EMBEDDING_DIM } from '../../../shared/embeddings.js';
+import { decodeRgb, type RgbImage } from '../../../shared/face/image.js';
+import { FaceError } from '../../../shared/face/face-error.js';
+import type { FaceMode, LivenessResult } from '../../../shared/face/liveness.js';
 import { detectFaces, DEFAULT_DETECT_OPTIONS, DETECT_INPUT_HEIGHT, DETECT_INPUT_WIDTH, type Detection, type DetectOptions } from './detect.js';
 import { fivePoints, predictLandmarks, squareBox, LANDMARK_INPUT_SIZE } from './landmarks.js';
 import { scoreLiveness, LIVENESS_INPUT_SIZE } from './liveness.js';
-import { embedFace, EMBEDDING_DIM } from './embed.js';
+import { embedFace } from './embed.js';
 import { ALIGNED_SIZE, type Point } from './align.js';
 import { FACE_ENGINE_VERSION, FACE_MODELS, type FaceModelRole } from '../../../shared/face-models.js';
 
@@ -38,24 +40,6 @@ export const FACE_SELECTION = {
   secondFaceMinScore: 0.9,
   secondFaceMinSizeRatio: 0.4,
 } as const;
-
-export type FaceMode = 'single' | 'largest';
-
-export interface LivenessResult {
-  face: {
-    /** [x, y, width, height] of the detector box in pixels of the normalised image, clipped to it. */
-    box: [number, number, number, number];
-    /** Detector probability of the chosen face. */
-    detScore: number;
-    /** Left eye, right eye, nose tip, left and right mouth corner (image left/right), [x, y] pixels. */
-    landmarks5: number[][];
-  };
-  /** Probability (0..1) that the face is a live capture; compare with LIVENESS_THRESHOLD. */
-  livenessScore: number;
-  /** Faces detected in the image (including small or uncertain ones that did not block). */
-  faceCount: number;
-  ms: number;
-}
 
 /** One face of `analyse`: the liveness-stage fields plus the embedding. */
 export interface FaceAnalysis {
@@ -184,7 +168,7 @@ export class FaceEngine {
   private async describe(img: RgbImage, face: Detection): Promise<{ face: LivenessResult['face']; livenessScore: number }> {
     const square = squareBox(face);
     const { points68 } = await predictLandmarks(this.sessions.landmark, img, square);
-    const landmarks5 = fivePoints(points68).map(([x, y]) => [round(x, 2), round(y, 2)]);
+    const landmarks5 = fivePoints(points68).map(([x, y]): [number, number] => [round(x, 2), round(y, 2)]);
     const live = await scoreLiveness(this.sessions.liveness, img, square);
     const x1 = Math.max(0, face.x1), y1 = Math.max(0, face.y1);
     const x2 = Math.min(img.width, face.x2), y2 = Math.min(img.height, face.y2);

@@ -12,7 +12,7 @@
  * is exact.
  */
 import * as ort from 'onnxruntime-node';
-import type { RgbImage } from './decode.js';
+import type { RgbImage } from '../../../shared/face/image.js';
 import { cropResize, type Point, type Rect, type WarpOptions } from './align.js';
 import type { Detection } from './detect.js';
 

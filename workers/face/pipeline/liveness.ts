@@ -10,7 +10,7 @@
  *   its liveness result), classes 1 and 2 = the two attack classes.
  */
 import * as ort from 'onnxruntime-node';
-import type { RgbImage } from './decode.js';
+import type { RgbImage } from '../../../shared/face/image.js';
 import { cropResize, toPlanar, type Rect, type WarpOptions } from './align.js';
 
 export const LIVENESS_INPUT_SIZE = 128;

@@ -7,7 +7,7 @@
  * RGB pixels for the models.
  */
 import sharp from 'sharp';
-import { FaceError } from './errors.js';
+import { FaceError } from './face-error.js';
 
 /** Uploads above this many pixels (width x height, as declared by the header) are refused. */
 export const MAX_INPUT_PIXELS = 40_000_000;

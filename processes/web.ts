@@ -1,0 +1,51 @@
+/**
+ * The `web` process (`npm run start:web`, Procfile `web`): the API and the registry simulator on PORT,
+ * and the `upstream` queue's worker when UPSTREAM_WORKER_IN_WEB (the default; see
+ * workers/upstream/worker.ts for why). The tests start the same composition (test/helpers/harness.ts).
+ */
+import type { AddressInfo } from 'node:net';
+import { closeDeps, createDeps, type AppDeps } from '../api/deps.js';
+import { startWeb, type RunningWeb, type StartWebOptions } from '../api/http-server.js';
+import { ensureFirstAdministrator } from '../api/services/operator-service.js';
+import { config, describeConfig } from '../shared/config.js';
+import { isEntryFile, onShutdown } from '../shared/shutdown.js';
+import { startUpstreamWorker } from '../workers/upstream/worker.js';
+
+export interface RunningWebProcess {
+  web: RunningWeb;
+  close(): Promise<void>;
+}
+
+/** What runs in a web process: the HTTP server and, when UPSTREAM_WORKER_IN_WEB, the upstream worker. */
+export async function startWebProcess(deps: AppDeps, opts: StartWebOptions = {}): Promise<RunningWebProcess> {
+  const web = await startWeb(deps, opts);
+  // Not awaited: the worker connects to Redis in the background, so the API serves (and /health
+  // reports Redis) even while Redis is away.
+  const upstream = deps.config.upstreamWorkerInWeb
+    ? startUpstreamWorker(deps.config, { db: deps.db, logger: deps.logger }).catch((e: unknown) => {
+        deps.logger.error({ err: e instanceof Error ? e.message : String(e) }, 'upstream worker failed to start');
+        return undefined;
+      })
+    : undefined;
+  return {
+    web,
+    close: async () => {
+      await web.close();
+      await (await upstream)?.close();
+    },
+  };
+}
+
+if (isEntryFile(import.meta.url)) {
+  const cfg = config();
+  const deps = createDeps(cfg);
+  deps.logger.info({ config: describeConfig(cfg) }, 'web starting');
+  // ADMIN_IDENTIFIER / ADMIN_PASSWORD: the first administrator, when none is active yet.
+  await ensureFirstAdministrator(deps);
+  const running = await startWebProcess(deps);
+  deps.logger.info({ url: `http://${cfg.host}:${(running.web.server.address() as AddressInfo).port}` }, 'web listening');
+  onShutdown(deps.logger, async () => {
+    await running.close();
+    await closeDeps(deps);
+  });
+}

@@ -1,0 +1,25 @@
+/**
+ * What the liveness stage finds in a photo, as the engine returns it and the `liveness` job carries it
+ * (shared/jobs/liveness.ts): one definition for the face worker, the API and the tools.
+ */
+
+/** `single`: 1:1 flows refuse several clear faces; `largest`: /identify takes the largest face. */
+export type FaceMode = 'single' | 'largest';
+
+export interface DetectedFace {
+  /** [x, y, width, height] of the detector box in pixels of the normalised image, clipped to it. */
+  box: [number, number, number, number];
+  /** Detector probability of the chosen face. */
+  detScore: number;
+  /** Left eye, right eye, nose tip, left and right mouth corner (image left/right), [x, y] pixels. */
+  landmarks5: [number, number][];
+}
+
+export interface LivenessResult {
+  face: DetectedFace;
+  /** Probability (0..1) that the face is a live capture; compare with LIVENESS_THRESHOLD. */
+  livenessScore: number;
+  /** Faces detected in the image (including small or uncertain ones that did not block). */
+  faceCount: number;
+  ms: number;
+}
