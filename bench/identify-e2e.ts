@@ -31,7 +31,7 @@ import { createServer } from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
 import { closeDeps, createDeps, type AppDeps } from '../api/deps.js';
-import { upsertCanonical } from '../api/services/embedding-store.js';
+import { upsertCanonical } from '../shared/repositories/embeddings.js';
 import { loadConfig } from '../shared/config.js';
 import { createDb, migrateLatest } from '../shared/db.js';
 import { FACE_ENGINE_VERSION } from '../shared/face-models.js';

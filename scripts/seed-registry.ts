@@ -105,11 +105,12 @@ function httpBackend(baseUrl: string): Backend {
 async function directBackend(): Promise<Backend> {
   const cfg = config();
   const { createDb } = await import('../shared/db.js');
-  const sim = await import('../api/services/registry-simulator.js');
+  const { registrySimulatorOn } = await import('../api/registry-simulator/simulator.js');
   const db = createDb(cfg.databaseUrl, 2);
+  const sim = registrySimulatorOn(db, { maxImagePixels: cfg.maxImagePixels });
   return {
-    find: (d) => sim.findByNameAndBirth(db, d) as Promise<Person | null>,
-    enrol: (d, photo) => sim.enrol(db, { ...d, issue: 'both', photo }, { maxImagePixels: cfg.maxImagePixels }) as Promise<Person>,
+    find: (d) => sim.findByNameAndBirth(d) as Promise<Person | null>,
+    enrol: (d, photo) => sim.enrol({ ...d, issue: 'both', photo }) as Promise<Person>,
     close: () => db.destroy(),
   };
 }

@@ -2,7 +2,7 @@
  * The FAISS index with its own id mapping (workers/search/vector-index.ts), the replica that keeps it
  * in step with PostgreSQL (replica.ts), and read-your-writes across two real search workers.
  * Embeddings here are synthetic unit vectors (the face pipeline has its own tests); every write goes
- * through api/services/embedding-store.ts, the only write path.
+ * through shared/repositories/embeddings.ts, the only write path.
  */
 import test from 'ava';
 import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
