@@ -27,11 +27,11 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
 import { closeDeps, createDeps, type AppDeps } from '../api/deps.js';
 import { upsertCanonical } from '../shared/repositories/embeddings.js';
+import { freePort } from '../scripts/lib/local-services.js';
 import { loadConfig } from '../shared/config.js';
 import { createDb, migrateLatest } from '../shared/db.js';
 import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
@@ -52,17 +52,6 @@ function dbUrl(name: string): string {
   const u = new URL(BASE);
   u.pathname = `/${name}`;
   return u.toString();
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 async function adminQuery(sql: string): Promise<void> {
