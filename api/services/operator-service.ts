@@ -127,7 +127,7 @@ export class OperatorService {
     return this.deps.db.transaction(async (trx) => {
       if (patch.role !== undefined || patch.status !== undefined) await operators.lockAdministrators(trx);
       const op = await this.findForUpdate(trx, id);
-      const changes: Partial<Record<'displayName' | 'role' | 'status', string>> = {};
+      const changes: OperatorPatch = {};
       if (patch.displayName !== undefined && patch.displayName !== op.displayName) changes.displayName = patch.displayName;
       if (patch.role !== undefined && patch.role !== op.role) changes.role = patch.role;
       if (patch.status !== undefined && patch.status !== op.status) changes.status = patch.status;
@@ -139,7 +139,7 @@ export class OperatorService {
         throw new AppError('conflict', 'This is the last active administrator: promote or unlock another administrator first');
       }
 
-      const updated = (await operators.update(op.id, changes as OperatorPatch, {}, trx))!;
+      const updated = (await operators.update(op.id, changes, {}, trx))!;
       const subject = { subjectType: 'operator', subjectId: op.id, ...auditActor(actor) };
       if (changes.role) {
         await recordAudit(trx, { type: 'operator.role_changed', ...subject, data: { from: op.role, to: changes.role } });
