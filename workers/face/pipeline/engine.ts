@@ -23,6 +23,8 @@ import { scoreLiveness, LIVENESS_INPUT_SIZE } from './liveness.js';
 import { embedFace, EMBEDDING_DIM } from './embed.js';
 import { ALIGNED_SIZE, type Point } from './align.js';
 import { FACE_ENGINE_VERSION, FACE_MODELS, type FaceModelRole } from '../../../shared/face-models.js';
+import type { QualityAssessment } from '../../../shared/face-quality.js';
+import { assessQuality } from './quality.js';
 
 /** The loaded model of each role (files and SHA-256 pins: shared/face-models.ts). */
 type Sessions = Record<FaceModelRole, ort.InferenceSession>;
@@ -54,6 +56,8 @@ export interface LivenessResult {
   livenessScore: number;
   /** Faces detected in the image (including small or uncertain ones that did not block). */
   faceCount: number;
+  /** Capture quality of the chosen face (quality.ts); absent when the caller asked for none. */
+  quality?: QualityAssessment;
   ms: number;
 }
 
@@ -181,7 +185,7 @@ export class FaceEngine {
   }
 
   /** Landmarks and anti-spoof score of one detected face. */
-  private async describe(img: RgbImage, face: Detection): Promise<{ face: LivenessResult['face']; livenessScore: number }> {
+  private async describe(img: RgbImage, face: Detection): Promise<{ face: LivenessResult['face']; livenessScore: number; points68: Point[] }> {
     const square = squareBox(face);
     const { points68 } = await predictLandmarks(this.sessions.landmark, img, square);
     const landmarks5 = fivePoints(points68).map(([x, y]) => [round(x, 2), round(y, 2)]);
@@ -195,6 +199,7 @@ export class FaceEngine {
         landmarks5,
       },
       livenessScore: round(live.live, 4),
+      points68,
     };
   }
 
@@ -202,14 +207,16 @@ export class FaceEngine {
    * Liveness stage: decode, detect, choose the face ('single': refuse several clear faces;
    * 'largest': take the largest), landmarks, anti-spoof score.
    */
-  async liveness(jpeg: Buffer, mode: FaceMode): Promise<LivenessResult> {
+  async liveness(jpeg: Buffer, mode: FaceMode, opts: { quality?: boolean } = {}): Promise<LivenessResult> {
     if (mode !== 'single' && mode !== 'largest') throw new TypeError(`unknown face mode: ${String(mode)}`);
     const t0 = performance.now();
     const img = await decodeRgb(jpeg);
     const dets = await detectFaces(this.sessions.detect, img, this.detectOptions);
     const chosen = chooseFace(dets, mode);
-    const { face, livenessScore } = await this.describe(img, chosen);
-    return { face, livenessScore, faceCount: dets.length, ms: elapsed(t0) };
+    const { face, livenessScore, points68 } = await this.describe(img, chosen);
+    // Quality from what this stage already holds (pixels, 68 landmarks); on by default.
+    const quality = opts.quality === false ? undefined : assessQuality({ img, points68, landmarks5: face.landmarks5 as Point[] });
+    return { face, livenessScore, faceCount: dets.length, ...(quality ? { quality } : {}), ms: elapsed(t0) };
   }
 
   /** Embed stage: align the face given by `landmarks5` (from `liveness`) and embed it. */
