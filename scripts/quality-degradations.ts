@@ -25,7 +25,8 @@ import { ARCFACE_TEMPLATE_112 } from '../workers/face/pipeline/align.js';
 import { CALIBRATED_THRESHOLDS } from '../shared/thresholds.js';
 import type { QualityAssessment, QualityIssue } from '../shared/face-quality.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const ROOT_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = ROOT_DIR;
 export const FIXTURES_DIR = path.join(ROOT, 'test/fixtures/faces');
 export const fixture = (rel: string) => readFileSync(path.join(FIXTURES_DIR, rel));
 
