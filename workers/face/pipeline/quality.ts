@@ -16,7 +16,7 @@
  * -- stages` measures it against the liveness stage without it).
  */
 import type { RgbImage } from './decode.js';
-import { alignFace, ALIGNED_SIZE, type Point } from './align.js';
+import { ALIGNED_SIZE, ARCFACE_TEMPLATE_112, estimateSimilarity, invertAffine, type Affine, type Point } from './align.js';
 import { QUALITY_ISSUES, type QualityAssessment, type QualityIssue, type QualityMeasures } from '../../../shared/face-quality.js';
 
 /**
@@ -212,7 +212,7 @@ function darkShareIn(luma: Float32Array, r: Region, below: number): number {
 }
 
 /** Share of the face region of the aligned crop whose source lies outside the photo (sampled 4x4 px). */
-function outsideShare(transform: readonly [number, number, number, number, number, number], width: number, height: number): number {
+function outsideShare(transform: Affine, width: number, height: number): number {
   const [a, b, c, d, e, f] = transform;
   // aligned -> image: invert the similarity
   const det = a * e - b * d;
@@ -237,13 +237,104 @@ export interface QualityInput {
   landmarks5: readonly Point[];
 }
 
+const lumaAt = (data: Uint8Array, p: number) => 0.299 * data[p]! + 0.587 * data[p + 1]! + 0.114 * data[p + 2]!;
+
+/**
+ * BT.601 luma of the aligned 112x112 face, computed only over FACE_REGION and a 1 px margin (what
+ * the measures read; elsewhere 0). Up to 2 source pixels per aligned pixel the sampling is exactly
+ * align.ts's ALIGN_WARP (n x n bilinear samples, edge pixels repeated), so the values are the
+ * embedder's input. Beyond that (large faces: a 1280 px selfie has 4-8 source pixels per aligned
+ * pixel) each aligned pixel is the exact mean of its source footprint (a square of side = scale,
+ * from an integral image of the footprint's bounding box): the same low-pass the embedder's
+ * 3x3 / 4x4 samples approximate, at a cost that does not grow with the face.
+ */
+function alignedLuma(img: RgbImage, outToSrc: Affine): Float32Array {
+  const { data, width: W, height: H } = img;
+  const S = ALIGNED_SIZE;
+  const out = new Float32Array(S * S);
+  const [a, b, c, d, e, f] = outToSrc;
+  const scale = Math.sqrt(Math.abs(a * e - b * d));
+  const u0 = FACE_REGION.x0 - 1, u1 = FACE_REGION.x1, v0 = FACE_REGION.y0 - 1, v1 = FACE_REGION.y1;
+  const maxX = W - 1, maxY = H - 1;
+  if (scale <= 2) {
+    const n = Math.max(1, Math.ceil(scale - 1e-6));
+    const inv = 1 / (n * n);
+    for (let v = v0; v <= v1; v++) {
+      for (let u = u0; u <= u1; u++) {
+        let acc = 0;
+        for (let sj = 0; sj < n; sj++) {
+          const vy = v + (sj + 0.5) / n;
+          for (let si = 0; si < n; si++) {
+            const ux = u + (si + 0.5) / n;
+            const x = a * ux + b * vy + c - 0.5;
+            const y = d * ux + e * vy + f - 0.5;
+            let x0 = Math.floor(x), y0 = Math.floor(y);
+            const fx = x - x0, fy = y - y0;
+            let x1 = x0 + 1, y1 = y0 + 1;
+            if (x0 < 0) x0 = 0; else if (x0 > maxX) x0 = maxX;
+            if (x1 < 0) x1 = 0; else if (x1 > maxX) x1 = maxX;
+            if (y0 < 0) y0 = 0; else if (y0 > maxY) y0 = maxY;
+            if (y1 < 0) y1 = 0; else if (y1 > maxY) y1 = maxY;
+            const l00 = lumaAt(data, (y0 * W + x0) * 3), l01 = lumaAt(data, (y0 * W + x1) * 3);
+            const l10 = lumaAt(data, (y1 * W + x0) * 3), l11 = lumaAt(data, (y1 * W + x1) * 3);
+            acc += (l00 * (1 - fx) + l01 * fx) * (1 - fy) + (l10 * (1 - fx) + l11 * fx) * fy;
+          }
+        }
+        out[v * S + u] = acc * inv;
+      }
+    }
+    return out;
+  }
+  // Bounding box (whole pixels) of every footprint, clipped to the image.
+  const half = scale / 2;
+  let bx0 = Infinity, by0 = Infinity, bx1 = -Infinity, by1 = -Infinity;
+  for (const [u, v] of [[u0, v0], [u1 + 1, v0], [u0, v1 + 1], [u1 + 1, v1 + 1]] as const) {
+    const x = a * u + b * v + c, y = d * u + e * v + f;
+    bx0 = Math.min(bx0, x); bx1 = Math.max(bx1, x); by0 = Math.min(by0, y); by1 = Math.max(by1, y);
+  }
+  bx0 = Math.max(0, Math.floor(bx0 - half - 1)); by0 = Math.max(0, Math.floor(by0 - half - 1));
+  bx1 = Math.min(W, Math.ceil(bx1 + half + 1)); by1 = Math.min(H, Math.ceil(by1 + half + 1));
+  if (!(bx1 > bx0 && by1 > by0)) return out; // the face region lies wholly outside the photo
+  const bw = bx1 - bx0, bh = by1 - by0, stride = bw + 1;
+  // integral[(j) * stride + i] = sum of luma over [bx0, bx0 + i) x [by0, by0 + j)
+  const integral = new Float64Array(stride * (bh + 1));
+  for (let j = 0; j < bh; j++) {
+    let row = 0;
+    const src = ((by0 + j) * W + bx0) * 3;
+    for (let i = 0; i < bw; i++) {
+      row += lumaAt(data, src + i * 3);
+      integral[(j + 1) * stride + i + 1] = integral[j * stride + i + 1]! + row;
+    }
+  }
+  // The integral at a continuous point: bilinear in the integral image, exact for pixel-wise constant luma.
+  const at = (x: number, y: number) => {
+    const gx = Math.min(bw, Math.max(0, x - bx0)), gy = Math.min(bh, Math.max(0, y - by0));
+    const i = Math.min(bw - 1, Math.floor(gx)), j = Math.min(bh - 1, Math.floor(gy));
+    const fx = gx - i, fy = gy - j;
+    const k = j * stride + i;
+    return (integral[k]! * (1 - fx) + integral[k + 1]! * fx) * (1 - fy) + (integral[k + stride]! * (1 - fx) + integral[k + stride + 1]! * fx) * fy;
+  };
+  for (let v = v0; v <= v1; v++) {
+    for (let u = u0; u <= u1; u++) {
+      const x = a * (u + 0.5) + b * (v + 0.5) + c, y = d * (u + 0.5) + e * (v + 0.5) + f;
+      // The footprint, clipped to the image (outside it the edge repeats: the clipped mean stands in).
+      let xa = Math.max(bx0, x - half), xb = Math.min(bx1, x + half);
+      let ya = Math.max(by0, y - half), yb = Math.min(by1, y + half);
+      if (xb - xa < 1) { const m = Math.min(Math.max(x, bx0 + 0.5), bx1 - 0.5); xa = m - 0.5; xb = m + 0.5; }
+      if (yb - ya < 1) { const m = Math.min(Math.max(y, by0 + 0.5), by1 - 0.5); ya = m - 0.5; yb = m + 0.5; }
+      out[v * S + u] = (at(xb, yb) - at(xa, yb) - at(xb, ya) + at(xa, ya)) / ((xb - xa) * (yb - ya));
+    }
+  }
+  return out;
+}
+
 /** Every raw measure of one face. */
 export function measureQuality({ img, points68, landmarks5 }: QualityInput): QualityMeasures {
   const ied = dist(landmarks5[0]!, landmarks5[1]!);
-  const { rgb, transform } = alignFace(img, landmarks5);
+  // The embedder's alignment (align.ts alignFace): template in continuous coordinates (+0.5).
+  const transform = estimateSimilarity(landmarks5, ARCFACE_TEMPLATE_112.map(([x, y]): Point => [x + 0.5, y + 0.5]));
   const S = ALIGNED_SIZE;
-  const luma = new Float32Array(S * S);
-  for (let p = 0, i = 0; p < S * S; p++, i += 3) luma[p] = 0.299 * rgb[i]! + 0.587 * rgb[i + 1]! + 0.114 * rgb[i + 2]!;
+  const luma = alignedLuma(img, invertAffine(transform));
 
   // exposure and contrast of the face region; Laplacian energy for sharpness
   let s = 0, ss = 0, n = 0, dark = 0, bright = 0, lap = 0, lap2 = 0;
