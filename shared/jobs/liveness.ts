@@ -1,4 +1,6 @@
-/** Job contract of the `liveness` queue: decode, detect, choose the face, landmarks, anti-spoof score. */
+/** Job contract of the `liveness` queue: decode, detect, choose the face, landmarks, anti-spoof score, capture quality. */
+import type { QualityAssessment } from '../face-quality.js';
+
 export const LIVENESS_QUEUE = 'liveness' as const;
 
 export interface LivenessJob {
@@ -15,5 +17,13 @@ export interface DetectedFace {
 }
 
 export type LivenessResult =
-  | { ok: true; face: DetectedFace; faceCount: number; livenessScore: number; ms: number }
+  | {
+      ok: true;
+      face: DetectedFace;
+      faceCount: number;
+      livenessScore: number;
+      /** Advisory capture quality of the chosen face (shared/face-quality.ts); absent from older workers. */
+      quality?: QualityAssessment;
+      ms: number;
+    }
   | { ok: false; code: 'invalid_image' | 'no_face' | 'multiple_faces'; faceCount: number; ms: number };

@@ -42,6 +42,7 @@ export async function livenessHandler(engine: FaceEngine, job: LivenessJob): Pro
       },
       faceCount: r.faceCount,
       livenessScore: r.livenessScore,
+      ...(r.quality ? { quality: r.quality } : {}),
       ms: r.ms,
     };
   } catch (e) {
