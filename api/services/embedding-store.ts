@@ -33,7 +33,8 @@ async function lockChanges(trx: Knex.Transaction): Promise<void> {
 
 /**
  * Sets the user's canonical embedding (512 finite numbers, stored as given in float32 LE) and logs
- * the change. Returns the change sequence.
+ * the change. Returns the change sequence. `qualityScore`: the capture quality (0..100) of the capture
+ * it came from, null when unknown (the /verify/self refresh rule compares against it).
  */
 export async function upsertCanonical(
   db: Knex,
@@ -42,14 +43,15 @@ export async function upsertCanonical(
   source: CanonicalSource,
   engineVersion: string,
   trx?: Knex.Transaction,
+  qualityScore: number | null = null,
 ): Promise<{ seq: string }> {
   const bytes = encodeEmbedding(embedding); // validates before any lock is taken
   return inTransaction(db, trx, async (t) => {
     await lockChanges(t);
     await t('canonicalEmbeddings')
-      .insert({ userId, embedding: bytes, source, engineVersion, updatedAt: t.fn.now() })
+      .insert({ userId, embedding: bytes, source, engineVersion, qualityScore, updatedAt: t.fn.now() })
       .onConflict('userId')
-      .merge(['embedding', 'source', 'engineVersion', 'updatedAt']);
+      .merge(['embedding', 'source', 'engineVersion', 'qualityScore', 'updatedAt']);
     return { seq: await appendChange(t, userId, 'upsert') };
   });
 }

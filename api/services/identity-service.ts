@@ -28,6 +28,7 @@ import { AppError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { KeySpace, Redis } from '../../shared/redis.js';
 import type { RegistryRecordSnapshot } from '../../models/index.js';
+import { qualitySummary, type QualitySummary } from '../../shared/face-quality.js';
 import type { Metrics } from '../metrics.js';
 import { maskTail, recordAudit } from './audit-events.js';
 import { upsertCanonical } from './embedding-store.js';
@@ -123,7 +124,8 @@ const snapshot = (r: RegistryRecord): RegistryRecordSnapshot => ({
   gender: r.gender,
 });
 
-function faceError(outcome: Exclude<FaceOutcome, 'match'>, details?: Record<string, unknown>): AppError {
+/** A face outcome as a 422; `quality` (advisory, of the live capture) tells the person what to change. */
+function faceError(outcome: Exclude<FaceOutcome, 'match'>, details?: Record<string, unknown>, quality?: QualitySummary | null): AppError {
   const messages: Record<typeof outcome, string> = {
     liveness_failed: 'The capture did not pass the liveness check; take a new live selfie',
     face_mismatch: 'The face does not match the registry photo',
@@ -131,7 +133,7 @@ function faceError(outcome: Exclude<FaceOutcome, 'match'>, details?: Record<stri
     no_face: 'No face was found in the capture',
     multiple_faces: 'More than one face was found in the capture; only you should be in the picture',
   };
-  return new AppError(outcome, messages[outcome], { extra: { outcome }, ...(details ? { details } : {}) });
+  return new AppError(outcome, messages[outcome], { extra: { outcome, ...(quality ? { quality } : {}) }, ...(details ? { details } : {}) });
 }
 
 // ------------------------------------------------------------------------------------------
@@ -159,6 +161,8 @@ interface LinkClaims {
   crossRegistryFlagged: boolean;
   crossRegistryScore: number | null;
   captureReused: boolean;
+  /** Capture quality score (0..100), stored with the canonical embedding by link; null when unknown. */
+  qualityScore?: number | null;
 }
 
 const validationKey = (d: Pick<IdentityDeps, 'keys'>, hash: string) => d.keys('identity', 'validation', hash);
@@ -271,6 +275,8 @@ export interface VerifyFaceMatch {
   linkToken: string;
   expiresIn: number;
   score: number;
+  /** Advisory capture quality of the live capture (of the reused one with reuseCapture); null when unknown. */
+  quality: QualitySummary | null;
 }
 
 async function loadValidation(deps: IdentityDeps, hash: string, userId: string, registry: Registry): Promise<ValidationMeta> {
@@ -283,10 +289,14 @@ async function loadValidation(deps: IdentityDeps, hash: string, userId: string, 
 }
 
 /** The user's reusable NIN capture (embedding), or null outside the reuse window. */
-async function loadCapture(deps: IdentityDeps, userId: string): Promise<{ embedding: number[]; engineVersion: string } | null> {
-  const [emb, engineVersion] = await deps.redis.hmgetBuffer(captureKey(deps, userId), 'embedding', 'engineVersion');
+async function loadCapture(deps: IdentityDeps, userId: string): Promise<{ embedding: number[]; engineVersion: string; quality: QualitySummary | null } | null> {
+  const [emb, engineVersion, quality] = await deps.redis.hmgetBuffer(captureKey(deps, userId), 'embedding', 'engineVersion', 'quality');
   if (!emb || !engineVersion) return null;
-  return { embedding: Array.from(decodeEmbedding(emb)), engineVersion: engineVersion.toString('utf8') };
+  return {
+    embedding: Array.from(decodeEmbedding(emb)),
+    engineVersion: engineVersion.toString('utf8'),
+    quality: quality ? (JSON.parse(quality.toString('utf8')) as QualitySummary) : null,
+  };
 }
 
 export async function verifyFace(deps: IdentityDeps, input: VerifyFaceInput): Promise<VerifyFaceMatch> {
@@ -310,6 +320,7 @@ export async function verifyFace(deps: IdentityDeps, input: VerifyFaceInput): Pr
   let embedding: number[];
   let engineVersion: string;
   let score: number;
+  let quality: QualitySummary | null;
   if (input.reuseCapture) {
     const capture = await loadCapture(deps, userId);
     if (!capture) {
@@ -323,15 +334,17 @@ export async function verifyFace(deps: IdentityDeps, input: VerifyFaceInput): Pr
     embedding = capture.embedding;
     engineVersion = capture.engineVersion;
     score = v.score;
+    quality = capture.quality;
     if (v.outcome !== 'match') {
       metrics.outcome('verify_face', 'face_mismatch');
-      throw faceError('face_mismatch');
+      throw faceError('face_mismatch', undefined, quality);
     }
   } else {
     const v = await face.verifyAgainstPhoto(input.file!, photo);
+    quality = qualitySummary(v.quality);
     if (v.outcome !== 'match') {
       metrics.outcome('verify_face', v.outcome);
-      throw faceError(v.outcome);
+      throw faceError(v.outcome, undefined, quality);
     }
     embedding = v.embedding!.embedding;
     engineVersion = v.embedding!.engineVersion;
@@ -365,7 +378,7 @@ export async function verifyFace(deps: IdentityDeps, input: VerifyFaceInput): Pr
       );
       if (policy === 'hard-block') {
         metrics.outcome('verify_face', 'cross_registry_mismatch');
-        throw faceError('cross_registry_mismatch');
+        throw faceError('cross_registry_mismatch', undefined, quality);
       }
       crossRegistryFlagged = true;
     }
@@ -380,7 +393,7 @@ export async function verifyFace(deps: IdentityDeps, input: VerifyFaceInput): Pr
     await redis
       .multi()
       .del(key)
-      .hset(key, 'embedding', encodeEmbedding(embedding), 'engineVersion', engineVersion, 'capturedAt', new Date().toISOString())
+      .hset(key, 'embedding', encodeEmbedding(embedding), 'engineVersion', engineVersion, 'capturedAt', new Date().toISOString(), ...(quality ? ['quality', JSON.stringify(quality)] : []))
       .expire(key, Math.max(1, config.captureReuseSeconds))
       .exec();
   }
@@ -397,10 +410,11 @@ export async function verifyFace(deps: IdentityDeps, input: VerifyFaceInput): Pr
     crossRegistryFlagged,
     crossRegistryScore,
     captureReused: input.reuseCapture,
+    qualityScore: quality?.score ?? null,
   };
   await redis.set(linkKey(deps, registry, userId, hashToken(linkToken)), JSON.stringify(claims), 'EX', config.linkTokenTtlSeconds);
   metrics.outcome('verify_face', 'match');
-  return { outcome: 'match', linkToken, expiresIn: config.linkTokenTtlSeconds, score };
+  return { outcome: 'match', linkToken, expiresIn: config.linkTokenTtlSeconds, score, quality };
 }
 
 // ------------------------------------------------------------------------------------------
@@ -488,7 +502,7 @@ export async function link(
         },
       });
       // Last: the change-log lock is held until the transaction ends.
-      await upsertCanonical(db, userId, embedding, registry === 'nin' ? 'link_nin' : 'link_bvn', claims.engineVersion, trx);
+      await upsertCanonical(db, userId, embedding, registry === 'nin' ? 'link_nin' : 'link_bvn', claims.engineVersion, trx, claims.qualityScore ?? null);
       return row!.linkedAt;
     });
     metrics.outcome('link', 'linked');

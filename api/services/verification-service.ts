@@ -12,6 +12,8 @@ import type { Metrics } from '../metrics.js';
 import type { ConsumerAuth, OperatorAuth } from './authorization.js';
 import { recordAudit } from './audit-events.js';
 import { upsertCanonical } from './embedding-store.js';
+import { decideCanonicalRefresh, type CanonicalRefreshDecision } from './canonical-refresh.js';
+import { qualitySummary, type QualitySummary } from '../../shared/face-quality.js';
 import type { FaceService } from './face-service.js';
 import { issueProofToken, type ProofTokenDeps } from './proof-tokens.js';
 
@@ -27,6 +29,10 @@ export interface IdentifyAnswer {
   referenceId: string;
   outcome: 'match' | 'no_match' | 'liveness_failed' | 'no_face';
   candidates: Candidate[];
+  /** Advisory capture quality of the probe; null when no face was found. */
+  quality: QualitySummary | null;
+  /** The 1:N threshold the candidates were cut at. */
+  threshold: { setting: 'IDENTIFY_MATCH_THRESHOLD'; value: number };
   latencyMs: LatencyMs;
 }
 
@@ -36,6 +42,10 @@ export interface SelfAnswer {
   score: number | null;
   proofToken?: string;
   expiresIn?: number;
+  /** Advisory capture quality; null when no face was found. */
+  quality: QualitySummary | null;
+  /** On a match: whether this capture replaced the canonical embedding, and why (canonical-refresh.ts). */
+  canonicalRefresh?: CanonicalRefreshDecision;
   latencyMs: LatencyMs;
 }
 
@@ -50,6 +60,7 @@ interface LogRow {
   latencyMs: LatencyMs;
   engineVersion?: string | null;
   errorCode?: string | null;
+  qualityScore?: number | null;
 }
 
 const elapsed = (t0: number) => Math.round(performance.now() - t0);
@@ -69,6 +80,7 @@ async function writeLog(db: Knex, row: LogRow): Promise<string> {
       latencyMs: JSON.stringify(row.latencyMs),
       engineVersion: row.engineVersion ?? null,
       errorCode: row.errorCode ?? null,
+      qualityScore: row.qualityScore ?? null,
     })
     .returning('id');
   return (inserted as { id: string }).id;
@@ -103,9 +115,17 @@ export class VerificationService {
         topScore: r.topScore,
         latencyMs: r.latencyMs,
         engineVersion: r.engineVersion,
+        qualityScore: r.quality?.score ?? null,
       });
       metrics.outcome('identify', outcome);
-      return { referenceId, outcome, candidates, latencyMs: r.latencyMs };
+      return {
+        referenceId,
+        outcome,
+        candidates,
+        quality: qualitySummary(r.quality),
+        threshold: { setting: 'IDENTIFY_MATCH_THRESHOLD', value: r.threshold },
+        latencyMs: r.latencyMs,
+      };
     } catch (e) {
       await this.logFailure(e, t0, { kind: 'identify', operatorId: operator.operatorId, orgId: operator.orgId });
       throw e;
@@ -160,7 +180,9 @@ export class VerificationService {
   async verifySelf(consumer: ConsumerAuth, image: Buffer): Promise<SelfAnswer> {
     const { db, face, metrics, config } = this.deps;
     const t0 = performance.now();
-    const enrolled = await db('canonicalEmbeddings').where({ userId: consumer.userId }).first('userId');
+    const enrolled = (await db('canonicalEmbeddings').where({ userId: consumer.userId }).first('userId', 'qualityScore')) as
+      | { userId: string; qualityScore: number | null }
+      | undefined;
     if (!enrolled) {
       // Nothing to compare with: the consumer has not linked a NIN or BVN yet. Logged like any call.
       await writeLog(db, {
@@ -192,16 +214,44 @@ export class VerificationService {
       topScore: r.score,
       latencyMs: r.latencyMs,
       engineVersion: r.embedding?.engineVersion ?? null,
+      qualityScore: r.quality?.score ?? null,
     });
     metrics.outcome('verify_self', outcome);
-    const answer: SelfAnswer = { referenceId, outcome, score: r.score, latencyMs: r.latencyMs };
-    if (outcome === 'match') {
-      // A high-confidence match refreshes the searchable record with the most recent proven appearance.
-      if (r.score !== null && r.score >= config.highConfidenceThreshold && r.embedding) {
-        await upsertCanonical(db, consumer.userId, r.embedding.embedding, 'verify_self', r.embedding.engineVersion);
+    const answer: SelfAnswer = { referenceId, outcome, score: r.score, quality: qualitySummary(r.quality), latencyMs: r.latencyMs };
+    if (outcome === 'match' && r.score !== null && r.embedding) {
+      // A high-confidence match refreshes the searchable record with the most recent proven
+      // appearance, unless the capture is poorer than the one stored (canonical-refresh.ts).
+      const decision = decideCanonicalRefresh({
+        score: r.score,
+        highConfidenceThreshold: config.highConfidenceThreshold,
+        newQuality: r.quality?.score ?? null,
+        storedQuality: enrolled.qualityScore ?? null,
+        floor: config.canonicalRefreshMinQuality,
+      });
+      if (decision.refreshed) {
+        await upsertCanonical(db, consumer.userId, r.embedding.embedding, 'verify_self', r.embedding.engineVersion, undefined, r.quality?.score ?? null);
       }
-      Object.assign(answer, await issueProofToken(this.deps, consumer.userId));
+      if (decision.reason !== 'below_high_confidence') {
+        await recordAudit(db, {
+          type: decision.refreshed ? 'canonical_embedding.refreshed' : 'canonical_embedding.refresh_declined',
+          actorType: 'consumer',
+          actorId: consumer.userId,
+          subjectType: 'user',
+          subjectId: consumer.userId,
+          data: {
+            referenceId,
+            reason: decision.reason,
+            score: r.score,
+            qualityScore: r.quality?.score ?? null,
+            qualityIssues: r.quality?.issues ?? null,
+            storedQualityScore: enrolled.qualityScore ?? null,
+            floor: config.canonicalRefreshMinQuality,
+          },
+        });
+      }
+      answer.canonicalRefresh = decision;
     }
+    if (outcome === 'match') Object.assign(answer, await issueProofToken(this.deps, consumer.userId));
     return answer;
   }
 }
