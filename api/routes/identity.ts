@@ -7,6 +7,7 @@ import type { Context } from 'koa';
 import type { AppDeps } from '../deps.js';
 import { route, type AnyRoute } from '../route-table.js';
 import { Strict } from '../schemas/common.js';
+import { QualityField } from '../schemas/quality.js';
 import * as identity from '../services/identity-service.js';
 import { RegistryClient, type Registry } from '../services/registry-client.js';
 import { validationError } from '../validation.js';
@@ -33,6 +34,7 @@ const VerifyFaceAnswer = Type.Object({
   linkToken: Type.String({ description: 'Single-use, for link' }),
   expiresIn: Type.Integer({ description: 'Seconds (LINK_TOKEN_TTL_SECONDS)' }),
   score: Type.Number({ description: 'Cosine similarity of the capture and the registry photo' }),
+  quality: QualityField,
 });
 
 const VerifyFaceFields = Type.Object(
@@ -91,7 +93,7 @@ export default function identityRoutes(deps: AppDeps): AnyRoute[] {
       description:
         `At most VERIFY_FACE_MAX_ATTEMPTS (5) attempts per validationToken, then 429 \`rate_limited\` with Retry-After. The capture must pass liveness, show one face and match the registry photo; ` +
         `when your account has the ${LABEL[identity.OTHER[registry]]} linked, it must also match your canonical embedding (\`cross_registry_mismatch\`, behaviour by CROSS_REGISTRY_MISMATCH_POLICY). ` +
-        "Face outcomes are 422; every error body echoes its code as `outcome`. `reuseCapture='true'` (without a file) reuses your most recent passing NIN capture within CAPTURE_REUSE_SECONDS, " +
+        "Face outcomes are 422; every error body echoes its code as `outcome`, and those of a live capture with a face (`liveness_failed`, `face_mismatch`, `cross_registry_mismatch`) carry its advisory `quality` too. `reuseCapture='true'` (without a file) reuses your most recent passing NIN capture within CAPTURE_REUSE_SECONDS, " +
         'still compared with this registry photo (404 when there is none to reuse). A match drops the registry photo and answers a single-use linkToken.',
       auth: 'consumer',
       outcomeInErrors: true,
