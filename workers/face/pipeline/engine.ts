@@ -2,7 +2,8 @@
  * The face engine: the four ONNX models behind two calls that match the two queue stages.
  *
  * - `liveness(jpeg, mode)`: decode, detect, choose the face, 68 landmarks -> 5 points, anti-spoof
- *   score. Throws FaceError `invalid_image`, `no_face` or (mode 'single') `multiple_faces`.
+ *   score, capture quality (quality.ts). Throws FaceError `invalid_image`, `no_face` or (mode
+ *   'single') `multiple_faces`.
  * - `embed(jpeg, landmarks5)`: 5-point similarity alignment to the ArcFace 112x112 template and the
  *   512-d L2-normalised embedding.
  *
