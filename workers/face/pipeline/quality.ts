@@ -1,8 +1,8 @@
 /**
  * Capture quality (ISO/IEC 29794-5 style), computed in the liveness stage from what it already has:
- * the decoded image, the chosen face's 68 landmarks and its five alignment points. The aligned face
- * is the very 112x112 crop the embedder will see (align.ts, same transform and resampling), so the
- * image measures judge what the matcher gets, whatever the photo's size.
+ * the decoded image, the chosen face's 68 landmarks and its five alignment points. The image
+ * measures read the 112x112 crop the embedder will see (align.ts's transform and sampling; see
+ * alignedLuma), so they judge what the matcher gets, whatever the photo's size.
  *
  * Each measure has an acceptable range (QUALITY_RANGES) and a documented source: the OFIQ reference
  * implementation of ISO/IEC 29794-5 where it gives a number, otherwise the fixture photos and their
@@ -12,8 +12,8 @@
  * The capture's score is 100 x the weakest component, so `score < 50` if and only if some issue is
  * raised, and two good captures are told apart by their weakest measure.
  *
- * Cost: one 112x112 alignment warp and a few passes over 12544 pixels (about 1 ms; `npm run bench
- * -- stages` measures it against the liveness stage without it).
+ * Cost: the luma of the inner face of the aligned crop (about 4,500 pixels) and a few passes over
+ * it, about a millisecond whatever the photo (`npm run bench -- stages` measures it).
  */
 import type { RgbImage } from './decode.js';
 import { ALIGNED_SIZE, ARCFACE_TEMPLATE_112, estimateSimilarity, invertAffine, type Affine, type Point } from './align.js';
@@ -36,13 +36,16 @@ export interface MeasureRange {
  *   ISO/IEC 39794-5 ask >= 90 px for document photos. Those are enrolment-grade; this matcher embeds a
  *   112x112 crop whose template inter-eye distance is 35 px, and the degradation table shows where it
  *   breaks: the limit is set there.
- * - outsideFrame: measured (the LFW close-ups, whose aligned crop already reaches past the tile).
+ * - outsideFrame: measured (the tightest LFW close-up, whose aligned crop already reaches past the
+ *   tile, is at 0.14; the crop degradation).
  * - yaw / pitch: OFIQ scores pose by 100 cos^2(angle) (50 at 45 degrees); ISO/IEC 39794-5 asks +-5
- *   degrees for document photos. Selfie limit: 25 degrees (OFIQ component 82).
+ *   degrees for document photos. Selfie limits: yaw 40 degrees (OFIQ 59), pitch 30 (OFIQ 75; the
+ *   generic model reads up to 22 degrees of pitch on frontal fixtures).
  * - roll: ISO/IEC 39794-5 +-8 degrees; the alignment removes roll, so the limit is where the landmark
  *   model starts failing on rotated copies (degradation table).
  * - eyeOpenness: OFIQ EyesOpen (sigmoid x0 = 0.02 of the inter-eye distance), measured on fixtures.
- * - sharpness, eyeContrast, luminanceSd: measured on the fixtures and their degraded copies.
+ * - sharpness, eyeContrast, eyeDarkShare: measured on the fixtures and their degraded copies.
+ * - luminanceSd: OFIQ LuminanceVariance scores >= 50 for an s.d. of 0.058..0.29; set lower (0.04).
  * - luminanceMean: OFIQ LuminanceMean scores 50 at 0.2 and 0.8 (sigmoids at 0.2 and 0.8, w = 0.05).
  * - darkShare / brightShare: OFIQ Under/OverExposurePrevention count face pixels in [0, 25] and
  *   [247, 255]; OFIQ's over-exposure score is 1 / (share + 0.01), i.e. 50 at 1% of the face clipped.
