@@ -68,6 +68,33 @@ async function throughput(engine: FaceEngine, photos: Buffer[], inFlight: number
   return { inFlight, images: run.done, wallSeconds: run.wallSeconds, perSecond: run.perSecond, cpuMsPerImage: run.cpuMsPerCall, perCoreSecond: 1000 / run.cpuMsPerCall };
 }
 
+/**
+ * What the capture-quality assessment adds to the liveness stage: each photo's liveness stage with
+ * and without it, back to back in alternating order, so that machine noise hits both alike.
+ */
+async function qualityOverhead(engine: FaceEngine, photos: Buffer[], rounds: number) {
+  const jpegs = await Promise.all(photos.map(async (p) => (await normaliseUpload(p)).jpeg));
+  const withQ: number[] = [], withoutQ: number[] = [], added: number[] = [], own: number[] = [];
+  const time = async (jpeg: Buffer, quality: boolean) => {
+    const t = performance.now();
+    const r = await engine.liveness(jpeg, 'largest', { quality });
+    if (r.qualityMs !== undefined) own.push(r.qualityMs);
+    return performance.now() - t;
+  };
+  for (let r = 0; r < rounds; r++) {
+    for (const jpeg of jpegs) {
+      const first = r % 2 === 0;
+      const a = await time(jpeg, first);
+      const b = await time(jpeg, !first);
+      const [w, wo] = first ? [a, b] : [b, a];
+      withQ.push(w);
+      withoutQ.push(wo);
+      added.push(w - wo);
+    }
+  }
+  return { samples: added.length, with: summarise(withQ), without: summarise(withoutQ), added: summarise(added), own: summarise(own) };
+}
+
 export async function runStagesBench(): Promise<string> {
   const rounds = Number(process.env.BENCH_STAGE_ROUNDS ?? 10);
   const seconds = Number(process.env.BENCH_THROUGHPUT_SECONDS ?? 15);
@@ -99,6 +126,7 @@ export async function runStagesBench(): Promise<string> {
     }
   }
   const withFace = photos.filter((p) => !p.kind.startsWith('no face')).map((p) => p.data);
+  const quality = await qualityOverhead(engine, withFace, rounds);
   const tp1 = await throughput(engine, withFace, 1, seconds);
   const tp2 = await throughput(engine, withFace, 2, seconds);
   await engine.release();
@@ -116,6 +144,10 @@ export async function runStagesBench(): Promise<string> {
     '',
     table(['photos', 'normalise ms p50 / p99', 'liveness ms p50 / p99', 'embed ms p50 / p99', 'pipeline ms p50 / p99', 'samples'], stageRows),
     '',
+    `Capture quality inside the liveness stage (same photo with and without it, alternated, ${quality.samples} pairs): ` +
+      `the assessment itself takes p50 ${fmt(quality.own.p50)} ms, p99 ${fmt(quality.own.p99)} ms (budget: 3 ms p50); liveness p50 ${fmt(quality.with.p50)} ms with it, ${fmt(quality.without.p50)} ms without ` +
+      `(paired difference p50 ${fmt(quality.added.p50)} ms: noisier, both runs include the models).`,
+    '',
     table(
       ['images in flight', 'images/s (wall)', 'CPU ms per image', 'images per core-second'],
       [tp1, tp2].map((t) => [String(t.inFlight), fmt(t.perSecond, 1), fmt(t.cpuMsPerImage, 1), fmt(t.perCoreSecond, 1)]),
@@ -126,6 +158,7 @@ export async function runStagesBench(): Promise<string> {
     stages: { normalise: summarise(all.normalise), liveness: summarise(all.liveness), embed: summarise(all.embed), total: summarise(all.total) },
     byKind: Object.fromEntries([...byKind].map(([k, v]) => [k, { normalise: summarise(v.normalise), liveness: summarise(v.liveness), embed: summarise(v.embed) }])),
     throughput: [tp1, tp2],
+    quality,
   });
   console.log(`\n${md}`);
   return md;

@@ -58,6 +58,8 @@ export class CanonicalEmbedding extends BaseModel {
   embedding!: Buffer;
   source!: 'link_nin' | 'link_bvn' | 'verify_self';
   engineVersion!: string;
+  /** Capture quality (0..100) of the capture behind this embedding; null before migration 20261123. */
+  qualityScore!: number | null;
   updatedAt!: Date;
 }
 
@@ -154,6 +156,8 @@ export class SearchLog extends BaseModel {
   latencyMs!: LatencyMs;
   engineVersion!: string | null;
   errorCode!: string | null;
+  /** Capture quality (0..100) of the probe; null when no face was analysed. */
+  qualityScore!: number | null;
   escalatedAt!: Date | null;
   escalatedBy!: string | null;
   createdAt!: Date;

@@ -6,6 +6,7 @@ import { Type } from '@sinclair/typebox';
 import type { Context } from 'koa';
 import { route, type AnyRoute } from '../route-table.js';
 import { Strict } from '../schemas/common.js';
+import { QualityField } from '../schemas/quality.js';
 import { OTHER, type Registry } from '../services/identity-service.js';
 import type { RouteDeps } from './index.js';
 import { validationError } from '../validation.js';
@@ -32,6 +33,7 @@ const VerifyFaceAnswer = Type.Object({
   linkToken: Type.String({ description: 'Single-use, for link' }),
   expiresIn: Type.Integer({ description: 'Seconds (LINK_TOKEN_TTL_SECONDS)' }),
   score: Type.Number({ description: 'Cosine similarity of the capture and the registry photo' }),
+  quality: QualityField,
 });
 
 const VerifyFaceFields = Type.Object(
@@ -82,7 +84,7 @@ export default function identityRoutes({ config, identity }: Pick<RouteDeps, 'co
       description:
         `At most VERIFY_FACE_MAX_ATTEMPTS (5) attempts per validationToken, then 429 \`rate_limited\` with Retry-After. The capture must pass liveness, show one face and match the registry photo; ` +
         `when your account has the ${LABEL[OTHER[registry]]} linked, it must also match your canonical embedding (\`cross_registry_mismatch\`, behaviour by CROSS_REGISTRY_MISMATCH_POLICY). ` +
-        "Face outcomes are 422; every error body echoes its code as `outcome`. `reuseCapture='true'` (without a file) reuses your most recent passing NIN capture within CAPTURE_REUSE_SECONDS, " +
+        "Face outcomes are 422; every error body echoes its code as `outcome`, and those of a live capture with a face (`liveness_failed`, `face_mismatch`, `cross_registry_mismatch`) carry its advisory `quality` too. `reuseCapture='true'` (without a file) reuses your most recent passing NIN capture within CAPTURE_REUSE_SECONDS, " +
         'still compared with this registry photo (404 when there is none to reuse). A match drops the registry photo and answers a single-use linkToken.',
       auth: 'consumer',
       outcomeInErrors: true,

@@ -51,6 +51,7 @@ const SearchLogBody = Type.Object(
     }),
     engineVersion: Type.Union([Type.String(), Type.Null()]),
     errorCode: Type.Union([Type.String(), Type.Null()]),
+    qualityScore: Type.Union([Type.Integer(), Type.Null()], { description: 'Capture quality 0..100 of the probe; null without a face' }),
     escalatedAt: Type.Union([IsoDateTime, Type.Null()]),
     escalatedBy: Type.Union([Uuid, Type.Null()]),
     createdAt: IsoDateTime,

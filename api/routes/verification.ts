@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import { AppError } from '../../shared/errors.js';
 import { route, type AnyRoute } from '../route-table.js';
 import { Strict, Uuid } from '../schemas/common.js';
+import { QualityField } from '../schemas/quality.js';
 import type { ConsumerAuth, OperatorAuth } from '../services/authorization.js';
 import type { RouteDeps } from './index.js';
 
@@ -17,6 +18,11 @@ const IdentifyBody = Type.Object({
   referenceId: Uuid,
   outcome: Type.Union([Type.Literal('match'), Type.Literal('no_match'), Type.Literal('liveness_failed'), Type.Literal('no_face')]),
   candidates: Type.Array(Type.Object({ userId: Uuid, score: Type.Number(), rank: Type.Integer({ minimum: 1 }) })),
+  quality: QualityField,
+  threshold: Type.Object(
+    { setting: Type.Literal('IDENTIFY_MATCH_THRESHOLD'), value: Type.Number() },
+    { description: 'The 1:N cosine threshold the candidates were cut at (IDENTIFY_MATCH_THRESHOLD; by default the value of MATCH_THRESHOLD)' },
+  ),
   latencyMs: LatencyMs,
 });
 
@@ -26,6 +32,18 @@ const SelfBody = Type.Object({
   score: Type.Union([Type.Number(), Type.Null()]),
   proofToken: Type.Optional(Type.String({ description: 'Single-use; required by PATCH and DELETE /users/{id}' })),
   expiresIn: Type.Optional(Type.Integer({ description: 'Seconds (PROOF_TOKEN_TTL_SECONDS)' })),
+  quality: QualityField,
+  canonicalRefresh: Type.Optional(
+    Type.Object(
+      {
+        refreshed: Type.Boolean(),
+        reason: Type.Union(
+          ['below_high_confidence', 'quality_at_or_above_floor', 'quality_not_worse_than_stored', 'quality_below_floor_and_stored', 'quality_below_floor', 'quality_not_measured'].map((r) => Type.Literal(r)),
+        ),
+      },
+      { description: 'On a match: whether this capture replaced your canonical embedding (high confidence, and quality at least CANONICAL_REFRESH_MIN_QUALITY or not worse than the stored capture), and why' },
+    ),
+  ),
   latencyMs: LatencyMs,
 });
 
@@ -39,7 +57,7 @@ export default function verificationRoutes(deps: Pick<RouteDeps, 'verification' 
       tag: 'Verification',
       summary: '1:N identification of a probe face against everyone enrolled',
       description:
-        'The literal `attestation=true` is checked before anything else (400 `attestation_required`, no dependency called, no SearchLog row; also when the body is not multipart at all). Error bodies echo their code as `outcome`. Every call past that check writes one SearchLog row whatever its outcome. Face outcomes are 200 with `outcome`; candidates are those at or above MATCH_THRESHOLD, best first, at most IDENTIFY_MAX_CANDIDATES; the largest face of the probe is used.',
+        'The literal `attestation=true` is checked before anything else (400 `attestation_required`, no dependency called, no SearchLog row; also when the body is not multipart at all). Error bodies echo their code as `outcome`. Every call past that check writes one SearchLog row whatever its outcome. Face outcomes are 200 with `outcome`; candidates are those at or above IDENTIFY_MATCH_THRESHOLD (answered in `threshold`), best first, at most IDENTIFY_MAX_CANDIDATES; the largest face of the probe is used. `quality` is advisory and never changes the outcome.',
       auth: 'operator',
       outcomeInErrors: true,
       multipart: {
@@ -75,7 +93,8 @@ export default function verificationRoutes(deps: Pick<RouteDeps, 'verification' 
       tag: 'Verification',
       summary: "1:1 re-proof against the caller's own canonical embedding",
       description:
-        'A match returns a single-use proofToken (PROOF_TOKEN_TTL_SECONDS); a high-confidence match (HIGH_CONFIDENCE_THRESHOLD) refreshes the canonical embedding. Every face outcome is 200 with `outcome`; every call writes a SearchLog row. Error bodies echo their code as `outcome`. 409 `conflict` when the caller has no enrolled face yet (no NIN or BVN linked).',
+        "A match returns a single-use proofToken (PROOF_TOKEN_TTL_SECONDS); a high-confidence match (HIGH_CONFIDENCE_THRESHOLD) refreshes the canonical embedding when the capture's quality is at least CANONICAL_REFRESH_MIN_QUALITY or not worse than the stored capture's (`canonicalRefresh` says which). `quality` is advisory and never changes the outcome. " +
+        'Every face outcome is 200 with `outcome`; every call writes a SearchLog row. Error bodies echo their code as `outcome`. 409 `conflict` when the caller has no enrolled face yet (no NIN or BVN linked).',
       auth: 'consumer',
       outcomeInErrors: true,
       multipart: {

@@ -13,6 +13,12 @@ export const ErrorBody = Type.Object(
     message: Type.String({ description: 'Human-readable text' }),
     details: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
     outcome: Type.Optional(Type.String({ description: 'Face outcome, on verify-face, /identify and /verify/self' })),
+    quality: Type.Optional(
+      Type.Object(
+        { score: Type.Integer(), issues: Type.Array(Type.String()) },
+        { description: 'Advisory capture quality (verify-face 422 outcomes of a capture with a face); issue codes as in the 200 answers' },
+      ),
+    ),
   },
   { $id: 'Error' },
 );

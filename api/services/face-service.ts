@@ -24,6 +24,7 @@ import { AppError } from '../../shared/errors.js';
 import { newResultKey, openEmbedding } from '../../shared/sealed-embedding.js';
 import { JobTimeoutError, type JobClient } from '../../shared/job-client.js';
 import type { DetectedFace, JobContracts, QueueName, SearchHit } from '../../shared/jobs/index.js';
+import type { QualityAssessment } from '../../shared/face/quality.js';
 import type { Logger } from '../../shared/logger.js';
 import type { EmbeddingsRepository } from '../../shared/repositories/embeddings.js';
 import { normaliseUpload, type NormalisedImage } from '../../shared/face/image.js';
@@ -52,6 +53,8 @@ export type CaptureAnalysis =
       face: DetectedFace;
       faceCount: number;
       livenessScore: number;
+      /** Advisory capture quality of the chosen face; null from a worker that does not measure it. */
+      quality: QualityAssessment | null;
       ms: number;
     }
   | { outcome: 'no_face' | 'multiple_faces'; image: NormalisedImage; faceCount: number; ms: number };
@@ -70,8 +73,12 @@ export interface CaptureEmbedding {
 
 export interface IdentifyResult {
   outcome: 'match' | 'no_match' | 'liveness_failed' | 'no_face';
-  /** At or above MATCH_THRESHOLD, best first, at most IDENTIFY_MAX_CANDIDATES; rank from 1. */
+  /** At or above IDENTIFY_MATCH_THRESHOLD, best first, at most IDENTIFY_MAX_CANDIDATES; rank from 1. */
   candidates: Candidate[];
+  /** The 1:N threshold the candidates were cut at (IDENTIFY_MATCH_THRESHOLD). */
+  threshold: number;
+  /** Capture quality of the probe's chosen face; null without a face. */
+  quality: QualityAssessment | null;
   latencyMs: LatencyMs;
   /** Best score found (also below the threshold), for SearchLog.topScore; null without a search. */
   topScore: number | null;
@@ -89,6 +96,8 @@ export interface SelfVerification {
   livenessScore: number | null;
   /** The live capture's embedding, when computed (a high-confidence match refreshes the canonical one). */
   embedding: CaptureEmbedding | null;
+  /** Capture quality of the chosen face; null without a face. */
+  quality: QualityAssessment | null;
   latencyMs: LatencyMs;
 }
 
@@ -99,6 +108,8 @@ export interface PhotoVerification {
   /** The live capture (normalised image, face) and its embedding, when the live face was usable. */
   capture: AnalysedFace | null;
   embedding: CaptureEmbedding | null;
+  /** Capture quality of the live capture's face (also on liveness_failed); null without a face. */
+  quality: QualityAssessment | null;
   /** Stages of the live capture; `registryPhoto`: both stages on the registry photo; no search stage. */
   latencyMs: LatencyMs & { registryPhoto: number | null };
 }
@@ -156,7 +167,7 @@ export class FaceService {
       return { outcome: r.code, image, faceCount: r.faceCount, ms: r.ms };
     }
     const live = r.livenessScore >= this.deps.config.livenessThreshold;
-    return { outcome: live ? 'ok' : 'liveness_failed', image, face: r.face, faceCount: r.faceCount, livenessScore: r.livenessScore, ms: r.ms };
+    return { outcome: live ? 'ok' : 'liveness_failed', image, face: r.face, faceCount: r.faceCount, livenessScore: r.livenessScore, quality: r.quality ?? null, ms: r.ms };
   }
 
   /** The embed stage on an analysed capture: alignment and the 512-d L2-normalised embedding. */
@@ -186,7 +197,8 @@ export class FaceService {
     const deadlineAt = this.budget();
     const { config } = this.deps;
     const a = await this.analyseCapture(probe, 'largest', deadlineAt);
-    const base = { candidates: [] as Candidate[], topScore: null, faceCount: a.faceCount };
+    const threshold = config.identifyMatchThreshold;
+    const base = { candidates: [] as Candidate[], topScore: null, faceCount: a.faceCount, threshold, quality: hasFace(a) ? a.quality : null };
     if (!hasFace(a)) {
       // 'largest' never refuses several faces; a photo without a face is `no_face`.
       return { ...base, outcome: 'no_face', livenessScore: null, engineVersion: null, latencyMs: { liveness: a.ms, embed: null, search: null, total: since(t0) } };
@@ -198,12 +210,14 @@ export class FaceService {
     const s = await this.searchByEmbedding(e.embedding, config.identifyMaxCandidates, deadlineAt);
     const scored = s.hits.map((h) => ({ userId: h.userId, score: round4(h.score) }));
     const candidates = scored
-      .filter((h) => h.score >= config.matchThreshold)
+      .filter((h) => h.score >= threshold)
       .slice(0, config.identifyMaxCandidates)
       .map((h, i) => ({ ...h, rank: i + 1 }));
     return {
       outcome: candidates.length > 0 ? 'match' : 'no_match',
       candidates,
+      threshold,
+      quality: a.quality,
       topScore: scored[0]?.score ?? null,
       livenessScore: a.livenessScore,
       faceCount: a.faceCount,
@@ -231,6 +245,7 @@ export class FaceService {
         score: null,
         livenessScore: a.outcome === 'liveness_failed' ? a.livenessScore : null,
         embedding: null,
+        quality: hasFace(a) ? a.quality : null,
         latencyMs: { liveness: a.ms, embed: null, search: null, total: since(t0) },
       };
     }
@@ -242,6 +257,7 @@ export class FaceService {
       ...(c.reason ? { reason: c.reason } : {}),
       livenessScore: a.livenessScore,
       embedding: e,
+      quality: a.quality,
       latencyMs: { liveness: a.ms, embed: e.ms, search: c.ms, total: since(t0) },
     };
   }
@@ -295,6 +311,7 @@ export class FaceService {
         livenessScore: live.outcome === 'liveness_failed' ? live.livenessScore : null,
         capture: null,
         embedding: null,
+        quality: hasFace(live) ? live.quality : null,
         latencyMs: { liveness: live.ms, embed: null, search: null, total: since(t0), registryPhoto: null },
       };
     }
@@ -307,6 +324,7 @@ export class FaceService {
       livenessScore: live.livenessScore,
       capture: live,
       embedding: liveEmb,
+      quality: live.quality,
       latencyMs: { liveness: live.ms, embed: liveEmb.ms, search: null, total: since(t0), registryPhoto: Math.round(reg.ms + regEmb.ms) },
     };
   }

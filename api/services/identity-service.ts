@@ -16,6 +16,7 @@ import { maskTail, recordAudit } from '../../shared/repositories/audit.js';
 import type { EmbeddingsRepository } from '../../shared/repositories/embeddings.js';
 import { isUniqueViolation } from '../../shared/repositories/handle.js';
 import type { UsersRepository } from '../../shared/repositories/users.js';
+import { qualitySummary, type QualitySummary } from '../../shared/face/quality.js';
 import type { Metrics } from '../metrics.js';
 import type { FaceService } from './face-service.js';
 import type { IdentityTokenStore, LinkClaims } from './identity-token-store.js';
@@ -41,7 +42,8 @@ export type FaceOutcome = 'match' | 'liveness_failed' | 'face_mismatch' | 'cross
 export const OTHER: Record<Registry, Registry> = { nin: 'bvn', bvn: 'nin' };
 const LABEL: Record<Registry, string> = { nin: 'NIN', bvn: 'BVN' };
 
-function faceError(outcome: Exclude<FaceOutcome, 'match'>, details?: Record<string, unknown>): AppError {
+/** A face outcome as a 422; `quality` (advisory, of the live capture) tells the person what to change. */
+function faceError(outcome: Exclude<FaceOutcome, 'match'>, details?: Record<string, unknown>, quality?: QualitySummary | null): AppError {
   const messages: Record<typeof outcome, string> = {
     liveness_failed: 'The capture did not pass the liveness check; take a new live selfie',
     face_mismatch: 'The face does not match the registry photo',
@@ -49,7 +51,7 @@ function faceError(outcome: Exclude<FaceOutcome, 'match'>, details?: Record<stri
     no_face: 'No face was found in the capture',
     multiple_faces: 'More than one face was found in the capture; only you should be in the picture',
   };
-  return new AppError(outcome, messages[outcome], { extra: { outcome }, ...(details ? { details } : {}) });
+  return new AppError(outcome, messages[outcome], { extra: { outcome, ...(quality ? { quality } : {}) }, ...(details ? { details } : {}) });
 }
 
 const unknownValidation = (registry: Registry) => new AppError('not_found', `Unknown or expired validationToken: validate the ${LABEL[registry]} again`);
@@ -72,6 +74,8 @@ export interface VerifyFaceMatch {
   linkToken: string;
   expiresIn: number;
   score: number;
+  /** Advisory capture quality of the live capture (of the reused one with reuseCapture); null when unknown. */
+  quality: QualitySummary | null;
 }
 
 export interface LinkResult {
@@ -152,6 +156,7 @@ export class IdentityService {
     let embedding: number[];
     let engineVersion: string;
     let score: number;
+    let quality: QualitySummary | null;
     if (input.reuseCapture) {
       const capture = await store.capture(userId);
       if (!capture) {
@@ -165,15 +170,17 @@ export class IdentityService {
       embedding = capture.embedding;
       engineVersion = capture.engineVersion;
       score = v.score;
+      quality = capture.quality;
       if (v.outcome !== 'match') {
         metrics.outcome('verify_face', 'face_mismatch');
-        throw faceError('face_mismatch');
+        throw faceError('face_mismatch', undefined, quality);
       }
     } else {
       const v = await face.verifyAgainstPhoto(input.file!, photo);
+      quality = qualitySummary(v.quality);
       if (v.outcome !== 'match') {
         metrics.outcome('verify_face', v.outcome);
-        throw faceError(v.outcome);
+        throw faceError(v.outcome, undefined, quality);
       }
       embedding = v.embedding!.embedding;
       engineVersion = v.embedding!.engineVersion;
@@ -206,7 +213,7 @@ export class IdentityService {
         );
         if (policy === 'hard-block') {
           metrics.outcome('verify_face', 'cross_registry_mismatch');
-          throw faceError('cross_registry_mismatch');
+          throw faceError('cross_registry_mismatch', undefined, quality);
         }
         crossRegistryFlagged = true;
       }
@@ -215,7 +222,7 @@ export class IdentityService {
     // Pass: the validation (and its registry photo) is dropped; only one concurrent pass gets a linkToken.
     if (!(await store.dropValidation(validationToken))) throw unknownValidation(registry);
 
-    if (registry === 'nin' && !input.reuseCapture) await store.saveCapture(userId, embedding, engineVersion, config.captureReuseSeconds);
+    if (registry === 'nin' && !input.reuseCapture) await store.saveCapture(userId, embedding, engineVersion, quality, config.captureReuseSeconds);
 
     const claims: LinkClaims = {
       userId,
@@ -228,10 +235,11 @@ export class IdentityService {
       crossRegistryFlagged,
       crossRegistryScore,
       captureReused: input.reuseCapture,
+      qualityScore: quality?.score ?? null,
     };
     const linkToken = await store.issueLinkToken(claims, config.linkTokenTtlSeconds);
     metrics.outcome('verify_face', 'match');
-    return { outcome: 'match', linkToken, expiresIn: config.linkTokenTtlSeconds, score };
+    return { outcome: 'match', linkToken, expiresIn: config.linkTokenTtlSeconds, score, quality };
   }
 
   async link(input: { userId: string; registry: Registry; linkToken: string; userAgent: string | null }): Promise<LinkResult> {
@@ -290,7 +298,7 @@ export class IdentityService {
           },
         });
         // Last: the change-log lock is held until the transaction ends.
-        await embeddings.upsert(userId, embedding, registry === 'nin' ? 'link_nin' : 'link_bvn', claims.engineVersion, trx);
+        await embeddings.upsert(userId, embedding, registry === 'nin' ? 'link_nin' : 'link_bvn', claims.engineVersion, trx, claims.qualityScore ?? null);
         return row.linkedAt;
       });
       metrics.outcome('link', 'linked');

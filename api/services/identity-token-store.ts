@@ -15,6 +15,7 @@
  *   (or the other route's) token is simply not found, and is not burnt for its owner.
  * - validate-rate `identity:validate-rate:<userId>`: validations per consumer per hour.
  */
+import type { QualitySummary } from '../../shared/face/quality.js';
 import type { RegistryRecordSnapshot } from '../../models/index.js';
 import { decodeEmbedding, encodeEmbedding } from '../../shared/embeddings.js';
 import type { KeySpace, Redis } from '../../shared/redis.js';
@@ -43,6 +44,8 @@ export interface LinkClaims {
   crossRegistryFlagged: boolean;
   crossRegistryScore: number | null;
   captureReused: boolean;
+  /** Capture quality score (0..100), stored with the canonical embedding by link; null when unknown. */
+  qualityScore?: number | null;
 }
 
 // KEYS[1] = attempts key, KEYS[2] = validation key: counts one attempt, expiring with the validation.
@@ -111,21 +114,25 @@ export class IdentityTokenStore {
 
   // ---- the reusable NIN capture ------------------------------------------------------------
 
-  async saveCapture(userId: string, embedding: number[], engineVersion: string, ttlSeconds: number): Promise<void> {
+  async saveCapture(userId: string, embedding: number[], engineVersion: string, quality: QualitySummary | null, ttlSeconds: number): Promise<void> {
     const key = this.captureKey(userId);
     await this.redis
       .multi()
       .del(key)
-      .hset(key, 'embedding', encodeEmbedding(embedding), 'engineVersion', engineVersion, 'capturedAt', new Date().toISOString())
+      .hset(key, 'embedding', encodeEmbedding(embedding), 'engineVersion', engineVersion, 'capturedAt', new Date().toISOString(), ...(quality ? ['quality', JSON.stringify(quality)] : []))
       .expire(key, Math.max(1, ttlSeconds))
       .exec();
   }
 
   /** The user's reusable NIN capture (embedding), or null outside the reuse window. */
-  async capture(userId: string): Promise<{ embedding: number[]; engineVersion: string } | null> {
-    const [emb, engineVersion] = await this.redis.hmgetBuffer(this.captureKey(userId), 'embedding', 'engineVersion');
+  async capture(userId: string): Promise<{ embedding: number[]; engineVersion: string; quality: QualitySummary | null } | null> {
+    const [emb, engineVersion, quality] = await this.redis.hmgetBuffer(this.captureKey(userId), 'embedding', 'engineVersion', 'quality');
     if (!emb || !engineVersion) return null;
-    return { embedding: Array.from(decodeEmbedding(emb)), engineVersion: engineVersion.toString('utf8') };
+    return {
+      embedding: Array.from(decodeEmbedding(emb)),
+      engineVersion: engineVersion.toString('utf8'),
+      quality: quality ? (JSON.parse(quality.toString('utf8')) as QualitySummary) : null,
+    };
   }
 
   // ---- link tokens -------------------------------------------------------------------------

@@ -14,6 +14,8 @@ import type { NewSearchLog, SearchLogsRepository } from '../../shared/repositori
 import type { UsersRepository } from '../../shared/repositories/users.js';
 import type { Metrics } from '../metrics.js';
 import type { ConsumerAuth, OperatorAuth } from './authorization.js';
+import { decideCanonicalRefresh, type CanonicalRefreshDecision } from './canonical-refresh.js';
+import { qualitySummary, type QualitySummary } from '../../shared/face/quality.js';
 import type { FaceService } from './face-service.js';
 import type { ProofTokens } from './proof-tokens.js';
 
@@ -33,6 +35,10 @@ export interface IdentifyAnswer {
   referenceId: string;
   outcome: 'match' | 'no_match' | 'liveness_failed' | 'no_face';
   candidates: Candidate[];
+  /** Advisory capture quality of the probe; null when no face was found. */
+  quality: QualitySummary | null;
+  /** The 1:N threshold the candidates were cut at. */
+  threshold: { setting: 'IDENTIFY_MATCH_THRESHOLD'; value: number };
   latencyMs: LatencyMs;
 }
 
@@ -42,6 +48,10 @@ export interface SelfAnswer {
   score: number | null;
   proofToken?: string;
   expiresIn?: number;
+  /** Advisory capture quality; null when no face was found. */
+  quality: QualitySummary | null;
+  /** On a match: whether this capture replaced the canonical embedding, and why (canonical-refresh.ts). */
+  canonicalRefresh?: CanonicalRefreshDecision;
   latencyMs: LatencyMs;
 }
 
@@ -76,9 +86,17 @@ export class VerificationService {
         topScore: r.topScore,
         latencyMs: r.latencyMs,
         engineVersion: r.engineVersion,
+        qualityScore: r.quality?.score ?? null,
       });
       metrics.outcome('identify', outcome);
-      return { referenceId, outcome, candidates, latencyMs: r.latencyMs };
+      return {
+        referenceId,
+        outcome,
+        candidates,
+        quality: qualitySummary(r.quality),
+        threshold: { setting: 'IDENTIFY_MATCH_THRESHOLD', value: r.threshold },
+        latencyMs: r.latencyMs,
+      };
     } catch (e) {
       await this.logFailure(e, t0, { kind: 'identify', operatorId: operator.operatorId, orgId: operator.orgId });
       throw e;
@@ -130,7 +148,8 @@ export class VerificationService {
   async verifySelf(consumer: ConsumerAuth, image: Buffer): Promise<SelfAnswer> {
     const { searchLogs, embeddings, face, metrics, config } = this.deps;
     const t0 = performance.now();
-    if (!(await embeddings.exists(consumer.userId))) {
+    const enrolled = await embeddings.enrolment(consumer.userId);
+    if (!enrolled) {
       // Nothing to compare with: the consumer has not linked a NIN or BVN yet. Logged like any call.
       await searchLogs.insert({
         kind: 'verify_self',
@@ -161,16 +180,44 @@ export class VerificationService {
       topScore: r.score,
       latencyMs: r.latencyMs,
       engineVersion: r.embedding?.engineVersion ?? null,
+      qualityScore: r.quality?.score ?? null,
     });
     metrics.outcome('verify_self', outcome);
-    const answer: SelfAnswer = { referenceId, outcome, score: r.score, latencyMs: r.latencyMs };
-    if (outcome === 'match') {
-      // A high-confidence match refreshes the searchable record with the most recent proven appearance.
-      if (r.score !== null && r.score >= config.highConfidenceThreshold && r.embedding) {
-        await embeddings.upsert(consumer.userId, r.embedding.embedding, 'verify_self', r.embedding.engineVersion);
+    const answer: SelfAnswer = { referenceId, outcome, score: r.score, quality: qualitySummary(r.quality), latencyMs: r.latencyMs };
+    if (outcome === 'match' && r.score !== null && r.embedding) {
+      // A high-confidence match refreshes the searchable record with the most recent proven
+      // appearance, unless the capture is poorer than the one stored (canonical-refresh.ts).
+      const decision = decideCanonicalRefresh({
+        score: r.score,
+        highConfidenceThreshold: config.highConfidenceThreshold,
+        newQuality: r.quality?.score ?? null,
+        storedQuality: enrolled.qualityScore ?? null,
+        floor: config.canonicalRefreshMinQuality,
+      });
+      if (decision.refreshed) {
+        await embeddings.upsert(consumer.userId, r.embedding.embedding, 'verify_self', r.embedding.engineVersion, undefined, r.quality?.score ?? null);
       }
-      Object.assign(answer, await this.deps.proofTokens.issue(consumer.userId));
+      if (decision.reason !== 'below_high_confidence') {
+        await recordAudit(this.deps.db, {
+          type: decision.refreshed ? 'canonical_embedding.refreshed' : 'canonical_embedding.refresh_declined',
+          actorType: 'consumer',
+          actorId: consumer.userId,
+          subjectType: 'user',
+          subjectId: consumer.userId,
+          data: {
+            referenceId,
+            reason: decision.reason,
+            score: r.score,
+            qualityScore: r.quality?.score ?? null,
+            qualityIssues: r.quality?.issues ?? null,
+            storedQualityScore: enrolled.qualityScore ?? null,
+            floor: config.canonicalRefreshMinQuality,
+          },
+        });
+      }
+      answer.canonicalRefresh = decision;
     }
+    if (outcome === 'match') Object.assign(answer, await this.deps.proofTokens.issue(consumer.userId));
     return answer;
   }
 }

@@ -2,6 +2,7 @@
  * What the liveness stage finds in a photo, as the engine returns it and the `liveness` job carries it
  * (shared/jobs/liveness.ts): one definition for the face worker, the API and the tools.
  */
+import type { QualityAssessment } from './quality.js';
 
 /** `single`: 1:1 flows refuse several clear faces; `largest`: /identify takes the largest face. */
 export type FaceMode = 'single' | 'largest';
@@ -21,5 +22,9 @@ export interface LivenessResult {
   livenessScore: number;
   /** Faces detected in the image (including small or uncertain ones that did not block). */
   faceCount: number;
+  /** Advisory capture quality of the chosen face (workers/face/pipeline/quality.ts); absent when not assessed. */
+  quality?: QualityAssessment;
+  /** Wall-clock milliseconds of the quality assessment alone (included in `ms`), for the benchmark. */
+  qualityMs?: number;
   ms: number;
 }

@@ -1,4 +1,4 @@
-/** Job contract of the `liveness` queue: decode, detect, choose the face, landmarks, anti-spoof score. */
+/** Job contract of the `liveness` queue: decode, detect, choose the face, landmarks, anti-spoof score, capture quality. */
 import type { FaceErrorCode } from '../face/face-error.js';
 import type { FaceMode, LivenessResult } from '../face/liveness.js';
 import { awaitedJobContract } from './contract.js';

@@ -42,14 +42,26 @@ export class EmbeddingsRepository extends Repository {
    * Sets the user's canonical embedding (512 finite numbers, stored as given in float32 LE) and logs
    * the change. Returns the change sequence.
    */
-  async upsert(userId: string, embedding: ArrayLike<number>, source: CanonicalSource, engineVersion: string, trx?: Knex.Transaction): Promise<{ seq: string }> {
+  /**
+   * Sets the user's canonical embedding and logs the change. `qualityScore`: the capture quality
+   * (0..100) of the capture it came from, null when unknown (the /verify/self refresh rule compares
+   * against it).
+   */
+  async upsert(
+    userId: string,
+    embedding: ArrayLike<number>,
+    source: CanonicalSource,
+    engineVersion: string,
+    trx?: Knex.Transaction,
+    qualityScore: number | null = null,
+  ): Promise<{ seq: string }> {
     const bytes = encodeEmbedding(embedding); // validates before any lock is taken
     return this.transaction(async (t) => {
       await this.lockChanges(t);
       await t(CanonicalEmbedding.tableName)
-        .insert({ userId, embedding: bytes, source, engineVersion, updatedAt: t.fn.now() })
+        .insert({ userId, embedding: bytes, source, engineVersion, qualityScore, updatedAt: t.fn.now() })
         .onConflict('userId')
-        .merge(['embedding', 'source', 'engineVersion', 'updatedAt']);
+        .merge(['embedding', 'source', 'engineVersion', 'qualityScore', 'updatedAt']);
       return { seq: await this.appendChange(t, userId, 'upsert') };
     }, trx);
   }
@@ -86,6 +98,11 @@ export class EmbeddingsRepository extends Repository {
     return Boolean(await this.on(trx)(CanonicalEmbedding.tableName).where({ userId }).first('userId'));
   }
 
+  /** Whether the user has a canonical embedding, and the capture quality it was stored with (null: unknown). */
+  async enrolment(userId: string, trx?: Db): Promise<{ qualityScore: number | null } | undefined> {
+    return this.on(trx)(CanonicalEmbedding.tableName).where({ userId }).first('qualityScore');
+  }
+
   async find(userId: string, trx?: Db): Promise<StoredEmbedding | undefined> {
     return this.on(trx)(CanonicalEmbedding.tableName).where({ userId }).first('userId', 'embedding', 'engineVersion');
   }
@@ -115,7 +132,14 @@ export class EmbeddingsRepository extends Repository {
 }
 
 // For scripts, benchmarks and tests that hold a knex rather than the web process's graph.
-export const upsertCanonical = (db: Knex, userId: string, embedding: ArrayLike<number>, source: CanonicalSource, engineVersion: string, trx?: Knex.Transaction) =>
-  new EmbeddingsRepository(db).upsert(userId, embedding, source, engineVersion, trx);
+export const upsertCanonical = (
+  db: Knex,
+  userId: string,
+  embedding: ArrayLike<number>,
+  source: CanonicalSource,
+  engineVersion: string,
+  trx?: Knex.Transaction,
+  qualityScore: number | null = null,
+) => new EmbeddingsRepository(db).upsert(userId, embedding, source, engineVersion, trx, qualityScore);
 export const removeCanonical = (db: Knex, userId: string, trx?: Knex.Transaction) => new EmbeddingsRepository(db).remove(userId, trx);
 export const currentChangeSeq = (db: Knex) => new EmbeddingsRepository(db).currentSeq();

@@ -20,6 +20,8 @@ export interface NewSearchLog {
   latencyMs: LatencyMs;
   engineVersion?: string | null;
   errorCode?: string | null;
+  /** Advisory capture quality (0..100) of the probe or selfie; null when unknown. */
+  qualityScore?: number | null;
   createdAt?: Date;
 }
 
@@ -39,6 +41,7 @@ export function searchLogRow(row: NewSearchLog): Record<string, unknown> {
     latencyMs: JSON.stringify(row.latencyMs),
     engineVersion: row.engineVersion ?? null,
     errorCode: row.errorCode ?? null,
+    qualityScore: row.qualityScore ?? null,
     ...(row.createdAt ? { createdAt: row.createdAt } : {}),
   };
 }

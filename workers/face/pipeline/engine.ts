@@ -2,7 +2,8 @@
  * The face engine: the four ONNX models behind two calls that match the two queue stages.
  *
  * - `liveness(jpeg, mode)`: decode, detect, choose the face, 68 landmarks -> 5 points, anti-spoof
- *   score. Throws FaceError `invalid_image`, `no_face` or (mode 'single') `multiple_faces`.
+ *   score, capture quality (quality.ts). Throws FaceError `invalid_image`, `no_face` or (mode
+ *   'single') `multiple_faces`.
  * - `embed(jpeg, landmarks5)`: 5-point similarity alignment to the ArcFace 112x112 template and the
  *   512-d L2-normalised embedding.
  *
@@ -25,6 +26,7 @@ import { scoreLiveness, LIVENESS_INPUT_SIZE } from './liveness.js';
 import { embedFace } from './embed.js';
 import { ALIGNED_SIZE, type Point } from './align.js';
 import { FACE_ENGINE_VERSION, FACE_MODELS, type FaceModelRole } from '../../../shared/face-models.js';
+import { assessQuality } from './quality.js';
 
 /** The loaded model of each role (files and SHA-256 pins: shared/face-models.ts). */
 type Sessions = Record<FaceModelRole, ort.InferenceSession>;
@@ -165,7 +167,7 @@ export class FaceEngine {
   }
 
   /** Landmarks and anti-spoof score of one detected face. */
-  private async describe(img: RgbImage, face: Detection): Promise<{ face: LivenessResult['face']; livenessScore: number }> {
+  private async describe(img: RgbImage, face: Detection): Promise<{ face: LivenessResult['face']; livenessScore: number; points68: Point[] }> {
     const square = squareBox(face);
     const { points68 } = await predictLandmarks(this.sessions.landmark, img, square);
     const landmarks5 = fivePoints(points68).map(([x, y]): [number, number] => [round(x, 2), round(y, 2)]);
@@ -179,6 +181,7 @@ export class FaceEngine {
         landmarks5,
       },
       livenessScore: round(live.live, 4),
+      points68,
     };
   }
 
@@ -186,14 +189,18 @@ export class FaceEngine {
    * Liveness stage: decode, detect, choose the face ('single': refuse several clear faces;
    * 'largest': take the largest), landmarks, anti-spoof score.
    */
-  async liveness(jpeg: Buffer, mode: FaceMode): Promise<LivenessResult> {
+  async liveness(jpeg: Buffer, mode: FaceMode, opts: { quality?: boolean } = {}): Promise<LivenessResult> {
     if (mode !== 'single' && mode !== 'largest') throw new TypeError(`unknown face mode: ${String(mode)}`);
     const t0 = performance.now();
     const img = await decodeRgb(jpeg);
     const dets = await detectFaces(this.sessions.detect, img, this.detectOptions);
     const chosen = chooseFace(dets, mode);
-    const { face, livenessScore } = await this.describe(img, chosen);
-    return { face, livenessScore, faceCount: dets.length, ms: elapsed(t0) };
+    const { face, livenessScore, points68 } = await this.describe(img, chosen);
+    // Quality from what this stage already holds (pixels, 68 landmarks); on by default.
+    if (opts.quality === false) return { face, livenessScore, faceCount: dets.length, ms: elapsed(t0) };
+    const tq = performance.now();
+    const quality = assessQuality({ img, points68, landmarks5: face.landmarks5 as Point[] });
+    return { face, livenessScore, faceCount: dets.length, quality, qualityMs: performance.now() - tq, ms: elapsed(t0) };
   }
 
   /** Embed stage: align the face given by `landmarks5` (from `liveness`) and embed it. */
