@@ -32,18 +32,8 @@ export interface UserDeps {
   logger: Logger;
 }
 
-export interface UserView {
-  id: string;
-  phone: string;
-  name: string | null;
-  dateOfBirth: string | null;
-  gender: string | null;
-  bankAccount: string | null;
-  pendingBankAccount: string | null;
-  ninLinked: boolean;
-  bvnLinked: boolean;
-  createdAt: string;
-}
+/** The profile as the API answers it: the repository's row with the instant as an ISO string. */
+export type UserView = Omit<UserRow, 'createdAt'> & { createdAt: string };
 
 export interface UserChange {
   proofToken: string;

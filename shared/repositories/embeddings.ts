@@ -132,14 +132,6 @@ export class EmbeddingsRepository extends Repository {
 }
 
 // For scripts, benchmarks and tests that hold a knex rather than the web process's graph.
-export const upsertCanonical = (
-  db: Knex,
-  userId: string,
-  embedding: ArrayLike<number>,
-  source: CanonicalSource,
-  engineVersion: string,
-  trx?: Knex.Transaction,
-  qualityScore: number | null = null,
-) => new EmbeddingsRepository(db).upsert(userId, embedding, source, engineVersion, trx, qualityScore);
+export const upsertCanonical = (db: Knex, ...args: Parameters<EmbeddingsRepository['upsert']>) => new EmbeddingsRepository(db).upsert(...args);
 export const removeCanonical = (db: Knex, userId: string, trx?: Knex.Transaction) => new EmbeddingsRepository(db).remove(userId, trx);
 export const currentChangeSeq = (db: Knex) => new EmbeddingsRepository(db).currentSeq();
