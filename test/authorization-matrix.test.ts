@@ -76,6 +76,10 @@ const DOCUMENTED: Record<string, AuthRule> = {
   'POST /api/enroll': 'none',
   'GET /api/search': 'none',
   'GET /api/stats': 'none',
+  // SPEC section 11 (second round), for the consoles.
+  'GET /operators': 'administrator',
+  'GET /operators/{id}': 'administrator',
+  'GET /audit-events': 'administrator',
 };
 
 /** Routes of this project beyond the document (docs/decisions.md says why each exists). */

@@ -11,7 +11,8 @@ import reportRoutes from './reports.js';
 import systemRoutes from './system.js';
 import userRoutes from './users.js';
 import verificationRoutes from './verification.js';
+import consoleRoutes from './console-routes.js';
 
 export function allRoutes(deps: AppDeps): AnyRoute[] {
-  return [...systemRoutes(deps), ...adminQueueRoutes(deps), ...(deps.config.registrySimulator ? registryRoutes(deps) : []), ...identityRoutes(deps), ...userRoutes(deps), ...disputeRoutes(deps), ...reportRoutes(deps), ...authRoutes(deps), ...operatorRoutes(deps), ...verificationRoutes(deps)];
+  return [...systemRoutes(deps), ...adminQueueRoutes(deps), ...(deps.config.registrySimulator ? registryRoutes(deps) : []), ...identityRoutes(deps), ...userRoutes(deps), ...disputeRoutes(deps), ...reportRoutes(deps), ...authRoutes(deps), ...operatorRoutes(deps), ...verificationRoutes(deps), ...consoleRoutes(deps)];
 }
