@@ -238,7 +238,7 @@ function BarChart(props: { label: string; labels: string[]; datasets: { label: s
     if (!canvas.current) return;
     const chart = new Chart(canvas.current, {
       type: 'bar',
-      data: { labels: props.labels, datasets: props.datasets.map((d) => ({ label: d.label, data: d.data, backgroundColor: d.color })) },
+      data: { labels: props.labels, datasets: props.datasets.map((d) => ({ label: d.label, data: d.data, backgroundColor: d.color, maxBarThickness: 56 })) },
       options: {
         animation: false,
         responsive: true,
