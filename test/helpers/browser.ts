@@ -22,11 +22,13 @@ export const SCREENSHOT_DIR = path.join(ROOT, 'docs', 'console');
  * the camera then "sees" that photo. Frames of width x height (even), BT.601 full-range.
  */
 export async function photoToY4m(photo: string, width = 640, height = 480, frames = 2): Promise<string> {
-  // The photo, as large as the frame's height, centred on a plain background: a webcam's 4:3 landscape frame.
+  // The photo at the frame's full height, centred on a plain wall in a webcam's 4:3 landscape frame. (An LFW
+  // tile is a tight crop of the face; shrunk further, the liveness model no longer passes it.)
   const side = height;
+  const wall = { r: 214, g: 221, b: 226 };
   const { data } = await sharp(photo)
     .resize(side, side, { fit: 'cover' })
-    .extend({ left: (width - side) / 2, right: (width - side) / 2, background: { r: 214, g: 221, b: 226 } })
+    .extend({ left: (width - side) / 2, right: (width - side) / 2, top: (height - side) / 2, bottom: (height - side) / 2, background: wall })
     .removeAlpha()
     .raw()
     .toBuffer({ resolveWithObject: true });

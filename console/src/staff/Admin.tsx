@@ -220,7 +220,7 @@ function Disputes(props: { session: Session }) {
                   <td>{d.kind}</td>
                   <td>{d.reason ?? '—'}</td>
                   <td><span class="badge" data-testid="dispute-status">{d.status}</span></td>
-                  <td class="row">{NEXT[d.status].map((to) => <button type="button" class="secondary small" onClick={() => void move(d.id, to)}>{to}</button>)}</td>
+                  <td><div class="row">{NEXT[d.status].length === 0 ? <small>final</small> : NEXT[d.status].map((to) => <button type="button" class="secondary small" onClick={() => void move(d.id, to)}>{to}</button>)}</div></td>
                 </tr>
               ))}
             </tbody>
