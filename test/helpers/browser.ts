@@ -15,7 +15,11 @@ import { ROOT } from './harness.js';
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 export const PHONE = { width: 390, height: 844 };
 export const DESKTOP = { width: 1280, height: 860 };
-export const SCREENSHOT_DIR = path.join(ROOT, 'docs', 'console');
+/**
+ * `npm run screenshots` (UPDATE_SCREENSHOTS=1) writes the committed ones in docs/console/; a plain `npm test`
+ * takes the same screenshots into var/console-screenshots/, so a test run leaves the working tree clean.
+ */
+export const SCREENSHOT_DIR = process.env.UPDATE_SCREENSHOTS === '1' ? path.join(ROOT, 'docs', 'console') : path.join(ROOT, 'var', 'console-screenshots');
 
 /**
  * A Y4M (YUV4MPEG2, 4:2:0) video of a still photo, for Chromium's --use-file-for-fake-video-capture:
@@ -68,13 +72,13 @@ function mkdtemp(): string {
   return dir;
 }
 
-export async function launchChromium(fakeCamera: string): Promise<Browser> {
+export async function launchChromium(fakeCamera?: string): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
     args: [
       '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run',
-      '--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream', `--use-file-for-fake-video-capture=${fakeCamera}`,
+      ...(fakeCamera ? ['--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream', `--use-file-for-fake-video-capture=${fakeCamera}`] : []),
     ],
   });
 }
@@ -103,7 +107,7 @@ export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
   return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
 }
 
-/** A full-page screenshot at phone and at desktop width, into docs/console/<name>-{phone,desktop}.png. */
+/** A full-page screenshot at phone and at desktop width, into SCREENSHOT_DIR/<name>-{phone,desktop}.png. */
 export async function screenshots(page: Page, name: string, widths: ('phone' | 'desktop')[] = ['phone', 'desktop']): Promise<void> {
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
   const before = page.viewportSize();
