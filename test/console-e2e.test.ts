@@ -12,7 +12,8 @@
  *  3. the consumer sees the identification in the history and disputes it; switches to Hausa;
  *  4. the administrator creates, resets and deactivates an operator, moves the dispute, reads analytics
  *     and audit events;
- *  5. the consumer re-proves with the camera and deletes the account after a confirmation.
+ *  5. the consumer re-proves with the camera, changes the bank account (shown pending), re-proves again
+ *     and deletes the account after a confirmation.
  * On every page: no serious or critical axe-core violation, no CSP violation, no token in storage.
  * Screenshots at phone and desktop widths go to docs/console/.
  */
@@ -206,6 +207,7 @@ test.serial('consumer: the history shows the identification, which they dispute;
   await page.getByRole('button', { name: 'Send dispute' }).click();
   await page.getByTestId('dispute-note').waitFor();
   await entry.getByText('Disputed').waitFor();
+  t.is(await entry.locator('.badge').first().textContent(), 'Match');
   await checkPage(t, page, 'history');
   await screenshots(page, 'consumer-history');
   const dispute = await h.deps.db('disputes').where({ searchLogId: s.referenceId }).first();
@@ -296,7 +298,7 @@ test.serial('administrator: creates, resets and deactivates an operator, moves t
   await context.close();
 });
 
-test.serial('consumer: re-proves with the camera and deletes the account after a confirmation', async (t) => {
+test.serial('consumer: re-proves with the camera, changes the bank account (pending), and deletes the account after a confirmation', async (t) => {
   const page = s.consumer;
   if (!page || !s.userId) return t.fail('an earlier step did not run');
   await page.getByRole('button', { name: 'Change phone, bank account or delete' }).click();
@@ -305,6 +307,16 @@ test.serial('consumer: re-proves with the camera and deletes the account after a
   await page.getByRole('button', { name: 'Verify me' }).click();
   await page.getByTestId('proven').waitFor();
   t.is(await page.locator('img, video').count(), 0, 'no face image kept after sending');
+  // A bank account change is pending until the bank confirms: the page says so.
+  await page.getByLabel('New bank account (10 digits)').fill('0123456789');
+  await page.getByRole('button', { name: 'Change bank account' }).click();
+  await page.getByTestId('self-note').getByText('Pending: 0123456789').waitFor();
+  t.is((await h.deps.db('users').where({ id: s.userId }).first()).pendingBankAccount, '0123456789');
+  // The proofToken was single-use: deleting needs a fresh proof.
+  await takeSelfie(page);
+  await page.getByRole('button', { name: 'Take photo' }).click();
+  await page.getByRole('button', { name: 'Verify me' }).click();
+  await page.getByTestId('proven').waitFor();
   await page.getByRole('button', { name: 'Delete my account' }).click();
   await checkPage(t, page, 'delete confirmation');
   await screenshots(page, 'consumer-delete', ['phone']);

@@ -18,6 +18,13 @@ export function explain(t: Translate, e: ApiError | { outcome?: string; error?: 
   return text === key ? t('outcome_generic') : text;
 }
 
+/** A history outcome in words (an unknown code is shown as it is). */
+function outcomeLabel(t: Translate, outcome: string): string {
+  const key = `res_${outcome}` as MessageKey;
+  const text = t(key);
+  return text === key ? outcome : text;
+}
+
 function captureTexts(t: Translate) {
   return {
     start: t('captureStart'), take: t('captureTake'), retake: t('captureRetake'), upload: t('captureUpload'),
@@ -320,7 +327,7 @@ function History(props: { t: Translate; session: Session; userId: string; lang: 
                 <small>{fmtDate(it.createdAt, LANGUAGES[props.lang].locale)}</small>
               </div>
               <div class="entry-meta">
-                <span class="badge">{it.outcome}</span> <span>{t('score')}: {fmtScore(it.score)}</span>
+                <span class={it.outcome === 'match' ? 'badge ok' : 'badge'}>{outcomeLabel(t, it.outcome)}</span> <span>{t('score')}: {fmtScore(it.score)}</span>
                 {it.disputed ? <span class="badge warn">{t('disputed')}</span> : (
                   <button type="button" class="secondary outline small" onClick={() => setDisputing(it.referenceId)}>{t('dispute')}</button>
                 )}
