@@ -98,7 +98,7 @@ function Operators(props: { session: Session; me: StaffIdentity }) {
         </form>
         {list && (
           <>
-            <table data-testid="operators">
+            <div class="table-wrap"><table data-testid="operators">
               <thead><tr><th scope="col">Identifier</th><th scope="col">Name</th><th scope="col">Role</th><th scope="col">Status</th></tr></thead>
               <tbody>
                 {list.items.map((o) => (
@@ -110,7 +110,7 @@ function Operators(props: { session: Session; me: StaffIdentity }) {
                   </tr>
                 ))}
               </tbody>
-            </table>
+            </table></div>
             <Pager page={list.page} pageSize={list.pageSize} total={list.total} onPage={setPage} labels={pagerLabels} />
           </>
         )}
@@ -167,10 +167,10 @@ function OperatorDetail(props: { session: Session; operator: Operator; self: boo
       <h3>Searches</h3>
       {!sessions || sessions.items.length === 0 ? <p>No searches.</p> : (
         <>
-          <table>
+          <div class="table-wrap"><table>
             <thead><tr><th scope="col">When</th><th scope="col">Outcome</th><th scope="col">Top score</th><th scope="col">Escalated</th></tr></thead>
             <tbody>{sessions.items.map((s) => <tr><td>{fmtDate(s.createdAt)}</td><td>{s.outcome}</td><td>{fmtScore(s.topScore)}</td><td>{s.escalatedAt ? fmtDate(s.escalatedAt) : '—'}</td></tr>)}</tbody>
-          </table>
+          </table></div>
           <Pager page={sessions.page} pageSize={sessions.pageSize} total={sessions.total} onPage={setPage} labels={pagerLabels} />
         </>
       )}
@@ -211,7 +211,7 @@ function Disputes(props: { session: Session }) {
       {error && <Note kind="warn">{error}</Note>}
       {list && (list.items.length === 0 ? <p>No disputes.</p> : (
         <>
-          <table data-testid="disputes">
+          <div class="table-wrap"><table data-testid="disputes">
             <thead><tr><th scope="col">Opened</th><th scope="col">Kind</th><th scope="col">Reason</th><th scope="col">Status</th><th scope="col">Move to</th></tr></thead>
             <tbody>
               {list.items.map((d) => (
@@ -224,7 +224,7 @@ function Disputes(props: { session: Session }) {
                 </tr>
               ))}
             </tbody>
-          </table>
+          </table></div>
           <Pager page={list.page} pageSize={list.pageSize} total={list.total} onPage={setPage} labels={pagerLabels} />
         </>
       ))}
@@ -362,7 +362,7 @@ function Audit(props: { session: Session }) {
       </form>
       {list && (
         <>
-          <table data-testid="audit-events">
+          <div class="table-wrap"><table data-testid="audit-events">
             <thead><tr><th scope="col">When</th><th scope="col">Type</th><th scope="col">Severity</th><th scope="col">Actor</th><th scope="col">Subject</th></tr></thead>
             <tbody>
               {list.items.map((e) => (
@@ -374,7 +374,7 @@ function Audit(props: { session: Session }) {
                 </tr>
               ))}
             </tbody>
-          </table>
+          </table></div>
           <Pager page={list.page} pageSize={list.pageSize} total={list.total} onPage={setPage} labels={pagerLabels} />
         </>
       )}

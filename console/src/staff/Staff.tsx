@@ -190,24 +190,24 @@ function SearchDesk(props: { session: Session }) {
           <article data-testid="identify-result">
             <p>Outcome: <strong data-testid="outcome">{result.outcome}</strong> <small>({Math.round(result.latencyMs.total)} ms, reference {result.referenceId.slice(0, 8)})</small></p>
             {result.candidates.length === 0 ? <p>No candidate at or above the threshold.</p> : (
-              <table data-testid="candidates">
+              <div class="table-wrap"><table data-testid="candidates">
                 <thead><tr><th scope="col">Rank</th><th scope="col">User</th><th scope="col">Score</th></tr></thead>
                 <tbody>
                   {result.candidates.map((c) => <tr><td>{c.rank}</td><td><code>{c.userId}</code></td><td>{fmtScore(c.score)}</td></tr>)}
                 </tbody>
-              </table>
+              </table></div>
             )}
             {result.escalatedAt ? <Note kind="ok" testid="escalated">Escalated {fmtDate(result.escalatedAt)}</Note> : <button type="button" class="secondary" onClick={() => void escalate()}>Escalate</button>}
           </article>
         )}
         <h2>Your searches (this session)</h2>
         {past.length === 0 ? <p>None yet.</p> : (
-          <table data-testid="past-searches">
+          <div class="table-wrap"><table data-testid="past-searches">
             <thead><tr><th scope="col">When</th><th scope="col">Outcome</th><th scope="col">Top score</th><th scope="col">Escalated</th></tr></thead>
             <tbody>
               {past.map((p) => <tr><td>{fmtDate(p.at)}</td><td>{p.outcome}</td><td>{fmtScore(p.candidates[0]?.score)}</td><td>{p.escalatedAt ? 'yes' : 'no'}</td></tr>)}
             </tbody>
-          </table>
+          </table></div>
         )}
       </section>
     </div>
