@@ -6,10 +6,12 @@
  * films a fixture photo. The test's own calls go through the console's generated client
  * (console/src/api/client.ts), so the OpenAPI document is proved by a real client too.
  *
- *  1. a consumer signs in with the SMS code, links the NIN with the camera, then the BVN reusing it;
+ *  1. a consumer signs in with the SMS code, uploads a wrong photo (told in words), links the NIN with the
+ *     camera, then the BVN reusing the capture;
  *  2. an operator, created with a temporary password, must set a password, then identifies the consumer
  *     from an uploaded photo and escalates;
- *  3. the consumer sees the identification in the history and disputes it; switches to Hausa;
+ *  3. the consumer sees the identification in the history and disputes it; another consumer trying the
+ *     same NIN is told it is linked elsewhere (date and device only); the first switches to Hausa;
  *  4. the administrator creates, resets and deactivates an operator, moves the dispute, reads analytics
  *     and audit events;
  *  5. the consumer re-proves with the camera, changes the bank account (shown pending), re-proves again
@@ -127,6 +129,10 @@ test.serial('consumer: signs in with the SMS code, links the NIN with the camera
   await page.getByLabel('Your 11-digit NIN').fill(s.nin!);
   await page.getByRole('button', { name: 'Check number' }).click();
   await t.notThrowsAsync(page.getByTestId('matched-name').getByText('G***** W***** B***').waitFor());
+  // First the upload fallback, with somebody else's photo: the outcome in words, then a retake.
+  await page.locator('input[type=file]').setInputFiles(facePath('lfw/Powell_1.png'));
+  await page.getByRole('button', { name: 'Compare my face' }).click();
+  await page.getByTestId('link-error').getByText('The face does not match the registry photo.').waitFor();
   await takeSelfie(page);
   await checkPage(t, page, 'camera');
   await screenshots(page, 'consumer-camera', ['phone']);
@@ -196,7 +202,7 @@ test.serial('operator: the forced password change, then an identification that f
   await context.close();
 });
 
-test.serial('consumer: the history shows the identification, which they dispute; the pages speak Hausa', async (t) => {
+test.serial('consumer: the history shows the identification, which they dispute; the NIN is linked elsewhere for another consumer; the pages speak Hausa', async (t) => {
   const page = s.consumer;
   if (!page || !s.referenceId) return t.fail('an earlier step did not run');
   await page.getByRole('button', { name: 'History' }).click();
@@ -212,6 +218,23 @@ test.serial('consumer: the history shows the identification, which they dispute;
   await screenshots(page, 'consumer-history');
   const dispute = await h.deps.db('disputes').where({ searchLogId: s.referenceId }).first();
   t.is(dispute.reason, 'I was not there that day');
+
+  // Somebody else trying the same NIN learns only when and on what kind of device it was linked.
+  const other = await newPage(PHONE);
+  await other.page.goto('/console/#/consumer');
+  await other.page.getByLabel('Phone number').fill('+2348034440000');
+  await other.page.getByRole('button', { name: 'Send me a code' }).click();
+  await other.page.getByLabel('6-digit code').waitFor();
+  await other.page.getByLabel('6-digit code').fill(codeFor('+2348034440000'));
+  await other.page.getByRole('button', { name: 'Sign in' }).click();
+  await other.page.getByRole('button', { name: 'Link your NIN' }).click();
+  await other.page.getByLabel('Your 11-digit NIN').fill(s.nin!);
+  await other.page.getByRole('button', { name: 'Check number' }).click();
+  const elsewhere = (await other.page.getByTestId('already-linked').textContent()) ?? '';
+  t.regex(elsewhere, /^This NIN is already linked to another account \(linked .+, on .+\)/);
+  t.notRegex(elsewhere, /George|Bush|G\*/, 'nothing about the other account but the date and device');
+  await checkPage(t, other.page, 'already linked');
+  await other.context.close();
 
   await page.getByRole('button', { name: 'Back' }).click();
   await page.getByRole('button', { name: 'Settings' }).click();
