@@ -87,6 +87,8 @@ const PROJECT_ROUTES: Record<string, AuthRule> = {
   'GET /openapi.json': 'none',
   'POST /admin/queues/session': 'administrator',
   'DELETE /admin/queues/session': 'none',
+  // The search desk's own past searches (docs/console.md).
+  'GET /identify/mine': 'operator',
 };
 
 /** The one route whose answer is fixed whoever calls. */

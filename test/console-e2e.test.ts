@@ -105,9 +105,20 @@ test.serial('the /console page is served with a strict CSP and clickjacking prot
   const html = await res.text();
   t.notRegex(html, /<script(?![^>]*\bsrc=)[^>]*>/, 'no inline script in index.html');
   t.is((await fetch(`${h.url}/console/../package.json`)).status, 404);
+  t.is((await fetch(`${h.url}/console/%2e%2e/package.json`)).status, 404);
+  t.is(res.headers.get('cache-control'), 'no-cache');
+  const asset = html.match(/src="(\/console\/assets\/[^"]+\.js)"/)?.[1];
+  t.truthy(asset, 'index.html loads the built script');
+  const js = await fetch(`${h.url}${asset}`);
+  t.is(js.status, 200);
+  t.regex(js.headers.get('cache-control') ?? '', /immutable/);
+  t.regex(js.headers.get('content-type') ?? '', /javascript/);
+  const bare = await fetch(`${h.url}/console`, { redirect: 'manual' });
+  t.is(bare.status, 302);
+  t.is(bare.headers.get('location'), '/console/');
 });
 
-test.serial('consumer: signs in with the SMS code, links the NIN with the camera, then the BVN reusing the capture', async (t) => {
+test.serial('consumer: signs in with the SMS code, is told a wrong photo does not match, links the NIN with the camera', async (t) => {
   const { context, page } = await newPage(PHONE);
   s.consumerContext = context;
   s.consumer = page;
@@ -145,7 +156,11 @@ test.serial('consumer: signs in with the SMS code, links the NIN with the camera
   await page.getByRole('button', { name: 'Link NIN' }).click();
   await page.getByTestId('linked').waitFor();
   t.is(await page.getByTestId('linked').textContent(), 'Your NIN is linked.');
+});
 
+test.serial('consumer: links the BVN right after, reusing the NIN capture', async (t) => {
+  const page = s.consumer;
+  if (!page || !s.userId) return t.fail('the NIN step did not run');
   await page.getByRole('button', { name: 'Back' }).click();
   await page.getByRole('button', { name: 'Link your BVN' }).click();
   await page.getByLabel('Your 11-digit BVN').fill(s.bvn!);
@@ -192,9 +207,16 @@ test.serial('operator: the forced password change, then an identification that f
   t.is(await firstRow.locator('td').nth(1).textContent(), s.userId);
   await page.getByRole('button', { name: 'Escalate' }).click();
   await page.getByTestId('escalated').waitFor();
+  // The desk's "past searches" come from GET /identify/mine: this search, escalated.
+  const past = page.getByTestId('past-searches').locator('tbody tr');
+  await past.first().locator('td').nth(3).getByText(/\d{4}/).waitFor();
+  t.is(await past.count(), 1);
+  t.is(await past.first().locator('td').nth(1).textContent(), 'match');
   await checkPage(t, page, 'search desk');
   await screenshots(page, 'operator-desk');
 
+  const mine = await createApiClient(h.url, () => null).GET('/identify/mine', { params: { query: { page: 1, pageSize: 20 } } });
+  t.is(mine.response.status, 401, 'GET /identify/mine needs an operator token');
   const rows = await h.deps.db('searchLogs').where({ kind: 'identify', operatorId: created.data!.operator.id });
   t.is(rows.length, 1);
   t.truthy(rows[0].escalatedAt);

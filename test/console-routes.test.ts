@@ -1,4 +1,4 @@
-/** The routes added for the consoles: GET /operators (paging, filters), GET /operators/{id}, GET /audit-events. */
+/** The routes added for the consoles: GET /operators (paging, filters), GET /operators/{id}, GET /audit-events, GET /identify/mine. Serial: the listings count every operator of the database. */
 import test from 'ava';
 import { createApiClient, type Api } from '../console/src/api/client.js';
 import { startHarness, type Harness } from './helpers/harness.js';
@@ -27,7 +27,7 @@ test.after.always(async () => {
   await h?.stop();
 });
 
-test('GET /operators pages newest first and never carries a password hash', async (t) => {
+test.serial('GET /operators pages newest first and never carries a password hash', async (t) => {
   const first = await admin.GET('/operators', { params: { query: { page: 1, pageSize: 2 } } });
   t.is(first.response.status, 200);
   t.like(first.data, { page: 1, pageSize: 2, total: 4 });
@@ -38,7 +38,7 @@ test('GET /operators pages newest first and never carries a password hash', asyn
   t.false(JSON.stringify([first.data, second.data]).includes('passwordHash'));
 });
 
-test('GET /operators filters by role, status and a substring of identifier or name (LIKE wildcards are literal)', async (t) => {
+test.serial('GET /operators filters by role, status and a substring of identifier or name (LIKE wildcards are literal)', async (t) => {
   const q = async (query: Record<string, string>) => (await admin.GET('/operators', { params: { query: { page: 1, pageSize: 20, ...query } } })).data!.items.map((o) => o.identifier).sort();
   t.deepEqual(await q({ role: 'administrator' }), ['zainab', (await admin.GET('/operators/{id}', { params: { path: { id: ids.admin! } } })).data!.operator.identifier].sort());
   t.deepEqual(await q({ status: 'deactivated' }), ['tunde_b']);
@@ -52,7 +52,7 @@ test('GET /operators filters by role, status and a substring of identifier or na
   t.is((bad.error as { error: string }).error, 'validation_failed');
 });
 
-test('GET /operators/{id} answers the operator, 404 not_found for an unknown or malformed id', async (t) => {
+test.serial('GET /operators/{id} answers the operator, 404 not_found for an unknown or malformed id', async (t) => {
   const one = await admin.GET('/operators/{id}', { params: { path: { id: ids['zainab']! } } });
   t.like(one.data!.operator, { identifier: 'zainab', displayName: 'Zainab Musa', role: 'administrator', status: 'active', mustResetPassword: true });
   t.false('passwordHash' in one.data!.operator);
@@ -63,7 +63,7 @@ test('GET /operators/{id} answers the operator, 404 not_found for an unknown or 
   }
 });
 
-test('GET /audit-events lists newest first with filters by type, severity, actor, subject and dates', async (t) => {
+test.serial('GET /audit-events lists newest first with filters by type, severity, actor, subject and dates', async (t) => {
   const all = await admin.GET('/audit-events', { params: { query: { page: 1, pageSize: 100 } } });
   t.is(all.response.status, 200);
   const types = all.data!.items.map((e) => e.type);
@@ -87,4 +87,16 @@ test('GET /audit-events lists newest first with filters by type, severity, actor
   t.is(reversed.response.status, 400);
   // Nothing secret in the log's data: no temporary password leaks into an event.
   t.notRegex(JSON.stringify(all.data), /temporaryPassword|passwordHash/);
+});
+
+test.serial("GET /identify/mine lists only the caller's own /identify calls", async (t) => {
+  const me = await newOperator(h);
+  const other = await newOperator(h);
+  const row = (operatorId: string, outcome: string) => ({ kind: 'identify', operatorId, orgId: 'default', outcome, candidates: JSON.stringify([]), latencyMs: JSON.stringify({ liveness: 1, embed: 1, search: 1, total: 3 }) });
+  await h.deps.db('searchLogs').insert([row(me.operatorId, 'no_match'), row(me.operatorId, 'no_face'), row(other.operatorId, 'match')]);
+  const mine = await createApiClient(h.url, () => me.token).GET('/identify/mine', { params: { query: { page: 1, pageSize: 20 } } });
+  t.is(mine.response.status, 200);
+  t.is(mine.data!.total, 2);
+  t.true(mine.data!.items.every((r) => r.operatorId === me.operatorId));
+  t.deepEqual(mine.data!.items.map((r) => r.outcome).sort(), ['no_face', 'no_match']);
 });

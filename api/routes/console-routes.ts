@@ -3,7 +3,8 @@ import type { AppDeps } from '../deps.js';
 import type { AnyRoute } from '../route-table.js';
 import auditEventRoutes from './audit-events.js';
 import operatorDirectoryRoutes from './operator-directory.js';
+import operatorSearchRoutes from './operator-searches.js';
 
 export default function consoleRoutes(deps: AppDeps): AnyRoute[] {
-  return [...operatorDirectoryRoutes(deps), ...auditEventRoutes(deps)];
+  return [...operatorDirectoryRoutes(deps), ...auditEventRoutes(deps), ...operatorSearchRoutes(deps)];
 }

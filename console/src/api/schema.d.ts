@@ -460,6 +460,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/identify/mine": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's own /identify calls: full SearchLog rows, newest first
+         * @description **Authorisation:** Operator bearer token (operator or administrator, active, password not flagged for reset).
+         */
+        get: operations["listMyIdentifications"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/identity/bvn/link": {
         parameters: {
             query?: never;
@@ -2574,6 +2594,93 @@ export interface operations {
             };
             /** @description Error: `not_found` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listMyIdentifications: {
+        parameters: {
+            query: {
+                page: number;
+                pageSize: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of SearchLog rows */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            candidates: {
+                                rank: number;
+                                score: number;
+                                /** Format: uuid */
+                                userId: string;
+                            }[];
+                            /** Format: date-time */
+                            createdAt: string;
+                            engineVersion: string | null;
+                            errorCode: string | null;
+                            escalatedAt: string | null;
+                            escalatedBy: string | null;
+                            /** Format: uuid */
+                            id: string;
+                            /** @constant */
+                            kind: "identify";
+                            latencyMs: {
+                                embed: number | null;
+                                liveness: number | null;
+                                search: number | null;
+                                total: number;
+                            };
+                            matchedUserIds: string[];
+                            /** Format: uuid */
+                            operatorId: string;
+                            orgId: string | null;
+                            outcome: string;
+                            /** Format: uuid */
+                            referenceId: string;
+                            topScore: number | null;
+                            userId: string | null;
+                        }[];
+                        page: number;
+                        pageSize: number;
+                        total: number;
+                    };
+                };
+            };
+            /** @description Error: `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `operator_deactivated`, `password_reset_required` */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

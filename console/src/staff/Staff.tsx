@@ -3,7 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { ApiError } from '../api/client.js';
 import { createApiClient, multipart } from '../api/client.js';
 import { Session } from '../session.js';
-import { Capture, Note, fmtDate, fmtScore } from '../ui/common.js';
+import { Capture, Note, Pager, fmtDate, fmtScore } from '../ui/common.js';
 import { AdminOffice } from './Admin.js';
 
 export interface StaffIdentity {
@@ -139,7 +139,14 @@ function SearchDesk(props: { session: Session }) {
   const [captureKey, setCaptureKey] = useState(0);
   const [attested, setAttested] = useState(false);
   const [result, setResult] = useState<IdentifyResult | null>(null);
-  const [past, setPast] = useState<IdentifyResult[]>([]);
+  type Past = { items: { id: string; outcome: string; topScore: number | null; escalatedAt: string | null; createdAt: string }[]; page: number; pageSize: number; total: number };
+  const [past, setPast] = useState<Past | null>(null);
+  const [pastPage, setPastPage] = useState(1);
+  const loadPast = async () => {
+    const { data } = await props.session.api.GET('/identify/mine', { params: { query: { page: pastPage, pageSize: 5 } } });
+    if (data) setPast(data);
+  };
+  useEffect(() => void loadPast(), [pastPage]);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   useEffect(() => setError(null), [image]);
@@ -158,7 +165,7 @@ function SearchDesk(props: { session: Session }) {
     if (!data) return setError(problem(err));
     const r = { ...data, at: new Date().toISOString() };
     setResult(r);
-    setPast((p) => [r, ...p].slice(0, 20));
+    await loadPast();
   };
 
   const escalate = async () => {
@@ -167,7 +174,7 @@ function SearchDesk(props: { session: Session }) {
     if (!data) return setError(problem(err));
     const r = { ...result, escalatedAt: data.escalatedAt };
     setResult(r);
-    setPast((p) => p.map((x) => (x.referenceId === r.referenceId ? r : x)));
+    await loadPast();
   };
 
   return (
@@ -200,14 +207,17 @@ function SearchDesk(props: { session: Session }) {
             {result.escalatedAt ? <Note kind="ok" testid="escalated">Escalated {fmtDate(result.escalatedAt)}</Note> : <button type="button" class="secondary" onClick={() => void escalate()}>Escalate</button>}
           </article>
         )}
-        <h2>Your searches (this session)</h2>
-        {past.length === 0 ? <p>None yet.</p> : (
-          <div class="table-wrap"><table data-testid="past-searches">
-            <thead><tr><th scope="col">When</th><th scope="col">Outcome</th><th scope="col">Top score</th><th scope="col">Escalated</th></tr></thead>
-            <tbody>
-              {past.map((p) => <tr><td>{fmtDate(p.at)}</td><td>{p.outcome}</td><td>{fmtScore(p.candidates[0]?.score)}</td><td>{p.escalatedAt ? 'yes' : 'no'}</td></tr>)}
-            </tbody>
-          </table></div>
+        <h2>Your past searches</h2>
+        {!past || past.items.length === 0 ? <p>None yet.</p> : (
+          <>
+            <div class="table-wrap"><table data-testid="past-searches">
+              <thead><tr><th scope="col">When</th><th scope="col">Outcome</th><th scope="col">Top score</th><th scope="col">Escalated</th></tr></thead>
+              <tbody>
+                {past.items.map((p) => <tr><td>{fmtDate(p.createdAt)}</td><td>{p.outcome}</td><td>{fmtScore(p.topScore)}</td><td>{p.escalatedAt ? fmtDate(p.escalatedAt) : '—'}</td></tr>)}
+              </tbody>
+            </table></div>
+            <Pager page={past.page} pageSize={past.pageSize} total={past.total} onPage={setPastPage} labels={{ prev: 'Previous', next: 'Next', of: (a, b) => `Page ${a} of ${b}` }} />
+          </>
         )}
       </section>
     </div>
