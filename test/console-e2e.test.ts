@@ -238,6 +238,12 @@ test.serial('consumer: the history shows the identification, which they dispute;
   t.is(await entry.locator('.badge').first().textContent(), 'Match');
   await checkPage(t, page, 'history');
   await screenshots(page, 'consumer-history');
+  // The CSV export downloads through the page (fetched with the bearer token, saved from a blob).
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download CSV' }).click()]);
+  t.is(download.suggestedFilename(), `history-${s.userId}.csv`);
+  const csv = readFileSync((await download.path())!, 'utf8');
+  t.regex(csv, /^referenceId,kind,outcome,score,createdAt,disputed/);
+  t.true(csv.includes(s.referenceId));
   const dispute = await h.deps.db('disputes').where({ searchLogId: s.referenceId }).first();
   t.is(dispute.reason, 'I was not there that day');
 

@@ -294,9 +294,9 @@ function History(props: { t: Translate; session: Session; userId: string; lang: 
   useEffect(load, [page]);
 
   const download = async () => {
-    const { response } = await api.GET('/users/{id}/history/export', { params: { path: { id: props.userId } }, parseAs: 'blob' });
-    if (!response.ok) return;
-    const url = URL.createObjectURL(await response.blob());
+    const { data } = await api.GET('/users/{id}/history/export', { params: { path: { id: props.userId } }, parseAs: 'blob' });
+    if (!data) return;
+    const url = URL.createObjectURL(data);
     const a = document.createElement('a');
     a.href = url;
     a.download = `history-${props.userId}.csv`;
