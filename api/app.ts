@@ -2,6 +2,7 @@
 import Koa from 'koa';
 import { readFileSync } from 'node:fs';
 import type { AppDeps } from './deps.js';
+import { consoleStatic } from './middleware/console-static.js';
 import { errorMiddleware } from './middleware/errors.js';
 import { requestContext } from './middleware/request-context.js';
 import { buildOpenApi } from './openapi.js';
@@ -39,6 +40,7 @@ export function createApp(deps: AppDeps, opts: { extraRoutes?: AnyRoute[] } = {}
   koa.use(requestContext(deps.logger, deps.metrics));
   koa.use(errorMiddleware());
   koa.use(adminQueuesMiddleware(deps));
+  koa.use(consoleStatic());
   koa.use(buildRouter(routes, deps).routes());
   // Errors are rendered by errorMiddleware; keep Koa's own handler from printing stack traces.
   koa.on('error', () => {});

@@ -10,6 +10,7 @@ import { createDb } from '../shared/db.js';
 import { JobClient } from '../shared/job-client.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { createRedis, keySpace, type KeySpace, type Redis } from '../shared/redis.js';
+import { AuditEventsRepository } from '../shared/repositories/audit.js';
 import { EmbeddingsRepository } from '../shared/repositories/embeddings.js';
 import { OperatorsRepository, SessionsRepository } from '../shared/repositories/operators.js';
 import { PreferencesRepository } from '../shared/repositories/preferences.js';
@@ -19,6 +20,7 @@ import { UsersRepository } from '../shared/repositories/users.js';
 import { Metrics } from './metrics.js';
 import { RegistrySimulator } from './registry-simulator/simulator.js';
 import { AnalyticsService } from './services/analytics-service.js';
+import { AuditService } from './services/audit-service.js';
 import { Authorizer } from './services/authorization.js';
 import { BillingService } from './services/billing-service.js';
 import { DisputeService } from './services/dispute-service.js';
@@ -47,6 +49,7 @@ export interface Repositories {
   embeddings: EmbeddingsRepository;
   preferences: PreferencesRepository;
   registryPersons: RegistryPersonsRepository;
+  auditEvents: AuditEventsRepository;
 }
 
 /** The product's services, as the routes call them. */
@@ -65,6 +68,7 @@ export interface Services {
   verification: VerificationService;
   /** The stand-in national registry, mounted beside the API (api/registry-simulator/). */
   registrySimulator: RegistrySimulator;
+  audit: AuditService;
 }
 
 export interface AppDeps {
@@ -92,6 +96,7 @@ function createRepositories(db: Knex): Repositories {
     embeddings: new EmbeddingsRepository(db),
     preferences: new PreferencesRepository(db),
     registryPersons: new RegistryPersonsRepository(db),
+    auditEvents: new AuditEventsRepository(db),
   };
 }
 
@@ -124,6 +129,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     identity: new IdentityService({ config, db, users: repos.users, embeddings: repos.embeddings, store: new IdentityTokenStore(redis, keys), metrics, logger, face, registry }),
     verification: new VerificationService({ config, db, users: repos.users, searchLogs: repos.searchLogs, embeddings: repos.embeddings, proofTokens, face, metrics, logger }),
     registrySimulator: new RegistrySimulator(repos.registryPersons, { maxImagePixels: config.maxImagePixels }),
+    audit: new AuditService({ auditEvents: repos.auditEvents }),
   };
 
   return {

@@ -62,7 +62,8 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string; server
       parameters: [...parameters(r.params, 'path'), ...parameters(r.query, 'query')],
       responses: {} as Json,
     };
-    if (r.auth !== 'none') op.security = [{ bearerAuth: [] }];
+    // Public operations declare that they need nothing (`security: []`), so that a missing declaration is never mistaken for one.
+    op.security = r.auth === 'none' ? [] : [{ bearerAuth: [] }];
     if (r.body) {
       op.requestBody = { required: true, content: { 'application/json': { schema: plain(r.body) } } };
     } else if (r.multipart) {
@@ -102,10 +103,12 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string; server
     info: {
       title: 'Face-backed identity verification service',
       version: info.version,
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
       description:
         'Consumers sign in with a phone number and a one-time code, link NIN and BVN by proving with a live selfie that they are the person in the registry photo, and re-prove themselves (1:1) before sensitive changes. Operators run 1:N identification. Every error body is `{ error, message, details? }`. Generated from the same schemas that validate requests.',
     },
-    ...(info.serverUrl ? { servers: [{ url: info.serverUrl }] } : {}),
+    // A relative server: the document describes whichever host serves it (the console calls its own origin).
+    servers: [{ url: info.serverUrl ?? '/', description: info.serverUrl ? 'This deployment' : 'The server that serves this document' }],
     paths,
     components: {
       securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },

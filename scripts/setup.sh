@@ -2,7 +2,9 @@
 # Idempotent setup, run by `npm test` and `npm start` before anything else (see docs/dependencies.md):
 #   1. scripts/build-faiss.sh       faiss-node's native addon (exits at once when it already loads)
 #   2. scripts/fetch-models.ts      the four ONNX face models, pinned by SHA-256, into var/models
-#   3. scripts/ensure-services.sh   PostgreSQL and Redis, only when SETUP_SERVICES=1 or CI=true
+#   3. scripts/build-console.sh     the browser consoles (console/dist), when missing or stale
+#   4. scripts/ensure-services.sh   PostgreSQL and Redis, and scripts/ensure-chromium.sh (Debian's chromium
+#                                   for the browser tests), only when SETUP_SERVICES=1 or CI=true
 # About 1 s when everything is already in place.
 set -euo pipefail
 
@@ -23,8 +25,11 @@ else
   npx --yes tsx scripts/fetch-models.ts
 fi
 
+bash scripts/build-console.sh
+
 if [ "${SETUP_SERVICES:-0}" = 1 ] || [ "${CI:-}" = true ]; then
   bash scripts/ensure-services.sh
+  bash scripts/ensure-chromium.sh
 else
   echo "setup: PostgreSQL/Redis not checked (set SETUP_SERVICES=1 to check and start them)"
 fi

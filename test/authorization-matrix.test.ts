@@ -76,6 +76,10 @@ const DOCUMENTED: Record<string, AuthRule> = {
   'POST /api/enroll': 'none',
   'GET /api/search': 'none',
   'GET /api/stats': 'none',
+  // SPEC section 11 (second round), for the consoles.
+  'GET /operators': 'administrator',
+  'GET /operators/{id}': 'administrator',
+  'GET /audit-events': 'administrator',
 };
 
 /** Routes of this project beyond the document (docs/decisions.md says why each exists). */
@@ -83,6 +87,8 @@ const PROJECT_ROUTES: Record<string, AuthRule> = {
   'GET /openapi.json': 'none',
   'POST /admin/queues/session': 'administrator',
   'DELETE /admin/queues/session': 'none',
+  // The search desk's own past searches (docs/console.md).
+  'GET /identify/mine': 'operator',
 };
 
 /** The one route whose answer is fixed whoever calls. */

@@ -11,6 +11,7 @@ import reportRoutes from './reports.js';
 import systemRoutes from './system.js';
 import userRoutes from './users.js';
 import verificationRoutes from './verification.js';
+import consoleRoutes from './console-routes.js';
 
 /** What a route module may receive: the services, and the few process-wide parts routes use themselves. */
 export type RouteDeps = Services & Pick<AppDeps, 'config' | 'metrics' | 'health' | 'tokens'>;
@@ -28,5 +29,6 @@ export function allRoutes(deps: AppDeps): AnyRoute[] {
     ...authRoutes(r),
     ...operatorRoutes(r),
     ...verificationRoutes(r),
+    ...consoleRoutes(r),
   ];
 }

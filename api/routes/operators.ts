@@ -31,7 +31,7 @@ export const OperatorBody = Type.Object({
   updatedAt: IsoDateTime,
 });
 
-const SearchLogBody = Type.Object(
+export const SearchLogBody = Type.Object(
   {
     referenceId: Uuid,
     id: Uuid,

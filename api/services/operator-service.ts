@@ -15,7 +15,7 @@ import type { Logger } from '../../shared/logger.js';
 import type { Operator, OperatorRole, OperatorStatus } from '../../models/index.js';
 import { recordAudit } from '../../shared/repositories/audit.js';
 import { isUniqueViolation } from '../../shared/repositories/handle.js';
-import { OperatorsRepository, SessionsRepository } from '../../shared/repositories/operators.js';
+import { OperatorsRepository, SessionsRepository, type OperatorFilter } from '../../shared/repositories/operators.js';
 import { SearchLogsRepository } from '../../shared/repositories/search-logs.js';
 import { hashPassword, temporaryPassword } from './passwords.js';
 
@@ -110,6 +110,12 @@ export class OperatorService {
       if (isUniqueViolation(e)) throw new AppError('conflict', 'This identifier is already taken');
       throw e;
     }
+  }
+
+  /** GET /operators: a page of operators, newest first (never a password hash). */
+  async list(filter: OperatorFilter): Promise<{ items: PublicOperator[]; page: number; pageSize: number; total: number }> {
+    const { rows, total } = await this.deps.operators.list(filter);
+    return { items: rows.map((o) => o.toPublic()), page: filter.page, pageSize: filter.pageSize, total };
   }
 
   async get(id: string): Promise<Operator> {

@@ -3,7 +3,8 @@
  * they describe. `data` holds identifiers and masked values only, never a token, code or full number.
  */
 import { AuditEvent } from '../../models/index.js';
-import type { Db } from './handle.js';
+import type { DateRange } from './date-range.js';
+import { Repository, type Db } from './handle.js';
 
 export interface AuditInput {
   type: string;
@@ -36,4 +37,39 @@ export function maskTail(value: string | null | undefined, keep = 4): string | n
   if (digits.length <= keep) return value;
   const head = plus ? digits.slice(0, 3) : '';
   return plus + head + '•'.repeat(digits.length - head.length - keep) + digits.slice(-keep);
+}
+
+export interface AuditFilter {
+  page: number;
+  pageSize: number;
+  type?: string;
+  severity?: 'info' | 'high';
+  actorId?: string;
+  subjectId?: string;
+  range: DateRange;
+}
+
+/** Reading the AuditEvent log (GET /audit-events): filters and paging, newest first. */
+export class AuditEventsRepository extends Repository {
+  async list(f: AuditFilter): Promise<{ rows: AuditEvent[]; total: number }> {
+    const base = () => {
+      const qb = this.db(AuditEvent.tableName);
+      if (f.type) qb.where({ type: f.type });
+      if (f.severity) qb.where({ severity: f.severity });
+      if (f.actorId) qb.where({ actorId: f.actorId });
+      if (f.subjectId) qb.where({ subjectId: f.subjectId });
+      if (f.range.start) qb.where('createdAt', '>=', f.range.start);
+      if (f.range.endExclusive) qb.where('createdAt', '<', f.range.endExclusive);
+      return qb;
+    };
+    const [rows, [{ total }]] = await Promise.all([
+      base()
+        .select('*')
+        .orderBy([{ column: 'createdAt', order: 'desc' }, { column: 'id', order: 'desc' }])
+        .limit(f.pageSize)
+        .offset((f.page - 1) * f.pageSize),
+      base().count({ total: '*' }),
+    ]);
+    return { rows: rows as AuditEvent[], total: Number(total) };
+  }
 }

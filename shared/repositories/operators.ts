@@ -25,7 +25,42 @@ export interface NewOperatorRow {
   createdBy?: string | null;
 }
 
+export interface OperatorFilter {
+  page: number;
+  pageSize: number;
+  role?: OperatorRole;
+  status?: OperatorStatus;
+  /** Substring of the identifier or the display name, case-insensitive. */
+  q?: string;
+}
+
+/** LIKE treats `%`, `_` and `\` specially: a search for "a_b" means those three characters. */
+const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+
 export class OperatorsRepository extends Repository {
+  /** A page of operators, newest first, with the filter's total. */
+  async list(f: OperatorFilter): Promise<{ rows: Operator[]; total: number }> {
+    const base = () => {
+      const qb = this.db(Operator.tableName);
+      if (f.role) qb.where({ role: f.role });
+      if (f.status) qb.where({ status: f.status });
+      if (f.q) {
+        const pattern = `%${likeEscape(f.q)}%`;
+        qb.where((w) => w.whereILike('identifier', pattern).orWhereILike('displayName', pattern));
+      }
+      return qb;
+    };
+    const [rows, [{ total }]] = await Promise.all([
+      base()
+        .select('*')
+        .orderBy([{ column: 'createdAt', order: 'desc' }, { column: 'id', order: 'desc' }])
+        .limit(f.pageSize)
+        .offset((f.page - 1) * f.pageSize),
+      base().count({ total: '*' }),
+    ]);
+    return { rows: rows.map(toOperator), total: Number(total) };
+  }
+
   async find(id: string, trx?: Db): Promise<Operator | undefined> {
     return Operator.query(this.on(trx)).findById(id);
   }

@@ -1,0 +1,225 @@
+/** The staff console: the operator's search desk and, for administrators, the office. English only (staff pages). */
+import { useEffect, useState } from 'preact/hooks';
+import type { ApiError } from '../api/client.js';
+import { createApiClient, multipart } from '../api/client.js';
+import { Session } from '../session.js';
+import { Capture, Note, Pager, fmtDate, fmtScore } from '../ui/common.js';
+import { AdminOffice } from './Admin.js';
+
+export interface StaffIdentity {
+  operatorId: string;
+  identifier: string;
+  administrator: boolean;
+}
+
+export const problem = (e: unknown) => {
+  const err = e as ApiError | undefined;
+  return err?.message ? `${err.message} (${err.error})` : 'Something went wrong';
+};
+
+export function StaffConsole() {
+  const [session, setSession] = useState<Session | null>(null);
+  const [me, setMe] = useState<StaffIdentity | null>(null);
+  const [mustReset, setMustReset] = useState<{ currentPassword: string } | null>(null);
+  const [tab, setTab] = useState<'desk' | 'office'>('desk');
+
+  const signedIn = async (pair: { accessToken: string; refreshToken: string; expiresIn: number; operatorId: string; mustResetPassword: boolean }, identifier: string, password: string) => {
+    const s = new Session(pair, () => {
+      setSession(null);
+      setMe(null);
+    });
+    setSession(s);
+    if (pair.mustResetPassword) {
+      setMustReset({ currentPassword: password });
+      setMe({ operatorId: pair.operatorId, identifier, administrator: false });
+      return;
+    }
+    await whoAmI(s, pair.operatorId, identifier);
+  };
+
+  // An administrator can read any operator, itself included; an operator is refused (403): that is the role.
+  const whoAmI = async (s: Session, operatorId: string, identifier: string) => {
+    const { data } = await s.api.GET('/operators/{id}', { params: { path: { id: operatorId } } });
+    setMe({ operatorId, identifier, administrator: data?.operator.role === 'administrator' });
+    setTab(data?.operator.role === 'administrator' ? 'office' : 'desk');
+  };
+
+  return (
+    <div class="staff">
+      <header class="bar">
+        <strong>faceid staff</strong>
+        {me && !mustReset && (
+          <nav class="tabs" aria-label="Sections">
+            <button type="button" class={tab === 'desk' ? '' : 'secondary outline'} aria-current={tab === 'desk' ? 'page' : undefined} onClick={() => setTab('desk')}>Search desk</button>
+            {me.administrator && <button type="button" class={tab === 'office' ? '' : 'secondary outline'} aria-current={tab === 'office' ? 'page' : undefined} onClick={() => setTab('office')}>Office</button>}
+          </nav>
+        )}
+        {session && <span class="who">{me?.identifier} <button type="button" class="secondary outline small" onClick={() => void session.signOut()}>Sign out</button></span>}
+      </header>
+      <main class="container">
+        {!session || !me ? (
+          <StaffSignIn onSignedIn={signedIn} />
+        ) : mustReset ? (
+          <SetPassword session={session} currentPassword={mustReset.currentPassword} done={async () => { setMustReset(null); await whoAmI(session, me.operatorId, me.identifier); }} />
+        ) : tab === 'desk' ? (
+          <SearchDesk session={session} />
+        ) : (
+          <AdminOffice session={session} me={me} />
+        )}
+      </main>
+    </div>
+  );
+}
+
+function StaffSignIn(props: { onSignedIn: (pair: { accessToken: string; refreshToken: string; expiresIn: number; operatorId: string; mustResetPassword: boolean }, identifier: string, password: string) => Promise<void> }) {
+  const [identifier, setIdentifier] = useState('');
+  const [password, setPassword] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setError(null);
+    const { data, error: err } = await createApiClient('').POST('/auth/operator/login', { body: { identifier, password } });
+    if (!data) return setError(problem(err));
+    await props.onSignedIn(data, identifier, password);
+  };
+  return (
+    <article class="narrow">
+      <h1>Staff sign-in</h1>
+      <form onSubmit={submit}>
+        <label>
+          Identifier
+          <input name="identifier" autocomplete="username" required value={identifier} onInput={(e) => setIdentifier(e.currentTarget.value)} />
+        </label>
+        <label>
+          Password
+          <input name="password" type="password" autocomplete="current-password" required value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
+        </label>
+        <button type="submit">Sign in</button>
+      </form>
+      {error && <Note kind="warn">{error}</Note>}
+    </article>
+  );
+}
+
+function SetPassword(props: { session: Session; currentPassword: string; done: () => Promise<void> }) {
+  const [next, setNext] = useState('');
+  const [again, setAgain] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    if (next !== again) return setError('The two passwords differ.');
+    const { data, error: err } = await props.session.api.POST('/auth/operator/set-password', { body: { currentPassword: props.currentPassword, newPassword: next } });
+    if (!data) return setError(problem(err));
+    await props.done();
+  };
+  return (
+    <article class="narrow">
+      <h1>Choose your password</h1>
+      <Note>Your password was issued by an administrator. Choose your own before anything else (at least 8 characters).</Note>
+      <form onSubmit={submit}>
+        <label>
+          New password
+          <input name="newPassword" type="password" autocomplete="new-password" minLength={8} required value={next} onInput={(e) => setNext(e.currentTarget.value)} />
+        </label>
+        <label>
+          New password again
+          <input name="newPasswordAgain" type="password" autocomplete="new-password" minLength={8} required value={again} onInput={(e) => setAgain(e.currentTarget.value)} />
+        </label>
+        <button type="submit">Set password</button>
+      </form>
+      {error && <Note kind="warn">{error}</Note>}
+    </article>
+  );
+}
+
+type IdentifyResult = { referenceId: string; outcome: string; candidates: { userId: string; score: number; rank: number }[]; latencyMs: { total: number }; escalatedAt?: string; at: string };
+
+function SearchDesk(props: { session: Session }) {
+  const [image, setImage] = useState<Blob | null>(null);
+  const [captureKey, setCaptureKey] = useState(0);
+  const [attested, setAttested] = useState(false);
+  const [result, setResult] = useState<IdentifyResult | null>(null);
+  type Past = { items: { id: string; outcome: string; topScore: number | null; escalatedAt: string | null; createdAt: string }[]; page: number; pageSize: number; total: number };
+  const [past, setPast] = useState<Past | null>(null);
+  const [pastPage, setPastPage] = useState(1);
+  const loadPast = async () => {
+    const { data } = await props.session.api.GET('/identify/mine', { params: { query: { page: pastPage, pageSize: 5 } } });
+    if (data) setPast(data);
+  };
+  useEffect(() => void loadPast(), [pastPage]);
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  useEffect(() => setError(null), [image]);
+
+  const identify = async (e: Event) => {
+    e.preventDefault();
+    if (!image || !attested) return;
+    setBusy(true);
+    setError(null);
+    const { data, error: err } = await props.session.api.POST('/identify', multipart({ attestation: 'true', file: image }, 'probe.jpg'));
+    // Sent: the probe leaves the browser's memory.
+    setImage(null);
+    setCaptureKey((k) => k + 1);
+    setAttested(false);
+    setBusy(false);
+    if (!data) return setError(problem(err));
+    const r = { ...data, at: new Date().toISOString() };
+    setResult(r);
+    await loadPast();
+  };
+
+  const escalate = async () => {
+    if (!result) return;
+    const { data, error: err } = await props.session.api.POST('/identify/{referenceId}/escalate', { params: { path: { referenceId: result.referenceId } } });
+    if (!data) return setError(problem(err));
+    const r = { ...result, escalatedAt: data.escalatedAt };
+    setResult(r);
+    await loadPast();
+  };
+
+  return (
+    <div class="grid-2">
+      <section>
+        <h1>Identify a person</h1>
+        <form onSubmit={identify}>
+          <Capture key={captureKey} id="probe" onChange={setImage} texts={{ start: 'Use camera', take: 'Take photo', retake: 'Retake', upload: 'Upload a photo', noCamera: 'No camera available: upload a photo.', guide: 'One face, front-on, in good light.', preview: 'Probe photo' }} />
+          <label>
+            <input type="checkbox" name="attestation" checked={attested} onChange={(e) => setAttested(e.currentTarget.checked)} />
+            I confirm that this search has a lawful basis and the person was told (attestation)
+          </label>
+          <button type="submit" disabled={!image || !attested || busy} aria-busy={busy}>Identify</button>
+        </form>
+        {error && <Note kind="warn">{error}</Note>}
+      </section>
+      <section>
+        <h2>Result</h2>
+        {!result ? <p>No search yet.</p> : (
+          <article data-testid="identify-result">
+            <p>Outcome: <strong data-testid="outcome">{result.outcome}</strong> <small>({Math.round(result.latencyMs.total)} ms, reference {result.referenceId.slice(0, 8)})</small></p>
+            {result.candidates.length === 0 ? <p>No candidate at or above the threshold.</p> : (
+              <div class="table-wrap"><table data-testid="candidates">
+                <thead><tr><th scope="col">Rank</th><th scope="col">User</th><th scope="col">Score</th></tr></thead>
+                <tbody>
+                  {result.candidates.map((c) => <tr><td>{c.rank}</td><td><code>{c.userId}</code></td><td>{fmtScore(c.score)}</td></tr>)}
+                </tbody>
+              </table></div>
+            )}
+            {result.escalatedAt ? <Note kind="ok" testid="escalated">Escalated {fmtDate(result.escalatedAt)}</Note> : <button type="button" class="secondary" onClick={() => void escalate()}>Escalate</button>}
+          </article>
+        )}
+        <h2>Your past searches</h2>
+        {!past || past.items.length === 0 ? <p>None yet.</p> : (
+          <>
+            <div class="table-wrap"><table data-testid="past-searches">
+              <thead><tr><th scope="col">When</th><th scope="col">Outcome</th><th scope="col">Top score</th><th scope="col">Escalated</th></tr></thead>
+              <tbody>
+                {past.items.map((p) => <tr><td>{fmtDate(p.createdAt)}</td><td>{p.outcome}</td><td>{fmtScore(p.topScore)}</td><td>{p.escalatedAt ? fmtDate(p.escalatedAt) : '—'}</td></tr>)}
+              </tbody>
+            </table></div>
+            <Pager page={past.page} pageSize={past.pageSize} total={past.total} onPage={setPastPage} labels={{ prev: 'Previous', next: 'Next', of: (a, b) => `Page ${a} of ${b}` }} />
+          </>
+        )}
+      </section>
+    </div>
+  );
+}
