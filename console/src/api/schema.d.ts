@@ -429,7 +429,7 @@ export interface paths {
         put?: never;
         /**
          * 1:N identification of a probe face against everyone enrolled
-         * @description The literal `attestation=true` is checked before anything else (400 `attestation_required`, no dependency called, no SearchLog row; also when the body is not multipart at all). Error bodies echo their code as `outcome`. Every call past that check writes one SearchLog row whatever its outcome. Face outcomes are 200 with `outcome`; candidates are those at or above MATCH_THRESHOLD, best first, at most IDENTIFY_MAX_CANDIDATES; the largest face of the probe is used.
+         * @description The literal `attestation=true` is checked before anything else (400 `attestation_required`, no dependency called, no SearchLog row; also when the body is not multipart at all). Error bodies echo their code as `outcome`. Every call past that check writes one SearchLog row whatever its outcome. Face outcomes are 200 with `outcome`; candidates are those at or above IDENTIFY_MATCH_THRESHOLD (answered in `threshold`), best first, at most IDENTIFY_MAX_CANDIDATES; the largest face of the probe is used. `quality` is advisory and never changes the outcome.
          *
          *     **Authorisation:** Operator bearer token (operator or administrator, active, password not flagged for reset).
          */
@@ -535,7 +535,7 @@ export interface paths {
         put?: never;
         /**
          * Prove with a live capture that your face matches the BVN registry photo
-         * @description At most VERIFY_FACE_MAX_ATTEMPTS (5) attempts per validationToken, then 429 `rate_limited` with Retry-After. The capture must pass liveness, show one face and match the registry photo; when your account has the NIN linked, it must also match your canonical embedding (`cross_registry_mismatch`, behaviour by CROSS_REGISTRY_MISMATCH_POLICY). Face outcomes are 422; every error body echoes its code as `outcome`. `reuseCapture='true'` (without a file) reuses your most recent passing NIN capture within CAPTURE_REUSE_SECONDS, still compared with this registry photo (404 when there is none to reuse). A match drops the registry photo and answers a single-use linkToken.
+         * @description At most VERIFY_FACE_MAX_ATTEMPTS (5) attempts per validationToken, then 429 `rate_limited` with Retry-After. The capture must pass liveness, show one face and match the registry photo; when your account has the NIN linked, it must also match your canonical embedding (`cross_registry_mismatch`, behaviour by CROSS_REGISTRY_MISMATCH_POLICY). Face outcomes are 422; every error body echoes its code as `outcome`, and those of a live capture with a face (`liveness_failed`, `face_mismatch`, `cross_registry_mismatch`) carry its advisory `quality` too. `reuseCapture='true'` (without a file) reuses your most recent passing NIN capture within CAPTURE_REUSE_SECONDS, still compared with this registry photo (404 when there is none to reuse). A match drops the registry photo and answers a single-use linkToken.
          *
          *     **Authorisation:** Consumer bearer token.
          */
@@ -601,7 +601,7 @@ export interface paths {
         put?: never;
         /**
          * Prove with a live capture that your face matches the NIN registry photo
-         * @description At most VERIFY_FACE_MAX_ATTEMPTS (5) attempts per validationToken, then 429 `rate_limited` with Retry-After. The capture must pass liveness, show one face and match the registry photo; when your account has the BVN linked, it must also match your canonical embedding (`cross_registry_mismatch`, behaviour by CROSS_REGISTRY_MISMATCH_POLICY). Face outcomes are 422; every error body echoes its code as `outcome`. `reuseCapture='true'` (without a file) reuses your most recent passing NIN capture within CAPTURE_REUSE_SECONDS, still compared with this registry photo (404 when there is none to reuse). A match drops the registry photo and answers a single-use linkToken.
+         * @description At most VERIFY_FACE_MAX_ATTEMPTS (5) attempts per validationToken, then 429 `rate_limited` with Retry-After. The capture must pass liveness, show one face and match the registry photo; when your account has the BVN linked, it must also match your canonical embedding (`cross_registry_mismatch`, behaviour by CROSS_REGISTRY_MISMATCH_POLICY). Face outcomes are 422; every error body echoes its code as `outcome`, and those of a live capture with a face (`liveness_failed`, `face_mismatch`, `cross_registry_mismatch`) carry its advisory `quality` too. `reuseCapture='true'` (without a file) reuses your most recent passing NIN capture within CAPTURE_REUSE_SECONDS, still compared with this registry photo (404 when there is none to reuse). A match drops the registry photo and answers a single-use linkToken.
          *
          *     **Authorisation:** Consumer bearer token.
          */
@@ -905,7 +905,7 @@ export interface paths {
         put?: never;
         /**
          * 1:1 re-proof against the caller's own canonical embedding
-         * @description A match returns a single-use proofToken (PROOF_TOKEN_TTL_SECONDS); a high-confidence match (HIGH_CONFIDENCE_THRESHOLD) refreshes the canonical embedding. Every face outcome is 200 with `outcome`; every call writes a SearchLog row. Error bodies echo their code as `outcome`. 409 `conflict` when the caller has no enrolled face yet (no NIN or BVN linked).
+         * @description A match returns a single-use proofToken (PROOF_TOKEN_TTL_SECONDS); a high-confidence match (HIGH_CONFIDENCE_THRESHOLD) refreshes the canonical embedding when the capture's quality is at least CANONICAL_REFRESH_MIN_QUALITY or not worse than the stored capture's (`canonicalRefresh` says which). `quality` is advisory and never changes the outcome. Every face outcome is 200 with `outcome`; every call writes a SearchLog row. Error bodies echo their code as `outcome`. 409 `conflict` when the caller has no enrolled face yet (no NIN or BVN linked).
          *
          *     **Authorisation:** Consumer bearer token.
          */
@@ -930,6 +930,11 @@ export interface components {
             message: string;
             /** @description Face outcome, on verify-face, /identify and /verify/self */
             outcome?: string;
+            /** @description Advisory capture quality (verify-face 422 outcomes of a capture with a face); issue codes as in the 200 answers */
+            quality?: {
+                issues: string[];
+                score: number;
+            };
         };
     };
     responses: never;
@@ -2488,8 +2493,20 @@ export interface operations {
                             total: number;
                         };
                         outcome: "match" | "no_match" | "liveness_failed" | "no_face";
+                        quality: {
+                            /** @description What to change, in a fixed order; empty for a good capture */
+                            issues: ("face_too_small" | "face_cut_off" | "not_frontal" | "eyes_not_visible" | "blurred" | "too_dark" | "too_bright" | "low_contrast")[];
+                            /** @description Capture quality 0..100, higher is better; below 50 exactly when `issues` is not empty */
+                            score: number;
+                        } | null;
                         /** Format: uuid */
                         referenceId: string;
+                        /** @description The 1:N cosine threshold the candidates were cut at (IDENTIFY_MATCH_THRESHOLD; by default the value of MATCH_THRESHOLD) */
+                        threshold: {
+                            /** @constant */
+                            setting: "IDENTIFY_MATCH_THRESHOLD";
+                            value: number;
+                        };
                     };
                 };
             };
@@ -2650,6 +2667,8 @@ export interface operations {
                             operatorId: string;
                             orgId: string | null;
                             outcome: string;
+                            /** @description Capture quality 0..100 of the probe; null without a face */
+                            qualityScore: number | null;
                             /** Format: uuid */
                             referenceId: string;
                             topScore: number | null;
@@ -2876,6 +2895,12 @@ export interface operations {
                         linkToken: string;
                         /** @constant */
                         outcome: "match";
+                        quality: {
+                            /** @description What to change, in a fixed order; empty for a good capture */
+                            issues: ("face_too_small" | "face_cut_off" | "not_frontal" | "eyes_not_visible" | "blurred" | "too_dark" | "too_bright" | "low_contrast")[];
+                            /** @description Capture quality 0..100, higher is better; below 50 exactly when `issues` is not empty */
+                            score: number;
+                        } | null;
                         /** @description Cosine similarity of the capture and the registry photo */
                         score: number;
                     };
@@ -3150,6 +3175,12 @@ export interface operations {
                         linkToken: string;
                         /** @constant */
                         outcome: "match";
+                        quality: {
+                            /** @description What to change, in a fixed order; empty for a good capture */
+                            issues: ("face_too_small" | "face_cut_off" | "not_frontal" | "eyes_not_visible" | "blurred" | "too_dark" | "too_bright" | "low_contrast")[];
+                            /** @description Capture quality 0..100, higher is better; below 50 exactly when `issues` is not empty */
+                            score: number;
+                        } | null;
                         /** @description Cosine similarity of the capture and the registry photo */
                         score: number;
                     };
@@ -3843,6 +3874,8 @@ export interface operations {
                             operatorId: string;
                             orgId: string | null;
                             outcome: string;
+                            /** @description Capture quality 0..100 of the probe; null without a face */
+                            qualityScore: number | null;
                             /** Format: uuid */
                             referenceId: string;
                             topScore: number | null;
@@ -4487,6 +4520,11 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description On a match: whether this capture replaced your canonical embedding (high confidence, and quality at least CANONICAL_REFRESH_MIN_QUALITY or not worse than the stored capture), and why */
+                        canonicalRefresh?: {
+                            reason: "below_high_confidence" | "quality_at_or_above_floor" | "quality_not_worse_than_stored" | "quality_below_floor_and_stored" | "quality_below_floor" | "quality_not_measured";
+                            refreshed: boolean;
+                        };
                         /** @description Seconds (PROOF_TOKEN_TTL_SECONDS) */
                         expiresIn?: number;
                         latencyMs: {
@@ -4498,6 +4536,12 @@ export interface operations {
                         outcome: "match" | "no_match" | "liveness_failed" | "no_face";
                         /** @description Single-use; required by PATCH and DELETE /users/{id} */
                         proofToken?: string;
+                        quality: {
+                            /** @description What to change, in a fixed order; empty for a good capture */
+                            issues: ("face_too_small" | "face_cut_off" | "not_frontal" | "eyes_not_visible" | "blurred" | "too_dark" | "too_bright" | "low_contrast")[];
+                            /** @description Capture quality 0..100, higher is better; below 50 exactly when `issues` is not empty */
+                            score: number;
+                        } | null;
                         /** Format: uuid */
                         referenceId: string;
                         score: number | null;
