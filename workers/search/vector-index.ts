@@ -21,6 +21,7 @@
  */
 import { createRequire } from 'node:module';
 import { EMBEDDING_DIM } from '../../shared/embeddings.js';
+import type { IndexEngine } from './engine.js';
 
 type Faiss = typeof import('faiss-node');
 const faiss = createRequire(import.meta.url)('faiss-node') as Faiss;
@@ -107,7 +108,7 @@ export interface IndexTemplate {
   trainedOn: number;
 }
 
-export class VectorIndex {
+export class VectorIndex implements IndexEngine {
   private readonly posToUser: (string | null)[] = [];
   private readonly userToPos = new Map<string, number>();
   private deadCount = 0;
@@ -123,6 +124,19 @@ export class VectorIndex {
     private probes: number | null,
     readonly dim: number,
   ) {}
+
+  /** The configured factory string. */
+  get factory(): string {
+    return this.info.factory;
+  }
+
+  /** Bytes of the FAISS index: Flat is 4 bytes per dimension per row; other types are serialised to count. */
+  memoryBytes(): number {
+    if (this.exact) return this.rows * this.dim * 4;
+    return this.serialisedBytes();
+  }
+
+  close(): void {}
 
   /** Inverted lists probed per query (IVF types), else null. */
   get nprobe(): number | null {
