@@ -56,7 +56,8 @@ export interface ChangeLogSource {
   forgetReplica(replicaId: string): Promise<void>;
   /**
    * Deletes the changes every fresh replica has applied and can restart without (min over replicas
-   * updated within `staleMs` of min(applied, snapshot)); returns the new pruned point.
+   * updated within `staleMs` of min(applied, snapshot)), except the newest change (the API reads
+   * max(seq) as its minSeq); returns the new pruned point.
    */
   prune(staleMs: number): Promise<{ through: bigint; deleted: number }>;
 }
@@ -179,7 +180,9 @@ export class PgChangeLogSource implements ChangeLogSource {
       const bound = b.rows[0]?.bound;
       if (bound === null || bound === undefined || BigInt(bound) <= current) return { through: current, deleted: 0 };
       const through = BigInt(bound);
-      const del = await trx.raw('DELETE FROM embedding_changes WHERE seq <= ?', [String(through)]);
+      // The newest change always stays: the API's minSeq is max(seq) of this table (embedding-store's
+      // currentChangeSeq), which must not fall back below the writes that have answered.
+      const del = await trx.raw('DELETE FROM embedding_changes WHERE seq <= ? AND seq < (SELECT max(seq) FROM embedding_changes)', [String(through)]);
       await trx.raw('UPDATE search_state SET pruned_through = ? WHERE id = 1', [String(through)]);
       return { through, deleted: del.rowCount ?? 0 };
     });

@@ -29,6 +29,8 @@ export interface VectorStoreNative {
   baseRows(): number;
   overlayBytes(): number;
   close(): void;
+  /** Exact top-k by inner product over every row (benchmarks' reference). */
+  exactSearch(queries: Float32Array, k: number): { labels: Int32Array; scores: Float32Array };
 }
 
 interface Addon {
@@ -42,7 +44,7 @@ const require = createRequire(import.meta.url);
 const root = path.dirname(require.resolve('faiss-node/package.json'));
 require('faiss-node'); // same addon; loads (and fails clearly) the usual way first
 const addon = require(path.join(root, 'build', 'Release', 'faiss-node.node')) as Addon;
-if (addon.projectBindingVersion !== 1 || !addon.SketchIndex) {
+if (addon.projectBindingVersion !== 2 || !addon.SketchIndex) {
   throw new Error('the faiss-node addon lacks the project\'s SketchIndex/VectorStore: run `FAISS_FORCE_BUILD=1 npm run setup`');
 }
 
