@@ -79,12 +79,16 @@ if (args.mode === 'cold') {
   // Warm-up (page cache of the re-rank rows, JIT).
   for (let j = 0; j < Math.min(5, q); j++) await replica.knn(probe(j), K, '0');
   const lat: number[] = [];
+  const cpu: number[] = [];
   const top1: string[] = [];
   let mate = 0, withMate = 0;
   for (let j = 0; j < q; j++) {
     const t = performance.now();
+    const c0 = process.cpuUsage();
     const r = await replica.knn(probe(j), K, '0');
+    const c = process.cpuUsage(c0);
     lat.push(performance.now() - t);
+    cpu.push((c.user + c.system) / 1000);
     top1.push(r.hits[0]?.userId ?? '');
     if (ds.mates[j]! >= 0) {
       withMate++;
@@ -92,15 +96,21 @@ if (args.mode === 'cold') {
     }
   }
   // 8 concurrent searches vs the same 8 one after the other, through the job path.
-  let seqMs = 0, concMs = 0;
+  let seqMs = 0, concMs = 0, seqCpu = 0, concCpu = 0;
   for (let round = 0; round < args.speedupRounds; round++) {
     const eight = Array.from({ length: 8 }, (_, i) => probe((round * 8 + i) % q));
     let t = performance.now();
+    let c0 = process.cpuUsage();
     for (const p of eight) await replica.knn(p, K, '0');
     seqMs += performance.now() - t;
+    let c = process.cpuUsage(c0);
+    seqCpu += (c.user + c.system) / 1000;
     t = performance.now();
+    c0 = process.cpuUsage();
     await Promise.all(eight.map((p) => replica.knn(p, K, '0')));
     concMs += performance.now() - t;
+    c = process.cpuUsage(c0);
+    concCpu += (c.user + c.system) / 1000;
   }
   // Exact reference over the same (normalised) rows.
   const eq = Math.min(q, args.exactProbes);
@@ -143,6 +153,7 @@ if (args.mode === 'cold') {
     return w ? m / w : null;
   })();
   const s = summarise(lat);
+  const sc = summarise(cpu);
   process.stdout.write(
     `${JSON.stringify({
       n: engine.size,
@@ -153,6 +164,9 @@ if (args.mode === 'cold') {
       p50Ms: s.p50,
       p99Ms: s.p99,
       meanMs: s.mean,
+      cpuP50Ms: sc.p50,
+      cpuP99Ms: sc.p99,
+      loadAverage: (await import('node:os')).loadavg(),
       probes: q,
       mateAt1: withMate ? mate / withMate : null,
       exactProbes: eq,
@@ -166,6 +180,7 @@ if (args.mode === 'cold') {
       seqMs,
       concMs,
       batchedSpeedup: concMs ? seqMs / concMs : null,
+      batchedSpeedupCpu: concCpu ? seqCpu / concCpu : null,
       batches: replica.stats.batches,
       largestBatch: replica.stats.largestBatch,
       check: top1.slice(0, 50),

@@ -189,13 +189,21 @@ export class SketchEngine implements IndexEngine {
     for (let qi = 0; qi < queries.length; qi++) {
       const pos = labels.subarray(qi * kc, (qi + 1) * kc);
       const scores = this.store.scores(q.subarray(qi * d, (qi + 1) * d), pos);
-      // Top k of the candidates by exact score.
-      const idx: number[] = [];
-      for (let j = 0; j < kc; j++) if (pos[j]! >= 0 && this.posToUser[pos[j]!] != null) idx.push(j);
-      idx.sort((a, b) => scores[b]! - scores[a]! || pos[a]! - pos[b]!);
-      const hits: VectorHit[] = [];
-      for (let j = 0; j < idx.length && hits.length < k; j++) hits.push({ userId: this.posToUser[pos[idx[j]!]!]!, score: clamp(scores[idx[j]!]!) });
-      out.push(hits);
+      // Top k of the candidates by exact score (ties: lower row first), by insertion: k is small.
+      const best: number[] = [];
+      const better = (a: number, b: number) => scores[a]! > scores[b]! || (scores[a] === scores[b] && pos[a]! < pos[b]!);
+      for (let j = 0; j < kc; j++) {
+        if (pos[j]! < 0 || this.posToUser[pos[j]!] == null) continue;
+        if (best.length === k && !better(j, best[k - 1]!)) continue;
+        let at = best.length < k ? best.length : k - 1;
+        if (best.length < k) best.push(j);
+        while (at > 0 && better(j, best[at - 1]!)) {
+          best[at] = best[at - 1]!;
+          at--;
+        }
+        best[at] = j;
+      }
+      out.push(best.map((j) => ({ userId: this.posToUser[pos[j]!]!, score: clamp(scores[j]!) })));
     }
     return out;
   }
