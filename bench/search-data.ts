@@ -11,6 +11,8 @@
  *   - uniform: each identity a random direction (impostor cosines sd 0.044);
  *   - clustered (low intrinsic dimension): identity = unit(unit(z A) + 1.22 unit(n)), z ~ N(0, I16),
  *     A a fixed random 16 x 512 matrix, n isotropic (impostor cosines sd ~0.11, like face embeddings).
+ *   - cube: components uniform in [-0.5, 0.5], normalised: nearly isotropic in 512-d (impostor sd
+ *     0.044 like `uniform`) and about 10x cheaper to draw; used for the bounded 10M run.
  * Genuine probes sit at a cosine drawn uniformly in [0.45, 0.65] with their mate, the deviation drawn
  * like another identity of the same generator (the hard, realistic case).
  */
@@ -18,7 +20,7 @@ import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync, statSy
 import path from 'node:path';
 import { DIM, rng } from './lib.js';
 
-export type Generator = 'uniform' | 'clustered';
+export type Generator = 'uniform' | 'clustered' | 'cube';
 
 export interface Dataset {
   dir: string;
@@ -55,6 +57,13 @@ function unitInPlace(v: Float32Array): Float32Array {
 
 /** Draws identity vectors of one generator (deterministic in the seed). */
 function identitySampler(gen: Generator, seed: number): (out: Float32Array) => Float32Array {
+  if (gen === 'cube') {
+    const r = rng(seed);
+    return (out) => {
+      for (let j = 0; j < DIM; j++) out[j] = r() - 0.5;
+      return unitInPlace(out);
+    };
+  }
   const g = gaussian(rng(seed));
   if (gen === 'uniform') {
     return (out) => {
@@ -85,7 +94,7 @@ function identitySampler(gen: Generator, seed: number): (out: Float32Array) => F
 /** Writes a dataset of `n` identities and `q` genuine probes (mates spread evenly over the gallery). */
 export function generateDataset(dir: string, gen: Generator, n: number, q: number, log: (s: string) => void = () => {}): void {
   mkdirSync(dir, { recursive: true });
-  const draw = identitySampler(gen, gen === 'uniform' ? 11 : 22);
+  const draw = identitySampler(gen, gen === 'uniform' ? 11 : gen === 'cube' ? 55 : 22);
   const step = Math.max(1, Math.floor(n / q));
   const mateRows = Array.from({ length: Math.min(q, n) }, (_, j) => j * step);
   const wanted = new Set(mateRows);
@@ -109,7 +118,7 @@ export function generateDataset(dir: string, gen: Generator, n: number, q: numbe
   closeSync(fd);
   // Probes: cos c in [0.45, 0.65] with the mate; the deviation is another identity's direction,
   // made orthogonal to the mate.
-  const cr = rng(gen === 'uniform' ? 33 : 44);
+  const cr = rng(gen === 'uniform' ? 33 : gen === 'cube' ? 66 : 44);
   const probes = new Float32Array(mateRows.length * DIM);
   const dev = new Float32Array(DIM);
   mateRows.forEach((row, j) => {
