@@ -63,6 +63,7 @@ const replica = new IndexReplica(db as never, {
 const t0 = performance.now();
 await replica.start();
 const readyMs = performance.now(); // since this process started (performance.timeOrigin)
+const readyCpu = process.cpuUsage(); // CPU of this process so far (start-up, load, catch-up)
 const buildMs = readyMs - t0;
 const rssAfter = settledRss();
 const ds = openDataset(args.dataset);
@@ -73,7 +74,7 @@ if (args.mode === 'cold') {
   const top1: string[] = [];
   for (let j = 0; j < args.check.length; j++) top1.push((await replica.knn(probe(j), K, '0')).hits[0]?.userId ?? '');
   const same = top1.every((u, j) => u === args.check[j]);
-  process.stdout.write(`${JSON.stringify({ readyMs, buildMs, from: replica.stats.lastBuild?.from, same, checked: top1.length, refused: replica.stats.snapshotsRefused })}\n`);
+  process.stdout.write(`${JSON.stringify({ readyMs, readyCpuMs: (readyCpu.user + readyCpu.system) / 1000, buildMs, from: replica.stats.lastBuild?.from, same, checked: top1.length, refused: replica.stats.snapshotsRefused })}\n`);
 } else {
   const q = Math.min(ds.q, args.probes);
   // Warm-up (page cache of the re-rank rows, JIT).

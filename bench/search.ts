@@ -163,7 +163,7 @@ async function benchDataset(name: string, dir: string, log: (s: string) => void)
   if (c.from !== 'snapshot' || !c.same) throw new Error(`the cold start did not serve from the snapshot with the same answers: ${JSON.stringify(c)}`);
   if (!env.BENCH_KEEP) rmSync(snapshotDir, { recursive: true, force: true });
   const { check: _check, ...rest } = b;
-  return { ...rest, dataset: name, loadS, buildS: b.buildMs / 1000, coldStartS: c.readyMs / 1000, coldLoadS: c.buildMs / 1000, coldFrom: c.from };
+  return { ...rest, dataset: name, loadS, buildS: b.buildMs / 1000, coldStartS: c.readyMs / 1000, coldStartCpuS: c.readyCpuMs / 1000, coldLoadS: c.buildMs / 1000, coldFrom: c.from };
 }
 
 const pct = (x: number | null | undefined) => (x == null ? '–' : `${fmt(100 * x, 1)} %`);
