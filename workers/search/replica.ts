@@ -399,6 +399,8 @@ export class IndexReplica {
   private maybeRebuild(s: State): void {
     if (this.rebuilding || this.stopped) return;
     const why = this.kind.rebuildReason(s.engine, this.policy);
+    // Without a snapshot directory there is nothing to fold into (and a reload would hold the same rows).
+    if (why === 'fold' && !this.snapshots) return;
     if (why) void this.rebuild(why).catch((e) => this.opts.logger.error({ err: errMessage(e) }, 'vector index rebuild failed'));
   }
 
@@ -475,7 +477,13 @@ export class IndexReplica {
       if (attempt >= 3) {
         throw new Error(`change seq ${minSeq} is not in the change log (applied ${s.appliedSeq}): the API and this worker use different databases?`);
       }
-      await this.requestCatchUp(s);
+      try {
+        await this.requestCatchUp(s);
+      } catch (e) {
+        // A catch-up of a state that was swapped out meanwhile may fail (its engine is closed):
+        // retry on the new state; a failure of the serving state's catch-up is the caller's error.
+        if (this.state === s) throw e;
+      }
     }
   }
 

@@ -130,10 +130,20 @@ export class VectorIndex implements IndexEngine {
     return this.info.factory;
   }
 
-  /** Bytes of the FAISS index: Flat is 4 bytes per dimension per row; other types are serialised to count. */
+  private bytesPerRow: number | undefined;
+
+  /**
+   * Bytes of the FAISS index: Flat is 4 bytes per dimension per row; other types are serialised once
+   * (a full copy) to learn their bytes per row, then estimated (health checks call this).
+   */
   memoryBytes(): number {
     if (this.exact) return this.rows * this.dim * 4;
-    return this.serialisedBytes();
+    if (this.bytesPerRow === undefined || this.rows < 10_000) {
+      const bytes = this.serialisedBytes();
+      if (this.rows < 10_000 || this.bytesPerRow === undefined) this.bytesPerRow = this.rows ? bytes / this.rows : undefined;
+      if (this.rows < 10_000) return bytes;
+    }
+    return this.rows * (this.bytesPerRow ?? 0);
   }
 
   close(): void {}
