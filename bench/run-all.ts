@@ -3,7 +3,7 @@
  *
  *   npm run bench                      # all, in this order
  *   npm run bench -- stages            # per-stage latency and pipeline throughput (real models, fixture photos)
- *   npm run bench -- search            # 1:N search at 10k / 100k / 1M (BENCH_SIZES=10000,100000 for a quick run)
+ *   npm run bench -- search            # 1:N search at 1M, both generators (BENCH_N=100000 for a quick run; --dataset DIR)
  *   npm run bench -- identify-e2e      # identify through the queues + SearchLog vs the raw engine
  *
  * Each prints Markdown tables and writes its figures to var/bench/<name>.json. Run them on an idle
@@ -11,13 +11,16 @@
  */
 import { fmt } from './lib.js';
 
-const BENCHES: Record<string, () => Promise<string>> = {
+// A benchmark returns its Markdown, or that plus a line to print LAST (the search bench's JSON figures).
+const BENCHES: Record<string, () => Promise<string | { markdown: string; lastLine: string }>> = {
   stages: async () => (await import('./stages.js')).runStagesBench(),
   search: async () => (await import('./search.js')).runSearchBench(),
   'identify-e2e': async () => (await import('./identify-e2e.js')).runIdentifyE2eBench(),
 };
 
-const asked = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+// Options with a value (`--dataset DIR`) are the benchmarks' own: skip them and their value.
+const argv = process.argv.slice(2);
+const asked = argv.filter((a, i) => !a.startsWith('-') && argv[i - 1] !== '--dataset');
 const unknown = asked.filter((n) => !(n in BENCHES));
 if (unknown.length) {
   console.error(`unknown benchmark(s): ${unknown.join(', ')}; choose from ${Object.keys(BENCHES).join(', ')}`);
@@ -26,9 +29,13 @@ if (unknown.length) {
 const names = asked.length ? asked : Object.keys(BENCHES);
 const started = Date.now();
 const sections: string[] = [];
+const lastLines: string[] = [];
 for (const name of names) {
   console.log(`\n#### bench: ${name}`);
-  sections.push(`## ${name}\n\n${await BENCHES[name]!()}`);
+  const r = await BENCHES[name]!();
+  sections.push(`## ${name}\n\n${typeof r === 'string' ? r : r.markdown}`);
+  if (typeof r !== 'string') lastLines.push(r.lastLine);
 }
 console.log(`\n\n======== summary (${fmt((Date.now() - started) / 1000)} s) ========\n\n${sections.join('\n\n')}`);
+for (const line of lastLines) console.log(line);
 process.exit(0);

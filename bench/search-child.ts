@@ -1,194 +1,194 @@
 /**
- * One measurement of bench/search.ts, in its own process (clean memory figures): build one index type
- * from the scratch database exactly as a search worker does (workers/search/replica.ts), then time
- * queries. Prints one JSON line. Not meant to be run by hand; see bench/search.ts.
+ * One measurement of bench/search.ts, in its own process (clean memory and cold-start figures).
+ * Prints one JSON line. Not meant to be run by hand; see bench/search.ts.
  *
- * The special factory `js` is the baseline: every vector loaded into one Float32Array and scanned by a
- * plain JavaScript loop (exact).
+ *   mode "build": a replica starts with an empty snapshot directory, i.e. a full build (from
+ *     PostgreSQL, or from the dataset file in the bounded 10M procedure), which writes a snapshot;
+ *     then every probe goes through the search job's own path (`IndexReplica.knn`: minSeq check,
+ *     micro-batching queue, engine, exact re-rank), one at a time; then 8 at once vs 8 one after
+ *     the other; then the exact reference: an exhaustive float32 inner-product scan of the same
+ *     normalised rows (the snapshot's vectors).
+ *   mode "cold": a replica starts from that snapshot (process start -> serving), answers the first
+ *     probes, which must equal the build's answers.
  */
 import { performance } from 'node:perf_hooks';
-import pg from 'pg';
 import { createDb } from '../shared/db.js';
-import { decodeEmbedding } from '../shared/embeddings.js';
 import { createLogger } from '../shared/logger.js';
 import { IndexReplica } from '../workers/search/replica.js';
-import { DIM, probeVector, queriedIdentities, summarise, syntheticUserId } from './lib.js';
+import { SketchEngine } from '../workers/search/sketch-engine.js';
+import { VectorStore } from '../workers/search/native.js';
+import { FileChangeLogSource } from './search-file-source.js';
+import { openDataset } from './search-data.js';
+import { DIM, summarise, syntheticUserId } from './lib.js';
 
 interface Args {
+  mode: 'build' | 'cold';
+  source: 'postgres' | 'file';
   db: string;
-  size: number;
+  dataset: string;
   factory: string;
-  nprobes: number[];
-  single: number;
-  batched: number;
-  batch: number;
-  knn: number;
-  rebuild: boolean;
+  candidates: number;
+  snapshotDir: string;
+  probes: number;
+  exactProbes: number;
+  speedupRounds: number;
+  check: string[];
 }
 
-function parseArgs(): Args {
-  const a = JSON.parse(process.argv[2] ?? '{}') as Partial<Args>;
-  if (!a.db || !a.size || !a.factory) throw new Error('usage: search-child.ts <json args>');
-  return { nprobes: [32], single: 100, batched: 500, batch: 100, knn: 100, rebuild: true, ...a } as Args;
-}
-
+const args = JSON.parse(process.argv[2] ?? '{}') as Args;
 const K = 10;
 
-async function jsBaseline(args: Args) {
-  const rss0 = settledRss();
-  const t0 = performance.now();
-  const client = new pg.Client({ connectionString: args.db });
-  await client.connect();
-  const data = new Float32Array(args.size * DIM);
-  const ids: string[] = [];
-  let after = '00000000-0000-0000-0000-000000000000';
-  for (;;) {
-    const { rows } = await client.query('SELECT user_id, embedding FROM canonical_embeddings WHERE user_id > $1 ORDER BY user_id LIMIT 5000', [after]);
-    for (const r of rows) {
-      data.set(decodeEmbedding(r.embedding), ids.length * DIM);
-      ids.push(r.user_id);
-    }
-    if (rows.length < 5000) break;
-    after = rows[rows.length - 1].user_id;
-  }
-  await client.end();
-  const buildMs = performance.now() - t0;
-  const memory = settledRss() - rss0;
-  const n = ids.length;
-  const scan = (q: Float32Array) => {
-    // top-K by insertion into a small sorted array
-    const bestS: number[] = [];
-    const bestI: number[] = [];
-    for (let i = 0; i < n; i++) {
-      let s = 0;
-      const o = i * DIM;
-      for (let j = 0; j < DIM; j++) s += q[j]! * data[o + j]!;
-      if (bestS.length < K || s > bestS[bestS.length - 1]!) {
-        let p = bestS.length < K ? bestS.length : K - 1;
-        while (p > 0 && bestS[p - 1]! < s) p--;
-        bestS.splice(p, 0, s);
-        bestI.splice(p, 0, i);
-        if (bestS.length > K) {
-          bestS.pop();
-          bestI.pop();
-        }
-      }
-    }
-    return bestI.map((i) => ids[i]!);
-  };
-  const queried = queriedIdentities(args.size, args.single);
-  const lat: number[] = [];
-  const top: string[][] = [];
-  for (const i of queried) {
-    const q = probeVector(i);
-    const t = performance.now();
-    top.push(scan(q));
-    lat.push(performance.now() - t);
-  }
-  return {
-    buildMs,
-    trainMs: 0,
-    memoryBytes: memory,
-    indexBytes: data.byteLength,
-    rebuildMs: null,
-    queried,
-    variants: [{ nprobe: null, single: summarise(lat), batched: null, knn: null, knnMateAt1: null, top, mateAt1: mateAt1(queried, top) }],
-    effectiveFactory: 'js exact scan',
-    size: n,
-  };
-}
-
-async function faissIndex(args: Args) {
-  const db = createDb(args.db, 2, { bindModels: false });
-  const replica = new IndexReplica(db, { factory: args.factory, nprobe: args.nprobes[0] ?? 32, syncIntervalMs: 0, logger: createLogger({ level: 'silent' }), pageSize: 5000 });
-  const rss0 = settledRss();
-  const t0 = performance.now();
-  await replica.start();
-  const buildMs = performance.now() - t0;
-  const memory = settledRss() - rss0;
-  const trainMs = replica.stats.lastBuild?.trainMs ?? 0;
-  const index = replica.index;
-  const indexBytes = index.serialisedBytes();
-
-  const queried = queriedIdentities(args.size, args.single);
-  const probes = queried.map((i) => probeVector(i));
-  const bq = queriedIdentities(args.size, args.batched).map((i) => probeVector(i));
-  const variants = [];
-  // IVF types: the same index measured at each nprobe (set through the serialised index).
-  for (const nprobe of index.nprobe === null ? [null] : args.nprobes) {
-    if (nprobe !== null) index.retune(nprobe);
-    index.search(probes[0]!, K); // warm
-    const lat: number[] = [];
-    const top: string[][] = [];
-    for (const q of probes) {
-      const t = performance.now();
-      const hits = index.search(q, K);
-      lat.push(performance.now() - t);
-      top.push(hits.map((h) => h.userId));
-    }
-    // Batched: FAISS gets `batch` queries per call; the figure is the per-query share of each call.
-    const perQuery: number[] = [];
-    for (let i = 0; i < bq.length; i += args.batch) {
-      const chunk = bq.slice(i, i + args.batch);
-      const t = performance.now();
-      index.searchMany(chunk, K);
-      perQuery.push((performance.now() - t) / chunk.length);
-    }
-    // The search job's own path: minSeq check, index search, and (approximate types) exact
-    // re-scoring of 4k candidates from PostgreSQL; k = 5 as /identify asks.
-    const knnLat: number[] = [];
-    let knnMate = 0;
-    for (const [j, q] of probes.slice(0, args.knn).entries()) {
-      const t = performance.now();
-      const r = await replica.knn(Array.from(q), 5, '0');
-      knnLat.push(performance.now() - t);
-      if (r.hits[0]?.userId === syntheticUserId(queried[j]!)) knnMate++;
-    }
-    variants.push({
-      nprobe,
-      single: summarise(lat),
-      batched: summarise(perQuery),
-      knn: summarise(knnLat),
-      knnMateAt1: knnMate / Math.max(1, Math.min(args.knn, probes.length)),
-      top,
-      mateAt1: mateAt1(queried, top),
-    });
-  }
-
-  let rebuildMs: number | null = null;
-  if (args.rebuild) {
-    const t = performance.now();
-    await replica.rebuild('bench');
-    rebuildMs = performance.now() - t;
-  }
-  const out = {
-    buildMs,
-    trainMs,
-    memoryBytes: memory,
-    indexBytes,
-    rebuildMs,
-    queried,
-    variants,
-    effectiveFactory: index.effectiveFactory,
-    size: index.size,
-  };
-  await replica.stop();
-  await db.destroy();
-  return out;
-}
-
-/** mate@1: the genuine pair's enrolled vector is the first answer. */
-function mateAt1(queried: number[], top: string[][]): number {
-  return queried.filter((i, j) => top[j]![0] === syntheticUserId(i)).length / queried.length;
-}
-
-/** RSS after a full garbage collection (the child runs with --expose-gc). */
 function settledRss(): number {
   (globalThis as { gc?: () => void }).gc?.();
   (globalThis as { gc?: () => void }).gc?.();
   return process.memoryUsage().rss;
 }
 
-const args = parseArgs();
-const result = args.factory === 'js' ? await jsBaseline(args) : await faissIndex(args);
-process.stdout.write(`${JSON.stringify(result)}\n`);
+const rss0 = settledRss();
+const db = args.source === 'postgres' ? createDb(args.db, 4, { bindModels: false }) : null;
+const source = args.source === 'file' ? new FileChangeLogSource(args.dataset, `file-${args.dataset.replace(/[^a-z0-9]/gi, '_')}`) : undefined;
+const replica = new IndexReplica(db as never, {
+  factory: args.factory,
+  nprobe: 32,
+  syncIntervalMs: 0,
+  pruneIntervalMs: 0,
+  autoRebuild: false,
+  snapshotDir: args.snapshotDir,
+  rerankCandidates: args.candidates,
+  maxBatch: 32,
+  pageSize: 5000,
+  logger: createLogger({ level: 'silent' }),
+  source,
+});
+const t0 = performance.now();
+await replica.start();
+const readyMs = performance.now(); // since this process started (performance.timeOrigin)
+const readyCpu = process.cpuUsage(); // CPU of this process so far (start-up, load, catch-up)
+const buildMs = readyMs - t0;
+const rssAfter = settledRss();
+const ds = openDataset(args.dataset);
+const probe = (j: number) => ds.probes.subarray(j * DIM, (j + 1) * DIM);
+const engine = replica.engine;
+
+if (args.mode === 'cold') {
+  const top1: string[] = [];
+  for (let j = 0; j < args.check.length; j++) top1.push((await replica.knn(probe(j), K, '0')).hits[0]?.userId ?? '');
+  const same = top1.every((u, j) => u === args.check[j]);
+  process.stdout.write(`${JSON.stringify({ readyMs, readyCpuMs: (readyCpu.user + readyCpu.system) / 1000, buildMs, from: replica.stats.lastBuild?.from, same, checked: top1.length, refused: replica.stats.snapshotsRefused })}\n`);
+} else {
+  const q = Math.min(ds.q, args.probes);
+  // Warm-up (page cache of the re-rank rows, JIT).
+  for (let j = 0; j < Math.min(5, q); j++) await replica.knn(probe(j), K, '0');
+  const lat: number[] = [];
+  const cpu: number[] = [];
+  const top1: string[] = [];
+  let mate = 0, withMate = 0;
+  for (let j = 0; j < q; j++) {
+    const t = performance.now();
+    const c0 = process.cpuUsage();
+    const r = await replica.knn(probe(j), K, '0');
+    const c = process.cpuUsage(c0);
+    lat.push(performance.now() - t);
+    cpu.push((c.user + c.system) / 1000);
+    top1.push(r.hits[0]?.userId ?? '');
+    if (ds.mates[j]! >= 0) {
+      withMate++;
+      if (r.hits[0]?.userId === syntheticUserId(ds.mates[j]!)) mate++;
+    }
+  }
+  // 8 concurrent searches vs the same 8 one after the other, through the job path.
+  let seqMs = 0, concMs = 0, seqCpu = 0, concCpu = 0;
+  for (let round = 0; round < args.speedupRounds; round++) {
+    const eight = Array.from({ length: 8 }, (_, i) => probe((round * 8 + i) % q));
+    let t = performance.now();
+    let c0 = process.cpuUsage();
+    for (const p of eight) await replica.knn(p, K, '0');
+    seqMs += performance.now() - t;
+    let c = process.cpuUsage(c0);
+    seqCpu += (c.user + c.system) / 1000;
+    t = performance.now();
+    c0 = process.cpuUsage();
+    await Promise.all(eight.map((p) => replica.knn(p, K, '0')));
+    concMs += performance.now() - t;
+    c = process.cpuUsage(c0);
+    concCpu += (c.user + c.system) / 1000;
+  }
+  // Exact reference over the same (normalised) rows.
+  const eq = Math.min(q, args.exactProbes);
+  const te = performance.now();
+  let exactMate = 0, exactWithMate = 0, bothMate = 0, agree = 0;
+  const store = engine instanceof SketchEngine ? engine.store : null;
+  const userAt = (p: number) => (engine instanceof SketchEngine ? engine.userAt(p) : null);
+  if (store) {
+    for (let j0 = 0; j0 < eq; j0 += 64) {
+      const m = Math.min(64, eq - j0);
+      const qs = new Float32Array(m * DIM);
+      for (let i = 0; i < m; i++) {
+        const p = probe(j0 + i);
+        let ss = 0;
+        for (let d = 0; d < DIM; d++) ss += p[d]! * p[d]!;
+        for (let d = 0; d < DIM; d++) qs[i * DIM + d] = p[d]! / Math.sqrt(ss);
+      }
+      const { labels } = store.exactSearch(qs, 1);
+      for (let i = 0; i < m; i++) {
+        const j = j0 + i;
+        const exactTop = userAt(labels[i]!);
+        if (exactTop === top1[j]) agree++;
+        if (ds.mates[j]! < 0) continue;
+        exactWithMate++;
+        const mateId = syntheticUserId(ds.mates[j]!);
+        if (exactTop === mateId) {
+          exactMate++;
+          if (top1[j] === mateId) bothMate++;
+        }
+      }
+    }
+  }
+  const exactMs = performance.now() - te;
+  const approxMateOnExactSet = (() => {
+    let m = 0, w = 0;
+    for (let j = 0; j < eq; j++) if (ds.mates[j]! >= 0) {
+      w++;
+      if (top1[j] === syntheticUserId(ds.mates[j]!)) m++;
+    }
+    return w ? m / w : null;
+  })();
+  const s = summarise(lat);
+  const sc = summarise(cpu);
+  process.stdout.write(
+    `${JSON.stringify({
+      n: engine.size,
+      factory: engine.effectiveFactory,
+      candidates: args.candidates,
+      buildMs,
+      lastBuild: replica.stats.lastBuild,
+      p50Ms: s.p50,
+      p99Ms: s.p99,
+      meanMs: s.mean,
+      cpuP50Ms: sc.p50,
+      cpuP99Ms: sc.p99,
+      loadAverage: (await import('node:os')).loadavg(),
+      probes: q,
+      mateAt1: withMate ? mate / withMate : null,
+      exactProbes: eq,
+      mateAt1OnExactProbes: approxMateOnExactSet,
+      mateAt1Exact: store && exactWithMate ? exactMate / exactWithMate : null,
+      recallVsExact: store && exactMate ? bothMate / exactMate : null,
+      top1AgreementWithExact: store && eq ? agree / eq : null,
+      exactMsPerQuery: store && eq ? exactMs / eq : null,
+      indexMiB: engine.memoryBytes() / 2 ** 20,
+      rssGrowthMiB: (rssAfter - rss0) / 2 ** 20,
+      seqMs,
+      concMs,
+      batchedSpeedup: concMs ? seqMs / concMs : null,
+      batchedSpeedupCpu: concCpu ? seqCpu / concCpu : null,
+      batches: replica.stats.batches,
+      largestBatch: replica.stats.largestBatch,
+      check: top1.slice(0, 50),
+    })}\n`,
+  );
+}
+await replica.stop();
+await db?.destroy();
+void VectorStore;
+process.exit(0);

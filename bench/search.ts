@@ -1,53 +1,57 @@
 /**
- * 1:N search benchmark: synthetic 512-d embeddings with genuine pairs, stored in a scratch PostgreSQL
- * database exactly as canonical embeddings are, indexed exactly as a search worker indexes them.
+ * 1:N search benchmark (docs/performance.md section 2, docs/vector-index.md).
  *
- *   npm run bench -- search                                   # 10k, 100k, 1M (about 15 min on 2 cores)
- *   BENCH_SIZES=10000,100000 npm run bench -- search          # a quicker run
- *   BENCH_FACTORIES='js|Flat|IVF1024,SQ8' BENCH_NPROBES=16,64,256 npm run bench -- search
- *   BENCH_KEEP_DB=1 ...                                       # keep the scratch database afterwards
+ *   npm run bench -- search                          # both synthetic generators at 1M (about 15 min)
+ *   npm run bench -- search --dataset DIR            # your own embeddings (format: bench/search-data.ts)
+ *   BENCH_N=100000 npm run bench -- search           # a quicker run
+ *   BENCH_N=10000000 BENCH_SOURCE=file BENCH_GENERATORS=clustered npm run bench -- search   # the bounded 10M run
  *
- * Data: identity i has an enrolled vector (random direction) and a genuine probe at cosine 0.6 with it;
- * independent vectors sit near cosine 0. Rows are inserted straight into `canonical_embeddings` of a
- * scratch database `faceid_bench` (created, migrated, dropped here) — not through embedding-store,
- * which would cost one transaction per row. Sizes grow by inserting the missing identities.
+ * Options: BENCH_N (gallery size of the generated datasets, default 1,000,000), BENCH_PROBES (genuine
+ * probes, default 1000), BENCH_EXACT_PROBES (probes also searched exactly, default 1000; the exact
+ * scan costs about 0.1 s per probe per million rows), BENCH_GENERATORS (uniform,clustered),
+ * BENCH_FACTORY (default: VECTOR_INDEX_FACTORY's default, BinarySketch512), BENCH_CANDIDATES
+ * (SEARCH_RERANK_CANDIDATES), BENCH_SOURCE (postgres | file), BENCH_WORK_DIR (datasets and snapshots;
+ * default var/bench/search-work), BENCH_KEEP=1 (keep the scratch database and files).
  *
- * For each size and index type a child process (bench/search-child.ts) builds the index from
- * PostgreSQL as a worker does, and measures: build time (with training), RSS growth, single-query
- * and batched (100 per call) latency of the index, the search job's own latency (with exact
- * re-scoring for approximate types), a rebuild (compaction: reuses the trained empty index), mate@1
- * (the genuine pair comes first) and recall@10 against exact search. `js` is a plain JavaScript exact
- * scan over a Float32Array, the baseline.
+ * Path: the gallery is inserted into `canonical_embeddings` of a scratch database (`faceid_bench`,
+ * created with the real migrations, dropped afterwards) as float32 LE bytea, user id = md5(row), in
+ * 1000-row statements over two connections. A child process starts a search replica on it (a full
+ * build, which writes a snapshot), searches every probe through the search job's own path, measures
+ * 8 concurrent searches against 8 sequential ones, and runs the exact reference; a second child starts
+ * a replica from the snapshot (the cold start). With BENCH_SOURCE=file the rows come from the dataset
+ * file instead of PostgreSQL (bench/search-file-source.ts: the bounded procedure for 10M).
+ *
+ * The LAST line printed is one JSON object: { n, factory, p50Ms, p99Ms, mateAt1, mateAt1Exact,
+ * recallVsExact, indexMiB, coldStartS, batchedSpeedup } (with both generators: the worse of the two for
+ * each figure, and each generator's own figures under `byDataset`).
  */
 import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { createDb, migrateLatest } from '../shared/db.js';
 import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
-import os from 'node:os';
-import { EMBEDDING_BYTES, encodeEmbedding } from '../shared/embeddings.js';
-import { ROOT, enrolledVector, fmt, machine, mib, saveResults, syntheticUserId, table } from './lib.js';
+import { config } from '../shared/config.js';
+import { generateDataset, openDataset, readGallery, type Generator } from './search-data.js';
+import { DIM, ROOT, fmt, machine, saveResults, syntheticUserId, table } from './lib.js';
 
-const SIZES = (process.env.BENCH_SIZES ?? '10000,100000,1000000').split(',').map((s) => Number(s.trim())).filter((n) => n > 0).sort((a, b) => a - b);
-const FACTORIES = (process.env.BENCH_FACTORIES ?? 'js|Flat|IVF1024,SQ8').split('|').map((s) => s.trim()).filter(Boolean);
-const NPROBES = (process.env.BENCH_NPROBES ?? '16,64,256').split(',').map((s) => Number(s.trim())).filter((n) => n > 0);
-const BASE = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const env = process.env;
+const N = Number(env.BENCH_N ?? 1_000_000);
+const PROBES = Number(env.BENCH_PROBES ?? 1000);
+const EXACT_PROBES = Number(env.BENCH_EXACT_PROBES ?? 1000);
+const GENERATORS = (env.BENCH_GENERATORS ?? 'uniform,clustered').split(',').map((s) => s.trim()).filter(Boolean) as Generator[];
+const SOURCE = (env.BENCH_SOURCE ?? 'postgres') as 'postgres' | 'file';
+const WORK = path.resolve(env.BENCH_WORK_DIR ?? path.join(ROOT, 'var', 'bench', 'search-work'));
+const BASE = env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DB_NAME = 'faceid_bench';
-const LITTLE_ENDIAN = os.endianness() === 'LE'; // float32 LE is the stored format
 
-/** Queries per size: fewer at 1M, where an exact single query costs most of a second. */
-function plan(size: number, factory: string) {
-  const big = size >= 1_000_000, mid = size >= 100_000;
-  if (factory === 'js') return { single: big ? 10 : mid ? 40 : 200 };
-  const exact = factory === 'Flat';
-  return {
-    single: big ? (exact ? 50 : 200) : mid ? 300 : 1000,
-    batched: big ? (exact ? 300 : 500) : 2000,
-    batch: 100,
-    knn: big ? (exact ? 20 : 50) : 100,
-    rebuild: true,
-  };
+function datasetArg(): string | null {
+  const i = process.argv.indexOf('--dataset');
+  if (i < 0) return null;
+  const dir = process.argv[i + 1];
+  if (!dir) throw new Error('--dataset needs a directory');
+  return path.resolve(dir);
 }
 
 function dbUrl(name: string): string {
@@ -79,154 +83,150 @@ async function createScratchDb(): Promise<void> {
   }
 }
 
-/** Inserts identities [from, to): users rows server-side, embeddings from here in 1000-row statements. */
-async function insertIdentities(from: number, to: number): Promise<number> {
+/** The gallery into users + canonical_embeddings (two connections, 1000 rows per statement). */
+async function loadIntoPostgres(dir: string, log: (s: string) => void): Promise<number> {
   const t0 = performance.now();
-  const c = new pg.Client({ connectionString: dbUrl(DB_NAME) });
-  await c.connect();
+  const ds = openDataset(dir);
+  const clients = [new pg.Client({ connectionString: dbUrl(DB_NAME) }), new pg.Client({ connectionString: dbUrl(DB_NAME) })];
+  await Promise.all(clients.map((c) => c.connect()));
   try {
-    await c.query("SET synchronous_commit = off");
-    await c.query("INSERT INTO users (id, phone) SELECT md5(i::text)::uuid, '+1' || i FROM generate_series($1::int, $2::int) i", [from, to - 1]);
-    const rowsPer = 1000;
-    const v = new Float32Array(512);
-    for (let start = from; start < to; start += rowsPer) {
-      const end = Math.min(to, start + rowsPer);
+    await Promise.all(clients.map((c) => c.query('SET synchronous_commit = off')));
+    await clients[0]!.query("INSERT INTO users (id, phone) SELECT md5(i::text)::uuid, '+1' || i FROM generate_series(0, $1::int) i", [ds.n - 1]);
+    let turn = 0;
+    const inflight: Promise<unknown>[] = [];
+    await readGallery(ds, 1000, async (r0, rows) => {
       const params: unknown[] = [];
       const values: string[] = [];
-      for (let i = start; i < end; i++) {
-        enrolledVector(i, v);
-        params.push(syntheticUserId(i), LITTLE_ENDIAN ? Buffer.from(v.buffer.slice(0)) : encodeEmbedding(v));
+      for (let i = 0; i < rows.length / DIM; i++) {
+        params.push(syntheticUserId(r0 + i), Buffer.from(rows.buffer, rows.byteOffset + i * DIM * 4, DIM * 4));
         values.push(`($${params.length - 1}, $${params.length}, 'link_nin', '${FACE_ENGINE_VERSION}')`);
       }
-      await c.query(`INSERT INTO canonical_embeddings (user_id, embedding, source, engine_version) VALUES ${values.join(',')}`, params);
-    }
-    await c.query('ANALYZE canonical_embeddings');
+      const c = clients[turn++ % 2]!;
+      inflight.push(c.query(`INSERT INTO canonical_embeddings (user_id, embedding, source, engine_version) VALUES ${values.join(',')}`, params));
+      if (inflight.length >= 2) await inflight.shift();
+      if (r0 % 200_000 === 0 && r0) log(`  inserted ${r0.toLocaleString('en')} rows (${fmt((performance.now() - t0) / 1000)} s)`);
+    });
+    await Promise.all(inflight);
+    await clients[0]!.query('ANALYZE canonical_embeddings');
   } finally {
-    await c.end();
+    await Promise.all(clients.map((c) => c.end()));
   }
-  return performance.now() - t0;
+  return (performance.now() - t0) / 1000;
 }
 
-interface Stats {
-  p50: number;
-  p99: number;
-  n: number;
-  mean: number;
-}
-
-interface Variant {
-  nprobe: number | null;
-  single: Stats;
-  batched: Stats | null;
-  knn: Stats | null;
-  knnMateAt1: number | null;
-  top: string[][];
-  mateAt1: number;
-}
-
-interface ChildResult {
-  buildMs: number;
-  trainMs: number;
-  memoryBytes: number;
-  indexBytes: number;
-  rebuildMs: number | null;
-  queried: number[];
-  variants: Variant[];
-  effectiveFactory: string;
-  size: number;
-}
-
-function runChild(size: number, factory: string): ChildResult {
-  const args = { db: dbUrl(DB_NAME), size, factory, nprobes: NPROBES, ...plan(size, factory) };
-  const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', path.join(ROOT, 'bench/search-child.ts'), JSON.stringify(args)], {
+function runChild(args: Record<string, unknown>): any {
+  const r = spawnSync(process.execPath, ['--expose-gc', '--max-old-space-size=8192', '--import', 'tsx', path.join(ROOT, 'bench/search-child.ts'), JSON.stringify(args)], {
     cwd: ROOT,
     encoding: 'utf8',
-    maxBuffer: 256 * 1024 * 1024,
-    env: { ...process.env, LOG_LEVEL: 'silent' },
+    maxBuffer: 64 * 1024 * 1024,
+    // One core: no BLAS or OpenMP helper threads (the issue's figures are per core).
+    env: { ...process.env, LOG_LEVEL: 'silent', OPENBLAS_NUM_THREADS: '1', OMP_NUM_THREADS: '1' },
   });
-  if (r.status !== 0) throw new Error(`search-child ${factory} @${size} failed (${r.status ?? r.signal}):\n${r.stderr}`);
-  const line = r.stdout.trim().split('\n').pop()!;
-  return JSON.parse(line) as ChildResult;
+  if (r.status !== 0) throw new Error(`search-child ${String(args.mode)} failed (${r.status ?? r.signal}):\n${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split('\n').pop()!);
 }
 
-/** Share of the queries whose exact top-10 neighbours `approx` also returned (neighbour-set overlap). */
-function recallAt10(approx: Variant, queriedA: number[], exact: Variant, queriedE: number[]): number {
-  const truthById = new Map(queriedE.map((q, j) => [q, exact.top[j]!]));
-  let hit = 0, total = 0;
-  queriedA.forEach((q, j) => {
-    const truth = truthById.get(q);
-    if (!truth) return;
-    const got = new Set(approx.top[j]);
-    for (const id of truth) {
-      total++;
-      if (got.has(id)) hit++;
-    }
-  });
-  return total ? hit / total : NaN;
+interface Figures {
+  dataset: string;
+  n: number;
+  factory: string;
+  p50Ms: number;
+  p99Ms: number;
+  mateAt1: number | null;
+  mateAt1Exact: number | null;
+  recallVsExact: number | null;
+  indexMiB: number;
+  coldStartS: number;
+  batchedSpeedup: number | null;
+  [k: string]: unknown;
 }
 
-export async function runSearchBench(): Promise<string> {
+async function benchDataset(name: string, dir: string, log: (s: string) => void): Promise<Figures> {
+  const ds = openDataset(dir);
+  const factory = env.BENCH_FACTORY ?? config().vectorIndexFactory;
+  const candidates = Number(env.BENCH_CANDIDATES ?? config().searchRerankCandidates);
+  let loadS: number | null = null;
+  if (SOURCE === 'postgres') {
+    await createScratchDb();
+    log(`${name}: inserting ${ds.n.toLocaleString('en')} rows into PostgreSQL`);
+    loadS = await loadIntoPostgres(dir, log);
+    log(`${name}: inserted in ${fmt(loadS)} s (${fmt(ds.n / loadS, 0)} rows/s)`);
+  }
+  const snapshotDir = path.join(WORK, `snapshots-${name}`);
+  rmSync(snapshotDir, { recursive: true, force: true });
+  const common = { source: SOURCE, db: dbUrl(DB_NAME), dataset: dir, factory, candidates, snapshotDir };
+  log(`${name}: full build + ${Math.min(PROBES, ds.q)} searches + exact reference (${factory}, ${candidates} candidates)`);
+  const t1 = performance.now();
+  const b = runChild({ ...common, mode: 'build', probes: PROBES, exactProbes: EXACT_PROBES, speedupRounds: 30, check: [] });
+  log(`${name}: done in ${fmt((performance.now() - t1) / 1000)} s; cold start from the snapshot`);
+  const c = runChild({ ...common, mode: 'cold', probes: 0, exactProbes: 0, speedupRounds: 0, check: b.check.slice(0, 20) });
+  if (c.from !== 'snapshot' || !c.same) throw new Error(`the cold start did not serve from the snapshot with the same answers: ${JSON.stringify(c)}`);
+  if (!env.BENCH_KEEP) rmSync(snapshotDir, { recursive: true, force: true });
+  const { check: _check, ...rest } = b;
+  return { ...rest, dataset: name, loadS, buildS: b.buildMs / 1000, coldStartS: c.readyMs / 1000, coldStartCpuS: c.readyCpuMs / 1000, coldLoadS: c.buildMs / 1000, coldFrom: c.from };
+}
+
+const pct = (x: number | null | undefined) => (x == null ? '–' : `${fmt(100 * x, 1)} %`);
+
+export async function runSearchBench(): Promise<{ markdown: string; lastLine: string }> {
   const t0 = performance.now();
-  console.log(`search bench on ${machine()}: sizes ${SIZES.join(', ')}; index types ${FACTORIES.join(' | ')}; IVF nprobe ${NPROBES.join(', ')}`);
-  await createScratchDb();
-  const results: Record<string, unknown>[] = [];
-  const sections: string[] = [];
-  let have = 0;
+  const log = (s: string) => console.log(s);
+  const given = datasetArg();
+  console.log(`search bench on ${machine()}: ${given ? `dataset ${given}` : `generated ${GENERATORS.join(' + ')} at ${N.toLocaleString('en')}`}, source ${SOURCE}`);
+  mkdirSync(WORK, { recursive: true });
+  const sets: { name: string; dir: string; generated: boolean }[] = given
+    ? [{ name: path.basename(given), dir: given, generated: false }]
+    : GENERATORS.map((g) => ({ name: `${g}-${N}`, dir: path.join(WORK, `${g}-${N}`), generated: true }));
+  const figures: Figures[] = [];
   try {
-    for (const size of SIZES) {
-      const insertMs = await insertIdentities(have, size);
-      const insertRate = (size - have) / (insertMs / 1000);
-      console.log(`\n== ${size.toLocaleString('en')} embeddings (inserted ${(size - have).toLocaleString('en')} rows in ${fmt(insertMs / 1000)} s, ${fmt(insertRate, 0)} rows/s)`);
-      have = size;
-      const byFactory = new Map<string, ChildResult>();
-      for (const factory of FACTORIES) {
-        const t1 = performance.now();
-        const r = runChild(size, factory);
-        byFactory.set(factory, r);
-        console.log(`   ${factory}: done in ${fmt((performance.now() - t1) / 1000)} s (built as ${r.effectiveFactory}, ${r.size} rows, build ${fmt(r.buildMs / 1000)} s)`);
+    for (const s of sets) {
+      if (s.generated && !existsSync(path.join(s.dir, 'mates.i32'))) {
+        const tg = performance.now();
+        log(`${s.name}: generating ${N.toLocaleString('en')} identities and ${PROBES} probes`);
+        generateDataset(s.dir, s.name.split('-')[0] as Generator, N, PROBES, log);
+        log(`${s.name}: generated in ${fmt((performance.now() - tg) / 1000)} s`);
       }
-      const exactRun = byFactory.get('Flat') ?? byFactory.get('js');
-      const exact = exactRun?.variants[0];
-      const rows: (string | number)[][] = [];
-      for (const [factory, r] of byFactory) {
-        for (const v of r.variants) {
-          const isExact = r === exactRun;
-          const recall10 = exact && !isExact ? recallAt10(v, r.queried, exact, exactRun!.queried) : 1;
-          const row = {
-            size, factory, effectiveFactory: r.effectiveFactory, nprobe: v.nprobe, buildS: r.buildMs / 1000, trainS: r.trainMs / 1000,
-            rebuildS: r.rebuildMs == null ? null : r.rebuildMs / 1000, memoryMiB: mib(r.memoryBytes), indexMiB: mib(r.indexBytes), bytesPerVector: r.indexBytes / size,
-            singleP50: v.single.p50, singleP99: v.single.p99, singleN: v.single.n, batchedP50: v.batched?.p50 ?? null, batchedP99: v.batched?.p99 ?? null,
-            jobP50: v.knn?.p50 ?? null, jobP99: v.knn?.p99 ?? null, mateAt1: v.mateAt1, jobMateAt1: v.knnMateAt1,
-            trueMatchRecall: exact ? v.mateAt1 / exact.mateAt1 : NaN, recallAt10: recall10,
-          };
-          results.push(row);
-          rows.push([
-            factory === 'js' ? 'JS exact scan' : `\`${factory}\`${r.effectiveFactory !== factory ? ` (as ${r.effectiveFactory})` : ''}${v.nprobe ? `, nprobe ${v.nprobe}` : ''}`,
-            `${fmt(row.singleP50, 2)} / ${fmt(row.singleP99, 2)} (n=${v.single.n})`,
-            row.batchedP50 == null ? '–' : `${fmt(row.batchedP50, 2)} / ${fmt(row.batchedP99, 2)}`,
-            row.jobP50 == null ? '–' : `${fmt(row.jobP50, 2)} / ${fmt(row.jobP99, 2)}`,
-            `${fmt(row.buildS)}${row.trainS ? ` (train ${fmt(row.trainS)})` : ''}`,
-            row.rebuildS == null ? '–' : fmt(row.rebuildS),
-            `${fmt(row.indexMiB, 0)} (${fmt(row.bytesPerVector, 0)} B/vec) / ${fmt(row.memoryMiB, 0)}`,
-            `${fmt(100 * row.mateAt1, 1)} %${row.jobMateAt1 != null && row.jobMateAt1 !== row.mateAt1 ? ` (job ${fmt(100 * row.jobMateAt1, 1)} %)` : ''}`,
-            `${fmt(100 * row.trueMatchRecall, 1)} %`,
-            `${fmt(100 * recall10, 1)} %`,
-          ]);
-        }
-      }
-      const section = `### ${size.toLocaleString('en')} embeddings\n\n${table(
-        ['index', 'single query ms p50 / p99', 'batched (100/call) ms per query p50 / p99', 'search job ms p50 / p99', 'build from PostgreSQL s', 'rebuild s', 'memory MiB: index / process RSS growth', 'genuine pair first (mate@1)', 'true-match recall vs exact', 'top-10 overlap with exact'],
-        rows,
-      )}\n\nInserting ${size.toLocaleString('en')} rows (cumulative) into PostgreSQL: last step ${fmt(insertRate, 0)} rows/s; stored embedding ${EMBEDDING_BYTES} B/row.`;
-      sections.push(section);
-      console.log(`\n${section}`);
+      const f = await benchDataset(s.name, s.dir, log);
+      figures.push(f);
+      console.log(JSON.stringify(f));
     }
   } finally {
-    if (!process.env.BENCH_KEEP_DB) await admin((c) => c.query(`DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`));
+    if (SOURCE === 'postgres' && !env.BENCH_KEEP) await admin((c) => c.query(`DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`));
+    if (!env.BENCH_KEEP && !given) for (const s of sets) rmSync(s.dir, { recursive: true, force: true });
   }
-  const file = saveResults('search', { sizes: SIZES, factories: FACTORIES, nprobes: NPROBES, results, totalSeconds: (performance.now() - t0) / 1000 });
-  console.log(`\nsearch bench: ${fmt((performance.now() - t0) / 1000)} s in all; figures in ${path.relative(ROOT, file)}`);
-  return sections.join('\n\n');
+  const rows = figures.map((f) => [
+    f.dataset, f.n.toLocaleString('en'), `\`${f.factory}\` (${f.candidates as number} candidates)`,
+    `${fmt(f.p50Ms, 2)} / ${fmt(f.p99Ms, 2)}`, `${fmt(f.cpuP50Ms as number, 2)} / ${fmt(f.cpuP99Ms as number, 2)}`, pct(f.mateAt1), pct(f.mateAt1Exact), pct(f.recallVsExact),
+    fmt(f.indexMiB, 0), fmt(f.rssGrowthMiB as number, 0), fmt(f.buildS as number, 1), fmt(f.coldStartS, 1), `${fmt(f.batchedSpeedup, 2)} (CPU ${fmt(f.batchedSpeedupCpu as number, 2)})`,
+  ]);
+  const md = table(
+    ['dataset', 'n', 'index', 'search job ms p50 / p99', 'CPU ms per search p50 / p99', 'mate@1', 'mate@1 exact', 'recall vs exact', 'index MiB', 'RSS growth MiB', 'full build s', 'cold start s', '8 concurrent vs sequential'],
+    rows,
+  );
+  const worst = <K extends keyof Figures>(k: K, dir: 'max' | 'min') => {
+    const v = figures.map((f) => f[k] as number | null).filter((x): x is number => x != null);
+    return v.length ? (dir === 'max' ? Math.max(...v) : Math.min(...v)) : null;
+  };
+  const summary = {
+    n: figures[0]?.n ?? 0,
+    factory: figures[0]?.factory ?? '',
+    p50Ms: worst('p50Ms', 'max'),
+    p99Ms: worst('p99Ms', 'max'),
+    mateAt1: worst('mateAt1', 'min'),
+    mateAt1Exact: worst('mateAt1Exact', 'min'),
+    recallVsExact: worst('recallVsExact', 'min'),
+    indexMiB: worst('indexMiB', 'max'),
+    coldStartS: worst('coldStartS', 'max'),
+    batchedSpeedup: worst('batchedSpeedup', 'min'),
+    byDataset: Object.fromEntries(figures.map((f) => [f.dataset, f])),
+  };
+  const file = saveResults('search', { figures, summary, totalSeconds: (performance.now() - t0) / 1000 });
+  console.log(`\n${md}\n\nsearch bench: ${fmt((performance.now() - t0) / 1000)} s in all; figures in ${path.relative(ROOT, file)}`);
+  return { markdown: md, lastLine: JSON.stringify(summary) };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await runSearchBench();
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const r = await runSearchBench();
+  console.log(r.lastLine);
+  process.exit(0);
+}

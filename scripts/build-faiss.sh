@@ -30,7 +30,11 @@ APT_PACKAGES=(libfaiss-dev libopenblas-dev)
 log() { echo "build-faiss: $*"; }
 die() { echo "build-faiss: ERROR: $*" >&2; exit 1; }
 
-faiss_loads() { node --input-type=commonjs -e "require('faiss-node')" >/dev/null 2>&1; }
+# The project's own classes (scripts/faiss-node/src/*.cc) must be in the addon too, at this version.
+PROJECT_BINDING_VERSION=2
+faiss_loads() {
+  node --input-type=commonjs -e "require('faiss-node'); const b = require('$ADDON'); if (b.projectBindingVersion !== $PROJECT_BINDING_VERSION) process.exit(3)" >/dev/null 2>&1
+}
 
 # ---- fast path --------------------------------------------------------------------------------------
 if [ "${FAISS_FORCE_BUILD:-0}" != 1 ] && faiss_loads; then
@@ -87,7 +91,21 @@ assert.equal(ivf.ntotal(), 200);
 assert.equal(ivf.search(xs[5], 2).labels[0], 5);
 const ivf2 = Index.fromBuffer(ivf.toBuffer());
 assert.equal(ivf2.search(xs[123], 1).labels[0], 123);
-console.log('build-faiss: verified faiss-node (IndexFlatIP add/search/removeIds/toBuffer/fromBuffer/write/read, IVF64,Flat IP train/add/search)');
+// The project's SketchIndex / VectorStore (scripts/faiss-node/src/sketch.cc).
+const ext = require(require('path').join(require('path').dirname(require.resolve('faiss-node/package.json')), 'build/Release/faiss-node.node'));
+const sk = new ext.SketchIndex(d, 512, 1234);
+const xf = new Float32Array(xs.flat());
+sk.addCodes(sk.encode(xf));
+assert.equal(sk.ntotal(), 200);
+const sr = sk.search(new Float32Array(xs[17]), 3);
+assert.equal(sr.labels[0], 17);
+assert.equal(sr.distances[0], 0);
+sk.setDead(new Int32Array([17]), true);
+assert.notEqual(sk.search(new Float32Array(xs[17]), 3).labels[0], 17);
+const vs = new ext.VectorStore(d, null, 0);
+vs.append(xf);
+assert.ok(Math.abs(vs.scores(new Float32Array(xs[9]), new Int32Array([9]))[0] - 1) < 1e-4);
+console.log('build-faiss: verified faiss-node (IndexFlatIP add/search/removeIds/toBuffer/fromBuffer/write/read, IVF64,Flat IP train/add/search, SketchIndex, VectorStore)');
 JS
   then
     rm -rf "$tmp"
@@ -199,6 +217,12 @@ build_from_system_faiss() {
   cp "$GYP_FILE" "$work/binding.gyp"
   cp "$FAISS_NODE_DIR"/src/*.cc "$work/src/"
   cp "$FAISS_NODE_DIR"/src/*.h "$work/src/" 2>/dev/null || true
+  # The project's own classes (SketchIndex, VectorStore): compiled into the same addon and registered
+  # from faiss-node's Init.
+  cp "$ROOT"/scripts/faiss-node/src/*.cc "$work/src/"
+  grep -q 'IndexFlatIP::Init(env, exports);' "$work/src/faiss.cc" || die "faiss-node's Init no longer looks as expected"
+  sed -i 's/^Napi::Object Init(Napi::Env env, Napi::Object exports)$/Napi::Object ProjectExtensionsInit(Napi::Env env, Napi::Object exports);\n&/; s/IndexFlatIP::Init(env, exports);/&\n  ProjectExtensionsInit(env, exports);/' "$work/src/faiss.cc"
+  grep -q 'ProjectExtensionsInit(env, exports);' "$work/src/faiss.cc" || die "could not register the project's classes in faiss-node's Init"
 
   # faiss >= 1.7.4 declares faiss::idx_t at namespace level; 1.7.3 (Debian 12) only has faiss::Index::idx_t.
   if ! grep -Eqs 'using[[:space:]]+idx_t[[:space:]]*=|typedef[^;]*[[:space:]]idx_t[[:space:]]*;' "$inc/faiss/MetricType.h"; then

@@ -172,10 +172,10 @@ test.serial('the API /health reports the vector index size and applied sequence'
   const res = await fetch(`${h.url}/health`);
   const body = (await res.json()) as any;
   t.true(body.dependencies.vector_index.up);
-  t.like(body.dependencies.vector_index.detail, { size: 1, appliedSeq: head, factory: 'Flat' });
+  t.like(body.dependencies.vector_index.detail, { size: 1, appliedSeq: head, factory: 'BinarySketch512' });
 });
 
-test.serial('a restarted search worker rebuilds from PostgreSQL and still finds what was written', async (t) => {
+test.serial('a restarted search worker starts from its snapshot plus the change log and still finds what was written', async (t) => {
   const a = await newConsumer(h);
   const b = await newConsumer(h);
   await upsertCanonical(h.deps.db, a.userId, unit(400), 'link_bvn', FACE_ENGINE_VERSION);
@@ -191,6 +191,7 @@ test.serial('a restarted search worker rebuilds from PostgreSQL and still finds 
   t.is(health.appliedSeq, head);
   t.is(health.size, 2); // `a` and the one kept by the previous test
   t.is(health.tombstones, 0);
+  t.is(health.lastBuild.from, 'snapshot', 'started from the snapshot the first workers wrote');
 
   const r = await h.deps.face.searchByEmbedding(unit(402), 3);
   t.is(r.hits[0]?.userId, a.userId);
@@ -203,6 +204,7 @@ test.serial('a replica trains once there is enough data, compacts tombstones, an
   const db = createDb(h.config.databaseUrl, 2, { bindModels: false });
   const logger = createLogger({ level: 'silent' });
   const replica = new IndexReplica(db, { factory: 'IVF8,Flat', nprobe: 8, syncIntervalMs: 0, logger, compactMinDead: 20, compactDeadRatio: 0.01 });
+  const ivf = () => replica.index as VectorIndex;
   try {
     const users: string[] = [];
     const write = async (from: number, to: number) => {
@@ -215,7 +217,7 @@ test.serial('a replica trains once there is enough data, compacts tombstones, an
     // Start with too little data to train IVF8 (minimum 1000): exact Flat.
     await write(0, 600);
     await replica.start();
-    t.true(replica.index.fallback);
+    t.true(ivf().fallback);
     t.is(replica.index.effectiveFactory, 'Flat');
 
     // Enough data arrives: the catch-up that applies it triggers a rebuild that trains IVF8.
@@ -223,7 +225,7 @@ test.serial('a replica trains once there is enough data, compacts tombstones, an
     const knn = async (i: number) => replica.knn(near(unit(10_000 + i), 77 + i, 0.7), 3, await currentChangeSeq(h.deps.db));
     t.is((await knn(700)).hits[0]?.userId, users[700]);
     const until = Date.now() + 20_000;
-    while (replica.index.fallback && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    while (ivf().fallback && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
     t.is(replica.index.effectiveFactory, 'IVF8,Flat');
     t.is(replica.index.nprobe, 8);
     t.true(replica.index.size >= 1100);

@@ -69,6 +69,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     SEARCH_HEALTH_PORT: String(searchPort),
     SMS_TRANSPORT: 'outbox',
     SMS_OUTBOX_FILE: outboxFile,
+    SEARCH_SNAPSHOT_DIR: path.join(tmp, 'search-snapshots'),
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     FACE_MODELS_DIR: path.join(ROOT, 'var', 'models'),
     FACE_JOB_TIMEOUT_MS: '15000',

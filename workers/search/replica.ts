@@ -1,28 +1,41 @@
 /**
- * One search replica: a VectorIndex kept in step with PostgreSQL (docs/vector-index.md).
+ * One search replica: an index engine kept in step with PostgreSQL (docs/vector-index.md). This file
+ * is engine-neutral; the engines are behind engine.ts (sketch-engine.ts, faiss-engine.ts) and every
+ * SQL statement behind change-log-source.ts.
  *
- * - Build: in one REPEATABLE READ snapshot, read the change log's head seq and every canonical
- *   embedding of the running engine version (training sample first, for types that need it), so the
- *   index holds exactly the state "after change `seq`". That seq is the replica's `appliedSeq`.
- * - Catch-up: read the changes after `appliedSeq` (in seq order, in batches), fetch the CURRENT rows of
- *   the users they name, apply them (row present: upsert; absent: remove), advance `appliedSeq` to the
- *   last change read. Applying the current state is idempotent, so a row newer than the change that
- *   led to it is harmless. embedding-store.ts makes seqs commit in order, so nothing can appear later
- *   below `appliedSeq`.
- * - Read-your-writes: a `knn` job carries `minSeq` (the head the API saw before enqueueing); the
- *   replica catches up to it before searching, in the same synchronous step as the search.
- * - Background sync every SEARCH_SYNC_INTERVAL_MS keeps an idle replica close to the head.
- * - Compaction: when tombstones pile up (or a fallback `Flat` index now has enough data to train the
- *   configured type), a new index is built from PostgreSQL beside the serving one, caught up, and
- *   swapped in; the serving index answers meanwhile.
+ * - Start: the newest valid snapshot of this change log (snapshot-store.ts: lineage, engine type,
+ *   sizes and SHA-256 checked; its seq not below the pruned point) plus the changes after it; without
+ *   one, a full build from one REPEATABLE READ snapshot of PostgreSQL, which is itself written as a
+ *   snapshot and opened from it (so "snapshot start" and "full build" are the same index).
+ * - Catch-up: read the changes after `appliedSeq` (seq order, in batches), fetch the CURRENT rows of
+ *   the users they name, apply them (row present: upsert; absent: remove), advance `appliedSeq`.
+ *   Applying current state is idempotent. shared/repositories/embeddings.ts makes seqs commit in order, so nothing can
+ *   appear later below `appliedSeq`. If the log was pruned past `appliedSeq` (this replica was away),
+ *   the replica stops answering and rebuilds (from a snapshot at or after the pruned point, or in full).
+ * - Read-your-writes: a `knn` job carries `minSeq`; the replica catches up to it before searching, and
+ *   checks and searches in the same synchronous step.
+ * - Micro-batching: `knn` jobs that are waiting together go to the engine in ONE call (up to
+ *   SEARCH_MAX_BATCH), after one catch-up to the largest `minSeq` among them.
+ * - Rebuilds beside the serving index, then a swap: compaction (tombstones), fold (rows appended
+ *   since the snapshot), retraining when the population has grown past SEARCH_RETRAIN_GROWTH times
+ *   the size it was trained at. With snapshots these are written from the replica's own state (no
+ *   PostgreSQL read) as a new snapshot, opened, caught up and swapped in.
+ * - Positions: each replica records its `appliedSeq` and snapshot seq in `search_replicas`; the
+ *   change log is pruned below what every fresh replica has applied and can restart from.
  */
 import type { Knex } from 'knex';
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { FACE_ENGINE_VERSION } from '../../shared/face-models.js';
-import { assertEmbedding, decodeEmbedding, dot, normalised } from '../../shared/embeddings.js';
+import { EMBEDDING_DIM, assertEmbedding, dot, normalised } from '../../shared/embeddings.js';
 import type { SearchHit, SearchResult } from '../../shared/jobs/index.js';
 import type { Logger } from '../../shared/logger.js';
-import { VectorIndex, describeFactory, type IndexTemplate } from './vector-index.js';
+import { PgChangeLogSource, type ChangeLogSource, type SourceRow } from './change-log-source.js';
+import type { EngineBuilder, EngineKind, IndexEngine, RebuildPolicy, RebuildReason } from './engine.js';
+import { FaissKind } from './faiss-engine.js';
+import { SKETCH_FACTORY, SketchKind } from './sketch-engine.js';
+import { SnapshotStore, type Snapshot } from './snapshot-store.js';
 
 export interface ReplicaOptions {
   factory: string;
@@ -32,21 +45,45 @@ export interface ReplicaOptions {
   syncIntervalMs: number;
   /** Embeddings of other engine versions are not comparable and are left out. */
   engineVersion?: string;
-  /** Rebuild when tombstones >= max(compactMinDead, compactDeadRatio * live). */
+  /** Where snapshots live; null: no snapshots (every start is a full build). */
+  snapshotDir?: string | null;
+  /** BinarySketch: candidates per query passed to the exact re-rank. */
+  rerankCandidates?: number;
+  /** Most knn searches in one engine call. */
+  maxBatch?: number;
+  /** Retrain once the population exceeds this factor times the size it was trained at. */
+  retrainGrowth?: number;
+  /** Compact when tombstones >= max(compactMinDead, compactDeadRatio * live). */
   compactMinDead?: number;
   compactDeadRatio?: number;
+  /** Fold rows appended since the snapshot when they reach max(foldMinRows, foldRatio * snapshot rows). */
+  foldMinRows?: number;
+  foldRatio?: number;
+  /** Prune the change log this often (0: never). */
+  pruneIntervalMs?: number;
+  /** Positions older than this do not hold back pruning. */
+  replicaStaleMs?: number;
+  replicaId?: string;
   /** Rows per page when reading canonical_embeddings. */
   pageSize?: number;
   /** Changes read per catch-up round trip. */
   changeBatch?: number;
-  /** Candidates fetched per requested hit from an approximate index, re-scored exactly from PostgreSQL. */
+  /** Candidates fetched per requested hit from an approximate FAISS index, re-scored from PostgreSQL. */
   refineFactor?: number;
+  /** Automatic rebuilds (compaction, fold, retraining) after a catch-up; tests turn it off to drive them. */
+  autoRebuild?: boolean;
+  source?: ChangeLogSource;
+  dim?: number;
 }
 
 interface State {
-  index: VectorIndex;
+  engine: IndexEngine;
   appliedSeq: bigint;
-  template: IndexTemplate;
+  /** The seq of the snapshot the engine was opened from (null: none written or loaded). */
+  snapshotSeq: bigint | null;
+  snapshotDir: string | null;
+  /** Set when the change log was pruned past appliedSeq: this state must not answer. */
+  invalid?: boolean;
   running?: Promise<void>;
   queued?: Promise<void>;
 }
@@ -57,19 +94,43 @@ export interface BuildStats {
   trainMs: number;
   rows: number;
   reason: string;
+  from: 'snapshot' | 'postgres' | 'own-state';
+  snapshotSeq: string | null;
+}
+
+interface PendingSearch {
+  query: Float32Array;
+  k: number;
+  minSeq: bigint;
+  t0: number;
+  resolve: (r: Extract<SearchResult, { op: 'knn' }>) => void;
+  reject: (e: unknown) => void;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const elapsed = (t0: number) => Math.round((performance.now() - t0) * 10) / 10;
 
+export function engineKindFor(factory: string, opts: { nprobe: number; rerankCandidates: number; dim: number }): EngineKind {
+  if (SKETCH_FACTORY.test(factory.trim())) return new SketchKind(factory.trim(), { dim: opts.dim, candidates: opts.rerankCandidates });
+  return new FaissKind(factory, opts.nprobe, opts.dim);
+}
+
 export class IndexReplica {
   private state: State | undefined;
   private rebuilding: Promise<void> | undefined;
-  private timer: NodeJS.Timeout | undefined;
+  private timers: NodeJS.Timeout[] = [];
   private stopped = false;
+  private logId: string | undefined;
+  private pending: PendingSearch[] = [];
+  private flushing = false;
+  private lastReport = { seq: -1n, at: 0 };
+  readonly kind: EngineKind;
+  readonly source: ChangeLogSource;
+  readonly snapshots: SnapshotStore | null;
   readonly engineVersion: string;
-  private readonly compactMinDead: number;
-  private readonly compactDeadRatio: number;
+  readonly replicaId: string;
+  private readonly maxBatch: number;
+  private readonly policy: RebuildPolicy;
   private readonly pageSize: number;
   private readonly changeBatch: number;
   private readonly refineFactor: number;
@@ -80,13 +141,28 @@ export class IndexReplica {
     catchUps: 0,
     changesApplied: 0,
     otherEngineRows: 0,
+    snapshotsRefused: 0,
+    batches: 0,
+    batchedSearches: 0,
+    largestBatch: 0,
+    pruned: { through: '0', deleted: 0 },
   };
 
-  constructor(private readonly db: Knex, private readonly opts: ReplicaOptions) {
-    describeFactory(opts.factory); // refuse an unusable factory string before any work
+  constructor(db: Knex, private readonly opts: ReplicaOptions) {
+    const dim = opts.dim ?? EMBEDDING_DIM;
+    this.kind = engineKindFor(opts.factory, { nprobe: opts.nprobe, rerankCandidates: opts.rerankCandidates ?? 2000, dim });
+    this.source = opts.source ?? new PgChangeLogSource(db);
+    this.snapshots = this.kind.snapshots && opts.snapshotDir ? new SnapshotStore(opts.snapshotDir) : null;
     this.engineVersion = opts.engineVersion ?? FACE_ENGINE_VERSION;
-    this.compactMinDead = opts.compactMinDead ?? 1000;
-    this.compactDeadRatio = opts.compactDeadRatio ?? 0.2;
+    this.replicaId = opts.replicaId ?? `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+    this.maxBatch = opts.maxBatch ?? 32;
+    this.policy = {
+      growthFactor: opts.retrainGrowth ?? 2,
+      minDead: opts.compactMinDead ?? 1000,
+      deadRatio: opts.compactDeadRatio ?? 0.2,
+      foldMinRows: opts.foldMinRows ?? 50_000,
+      foldRatio: opts.foldRatio ?? 0.1,
+    };
     this.pageSize = opts.pageSize ?? 2000;
     this.changeBatch = opts.changeBatch ?? 5000;
     this.refineFactor = opts.refineFactor ?? 4;
@@ -96,101 +172,177 @@ export class IndexReplica {
     return this.state !== undefined;
   }
 
-  get index(): VectorIndex {
+  get engine(): IndexEngine {
     if (!this.state) throw new Error('the index is not built yet');
-    return this.state.index;
+    return this.state.engine;
+  }
+
+  /** The serving engine (older name). */
+  get index(): IndexEngine {
+    return this.engine;
   }
 
   get appliedSeq(): bigint {
     return this.state?.appliedSeq ?? -1n;
   }
 
-  /** Builds the index from PostgreSQL, then starts the background sync. */
+  get snapshotSeq(): bigint | null {
+    return this.state?.snapshotSeq ?? null;
+  }
+
+  /** Loads (snapshot + changes, or a full build), catches up, then starts the background work. */
   async start(): Promise<void> {
-    this.state = await this.build('start');
-    await this.requestCatchUp(this.state);
+    this.logId = await this.source.logId();
+    const s = await this.load('start');
+    await this.requestCatchUp(s);
+    this.state = s;
+    await this.report(true);
     if (this.opts.syncIntervalMs > 0) {
-      this.timer = setInterval(() => {
-        if (this.state) this.requestCatchUp(this.state).catch((e) => this.opts.logger.warn({ err: errMessage(e) }, 'background catch-up failed'));
-      }, this.opts.syncIntervalMs);
-      this.timer.unref();
+      this.every(this.opts.syncIntervalMs, async () => {
+        if (this.state) await this.requestCatchUp(this.state);
+        await this.report(false);
+      });
     }
+    if ((this.opts.pruneIntervalMs ?? 0) > 0) this.every(this.opts.pruneIntervalMs!, () => this.prune().then(() => {}));
+  }
+
+  private every(ms: number, fn: () => Promise<void>): void {
+    let busy = false;
+    const t = setInterval(() => {
+      if (busy || this.stopped) return;
+      busy = true;
+      fn()
+        .catch((e) => this.opts.logger.warn({ err: errMessage(e) }, 'search replica background work failed'))
+        .finally(() => (busy = false));
+    }, ms);
+    t.unref();
+    this.timers.push(t);
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
+    for (const t of this.timers) clearInterval(t);
     await Promise.allSettled([this.state?.running, this.state?.queued, this.rebuilding]);
+    for (const p of this.pending.splice(0)) p.reject(new Error('the search replica is stopping'));
+    await this.source.forgetReplica(this.replicaId).catch(() => {});
   }
 
-  /**
-   * Builds a new index from one consistent snapshot. With a template (compaction) the trained empty
-   * index is reused; without one, types that need training are trained on a sample of the rows.
-   */
-  async build(reason: string, template?: IndexTemplate): Promise<State> {
+  /** Records this replica's position (throttled to once per second unless `force`). */
+  private async report(force: boolean): Promise<void> {
+    const s = this.state;
+    if (!s || s.invalid) return;
+    const now = Date.now();
+    if (!force && s.appliedSeq === this.lastReport.seq && now - this.lastReport.at < 5000) return;
+    if (!force && now - this.lastReport.at < 1000) return;
+    this.lastReport = { seq: s.appliedSeq, at: now };
+    await this.source.reportPosition(this.replicaId, s.appliedSeq, s.snapshotSeq);
+  }
+
+  /** Prunes the change log below what every fresh replica has applied (and can restart without). */
+  async prune(): Promise<{ through: bigint; deleted: number }> {
+    await this.report(true);
+    const r = await this.source.prune(this.opts.replicaStaleMs ?? 600_000);
+    this.stats.pruned = { through: String(r.through), deleted: this.stats.pruned.deleted + r.deleted };
+    if (r.deleted) this.opts.logger.info({ through: String(r.through), deleted: r.deleted }, 'change log pruned');
+    return r;
+  }
+
+  // ---- loading ----------------------------------------------------------------------------------
+
+  /** The newest usable snapshot plus nothing else (catch-up follows), or a full build. */
+  private async load(reason: string): Promise<State> {
+    const fromSnapshot = await this.loadSnapshot(reason);
+    return fromSnapshot ?? this.fullBuild(reason);
+  }
+
+  private async loadSnapshot(reason: string): Promise<State | undefined> {
+    if (!this.snapshots || !this.kind.openSnapshot) return undefined;
+    const t0 = performance.now();
+    const [list, head, pruned] = await Promise.all([this.snapshots.list(this.logId!, this.kind.snapshotKey), this.source.headSeq(), this.source.prunedThrough()]);
+    for (const snap of list) {
+      const seq = BigInt(snap.meta.seq);
+      const refuse = (why: string) => {
+        this.stats.snapshotsRefused++;
+        this.opts.logger.warn({ dir: snap.dir, seq: snap.meta.seq, why }, 'snapshot refused');
+      };
+      if (seq > head) {
+        refuse(`its seq is past the change log head ${head}`);
+        continue;
+      }
+      if (seq < pruned) {
+        refuse(`the change log was pruned through ${pruned}: the changes after it are gone`);
+        continue;
+      }
+      const bad = await this.snapshots.verify(snap);
+      if (bad) {
+        refuse(bad);
+        continue;
+      }
+      try {
+        const engine = await this.kind.openSnapshot(snap.dir, snap.meta.engineMeta);
+        this.noteBuild(t0, 0, engine, reason, 'snapshot', seq);
+        return { engine, appliedSeq: seq, snapshotSeq: seq, snapshotDir: snap.dir };
+      } catch (e) {
+        refuse(errMessage(e));
+      }
+    }
+    return undefined;
+  }
+
+  /** Reads every embedding from PostgreSQL in one consistent snapshot; with snapshots, writes one. */
+  private async fullBuild(reason: string): Promise<State> {
     const t0 = performance.now();
     let trainMs = 0;
-    const { factory, nprobe } = this.opts;
-    const info = describeFactory(factory);
-    const state = await this.db.transaction(async (trx) => {
-      await trx.raw('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
-      const head = await trx('embeddingChanges').max({ seq: 'seq' }).first();
-      const appliedSeq = BigInt(head?.seq ?? 0);
-      const counts = await trx('canonicalEmbeddings')
-        .select(trx.raw('count(*) filter (where engine_version = ?) as mine, count(*) filter (where engine_version <> ?) as other', [this.engineVersion, this.engineVersion]))
-        .first();
-      const total = Number(counts?.mine ?? 0);
-      this.stats.otherEngineRows = Number(counts?.other ?? 0);
-
-      let after: string | null = null;
-      const page = async (limit: number) => {
-        const q = trx('canonicalEmbeddings')
-          .where({ engineVersion: this.engineVersion })
-          .orderBy('userId')
-          .limit(limit)
-          .select('userId', 'embedding');
-        if (after) q.where('userId', '>', after);
-        const rows = (await q) as { userId: string; embedding: Buffer }[];
-        if (rows.length) after = rows[rows.length - 1]!.userId;
-        return rows.map((r) => ({ userId: r.userId, vector: decodeEmbedding(r.embedding) }));
-      };
-
-      let index: VectorIndex;
-      let first: { userId: string; vector: Float32Array }[] = [];
-      if (template) {
-        index = VectorIndex.fromTemplate({ factory, nprobe }, template);
-      } else {
-        const probe = VectorIndex.create({ factory, nprobe: 1 }, []);
-        if (probe.fallback && total >= info.minTrain) {
-          // User ids are random (gen_random_uuid), so the first rows in id order are a uniform sample.
-          first = await page(Math.min(total, info.trainSample));
+    const tmp = this.snapshots ? await this.snapshots.begin() : null;
+    let builder: EngineBuilder | undefined;
+    try {
+      const read = await this.source.readAll(
+        this.engineVersion,
+        { firstRows: Math.max(this.kind.sampleSize, this.pageSize), pageSize: this.pageSize },
+        (rows: SourceRow[], total: number) => {
           const t1 = performance.now();
-          index = VectorIndex.create({ factory, nprobe }, first.map((r) => r.vector));
+          builder = this.kind.startBuild(rows, tmp, total);
           trainMs = elapsed(t1);
-        } else {
-          index = VectorIndex.create({ factory, nprobe }, []);
-        }
+          for (let i = 0; i < rows.length; i += this.pageSize) builder.add(rows.slice(i, i + this.pageSize));
+        },
+        (rows) => builder!.add(rows),
+      );
+      this.stats.otherEngineRows = read.otherEngineRows;
+      const done = await builder!.finish();
+      let engine = done.engine;
+      let snap: Snapshot | undefined;
+      if (tmp && this.snapshots && this.kind.openSnapshot) {
+        snap = await this.snapshots.commit(tmp, { logId: this.logId!, seq: String(read.seq), engineKey: this.kind.snapshotKey, rows: read.rows, engineMeta: done.engineMeta });
+        engine = await this.kind.openSnapshot(snap.dir, done.engineMeta);
+        void this.retireSnapshots(snap.dir);
       }
-      const built: State = { index, appliedSeq, template: index.template() };
-      // The next page is read while this one is added (PostgreSQL works while FAISS copies).
-      let next: ReturnType<typeof page> | null = first.length < info.trainSample && first.length > 0 ? null : page(this.pageSize);
-      for (let i = 0; i < first.length; i += this.pageSize) index.upsertMany(first.slice(i, i + this.pageSize));
-      first.length = 0; // the training page is indexed: let it go before the long build
-      while (next) {
-        const rows = await next;
-        next = rows.length === this.pageSize ? page(this.pageSize) : null;
-        index.upsertMany(rows);
-      }
-      return built;
-    });
-    this.stats.builds++;
-    this.stats.lastBuild = { at: new Date().toISOString(), ms: elapsed(t0), trainMs, rows: state.index.size, reason };
-    this.opts.logger.info(
-      { reason, size: state.index.size, appliedSeq: String(state.appliedSeq), factory, effectiveFactory: state.index.effectiveFactory, nprobe: state.index.nprobe, ms: elapsed(t0), trainMs },
-      'vector index built',
-    );
-    return state;
+      if (!engine) throw new Error('the engine build produced no index');
+      this.noteBuild(t0, trainMs, engine, reason, 'postgres', snap ? read.seq : null);
+      return { engine, appliedSeq: read.seq, snapshotSeq: snap ? read.seq : null, snapshotDir: snap?.dir ?? null };
+    } catch (e) {
+      builder?.abort();
+      if (tmp) await this.snapshots!.abort(tmp);
+      throw e;
+    }
   }
+
+  private noteBuild(t0: number, trainMs: number, engine: IndexEngine, reason: string, from: BuildStats['from'], snapshotSeq: bigint | null): void {
+    this.stats.builds++;
+    this.stats.lastBuild = { at: new Date().toISOString(), ms: elapsed(t0), trainMs, rows: engine.size, reason, from, snapshotSeq: snapshotSeq === null ? null : String(snapshotSeq) };
+    this.opts.logger.info(
+      { reason, from, size: engine.size, factory: engine.factory, effectiveFactory: engine.effectiveFactory, ms: elapsed(t0), trainMs, snapshotSeq: snapshotSeq === null ? null : String(snapshotSeq) },
+      'vector index ready',
+    );
+  }
+
+  private async retireSnapshots(keepDir: string): Promise<void> {
+    if (!this.snapshots) return;
+    const inUse = new Set<string>([keepDir]);
+    if (this.state?.snapshotDir) inUse.add(this.state.snapshotDir);
+    await this.snapshots.retire(this.logId!, this.kind.snapshotKey, 2, inUse).catch(() => 0);
+  }
+
+  // ---- catch-up ---------------------------------------------------------------------------------
 
   /**
    * Resolves once a catch-up that STARTED AFTER this call has finished, so it has seen every change
@@ -219,56 +371,65 @@ export class IndexReplica {
   private async runCatchUp(s: State): Promise<void> {
     this.stats.catchUps++;
     for (;;) {
-      const changes = (await this.db('embeddingChanges')
-        .where('seq', '>', String(s.appliedSeq))
-        .orderBy('seq')
-        .limit(this.changeBatch)
-        .select('seq', 'userId')) as { seq: string; userId: string }[];
+      const { prunedThrough, changes } = await this.source.changesAfter(s.appliedSeq, this.changeBatch);
+      if (prunedThrough > s.appliedSeq) {
+        // Changes this state never saw were deleted: it must not answer again.
+        s.invalid = true;
+        if (s === this.state) void this.rebuild('behind-pruned').catch((e) => this.opts.logger.error({ err: errMessage(e) }, 'rebuild after pruning failed'));
+        return;
+      }
       if (changes.length === 0) break;
       const ids = [...new Set(changes.map((c) => c.userId))];
-      const rows = (await this.db('canonicalEmbeddings')
-        .whereIn('userId', ids)
-        .select('userId', 'embedding', 'engineVersion')) as { userId: string; embedding: Buffer; engineVersion: string }[];
-      const current = new Map(rows.filter((r) => r.engineVersion === this.engineVersion).map((r) => [r.userId, r.embedding]));
+      const current = await this.source.currentRows(ids, this.engineVersion);
       // Synchronous from here: no search sees a half-applied batch.
       const upserts: { userId: string; vector: Float32Array }[] = [];
       for (const id of ids) {
-        const bytes = current.get(id);
-        if (bytes) upserts.push({ userId: id, vector: decodeEmbedding(bytes) });
-        else s.index.remove(id);
+        const v = current.get(id);
+        if (v) upserts.push({ userId: id, vector: v });
+        else s.engine.remove(id);
       }
-      s.index.upsertMany(upserts);
-      s.appliedSeq = BigInt(changes[changes.length - 1]!.seq);
+      s.engine.upsertMany(upserts);
+      s.appliedSeq = changes[changes.length - 1]!.seq;
       this.stats.changesApplied += changes.length;
       if (changes.length < this.changeBatch) break;
     }
-    if (s === this.state) this.maybeCompact(s);
+    if (s === this.state && this.opts.autoRebuild !== false) this.maybeRebuild(s);
   }
 
-  private maybeCompact(s: State): void {
+  private maybeRebuild(s: State): void {
     if (this.rebuilding || this.stopped) return;
-    const { index } = s;
-    const info = describeFactory(this.opts.factory);
-    const tooManyDead = index.dead > 0 && index.dead >= Math.max(this.compactMinDead, this.compactDeadRatio * index.size);
-    const canTrainNow = index.fallback && index.size >= info.minTrain;
-    if (tooManyDead || canTrainNow) {
-      void this.rebuild(canTrainNow ? 'train' : 'compact').catch((e) => this.opts.logger.error({ err: errMessage(e) }, 'vector index rebuild failed'));
-    }
+    const why = this.kind.rebuildReason(s.engine, this.policy);
+    // Without a snapshot directory there is nothing to fold into (and a reload would hold the same rows).
+    if (why === 'fold' && !this.snapshots) return;
+    if (why) void this.rebuild(why).catch((e) => this.opts.logger.error({ err: errMessage(e) }, 'vector index rebuild failed'));
   }
 
   /**
-   * Builds a fresh index from PostgreSQL beside the serving one (reusing the trained template unless
-   * the serving index is a fallback), catches it up, and swaps it in. Searches keep using the old one
-   * until the swap; a search always checks `appliedSeq` of whichever index it reads.
+   * Builds a new index beside the serving one, catches it up, and swaps it in. With snapshots,
+   * compaction / fold / retraining are written from the replica's own state; otherwise (and when the
+   * replica fell behind the pruned log) the index is loaded again (snapshot or PostgreSQL).
    */
-  rebuild(reason = 'compact'): Promise<void> {
+  rebuild(reason: NonNullable<RebuildReason> | 'behind-pruned' | 'full' | string = 'compact'): Promise<void> {
     this.rebuilding ??= (async () => {
       try {
         const current = this.state;
-        const template = current && !current.index.fallback ? current.template : undefined;
-        const next = await this.build(reason, template);
+        let next: State;
+        if (current && !current.invalid && this.snapshots && this.kind.freeze && this.kind.writeSnapshot && this.kind.openSnapshot && reason !== 'full') {
+          next = await this.rebuildFromOwnState(current, reason);
+        } else {
+          next = reason === 'full' ? await this.fullBuild(reason) : await this.load(reason);
+        }
         await this.requestCatchUp(next);
-        if (!this.stopped) this.state = next;
+        if (next.invalid) throw new Error('the rebuilt index fell behind the pruned change log');
+        if (this.stopped) {
+          next.engine.close();
+          return;
+        }
+        const old = this.state;
+        this.state = next;
+        if (old && old.engine !== next.engine) old.engine.close();
+        await this.report(true).catch(() => {});
+        if (next.snapshotDir) void this.retireSnapshots(next.snapshotDir);
       } finally {
         this.rebuilding = undefined;
       }
@@ -276,64 +437,131 @@ export class IndexReplica {
     return this.rebuilding;
   }
 
+  private async rebuildFromOwnState(s: State, reason: string): Promise<State> {
+    const t0 = performance.now();
+    // Frozen in one synchronous step with the seq it reflects.
+    const frozen = this.kind.freeze!(s.engine);
+    const seq = s.appliedSeq;
+    const tmp = await this.snapshots!.begin();
+    try {
+      const engineMeta = await this.kind.writeSnapshot!(s.engine, frozen, tmp, reason === 'retrain');
+      const snap = await this.snapshots!.commit(tmp, { logId: this.logId!, seq: String(seq), engineKey: this.kind.snapshotKey, rows: frozen.live, engineMeta });
+      const engine = await this.kind.openSnapshot!(snap.dir, engineMeta);
+      this.noteBuild(t0, 0, engine, reason, 'own-state', seq);
+      return { engine, appliedSeq: seq, snapshotSeq: seq, snapshotDir: snap.dir };
+    } catch (e) {
+      await this.snapshots!.abort(tmp);
+      throw e;
+    }
+  }
+
+  /** Writes a snapshot of the current state now (it also becomes the serving index). */
+  snapshot(): Promise<void> {
+    return this.rebuild('fold');
+  }
+
   /**
-   * Runs `fn` on an index that has applied at least `minSeq`, in the same synchronous step as the
+   * Runs `fn` on a state that has applied at least `minSeq`, in the same synchronous step as the
    * check (a swap or a later change cannot slip in between).
    */
   async withAppliedAtLeast<T>(minSeq: bigint, fn: (s: State) => T): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       const s = this.state;
       if (!s) throw new Error('the index is not built yet');
+      if (s.invalid) {
+        if (attempt >= 5) throw new Error('the index is being rebuilt (the change log was pruned past it)');
+        await (this.rebuilding ?? this.rebuild('behind-pruned'));
+        continue;
+      }
       if (s.appliedSeq >= minSeq) return fn(s);
       if (attempt >= 3) {
         throw new Error(`change seq ${minSeq} is not in the change log (applied ${s.appliedSeq}): the API and this worker use different databases?`);
       }
-      await this.requestCatchUp(s);
+      try {
+        await this.requestCatchUp(s);
+      } catch (e) {
+        // A catch-up of a state that was swapped out meanwhile may fail (its engine is closed):
+        // retry on the new state; a failure of the serving state's catch-up is the caller's error.
+        if (this.state === s) throw e;
+      }
     }
   }
 
+  // ---- searching --------------------------------------------------------------------------------
+
   /** The `knn` op: the k best live users for `embedding`, after applying every change up to `minSeq`. */
-  async knn(embedding: number[], k: number, minSeq: string): Promise<Extract<SearchResult, { op: 'knn' }>> {
+  knn(embedding: ArrayLike<number>, k: number, minSeq: string): Promise<Extract<SearchResult, { op: 'knn' }>> {
     const t0 = performance.now();
-    assertEmbedding(embedding, 'query embedding');
-    if (!Number.isInteger(k) || k < 1 || k > 1000) throw new RangeError('k must be an integer in 1..1000');
-    if (!/^\d+$/.test(minSeq)) throw new RangeError('minSeq must be a decimal integer');
-    const { hits, appliedSeq, size, exact } = await this.withAppliedAtLeast(BigInt(minSeq), (s) => ({
-      hits: s.index.search(embedding, s.index.exact ? k : k * this.refineFactor),
-      appliedSeq: s.appliedSeq,
-      size: s.index.size,
-      exact: s.index.exact,
-    }));
-    const final = exact ? hits : (await this.rescore(embedding, hits)).slice(0, k);
-    return { op: 'knn', hits: final, appliedSeq: String(appliedSeq), indexSize: size, ms: elapsed(t0) };
+    try {
+      assertEmbedding(embedding, 'query embedding');
+      if (!Number.isInteger(k) || k < 1 || k > 1000) throw new RangeError('k must be an integer in 1..1000');
+      if (!/^\d+$/.test(minSeq)) throw new RangeError('minSeq must be a decimal integer');
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return new Promise((resolve, reject) => {
+      this.pending.push({ query: normalised(embedding), k, minSeq: BigInt(minSeq), t0, resolve, reject });
+      if (this.pending.length === 1 && !this.flushing) setImmediate(() => void this.flush());
+    });
   }
 
-  /**
-   * Approximate index: exact cosines from the stored embeddings (PostgreSQL is the truth; a user
-   * removed meanwhile drops out), best first.
-   */
-  private async rescore(embedding: number[], hits: SearchHit[]): Promise<SearchHit[]> {
+  /** Sends the waiting searches to the engine, up to maxBatch per call, until none waits. */
+  private async flush(): Promise<void> {
+    if (this.flushing) return;
+    this.flushing = true;
+    try {
+      while (this.pending.length) {
+        const batch = this.pending.splice(0, this.maxBatch);
+        try {
+          await this.searchBatch(batch);
+        } catch (e) {
+          for (const p of batch) p.reject(e);
+        }
+        // Searches that arrived meanwhile form the next batch.
+        if (this.pending.length) await new Promise((r) => setImmediate(r));
+      }
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  private async searchBatch(batch: PendingSearch[]): Promise<void> {
+    const minSeq = batch.reduce((m, p) => (p.minSeq > m ? p.minSeq : m), 0n);
+    const { results, appliedSeq, size, exact } = await this.withAppliedAtLeast(minSeq, (s) => {
+      const exactEngine = s.engine.exact;
+      const kk = Math.max(...batch.map((p) => (exactEngine ? p.k : p.k * this.refineFactor)));
+      return { results: s.engine.searchMany(batch.map((p) => p.query), kk), appliedSeq: s.appliedSeq, size: s.engine.size, exact: exactEngine };
+    });
+    this.stats.batches++;
+    this.stats.batchedSearches += batch.length;
+    this.stats.largestBatch = Math.max(this.stats.largestBatch, batch.length);
+    await Promise.all(
+      batch.map(async (p, i) => {
+        try {
+          const hits = exact ? results[i]!.slice(0, p.k) : (await this.rescore(p.query, results[i]!)).slice(0, p.k);
+          p.resolve({ op: 'knn', hits, appliedSeq: String(appliedSeq), indexSize: size, ms: elapsed(p.t0) });
+        } catch (e) {
+          p.reject(e);
+        }
+      }),
+    );
+  }
+
+  /** Approximate FAISS types: exact cosines from PostgreSQL (a user removed meanwhile drops out). */
+  private async rescore(q: Float32Array, hits: SearchHit[]): Promise<SearchHit[]> {
     if (hits.length === 0) return hits;
-    const q = normalised(embedding);
-    const rows = (await this.db('canonicalEmbeddings')
-      .whereIn('userId', hits.map((h) => h.userId))
-      .where({ engineVersion: this.engineVersion })
-      .select('userId', 'embedding')) as { userId: string; embedding: Buffer }[];
-    return rows
-      .map((r) => ({ userId: r.userId, score: clamp(dot(q, normalised(decodeEmbedding(r.embedding)))) }))
-      .sort((a, b) => b.score - a.score);
+    const rows = await this.source.currentRows(hits.map((h) => h.userId), this.engineVersion);
+    return [...rows].map(([userId, v]) => ({ userId, score: clamp(dot(q, normalised(v))) })).sort((a, b) => b.score - a.score);
   }
 
   /** The `compare` op: cosine with the user's canonical embedding, read from PostgreSQL (always current). */
   async compare(embedding: number[], userId: string): Promise<Extract<SearchResult, { op: 'compare' }>> {
     const t0 = performance.now();
     assertEmbedding(embedding, 'embedding');
-    const row = UUID.test(userId)
-      ? ((await this.db('canonicalEmbeddings').where({ userId }).first('embedding', 'engineVersion')) as { embedding: Buffer; engineVersion: string } | undefined)
-      : undefined;
+    const row = UUID.test(userId) ? await this.source.readOne(userId) : undefined;
     if (!row) return { op: 'compare', score: null, reason: 'no_embedding', ms: elapsed(t0) };
     if (row.engineVersion !== this.engineVersion) return { op: 'compare', score: null, reason: 'engine_version_mismatch', ms: elapsed(t0) };
-    const score = clamp(dot(normalised(embedding), normalised(decodeEmbedding(row.embedding))));
+    const score = clamp(dot(normalised(embedding), normalised(row.vector)));
     return { op: 'compare', score, ms: elapsed(t0) };
   }
 
@@ -341,17 +569,22 @@ export class IndexReplica {
     const s = this.state;
     return {
       status: s ? ('ok' as const) : ('starting' as const),
-      size: s?.index.size ?? 0,
+      replicaId: this.replicaId,
+      size: s?.engine.size ?? 0,
       appliedSeq: s ? String(s.appliedSeq) : null,
+      snapshotSeq: s?.snapshotSeq != null ? String(s.snapshotSeq) : null,
       factory: this.opts.factory,
-      effectiveFactory: s?.index.effectiveFactory ?? null,
-      exact: s?.index.exact ?? null,
-      nprobe: s?.index.nprobe ?? null,
-      tombstones: s?.index.dead ?? 0,
+      effectiveFactory: s?.engine.effectiveFactory ?? null,
+      exact: s?.engine.exact ?? null,
+      nprobe: s?.engine.nprobe ?? null,
+      tombstones: s?.engine.dead ?? 0,
+      indexMiB: s ? Math.round((s.engine.memoryBytes() / 2 ** 20) * 10) / 10 : null,
       rebuilding: this.rebuilding !== undefined,
       engineVersion: this.engineVersion,
       otherEngineRows: this.stats.otherEngineRows,
       lastBuild: this.stats.lastBuild ?? null,
+      batches: { calls: this.stats.batches, searches: this.stats.batchedSearches, largest: this.stats.largestBatch },
+      prunedThrough: this.stats.pruned.through,
     };
   }
 }

@@ -21,6 +21,7 @@
  */
 import { createRequire } from 'node:module';
 import { EMBEDDING_DIM } from '../../shared/embeddings.js';
+import type { IndexEngine } from './engine.js';
 
 type Faiss = typeof import('faiss-node');
 const faiss = createRequire(import.meta.url)('faiss-node') as Faiss;
@@ -107,7 +108,7 @@ export interface IndexTemplate {
   trainedOn: number;
 }
 
-export class VectorIndex {
+export class VectorIndex implements IndexEngine {
   private readonly posToUser: (string | null)[] = [];
   private readonly userToPos = new Map<string, number>();
   private deadCount = 0;
@@ -123,6 +124,29 @@ export class VectorIndex {
     private probes: number | null,
     readonly dim: number,
   ) {}
+
+  /** The configured factory string. */
+  get factory(): string {
+    return this.info.factory;
+  }
+
+  private bytesPerRow: number | undefined;
+
+  /**
+   * Bytes of the FAISS index: Flat is 4 bytes per dimension per row; other types are serialised once
+   * (a full copy) to learn their bytes per row, then estimated (health checks call this).
+   */
+  memoryBytes(): number {
+    if (this.exact) return this.rows * this.dim * 4;
+    if (this.bytesPerRow === undefined || this.rows < 10_000) {
+      const bytes = this.serialisedBytes();
+      if (this.rows < 10_000 || this.bytesPerRow === undefined) this.bytesPerRow = this.rows ? bytes / this.rows : undefined;
+      if (this.rows < 10_000) return bytes;
+    }
+    return this.rows * (this.bytesPerRow ?? 0);
+  }
+
+  close(): void {}
 
   /** Inverted lists probed per query (IVF types), else null. */
   get nprobe(): number | null {

@@ -24,6 +24,12 @@ export async function startSearchWorker(config: Config, opts: { logger?: Logger 
     factory: config.vectorIndexFactory,
     nprobe: config.vectorIndexNprobe,
     syncIntervalMs: config.searchSyncIntervalMs,
+    snapshotDir: config.searchSnapshotDir || null,
+    rerankCandidates: config.searchRerankCandidates,
+    maxBatch: config.searchMaxBatch,
+    retrainGrowth: config.searchRetrainGrowth,
+    pruneIntervalMs: config.searchPruneIntervalMs,
+    replicaStaleMs: config.searchReplicaStaleMs,
     logger,
   });
   let runner: QueueRunner<'search'> | undefined;

@@ -1,0 +1,293 @@
+/**
+ * The search replica on the default `BinarySketch512` engine (docs/vector-index.md), against a real
+ * PostgreSQL database, small sizes: snapshots (start from one = full build; a damaged one is refused),
+ * micro-batching, retraining on growth, change-log pruning, and read-your-writes / deletes across two
+ * replicas and across a snapshot restart. Writes go through api/services/embedding-store.ts.
+ * `rerankCandidates` is kept small (50) so that the Hamming stage really filters at these sizes.
+ */
+import test from 'ava';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Knex } from 'knex';
+import { createDb } from '../shared/db.js';
+import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
+import { encodeEmbedding } from '../shared/embeddings.js';
+import { createLogger } from '../shared/logger.js';
+import { currentChangeSeq, removeCanonical, upsertCanonical } from '../shared/repositories/embeddings.js';
+import { IndexReplica, type ReplicaOptions } from '../workers/search/replica.js';
+import { SketchEngine } from '../workers/search/sketch-engine.js';
+import { createTestDatabase, type TestDatabase } from './helpers/db.js';
+
+const DIM = 512;
+function rng(seed: number) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
+  };
+}
+/** Clustered-ish unit vectors (a shared component makes neighbours compete, as in face embeddings). */
+function vec(seed: number): number[] {
+  const r = rng(seed), c = rng(7);
+  const v = Array.from({ length: DIM }, (_, i) => r() - 0.5 + 0.3 * (c() - 0.5) + (i < 8 ? 0.2 : 0));
+  const n = Math.hypot(...v);
+  return v.map((x) => x / n);
+}
+function near(v: number[], seed: number, c = 0.7): number[] {
+  const noise = vec(seed + 1_000_000);
+  const d = noise.reduce((s, x, i) => s + x * v[i]!, 0);
+  const orth = noise.map((x, i) => x - d * v[i]!);
+  const on = Math.hypot(...orth);
+  return v.map((x, i) => c * x + Math.sqrt(1 - c * c) * (orth[i]! / on));
+}
+
+let tdb: TestDatabase;
+let db: Knex;
+const logger = createLogger({ level: 'silent' });
+const replicas: IndexReplica[] = [];
+
+test.before(async () => {
+  tdb = await createTestDatabase();
+  db = createDb(tdb.url, 6, { bindModels: false });
+});
+test.after.always(async () => {
+  await Promise.allSettled(replicas.map((r) => r.stop()));
+  await db?.destroy();
+  await tdb?.drop();
+});
+
+const tmpDir = () => mkdtempSync(path.join(os.tmpdir(), 'faceid-snap-'));
+
+function replica(opts: Partial<ReplicaOptions> & { snapshotDir: string | null }): IndexReplica {
+  const r = new IndexReplica(db, { factory: 'BinarySketch512', nprobe: 1, syncIntervalMs: 0, pruneIntervalMs: 0, rerankCandidates: 50, autoRebuild: false, logger, ...opts });
+  replicas.push(r);
+  return r;
+}
+
+/** Enrols `n` users directly (a bulk population before any replica exists; not logged). */
+async function bulk(n: number, seed0: number): Promise<{ id: string; seed: number }[]> {
+  const out: { id: string; seed: number }[] = [];
+  for (let i = 0; i < n; i += 500) {
+    const m = Math.min(500, n - i);
+    const ids = (await db.raw(`INSERT INTO users (phone) SELECT '+2' || (g + ?)::text FROM generate_series(1, ?) g RETURNING id`, [seed0 + i, m])).rows.map((r: { id: string }) => r.id) as string[];
+    await db('canonicalEmbeddings').insert(ids.map((id, j) => ({ userId: id, embedding: encodeEmbedding(vec(seed0 + i + j)), source: 'link_nin', engineVersion: FACE_ENGINE_VERSION })));
+    ids.forEach((id, j) => out.push({ id, seed: seed0 + i + j }));
+  }
+  return out;
+}
+
+async function newUser(): Promise<string> {
+  return (await db.raw(`INSERT INTO users (phone) VALUES ('+3' || floor(random() * 1e9)::text) RETURNING id`)).rows[0].id as string;
+}
+
+const head = () => currentChangeSeq(db);
+const top = async (r: IndexReplica, q: number[], k = 5) => (await r.knn(q, k, await head())).hits;
+
+let population: { id: string; seed: number }[] = [];
+
+test.serial('a start from a snapshot answers exactly as a full build; a damaged snapshot is refused and a full build serves', async (t) => {
+  population = await bulk(1500, 1);
+  // Some logged writes before the snapshot.
+  for (let i = 0; i < 5; i++) await upsertCanonical(db, population[i]!.id, vec(50_000 + i), 'verify_self', FACE_ENGINE_VERSION);
+  for (let i = 5; i < 8; i++) await removeCanonical(db, population[i]!.id);
+  const shared = tmpDir();
+  const a = replica({ snapshotDir: shared });
+  await a.start();
+  t.is(a.stats.lastBuild?.from, 'postgres');
+  t.is(a.snapshotSeq, BigInt(await head()), 'the full build wrote a snapshot at the head');
+
+  // Writes after the snapshot: a restart must replay them.
+  const late = await newUser();
+  await upsertCanonical(db, late, vec(60_000), 'link_nin', FACE_ENGINE_VERSION);
+  await upsertCanonical(db, population[10]!.id, vec(60_001), 'verify_self', FACE_ENGINE_VERSION);
+  await removeCanonical(db, population[11]!.id);
+
+  const fromSnapshot = replica({ snapshotDir: shared });
+  await fromSnapshot.start();
+  t.is(fromSnapshot.stats.lastBuild?.from, 'snapshot');
+  const full = replica({ snapshotDir: tmpDir() });
+  await full.start();
+  t.is(full.stats.lastBuild?.from, 'postgres');
+  t.is(fromSnapshot.engine.size, full.engine.size);
+
+  // The same index as the build that wrote the snapshot (same codes, rows and changes applied), to the
+  // last approximate candidate; and the same top answers as a full build made now (its training
+  // sample differs by the later writes, so only the exact top of the candidates is compared).
+  const queries = [...Array.from({ length: 30 }, (_, i) => near(vec(1 + 40 * i), 900 + i)), vec(60_000), vec(60_001), vec(12)];
+  for (const q of queries) {
+    const got = await top(fromSnapshot, q);
+    t.deepEqual(got, await top(a, q));
+    t.deepEqual(got[0], (await top(full, q))[0]);
+  }
+  t.is((await top(fromSnapshot, vec(60_000)))[0]?.userId, late);
+  t.false((await top(fromSnapshot, vec(12), 50)).some((h) => h.userId === population[11]!.id), 'removed after the snapshot');
+  t.false((await top(fromSnapshot, vec(6), 50)).some((h) => h.userId === population[6]!.id), 'removed before the snapshot');
+
+  // Damage the snapshot's float vectors (one byte): refused, full build, same answers.
+  const snapDir = readdirSync(shared).find((n) => n.startsWith('snap-'))!;
+  const file = path.join(shared, snapDir, 'vectors.f32');
+  const bytes = readFileSync(file);
+  bytes[bytes.length >> 1] ^= 0x40;
+  writeFileSync(file, bytes);
+  const afterDamage = replica({ snapshotDir: shared });
+  await afterDamage.start();
+  t.true(afterDamage.stats.snapshotsRefused >= 1);
+  t.is(afterDamage.stats.lastBuild?.from, 'postgres');
+  for (const q of queries.slice(0, 10)) t.deepEqual((await top(afterDamage, q))[0], (await top(full, q))[0]);
+
+  // An unreadable meta.json, or a truncated codes file: not loaded either.
+  const other = tmpDir();
+  const w = replica({ snapshotDir: other });
+  await w.start(); // writes a snapshot into `other`
+  const d2 = path.join(other, readdirSync(other).find((n) => n.startsWith('snap-'))!);
+  writeFileSync(path.join(d2, 'codes.bin'), readFileSync(path.join(d2, 'codes.bin')).subarray(0, 64));
+  const afterTruncation = replica({ snapshotDir: other });
+  await afterTruncation.start();
+  t.is(afterTruncation.stats.lastBuild?.from, 'postgres');
+  for (const n of readdirSync(other).filter((x) => x.startsWith('snap-'))) writeFileSync(path.join(other, n, 'meta.json'), '{not json');
+  const afterBadMeta = replica({ snapshotDir: other });
+  await afterBadMeta.start();
+  t.is(afterBadMeta.stats.lastBuild?.from, 'postgres');
+  t.deepEqual((await top(afterBadMeta, queries[0]!))[0], (await top(full, queries[0]!))[0]);
+});
+
+test.serial('micro-batched searches give the same results as one-at-a-time searches', async (t) => {
+  const r = replica({ snapshotDir: null, maxBatch: 16 });
+  await r.start();
+  const queries = Array.from({ length: 40 }, (_, i) => near(vec(1 + 31 * i), 5000 + i, 0.6));
+  const one: unknown[] = [];
+  for (const q of queries) one.push(await top(r, q, 10));
+  const batchesBefore = r.stats.batches;
+  const seq = await head();
+  const together = await Promise.all(queries.map((q) => r.knn(q, 10, seq)));
+  t.deepEqual(together.map((x) => x.hits), one);
+  t.true(r.stats.largestBatch > 1, `largest batch ${r.stats.largestBatch}`);
+  t.true(r.stats.batches - batchesBefore < queries.length, 'fewer engine calls than searches');
+  // Mixed k and minSeq in one batch: each gets its own k, all after the largest minSeq.
+  const u = await newUser();
+  const { seq: wseq } = await upsertCanonical(db, u, vec(70_000), 'link_nin', FACE_ENGINE_VERSION);
+  const [a, b] = await Promise.all([r.knn(vec(70_000), 1, '0'), r.knn(vec(70_000), 3, String(wseq))]);
+  t.is(a.hits.length, 1);
+  t.is(b.hits.length, 3);
+  t.is(b.hits[0]!.userId, u);
+});
+
+test.serial('the index is retrained in the background once the population has grown past the factor, and answers meanwhile', async (t) => {
+  const r = replica({ snapshotDir: tmpDir(), retrainGrowth: 1.1, autoRebuild: true });
+  await r.start();
+  const e0 = r.engine as SketchEngine;
+  t.true(e0.trainedOn >= 1000, 'trained at start on the population present');
+  const trainedAt = e0.trainedAtSize;
+  // Grow past 1.1x through the change log.
+  const added: string[] = [];
+  const grow = Math.ceil(trainedAt * 0.1) + 20;
+  for (let i = 0; i < grow; i += 20) {
+    const ids = await Promise.all(Array.from({ length: 20 }, () => newUser()));
+    await Promise.all(ids.map((id, j) => upsertCanonical(db, id, vec(80_000 + i + j), 'link_nin', FACE_ENGINE_VERSION)));
+    added.push(...ids);
+  }
+  const gone = added[3]!;
+  await removeCanonical(db, gone);
+  // The catch-up that applies them triggers the retraining; searches keep answering meanwhile.
+  const until = Date.now() + 60_000;
+  while (r.engine === e0 && Date.now() < until) {
+    const hits = await top(r, near(vec(80_010), 3));
+    t.is(hits[0]?.userId, added[10]);
+    t.false((await top(r, vec(80_003), 20)).some((h) => h.userId === gone));
+    await new Promise((res) => setTimeout(res, 50));
+  }
+  t.is(r.stats.lastBuild?.reason, 'retrain');
+  t.is(r.stats.lastBuild?.from, 'own-state');
+  const e1 = r.engine as SketchEngine;
+  t.not(e1, e0);
+  t.true(e1.trainedAtSize > trainedAt * 1.1, `retrained at ${e1.trainedAtSize}`);
+  t.is(e1.dead, 0);
+  t.is((await top(r, near(vec(80_010), 3)))[0]?.userId, added[10]);
+  t.false((await top(r, vec(80_003), 20)).some((h) => h.userId === gone));
+});
+
+test.serial('the change log is pruned below what every live replica has applied; a replica left behind rebuilds and stays correct', async (t) => {
+  // Replicas of the earlier tests would hold pruning back: stop them (a clean stop forgets its position).
+  await Promise.all(replicas.splice(0).map((r) => r.stop()));
+  const a = replica({ snapshotDir: tmpDir(), replicaStaleMs: 60_000 });
+  const b = replica({ snapshotDir: tmpDir(), replicaStaleMs: 60_000 });
+  const behind = replica({ snapshotDir: tmpDir() });
+  await Promise.all([a.start(), b.start(), behind.start()]);
+  const users = await Promise.all(Array.from({ length: 6 }, () => newUser()));
+  for (const [i, u] of users.entries()) await upsertCanonical(db, u, vec(90_000 + i), 'link_nin', FACE_ENGINE_VERSION);
+  await removeCanonical(db, users[0]!);
+  const h1 = BigInt(await head());
+  // a is at the head with a fresh snapshot; b has not applied the new changes yet.
+  await top(a, vec(1));
+  await a.snapshot();
+  t.is(a.snapshotSeq, h1);
+  // `behind` is away: its position no longer counts.
+  await a.source.forgetReplica(behind.replicaId);
+  const bApplied = b.appliedSeq;
+  const p1 = await a.prune();
+  t.is(p1.through, bApplied, 'held back by b (its applied seq and its snapshot are both at its start)');
+  t.true(p1.through < h1);
+  // b catches up (nothing it needs was pruned) and reports; the next prune reaches the head.
+  t.is((await top(b, vec(90_001)))[0]?.userId, users[1]);
+  await b.snapshot();
+  const p2 = await a.prune();
+  t.is(p2.through, h1);
+  const left = (await db.raw('SELECT array_agg(seq::text) AS seqs FROM embedding_changes WHERE seq <= ?', [String(h1)])).rows[0].seqs;
+  t.deepEqual(left, [String(h1)], 'every change through the pruned point is gone but the newest (the API reads max(seq) as minSeq)');
+  t.is(await head(), String(h1));
+
+  // `behind` still holds the state before these writes: it must not answer from it. It rebuilds
+  // (its own snapshot is older than the pruned point, so in full) and then answers correctly.
+  const res = await top(behind, vec(90_002));
+  t.is(res[0]?.userId, users[2], JSON.stringify({ res, stats: behind.stats, applied: String(behind.appliedSeq), h1: String(h1) }));
+  t.false((await top(behind, vec(90_000), 50)).some((h) => h.userId === users[0]), 'a removal pruned from the log is still applied');
+  t.is(behind.stats.lastBuild?.reason, 'behind-pruned');
+  t.is(behind.stats.lastBuild?.from, 'postgres');
+  t.true(behind.stats.snapshotsRefused >= 1);
+});
+
+test.serial('write-then-search and delete-then-search across two replicas, and across a snapshot restart', async (t) => {
+  const shared = tmpDir();
+  let [a, b] = [replica({ snapshotDir: shared }), replica({ snapshotDir: shared })];
+  await Promise.all([a.start(), b.start()]);
+  const check = async (rs: IndexReplica[], q: number[], present: string | null, absent: string[]) => {
+    for (const r of rs) {
+      const hits = await top(r, q, 20);
+      if (present) t.is(hits[0]?.userId, present);
+      for (const x of absent) t.false(hits.some((h) => h.userId === x), `${x} returned`);
+    }
+  };
+  const kept: string[] = [];
+  const removed: string[] = [];
+  for (let round = 0; round < 3; round++) {
+    const u = await newUser();
+    await upsertCanonical(db, u, vec(100_000 + round), 'link_nin', FACE_ENGINE_VERSION);
+    await check([a, b], near(vec(100_000 + round), round), u, []);
+    const v = await newUser();
+    await upsertCanonical(db, v, vec(100_100 + round), 'link_nin', FACE_ENGINE_VERSION);
+    await removeCanonical(db, v);
+    await check([b, a], vec(100_100 + round), null, [v]);
+    kept.push(u);
+    removed.push(v);
+  }
+  // Snapshot, then more changes between the snapshot and the restart.
+  await a.snapshot();
+  const between = await newUser();
+  await upsertCanonical(db, between, vec(100_200), 'link_nin', FACE_ENGINE_VERSION);
+  await removeCanonical(db, kept[0]!);
+  await Promise.all([a.stop(), b.stop()]);
+  [a, b] = [replica({ snapshotDir: shared }), replica({ snapshotDir: shared })];
+  await Promise.all([a.start(), b.start()]);
+  t.is(a.stats.lastBuild?.from, 'snapshot');
+  t.is(b.stats.lastBuild?.from, 'snapshot');
+  await check([a, b], vec(100_200), between, []);
+  await check([a, b], vec(100_000), null, [kept[0]!]);
+  await check([a, b], vec(100_001), kept[1]!, removed);
+  const w = await newUser();
+  await upsertCanonical(db, w, vec(100_300), 'link_nin', FACE_ENGINE_VERSION);
+  await check([b, a], near(vec(100_300), 9), w, []);
+  await removeCanonical(db, w);
+  await check([a, b], vec(100_300), null, [w]);
+});

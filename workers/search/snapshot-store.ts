@@ -1,0 +1,121 @@
+/**
+ * Index snapshots in a directory (SEARCH_SNAPSHOT_DIR; engine-neutral: the engine writes its files,
+ * this module names, checks and retires them).
+ *
+ * A snapshot is a directory `snap-<logId>-<seq>-<random>/` holding the engine's files and `meta.json`
+ * (written last): the change-log lineage (`logId`), the seq the index reflects, the engine's key and
+ * metadata, and the size and SHA-256 of every file. It is written under `.tmp-*` and renamed into
+ * place, so a reader never sees a half-written snapshot; a reader checks every size and hash before
+ * using one, so a damaged snapshot is skipped (the replica then takes an older one or builds in full),
+ * never loaded.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+
+export interface SnapshotMeta {
+  format: 1;
+  logId: string;
+  seq: string;
+  engineKey: string;
+  rows: number;
+  createdAt: string;
+  files: Record<string, { bytes: number; sha256: string }>;
+  engineMeta: unknown;
+}
+
+export interface Snapshot {
+  dir: string;
+  meta: SnapshotMeta;
+}
+
+async function sha256(file: string): Promise<string> {
+  const h = createHash('sha256');
+  for await (const chunk of createReadStream(file, { highWaterMark: 4 << 20 })) h.update(chunk as Buffer);
+  return h.digest('hex');
+}
+
+export class SnapshotStore {
+  constructor(readonly dir: string) {}
+
+  /** A fresh temporary directory for an engine to write into. */
+  async begin(): Promise<string> {
+    await mkdir(this.dir, { recursive: true });
+    const tmp = path.join(this.dir, `.tmp-${Date.now()}-${randomBytes(4).toString('hex')}`);
+    await mkdir(tmp);
+    return tmp;
+  }
+
+  async abort(tmp: string): Promise<void> {
+    await rm(tmp, { recursive: true, force: true });
+  }
+
+  /** Hashes the files in `tmp`, writes meta.json, and renames the directory into place. */
+  async commit(tmp: string, m: Omit<SnapshotMeta, 'format' | 'files' | 'createdAt'>): Promise<Snapshot> {
+    const files: SnapshotMeta['files'] = {};
+    for (const name of (await readdir(tmp)).sort()) {
+      const file = path.join(tmp, name);
+      files[name] = { bytes: (await stat(file)).size, sha256: await sha256(file) };
+      const fh = await open(file, 'r+');
+      await fh.sync();
+      await fh.close();
+    }
+    const meta: SnapshotMeta = { format: 1, ...m, createdAt: new Date().toISOString(), files };
+    await writeFile(path.join(tmp, 'meta.json'), JSON.stringify(meta));
+    const dir = path.join(this.dir, `snap-${m.logId}-${m.seq.padStart(20, '0')}-${randomBytes(4).toString('hex')}`);
+    await rename(tmp, dir);
+    return { dir, meta };
+  }
+
+  /** Snapshots of this lineage and engine, newest first (meta.json readable; files not yet checked). */
+  async list(logId: string, engineKey: string): Promise<Snapshot[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch {
+      return [];
+    }
+    const out: Snapshot[] = [];
+    for (const name of names) {
+      if (!name.startsWith(`snap-${logId}-`)) continue;
+      const dir = path.join(this.dir, name);
+      try {
+        const meta = JSON.parse(await readFile(path.join(dir, 'meta.json'), 'utf8')) as SnapshotMeta;
+        if (meta.format !== 1 || meta.logId !== logId || meta.engineKey !== engineKey || !/^\d+$/.test(meta.seq)) continue;
+        out.push({ dir, meta });
+      } catch {
+        // no or unreadable meta.json: not a snapshot (verify() would refuse it anyway)
+      }
+    }
+    return out.sort((a, b) => (BigInt(b.meta.seq) > BigInt(a.meta.seq) ? 1 : BigInt(b.meta.seq) < BigInt(a.meta.seq) ? -1 : 0));
+  }
+
+  /** Every file present with the recorded size and SHA-256, and no file missing. */
+  async verify(s: Snapshot): Promise<string | null> {
+    for (const [name, f] of Object.entries(s.meta.files)) {
+      const file = path.join(s.dir, name);
+      let size: number;
+      try {
+        size = (await stat(file)).size;
+      } catch {
+        return `${name} is missing`;
+      }
+      if (size !== f.bytes) return `${name} has ${size} bytes, expected ${f.bytes}`;
+      if ((await sha256(file)) !== f.sha256) return `${name} does not match its SHA-256`;
+    }
+    return null;
+  }
+
+  /** Removes all but the newest `keep` snapshots of this lineage and engine (never those in `inUse`). */
+  async retire(logId: string, engineKey: string, keep: number, inUse: ReadonlySet<string>): Promise<number> {
+    const all = await this.list(logId, engineKey);
+    let removed = 0;
+    for (const s of all.slice(keep)) {
+      if (inUse.has(s.dir)) continue;
+      await rm(s.dir, { recursive: true, force: true });
+      removed++;
+    }
+    return removed;
+  }
+}
