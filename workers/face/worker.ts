@@ -15,7 +15,7 @@ import { FACE_ENGINE_VERSION, FACE_MODELS } from '../../shared/face-models.js';
 import { isFaceError } from '../../shared/face/face-error.js';
 import type { EmbedJob, EmbedResult, LivenessJob, LivenessJobResult } from '../../shared/jobs/index.js';
 import { createLogger, type Logger } from '../../shared/logger.js';
-import { FaceEngine } from './pipeline/engine.js';
+import { FaceEngine, type StepClock } from './pipeline/engine.js';
 import { runQueues } from '../run-queue.js';
 import { startStatusServer } from '../status-server.js';
 
@@ -28,11 +28,32 @@ export interface RunningFaceWorker {
 
 const elapsed = (t0: number) => Math.round((performance.now() - t0) * 10) / 10;
 
+/**
+ * Per-step clocks inside the worker, summed since the process started (GET /clocks on the status
+ * port): for each queue, jobs handled, the wait from the job's creation to its handler starting
+ * (queue + Redis + wake-up), the handler's own time, and the engine's steps. For profiling the face
+ * path (bench/face-path.ts); never a payload or a result.
+ */
+export class WorkerClocks {
+  readonly byQueue: Record<string, { jobs: number; msByStep: Record<string, number> }> = {};
+
+  clock(queue: string): StepClock {
+    const q = (this.byQueue[queue] ??= { jobs: 0, msByStep: {} });
+    return (step, ms) => {
+      q.msByStep[step] = (q.msByStep[step] ?? 0) + ms;
+    };
+  }
+
+  job(queue: string): void {
+    (this.byQueue[queue] ??= { jobs: 0, msByStep: {} }).jobs++;
+  }
+}
+
 /** The liveness stage as a job: the engine's call, with photo outcomes turned into results. */
-export async function livenessHandler(engine: FaceEngine, job: LivenessJob): Promise<LivenessJobResult> {
+export async function livenessHandler(engine: FaceEngine, job: LivenessJob, clock?: StepClock): Promise<LivenessJobResult> {
   const t0 = performance.now();
   try {
-    return { ok: true, ...(await engine.liveness(Buffer.from(job.imageB64, 'base64'), job.mode)) };
+    return { ok: true, ...(await engine.liveness(Buffer.from(job.imageB64, 'base64'), job.mode, clock)) };
   } catch (e) {
     if (!isFaceError(e)) throw e;
     return { ok: false, code: e.code, faceCount: e.faceCount ?? 0, ms: elapsed(t0) };
@@ -40,10 +61,10 @@ export async function livenessHandler(engine: FaceEngine, job: LivenessJob): Pro
 }
 
 /** The embed stage as a job. */
-export async function embedHandler(engine: FaceEngine, job: EmbedJob): Promise<EmbedResult> {
+export async function embedHandler(engine: FaceEngine, job: EmbedJob, clock?: StepClock): Promise<EmbedResult> {
   const t0 = performance.now();
   try {
-    const r = await engine.embed(Buffer.from(job.imageB64, 'base64'), job.landmarks5);
+    const r = await engine.embed(Buffer.from(job.imageB64, 'base64'), job.landmarks5, clock);
     return { ok: true, sealedEmbedding: sealEmbedding(r.embedding, job.resultKey), engineVersion: FACE_ENGINE_VERSION, ms: r.ms };
   } catch (e) {
     if (isFaceError(e) && e.code === 'invalid_image') return { ok: false, code: 'invalid_image', ms: elapsed(t0) };
@@ -60,13 +81,27 @@ export async function startFaceWorker(config: Config, opts: { logger?: Logger } 
 
   let runner: Awaited<ReturnType<typeof runQueues<'liveness' | 'embed'>>> | undefined;
   let status: StatusServerHandle | undefined;
+  const clocks = new WorkerClocks();
+  /** Wraps a stage handler with the worker clocks: wait since the job was created, handler time. */
+  const clocked = <P, R>(queue: string, handler: (payload: P, clock: StepClock) => Promise<R>) =>
+    async (payload: P, ctx: { job: { timestamp: number } }): Promise<R> => {
+      const clock = clocks.clock(queue);
+      clock('waitSinceCreated', Math.max(0, Date.now() - ctx.job.timestamp));
+      const t0 = performance.now();
+      try {
+        return await handler(payload, clock);
+      } finally {
+        clock('handler', performance.now() - t0);
+        clocks.job(queue);
+      }
+    };
   try {
     runner = await runQueues(
       config,
       ['liveness', 'embed'],
       {
-        liveness: (job) => livenessHandler(engine, job),
-        embed: (job) => embedHandler(engine, job),
+        liveness: clocked('liveness', (job: LivenessJob, clock) => livenessHandler(engine, job, clock)),
+        embed: clocked('embed', (job: EmbedJob, clock) => embedHandler(engine, job, clock)),
       },
       { logger, concurrency: config.faceWorkerConcurrency },
     );
@@ -79,6 +114,7 @@ export async function startFaceWorker(config: Config, opts: { logger?: Logger } 
           intraOpThreads: engine.intraOpThreads,
         },
       }),
+      '/clocks': () => ({ body: { pid: process.pid, cpuMs: (process.cpuUsage().user + process.cpuUsage().system) / 1000, ...clocks.byQueue } }),
       '/health': () => ({
         body: { status: 'ok', engineVersion: FACE_ENGINE_VERSION, concurrency: config.faceWorkerConcurrency, jobs: stats },
       }),

@@ -41,6 +41,12 @@ export const FACE_SELECTION = {
   secondFaceMinSizeRatio: 0.4,
 } as const;
 
+/**
+ * Optional per-step clock (profiling): called with each step's name and wall milliseconds inside a
+ * stage (decode, detect, landmarks, antispoof, align, embedModel). Costs nothing when absent.
+ */
+export type StepClock = (step: string, ms: number) => void;
+
 /** One face of `analyse`: the liveness-stage fields plus the embedding. */
 export interface FaceAnalysis {
   box: [number, number, number, number];
@@ -165,11 +171,15 @@ export class FaceEngine {
   }
 
   /** Landmarks and anti-spoof score of one detected face. */
-  private async describe(img: RgbImage, face: Detection): Promise<{ face: LivenessResult['face']; livenessScore: number }> {
+  private async describe(img: RgbImage, face: Detection, clock?: StepClock): Promise<{ face: LivenessResult['face']; livenessScore: number }> {
     const square = squareBox(face);
+    let t = performance.now();
     const { points68 } = await predictLandmarks(this.sessions.landmark, img, square);
     const landmarks5 = fivePoints(points68).map(([x, y]): [number, number] => [round(x, 2), round(y, 2)]);
+    clock?.('landmarks', performance.now() - t);
+    t = performance.now();
     const live = await scoreLiveness(this.sessions.liveness, img, square);
+    clock?.('antispoof', performance.now() - t);
     const x1 = Math.max(0, face.x1), y1 = Math.max(0, face.y1);
     const x2 = Math.min(img.width, face.x2), y2 = Math.min(img.height, face.y2);
     return {
@@ -186,22 +196,28 @@ export class FaceEngine {
    * Liveness stage: decode, detect, choose the face ('single': refuse several clear faces;
    * 'largest': take the largest), landmarks, anti-spoof score.
    */
-  async liveness(jpeg: Buffer, mode: FaceMode): Promise<LivenessResult> {
+  async liveness(jpeg: Buffer, mode: FaceMode, clock?: StepClock): Promise<LivenessResult> {
     if (mode !== 'single' && mode !== 'largest') throw new TypeError(`unknown face mode: ${String(mode)}`);
     const t0 = performance.now();
     const img = await decodeRgb(jpeg);
+    let t = performance.now();
+    clock?.('decode', t - t0);
     const dets = await detectFaces(this.sessions.detect, img, this.detectOptions);
+    clock?.('detect', performance.now() - t);
     const chosen = chooseFace(dets, mode);
-    const { face, livenessScore } = await this.describe(img, chosen);
+    const { face, livenessScore } = await this.describe(img, chosen, clock);
     return { face, livenessScore, faceCount: dets.length, ms: elapsed(t0) };
   }
 
   /** Embed stage: align the face given by `landmarks5` (from `liveness`) and embed it. */
-  async embed(jpeg: Buffer, landmarks5: number[][]): Promise<EmbedResult> {
+  async embed(jpeg: Buffer, landmarks5: number[][], clock?: StepClock): Promise<EmbedResult> {
     const points = parseLandmarks5(landmarks5);
     const t0 = performance.now();
     const img = await decodeRgb(jpeg);
+    clock?.('decode', performance.now() - t0);
+    const t = performance.now();
     const v = await embedFace(this.sessions.embed, img, points);
+    clock?.('alignAndEmbed', performance.now() - t);
     if (v.length !== EMBEDDING_DIM) throw new Error('unexpected embedding size');
     return { embedding: Array.from(v), ms: elapsed(t0) };
   }
