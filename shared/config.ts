@@ -87,6 +87,7 @@ export const SETTINGS = {
   faceJobTimeoutMs: s({ env: 'FACE_JOB_TIMEOUT_MS', kind: 'int', default: 10_000, min: 100, doc: 'How long the API awaits a face or search job before 503 `face_engine_unavailable`.' }),
   faceModelsDir: s({ env: 'FACE_MODELS_DIR', kind: 'string', default: 'var/models', doc: 'Directory of the four ONNX models (fetched by `npm run setup`).' }),
   faceIntraOpThreads: s({ env: 'FACE_INTRA_OP_THREADS', kind: 'int', default: 1, min: 1, max: 64, doc: 'onnxruntime intra-op threads per face worker process.' }),
+  faceProcesses: s({ env: 'FACE_PROCESSES', kind: 'int', default: 2, min: 1, max: 64, doc: '`face` processes `npm start` runs (one per core: onnxruntime runs a model on the process\'s main thread, so a second process, not a second job slot, uses the second core; docs/performance.md). The n-th answers its `/health` on FACE_ENGINE_PORT + n - 1.' }),
   faceWorkerConcurrency: s({ env: 'FACE_WORKER_CONCURRENCY', kind: 'int', default: 1, min: 1, max: 64, doc: 'Jobs one face worker process runs at once.' }),
   vectorIndexFactory: s({ env: 'VECTOR_INDEX_FACTORY', kind: 'string', default: 'Flat', doc: 'FAISS index factory string (inner product), e.g. `Flat`, `IVF1024,SQ8`.' }),
   vectorIndexNprobe: s({ env: 'VECTOR_INDEX_NPROBE', kind: 'int', default: 32, min: 1, max: 65536, doc: 'Inverted lists probed per query by IVF index types (speed/recall trade-off; see docs/vector-index.md).' }),
