@@ -34,10 +34,10 @@ async function pipeline(engine: FaceEngine, photo: Buffer, clock?: StepClock): P
   const normalise = performance.now() - t;
   t = performance.now();
   try {
-    const live = await engine.liveness(n.jpeg, 'largest', clock && ((k, ms) => clock(`liveness.${k}`, ms)));
+    const live = await engine.liveness(n.jpeg, 'largest', { align: true, clock: clock && ((k, ms) => clock(`liveness.${k}`, ms)) });
     const liveness = performance.now() - t;
     t = performance.now();
-    await engine.embed(n.jpeg, live.face.landmarks5, clock && ((k, ms) => clock(`embed.${k}`, ms)));
+    await engine.embedAligned(live.aligned!, clock && ((k, ms) => clock(`embed.${k}`, ms)));
     return { normalise, liveness, embed: performance.now() - t };
   } catch (e) {
     if (!isFaceError(e)) throw e;

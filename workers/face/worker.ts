@@ -6,7 +6,7 @@
  * Face outcomes of the photo (`invalid_image`, `no_face`, `multiple_faces`) are job results; anything
  * else the engine throws is an engine fault and fails the job (the API answers 503).
  */
-import { sealEmbedding } from '../../shared/sealed-embedding.js';
+import { openBytes, sealBytes, sealEmbedding } from '../../shared/sealed-embedding.js';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +16,7 @@ import { isFaceError } from '../../shared/face/face-error.js';
 import type { EmbedJob, EmbedResult, LivenessJob, LivenessJobResult } from '../../shared/jobs/index.js';
 import { createLogger, type Logger } from '../../shared/logger.js';
 import { FaceEngine, type StepClock } from './pipeline/engine.js';
+import { decodeAlignedFace, encodeAlignedFace } from './pipeline/embed.js';
 import { runQueues } from '../run-queue.js';
 import { startStatusServer } from '../status-server.js';
 
@@ -53,23 +54,29 @@ export class WorkerClocks {
 export async function livenessHandler(engine: FaceEngine, job: LivenessJob, clock?: StepClock): Promise<LivenessJobResult> {
   const t0 = performance.now();
   try {
-    return { ok: true, ...(await engine.liveness(Buffer.from(job.imageB64, 'base64'), job.mode, clock)) };
+    const { aligned, ...r } = await engine.liveness(Buffer.from(job.imageB64, 'base64'), job.mode, { align: true, clock });
+    return { ok: true, ...r, alignedFace: sealBytes(encodeAlignedFace(aligned!), job.resultKey) };
   } catch (e) {
     if (!isFaceError(e)) throw e;
     return { ok: false, code: e.code, faceCount: e.faceCount ?? 0, ms: elapsed(t0) };
   }
 }
 
-/** The embed stage as a job. */
+/**
+ * The embed stage as a job: the face the liveness stage aligned (sealed with that job's key), through
+ * MobileFaceNet. Its `ms` is the stage's own time in the worker: opening the aligned face and the model.
+ */
 export async function embedHandler(engine: FaceEngine, job: EmbedJob, clock?: StepClock): Promise<EmbedResult> {
   const t0 = performance.now();
+  let aligned: Float32Array;
   try {
-    const r = await engine.embed(Buffer.from(job.imageB64, 'base64'), job.landmarks5, clock);
-    return { ok: true, sealedEmbedding: sealEmbedding(r.embedding, job.resultKey), engineVersion: FACE_ENGINE_VERSION, ms: r.ms };
-  } catch (e) {
-    if (isFaceError(e) && e.code === 'invalid_image') return { ok: false, code: 'invalid_image', ms: elapsed(t0) };
-    throw e;
+    aligned = decodeAlignedFace(openBytes(job.alignedFace, job.alignedFaceKey));
+  } catch {
+    // Not what a liveness job produced (tampered, wrong key): like an undecodable image.
+    return { ok: false, code: 'invalid_image', ms: elapsed(t0) };
   }
+  const r = await engine.embedAligned(aligned, clock);
+  return { ok: true, sealedEmbedding: sealEmbedding(r.embedding, job.resultKey), engineVersion: FACE_ENGINE_VERSION, ms: elapsed(t0) };
 }
 
 export async function startFaceWorker(config: Config, opts: { logger?: Logger } = {}): Promise<RunningFaceWorker> {

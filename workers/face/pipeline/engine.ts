@@ -4,7 +4,8 @@
  * - `liveness(jpeg, mode)`: decode, detect, choose the face, 68 landmarks -> 5 points, anti-spoof
  *   score. Throws FaceError `invalid_image`, `no_face` or (mode 'single') `multiple_faces`.
  * - `embed(jpeg, landmarks5)`: 5-point similarity alignment to the ArcFace 112x112 template and the
- *   512-d L2-normalised embedding.
+ *   512-d L2-normalised embedding; or `embedAligned(aligned)` on the face `liveness(..., { align:
+ *   true })` already aligned from the pixels it decoded (the face worker's path: one decode).
  *
  * Both take the normalised JPEG (see decode.ts `normaliseUpload`); each reports its own wall-clock
  * milliseconds. Sessions are created once, in `load`. Pure library: no queue, no HTTP, no config.
@@ -22,8 +23,8 @@ import type { FaceMode, LivenessResult } from '../../../shared/face/liveness.js'
 import { detectFaces, DEFAULT_DETECT_OPTIONS, DETECT_INPUT_HEIGHT, DETECT_INPUT_WIDTH, type Detection, type DetectOptions } from './detect.js';
 import { fivePoints, predictLandmarks, squareBox, LANDMARK_INPUT_SIZE } from './landmarks.js';
 import { scoreLiveness, LIVENESS_INPUT_SIZE } from './liveness.js';
-import { embedFace } from './embed.js';
-import { ALIGNED_SIZE, type Point } from './align.js';
+import { embedAligned, embedFace } from './embed.js';
+import { alignFace, ALIGNED_SIZE, type Point } from './align.js';
 import { FACE_ENGINE_VERSION, FACE_MODELS, type FaceModelRole } from '../../../shared/face-models.js';
 
 /** The loaded model of each role (files and SHA-256 pins: shared/face-models.ts). */
@@ -46,6 +47,22 @@ export const FACE_SELECTION = {
  * stage (decode, detect, landmarks, antispoof, align, embedModel). Costs nothing when absent.
  */
 export type StepClock = (step: string, ms: number) => void;
+
+/** What `liveness` returns: the stage's result and, with `align: true`, the aligned face. */
+export interface EngineLivenessResult extends LivenessResult {
+  /**
+   * With `align: true`: the chosen face aligned to the ArcFace 112x112 template (interleaved RGB,
+   * float 0..255), what `embedAligned` takes, so that the embed stage needs neither the image nor a
+   * second decode.
+   */
+  aligned?: Float32Array;
+}
+
+export interface LivenessOptions {
+  /** Also align the chosen face for `embedAligned` (the decoded image is at hand here). */
+  align?: boolean;
+  clock?: StepClock;
+}
 
 /** One face of `analyse`: the liveness-stage fields plus the embedding. */
 export interface FaceAnalysis {
@@ -209,8 +226,9 @@ export class FaceEngine {
    * Liveness stage: decode, detect, choose the face ('single': refuse several clear faces;
    * 'largest': take the largest), landmarks, anti-spoof score.
    */
-  async liveness(jpeg: Buffer, mode: FaceMode, clock?: StepClock): Promise<LivenessResult> {
+  async liveness(jpeg: Buffer, mode: FaceMode, opts: LivenessOptions = {}): Promise<EngineLivenessResult> {
     if (mode !== 'single' && mode !== 'largest') throw new TypeError(`unknown face mode: ${String(mode)}`);
+    const { clock } = opts;
     const t0 = performance.now();
     const img = await decodeRgb(jpeg);
     let t = performance.now();
@@ -219,7 +237,21 @@ export class FaceEngine {
     clock?.('detect', performance.now() - t);
     const chosen = chooseFace(dets, mode);
     const { face, livenessScore } = await this.describe(img, chosen, clock);
-    return { face, livenessScore, faceCount: dets.length, ms: elapsed(t0) };
+    if (!opts.align) return { face, livenessScore, faceCount: dets.length, ms: elapsed(t0) };
+    t = performance.now();
+    // The same points `embed` would parse: the rounded landmarks5 of the result.
+    const aligned = alignFace(img, parseLandmarks5(face.landmarks5)).rgb;
+    clock?.('align', performance.now() - t);
+    return { face, livenessScore, faceCount: dets.length, aligned, ms: elapsed(t0) };
+  }
+
+  /** Embed stage on a face `liveness` already aligned (`align: true`): MobileFaceNet only. */
+  async embedAligned(aligned: Float32Array, clock?: StepClock): Promise<EmbedResult> {
+    if (aligned.length !== ALIGNED_SIZE * ALIGNED_SIZE * 3) throw new RangeError('aligned face must be 112x112x3');
+    const t0 = performance.now();
+    const v = await embedAligned(this.sessions.embed, aligned);
+    clock?.('embedModel', performance.now() - t0);
+    return { embedding: Array.from(v), ms: elapsed(t0) };
   }
 
   /** Embed stage: align the face given by `landmarks5` (from `liveness`) and embed it. */
