@@ -37,7 +37,9 @@ async function pipeline(engine: FaceEngine, photo: Buffer, clock?: StepClock): P
     const live = await engine.liveness(n.jpeg, 'largest', { align: true, clock: clock && ((k, ms) => clock(`liveness.${k}`, ms)) });
     const liveness = performance.now() - t;
     t = performance.now();
-    await engine.embedAligned(live.aligned!, clock && ((k, ms) => clock(`embed.${k}`, ms)));
+    // An engine without embedAligned (an older commit measured for comparison) embeds from the image.
+    if (typeof engine.embedAligned === 'function') await engine.embedAligned(live.aligned!, clock && ((k, ms) => clock(`embed.${k}`, ms)));
+    else await engine.embed(n.jpeg, live.face.landmarks5);
     return { normalise, liveness, embed: performance.now() - t };
   } catch (e) {
     if (!isFaceError(e)) throw e;

@@ -180,7 +180,8 @@ export async function runFacePathBench(): Promise<string> {
       const stage = (k: string) => summarise(rows.map((r) => r.latencyMs[k] ?? 0)).p50;
       return { wall: summarise(rows.map((r) => r.wall)), total: summarise(rows.map((r) => r.latencyMs.total ?? 0)), liveness: stage('liveness'), embed: stage('embed'), search: stage('search'), outcomes: [...new Set(rows.map((r) => r.outcome))] };
     };
-    const clocksNow = async () => Promise.all(facePorts.map(async (p) => (await (await fetch(`http://127.0.0.1:${p}/clocks`)).json()) as Clocks));
+    // (A tree without the clocks, e.g. an older commit measured for comparison, gives none.)
+    const clocksNow = async () => Promise.all(facePorts.map(async (p) => ((await fetch(`http://127.0.0.1:${p}/clocks`).then((r) => (r.ok ? r.json() : {}), () => ({})))) as Clocks));
     const clockDelta = (before: Clocks[], after: Clocks[]) => {
       const rows: string[][] = [];
       for (const queue of ['liveness', 'embed']) {
