@@ -153,24 +153,30 @@ export class VerificationService {
     }
     // /verify/self has four outcomes; several faces cannot occur with the largest face chosen.
     const outcome = r.outcome === 'multiple_faces' ? 'no_face' : r.outcome;
-    const referenceId = await searchLogs.insert({
-      kind: 'verify_self',
-      userId: consumer.userId,
-      outcome,
-      candidates: outcome === 'match' && r.score !== null ? [{ userId: consumer.userId, score: r.score, rank: 1 }] : [],
-      topScore: r.score,
-      latencyMs: r.latencyMs,
-      engineVersion: r.embedding?.engineVersion ?? null,
-    });
+    const embedding = r.embedding;
+    // The log row, the canonical refresh and the proof token do not depend on each other: one round
+    // trip of waiting instead of three (issue 12). Any failure still fails the call.
+    const [referenceId, proof] = await Promise.all([
+      searchLogs.insert({
+        kind: 'verify_self',
+        userId: consumer.userId,
+        outcome,
+        candidates: outcome === 'match' && r.score !== null ? [{ userId: consumer.userId, score: r.score, rank: 1 }] : [],
+        topScore: r.score,
+        latencyMs: r.latencyMs,
+        engineVersion: embedding?.engineVersion ?? null,
+      }),
+      outcome === 'match'
+        ? (async () => {
+            // A high-confidence match refreshes the searchable record with the most recent proven appearance.
+            if (r.score !== null && r.score >= config.highConfidenceThreshold && embedding) {
+              await embeddings.upsert(consumer.userId, embedding.embedding, 'verify_self', embedding.engineVersion);
+            }
+            return this.deps.proofTokens.issue(consumer.userId);
+          })()
+        : undefined,
+    ]);
     metrics.outcome('verify_self', outcome);
-    const answer: SelfAnswer = { referenceId, outcome, score: r.score, latencyMs: r.latencyMs };
-    if (outcome === 'match') {
-      // A high-confidence match refreshes the searchable record with the most recent proven appearance.
-      if (r.score !== null && r.score >= config.highConfidenceThreshold && r.embedding) {
-        await embeddings.upsert(consumer.userId, r.embedding.embedding, 'verify_self', r.embedding.engineVersion);
-      }
-      Object.assign(answer, await this.deps.proofTokens.issue(consumer.userId));
-    }
-    return answer;
+    return { referenceId, outcome, score: r.score, latencyMs: r.latencyMs, ...proof };
   }
 }
