@@ -23,7 +23,7 @@
  * handler, as the engine measures it); `total` is the request's own wall time in the API.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import sharp from 'sharp';
@@ -131,11 +131,14 @@ export async function runFacePathBench(): Promise<string> {
   };
   const config = loadConfig({ ...process.env, ...env });
   const webUrl = `http://127.0.0.1:${webPort}`;
-  const faces = facePorts.map((port) => startProcess('workers/face/main.ts', { ...env, FACE_ENGINE_PORT: String(port) }));
+  // One entry file per process (processes/*.ts; older trees, measured for comparison: their main files).
+  const entry = (name: 'web' | 'face' | 'search') =>
+    existsSync(path.join(ROOT, 'processes', `${name}.ts`)) ? `processes/${name}.ts` : { web: 'api/server.ts', face: 'workers/face/main.ts', search: 'workers/search/main.ts' }[name];
+  const faces = facePorts.map((port) => startProcess(entry('face'), { ...env, FACE_ENGINE_PORT: String(port) }));
   const children: Record<string, ChildProcess[]> = {
-    web: [startProcess('api/server.ts', env)],
+    web: [startProcess(entry('web'), env)],
     face: faces,
-    search: [startProcess('workers/search/main.ts', env)],
+    search: [startProcess(entry('search'), env)],
   };
   const deps = createDeps(config, { logger: createLogger({ level: 'warn', name: 'bench-client' }) });
   try {
