@@ -50,12 +50,17 @@ export class WorkerClocks {
   }
 }
 
-/** The liveness stage as a job: the engine's call, with photo outcomes turned into results. */
+/**
+ * The liveness stage as a job: the engine's call, with photo outcomes turned into results, and the
+ * chosen face aligned and sealed for the embed job. Its `ms` is the stage's own time in the worker.
+ */
 export async function livenessHandler(engine: FaceEngine, job: LivenessJob, clock?: StepClock): Promise<LivenessJobResult> {
   const t0 = performance.now();
   try {
     const { aligned, ...r } = await engine.liveness(Buffer.from(job.imageB64, 'base64'), job.mode, { align: true, clock });
-    return { ok: true, ...r, alignedFace: sealBytes(encodeAlignedFace(aligned!), job.resultKey) };
+    const alignedFace = sealBytes(encodeAlignedFace(aligned!), job.resultKey);
+    // The stage's own time in the worker: the payload's decoding, the engine, the result's sealing.
+    return { ok: true, ...r, alignedFace, ms: elapsed(t0) };
   } catch (e) {
     if (!isFaceError(e)) throw e;
     return { ok: false, code: e.code, faceCount: e.faceCount ?? 0, ms: elapsed(t0) };
@@ -64,7 +69,8 @@ export async function livenessHandler(engine: FaceEngine, job: LivenessJob, cloc
 
 /**
  * The embed stage as a job: the face the liveness stage aligned (sealed with that job's key), through
- * MobileFaceNet. Its `ms` is the stage's own time in the worker: opening the aligned face and the model.
+ * MobileFaceNet. Its `ms` is the stage's own time in the worker: opening the aligned face, the model,
+ * sealing the embedding.
  */
 export async function embedHandler(engine: FaceEngine, job: EmbedJob, clock?: StepClock): Promise<EmbedResult> {
   const t0 = performance.now();
@@ -76,7 +82,8 @@ export async function embedHandler(engine: FaceEngine, job: EmbedJob, clock?: St
     return { ok: false, code: 'invalid_image', ms: elapsed(t0) };
   }
   const r = await engine.embedAligned(aligned, clock);
-  return { ok: true, sealedEmbedding: sealEmbedding(r.embedding, job.resultKey), engineVersion: FACE_ENGINE_VERSION, ms: elapsed(t0) };
+  const sealedEmbedding = sealEmbedding(r.embedding, job.resultKey);
+  return { ok: true, sealedEmbedding, engineVersion: FACE_ENGINE_VERSION, ms: elapsed(t0) };
 }
 
 export async function startFaceWorker(config: Config, opts: { logger?: Logger } = {}): Promise<RunningFaceWorker> {
