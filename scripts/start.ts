@@ -132,12 +132,13 @@ async function main(): Promise<void> {
   if (migrate.status !== 0) throw new Error('migrations failed');
 
   // FACE_PROCESSES face processes (one per core by default): each runs one job at a time on its own
-  // core; the n-th answers /health on FACE_ENGINE_PORT + n - 1 (the API watches the first).
+  // core. The first answers /health on FACE_ENGINE_PORT (the API watches it); the others on a free
+  // port each (they log it), so they never take another process's port.
   const cfg = loadConfig(env);
-  const faces = Array.from({ length: cfg.faceProcesses }, (_, i): [string, ChildProcess] => [
-    i === 0 ? 'face' : `face-${i + 1}`,
-    run(i === 0 ? 'face' : `face-${i + 1}`, ['processes/face.ts'], { ...env, FACE_ENGINE_PORT: String(cfg.faceEnginePort + i) }),
-  ]);
+  const faces = Array.from({ length: cfg.faceProcesses }, (_, i): [string, ChildProcess] => {
+    const name = i === 0 ? 'face' : `face-${i + 1}`;
+    return [name, run(name, ['processes/face.ts'], i === 0 ? env : { ...env, FACE_ENGINE_PORT: '0' })];
+  });
   const children = new Map<string, ChildProcess>([
     ['web', run('web', ['processes/web.ts'], env)],
     ...faces,
