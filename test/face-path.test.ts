@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type * as ort from 'onnxruntime-node';
 import { newResultKey, openEmbedding, sealBytes } from '../shared/sealed-embedding.js';
-import { normaliseUpload, decodeRgb } from '../workers/face/pipeline/decode.js';
+import { normaliseUpload, decodeRgb } from '../shared/face/image.js';
 import { detectFaces, DEFAULT_DETECT_OPTIONS } from '../workers/face/pipeline/detect.js';
 import { decodeAlignedFace, encodeAlignedFace } from '../workers/face/pipeline/embed.js';
 import { FaceEngine } from '../workers/face/pipeline/engine.js';
