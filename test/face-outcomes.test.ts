@@ -114,3 +114,10 @@ test('every fixture photo gives the recorded outcome and scores (within 0.001)',
   }
   t.log(`largest pairwise score change: ${worst.toExponential(2)} over ${embedded.length} embeddings`);
 });
+
+test('the liveness events stream keeps 1,000 events (its results carry the sealed aligned face), the others BullMQ\'s 10,000', async (t) => {
+  await h.deps.face.analyseCapture(readFileSync(path.join(FIXTURES, 'lfw/Bush_1.png')), 'single');
+  const meta = (queue: string) => h.deps.redis.hget(`${h.config.redisPrefix}:bull:${queue}:meta`, 'opts.maxLenEvents');
+  t.is(await meta('liveness'), '1000');
+  t.is(await meta('embed'), '10000');
+});
