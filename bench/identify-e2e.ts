@@ -48,13 +48,13 @@ const BASE = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:54
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const DB_NAME = 'faceid_bench_e2e';
 
-function dbUrl(name: string): string {
+export function dbUrl(name: string): string {
   const u = new URL(BASE);
   u.pathname = `/${name}`;
   return u.toString();
 }
 
-async function adminQuery(sql: string): Promise<void> {
+export async function adminQuery(sql: string): Promise<void> {
   const c = new pg.Client({ connectionString: dbUrl('postgres') });
   await c.connect();
   try {
@@ -64,7 +64,7 @@ async function adminQuery(sql: string): Promise<void> {
   }
 }
 
-async function waitHealthy(url: string, ms = 60_000): Promise<void> {
+export async function waitHealthy(url: string, ms = 60_000): Promise<void> {
   const until = Date.now() + ms;
   while (Date.now() < until) {
     try {
@@ -79,12 +79,12 @@ async function waitHealthy(url: string, ms = 60_000): Promise<void> {
 }
 
 /** BENCH_PROFILE_DIR=<dir>: the web and worker processes write V8 CPU profiles there. */
-function startProcess(script: string, env: Record<string, string>): ChildProcess {
+export function startProcess(script: string, env: Record<string, string>): ChildProcess {
   const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
   return spawn(process.execPath, [...profile, '--import', 'tsx', path.join(ROOT, script)], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
-async function stopProcess(child: ChildProcess): Promise<void> {
+export async function stopProcess(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   await new Promise<void>((resolve) => {
     child.once('exit', () => resolve());
@@ -96,7 +96,7 @@ async function stopProcess(child: ChildProcess): Promise<void> {
 const CLK_TCK = 100; // Linux USER_HZ
 
 /** CPU seconds (user + system) a process has used so far, from /proc; null where unreadable. */
-function procCpuSeconds(pid: number): number | null {
+export function procCpuSeconds(pid: number): number | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');

@@ -14,6 +14,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { loadConfig } from '../shared/config.js';
 import { freePort, redisAnswers } from './lib/local-services.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -130,13 +131,21 @@ async function main(): Promise<void> {
   const migrate = spawnSync(path.join(ROOT, 'node_modules', '.bin', 'tsx'), ['scripts/migrate.ts', 'latest'], { cwd: ROOT, env, stdio: 'inherit' });
   if (migrate.status !== 0) throw new Error('migrations failed');
 
+  // FACE_PROCESSES face processes (one per core by default): each runs one job at a time on its own
+  // core. The first answers /health on FACE_ENGINE_PORT (the API watches it); the others on a free
+  // port each (they log it), so they never take another process's port.
+  const cfg = loadConfig(env);
+  const faces = Array.from({ length: cfg.faceProcesses }, (_, i): [string, ChildProcess] => {
+    const name = i === 0 ? 'face' : `face-${i + 1}`;
+    return [name, run(name, ['processes/face.ts'], i === 0 ? env : { ...env, FACE_ENGINE_PORT: '0' })];
+  });
   const children = new Map<string, ChildProcess>([
     ['web', run('web', ['processes/web.ts'], env)],
-    ['face', run('face', ['processes/face.ts'], env)],
+    ...faces,
     ['search', run('search', ['processes/search.ts'], env)],
   ]);
   const port = process.env.PORT ?? '3000';
-  say('started web, face and search; waiting for the API to answer...');
+  say(`started web, ${faces.length} face and search; waiting for the API to answer...`);
   void (async () => {
     for (let i = 0; i < 600; i++) {
       try {

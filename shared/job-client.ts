@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AppError } from './errors.js';
-import type { AwaitedJobContract } from './jobs/contract.js';
+import { queueOptions, type AwaitedJobContract } from './jobs/contract.js';
 import { AWAITED_QUEUE_NAMES, JOB_CONTRACTS, type JobContracts, type JobEnvelope, type QueueName } from './jobs/index.js';
 import { bullConnection } from './redis.js';
 
@@ -166,7 +166,7 @@ export class JobClient {
   queue(name: QueueName): Queue {
     let queue = this.queues.get(name);
     if (!queue) {
-      queue = new Queue(name, { connection: this.queueConnection, prefix: bullPrefix(this.opts.redisPrefix) });
+      queue = new Queue(name, { connection: this.queueConnection, prefix: bullPrefix(this.opts.redisPrefix), ...queueOptions(JOB_CONTRACTS[name]) });
       // Connection errors surface through /health and the requests that meet them, not as noise.
       queue.on('error', () => {});
       this.queues.set(name, queue);

@@ -7,7 +7,7 @@ import pino, { type Logger } from 'pino';
 const SENSITIVE_KEYS = [
   'authorization', 'cookie', 'set-cookie', 'password', 'currentPassword', 'newPassword', 'temporaryPassword',
   'passwordHash', 'code', 'otp', 'accessToken', 'refreshToken', 'token', 'proofToken', 'linkToken',
-  'validationToken', 'image', 'imageB64', 'file', 'photo', 'embedding', 'jpeg', 'probe', 'privateKey', 'jwtPrivateKey',
+  'validationToken', 'image', 'imageB64', 'alignedFace', 'file', 'photo', 'embedding', 'jpeg', 'probe', 'privateKey', 'jwtPrivateKey',
   'adminPassword',
 ];
 

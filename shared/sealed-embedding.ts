@@ -16,16 +16,24 @@ export interface SealedEmbedding {
 
 export const newResultKey = (): string => randomBytes(32).toString('base64');
 
-export function sealEmbedding(embedding: ArrayLike<number>, keyB64: string): SealedEmbedding {
+/** Bytes sealed the same way (the aligned face the liveness stage hands to the embed stage). */
+export function sealBytes(bytes: Uint8Array, keyB64: string): SealedEmbedding {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', Buffer.from(keyB64, 'base64'), iv);
-  const data = Buffer.concat([cipher.update(encodeEmbedding(embedding)), cipher.final()]);
+  const data = Buffer.concat([cipher.update(bytes), cipher.final()]);
   return { iv: iv.toString('base64'), tag: cipher.getAuthTag().toString('base64'), data: data.toString('base64') };
 }
 
-export function openEmbedding(sealed: SealedEmbedding, keyB64: string): number[] {
+export function openBytes(sealed: SealedEmbedding, keyB64: string): Buffer {
   const decipher = createDecipheriv('aes-256-gcm', Buffer.from(keyB64, 'base64'), Buffer.from(sealed.iv, 'base64'));
   decipher.setAuthTag(Buffer.from(sealed.tag, 'base64'));
-  const plain = Buffer.concat([decipher.update(Buffer.from(sealed.data, 'base64')), decipher.final()]);
-  return Array.from(decodeEmbedding(plain));
+  return Buffer.concat([decipher.update(Buffer.from(sealed.data, 'base64')), decipher.final()]);
+}
+
+export function sealEmbedding(embedding: ArrayLike<number>, keyB64: string): SealedEmbedding {
+  return sealBytes(encodeEmbedding(embedding), keyB64);
+}
+
+export function openEmbedding(sealed: SealedEmbedding, keyB64: string): number[] {
+  return Array.from(decodeEmbedding(openBytes(sealed, keyB64)));
 }

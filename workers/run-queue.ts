@@ -19,6 +19,7 @@ import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Config } from '../shared/config.js';
 import { bullPrefix } from '../shared/job-client.js';
 import { JOB_CONTRACTS, QUEUE_NAMES, type JobContracts, type JobEnvelope, type QueueName } from '../shared/jobs/index.js';
+import { queueOptions } from '../shared/jobs/contract.js';
 import type { Logger } from '../shared/logger.js';
 import { bullConnection } from '../shared/redis.js';
 
@@ -147,7 +148,7 @@ export async function runQueues<Q extends QueueName>(
         handleConnection.on('error', (e) => opts.logger.debug({ err: e.message }, 'redis connection error'));
         connections.push(handleConnection);
       }
-      handle = new Queue(name, { connection: handleConnection, prefix });
+      handle = new Queue(name, { connection: handleConnection, prefix, ...queueOptions(JOB_CONTRACTS[name]) });
       // Redis outages are reported by /health; without a listener BullMQ prints every reconnect error.
       handle.on('error', () => {});
       handles.set(name, handle);

@@ -25,6 +25,7 @@ import { newResultKey, openEmbedding } from '../../shared/sealed-embedding.js';
 import { JobTimeoutError, type JobClient } from '../../shared/job-client.js';
 import type { DetectedFace, JobContracts, QueueName, SearchHit } from '../../shared/jobs/index.js';
 import type { QualityAssessment } from '../../shared/face/quality.js';
+import type { SealedEmbedding } from '../../shared/sealed-embedding.js';
 import type { Logger } from '../../shared/logger.js';
 import type { EmbeddingsRepository } from '../../shared/repositories/embeddings.js';
 import { normaliseUpload, type NormalisedImage } from '../../shared/face/image.js';
@@ -51,6 +52,8 @@ export type CaptureAnalysis =
       outcome: 'ok' | 'liveness_failed';
       image: NormalisedImage;
       face: DetectedFace;
+      /** The face the liveness stage aligned, sealed, and its key: what the embed stage takes. */
+      alignedFace: { sealed: SealedEmbedding; key: string };
       faceCount: number;
       livenessScore: number;
       /** Advisory capture quality of the chosen face; null from a worker that does not measure it. */
@@ -118,7 +121,7 @@ const round4 = (x: number) => Math.round(x * 1e4) / 1e4;
 const since = (t0: number) => Math.round(performance.now() - t0);
 
 export class FaceService {
-  /** The base64 form of a normalised image, computed once for its liveness and embed jobs. */
+  /** The base64 form of a normalised image, computed once (a capture may be analysed again). */
   private readonly b64 = new WeakMap<Buffer, string>();
 
   constructor(private readonly deps: FaceServiceDeps) {}
@@ -160,20 +163,33 @@ export class FaceService {
    */
   async analyseCapture(input: CaptureInput, mode: FaceMode, deadlineAt = this.budget()): Promise<CaptureAnalysis> {
     const image = await this.normalise(input);
-    const r = await this.job('liveness', { imageB64: this.base64(image), mode }, deadlineAt);
+    const resultKey = newResultKey();
+    const r = await this.job('liveness', { imageB64: this.base64(image), mode, resultKey }, deadlineAt);
     this.deps.metrics.stage('liveness', r.ms);
     if (!r.ok) {
       if (r.code === 'invalid_image') throw new AppError('invalid_image', 'The image could not be decoded');
       return { outcome: r.code, image, faceCount: r.faceCount, ms: r.ms };
     }
     const live = r.livenessScore >= this.deps.config.livenessThreshold;
-    return { outcome: live ? 'ok' : 'liveness_failed', image, face: r.face, faceCount: r.faceCount, livenessScore: r.livenessScore, quality: r.quality ?? null, ms: r.ms };
+    return {
+      outcome: live ? 'ok' : 'liveness_failed',
+      image,
+      face: r.face,
+      alignedFace: { sealed: r.alignedFace, key: resultKey },
+      faceCount: r.faceCount,
+      livenessScore: r.livenessScore,
+      quality: r.quality ?? null,
+      ms: r.ms,
+    };
   }
 
-  /** The embed stage on an analysed capture: alignment and the 512-d L2-normalised embedding. */
+  /**
+   * The embed stage on an analysed capture: the 512-d L2-normalised embedding of the face the liveness
+   * stage aligned (passed on sealed: the image is not sent again, nor decoded again).
+   */
   async embedCapture(capture: AnalysedFace, deadlineAt = this.budget()): Promise<CaptureEmbedding> {
     const resultKey = newResultKey();
-    const r = await this.job('embed', { imageB64: this.base64(capture.image), landmarks5: capture.face.landmarks5, resultKey }, deadlineAt);
+    const r = await this.job('embed', { alignedFace: capture.alignedFace.sealed, alignedFaceKey: capture.alignedFace.key, resultKey }, deadlineAt);
     this.deps.metrics.stage('embed', r.ms);
     if (!r.ok) throw new AppError('invalid_image', 'The image could not be decoded');
     return { embedding: openEmbedding(r.sealedEmbedding, resultKey), engineVersion: r.engineVersion, ms: r.ms };

@@ -3,6 +3,7 @@
  * Every call that reaches here writes exactly one SearchLog row, whatever its outcome — including
  * an undecodable image or an engine timeout (the row then records the error code as its outcome).
  */
+import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Config } from '../../shared/config.js';
 import { AppError } from '../../shared/errors.js';
@@ -15,7 +16,7 @@ import type { UsersRepository } from '../../shared/repositories/users.js';
 import type { Metrics } from '../metrics.js';
 import type { ConsumerAuth, OperatorAuth } from './authorization.js';
 import { decideCanonicalRefresh, type CanonicalRefreshDecision } from './canonical-refresh.js';
-import { qualitySummary, type QualitySummary } from '../../shared/face/quality.js';
+import { qualitySummary, type QualityAssessment, type QualitySummary } from '../../shared/face/quality.js';
 import type { FaceService } from './face-service.js';
 import type { ProofTokens } from './proof-tokens.js';
 
@@ -172,52 +173,73 @@ export class VerificationService {
     }
     // /verify/self has four outcomes; several faces cannot occur with the largest face chosen.
     const outcome = r.outcome === 'multiple_faces' ? 'no_face' : r.outcome;
-    const referenceId = await searchLogs.insert({
-      kind: 'verify_self',
-      userId: consumer.userId,
-      outcome,
-      candidates: outcome === 'match' && r.score !== null ? [{ userId: consumer.userId, score: r.score, rank: 1 }] : [],
-      topScore: r.score,
-      latencyMs: r.latencyMs,
-      engineVersion: r.embedding?.engineVersion ?? null,
-      qualityScore: r.quality?.score ?? null,
-    });
+    const embedding = r.embedding;
+    const referenceId = randomUUID();
+    const quality = r.quality ?? null;
+    // A high-confidence match refreshes the searchable record with the most recent proven appearance,
+    // unless the capture is poorer than the one stored (canonical-refresh.ts).
+    const decision =
+      outcome === 'match' && r.score !== null && embedding
+        ? decideCanonicalRefresh({
+            score: r.score,
+            highConfidenceThreshold: config.highConfidenceThreshold,
+            newQuality: quality?.score ?? null,
+            storedQuality: enrolled.qualityScore ?? null,
+            floor: config.canonicalRefreshMinQuality,
+          })
+        : undefined;
+    // The log row, the canonical refresh (with its audit row) and the proof token do not depend on each
+    // other: one wait instead of three (issue 12). Any failure still fails the call.
+    const [, , proof] = await Promise.all([
+      searchLogs.insert({
+        id: referenceId,
+        kind: 'verify_self',
+        userId: consumer.userId,
+        outcome,
+        candidates: outcome === 'match' && r.score !== null ? [{ userId: consumer.userId, score: r.score, rank: 1 }] : [],
+        topScore: r.score,
+        latencyMs: r.latencyMs,
+        engineVersion: embedding?.engineVersion ?? null,
+        qualityScore: quality?.score ?? null,
+      }),
+      decision && embedding && r.score !== null
+        ? this.applyCanonicalRefresh(consumer.userId, referenceId, decision, { score: r.score, embedding, quality, storedQuality: enrolled.qualityScore ?? null })
+        : undefined,
+      outcome === 'match' ? this.deps.proofTokens.issue(consumer.userId) : undefined,
+    ]);
     metrics.outcome('verify_self', outcome);
     const answer: SelfAnswer = { referenceId, outcome, score: r.score, quality: qualitySummary(r.quality), latencyMs: r.latencyMs };
-    if (outcome === 'match' && r.score !== null && r.embedding) {
-      // A high-confidence match refreshes the searchable record with the most recent proven
-      // appearance, unless the capture is poorer than the one stored (canonical-refresh.ts).
-      const decision = decideCanonicalRefresh({
-        score: r.score,
-        highConfidenceThreshold: config.highConfidenceThreshold,
-        newQuality: r.quality?.score ?? null,
-        storedQuality: enrolled.qualityScore ?? null,
-        floor: config.canonicalRefreshMinQuality,
-      });
-      if (decision.refreshed) {
-        await embeddings.upsert(consumer.userId, r.embedding.embedding, 'verify_self', r.embedding.engineVersion, undefined, r.quality?.score ?? null);
-      }
-      if (decision.reason !== 'below_high_confidence') {
-        await recordAudit(this.deps.db, {
-          type: decision.refreshed ? 'canonical_embedding.refreshed' : 'canonical_embedding.refresh_declined',
-          actorType: 'consumer',
-          actorId: consumer.userId,
-          subjectType: 'user',
-          subjectId: consumer.userId,
-          data: {
-            referenceId,
-            reason: decision.reason,
-            score: r.score,
-            qualityScore: r.quality?.score ?? null,
-            qualityIssues: r.quality?.issues ?? null,
-            storedQualityScore: enrolled.qualityScore ?? null,
-            floor: config.canonicalRefreshMinQuality,
-          },
-        });
-      }
-      answer.canonicalRefresh = decision;
+    if (decision) answer.canonicalRefresh = decision;
+    return Object.assign(answer, proof);
+  }
+
+  /** Applies a /verify/self refresh decision: the new canonical embedding when refreshed, and its audit row. */
+  private async applyCanonicalRefresh(
+    userId: string,
+    referenceId: string,
+    decision: CanonicalRefreshDecision,
+    c: { score: number; embedding: { embedding: number[]; engineVersion: string }; quality: QualityAssessment | null; storedQuality: number | null },
+  ): Promise<void> {
+    const { embeddings, config } = this.deps;
+    if (decision.refreshed) {
+      await embeddings.upsert(userId, c.embedding.embedding, 'verify_self', c.embedding.engineVersion, undefined, c.quality?.score ?? null);
     }
-    if (outcome === 'match') Object.assign(answer, await this.deps.proofTokens.issue(consumer.userId));
-    return answer;
+    if (decision.reason === 'below_high_confidence') return;
+    await recordAudit(this.deps.db, {
+      type: decision.refreshed ? 'canonical_embedding.refreshed' : 'canonical_embedding.refresh_declined',
+      actorType: 'consumer',
+      actorId: userId,
+      subjectType: 'user',
+      subjectId: userId,
+      data: {
+        referenceId,
+        reason: decision.reason,
+        score: c.score,
+        qualityScore: c.quality?.score ?? null,
+        qualityIssues: c.quality?.issues ?? null,
+        storedQualityScore: c.storedQuality,
+        floor: config.canonicalRefreshMinQuality,
+      },
+    });
   }
 }

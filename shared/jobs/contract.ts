@@ -4,7 +4,7 @@
  * that enqueues it. JobClient (shared/job-client.ts) and the runner (workers/run-queue.ts) read these
  * declarations; nobody else passes job options.
  */
-import type { Job, JobsOptions, Queue } from 'bullmq';
+import type { Job, JobsOptions, Queue, QueueOptions } from 'bullmq';
 
 /** Every awaited job carries the instant after which nobody awaits it: a worker skips a job picked up later. */
 export interface JobEnvelope<P> {
@@ -17,6 +17,12 @@ export interface AwaitedJobContract<Q extends string, P> {
   readonly queue: Q;
   readonly delivery: 'awaited';
   readonly jobOptions: Readonly<JobsOptions>;
+  /**
+   * How many events the queue's stream keeps (BullMQ trims it to about this many). Every result is
+   * copied into a `completed` event, so a queue with large (sealed) results keeps fewer: the API reads
+   * each event within milliseconds of its writing, and older ones only cost Redis memory.
+   */
+  readonly eventsMaxLen: number;
   /** Adds the job under the caller's id: the caller registers its waiter before the job exists. */
   enqueue(queue: Queue, envelope: JobEnvelope<P>, jobId: string): Promise<Job>;
 }
@@ -33,7 +39,15 @@ export interface DeferredJobContract<Q extends string, P> {
 
 export type JobContract<Q extends string, P> = AwaitedJobContract<Q, P> | DeferredJobContract<Q, P>;
 
-export function awaitedJobContract<Q extends string, P>(queue: Q): AwaitedJobContract<Q, P> {
+/** BullMQ's own default length of a queue's events stream. */
+export const DEFAULT_EVENTS_MAX_LEN = 10_000;
+
+/** The options every handle on the contract's queue is opened with (API and workers alike). */
+export function queueOptions(contract: JobContract<string, unknown>): Pick<QueueOptions, 'streams'> {
+  return { streams: { events: { maxLen: contract.delivery === 'awaited' ? contract.eventsMaxLen : DEFAULT_EVENTS_MAX_LEN } } };
+}
+
+export function awaitedJobContract<Q extends string, P>(queue: Q, opts: { eventsMaxLen?: number } = {}): AwaitedJobContract<Q, P> {
   const jobOptions = {
     attempts: 1,
     // The worker deletes the job (payload and result) in the same step that publishes the
@@ -45,6 +59,7 @@ export function awaitedJobContract<Q extends string, P>(queue: Q): AwaitedJobCon
     queue,
     delivery: 'awaited',
     jobOptions,
+    eventsMaxLen: opts.eventsMaxLen ?? DEFAULT_EVENTS_MAX_LEN,
     enqueue: (q, envelope, jobId) => q.add(queue, envelope, { ...jobOptions, jobId }),
   };
 }

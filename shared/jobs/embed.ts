@@ -1,14 +1,17 @@
-/** Job contract of the `embed` queue: 5-point alignment to the ArcFace template and the 512-d embedding. */
+/**
+ * Job contract of the `embed` queue: the 512-d embedding of the face the `liveness` stage aligned to
+ * the ArcFace template (it holds the decoded pixels; the embed job no longer carries the image).
+ */
 import type { SealedEmbedding } from '../sealed-embedding.js';
 import { awaitedJobContract } from './contract.js';
 
 export const EMBED_QUEUE = 'embed' as const;
 
 export interface EmbedJob {
-  /** The normalised JPEG (the one the `liveness` job analysed), base64. */
-  imageB64: string;
-  /** The five points the `liveness` job returned for the chosen face. */
-  landmarks5: [number, number][];
+  /** The chosen face the `liveness` job aligned, sealed as it returned it (shared/jobs/liveness.ts). */
+  alignedFace: SealedEmbedding;
+  /** The liveness job's resultKey, which opens `alignedFace`. */
+  alignedFaceKey: string;
   /** Key that seals the result's embedding (shared/sealed-embedding.ts); lives only in this job. */
   resultKey: string;
 }

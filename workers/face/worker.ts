@@ -6,7 +6,7 @@
  * Face outcomes of the photo (`invalid_image`, `no_face`, `multiple_faces`) are job results; anything
  * else the engine throws is an engine fault and fails the job (the API answers 503).
  */
-import { sealEmbedding } from '../../shared/sealed-embedding.js';
+import { openBytes, sealBytes, sealEmbedding } from '../../shared/sealed-embedding.js';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -15,7 +15,8 @@ import { FACE_ENGINE_VERSION, FACE_MODELS } from '../../shared/face-models.js';
 import { isFaceError } from '../../shared/face/face-error.js';
 import type { EmbedJob, EmbedResult, LivenessJob, LivenessJobResult } from '../../shared/jobs/index.js';
 import { createLogger, type Logger } from '../../shared/logger.js';
-import { FaceEngine } from './pipeline/engine.js';
+import { FaceEngine, type StepClock } from './pipeline/engine.js';
+import { decodeAlignedFace, encodeAlignedFace } from './pipeline/embed.js';
 import { runQueues } from '../run-queue.js';
 import { startStatusServer } from '../status-server.js';
 
@@ -28,27 +29,61 @@ export interface RunningFaceWorker {
 
 const elapsed = (t0: number) => Math.round((performance.now() - t0) * 10) / 10;
 
-/** The liveness stage as a job: the engine's call, with photo outcomes turned into results. */
-export async function livenessHandler(engine: FaceEngine, job: LivenessJob): Promise<LivenessJobResult> {
+/**
+ * Per-step clocks inside the worker, summed since the process started (GET /clocks on the status
+ * port): for each queue, jobs handled, the wait from the job's creation to its handler starting
+ * (queue + Redis + wake-up), the handler's own time, and the engine's steps. For profiling the face
+ * path (bench/face-path.ts); never a payload or a result.
+ */
+export class WorkerClocks {
+  readonly byQueue: Record<string, { jobs: number; msByStep: Record<string, number> }> = {};
+
+  clock(queue: string): StepClock {
+    const q = (this.byQueue[queue] ??= { jobs: 0, msByStep: {} });
+    return (step, ms) => {
+      q.msByStep[step] = (q.msByStep[step] ?? 0) + ms;
+    };
+  }
+
+  job(queue: string): void {
+    (this.byQueue[queue] ??= { jobs: 0, msByStep: {} }).jobs++;
+  }
+}
+
+/**
+ * The liveness stage as a job: the engine's call, with photo outcomes turned into results, and the
+ * chosen face aligned and sealed for the embed job. Its `ms` is the stage's own time in the worker.
+ */
+export async function livenessHandler(engine: FaceEngine, job: LivenessJob, clock?: StepClock): Promise<LivenessJobResult> {
   const t0 = performance.now();
   try {
-    return { ok: true, ...(await engine.liveness(Buffer.from(job.imageB64, 'base64'), job.mode)) };
+    const { aligned, ...r } = await engine.liveness(Buffer.from(job.imageB64, 'base64'), job.mode, { align: true, clock });
+    const alignedFace = sealBytes(encodeAlignedFace(aligned!), job.resultKey);
+    // The stage's own time in the worker: the payload's decoding, the engine, the result's sealing.
+    return { ok: true, ...r, alignedFace, ms: elapsed(t0) };
   } catch (e) {
     if (!isFaceError(e)) throw e;
     return { ok: false, code: e.code, faceCount: e.faceCount ?? 0, ms: elapsed(t0) };
   }
 }
 
-/** The embed stage as a job. */
-export async function embedHandler(engine: FaceEngine, job: EmbedJob): Promise<EmbedResult> {
+/**
+ * The embed stage as a job: the face the liveness stage aligned (sealed with that job's key), through
+ * MobileFaceNet. Its `ms` is the stage's own time in the worker: opening the aligned face, the model,
+ * sealing the embedding.
+ */
+export async function embedHandler(engine: FaceEngine, job: EmbedJob, clock?: StepClock): Promise<EmbedResult> {
   const t0 = performance.now();
+  let aligned: Float32Array;
   try {
-    const r = await engine.embed(Buffer.from(job.imageB64, 'base64'), job.landmarks5);
-    return { ok: true, sealedEmbedding: sealEmbedding(r.embedding, job.resultKey), engineVersion: FACE_ENGINE_VERSION, ms: r.ms };
-  } catch (e) {
-    if (isFaceError(e) && e.code === 'invalid_image') return { ok: false, code: 'invalid_image', ms: elapsed(t0) };
-    throw e;
+    aligned = decodeAlignedFace(openBytes(job.alignedFace, job.alignedFaceKey));
+  } catch {
+    // Not what a liveness job produced (tampered, wrong key): like an undecodable image.
+    return { ok: false, code: 'invalid_image', ms: elapsed(t0) };
   }
+  const r = await engine.embedAligned(aligned, clock);
+  const sealedEmbedding = sealEmbedding(r.embedding, job.resultKey);
+  return { ok: true, sealedEmbedding, engineVersion: FACE_ENGINE_VERSION, ms: elapsed(t0) };
 }
 
 export async function startFaceWorker(config: Config, opts: { logger?: Logger } = {}): Promise<RunningFaceWorker> {
@@ -60,13 +95,27 @@ export async function startFaceWorker(config: Config, opts: { logger?: Logger } 
 
   let runner: Awaited<ReturnType<typeof runQueues<'liveness' | 'embed'>>> | undefined;
   let status: StatusServerHandle | undefined;
+  const clocks = new WorkerClocks();
+  /** Wraps a stage handler with the worker clocks: wait since the job was created, handler time. */
+  const clocked = <P, R>(queue: string, handler: (payload: P, clock: StepClock) => Promise<R>) =>
+    async (payload: P, ctx: { job: { timestamp: number } }): Promise<R> => {
+      const clock = clocks.clock(queue);
+      clock('waitSinceCreated', Math.max(0, Date.now() - ctx.job.timestamp));
+      const t0 = performance.now();
+      try {
+        return await handler(payload, clock);
+      } finally {
+        clock('handler', performance.now() - t0);
+        clocks.job(queue);
+      }
+    };
   try {
     runner = await runQueues(
       config,
       ['liveness', 'embed'],
       {
-        liveness: (job) => livenessHandler(engine, job),
-        embed: (job) => embedHandler(engine, job),
+        liveness: clocked('liveness', (job: LivenessJob, clock) => livenessHandler(engine, job, clock)),
+        embed: clocked('embed', (job: EmbedJob, clock) => embedHandler(engine, job, clock)),
       },
       { logger, concurrency: config.faceWorkerConcurrency },
     );
@@ -79,6 +128,7 @@ export async function startFaceWorker(config: Config, opts: { logger?: Logger } 
           intraOpThreads: engine.intraOpThreads,
         },
       }),
+      '/clocks': () => ({ body: { pid: process.pid, cpuMs: (process.cpuUsage().user + process.cpuUsage().system) / 1000, ...clocks.byQueue } }),
       '/health': () => ({
         body: { status: 'ok', engineVersion: FACE_ENGINE_VERSION, concurrency: config.faceWorkerConcurrency, jobs: stats },
       }),

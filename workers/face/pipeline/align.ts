@@ -164,31 +164,41 @@ interface AxisTaps {
 function axisTaps(srcSize: number, outSize: number, step: number, offset: number, antialias: boolean, replicate: boolean): AxisTaps {
   const n = antialias ? Math.max(1, Math.min(4, Math.ceil(step - 1e-6))) : 1;
   const start = new Int32Array(outSize + 1);
-  const idx: number[] = [];
-  const w: number[] = [];
+  // At most 2n taps per output index; neighbouring samples often share a source pixel, and such taps
+  // are merged into one (same result up to float rounding, ~40 % fewer multiply-adds when shrinking).
+  const idx = new Int32Array(outSize * 2 * n);
+  const w = new Float32Array(outSize * 2 * n);
   const fill = new Float32Array(outSize);
   const max = srcSize - 1;
+  let len = 0;
   for (let u = 0; u < outSize; u++) {
-    start[u] = idx.length;
+    start[u] = len;
     for (let k = 0; k < n; k++) {
       const x = step * (u + (k + 0.5) / n) + offset - 0.5;
       const x0 = Math.floor(x);
       const f = x - x0;
-      const pairs: Array<[number, number]> = [[x0, (1 - f) / n], [x0 + 1, f / n]];
-      for (const [i, wt] of pairs) {
+      for (let side = 0; side < 2; side++) {
+        let i = x0 + side;
+        const wt = side === 0 ? (1 - f) / n : f / n;
         if (wt === 0) continue;
-        if (i >= 0 && i <= max) {
-          idx.push(i); w.push(wt);
-        } else if (replicate) {
-          idx.push(i < 0 ? 0 : max); w.push(wt);
-        } else {
-          fill[u] = fill[u]! + wt;
+        if (i < 0 || i > max) {
+          if (!replicate) {
+            fill[u] = fill[u]! + wt;
+            continue;
+          }
+          i = i < 0 ? 0 : max;
+        }
+        if (len > start[u]! && idx[len - 1] === i) w[len - 1] = w[len - 1]! + wt;
+        else {
+          idx[len] = i;
+          w[len] = wt;
+          len++;
         }
       }
     }
   }
-  start[outSize] = idx.length;
-  return { start, idx: Int32Array.from(idx), w: Float32Array.from(w), fill };
+  start[outSize] = len;
+  return { start, idx: idx.subarray(0, len), w: w.subarray(0, len), fill };
 }
 
 /**

@@ -44,6 +44,25 @@ export interface DetectOptions {
   passes: readonly number[];
   /** Grey level of the letterbox / padding border (127 = 0 after normalisation). */
   borderGrey: number;
+  /**
+   * Skip the later (padded) passes when the first pass already found a face well inside the frame
+   * (see `wellInside`); null = always run every pass.
+   */
+  skipPaddedWhenInside: WellInside | null;
+}
+
+/**
+ * "A face well inside the frame" after the first pass: the largest face's box is between
+ * `minHeight` and `maxHeight` of the detector canvas height (so it is well within the anchors, 10 to
+ * 256 px of 240: the padded pass exists only for faces too large for them), and lies inside the image
+ * with a margin of `margin` x its own size on every side (not a close-up cut by the frame edge).
+ * The lower bound keeps the rule safe: a face too large for the first pass would have to fill more
+ * than the whole frame height beside a face of a quarter of that height, fully visible.
+ */
+export interface WellInside {
+  minHeight: number;
+  maxHeight: number;
+  margin: number;
 }
 
 export const DEFAULT_DETECT_OPTIONS: DetectOptions = {
@@ -52,6 +71,7 @@ export const DEFAULT_DETECT_OPTIONS: DetectOptions = {
   containment: 0.7,
   passes: [1, 2],
   borderGrey: 127,
+  skipPaddedWhenInside: { minHeight: 0.25, maxHeight: 0.6, margin: 0.1 },
 };
 
 /** A face box in continuous image coordinates (x1, y1, x2, y2) with the detector's probability. */
@@ -182,8 +202,22 @@ export async function detectPass(
   return nms(dets, opts.nmsIou);
 }
 
+/** Whether the largest face of the first pass is well inside the frame (see `WellInside`). */
+export function wellInside(dets: readonly Detection[], img: { width: number; height: number }, pad: number, rule: WellInside): boolean {
+  if (dets.length === 0) return false;
+  const largest = dets.reduce((a, d) => (d.y2 - d.y1 > a.y2 - a.y1 ? d : a));
+  const w = largest.x2 - largest.x1, h = largest.y2 - largest.y1;
+  const canvasH = DETECT_INPUT_HEIGHT * passGeometry(img.width, img.height, pad).k;
+  if (h < rule.minHeight * canvasH || h > rule.maxHeight * canvasH) return false;
+  return (
+    largest.x1 >= rule.margin * w && largest.y1 >= rule.margin * h &&
+    largest.x2 <= img.width - rule.margin * w && largest.y2 <= img.height - rule.margin * h
+  );
+}
+
 /**
- * Detect faces: every pass of `opts.passes`, mapped back to image coordinates and merged with NMS
+ * Detect faces: every pass of `opts.passes` (the padded ones skipped when the first found a face well
+ * inside the frame), mapped back to image coordinates and merged with NMS
  * (IoU or containment); sorted by score, highest first. Boxes centred outside the image (in the
  * grey border) are dropped. Boxes are not clipped: a close-up's box may
  * extend past the image edge, and the landmark crop needs the box as the detector saw it.
@@ -196,6 +230,7 @@ export async function detectFaces(
   const all: Detection[] = [];
   for (let p = 0; p < opts.passes.length; p++) {
     all.push(...(await detectPass(session, img, opts.passes[p]!, opts, p)));
+    if (p === 0 && opts.skipPaddedWhenInside && wellInside(all, img, opts.passes[0]!, opts.skipPaddedWhenInside)) break;
   }
   // A box centred in the letterbox / padding border is not a face of the image.
   const inside = all.filter((d) => {

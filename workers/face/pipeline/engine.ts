@@ -5,7 +5,8 @@
  *   score, capture quality (quality.ts). Throws FaceError `invalid_image`, `no_face` or (mode
  *   'single') `multiple_faces`.
  * - `embed(jpeg, landmarks5)`: 5-point similarity alignment to the ArcFace 112x112 template and the
- *   512-d L2-normalised embedding.
+ *   512-d L2-normalised embedding; or `embedAligned(aligned)` on the face `liveness(..., { align:
+ *   true })` already aligned from the pixels it decoded (the face worker's path: one decode).
  *
  * Both take the normalised JPEG (see decode.ts `normaliseUpload`); each reports its own wall-clock
  * milliseconds. Sessions are created once, in `load`. Pure library: no queue, no HTTP, no config.
@@ -23,8 +24,8 @@ import type { FaceMode, LivenessResult } from '../../../shared/face/liveness.js'
 import { detectFaces, DEFAULT_DETECT_OPTIONS, DETECT_INPUT_HEIGHT, DETECT_INPUT_WIDTH, type Detection, type DetectOptions } from './detect.js';
 import { fivePoints, predictLandmarks, squareBox, LANDMARK_INPUT_SIZE } from './landmarks.js';
 import { scoreLiveness, LIVENESS_INPUT_SIZE } from './liveness.js';
-import { embedFace } from './embed.js';
-import { ALIGNED_SIZE, type Point } from './align.js';
+import { embedAligned, embedFace } from './embed.js';
+import { alignFace, ALIGNED_SIZE, type Point } from './align.js';
 import { FACE_ENGINE_VERSION, FACE_MODELS, type FaceModelRole } from '../../../shared/face-models.js';
 import { assessQuality } from './quality.js';
 
@@ -42,6 +43,30 @@ export const FACE_SELECTION = {
   secondFaceMinScore: 0.9,
   secondFaceMinSizeRatio: 0.4,
 } as const;
+
+/**
+ * Optional per-step clock (profiling): called with each step's name and wall milliseconds inside a
+ * stage (decode, detect, landmarks, antispoof, align, embedModel). Costs nothing when absent.
+ */
+export type StepClock = (step: string, ms: number) => void;
+
+/** What `liveness` returns: the stage's result and, with `align: true`, the aligned face. */
+export interface EngineLivenessResult extends LivenessResult {
+  /**
+   * With `align: true`: the chosen face aligned to the ArcFace 112x112 template (interleaved RGB,
+   * float 0..255), what `embedAligned` takes, so that the embed stage needs neither the image nor a
+   * second decode.
+   */
+  aligned?: Float32Array;
+}
+
+export interface LivenessOptions {
+  /** Also align the chosen face for `embedAligned` (the decoded image is at hand here). */
+  align?: boolean;
+  /** Assess capture quality (quality.ts); on unless false (the benchmark measures without). */
+  quality?: boolean;
+  clock?: StepClock;
+}
 
 /** One face of `analyse`: the liveness-stage fields plus the embedding. */
 export interface FaceAnalysis {
@@ -66,6 +91,21 @@ export interface FaceEngineOptions {
   /** onnxruntime execution providers, in order of preference (default ['cpu']). */
   executionProviders?: string[];
 }
+
+/**
+ * onnxruntime graph optimisation per model. SPEC 5: 'all' makes fr_feature.onnx (the embedder)
+ * about 3x slower on CPUs with a denormal penalty, so it keeps 'extended'. The three others have no
+ * such weights: 'all' (layout transforms, more fusions) runs fr_detect 2.3x and fr_landmark 3.8x
+ * faster than 'extended' on this machine, with outputs equal within 5e-7 (docs/face-engine.md,
+ * docs/performance.md "where the time goes"); the fixture outcomes are unchanged
+ * (test/face-outcomes.test.ts).
+ */
+export const GRAPH_OPTIMIZATION: Record<FaceModelRole, 'extended' | 'all'> = {
+  detect: 'all',
+  landmark: 'all',
+  liveness: 'all',
+  embed: 'extended',
+};
 
 function round(v: number, digits: number): number {
   const k = 10 ** digits;
@@ -120,15 +160,13 @@ export class FaceEngine {
   static async load(modelDir: string, opts: FaceEngineOptions = {}): Promise<FaceEngine> {
     const threads = opts.intraOpThreads ?? 1;
     if (!Number.isInteger(threads) || threads < 1) throw new RangeError('intraOpThreads must be a positive integer');
-    const sessionOptions: ort.InferenceSession.SessionOptions = {
+    const sessionOptions = (role: FaceModelRole): ort.InferenceSession.SessionOptions => ({
       executionProviders: opts.executionProviders ?? ['cpu'],
-      // SPEC 5: 'all' makes fr_feature.onnx about 3x slower (denormal weights). That is CPU-dependent
-      // (not reproduced on AMD EPYC, docs/face-engine.md); 'extended' is safe everywhere.
-      graphOptimizationLevel: 'extended',
+      graphOptimizationLevel: GRAPH_OPTIMIZATION[role],
       intraOpNumThreads: threads,
       interOpNumThreads: 1,
       executionMode: 'sequential',
-    };
+    });
     const entries = await Promise.all(
       FACE_MODELS.map(async ({ role, file, sha256 }) => {
         const path = join(modelDir, file);
@@ -142,7 +180,7 @@ export class FaceEngine {
           const actual = createHash('sha256').update(bytes).digest('hex');
           if (actual !== sha256) throw new Error(`face model ${file}: SHA-256 ${actual}, expected ${sha256}`);
         }
-        const session = await ort.InferenceSession.create(bytes, sessionOptions);
+        const session = await ort.InferenceSession.create(bytes, sessionOptions(role));
         return [role, session] as const;
       }),
     );
@@ -167,11 +205,15 @@ export class FaceEngine {
   }
 
   /** Landmarks and anti-spoof score of one detected face. */
-  private async describe(img: RgbImage, face: Detection): Promise<{ face: LivenessResult['face']; livenessScore: number; points68: Point[] }> {
+  private async describe(img: RgbImage, face: Detection, clock?: StepClock): Promise<{ face: LivenessResult['face']; livenessScore: number; points68: Point[] }> {
     const square = squareBox(face);
+    let t = performance.now();
     const { points68 } = await predictLandmarks(this.sessions.landmark, img, square);
     const landmarks5 = fivePoints(points68).map(([x, y]): [number, number] => [round(x, 2), round(y, 2)]);
+    clock?.('landmarks', performance.now() - t);
+    t = performance.now();
     const live = await scoreLiveness(this.sessions.liveness, img, square);
+    clock?.('antispoof', performance.now() - t);
     const x1 = Math.max(0, face.x1), y1 = Math.max(0, face.y1);
     const x2 = Math.min(img.width, face.x2), y2 = Math.min(img.height, face.y2);
     return {
@@ -189,26 +231,53 @@ export class FaceEngine {
    * Liveness stage: decode, detect, choose the face ('single': refuse several clear faces;
    * 'largest': take the largest), landmarks, anti-spoof score.
    */
-  async liveness(jpeg: Buffer, mode: FaceMode, opts: { quality?: boolean } = {}): Promise<LivenessResult> {
+  async liveness(jpeg: Buffer, mode: FaceMode, opts: LivenessOptions = {}): Promise<EngineLivenessResult> {
     if (mode !== 'single' && mode !== 'largest') throw new TypeError(`unknown face mode: ${String(mode)}`);
+    const { clock } = opts;
     const t0 = performance.now();
     const img = await decodeRgb(jpeg);
+    let t = performance.now();
+    clock?.('decode', t - t0);
     const dets = await detectFaces(this.sessions.detect, img, this.detectOptions);
+    clock?.('detect', performance.now() - t);
     const chosen = chooseFace(dets, mode);
-    const { face, livenessScore, points68 } = await this.describe(img, chosen);
+    const { face, livenessScore, points68 } = await this.describe(img, chosen, clock);
+    const result: EngineLivenessResult = { face, livenessScore, faceCount: dets.length, ms: 0 };
     // Quality from what this stage already holds (pixels, 68 landmarks); on by default.
-    if (opts.quality === false) return { face, livenessScore, faceCount: dets.length, ms: elapsed(t0) };
-    const tq = performance.now();
-    const quality = assessQuality({ img, points68, landmarks5: face.landmarks5 as Point[] });
-    return { face, livenessScore, faceCount: dets.length, quality, qualityMs: performance.now() - tq, ms: elapsed(t0) };
+    if (opts.quality !== false) {
+      t = performance.now();
+      result.quality = assessQuality({ img, points68, landmarks5: face.landmarks5 as Point[] });
+      result.qualityMs = performance.now() - t;
+      clock?.('quality', result.qualityMs);
+    }
+    if (opts.align) {
+      t = performance.now();
+      // The same points `embed` would parse: the rounded landmarks5 of the result.
+      result.aligned = alignFace(img, parseLandmarks5(face.landmarks5)).rgb;
+      clock?.('align', performance.now() - t);
+    }
+    result.ms = elapsed(t0);
+    return result;
+  }
+
+  /** Embed stage on a face `liveness` already aligned (`align: true`): MobileFaceNet only. */
+  async embedAligned(aligned: Float32Array, clock?: StepClock): Promise<EmbedResult> {
+    if (aligned.length !== ALIGNED_SIZE * ALIGNED_SIZE * 3) throw new RangeError('aligned face must be 112x112x3');
+    const t0 = performance.now();
+    const v = await embedAligned(this.sessions.embed, aligned);
+    clock?.('embedModel', performance.now() - t0);
+    return { embedding: Array.from(v), ms: elapsed(t0) };
   }
 
   /** Embed stage: align the face given by `landmarks5` (from `liveness`) and embed it. */
-  async embed(jpeg: Buffer, landmarks5: number[][]): Promise<EmbedResult> {
+  async embed(jpeg: Buffer, landmarks5: number[][], clock?: StepClock): Promise<EmbedResult> {
     const points = parseLandmarks5(landmarks5);
     const t0 = performance.now();
     const img = await decodeRgb(jpeg);
+    clock?.('decode', performance.now() - t0);
+    const t = performance.now();
     const v = await embedFace(this.sessions.embed, img, points);
+    clock?.('alignAndEmbed', performance.now() - t);
     if (v.length !== EMBEDDING_DIM) throw new Error('unexpected embedding size');
     return { embedding: Array.from(v), ms: elapsed(t0) };
   }

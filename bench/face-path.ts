@@ -1,0 +1,301 @@
+/**
+ * The face path against the raw engine, in one run: the table of issue 12.
+ *
+ *   npm run bench -- face-path
+ *   BENCH_FP_FACE_PROCESSES=2 BENCH_FP_SECONDS=30 npm run bench -- face-path
+ *   BENCH_PROFILE_DIR=/tmp/prof npm run bench -- face-path      # V8 CPU profiles of web, face, search
+ *
+ * 1. The raw engine in a fresh process of its own (bench/face-path-raw-child.ts): normalise +
+ *    liveness + embed, the stage calls the face worker makes, on the same photos; before and after the
+ *    system (the mean is used, bracketing drifts of a shared machine).
+ * 2. The system: the production processes — `web` (api/server.ts), BENCH_FP_FACE_PROCESSES `face`
+ *    processes, one `search` — on a private redis-server (so that its CPU and INFO commandstats are
+ *    this run's alone) and a scratch database with BENCH_FP_ENROLLED synthetic enrolled users.
+ *    - one client, sequential: POST /verify/self and POST /identify on a 258x282 colour portrait
+ *      (grace_hopper_b.jpg resized), BENCH_FP_CALLS calls each after warm-up;
+ *    - BENCH_FP_IN_FLIGHT (4) POST /identify in flight over the fixture photos with a face for
+ *      BENCH_FP_SECONDS: identifies/s, CPU per request per process (web, face, search, the scratch
+ *      database's PostgreSQL backends, Redis; from /proc), Redis commands per identify, and the face
+ *      workers' own clocks (GET /clocks: wait since the job was created, handler, engine steps).
+ * 3. The ratios of the issue's goal table.
+ *
+ * `latencyMs` of a response: each stage's figure is the time that stage took in the worker (its
+ * handler, as the engine measures it); `total` is the request's own wall time in the API.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import sharp from 'sharp';
+import { closeDeps, createDeps } from '../api/deps.js';
+import { upsertCanonical } from '../shared/repositories/embeddings.js';
+import { loadConfig } from '../shared/config.js';
+import { createDb, migrateLatest } from '../shared/db.js';
+import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
+import { createLogger } from '../shared/logger.js';
+import { createRedis } from '../shared/redis.js';
+import { freePort } from '../scripts/lib/local-services.js';
+import { adminQuery, dbUrl, procCpuSeconds, startProcess, stopProcess, waitHealthy } from './identify-e2e.js';
+import { ROOT, closedLoop, enrolledVector, fmt, machine, saveResults, summarise, syntheticUserId, table } from './lib.js';
+import { fixturePhotos } from './stages.js';
+
+const SECONDS = Number(process.env.BENCH_FP_SECONDS ?? 20);
+const CALLS = Number(process.env.BENCH_FP_CALLS ?? 40);
+const ENROLLED = Number(process.env.BENCH_FP_ENROLLED ?? 1000);
+const IN_FLIGHT = Number(process.env.BENCH_FP_IN_FLIGHT ?? 4);
+const FACE_PROCESSES = Number(process.env.BENCH_FP_FACE_PROCESSES ?? 1);
+const DB_NAME = 'faceid_bench_face_path';
+
+interface RawResult {
+  one: { wall: number[]; steps: Record<string, number>; normalise: number; liveness: number; embed: number };
+  perPhoto: number[];
+  loop: { done: number; perSecond: number; cpuMs: number };
+}
+
+interface Clocks {
+  pid: number;
+  cpuMs: number;
+  [queue: string]: { jobs: number; msByStep: Record<string, number> } | number;
+}
+
+async function startPrivateRedis(): Promise<{ url: string; child: ChildProcess }> {
+  const port = await freePort();
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const url = `redis://127.0.0.1:${port}`;
+  for (let i = 0; i < 100; i++) {
+    const r = createRedis(url);
+    r.on('error', () => {});
+    const ok = await r.ping().then(() => true, () => false);
+    r.disconnect();
+    if (ok) return { url, child };
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  throw new Error('private redis-server did not start');
+}
+
+function commandStats(info: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) out[m[1]!] = Number(m[2]);
+  return out;
+}
+
+async function post(url: string, token: string, field: string, photo: Buffer, extra: Record<string, string> = {}): Promise<{ outcome: string; latencyMs: Record<string, number | null>; wall: number }> {
+  const form = new FormData();
+  for (const [k, v] of Object.entries(extra)) form.append(k, v);
+  form.append(field, new Blob([new Uint8Array(photo)], { type: 'application/octet-stream' }), 'photo');
+  const t = performance.now();
+  const res = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form });
+  const body = (await res.json()) as { outcome?: string; error?: string; latencyMs: Record<string, number | null> };
+  const wall = performance.now() - t;
+  if (res.status !== 200) throw new Error(`POST ${url} answered ${res.status} ${body.error ?? ''}`);
+  return { outcome: body.outcome!, latencyMs: body.latencyMs, wall };
+}
+
+export async function runFacePathBench(): Promise<string> {
+  console.log(`face-path bench on ${machine()}: ${FACE_PROCESSES} face process(es), ${ENROLLED} enrolled, one client ${CALLS} calls, ${IN_FLIGHT} in flight ${SECONDS} s; load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
+  const redis = await startPrivateRedis();
+  await adminQuery(`DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`);
+  await adminQuery(`CREATE DATABASE "${DB_NAME}"`);
+  const migrator = createDb(dbUrl(DB_NAME), 1, { bindModels: false });
+  await migrateLatest(migrator);
+  await migrator.destroy();
+  const c = new pg.Client({ connectionString: dbUrl(DB_NAME) });
+  await c.connect();
+  await c.query("INSERT INTO users (id, phone) SELECT md5(i::text)::uuid, '+1' || i FROM generate_series(0, $1::int - 1) i", [ENROLLED]);
+  for (let start = 0; start < ENROLLED; start += 1000) {
+    const params: unknown[] = [];
+    const values: string[] = [];
+    for (let i = start; i < Math.min(ENROLLED, start + 1000); i++) {
+      params.push(syntheticUserId(i), Buffer.from(enrolledVector(i).buffer));
+      values.push(`($${params.length - 1}, $${params.length}, 'link_nin', '${FACE_ENGINE_VERSION}')`);
+    }
+    await c.query(`INSERT INTO canonical_embeddings (user_id, embedding, source, engine_version) VALUES ${values.join(',')}`, params);
+  }
+  await c.end();
+
+  const portrait = await sharp(path.join(ROOT, 'test/fixtures/faces/grace_hopper_b.jpg')).resize(258, 282, { fit: 'cover' }).jpeg({ quality: 90 }).toBuffer();
+  const photos = fixturePhotos().filter((p) => !p.kind.startsWith('no face')).map((p) => p.data);
+
+  const [webPort, searchPort, ...facePorts] = await Promise.all([freePort(), freePort(), ...Array.from({ length: FACE_PROCESSES }, freePort)]);
+  const env: Record<string, string> = {
+    NODE_ENV: 'development',
+    DATABASE_URL: dbUrl(DB_NAME),
+    REDIS_URL: redis.url,
+    REDIS_PREFIX: 'bench_fp',
+    PORT: String(webPort),
+    FACE_ENGINE_PORT: String(facePorts[0]),
+    SEARCH_HEALTH_PORT: String(searchPort),
+    LOG_LEVEL: 'warn',
+    ADMIN_IDENTIFIER: '',
+    ADMIN_PASSWORD: '',
+  };
+  const config = loadConfig({ ...process.env, ...env });
+  const webUrl = `http://127.0.0.1:${webPort}`;
+  // One entry file per process (processes/*.ts; older trees, measured for comparison: their main files).
+  const entry = (name: 'web' | 'face' | 'search') =>
+    existsSync(path.join(ROOT, 'processes', `${name}.ts`)) ? `processes/${name}.ts` : { web: 'api/server.ts', face: 'workers/face/main.ts', search: 'workers/search/main.ts' }[name];
+  const faces = facePorts.map((port) => startProcess(entry('face'), { ...env, FACE_ENGINE_PORT: String(port) }));
+  const children: Record<string, ChildProcess[]> = {
+    web: [startProcess(entry('web'), env)],
+    face: faces,
+    search: [startProcess(entry('search'), env)],
+  };
+  const deps = createDeps(config, { logger: createLogger({ level: 'warn', name: 'bench-client' }) });
+  try {
+    await Promise.all([...facePorts.map((p) => waitHealthy(`http://127.0.0.1:${p}/health`)), waitHealthy(`${config.searchHealthUrl}/health`), waitHealthy(`${webUrl}/openapi.json`)]);
+    const [op] = await deps.db('operators')
+      .insert({ identifier: `bench-${Date.now()}`, displayName: 'Bench operator', role: 'operator', mustResetPassword: false, passwordHash: 'not-a-login-account' })
+      .returning('id');
+    const [opSession] = await deps.db('sessions').insert({ subjectType: 'operator', subjectId: op.id }).returning('id');
+    const opToken = (await deps.tokens.signAccess({ sub: op.id, aud: 'operator', sid: opSession.id })).token;
+    // The consumer of /verify/self, enrolled from the full-size photo of the same person.
+    const [user] = await deps.db('users').insert({ phone: '+2348030000001' }).returning('id');
+    const [userSession] = await deps.db('sessions').insert({ subjectType: 'consumer', subjectId: user.id }).returning('id');
+    const userToken = (await deps.tokens.signAccess({ sub: user.id, aud: 'consumer', sid: userSession.id })).token;
+    const enrolFace = async (data: Buffer, userId: string) => {
+      const a = await deps.face.analyseCapture(data, 'single');
+      if (a.outcome !== 'ok') throw new Error(`enrolment: ${a.outcome}`);
+      const e = await deps.face.embedCapture(a);
+      await upsertCanonical(deps.db, userId, e.embedding, 'link_nin', e.engineVersion);
+    };
+    await enrolFace(readFileSync(path.join(ROOT, 'test/fixtures/faces/grace_hopper_a.jpg')), user.id);
+    for (const file of ['lfw/Bush_2.png', 'lfw/Powell_2.png', 'astronaut.png']) {
+      const [u] = await deps.db('users').insert({ phone: `+2348031${String(file.length).padStart(6, '0')}` }).returning('id');
+      await enrolFace(readFileSync(path.join(ROOT, 'test/fixtures/faces', file)), u.id);
+    }
+
+    const rawRun = (): RawResult => {
+      const args = { seconds: SECONDS / 2, threads: config.faceIntraOpThreads, oneCalls: CALLS, onePhotoB64: portrait.toString('base64'), photosB64: photos.map((p) => p.toString('base64')) };
+      const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/face-path-raw-child.ts')], {
+        input: JSON.stringify(args), cwd: ROOT, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env: { ...process.env, FACE_MODELS_DIR: path.resolve(ROOT, config.faceModelsDir) },
+      });
+      if (r.status !== 0) throw new Error(`face-path-raw-child failed: ${r.error?.message ?? r.stderr}`);
+      return JSON.parse(r.stdout.trim().split('\n').pop()!) as RawResult;
+    };
+    const rawBefore = rawRun();
+
+    // One client, sequential.
+    const oneClient = async (route: 'verify/self' | 'identify') => {
+      const call = () => (route === 'identify' ? post(`${webUrl}/identify`, opToken, 'file', portrait, { attestation: 'true' }) : post(`${webUrl}/verify/self`, userToken, 'image', portrait));
+      for (let i = 0; i < 10; i++) await call();
+      const rows: Awaited<ReturnType<typeof post>>[] = [];
+      for (let i = 0; i < CALLS; i++) rows.push(await call());
+      const stage = (k: string) => summarise(rows.map((r) => r.latencyMs[k] ?? 0)).p50;
+      return { wall: summarise(rows.map((r) => r.wall)), total: summarise(rows.map((r) => r.latencyMs.total ?? 0)), liveness: stage('liveness'), embed: stage('embed'), search: stage('search'), outcomes: [...new Set(rows.map((r) => r.outcome))] };
+    };
+    // (A tree without the clocks, e.g. an older commit measured for comparison, gives none.)
+    const clocksNow = async () => Promise.all(facePorts.map(async (p) => ((await fetch(`http://127.0.0.1:${p}/clocks`).then((r) => (r.ok ? r.json() : {}), () => ({})))) as Clocks));
+    const clockDelta = (before: Clocks[], after: Clocks[]) => {
+      const rows: string[][] = [];
+      for (const queue of ['liveness', 'embed']) {
+        let jobs = 0;
+        const steps: Record<string, number> = {};
+        after.forEach((c1, i) => {
+          const q1 = c1[queue] as Clocks[string] | undefined;
+          if (!q1 || typeof q1 === 'number') return;
+          const q0 = before[i]![queue] as Clocks[string] | undefined;
+          const base = q0 && typeof q0 !== 'number' ? q0 : { jobs: 0, msByStep: {} as Record<string, number> };
+          jobs += q1.jobs - base.jobs;
+          for (const [k, v] of Object.entries(q1.msByStep)) steps[k] = (steps[k] ?? 0) + v - (base.msByStep[k] ?? 0);
+        });
+        if (jobs > 0) rows.push([queue, String(jobs), Object.entries(steps).map(([k, v]) => `${k} ${fmt(v / jobs, 1)}`).join(', ')]);
+      }
+      return rows;
+    };
+    const selfClocks0 = await clocksNow();
+    const self = await oneClient('verify/self');
+    const selfClocks = clockDelta(selfClocks0, await clocksNow()).map(([q, j, s]) => [`${q} (one client, /verify/self, incl. warm-up)`, j!, s!]);
+    const ident1 = await oneClient('identify');
+
+    // Load: IN_FLIGHT identifies at a time over the fixture photos.
+    const pids = (await deps.db.raw('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()')).rows as { pid: number }[];
+    const cpuNow = async () => {
+      const parts: Record<string, number> = {};
+      for (const [name, cs] of Object.entries(children)) parts[name] = cs.reduce((a, ch) => a + (procCpuSeconds(ch.pid!) ?? 0), 0);
+      const live = (await deps.db.raw('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()')).rows as { pid: number }[];
+      for (const p of live) if (!pids.some((q) => q.pid === p.pid)) pids.push(p);
+      parts.postgres = pids.reduce((a, r) => a + (procCpuSeconds(r.pid) ?? 0), 0);
+      parts.redis = procCpuSeconds(redis.child.pid!) ?? 0;
+      return parts;
+    };
+    const statsNow = async () => commandStats(await deps.redis.info('commandstats'));
+    // (This client's own deps hold Redis connections too; they are idle during the loop.)
+    const [cpu0, clocks0, stats0] = await Promise.all([cpuNow(), clocksNow(), statsNow()]);
+    const outcomes: Record<string, number> = {};
+    const load = await closedLoop(IN_FLIGHT, SECONDS, photos, async (p) => {
+      const r = await post(`${webUrl}/identify`, opToken, 'file', p, { attestation: 'true' });
+      outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
+    });
+    const [cpu1, clocks1, stats1] = await Promise.all([cpuNow(), clocksNow(), statsNow()]);
+    const rawAfter = rawRun();
+
+    // Figures.
+    const n = load.done;
+    const cpuParts = Object.fromEntries(Object.keys(cpu1).map((k) => [k, (1000 * (cpu1[k]! - cpu0[k]!)) / n]));
+    const systemCpuMs = Object.values(cpuParts).reduce((a, b) => a + b, 0);
+    const rawCpuMs = (rawBefore.loop.cpuMs + rawAfter.loop.cpuMs) / 2;
+    const rawPerCoreSecond = 1000 / rawCpuMs;
+    const rawOne = summarise([...rawBefore.one.wall, ...rawAfter.one.wall]);
+    const redisCalls = Object.entries(stats1)
+      .map(([k, v]) => [k, (v - (stats0[k] ?? 0)) / n] as const)
+      .filter(([, v]) => v >= 0.05)
+      .sort((a, b) => b[1] - a[1]);
+    const clockRows = [...selfClocks, ...clockDelta(clocks0, clocks1).map(([q, j, st]) => [`${q} (${IN_FLIGHT} in flight)`, j!, st!])];
+    const rawSteps = Object.entries(rawBefore.one.steps).map(([k, v]) => `${k} ${fmt(v, 1)}`).join(', ');
+
+    const goals = {
+      selfP50: self.wall.p50,
+      wallOverEngine: self.wall.p50 / rawOne.p50,
+      cpuRatio: systemCpuMs / rawCpuMs,
+      throughputRatio: load.perSecond / rawPerCoreSecond,
+      p99OverP50: self.wall.p99 / self.wall.p50,
+    };
+    const stagesRow = (name: string, r: typeof self) => {
+      const inStages = r.liveness + r.embed + r.search;
+      return [name, `${fmt(r.wall.p50)} / ${fmt(r.wall.p99)}`, `liveness ${fmt(r.liveness)} + embed ${fmt(r.embed)} + search ${fmt(r.search)} = ${fmt(inStages)}`, fmt(r.total.p50), `${fmt(100 * (1 - inStages / r.wall.p50), 0)} %`, r.outcomes.join(', ')];
+    };
+    const md = [
+      `Machine: ${machine()}; load average at the end ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}; ${FACE_PROCESSES} face process(es), ` +
+        `${ENROLLED} synthetic + 4 real enrolled; private redis-server.`,
+      '',
+      table(
+        ['figure', 'measured', 'goal'],
+        [
+          ['one client, /verify/self p50 wall', `${fmt(goals.selfP50)} ms`, '≤ 60 ms'],
+          ['one client, wall ÷ the engine\'s own time for the same photo', `${fmt(goals.wallOverEngine, 2)}× (${fmt(self.wall.p50)} / ${fmt(rawOne.p50)} ms)`, '≤ 1.15×'],
+          [`CPU per identify ÷ raw engine CPU per image, ${IN_FLIGHT} in flight`, `${fmt(goals.cpuRatio, 2)} (${fmt(systemCpuMs, 1)} / ${fmt(rawCpuMs, 1)} ms)`, '≤ 1.10'],
+          ['identifies per second on 2 cores ÷ raw engine images per core-second', `${fmt(goals.throughputRatio, 2)} (${fmt(load.perSecond, 1)} / ${fmt(rawPerCoreSecond, 1)})`, '≥ 1.7'],
+          ['p99 ÷ p50 at one client (/verify/self)', `${fmt(goals.p99OverP50, 2)} (${fmt(self.wall.p99)} / ${fmt(self.wall.p50)} ms)`, '≤ 1.3'],
+        ],
+      ),
+      '',
+      table(
+        ['route (one client, 258×282 portrait)', 'p50 / p99 wall ms', 'stages the service reports (p50)', 'total p50', 'wall not spent in stages', 'outcomes'],
+        [stagesRow('POST /verify/self', self), stagesRow('POST /identify', ident1)],
+      ),
+      '',
+      `Raw engine, same photo, one call at a time: ${fmt(rawOne.p50)} / ${fmt(rawOne.p99)} ms p50 / p99 (normalise ${fmt(rawBefore.one.normalise)}, liveness ${fmt(rawBefore.one.liveness)}, embed ${fmt(rawBefore.one.embed)} ms p50, first run); ` +
+        `raw loop over the fixture photos: ${fmt(rawBefore.loop.perSecond, 1)} and ${fmt(rawAfter.loop.perSecond, 1)} images/s, ${fmt(rawBefore.loop.cpuMs, 1)} and ${fmt(rawAfter.loop.cpuMs, 1)} CPU ms per image (before and after the system).`,
+      '',
+      `${IN_FLIGHT} in flight: ${fmt(load.perSecond, 1)} identifies/s, ${fmt(summarise(load.samples).p50)} / ${fmt(summarise(load.samples).p99)} ms p50 / p99, ${n} requests (${Object.entries(outcomes).map(([k, v]) => `${k} ${v}`).join(', ')}).`,
+      '',
+      table(['CPU ms per identify', ...Object.keys(cpuParts), 'total'], [['', ...Object.values(cpuParts).map((v) => fmt(v, 1)), fmt(systemCpuMs, 1)]]),
+      '',
+      `Redis commands per identify: ${redisCalls.map(([k, v]) => `${k} ${fmt(v, 1)}`).join(', ')} (total ${fmt(redisCalls.reduce((a, [, v]) => a + v, 0), 1)}).`,
+      '',
+      table(['face worker clocks (ms per job, mean)', 'jobs', 'steps'], clockRows),
+      '',
+      `Raw engine steps, same photo (ms per call, mean): ${rawSteps}.`,
+    ].join('\n');
+    saveResults('face-path', { faceProcesses: FACE_PROCESSES, enrolled: ENROLLED, inFlight: IN_FLIGHT, seconds: SECONDS, goals, self, identify: ident1, rawBefore: { ...rawBefore, one: { ...rawBefore.one, wall: summarise(rawBefore.one.wall) } }, rawAfter: { ...rawAfter, one: { ...rawAfter.one, wall: summarise(rawAfter.one.wall) } }, load: { ...load, samples: summarise(load.samples) }, cpuParts, redisCalls, clockRows, outcomes });
+    console.log(`\n${md}`);
+    return md;
+  } finally {
+    await closeDeps(deps);
+    await Promise.all(Object.values(children).flat().map(stopProcess));
+    redis.child.kill('SIGKILL');
+    if (!process.env.BENCH_KEEP_DB) await adminQuery(`DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`);
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await runFacePathBench();

@@ -1,0 +1,81 @@
+/**
+ * The face path's shortcuts (issue 12) do what they claim, on the real models and fixture photos:
+ * the detector's padded pass is skipped only when the first pass found a face well inside the frame,
+ * and the embed stage works from the face the liveness stage aligned (and from nothing else).
+ * That they change no outcome is test/face-outcomes.test.ts.
+ */
+import test from 'ava';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type * as ort from 'onnxruntime-node';
+import { newResultKey, openEmbedding, sealBytes } from '../shared/sealed-embedding.js';
+import { normaliseUpload, decodeRgb } from '../shared/face/image.js';
+import { detectFaces, DEFAULT_DETECT_OPTIONS } from '../workers/face/pipeline/detect.js';
+import { decodeAlignedFace, encodeAlignedFace } from '../workers/face/pipeline/embed.js';
+import { FaceEngine } from '../workers/face/pipeline/engine.js';
+import { embedHandler, livenessHandler } from '../workers/face/worker.js';
+import { ROOT } from './helpers/harness.js';
+
+const photo = (file: string) => readFileSync(path.join(ROOT, 'test/fixtures/faces', file));
+let engine: FaceEngine;
+test.before(async () => {
+  engine = await FaceEngine.load(path.join(ROOT, 'var/models'));
+});
+test.after.always(async () => {
+  await engine?.release();
+});
+
+/** The detector session of the engine, wrapped to count its runs. */
+function countingDetector(): { session: ort.InferenceSession; runs: () => number } {
+  const real = (engine as unknown as { sessions: { detect: ort.InferenceSession } }).sessions.detect;
+  let n = 0;
+  const session = { run: (...args: Parameters<ort.InferenceSession['run']>) => (n++, real.run(...args)) } as unknown as ort.InferenceSession;
+  return { session, runs: () => n };
+}
+
+test('a portrait runs the detector once; close-ups, small faces and no face run the padded pass too', async (t) => {
+  const cases: [string, number][] = [
+    ['grace_hopper_a.jpg', 1],
+    ['grace_hopper_b.jpg', 1],
+    ['lfw/Bush_1.png', 2], // the face fills the frame: the padded pass is the safety net
+    ['group/sample1.jpg', 2], // faces below a quarter of the frame height
+    ['no_face_fruits.jpg', 2],
+  ];
+  for (const [file, expected] of cases) {
+    const img = await decodeRgb((await normaliseUpload(photo(file))).jpeg);
+    const { session, runs } = countingDetector();
+    const skipped = await detectFaces(session, img);
+    t.is(runs(), expected, file);
+    // Skipping changes nothing the pipeline uses: the same faces as with every pass.
+    const all = await detectFaces(countingDetector().session, img, { ...DEFAULT_DETECT_OPTIONS, skipPaddedWhenInside: null });
+    t.is(skipped.length, all.length, `${file}: face count`);
+    if (all.length) t.true(Math.abs(skipped[0]!.score - all[0]!.score) < 1e-3, `${file}: best face`);
+  }
+});
+
+test('the aligned face survives its 16-bit encoding to within 1/512 of a grey level', (t) => {
+  const rgb = Float32Array.from({ length: 112 * 112 * 3 }, (_, i) => (i * 37.123) % 255.99);
+  const back = decodeAlignedFace(encodeAlignedFace(rgb));
+  t.true(rgb.every((v, i) => Math.abs(v - back[i]!) <= 1 / 512 + 1e-6));
+  t.throws(() => decodeAlignedFace(new Uint8Array(100)), { instanceOf: RangeError });
+});
+
+test('the embed job embeds the face the liveness job aligned; a wrong key gives invalid_image, never an embedding', async (t) => {
+  const jpeg = (await normaliseUpload(photo('lfw/Powell_1.png'))).jpeg;
+  const key = newResultKey();
+  const live = await livenessHandler(engine, { imageB64: jpeg.toString('base64'), mode: 'single', resultKey: key });
+  if (!live.ok) return t.fail(live.code);
+  const resultKey = newResultKey();
+  const embedded = await embedHandler(engine, { alignedFace: live.alignedFace, alignedFaceKey: key, resultKey });
+  if (!embedded.ok) return t.fail(embedded.code);
+  const viaJobs = openEmbedding(embedded.sealedEmbedding, resultKey);
+  // The same as the engine's own embed from the image and the five points.
+  const direct = await engine.embed(jpeg, live.face.landmarks5);
+  const cos = viaJobs.reduce((s, v, i) => s + v * direct.embedding[i]!, 0);
+  t.true(cos > 0.99999, `cosine ${cos}`);
+
+  const wrongKey = await embedHandler(engine, { alignedFace: live.alignedFace, alignedFaceKey: newResultKey(), resultKey });
+  t.deepEqual({ ok: wrongKey.ok, code: (wrongKey as { code?: string }).code }, { ok: false, code: 'invalid_image' });
+  const notAFace = await embedHandler(engine, { alignedFace: sealBytes(new Uint8Array(10), key), alignedFaceKey: key, resultKey });
+  t.false(notAFace.ok);
+});
