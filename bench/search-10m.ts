@@ -26,6 +26,7 @@ const dir = process.argv[2];
 if (!dir) throw new Error('usage: search-10m.ts DIR');
 const candidates = Number(process.env.BENCH_CANDIDATES ?? 2000);
 const exactProbes = Number(process.env.BENCH_EXACT_PROBES ?? 64);
+const probesWanted = Number(process.env.BENCH_PROBES ?? 200);
 const ds = openDataset(dir);
 const rss0 = process.memoryUsage().rss;
 const t0 = performance.now();
@@ -55,16 +56,19 @@ const store = new VectorStore(DIM, path.join(dir, 'gallery.f32'), ds.n);
 const ids = Array.from({ length: ds.n }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`);
 const kind = new SketchKind('BinarySketch512', { dim: DIM, candidates });
 void kind;
+console.error(`ids ready (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
 const engine = new SketchEngine('BinarySketch512', 512, { dim: DIM, candidates }, sketch, store, 50_000, ds.n, dir, ids);
 const buildS = (performance.now() - t0) / 1000;
 (globalThis as { gc?: () => void }).gc?.();
 const rssAfter = process.memoryUsage().rss;
 
+console.error(`engine ready (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
 const probe = (j: number) => ds.probes.subarray(j * DIM, (j + 1) * DIM);
 for (let j = 0; j < 3; j++) engine.searchMany([probe(j)], 10);
 const lat: number[] = [], cpu: number[] = [];
 const top1: number[] = [];
-for (let j = 0; j < ds.q; j++) {
+const nq = Math.min(ds.q, probesWanted);
+for (let j = 0; j < nq; j++) {
   const t = performance.now();
   const c = process.cpuUsage();
   const hits = engine.searchMany([probe(j)], 10)[0]!;
@@ -75,8 +79,8 @@ for (let j = 0; j < ds.q; j++) {
 }
 // 8 at once in one engine call vs one at a time.
 let seq = 0, batch = 0;
-for (let round = 0; round < 10; round++) {
-  const eight = Array.from({ length: 8 }, (_, i) => probe((round * 8 + i) % ds.q));
+for (let round = 0; round < Number(process.env.BENCH_SPEEDUP_ROUNDS ?? 10); round++) {
+  const eight = Array.from({ length: 8 }, (_, i) => probe((round * 8 + i) % nq));
   let t = performance.now();
   for (const p of eight) engine.searchMany([p], 10);
   seq += performance.now() - t;
@@ -84,8 +88,9 @@ for (let round = 0; round < 10; round++) {
   engine.searchMany(eight, 10);
   batch += performance.now() - t;
 }
+console.error(`searched (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
 // Exact reference.
-const eq = Math.min(ds.q, exactProbes);
+const eq = Math.min(nq, exactProbes);
 const te = performance.now();
 const qs = new Float32Array(eq * DIM);
 for (let j = 0; j < eq; j++) {
@@ -97,7 +102,7 @@ for (let j = 0; j < eq; j++) {
 const exact = store.exactSearch(qs, 1);
 const exactS = (performance.now() - te) / 1000;
 let mate = 0, withMate = 0, exactMate = 0, both = 0;
-for (let j = 0; j < ds.q; j++) {
+for (let j = 0; j < nq; j++) {
   if (ds.mates[j]! < 0) continue;
   withMate++;
   if (top1[j] === ds.mates[j]) mate++;
