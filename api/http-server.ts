@@ -2,6 +2,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp, type App } from './app.js';
+import { createEnvelopedServer } from './http-envelope.js';
 import type { AppDeps } from './deps.js';
 import type { AnyRoute } from './route-table.js';
 import { pruneExpiredRefreshTokens } from './services/session-service.js';
@@ -24,7 +25,9 @@ export interface StartWebOptions {
 
 export async function startWeb(deps: AppDeps, opts: StartWebOptions = {}): Promise<RunningWeb> {
   const app = createApp(deps, { extraRoutes: opts.extraRoutes });
-  const server = app.koa.listen(opts.port ?? deps.config.port, opts.host ?? deps.config.host);
+  // Node's own refusals (431, 408, malformed HTTP...) carry the error envelope too: api/http-envelope.ts.
+  const server = createEnvelopedServer(app.koa.callback());
+  server.listen(opts.port ?? deps.config.port, opts.host ?? deps.config.host);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);

@@ -18,6 +18,12 @@ export class Metrics {
 
   constructor() {
     client.collectDefaultMetrics({ register: this.registry });
+    // prom-client's three `nodejs_active_*_total` gauges break Prometheus' naming rule (`_total` is for
+    // counters: `promtool check metrics` refuses them); each is the sum of its per-type gauge
+    // (`nodejs_active_handles{type}`, ...), which stays: sum() by that name gives the same figure.
+    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
+      this.registry.removeSingleMetric(name);
+    }
     this.httpRequests = new client.Counter({
       name: 'http_requests_total',
       help: 'HTTP requests by method, route template and status',

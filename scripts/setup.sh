@@ -3,6 +3,7 @@
 #   1. scripts/build-faiss.sh       faiss-node's native addon (exits at once when it already loads)
 #   2. scripts/fetch-models.ts      the four ONNX face models, pinned by SHA-256, into var/models
 #   3. scripts/ensure-services.sh   PostgreSQL and Redis, only when SETUP_SERVICES=1 or CI=true
+#   4. scripts/ensure-tools.sh      promtool (Debian `prometheus`) for the metrics/alert-rule tests, likewise
 # About 1 s when everything is already in place.
 set -euo pipefail
 
@@ -25,6 +26,7 @@ fi
 
 if [ "${SETUP_SERVICES:-0}" = 1 ] || [ "${CI:-}" = true ]; then
   bash scripts/ensure-services.sh
+  bash scripts/ensure-tools.sh
 else
   echo "setup: PostgreSQL/Redis not checked (set SETUP_SERVICES=1 to check and start them)"
 fi
