@@ -43,8 +43,8 @@ function sendEnvelope(res: ServerResponse, status: number, error: string, messag
  * An HTTP server for a Koa callback whose own refusals carry the envelope. The Host rule of HTTP/1.1
  * (RFC 9112 section 3.2: 400 without it) is kept, answered here instead of by Node.
  */
-export function createEnvelopedServer(callback: RequestListener): Server {
-  const server = http.createServer({ requireHostHeader: false }, (req: IncomingMessage, res: ServerResponse) => {
+export function createEnvelopedServer(callback: RequestListener, opts: http.ServerOptions = {}): Server {
+  const server = http.createServer({ ...opts, requireHostHeader: false }, (req: IncomingMessage, res: ServerResponse) => {
     if (req.httpVersionMajor === 1 && req.httpVersionMinor >= 1 && req.headers.host === undefined) {
       sendEnvelope(res, 400, 'bad_request', 'An HTTP/1.1 request needs a Host header');
       return;
