@@ -22,14 +22,15 @@ export function clientErrorAnswer(errCode: string | undefined): { status: number
   }
 }
 
-export function rawEnvelopeResponse(status: number, error: string, message: string): string {
+export function rawEnvelopeResponse(status: number, error: string, message: string, opts: { head?: boolean } = {}): string {
   const body = JSON.stringify({ error, message });
   return (
     `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? 'Error'}\r\n` +
     'Content-Type: application/json; charset=utf-8\r\n' +
     `Content-Length: ${Buffer.byteLength(body)}\r\n` +
     'Connection: close\r\n\r\n' +
-    body
+    // The answer to a HEAD request has no body (RFC 9110 section 9.3.2), whatever its status.
+    (opts.head ? '' : body)
   );
 }
 
@@ -62,7 +63,9 @@ export function createEnvelopedServer(callback: RequestListener, opts: http.Serv
       return;
     }
     const { status, error, message } = clientErrorAnswer(err.code);
-    socket.end(rawEnvelopeResponse(status, error, message));
+    const raw = (err as { rawPacket?: Buffer }).rawPacket;
+    const head = Buffer.isBuffer(raw) && raw.subarray(0, 5).toString('latin1') === 'HEAD ';
+    socket.end(rawEnvelopeResponse(status, error, message, { head }));
     // A client that does not read its answer must not hold the socket.
     setTimeout(() => socket.destroy(), 2000).unref();
   });
