@@ -251,15 +251,17 @@ function queryFor(op: Json): fc.Arbitrary<string> {
     });
 }
 
-function jsonBodyFor(op: Json): fc.Arbitrary<{ body?: Buffer; contentType?: string }> {
+type BodyPart = { body?: Buffer; contentType?: string };
+
+function jsonBodyFor(op: Json): fc.Arbitrary<BodyPart> {
   const schema = op.requestBody?.content?.['application/json']?.schema as Json | undefined;
   const json = (v: unknown) => Buffer.from(JSON.stringify(v) ?? 'null');
   return fc.oneof(
-    { weight: 6, arbitrary: mutatedObject(schema).map((v) => ({ body: json(v), contentType: 'application/json' })) },
-    { weight: 2, arbitrary: validValue(schema).map((v) => ({ body: json(v), contentType: 'application/json' })) },
-    { weight: 1, arbitrary: fc.constantFrom('{', '{"a":', '[1,2', '"\\ud800"', '{"a":"\\u0000"}', 'null', '[]', '1', '{"__proto__":{"x":1}}', '\u0000', '{}'.padEnd(70_000, ' ')).map((s) => ({ body: Buffer.from(s), contentType: 'application/json' })) },
-    { weight: 1, arbitrary: fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data', 'application/json; charset=latin1', 'application/xml', '').map((ct) => ({ body: Buffer.from('a=1&b=2'), contentType: ct })) },
-    { weight: 1, arbitrary: fc.constant({}) },
+    { weight: 6, arbitrary: mutatedObject(schema).map((v): BodyPart => ({ body: json(v), contentType: 'application/json' })) },
+    { weight: 2, arbitrary: validValue(schema).map((v): BodyPart => ({ body: json(v), contentType: 'application/json' })) },
+    { weight: 1, arbitrary: fc.constantFrom('{', '{"a":', '[1,2', '"\\ud800"', '{"a":"\\u0000"}', 'null', '[]', '1', '{"__proto__":{"x":1}}', '\u0000', '{}'.padEnd(70_000, ' ')).map((s): BodyPart => ({ body: Buffer.from(s), contentType: 'application/json' })) },
+    { weight: 1, arbitrary: fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data', 'application/json; charset=latin1', 'application/xml', '').map((ct): BodyPart => ({ body: Buffer.from('a=1&b=2'), contentType: ct })) },
+    { weight: 1, arbitrary: fc.constant<BodyPart>({}) },
   );
 }
 
@@ -276,7 +278,7 @@ function fileBytes(images: Buffer[]): fc.Arbitrary<Buffer> {
   );
 }
 
-function multipartBodyFor(op: Json, images: Buffer[]): fc.Arbitrary<{ body?: Buffer; contentType?: string }> {
+function multipartBodyFor(op: Json, images: Buffer[]): fc.Arbitrary<BodyPart> {
   const schema = op.requestBody?.content?.['multipart/form-data']?.schema as Json;
   const props = (schema?.properties ?? {}) as Record<string, Json>;
   const fileNames = Object.keys(props).filter((k) => props[k]!.contentMediaType);
@@ -332,7 +334,7 @@ function headersArb(): fc.Arbitrary<Record<string, string>> {
 function requestArb(operations: Operation[], principals: FuzzPrincipals, images: Buffer[], extraPaths: string[]): fc.Arbitrary<FuzzRequest> {
   const perOperation = operations.map(({ method, path, op }) => {
     const content = op.requestBody?.content ?? {};
-    const body = content['multipart/form-data'] ? multipartBodyFor(op, images) : content['application/json'] ? jsonBodyFor(op) : fc.oneof({ weight: 4, arbitrary: fc.constant({}) }, { weight: 1, arbitrary: jsonBodyFor(op) });
+    const body = content['multipart/form-data'] ? multipartBodyFor(op, images) : content['application/json'] ? jsonBodyFor(op) : fc.oneof({ weight: 4, arbitrary: fc.constant<BodyPart>({}) }, { weight: 1, arbitrary: jsonBodyFor(op) });
     return fc
       .record({ path: pathFor(path, principals), query: queryFor(op), body, auth: authorizationHeader(principals, op), headers: headersArb(), method: fc.oneof({ weight: 12, arbitrary: fc.constant(method) }, { weight: 1, arbitrary: fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD') }) })
       .map(({ path: p, query, body: b, auth, headers, method: m }): FuzzRequest => {
@@ -355,11 +357,11 @@ function send(baseUrl: string, req: FuzzRequest, hangMs: number, agent: http.Age
   const started = performance.now();
   return new Promise((resolve) => {
     let done = false;
-    let timer: NodeJS.Timeout | undefined;
+    const pending: { timer?: NodeJS.Timeout } = {};
     const finish = (v: Parameters<typeof resolve>[0]) => {
       if (!done) {
         done = true;
-        clearTimeout(timer);
+        clearTimeout(pending.timer);
         resolve(v);
       }
     };
@@ -372,7 +374,7 @@ function send(baseUrl: string, req: FuzzRequest, hangMs: number, agent: http.Age
       finish({ notSent: (e as Error).message });
       return;
     }
-    timer = setTimeout(() => {
+    pending.timer = setTimeout(() => {
       r.destroy();
       finish({ hang: true });
     }, hangMs);
