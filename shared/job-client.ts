@@ -15,6 +15,7 @@ import { AppError } from './errors.js';
 import type { AwaitedJobContract } from './jobs/contract.js';
 import { AWAITED_QUEUE_NAMES, JOB_CONTRACTS, type JobContracts, type JobEnvelope, type QueueName } from './jobs/index.js';
 import { bullConnection } from './redis.js';
+import { JobAdmission, type AdmissionOptions, type QueueState } from './job-admission.js';
 
 export const bullPrefix = (redisPrefix: string) => `${redisPrefix}:bull`;
 
@@ -22,6 +23,8 @@ export interface JobClientOptions {
   redisUrl: string;
   redisPrefix: string;
   timeoutMs: number;
+  /** Fail fast (shared/job-admission.ts): no worker, Redis down or too much waiting work is a 503 before enqueueing. */
+  admission?: AdmissionOptions & { onSample?: (queue: QueueName, state: QueueState) => void };
 }
 
 export class JobTimeoutError extends AppError {
@@ -138,6 +141,7 @@ export class JobClient {
   private readonly queues = new Map<QueueName, Queue>();
   private readonly streamIndex = new Map<QueueName, number>();
   private readonly reader: EventReader;
+  private readonly admission: JobAdmission | undefined;
   private isReady = false;
 
   private readonly queueConnection: Redis;
@@ -153,6 +157,7 @@ export class JobClient {
       streams.push(queue.keys.events!);
     }
     this.reader = new EventReader(this.connection(), streams);
+    this.admission = opts.admission ? new JobAdmission(qc, this.queues, opts.admission, opts.admission.onSample) : undefined;
   }
 
   private connection(): Redis {
@@ -186,6 +191,8 @@ export class JobClient {
     const contract = JOB_CONTRACTS[name];
     if (contract.delivery !== 'awaited') throw new Error(`queue "${name}" is deferred: enqueue its jobs through its contract, nobody awaits them`);
     const timeoutMs = opts.timeoutMs ?? this.opts.timeoutMs;
+    // Before anything is enqueued: a 503 at once rather than a wait nobody will end (issue 10).
+    await this.admission?.admit(name);
     const started = Date.now();
     const deadlineAt = started + timeoutMs;
     const envelope: JobEnvelope<Q> = { deadlineAt, payload };
