@@ -87,7 +87,7 @@ test('a worker that starts is used at once; a queue over its waiting bound answe
     t.like((full as AppError).details, { reason: 'overloaded', waiting: 2 });
     t.is((full as AppError).retryAfter, 5);
     release();
-    const results = (await Promise.all(held)) as { echoed: string }[];
+    const results = (await Promise.all(held)) as unknown as { echoed: string }[];
     t.deepEqual(results.map((r) => r.echoed), ['a', 'b', 'c'], 'the admitted jobs all ran');
     await worker.close();
   } finally {
