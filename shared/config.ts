@@ -88,6 +88,7 @@ export const SETTINGS = {
   faceQueueMaxWaiting: s({ env: 'FACE_QUEUE_MAX_WAITING', kind: 'int', default: 50, min: 1, doc: 'Jobs waiting on one face/search queue beyond which face routes answer 503 `face_engine_unavailable` with Retry-After at once (a bound on waiting work).' }),
   failFastSampleMs: s({ env: 'FAIL_FAST_SAMPLE_MS', kind: 'int', default: 500, min: 0, doc: 'How long a healthy sample of the queues (workers alive, jobs waiting) is reused by the fail-fast check; an unhealthy one is never reused.' }),
   failFastRetryAfterSeconds: s({ env: 'FAIL_FAST_RETRY_AFTER_SECONDS', kind: 'int', default: 5, min: 1, doc: 'Retry-After of the fail-fast 503s (no worker, Redis unreachable, queue full).' }),
+  supervisorStatusFile: s({ env: 'SUPERVISOR_STATUS_FILE', kind: 'string', default: '', doc: 'Set by `npm start` for its children: the supervisor\'s status file (restarts, crash loops), reported by GET /health as `processes`.' }),
   faceModelsDir: s({ env: 'FACE_MODELS_DIR', kind: 'string', default: 'var/models', doc: 'Directory of the four ONNX models (fetched by `npm run setup`).' }),
   faceIntraOpThreads: s({ env: 'FACE_INTRA_OP_THREADS', kind: 'int', default: 1, min: 1, max: 64, doc: 'onnxruntime intra-op threads per face worker process.' }),
   faceWorkerConcurrency: s({ env: 'FACE_WORKER_CONCURRENCY', kind: 'int', default: 1, min: 1, max: 64, doc: 'Jobs one face worker process runs at once.' }),
