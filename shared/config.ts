@@ -89,6 +89,7 @@ export const SETTINGS = {
   failFastSampleMs: s({ env: 'FAIL_FAST_SAMPLE_MS', kind: 'int', default: 500, min: 0, doc: 'How long a healthy sample of the queues (workers alive, jobs waiting) is reused by the fail-fast check; an unhealthy one is never reused.' }),
   failFastRetryAfterSeconds: s({ env: 'FAIL_FAST_RETRY_AFTER_SECONDS', kind: 'int', default: 5, min: 1, doc: 'Retry-After of the fail-fast 503s (no worker, Redis unreachable, queue full).' }),
   supervisorStatusFile: s({ env: 'SUPERVISOR_STATUS_FILE', kind: 'string', default: '', doc: 'Set by `npm start` for its children: the supervisor\'s status file (restarts, crash loops), reported by GET /health as `processes`.' }),
+  shutdownDrainMs: s({ env: 'SHUTDOWN_DRAIN_MS', kind: 'int', default: 15_000, min: 0, doc: 'On SIGTERM/SIGINT the web process stops accepting connections and waits up to this long for in-flight requests to be answered before it closes the rest (default: above FACE_JOB_TIMEOUT_MS, so an awaited face job can finish).' }),
   faceModelsDir: s({ env: 'FACE_MODELS_DIR', kind: 'string', default: 'var/models', doc: 'Directory of the four ONNX models (fetched by `npm run setup`).' }),
   faceIntraOpThreads: s({ env: 'FACE_INTRA_OP_THREADS', kind: 'int', default: 1, min: 1, max: 64, doc: 'onnxruntime intra-op threads per face worker process.' }),
   faceWorkerConcurrency: s({ env: 'FACE_WORKER_CONCURRENCY', kind: 'int', default: 1, min: 1, max: 64, doc: 'Jobs one face worker process runs at once.' }),
