@@ -76,7 +76,9 @@ export const SETTINGS = {
   upstreamWorkerInWeb: s({ env: 'UPSTREAM_WORKER_IN_WEB', kind: 'bool', default: true, doc: 'Run the `upstream` queue\'s worker (delayed bankAccount confirmations) inside the web process; `false` when `processes/upstream.ts` (`npm run start:upstream`) runs it instead.' }),
 
   operatorMaxFailedLogins: s({ env: 'OPERATOR_MAX_FAILED_LOGINS', kind: 'int', default: 5, min: 1, doc: 'Failed logins in a row before an operator is locked.' }),
-  operatorLoginsPerIpPerHour: s({ env: 'OPERATOR_LOGINS_PER_IP_PER_HOUR', kind: 'int', default: 30, min: 1, doc: 'Operator sign-in attempts per client address per hour (429 `rate_limited`), checked before any password hashing.' }),
+  operatorLoginsPerIpPerHour: s({ env: 'OPERATOR_LOGINS_PER_IP_PER_HOUR', kind: 'int', default: 30, min: 1, doc: 'Operator sign-in attempts per client address AND identifier per hour (429 `rate_limited`), checked before any password hashing: guessing one account from an office\'s address does not block the other operators behind it.' }),
+  operatorLoginFailuresPerIpPerHour: s({ env: 'OPERATOR_LOGIN_FAILURES_PER_IP_PER_HOUR', kind: 'int', default: 100, min: 1, doc: 'Failed operator sign-ins per client address per hour, whatever the identifier (password spraying), beyond which that address gets 429 `rate_limited`; successes never count.' }),
+  adminLockSeconds: s({ env: 'ADMIN_LOCK_SECONDS', kind: 'int', default: 900, min: 0, doc: 'An administrator locked by failed sign-ins is unlocked after this long (0: only a reset or `npm run unlock-operator` unlocks), so nobody can lock the organisation out of its last administrator; operators stay locked until an administrator resets them.' }),
   adminIdentifier: s({ env: 'ADMIN_IDENTIFIER', kind: 'string', default: '', doc: 'First administrator, created at start-up when no administrator exists.' }),
   adminPassword: s({ env: 'ADMIN_PASSWORD', kind: 'string', default: '', secret: true, doc: 'Password of that first administrator.' }),
 

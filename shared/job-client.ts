@@ -157,7 +157,7 @@ export class JobClient {
       streams.push(queue.keys.events!);
     }
     this.reader = new EventReader(this.connection(), streams);
-    this.admission = opts.admission ? new JobAdmission(qc, this.queues, opts.admission, opts.admission.onSample) : undefined;
+    this.admission = opts.admission ? new JobAdmission(this.queueConnection, this.queues, opts.admission, opts.admission.onSample) : undefined;
   }
 
   private connection(): Redis {
