@@ -177,7 +177,7 @@ async function main(): Promise<void> {
   }, 1000).unref();
 }
 
-const SERVICE_FILE = path.join(ROOT, 'var', 'run', 'service.json');
+const SERVICE_FILE = process.env.FACEID_SERVICE_FILE ?? path.join(ROOT, 'var', 'run', 'service.json');
 function writeServiceFile(info: Record<string, unknown>): void {
   mkdirSync(path.dirname(SERVICE_FILE), { recursive: true });
   writeFileSync(SERVICE_FILE, JSON.stringify(info, null, 2));
