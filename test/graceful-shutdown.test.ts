@@ -34,6 +34,11 @@ async function harness(): Promise<Harness> {
   return h;
 }
 
+/** Waits (bounded) until the server holds `n` requests: a loaded machine may be slow to deliver them. */
+async function untilInFlight(h: Harness, n: number): Promise<void> {
+  for (let i = 0; i < 200 && h.web.inFlight() < n; i++) await new Promise((r) => setTimeout(r, 50));
+}
+
 const outcome = (p: Promise<Response>) =>
   p.then(
     async (r) => ({ status: r.status, body: (await r.json()) as { waited?: number } }),
@@ -42,8 +47,8 @@ const outcome = (p: Promise<Response>) =>
 
 test('in-flight requests are answered, new connections are refused, then the server closes', async (t) => {
   const h = await harness();
-  const inFlight = Array.from({ length: 5 }, () => outcome(fetch(`${h.url}/_test/slow?ms=1200`)));
-  await new Promise((r) => setTimeout(r, 300));
+  const inFlight = Array.from({ length: 5 }, () => outcome(fetch(`${h.url}/_test/slow?ms=3000`)));
+  await untilInFlight(h, 5);
   t.is(h.web.inFlight(), 5);
   const started = Date.now();
   const closing = h.web.close(10_000);
@@ -54,13 +59,13 @@ test('in-flight requests are answered, new connections are refused, then the ser
   t.deepEqual(answers.map((a) => a.status), [200, 200, 200, 200, 200], JSON.stringify(answers));
   await closing;
   const took = Date.now() - started;
-  t.true(took >= 700 && took < 5000, `closed after ${took} ms`);
+  t.true(took >= 200 && took < 8000, `closed after ${took} ms`);
 });
 
 test('past the drain timeout the remaining connections are closed', async (t) => {
   const h = await harness();
   const slow = outcome(fetch(`${h.url}/_test/slow?ms=5000`));
-  await new Promise((r) => setTimeout(r, 300));
+  await untilInFlight(h, 1);
   const started = Date.now();
   await h.web.close(500);
   const took = Date.now() - started;
