@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import knexFactory from 'knex';
 import { TokenService } from '../api/services/token-service.js';
 import { loadConfig } from '../shared/config.js';
+import { createDb } from '../shared/db.js';
 import { freePort } from '../scripts/lib/local-services.js';
 import { startPrivateRedis } from '../test/helpers/private-redis.js';
 
@@ -83,7 +84,7 @@ async function main(): Promise<void> {
       }, 180_000, 'the service to be healthy');
     };
     await startTree();
-    db = knexFactory({ client: 'pg', connection: dbUrl, pool: { min: 0, max: 2 } });
+    db = createDb(dbUrl, 2);
     const tokens = new TokenService(loadConfig({ ...env }));
     const [op] = await db('operators').insert({ identifier: `chaos-${randomUUID().slice(0, 8)}`, displayName: 'Chaos', role: 'operator', status: 'active', mustResetPassword: false, passwordHash: 'x', orgId: 'default' }).returning('id');
     const [opSession] = await db('sessions').insert({ subjectType: 'operator', subjectId: op.id }).returning('id');

@@ -28,9 +28,10 @@ export interface JobClientOptions {
 }
 
 export class JobTimeoutError extends AppError {
-  constructor(queue: QueueName, timeoutMs: number, readonly withdrawn: boolean) {
+  constructor(queue: QueueName, timeoutMs: number, readonly withdrawn: boolean, retryAfter?: number) {
     super('face_engine_unavailable', `The face engine did not answer within ${timeoutMs} ms`, {
       details: { queue, withdrawn },
+      retryAfter,
     });
   }
 }
@@ -142,6 +143,10 @@ export class JobClient {
   private readonly streamIndex = new Map<QueueName, number>();
   private readonly reader: EventReader;
   private readonly admission: JobAdmission | undefined;
+  /** Every 503 of a job says when to try again (the fail-fast setting; none without admission). */
+  private get retryAfter(): number | undefined {
+    return this.opts.admission?.retryAfterSeconds;
+  }
   private isReady = false;
 
   private readonly queueConnection: Redis;
@@ -217,9 +222,9 @@ export class JobClient {
       if (e instanceof DeadlineError) {
         // The add may still land: withdraw it if it does (best effort; a late worker skips it anyway).
         void this.queue(name).remove(jobId).catch(() => {});
-        throw new AppError('dependency_unavailable', 'The job queue (Redis) is unavailable');
+        throw new AppError('dependency_unavailable', 'The job queue (Redis) is unavailable', { retryAfter: this.retryAfter });
       }
-      throw new AppError('dependency_unavailable', 'The job queue (Redis) is unavailable', { cause: e });
+      throw new AppError('dependency_unavailable', 'The job queue (Redis) is unavailable', { cause: e, retryAfter: this.retryAfter });
     });
 
     let timer: NodeJS.Timeout | undefined;
@@ -232,9 +237,10 @@ export class JobClient {
       if (e instanceof DeadlineError) {
         waiter!.cancel();
         const withdrawn = await withdraw(job);
-        throw new JobTimeoutError(name, timeoutMs, withdrawn);
+        throw new JobTimeoutError(name, timeoutMs, withdrawn, this.retryAfter);
       }
       throw new AppError('face_engine_unavailable', 'The face engine failed to process the request', {
+        retryAfter: this.retryAfter,
         details: { queue: name },
         cause: e,
       });
