@@ -107,13 +107,13 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     redisUrl: config.redisUrl,
     redisPrefix: config.redisPrefix,
     timeoutMs: config.faceJobTimeoutMs,
-    admission: {
+    admission: config.failFast ? {
       maxWaiting: config.faceQueueMaxWaiting,
       sampleMs: config.failFastSampleMs,
       checkTimeoutMs: 800,
       retryAfterSeconds: config.failFastRetryAfterSeconds,
       onSample: (queue, state) => metrics.queueState(queue, state),
-    },
+    } : undefined,
   });
   const repos = createRepositories(db);
   const face = new FaceService({ config, embeddings: repos.embeddings, jobs, metrics, logger });

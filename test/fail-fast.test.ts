@@ -23,7 +23,7 @@ const ADMISSION = { maxWaiting: 2, sampleMs: 500, checkTimeoutMs: 800, retryAfte
 let h: Harness;
 test.before(async () => {
   // The SPEC's default job timeout: the 503 must not wait for it.
-  h = await startHarness({ env: { FACE_JOB_TIMEOUT_MS: '10000' } });
+  h = await startHarness({ env: { FACE_JOB_TIMEOUT_MS: '10000', FAIL_FAST: 'true' } });
 });
 test.after.always(async () => {
   await h?.stop();

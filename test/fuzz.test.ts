@@ -14,7 +14,7 @@ import { fuzzPrincipals } from './support/fuzz-principals.js';
 let h: Harness;
 test.before(async () => {
   // Low rate caps would only turn most requests into 429s; the fuzzer wants the routes behind them.
-  h = await startHarness({ face: true, search: 1, env: { FACE_JOB_TIMEOUT_MS: '8000' } });
+  h = await startHarness({ face: true, search: 1, env: { FACE_JOB_TIMEOUT_MS: '8000', FAIL_FAST: 'true' } });
 });
 test.after.always(async () => {
   await h?.stop();
