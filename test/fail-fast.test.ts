@@ -41,7 +41,9 @@ test('no face worker: /identify answers 503 face_engine_unavailable with Retry-A
   t.is(res.body.error, 'face_engine_unavailable');
   t.is(res.body.outcome, 'face_engine_unavailable');
   t.is(res.headers.get('retry-after'), '5');
-  t.true(elapsed < 1000, `answered after ${elapsed} ms`);
+  // The gate itself answers in milliseconds (the JobClient tests below hold it to 1 s); this request also
+  // normalises the image and writes its SearchLog row: far below the 10 s job timeout it used to wait.
+  t.true(elapsed < 3000, `answered after ${elapsed} ms`);
   const counts = await h.deps.jobs.counts('liveness');
   t.is(counts.waiting + counts.active + counts.delayed + counts.prioritized, 0, 'nothing was enqueued');
   t.is((await h.deps.db('searchLogs').where({ operatorId: operator.operatorId })).length, 1);
