@@ -108,7 +108,18 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
   const keys = keySpace(config.redisPrefix);
   const metrics = new Metrics();
   const tokens = new TokenService(config);
-  const jobs = new JobClient({ redisUrl: config.redisUrl, redisPrefix: config.redisPrefix, timeoutMs: config.faceJobTimeoutMs });
+  const jobs = new JobClient({
+    redisUrl: config.redisUrl,
+    redisPrefix: config.redisPrefix,
+    timeoutMs: config.faceJobTimeoutMs,
+    admission: config.failFast ? {
+      maxWaiting: config.faceQueueMaxWaiting,
+      sampleMs: config.failFastSampleMs,
+      checkTimeoutMs: 800,
+      retryAfterSeconds: config.failFastRetryAfterSeconds,
+      onSample: (queue, state) => metrics.queueState(queue, state),
+    } : undefined,
+  });
   const repos = createRepositories(db);
   const face = new FaceService({ config, embeddings: repos.embeddings, jobs, metrics, logger });
   const proofTokens = new ProofTokens({ config, redis, keys });

@@ -2,6 +2,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp, type App } from './app.js';
+import { createEnvelopedServer } from './http-envelope.js';
 import type { AppDeps } from './deps.js';
 import type { AnyRoute } from './route-table.js';
 import { pruneExpiredRefreshTokens } from './services/session-service.js';
@@ -10,7 +11,9 @@ export interface RunningWeb {
   app: App;
   server: Server;
   url: string;
-  close(): Promise<void>;
+  /** Requests received and not yet answered. */
+  inFlight(): number;
+  close(drainMs?: number): Promise<void>;
 }
 
 export interface StartWebOptions {
@@ -24,7 +27,23 @@ export interface StartWebOptions {
 
 export async function startWeb(deps: AppDeps, opts: StartWebOptions = {}): Promise<RunningWeb> {
   const app = createApp(deps, { extraRoutes: opts.extraRoutes });
-  const server = app.koa.listen(opts.port ?? deps.config.port, opts.host ?? deps.config.host);
+  // In-flight requests, counted at the socket level, for the drain on shutdown.
+  let inFlight = 0;
+  let draining = false;
+  const settled: (() => void)[] = [];
+  const handle = app.koa.callback();
+  // Node's own refusals (431, 408, malformed HTTP...) carry the error envelope too: api/http-envelope.ts.
+  const server = createEnvelopedServer((req, res) => {
+    inFlight++;
+    // While draining, every answer closes its connection: a keep-alive client moves to another process.
+    if (draining) res.setHeader('Connection', 'close');
+    res.once('close', () => {
+      inFlight--;
+      if (inFlight === 0) for (const f of settled.splice(0)) f();
+    });
+    void handle(req, res);
+  });
+  server.listen(opts.port ?? deps.config.port, opts.host ?? deps.config.host);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);
@@ -43,13 +62,30 @@ export async function startWeb(deps: AppDeps, opts: StartWebOptions = {}): Promi
     app,
     server,
     url,
-    close: async () => {
-      await new Promise<void>((resolve) => {
-        deps.health.stopPoller();
-        clearInterval(pruneTimer);
-        server.closeAllConnections?.();
-        server.close(() => resolve());
-      });
+    inFlight: () => inFlight,
+    /**
+     * Graceful: stop accepting, close idle keep-alive connections, let in-flight requests be answered
+     * (up to `drainMs`, default SHUTDOWN_DRAIN_MS), then close whatever is left.
+     */
+    close: async (drainMs = deps.config.shutdownDrainMs) => {
+      draining = true;
+      deps.health.stopPoller();
+      clearInterval(pruneTimer);
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections?.();
+      if (inFlight > 0) {
+        const started = Date.now();
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, drainMs);
+          settled.push(() => {
+            clearTimeout(timer);
+            resolve();
+          });
+        });
+        deps.logger.info({ drainedMs: Date.now() - started, leftInFlight: inFlight }, inFlight ? 'drain timeout: closing the remaining connections' : 'drained');
+      }
+      server.closeAllConnections?.();
+      await closed;
     },
   };
 }

@@ -15,9 +15,17 @@ export class Metrics {
   private readonly outcomes: client.Counter<'endpoint' | 'outcome'>;
   private readonly dependencyUp: client.Gauge<'dependency'>;
   private readonly stageDuration: client.Histogram<'stage'>;
+  private readonly queueJobs: client.Gauge<'queue' | 'state'>;
+  private readonly queueWorkers: client.Gauge<'queue'>;
 
   constructor() {
     client.collectDefaultMetrics({ register: this.registry });
+    // prom-client's three `nodejs_active_*_total` gauges break Prometheus' naming rule (`_total` is for
+    // counters: `promtool check metrics` refuses them); each is the sum of its per-type gauge
+    // (`nodejs_active_handles{type}`, ...), which stays: sum() by that name gives the same figure.
+    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
+      this.registry.removeSingleMetric(name);
+    }
     this.httpRequests = new client.Counter({
       name: 'http_requests_total',
       help: 'HTTP requests by method, route template and status',
@@ -51,6 +59,24 @@ export class Metrics {
       registers: [this.registry],
     });
     for (const d of DEPENDENCIES) this.dependencyUp.set({ dependency: d }, 0);
+    this.queueJobs = new client.Gauge({
+      name: 'face_queue_jobs',
+      help: 'Jobs on each face/search queue by state (waiting, active), as last sampled by the fail-fast admission check',
+      labelNames: ['queue', 'state'],
+      registers: [this.registry],
+    });
+    this.queueWorkers = new client.Gauge({
+      name: 'face_queue_workers',
+      help: 'Workers connected to each face/search queue, as last sampled by the fail-fast admission check',
+      labelNames: ['queue'],
+      registers: [this.registry],
+    });
+  }
+
+  queueState(queue: string, state: { waiting: number; active: number; workers: number }): void {
+    this.queueJobs.set({ queue, state: 'waiting' }, state.waiting);
+    this.queueJobs.set({ queue, state: 'active' }, state.active);
+    this.queueWorkers.set({ queue }, state.workers);
   }
 
   observeHttp(method: string, route: string, status: number, seconds: number): void {

@@ -44,8 +44,14 @@ if (isEntryFile(import.meta.url)) {
   await ensureFirstAdministrator(deps);
   const running = await startWebProcess(deps);
   deps.logger.info({ url: `http://${cfg.host}:${(running.web.server.address() as AddressInfo).port}` }, 'web listening');
-  onShutdown(deps.logger, async () => {
-    await running.close();
-    await closeDeps(deps);
-  });
+  // Drain first (SHUTDOWN_DRAIN_MS), then the upstream worker and the connections to PostgreSQL and
+  // Redis; the grace period covers both.
+  onShutdown(
+    deps.logger,
+    async () => {
+      await running.close();
+      await closeDeps(deps);
+    },
+    cfg.shutdownDrainMs + 5_000,
+  );
 }

@@ -8,10 +8,15 @@
  *   npm run seed:registry -- --url http://host:3000/api
  *   npm run seed:registry -- --direct           # straight into PostgreSQL through the simulator's service
  *
+ * The registry it calls: `--url`, else REGISTRY_URL, else this machine's PORT, else the running
+ * `npm start` of this checkout (var/run/service.json, written by scripts/start.ts, so a service started
+ * with `PORT=4000 npm start` is found from another shell), else http://127.0.0.1:3000/api.
+ *
  * Idempotent: a person already enrolled with the same name and date of birth is listed, not enrolled again.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { config } from '../shared/config.js';
 import { FIXTURES_DIR, photosOf } from '../test/fixtures/faces/labels.js';
 
@@ -125,9 +130,31 @@ function printTable(rows: Row[]): void {
   for (const r of rows) console.log(line(r));
 }
 
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/** The registry of the `npm start` running from this checkout, when one is (its pid alive). */
+function runningServiceRegistry(): string | undefined {
+  const file = process.env.FACEID_SERVICE_FILE ?? path.join(ROOT, 'var', 'run', 'service.json');
+  if (!existsSync(file)) return undefined;
+  try {
+    const info = JSON.parse(readFileSync(file, 'utf8')) as { pid: number; url: string };
+    process.kill(info.pid, 0);
+    return `${info.url.replace(/\/+$/, '')}/api`;
+  } catch {
+    return undefined;
+  }
+}
+
+function registryUrl(): string {
+  const explicit = arg('--url');
+  if (explicit) return explicit;
+  if (process.env.REGISTRY_URL || process.env.PORT) return config().registryUrl;
+  return runningServiceRegistry() ?? config().registryUrl;
+}
+
 async function main(): Promise<void> {
   const direct = process.argv.includes('--direct');
-  const baseUrl = (arg('--url') ?? config().registryUrl).replace(/\/+$/, '');
+  const baseUrl = registryUrl().replace(/\/+$/, '');
   const backend = direct ? await directBackend() : httpBackend(baseUrl);
   const rows: Row[] = [];
   try {

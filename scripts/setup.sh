@@ -3,8 +3,9 @@
 #   1. scripts/build-faiss.sh       faiss-node's native addon (exits at once when it already loads)
 #   2. scripts/fetch-models.ts      the four ONNX face models, pinned by SHA-256, into var/models
 #   3. scripts/build-console.sh     the browser consoles (console/dist), when missing or stale
-#   4. scripts/ensure-services.sh   PostgreSQL and Redis, and scripts/ensure-chromium.sh (Debian's chromium
-#                                   for the browser tests), only when SETUP_SERVICES=1 or CI=true
+#   4. scripts/ensure-services.sh   PostgreSQL and Redis, scripts/ensure-chromium.sh (Debian's chromium for the
+#                                   browser tests) and scripts/ensure-tools.sh (promtool, Debian `prometheus`,
+#                                   for the metrics/alert-rule tests), only when SETUP_SERVICES=1 or CI=true
 # About 1 s when everything is already in place.
 set -euo pipefail
 
@@ -30,6 +31,7 @@ bash scripts/build-console.sh
 if [ "${SETUP_SERVICES:-0}" = 1 ] || [ "${CI:-}" = true ]; then
   bash scripts/ensure-services.sh
   bash scripts/ensure-chromium.sh
+  bash scripts/ensure-tools.sh
 else
   echo "setup: PostgreSQL/Redis not checked (set SETUP_SERVICES=1 to check and start them)"
 fi

@@ -7,15 +7,22 @@
  * Redis: REDIS_URL when given; else 127.0.0.1:6379 when it answers; else a private `redis-server`
  * started from the machine's binary on a free port.
  * `npm start -- --embedded` skips the local servers and always uses the embedded/private ones.
- * Ctrl-C (or SIGTERM) stops every child, then the private PostgreSQL/Redis.
+ *
+ * Supervision (scripts/supervisor.ts): a child that dies is restarted with backoff while the others keep
+ * serving; a crash loop is logged and shown in GET /health (`processes`). SIGINT, SIGTERM or SIGHUP to
+ * this process (or to `npm start`, whose script `exec`s it) stops the web process first (it drains its
+ * in-flight requests), then the workers (they finish or hand back their job), then the private
+ * PostgreSQL/Redis. If whoever started it disappears without a signal, it stops all the same, and each
+ * child exits when it finds this process gone: nothing outlives `npm start`.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { loadConfig } from '../shared/config.js';
 import { freePort, redisAnswers } from './lib/local-services.js';
+import { Supervisor, supervisorDefaults } from './supervisor.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const say = (msg: string) => console.log(`[start] ${msg}`);
@@ -106,46 +113,41 @@ async function chooseRedis(): Promise<string> {
   return url;
 }
 
-function run(name: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
-  const tsx = path.join(ROOT, 'node_modules', '.bin', 'tsx');
-  const child = spawn(tsx, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const prefix = `[${name}] `;
-  for (const stream of [child.stdout!, child.stderr!]) {
-    let buf = '';
-    stream.on('data', (chunk: Buffer) => {
-      buf += chunk.toString();
-      const lines = buf.split('\n');
-      buf = lines.pop() ?? '';
-      for (const line of lines) process.stdout.write(prefix + line + '\n');
-    });
-  }
-  return child;
-}
+/** `node --import tsx <file>`: the child is this process's own (its ppid is ours), no wrapper between. */
+const nodeArgs = (file: string) => ['--import', 'tsx', file];
+
+/** The processes of one machine, in start order; stopped web first (it drains), then the workers. */
+const PROCESSES: { name: string; file: string }[] = [
+  { name: 'web', file: 'processes/web.ts' },
+  { name: 'face', file: 'processes/face.ts' },
+  { name: 'search', file: 'processes/search.ts' },
+];
 
 async function main(): Promise<void> {
   const databaseUrl = await choosePostgres();
   const redisUrl = await chooseRedis();
-  const env = { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redisUrl };
+  const port = process.env.PORT ?? '3000';
+  const statusFile = process.env.SUPERVISOR_STATUS_FILE ?? path.join(ROOT, 'var', 'run', 'supervisor.json');
+  const env = { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, SUPERVISOR_STATUS_FILE: statusFile };
 
   say('running migrations');
-  const migrate = spawnSync(path.join(ROOT, 'node_modules', '.bin', 'tsx'), ['scripts/migrate.ts', 'latest'], { cwd: ROOT, env, stdio: 'inherit' });
+  const migrate = spawnSync(process.execPath, nodeArgs('scripts/migrate.ts').concat('latest'), { cwd: ROOT, env, stdio: 'inherit' });
   if (migrate.status !== 0) throw new Error('migrations failed');
 
-  // FACE_PROCESSES face processes (one per core by default): each runs one job at a time on its own
-  // core. The first answers /health on FACE_ENGINE_PORT (the API watches it); the others on a free
-  // port each (they log it), so they never take another process's port.
+  const supervisor = new Supervisor({ ...supervisorDefaults(process.env), statusFile, log: say });
+  // FACE_PROCESSES face processes (default 2, one per core): each runs its models on its own main thread.
+  // The first answers /health on FACE_ENGINE_PORT (the API watches it); the others on a free port each.
   const cfg = loadConfig(env);
-  const faces = Array.from({ length: cfg.faceProcesses }, (_, i): [string, ChildProcess] => {
-    const name = i === 0 ? 'face' : `face-${i + 1}`;
-    return [name, run(name, ['processes/face.ts'], i === 0 ? env : { ...env, FACE_ENGINE_PORT: '0' })];
-  });
-  const children = new Map<string, ChildProcess>([
-    ['web', run('web', ['processes/web.ts'], env)],
-    ...faces,
-    ['search', run('search', ['processes/search.ts'], env)],
-  ]);
-  const port = process.env.PORT ?? '3000';
-  say(`started web, ${faces.length} face and search; waiting for the API to answer...`);
+  for (const p of PROCESSES) {
+    const copies = p.name === 'face' ? cfg.faceProcesses : 1;
+    for (let i = 0; i < copies; i++) {
+      const name = i === 0 ? p.name : `${p.name}-${i + 1}`;
+      supervisor.add({ name, command: process.execPath, args: nodeArgs(p.file), env: i === 0 ? env : { ...env, FACE_ENGINE_PORT: '0' }, cwd: ROOT });
+    }
+  }
+  // What the scripts a user runs beside the service (npm run seed:registry) read to find it.
+  writeServiceFile({ pid: process.pid, url: `http://127.0.0.1:${port}`, startedAt: new Date().toISOString() });
+  say(`started ${supervisor.names().join(', ')} (a child that dies is restarted); waiting for the API to answer...`);
   void (async () => {
     for (let i = 0; i < 600; i++) {
       try {
@@ -162,37 +164,36 @@ async function main(): Promise<void> {
   })();
 
   let stopping = false;
-  const stopAll = async (code: number) => {
+  const stopAll = async (why: string) => {
     if (stopping) return;
     stopping = true;
-    say('stopping...');
-    await Promise.all(
-      [...children.values()].map(
-        (c) =>
-          new Promise<void>((resolve) => {
-            if (c.exitCode !== null || c.signalCode !== null) return resolve();
-            const force = setTimeout(() => c.kill('SIGKILL'), 10_000);
-            c.once('exit', () => {
-              clearTimeout(force);
-              resolve();
-            });
-            c.kill('SIGTERM');
-          }),
-      ),
-    );
+    say(`stopping (${why}): web first (it drains in-flight requests), then the workers...`);
+    // The web process's own drain (SHUTDOWN_DRAIN_MS) plus its closing; then SIGKILL.
+    const grace = Number(process.env.SHUTDOWN_DRAIN_MS ?? 10_000) + 5_000;
+    await supervisor.stop(['web'], grace);
+    await supervisor.stop(supervisor.names().filter((n) => n !== 'web'), grace);
+    removeServiceFile();
     for (const cleanup of cleanups.reverse()) await cleanup().catch((e) => say(`cleanup failed: ${e}`));
     say('stopped');
-    process.exit(code);
+    process.exit(0);
   };
-  for (const [name, child] of children) {
-    child.on('exit', (code, signal) => {
-      if (stopping) return;
-      say(`${name} exited (${signal ?? code}); stopping the others`);
-      void stopAll(code || 1);
-    });
-  }
-  process.on('SIGINT', () => void stopAll(0));
-  process.on('SIGTERM', () => void stopAll(0));
+  process.on('SIGINT', () => void stopAll('SIGINT'));
+  process.on('SIGTERM', () => void stopAll('SIGTERM'));
+  process.on('SIGHUP', () => void stopAll('SIGHUP'));
+  // npm's `sh -c` may not pass a signal on: when whoever started us is gone (we were re-parented), stop too.
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) void stopAll(`parent ${parent} is gone`);
+  }, 1000).unref();
+}
+
+const SERVICE_FILE = process.env.FACEID_SERVICE_FILE ?? path.join(ROOT, 'var', 'run', 'service.json');
+function writeServiceFile(info: Record<string, unknown>): void {
+  mkdirSync(path.dirname(SERVICE_FILE), { recursive: true });
+  writeFileSync(SERVICE_FILE, JSON.stringify(info, null, 2));
+}
+function removeServiceFile(): void {
+  rmSync(SERVICE_FILE, { force: true });
 }
 
 main().catch(async (e) => {

@@ -15,6 +15,7 @@ import { AppError } from './errors.js';
 import { queueOptions, type AwaitedJobContract } from './jobs/contract.js';
 import { AWAITED_QUEUE_NAMES, JOB_CONTRACTS, type JobContracts, type JobEnvelope, type QueueName } from './jobs/index.js';
 import { bullConnection } from './redis.js';
+import { JobAdmission, type AdmissionOptions, type QueueState } from './job-admission.js';
 
 export const bullPrefix = (redisPrefix: string) => `${redisPrefix}:bull`;
 
@@ -22,12 +23,15 @@ export interface JobClientOptions {
   redisUrl: string;
   redisPrefix: string;
   timeoutMs: number;
+  /** Fail fast (shared/job-admission.ts): no worker, Redis down or too much waiting work is a 503 before enqueueing. */
+  admission?: AdmissionOptions & { onSample?: (queue: QueueName, state: QueueState) => void };
 }
 
 export class JobTimeoutError extends AppError {
-  constructor(queue: QueueName, timeoutMs: number, readonly withdrawn: boolean) {
+  constructor(queue: QueueName, timeoutMs: number, readonly withdrawn: boolean, retryAfter?: number) {
     super('face_engine_unavailable', `The face engine did not answer within ${timeoutMs} ms`, {
       details: { queue, withdrawn },
+      retryAfter,
     });
   }
 }
@@ -138,6 +142,11 @@ export class JobClient {
   private readonly queues = new Map<QueueName, Queue>();
   private readonly streamIndex = new Map<QueueName, number>();
   private readonly reader: EventReader;
+  private readonly admission: JobAdmission | undefined;
+  /** Every 503 of a job says when to try again (the fail-fast setting; none without admission). */
+  private get retryAfter(): number | undefined {
+    return this.opts.admission?.retryAfterSeconds;
+  }
   private isReady = false;
 
   private readonly queueConnection: Redis;
@@ -153,6 +162,7 @@ export class JobClient {
       streams.push(queue.keys.events!);
     }
     this.reader = new EventReader(this.connection(), streams);
+    this.admission = opts.admission ? new JobAdmission(this.queueConnection, this.queues, opts.admission, opts.admission.onSample) : undefined;
   }
 
   private connection(): Redis {
@@ -186,6 +196,8 @@ export class JobClient {
     const contract = JOB_CONTRACTS[name];
     if (contract.delivery !== 'awaited') throw new Error(`queue "${name}" is deferred: enqueue its jobs through its contract, nobody awaits them`);
     const timeoutMs = opts.timeoutMs ?? this.opts.timeoutMs;
+    // Before anything is enqueued: a 503 at once rather than a wait nobody will end (issue 10).
+    await this.admission?.admit(name);
     const started = Date.now();
     const deadlineAt = started + timeoutMs;
     const envelope: JobEnvelope<Q> = { deadlineAt, payload };
@@ -210,9 +222,9 @@ export class JobClient {
       if (e instanceof DeadlineError) {
         // The add may still land: withdraw it if it does (best effort; a late worker skips it anyway).
         void this.queue(name).remove(jobId).catch(() => {});
-        throw new AppError('dependency_unavailable', 'The job queue (Redis) is unavailable');
+        throw new AppError('dependency_unavailable', 'The job queue (Redis) is unavailable', { retryAfter: this.retryAfter });
       }
-      throw new AppError('dependency_unavailable', 'The job queue (Redis) is unavailable', { cause: e });
+      throw new AppError('dependency_unavailable', 'The job queue (Redis) is unavailable', { cause: e, retryAfter: this.retryAfter });
     });
 
     let timer: NodeJS.Timeout | undefined;
@@ -225,9 +237,10 @@ export class JobClient {
       if (e instanceof DeadlineError) {
         waiter!.cancel();
         const withdrawn = await withdraw(job);
-        throw new JobTimeoutError(name, timeoutMs, withdrawn);
+        throw new JobTimeoutError(name, timeoutMs, withdrawn, this.retryAfter);
       }
       throw new AppError('face_engine_unavailable', 'The face engine failed to process the request', {
+        retryAfter: this.retryAfter,
         details: { queue: name },
         cause: e,
       });

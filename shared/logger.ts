@@ -16,12 +16,29 @@ const REDACT_PATHS = SENSITIVE_KEYS.flatMap((k) => [k, `*.${k}`, `*.*.${k}`, `*.
   'req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]',
 ]);
 
+const CENSOR = '[redacted]';
+
+/**
+ * `code` is both a one-time code (a secret) and the name every error uses for its identifier: an
+ * AppError code (`validation_failed`), a Node/system code (`ECONNREFUSED`, `ERR_HTTP_...`), a
+ * PostgreSQL SQLSTATE (`23505`, `57P01`: always 5 characters). Those stay readable; anything else
+ * under `code` (a 6-digit OTP, whatever a client sent) is redacted. Every other key is always redacted.
+ */
+export function isErrorCodeValue(value: unknown): boolean {
+  if (typeof value === 'string') return /^[A-Za-z][A-Za-z0-9_.:-]{0,63}$/.test(value) || /^[0-9A-Z]{5}$/.test(value);
+  return typeof value === 'number' && Number.isInteger(value) && Math.abs(value) < 100_000; // errno, HTTP and library codes
+}
+
+function censor(value: unknown, path: string[]): unknown {
+  return path.at(-1) === 'code' && isErrorCodeValue(value) ? value : CENSOR;
+}
+
 export function createLogger(opts: { level?: string; name?: string; destination?: pino.DestinationStream } = {}): Logger {
   return pino(
     {
       name: opts.name,
       level: opts.level ?? process.env.LOG_LEVEL ?? 'info',
-      redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+      redact: { paths: REDACT_PATHS, censor },
       base: { pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,
     },

@@ -1,6 +1,8 @@
 /**
  * A process's life: start what it runs, stop it gracefully on SIGINT/SIGTERM (run the cleanup once,
  * then exit; a second signal exits at once). Used by the entry files in processes/.
+ * Under `npm start` (SUPERVISOR_PID set by scripts/supervisor.ts) a process also stops when its
+ * supervisor is gone (it was re-parented): no orphan keeps a port after the supervisor was killed.
  */
 import { fileURLToPath } from 'node:url';
 import { config, describeConfig, type Config } from './config.js';
@@ -23,6 +25,12 @@ export function onShutdown(logger: Logger, cleanup: () => Promise<void>, graceMs
   };
   process.once('SIGINT', () => stop('SIGINT'));
   process.once('SIGTERM', () => stop('SIGTERM'));
+  const supervisor = Number(process.env.SUPERVISOR_PID);
+  if (supervisor > 0) {
+    setInterval(() => {
+      if (process.ppid !== supervisor && !stopping) stop('supervisor gone');
+    }, 1000).unref();
+  }
 }
 
 /** True when the module of `importMetaUrl` is the file node was started with (not imported by a test). */

@@ -11,6 +11,12 @@ import type { UploadedFile } from '../route-table.js';
 
 const buffers = new WeakMap<object, Buffer[]>();
 
+const MAX_FIELDS = 20;
+const MAX_FILES = 4;
+// formidable's error codes (formidable/src/FormidableError.js).
+const MAX_FIELDS_EXCEEDED = 1007;
+const MAX_FILES_EXCEEDED = 1015;
+
 function tooLarge(limit: number) {
   return new AppError('payload_too_large', `The upload exceeds the limit of ${limit} bytes`, { details: { limitBytes: limit } });
 }
@@ -48,8 +54,8 @@ export function multipartBody(maxUploadBytes: number): Middleware {
     formidable: {
       maxFileSize: maxUploadBytes,
       maxTotalFileSize: maxUploadBytes,
-      maxFiles: 4,
-      maxFields: 20,
+      maxFiles: MAX_FILES,
+      maxFields: MAX_FIELDS,
       maxFieldsSize: 64 * 1024,
       allowEmptyFiles: true,
       minFileSize: 0,
@@ -76,6 +82,12 @@ export function multipartBody(maxUploadBytes: number): Middleware {
       await parse(ctx, async () => {});
     } catch (e) {
       const err = e as { httpCode?: number; code?: number; message?: string };
+      // Too many parts is a malformed request, not a large one (formidable says 413 for both).
+      if (err.code === MAX_FIELDS_EXCEEDED || err.code === MAX_FILES_EXCEEDED) {
+        throw new AppError('validation_failed', 'The multipart body has too many parts', {
+          details: { reason: err.code === MAX_FIELDS_EXCEEDED ? `more than ${MAX_FIELDS} text fields` : `more than ${MAX_FILES} files` },
+        });
+      }
       if (err.code === 1009 || err.code === 1016 || err.httpCode === 413) throw tooLarge(maxUploadBytes);
       throw new AppError('validation_failed', 'The multipart body could not be parsed', { details: { reason: err.message ?? 'malformed' } });
     }

@@ -29,6 +29,8 @@ export function toAppError(err: unknown): AppError {
   return new AppError('internal_error', 'An unexpected error occurred');
 }
 
+const DEFAULT_RETRY_AFTER_SECONDS = 5;
+
 export function errorMiddleware(): Middleware {
   return async (ctx, next) => {
     try {
@@ -42,7 +44,9 @@ export function errorMiddleware(): Middleware {
         ctx.state.log?.error({ err: err instanceof Error ? { message: err.message, stack: err.stack, code: (err as { code?: string }).code } : err, code: appErr.code }, 'request failed');
       }
       ctx.status = appErr.status;
-      if (appErr.retryAfter !== undefined) ctx.set('Retry-After', String(Math.max(1, Math.ceil(appErr.retryAfter))));
+      // Every 503 says when to try again (a dependency that is down comes back, or a worker restarts).
+      const retryAfter = appErr.retryAfter ?? (appErr.status === 503 ? DEFAULT_RETRY_AFTER_SECONDS : undefined);
+      if (retryAfter !== undefined) ctx.set('Retry-After', String(Math.max(1, Math.ceil(retryAfter))));
       ctx.body = {
         ...(appErr.extra ?? {}),
         error: appErr.code,

@@ -4,7 +4,7 @@ import { route, type AnyRoute } from '../route-table.js';
 import { Strict } from '../schemas/common.js';
 import { PROXY_LABEL } from '../services/analytics-service.js';
 import { BILLABLE_DEFINITION } from '../services/billing-service.js';
-import { currentMonth, parseDateRange } from '../services/date-range.js';
+import { ANALYTICS_MAX_RANGE_DAYS, assertRangeWithin, currentMonth, parseDateRange, type DateRange } from '../services/date-range.js';
 import { DateParam } from './disputes.js';
 import type { RouteDeps } from './index.js';
 
@@ -60,6 +60,15 @@ const BillingBody = Type.Object({
   amountDue: Type.Number(),
 });
 
+/** The analytics range: at most ANALYTICS_MAX_RANGE_DAYS days, else 400 (never a silently shortened answer). */
+function analyticsRange(from: string | undefined, to: string | undefined): DateRange {
+  const range = parseDateRange(from, to);
+  assertRangeWithin(range);
+  return range;
+}
+
+const RANGE_DOC = `At most ${ANALYTICS_MAX_RANGE_DAYS} days from \`from\` to \`to\` (an open \`to\` is today; an open \`from\` is the first day with data): a longer range is 400 \`validation_failed\`.`;
+
 export default function reportRoutes(deps: Pick<RouteDeps, 'analytics' | 'billing'>): AnyRoute[] {
   return [
     route({
@@ -68,11 +77,11 @@ export default function reportRoutes(deps: Pick<RouteDeps, 'analytics' | 'billin
       operationId: 'getAccuracyAnalytics',
       tag: 'Analytics',
       summary: 'Outcome breakdowns per endpoint and the disputed-match rate (proxies)',
-      description: PROXY_LABEL,
+      description: `${PROXY_LABEL} ${RANGE_DOC}`,
       auth: 'administrator',
       query: RangeQuery,
       responses: { 200: { description: 'Per endpoint (identify, verify_self): outcome counts and rates; disputedMatchRate', schema: AccuracyBody } },
-      handler: async ({ query }) => ({ body: await deps.analytics.accuracy(parseDateRange(query.from, query.to)) }),
+      handler: async ({ query }) => ({ body: await deps.analytics.accuracy(analyticsRange(query.from, query.to)) }),
     }),
     route({
       method: 'GET',
@@ -80,10 +89,11 @@ export default function reportRoutes(deps: Pick<RouteDeps, 'analytics' | 'billin
       operationId: 'getVolumeAnalytics',
       tag: 'Analytics',
       summary: 'Calls per UTC day per endpoint, with their outcomes',
+      description: RANGE_DOC,
       auth: 'administrator',
       query: RangeQuery,
       responses: { 200: { description: 'A continuous daily series over the range (or the data\'s span)', schema: VolumeBody } },
-      handler: async ({ query }) => ({ body: await deps.analytics.volume(parseDateRange(query.from, query.to)) }),
+      handler: async ({ query }) => ({ body: await deps.analytics.volume(analyticsRange(query.from, query.to)) }),
     }),
     route({
       method: 'GET',

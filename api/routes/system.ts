@@ -19,6 +19,19 @@ const HealthBody = Type.Object({
     identity_registry: DependencyStatus,
     vector_index: DependencyStatus,
   }),
+  processes: Type.Optional(
+    Type.Array(
+      Type.Object({
+        name: Type.String(),
+        state: Type.String({ description: 'starting, running, restarting, stopping or stopped' }),
+        pid: Type.Union([Type.Integer(), Type.Null()]),
+        restarts: Type.Integer(),
+        crashLoop: Type.Boolean({ description: 'CRASH_LOOP_RESTARTS restarts within CRASH_LOOP_WINDOW_MS' }),
+        lastExit: Type.Union([Type.Null(), Type.Object({ code: Type.Union([Type.Integer(), Type.Null()]), signal: Type.Union([Type.String(), Type.Null()]), at: Type.String() })]),
+      }),
+      { description: 'Only under `npm start`: its supervised processes (a dead child is restarted with backoff)' },
+    ),
+  ),
 });
 
 const ModelsBody = Type.Object({

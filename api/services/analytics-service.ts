@@ -9,7 +9,7 @@
  * Both take the optional `?from&to` range on the entry's creation time.
  */
 import type { SearchLogsRepository } from '../../shared/repositories/search-logs.js';
-import { utcDay, type DateRange } from './date-range.js';
+import { ANALYTICS_MAX_RANGE_DAYS, assertRangeWithin, utcDay, type DateRange } from './date-range.js';
 
 export const ENDPOINTS = ['identify', 'verify_self'] as const;
 export type Endpoint = (typeof ENDPOINTS)[number];
@@ -19,7 +19,7 @@ export const KNOWN_OUTCOMES = ['match', 'no_match', 'liveness_failed', 'no_face'
 export const PROXY_LABEL =
   'Proxies, not calibrated false-accept or false-reject rates: outcomes are what the engine decided on unlabelled probes, and disputedMatchRate counts consumer disputes of matches (claims, not verified errors).';
 
-const MAX_FILLED_DAYS = 3660;
+const MAX_FILLED_DAYS = ANALYTICS_MAX_RANGE_DAYS;
 
 const ratio = (n: number, d: number): number | null => (d === 0 ? null : Math.round((n / d) * 10_000) / 10_000);
 
@@ -93,6 +93,8 @@ export class AnalyticsService {
     const first = range.start ? utcDay(range.start) : rows[0]?.day;
     const last = range.endExclusive ? utcDay(new Date(range.endExclusive.getTime() - 1)) : rows[rows.length - 1]?.day;
     const days: DayEntry[] = [];
+    // An open start runs from the data's first day: that span has the same maximum as an explicit range.
+    if (first && last) assertRangeWithin({ ...range, start: new Date(`${first}T00:00:00Z`), endExclusive: new Date(Date.parse(`${last}T00:00:00Z`) + 86_400_000) }, MAX_FILLED_DAYS);
     if (first && last) {
       let t = Date.parse(`${first}T00:00:00Z`);
       const end = Date.parse(`${last}T00:00:00Z`);

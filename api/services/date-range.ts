@@ -41,3 +41,19 @@ export function currentMonth(now = new Date()): DateRange {
   const endExclusive = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
   return { start, endExclusive, from: utcDay(start), to: utcDay(new Date(endExclusive.getTime() - DAY_MS)) };
 }
+
+/** The longest range the analytics reports take (10 years of days): beyond it 400, not a silent cut. */
+export const ANALYTICS_MAX_RANGE_DAYS = 3660;
+
+/**
+ * 400 `validation_failed` when the range spans more than `maxDays` UTC days (an open end counts up to
+ * `now`, an open start from the data's first day, checked by the report itself).
+ */
+export function assertRangeWithin(range: DateRange, maxDays = ANALYTICS_MAX_RANGE_DAYS, now = new Date()): void {
+  if (!range.start) return;
+  const end = range.endExclusive ?? now;
+  const days = Math.ceil((end.getTime() - range.start.getTime()) / DAY_MS);
+  if (days > maxDays) {
+    throw validationError([{ in: 'query', path: range.from ? '/from' : '/to', message: `the range spans ${days} days; at most ${maxDays} days (narrow from/to)` }]);
+  }
+}

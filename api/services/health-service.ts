@@ -4,6 +4,7 @@
  * are reported but do not make the service degraded. The gauge is refreshed by its own poller,
  * independently of calls to /health.
  */
+import { readFileSync } from 'node:fs';
 import type { Knex } from 'knex';
 import type { Redis } from 'ioredis';
 import type { Config } from '../../shared/config.js';
@@ -15,9 +16,33 @@ export interface DependencyStatus {
   detail?: string | Record<string, unknown>;
 }
 
+/** One process under `npm start`'s supervisor (scripts/supervisor.ts). */
+export interface SupervisedProcess {
+  name: string;
+  state: string;
+  pid: number | null;
+  restarts: number;
+  crashLoop: boolean;
+  lastExit: { code: number | null; signal: string | null; at: string } | null;
+}
+
 export interface HealthReport {
   status: 'ok' | 'degraded';
   dependencies: Record<Dependency, DependencyStatus>;
+  /** Only under `npm start`: its processes, restarts and crash loops. */
+  processes?: SupervisedProcess[];
+}
+
+/** The supervisor's status file, when this process runs under `npm start` and the supervisor is alive. */
+export function supervisedProcesses(file: string): SupervisedProcess[] | undefined {
+  if (!file) return undefined;
+  try {
+    const status = JSON.parse(readFileSync(file, 'utf8')) as { supervisorPid: number; processes: SupervisedProcess[] };
+    process.kill(status.supervisorPid, 0); // throws when that supervisor is gone (a stale file)
+    return status.processes.map(({ name, state, pid, restarts, crashLoop, lastExit }) => ({ name, state, pid, restarts, crashLoop, lastExit }));
+  } catch {
+    return undefined;
+  }
 }
 
 const CHECK_TIMEOUT_MS = 1500;
@@ -87,7 +112,8 @@ export class HealthService {
     ]);
     const dependencies = { db: dbStatus, cache, face_engine: faceEngine, identity_registry: registry, vector_index: vectorIndex };
     for (const d of DEPENDENCIES) this.deps.metrics.setDependency(d, dependencies[d].up);
-    return { status: dbStatus.up && cache.up ? 'ok' : 'degraded', dependencies };
+    const processes = supervisedProcesses(config.supervisorStatusFile);
+    return { status: dbStatus.up && cache.up ? 'ok' : 'degraded', dependencies, ...(processes ? { processes } : {}) };
   }
 
   /** Starts the background poller of the dependency gauge. */

@@ -12,6 +12,7 @@
  * - Set-password checks the current password under the same counter, so a stolen access token cannot
  *   be used to guess it without limit.
  */
+import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Config } from '../../shared/config.js';
 import { AppError } from '../../shared/errors.js';
@@ -31,7 +32,7 @@ export interface OperatorAuthDeps {
   sessionRows: SessionsRepository;
   redis: Redis;
   keys: KeySpace;
-  config: Pick<Config, 'operatorMaxFailedLogins' | 'operatorLoginsPerIpPerHour'>;
+  config: Pick<Config, 'operatorMaxFailedLogins' | 'operatorLoginsPerIpPerHour' | 'operatorLoginFailuresPerIpPerHour' | 'adminLockSeconds'>;
   sessions: SessionService;
   metrics?: Metrics;
   logger?: Logger;
@@ -44,23 +45,53 @@ const deactivated = () => new AppError('operator_deactivated', 'This operator ac
 export class OperatorAuthService {
   constructor(private readonly deps: OperatorAuthDeps) {}
 
-  /** POST /auth/operator/login. */
+  /**
+   * POST /auth/operator/login. Two caps per client address, both before any password hashing (each
+   * attempt costs a memory-hard hash): attempts per address AND identifier (guessing one account from an
+   * office's NAT does not lock the colleagues behind it out), and failures per address whatever the
+   * identifier (password spraying; successes never count, so working operators are not blocked).
+   */
   async login(identifier: string, password: string, opts: { deviceHint?: string | null; ip?: string } = {}): Promise<TokenPair & { operatorId: string; mustResetPassword: boolean }> {
-    const { operators, metrics, redis, keys, config } = this.deps;
-    // Per address, before any password hashing: each attempt costs a memory-hard hash, and guessing
-    // across many accounts from one address is not slowed by the per-account lock.
-    if (opts.ip) {
-      const { count, resetInSeconds } = await countInWindow(redis, keys('login', 'ip', ipBucket(opts.ip)), HOUR_MS);
+    const { redis, keys, config, metrics } = this.deps;
+    const failuresKey = opts.ip ? keys('login', 'failures', ipBucket(opts.ip)) : undefined;
+    if (opts.ip && failuresKey) {
+      const [failures, ttlMs] = await Promise.all([redis.get(failuresKey), redis.pttl(failuresKey)]);
+      if (Number(failures ?? 0) >= config.operatorLoginFailuresPerIpPerHour) {
+        metrics?.outcome('operator_login', 'rate_limited');
+        throw new AppError('rate_limited', 'Too many failed sign-ins from this address; try again later', { retryAfter: Math.max(1, Math.ceil(ttlMs / 1000)) });
+      }
+      const account = createHash('sha256').update(identifier.normalize('NFC').toLowerCase()).digest('hex').slice(0, 24);
+      const { count, resetInSeconds } = await countInWindow(redis, keys('login', 'ip', ipBucket(opts.ip), 'account', account), HOUR_MS);
       if (count > config.operatorLoginsPerIpPerHour) {
         metrics?.outcome('operator_login', 'rate_limited');
-        throw new AppError('rate_limited', 'Too many sign-in attempts from this address; try again later', { retryAfter: resetInSeconds });
+        throw new AppError('rate_limited', 'Too many sign-in attempts for this account from this address; try again later', { retryAfter: resetInSeconds });
       }
     }
-    const op = await operators.findByIdentifier(identifier);
+    try {
+      return await this.checkCredentials(identifier, password, opts);
+    } catch (e) {
+      if (failuresKey && e instanceof AppError && (e.code === 'invalid_credentials' || e.code === 'account_locked')) {
+        await countInWindow(redis, failuresKey, HOUR_MS).catch(() => {});
+      }
+      throw e;
+    }
+  }
+
+  private async checkCredentials(identifier: string, password: string, opts: { deviceHint?: string | null }): Promise<TokenPair & { operatorId: string; mustResetPassword: boolean }> {
+    const { db, operators, metrics, config } = this.deps;
+    let op = await operators.findByIdentifier(identifier);
     if (!op) {
       await burnPasswordCheck(password);
       metrics?.outcome('operator_login', 'invalid_credentials');
       throw invalidCredentials();
+    }
+    // An administrator's lock lapses after ADMIN_LOCK_SECONDS: whoever knows an administrator's sign-in
+    // name can lock it, and the organisation must not lose its last administrator to that.
+    if (op.lockedAt && op.role === 'administrator' && config.adminLockSeconds > 0 && Date.now() - new Date(op.lockedAt).getTime() >= config.adminLockSeconds * 1000) {
+      if (await operators.unlockIfLockedAt(op.id, op.lockedAt)) {
+        await recordAudit(db, { type: 'operator.unlocked', actorType: 'system', actorId: null, subjectType: 'operator', subjectId: op.id, data: { via: 'admin_lock_expired', lockSeconds: config.adminLockSeconds } });
+      }
+      op = Object.assign(op, { lockedAt: null, failedLoginCount: 0 });
     }
     // Always the full check first: the time taken says nothing about the account's state.
     const ok = await verifyPassword(password, op.passwordHash);

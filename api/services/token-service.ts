@@ -14,6 +14,7 @@ import { AppError } from '../../shared/errors.js';
 export type Audience = 'consumer' | 'operator';
 const ADMIN_UI_AUDIENCE = 'admin-ui';
 const ALG = 'EdDSA';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface AccessClaims {
   sub: string;
@@ -85,7 +86,12 @@ export class TokenService {
         requiredClaims: ['sub', 'exp', 'sid'],
       });
       const aud = Array.isArray(payload.aud) ? payload.aud[0] : payload.aud;
-      if (typeof payload.sid !== 'string' || typeof payload.sub !== 'string') throw new Error('claims');
+      // Claims are checked for shape before anything uses them: `sub` and `sid` are row ids (UUIDs) that
+      // go into SQL; a correctly signed token with anything else is refused here (401), not by PostgreSQL (500).
+      if (typeof payload.sid !== 'string' || typeof payload.sub !== 'string' || !UUID.test(payload.sid) || !UUID.test(payload.sub)) {
+        throw new Error('claims');
+      }
+      if (typeof payload.exp !== 'number' || (aud !== 'consumer' && aud !== 'operator')) throw new Error('claims');
       return { sub: payload.sub, aud: aud as Audience, sid: payload.sid, exp: payload.exp! };
     } catch (e) {
       const expired = e instanceof joseErrors.JWTExpired;
@@ -113,7 +119,8 @@ export class TokenService {
         audience: ADMIN_UI_AUDIENCE,
         requiredClaims: ['sub', 'exp', 'sid'],
       });
-      return { sub: payload.sub!, sid: String(payload.sid) };
+      if (typeof payload.sid !== 'string' || !UUID.test(payload.sid) || !UUID.test(payload.sub ?? '')) throw new Error('claims');
+      return { sub: payload.sub!, sid: payload.sid };
     } catch {
       throw new AppError('unauthorized', 'Sign in as an administrator first');
     }

@@ -119,6 +119,21 @@ export class OperatorsRepository extends Repository {
     return row;
   }
 
+  /**
+   * Clears a lock, only if it is still the lock that was read (`lockedAt`): an expired administrator
+   * lock lifted by one sign-in is not lifted twice, and a fresh lock is never lifted by a stale read.
+   */
+  async unlockIfLockedAt(id: string, lockedAt: Date): Promise<boolean> {
+    const n = await this.db(Operator.tableName).where({ id, lockedAt }).update({ lockedAt: null, failedLoginCount: 0, updatedAt: this.db.fn.now() });
+    return Number(n) > 0;
+  }
+
+  /** Clears the lock and the failure count whatever they are (`npm run unlock-operator`). */
+  async unlock(id: string, trx?: Db): Promise<void> {
+    const db = this.on(trx);
+    await db(Operator.tableName).where({ id }).update({ lockedAt: null, failedLoginCount: 0, updatedAt: db.fn.now() });
+  }
+
   /** Serialises every change that could leave the deployment without an administrator. */
   async lockAdministrators(trx: Knex.Transaction): Promise<void> {
     await trx.raw("SELECT pg_advisory_xact_lock(hashtext('faceid:operators:administrators'))");

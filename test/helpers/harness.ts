@@ -75,6 +75,9 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     FACE_JOB_TIMEOUT_MS: '15000',
     // Every test signs in from 127.0.0.1; the per-address limit has its own test with a low value.
     OPERATOR_LOGINS_PER_IP_PER_HOUR: '100000',
+    // The timeout-and-withdrawal path of face jobs is what most tests exercise with no worker running;
+    // the fail-fast gate (FAIL_FAST) has its own tests, which turn it on.
+    FAIL_FAST: 'false',
     ...(opts.env ?? {}),
   };
   const configFor = (env: Record<string, string> = {}) => loadConfig({ ...baseEnv, ...env });
