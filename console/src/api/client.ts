@@ -9,11 +9,13 @@ import type { paths } from './schema.js';
 export type { paths } from './schema.js';
 export type Api = ReturnType<typeof createApiClient>;
 
-/** The error envelope of every 4xx/5xx: `{ error, message, details?, outcome? }`. */
+/** The error envelope of every 4xx/5xx: `{ error, message, details?, outcome?, quality? }`. */
 export interface ApiError {
   error: string;
   message: string;
   outcome?: string;
+  /** Advisory capture quality, on verify-face's 422 face outcomes of a capture with a face. */
+  quality?: { score: number; issues: string[] } | null;
   details?: Record<string, unknown>;
 }
 

@@ -4,7 +4,7 @@ import type { ApiError } from '../api/client.js';
 import { createApiClient, multipart } from '../api/client.js';
 import { LANGUAGES, translator, type Language, type MessageKey, type Translate } from '../i18n/index.js';
 import { Session } from '../session.js';
-import { Capture, Note, Pager, fmtDate, fmtScore } from '../ui/common.js';
+import { Capture, Note, Pager, QualityAdvice, fmtDate, fmtScore, type QualityIssue } from '../ui/common.js';
 
 type Registry = 'nin' | 'bvn';
 type View = 'home' | 'link-nin' | 'link-bvn' | 'history' | 'settings' | 'self';
@@ -24,6 +24,25 @@ function outcomeLabel(t: Translate, outcome: string): string {
   const text = t(key);
   return text === key ? outcome : text;
 }
+
+/** One line of advice per capture-quality issue, in the page's language (message keys `quality_<code>`). */
+function Advice(props: { t: Translate; issues: readonly string[] | null }) {
+  const { t } = props;
+  const advice: Record<QualityIssue, string> = {
+    face_too_small: t('quality_face_too_small'),
+    face_cut_off: t('quality_face_cut_off'),
+    not_frontal: t('quality_not_frontal'),
+    eyes_not_visible: t('quality_eyes_not_visible'),
+    blurred: t('quality_blurred'),
+    too_dark: t('quality_too_dark'),
+    too_bright: t('quality_too_bright'),
+    low_contrast: t('quality_low_contrast'),
+  };
+  return <QualityAdvice issues={props.issues} advice={advice} heading={t('qualityHeading')} />;
+}
+
+/** The advisory quality issues of a face answer: a 200 body or a 422 error envelope (null without a face). */
+const issuesOf = (answer: { quality?: { issues: readonly string[] } | null } | undefined) => answer?.quality?.issues ?? null;
 
 function captureTexts(t: Translate) {
   return {
@@ -194,6 +213,7 @@ function Link(props: { t: Translate; session: Session; registry: Registry; done:
   const [linkToken, setLinkToken] = useState<string | null>(null);
   const [linked, setLinked] = useState(false);
   const [error, setError] = useState<string | null>(null);
+  const [issues, setIssues] = useState<readonly string[] | null>(null);
   const [busy, setBusy] = useState(false);
 
   const validate = async (e: Event) => {
@@ -215,12 +235,15 @@ function Link(props: { t: Translate; session: Session; registry: Registry; done:
     if (!validation) return;
     setBusy(true);
     setError(null);
+    setIssues(null);
     const body = multipart(reuse ? { validationToken: validation.token, reuseCapture: 'true' } : { validationToken: validation.token, file: image ?? undefined });
     const { data, error: err } = await (registry === 'nin' ? api.POST('/identity/nin/verify-face', body) : api.POST('/identity/bvn/verify-face', body));
     // The capture has been sent: drop it (the preview URL is revoked when Capture remounts).
     setImage(null);
     setCaptureKey((k) => k + 1);
     setBusy(false);
+    // Advisory: the outcome is said as before; the advice says what to change in the photo.
+    setIssues(issuesOf(data ?? (err as ApiError | undefined)));
     if (!data) return setError(explain(t, err as ApiError));
     setLinkToken(data.linkToken);
   };
@@ -273,6 +296,7 @@ function Link(props: { t: Translate; session: Session; registry: Registry; done:
             </article>
           )}
           {error && <Note kind="warn" testid="link-error">{error}</Note>}
+          <Advice t={t} issues={issues} />
           <button type="button" class="secondary outline" onClick={props.done}>{t('back')}</button>
         </>
       )}
@@ -412,16 +436,19 @@ function SelfService(props: { t: Translate; session: Session; userId: string; ba
   const [bank, setBank] = useState('');
   const [confirming, setConfirming] = useState(false);
   const [note, setNote] = useState<{ kind: 'ok' | 'warn'; text: string } | null>(null);
+  const [issues, setIssues] = useState<readonly string[] | null>(null);
   const [busy, setBusy] = useState(false);
 
   const verify = async () => {
     if (!image) return;
     setBusy(true);
     setNote(null);
+    setIssues(null);
     const { data, error } = await api.POST('/verify/self', multipart({ image }));
     setImage(null);
     setCaptureKey((k) => k + 1);
     setBusy(false);
+    setIssues(issuesOf(data ?? (error as ApiError | undefined)));
     if (data?.proofToken) return setProof(data.proofToken);
     setNote({ kind: 'warn', text: explain(t, data ?? (error as ApiError)) });
   };
@@ -430,6 +457,7 @@ function SelfService(props: { t: Translate; session: Session; userId: string; ba
     if (!proof) return;
     const { data, error } = await api.PATCH('/users/{id}', { params: { path: { id: props.userId } }, body: { proofToken: proof, ...body } });
     setProof(null); // single-use either way
+    setIssues(null); // the advice was about the capture that gave this proof
     if (!data) return setNote({ kind: 'warn', text: explain(t, error as ApiError) });
     setNote({ kind: 'ok', text: data.status === 'pending_upstream' ? t('pending', { value: data.user.pendingBankAccount ?? '' }) : t('applied') });
   };
@@ -448,6 +476,7 @@ function SelfService(props: { t: Translate; session: Session; userId: string; ba
     <>
       <h1>{t('selfHeading')}</h1>
       {note && <Note kind={note.kind} testid="self-note">{note.text}</Note>}
+      {!proof && <Advice t={t} issues={issues} />}
       {!proof ? (
         <article>
           <p>{t('selfIntro')}</p>
@@ -457,6 +486,7 @@ function SelfService(props: { t: Translate; session: Session; userId: string; ba
       ) : (
         <article>
           <Note kind="ok" testid="proven">{t('proven')}</Note>
+          <Advice t={t} issues={issues} />
           <form onSubmit={(e) => { e.preventDefault(); void change({ phone }); }}>
             <label>
               {t('newPhone')}

@@ -3,7 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { ApiError } from '../api/client.js';
 import { createApiClient, multipart } from '../api/client.js';
 import { Session } from '../session.js';
-import { Capture, Note, Pager, fmtDate, fmtScore } from '../ui/common.js';
+import { Capture, Note, Pager, QualityAdvice, fmtDate, fmtScore, type QualityIssue } from '../ui/common.js';
 import { AdminOffice } from './Admin.js';
 
 export interface StaffIdentity {
@@ -132,7 +132,19 @@ function SetPassword(props: { session: Session; currentPassword: string; done: (
   );
 }
 
-type IdentifyResult = { referenceId: string; outcome: string; candidates: { userId: string; score: number; rank: number }[]; latencyMs: { total: number }; escalatedAt?: string; at: string };
+type IdentifyResult = { referenceId: string; outcome: string; candidates: { userId: string; score: number; rank: number }[]; latencyMs: { total: number }; quality: { score: number; issues: readonly string[] } | null; escalatedAt?: string; at: string };
+
+/** What the operator can do about each capture-quality issue of the probe (staff pages are English). */
+const PROBE_ADVICE: Record<QualityIssue, string> = {
+  face_too_small: 'The face is too small in the photo: move the camera closer or use a larger photo.',
+  face_cut_off: 'The face is cut off: keep the whole face inside the frame.',
+  not_frontal: 'The face is turned or tilted: ask the person to look straight at the camera.',
+  eyes_not_visible: 'The eyes are hidden or closed: ask for open eyes and no sunglasses, hair or hand over them.',
+  blurred: 'The photo is blurred: hold the camera still and let it focus.',
+  too_dark: 'The photo is too dark: use a brighter place or more light on the face.',
+  too_bright: 'The photo is too bright: avoid direct sunlight, glare or flash on the face.',
+  low_contrast: 'The face has too little contrast: use even, brighter light.',
+};
 
 function SearchDesk(props: { session: Session }) {
   const [image, setImage] = useState<Blob | null>(null);
@@ -204,6 +216,7 @@ function SearchDesk(props: { session: Session }) {
                 </tbody>
               </table></div>
             )}
+            <QualityAdvice issues={result.quality?.issues} advice={PROBE_ADVICE} heading={`Probe photo quality ${result.quality?.score ?? '—'}/100: a better photo gives a more reliable search.`} />
             {result.escalatedAt ? <Note kind="ok" testid="escalated">Escalated {fmtDate(result.escalatedAt)}</Note> : <button type="button" class="secondary" onClick={() => void escalate()}>Escalate</button>}
           </article>
         )}

@@ -1,6 +1,13 @@
 /** Small pieces shared by the consoles: the camera capture, an error note, paging. */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ComponentChildren } from 'preact';
+import type { paths } from '../api/schema.js';
+
+/**
+ * A capture-quality issue code, from the generated client (the API's fixed list, shared/face/quality.ts):
+ * the advice tables below are `Record<QualityIssue, …>`, so a new code fails the typecheck until it has words.
+ */
+export type QualityIssue = NonNullable<paths['/identify']['post']['responses'][200]['content']['application/json']['quality']>['issues'][number];
 
 export interface CaptureTexts {
   start: string;
@@ -105,6 +112,24 @@ export function Note(props: { kind?: 'ok' | 'warn' | 'info'; children: Component
     <p class={`note ${props.kind ?? 'info'}`} role={props.kind === 'warn' ? 'alert' : 'status'} data-testid={props.testid}>
       {props.children}
     </p>
+  );
+}
+
+/**
+ * The advisory capture-quality issues of a face answer as one line of advice each, in the order the API
+ * reports them. Nothing when there is no issue (or no quality: no face found). Unknown codes (a code added
+ * to the API after this build) are skipped: the advice is optional, the outcome is shown elsewhere.
+ */
+export function QualityAdvice(props: { issues: readonly string[] | null | undefined; advice: Record<QualityIssue, string>; heading: string; testid?: string }) {
+  const lines = (props.issues ?? []).filter((c): c is QualityIssue => Object.hasOwn(props.advice, c)).map((c) => ({ code: c, text: props.advice[c] }));
+  if (!lines.length) return null;
+  return (
+    <div class="note info quality-advice" role="status" data-testid={props.testid ?? 'quality-advice'}>
+      <strong>{props.heading}</strong>
+      <ul>
+        {lines.map((l) => <li key={l.code} data-issue={l.code}>{l.text}</li>)}
+      </ul>
+    </div>
   );
 }
 
