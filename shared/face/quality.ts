@@ -25,7 +25,7 @@ export const QUALITY_ISSUES = [
 
 export type QualityIssue = (typeof QUALITY_ISSUES)[number];
 
-/** What each issue asks the person to do (console guidance, error messages). */
+/** What each issue asks the person to do: the description of each code in the OpenAPI document (the console has its own translated wording). */
 export const QUALITY_ADVICE: Record<QualityIssue, string> = {
   face_too_small: 'Move closer: your face is too small in the picture',
   face_cut_off: 'Keep your whole face inside the frame',
