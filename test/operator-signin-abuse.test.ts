@@ -6,7 +6,7 @@
  * SPEC's 403 account_locked (also with the right password) and the administrator's reset stay.
  */
 import test from 'ava';
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { ensureFirstAdministrator } from '../api/services/operator-service.js';
 import { ROOT, startHarness, type Harness } from './helpers/harness.js';
@@ -54,21 +54,32 @@ test.serial('guessing one account from an office address does not block the othe
   t.is(ok.status, 200, `a colleague behind the same address signs in: ${ok.text}`);
 });
 
+/**
+ * Runs a script without blocking this process: a blocked event loop lets the server's keep-alive sockets
+ * expire under the client's feet (a `fetch failed` that says nothing about the service).
+ */
+function run(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(path.join(ROOT, 'node_modules', '.bin', 'tsx'), args, { cwd: ROOT, env: { ...process.env, DATABASE_URL: h.db.url } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
 test.serial('npm run unlock-operator unlocks a locked account (audited); the password is unchanged', async (t) => {
   // (The only administrator is locked again by the previous test's guesses: a second one manages.)
   const admin = await newOperator(h, { role: 'administrator' });
   const op = await activeOperatorAccount(h, admin.token);
   for (let i = 0; i < 5; i++) await login(op.identifier, `nope-${i}`, '198.51.100.3');
   t.is((await login(op.identifier, op.password, '198.51.100.4')).body.error, 'account_locked', 'an operator stays locked (only an unlock or a reset)');
-  const run = spawnSync(path.join(ROOT, 'node_modules', '.bin', 'tsx'), ['scripts/unlock-operator.ts', op.identifier.toUpperCase()], {
-    cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: h.db.url },
-    encoding: 'utf8',
-  });
-  t.is(run.status, 0, run.stderr);
-  t.regex(run.stdout, /unlocked/);
+  const unlocked = await run(['scripts/unlock-operator.ts', op.identifier.toUpperCase()]);
+  t.is(unlocked.status, 0, unlocked.stderr);
+  t.regex(unlocked.stdout, /unlocked/);
   t.is((await login(op.identifier, op.password, '198.51.100.5')).status, 200);
-  const missing = spawnSync(path.join(ROOT, 'node_modules', '.bin', 'tsx'), ['scripts/unlock-operator.ts', 'nobody-here'], { cwd: ROOT, env: { ...process.env, DATABASE_URL: h.db.url }, encoding: 'utf8' });
+  const missing = await run(['scripts/unlock-operator.ts', 'nobody-here']);
   t.is(missing.status, 1);
 });
 
