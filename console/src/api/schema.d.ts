@@ -33,7 +33,7 @@ export interface paths {
         };
         /**
          * Outcome breakdowns per endpoint and the disputed-match rate (proxies)
-         * @description Proxies, not calibrated false-accept or false-reject rates: outcomes are what the engine decided on unlabelled probes, and disputedMatchRate counts consumer disputes of matches (claims, not verified errors).
+         * @description Proxies, not calibrated false-accept or false-reject rates: outcomes are what the engine decided on unlabelled probes, and disputedMatchRate counts consumer disputes of matches (claims, not verified errors). At most 3660 days from `from` to `to` (an open `to` is today; an open `from` is the first day with data): a longer range is 400 `validation_failed`.
          *
          *     **Authorisation:** Administrator bearer token.
          */
@@ -55,7 +55,9 @@ export interface paths {
         };
         /**
          * Calls per UTC day per endpoint, with their outcomes
-         * @description **Authorisation:** Administrator bearer token.
+         * @description At most 3660 days from `from` to `to` (an open `to` is today; an open `from` is the first day with data): a longer range is 400 `validation_failed`.
+         *
+         *     **Authorisation:** Administrator bearer token.
          */
         get: operations["getVolumeAnalytics"];
         put?: never;
@@ -2401,6 +2403,21 @@ export interface operations {
                                 up: boolean;
                             };
                         };
+                        /** @description Only under `npm start`: its supervised processes (a dead child is restarted with backoff) */
+                        processes?: {
+                            /** @description CRASH_LOOP_RESTARTS restarts within CRASH_LOOP_WINDOW_MS */
+                            crashLoop: boolean;
+                            lastExit: null | {
+                                at: string;
+                                code: number | null;
+                                signal: string | null;
+                            };
+                            name: string;
+                            pid: number | null;
+                            restarts: number;
+                            /** @description starting, running, restarting, stopping or stopped */
+                            state: string;
+                        }[];
                         status: "ok" | "degraded";
                     };
                 };
@@ -2449,6 +2466,21 @@ export interface operations {
                                 up: boolean;
                             };
                         };
+                        /** @description Only under `npm start`: its supervised processes (a dead child is restarted with backoff) */
+                        processes?: {
+                            /** @description CRASH_LOOP_RESTARTS restarts within CRASH_LOOP_WINDOW_MS */
+                            crashLoop: boolean;
+                            lastExit: null | {
+                                at: string;
+                                code: number | null;
+                                signal: string | null;
+                            };
+                            name: string;
+                            pid: number | null;
+                            restarts: number;
+                            /** @description starting, running, restarting, stopping or stopped */
+                            state: string;
+                        }[];
                         status: "ok" | "degraded";
                     };
                 };
