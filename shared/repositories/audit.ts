@@ -4,7 +4,7 @@
  */
 import { AuditEvent } from '../../models/index.js';
 import type { DateRange } from './date-range.js';
-import { Repository, type Db } from './handle.js';
+import { newestFirstPage, Repository, type Db } from './handle.js';
 
 export interface AuditInput {
   type: string;
@@ -62,14 +62,7 @@ export class AuditEventsRepository extends Repository {
       if (f.range.endExclusive) qb.where('createdAt', '<', f.range.endExclusive);
       return qb;
     };
-    const [rows, [{ total }]] = await Promise.all([
-      base()
-        .select('*')
-        .orderBy([{ column: 'createdAt', order: 'desc' }, { column: 'id', order: 'desc' }])
-        .limit(f.pageSize)
-        .offset((f.page - 1) * f.pageSize),
-      base().count({ total: '*' }),
-    ]);
-    return { rows: rows as AuditEvent[], total: Number(total) };
+    const { rows, total } = await newestFirstPage(base, f);
+    return { rows: rows as unknown as AuditEvent[], total };
   }
 }

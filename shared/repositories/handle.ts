@@ -19,4 +19,23 @@ export abstract class Repository {
   }
 }
 
+/**
+ * One page of a filtered query, newest first (createdAt, then id, both descending), with the filter's
+ * total: `filtered` builds the same filtered query twice, once for the rows and once for the count.
+ */
+export async function newestFirstPage(
+  filtered: () => Knex.QueryBuilder,
+  page: { page: number; pageSize: number },
+): Promise<{ rows: Record<string, unknown>[]; total: number }> {
+  const [rows, [{ total }]] = await Promise.all([
+    filtered()
+      .select('*')
+      .orderBy([{ column: 'createdAt', order: 'desc' }, { column: 'id', order: 'desc' }])
+      .limit(page.pageSize)
+      .offset((page.page - 1) * page.pageSize),
+    filtered().count({ total: '*' }),
+  ]);
+  return { rows, total: Number(total) };
+}
+
 export const isUniqueViolation = (e: unknown) => (e as { code?: string } | null)?.code === '23505';

@@ -4,7 +4,7 @@
  */
 import type { Knex } from 'knex';
 import { Operator, RefreshToken, Session, type OperatorRole, type OperatorStatus } from '../../models/index.js';
-import { Repository, type Db } from './handle.js';
+import { newestFirstPage, Repository, type Db } from './handle.js';
 
 export type SubjectType = Session['subjectType'];
 export interface SessionSubject {
@@ -50,15 +50,8 @@ export class OperatorsRepository extends Repository {
       }
       return qb;
     };
-    const [rows, [{ total }]] = await Promise.all([
-      base()
-        .select('*')
-        .orderBy([{ column: 'createdAt', order: 'desc' }, { column: 'id', order: 'desc' }])
-        .limit(f.pageSize)
-        .offset((f.page - 1) * f.pageSize),
-      base().count({ total: '*' }),
-    ]);
-    return { rows: rows.map(toOperator), total: Number(total) };
+    const { rows, total } = await newestFirstPage(base, f);
+    return { rows: rows.map(toOperator), total };
   }
 
   async find(id: string, trx?: Db): Promise<Operator | undefined> {
