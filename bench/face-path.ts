@@ -2,7 +2,7 @@
  * The face path against the raw engine, in one run: the table of issue 12.
  *
  *   npm run bench -- face-path
- *   BENCH_FP_FACE_PROCESSES=2 BENCH_FP_SECONDS=30 npm run bench -- face-path
+ *   BENCH_FP_FACE_PROCESSES=1 BENCH_FP_SECONDS=30 npm run bench -- face-path   # default: npm start's FACE_PROCESSES (2)
  *   BENCH_PROFILE_DIR=/tmp/prof npm run bench -- face-path      # V8 CPU profiles of web, face, search
  *
  * 1. The raw engine in a fresh process of its own (bench/face-path-raw-child.ts): normalise +
@@ -43,7 +43,8 @@ const SECONDS = Number(process.env.BENCH_FP_SECONDS ?? 20);
 const CALLS = Number(process.env.BENCH_FP_CALLS ?? 40);
 const ENROLLED = Number(process.env.BENCH_FP_ENROLLED ?? 1000);
 const IN_FLIGHT = Number(process.env.BENCH_FP_IN_FLIGHT ?? 4);
-const FACE_PROCESSES = Number(process.env.BENCH_FP_FACE_PROCESSES ?? 1);
+// As many face processes as `npm start` runs (FACE_PROCESSES, default 2: one per core).
+const FACE_PROCESSES = Number(process.env.BENCH_FP_FACE_PROCESSES ?? loadConfig(process.env).faceProcesses);
 const DB_NAME = 'faceid_bench_face_path';
 
 interface RawResult {

@@ -4,15 +4,17 @@
  *
  * - Every job carries a deadline; a job still waiting when its deadline passes is withdrawn from the
  *   queue (and a worker that picks one up late skips it), so a timed-out request never runs later.
- * - A job is removed from Redis by the worker in the step that publishes its result (the result is read
- *   from that `completed` event): no job hash with a face image or embedding lingers.
+ * - The result comes back on this process's reply list (shared/jobs/reply.ts), never through BullMQ's
+ *   events stream; the worker removes the job (its payload) when it finishes: no job hash with a face
+ *   image or embedding lingers.
  * - Timeouts and an unreachable Redis become 503 `face_engine_unavailable` / `dependency_unavailable`.
  */
 import { randomUUID } from 'node:crypto';
 import { Job, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AppError } from './errors.js';
-import { queueOptions, type AwaitedJobContract } from './jobs/contract.js';
+import { QUEUE_OPTIONS, type AwaitedJobContract } from './jobs/contract.js';
+import { parseReply, replyListKey } from './jobs/reply.js';
 import { AWAITED_QUEUE_NAMES, JOB_CONTRACTS, type JobContracts, type JobEnvelope, type QueueName } from './jobs/index.js';
 import { bullConnection } from './redis.js';
 import { JobAdmission, type AdmissionOptions, type QueueState } from './job-admission.js';
@@ -37,131 +39,78 @@ export class JobTimeoutError extends AppError {
 }
 
 /**
- * One blocking reader for the event streams of every queue (one XREAD over all of them), instead of a
- * BullMQ QueueEvents per queue: fewer connections, fewer wake-ups and round trips per job. Only the
- * `completed` (with its `returnvalue`) and `failed` events of jobs a waiter registered are used.
+ * The one blocking reader of this process's reply list (shared/jobs/reply.ts): every awaited job names
+ * the list in its envelope and its worker pushes the result there, so each job costs this process one
+ * wake-up, for its own result (BullMQ's events streams, with 4-5 events per job, are not read at all).
  */
-class EventReader {
+class ReplyReader {
   private readonly waiters = new Map<string, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   private closing = false;
-  private loop: Promise<void> | undefined;
-  readonly ready: Promise<void>;
+  private readonly loop: Promise<void>;
 
   constructor(
     private readonly conn: Redis,
-    private readonly streams: string[],
+    readonly key: string,
   ) {
-    this.ready = this.start();
-    this.ready.catch(() => {});
+    this.loop = this.consume();
   }
 
-  private async start(): Promise<void> {
-    // Read from the current end of each stream (its last id as Redis numbers it; no clock assumed).
-    const ids: string[] = [];
-    for (;;) {
-      try {
-        const pipeline = this.conn.pipeline();
-        for (const key of this.streams) pipeline.xrevrange(key, '+', '-', 'COUNT', 1);
-        const replies = (await pipeline.exec()) ?? [];
-        for (const [err, entries] of replies) {
-          if (err) throw err;
-          ids.push((entries as [string, string[]][])[0]?.[0] ?? '0-0');
-        }
-        break;
-      } catch (e) {
-        if (this.closing) throw e;
-        ids.length = 0;
-        await new Promise((r) => setTimeout(r, 200));
-      }
-    }
-    this.loop = this.consume(ids);
-  }
-
-  private async consume(ids: string[]): Promise<void> {
-    const index = new Map(this.streams.map((k, i) => [k, i]));
+  private async consume(): Promise<void> {
     while (!this.closing) {
-      let data: [string, [string, string[]][]][] | null;
+      let popped: [string, string] | null;
       try {
-        data = (await this.conn.xread('BLOCK', 10_000, 'STREAMS', ...this.streams, ...ids)) as typeof data;
+        // The timeout only bounds how long a closed connection goes unnoticed; replies wake it at once.
+        popped = await this.conn.blpop(this.key, 5);
       } catch {
         if (this.closing) return;
         await new Promise((r) => setTimeout(r, 200)); // Redis down: waiters time out on their own
         continue;
       }
-      if (!data) continue;
-      for (const [key, entries] of data) {
-        const i = index.get(key)!;
-        for (const [id, fields] of entries) {
-          ids[i] = id;
-          let event: string | undefined;
-          let jobId: string | undefined;
-          let value: string | undefined;
-          for (let f = 0; f + 1 < fields.length; f += 2) {
-            const name = fields[f];
-            if (name === 'event') event = fields[f + 1];
-            else if (name === 'jobId') jobId = fields[f + 1];
-            else if (name === 'returnvalue' || name === 'failedReason') value = fields[f + 1];
-          }
-          if ((event !== 'completed' && event !== 'failed') || jobId === undefined) continue;
-          const waiter = this.waiters.get(`${i}:${jobId}`);
-          if (!waiter) continue;
-          this.waiters.delete(`${i}:${jobId}`);
-          if (event === 'completed') {
-            try {
-              waiter.resolve(value === undefined ? undefined : JSON.parse(value));
-            } catch (e) {
-              waiter.reject(e as Error);
-            }
-          } else {
-            waiter.reject(new Error(value ?? 'job failed'));
-          }
-        }
-      }
+      if (!popped) continue;
+      const reply = parseReply(popped[1]);
+      if (!reply) continue;
+      const waiter = this.waiters.get(reply.id);
+      if (!waiter) continue; // its caller gave up (deadline): nobody awaits it
+      this.waiters.delete(reply.id);
+      if (reply.ok) waiter.resolve(reply.result);
+      else waiter.reject(new Error(reply.error));
     }
   }
 
-  /** Registers a waiter BEFORE the job is added, so its completion cannot be missed. */
-  wait(streamIndex: number, jobId: string): { result: Promise<unknown>; cancel: () => void } {
-    const key = `${streamIndex}:${jobId}`;
-    const result = new Promise<unknown>((resolve, reject) => this.waiters.set(key, { resolve, reject }));
+  /** Registers a waiter BEFORE the job is added, so its reply cannot be missed. */
+  wait(jobId: string): { result: Promise<unknown>; cancel: () => void } {
+    const result = new Promise<unknown>((resolve, reject) => this.waiters.set(jobId, { resolve, reject }));
     result.catch(() => {});
-    return { result, cancel: () => this.waiters.delete(key) };
+    return { result, cancel: () => this.waiters.delete(jobId) };
   }
 
   async close(): Promise<void> {
     this.closing = true;
     for (const w of this.waiters.values()) w.reject(new Error('job client closing'));
     this.waiters.clear();
-    this.conn.disconnect(); // ends the blocking XREAD
-    await this.loop?.catch(() => {});
+    this.conn.disconnect(); // ends the blocking BLPOP
+    await this.loop.catch(() => {});
   }
 }
 
 export class JobClient {
   private readonly connections: Redis[] = [];
   private readonly queues = new Map<QueueName, Queue>();
-  private readonly streamIndex = new Map<QueueName, number>();
-  private readonly reader: EventReader;
+  private readonly reader: ReplyReader;
   private readonly admission: JobAdmission | undefined;
   /** Every 503 of a job says when to try again (the fail-fast setting; none without admission). */
   private get retryAfter(): number | undefined {
     return this.opts.admission?.retryAfterSeconds;
   }
-  private isReady = false;
 
   private readonly queueConnection: Redis;
 
   constructor(private readonly opts: JobClientOptions) {
-    // One connection for adding jobs to every queue, one for the blocking event reader. Only the
-    // awaited queues have their event streams read; a deferred queue's handle opens on first use.
+    // One connection for adding jobs to every queue, one for the blocking reply reader. The awaited
+    // queues' handles open now (admission samples them); a deferred queue's handle opens on first use.
     this.queueConnection = this.connection();
-    const streams: string[] = [];
-    for (const name of AWAITED_QUEUE_NAMES) {
-      const queue = this.queue(name);
-      this.streamIndex.set(name, streams.length);
-      streams.push(queue.keys.events!);
-    }
-    this.reader = new EventReader(this.connection(), streams);
+    for (const name of AWAITED_QUEUE_NAMES) this.queue(name);
+    this.reader = new ReplyReader(this.connection(), replyListKey(opts.redisPrefix, randomUUID()));
     this.admission = opts.admission ? new JobAdmission(this.queueConnection, this.queues, opts.admission, opts.admission.onSample) : undefined;
   }
 
@@ -176,7 +125,7 @@ export class JobClient {
   queue(name: QueueName): Queue {
     let queue = this.queues.get(name);
     if (!queue) {
-      queue = new Queue(name, { connection: this.queueConnection, prefix: bullPrefix(this.opts.redisPrefix), ...queueOptions(JOB_CONTRACTS[name]) });
+      queue = new Queue(name, { connection: this.queueConnection, prefix: bullPrefix(this.opts.redisPrefix), ...QUEUE_OPTIONS });
       // Connection errors surface through /health and the requests that meet them, not as noise.
       queue.on('error', () => {});
       this.queues.set(name, queue);
@@ -191,7 +140,14 @@ export class JobClient {
   async run<Q extends QueueName>(
     name: Q,
     payload: JobContracts[Q]['payload'],
-    opts: { timeoutMs?: number } = {},
+    opts: {
+      timeoutMs?: number;
+      /**
+       * Values the job reads from Redis (shared/jobs/face-handoff.ts), written just before it on the
+       * same connection (no extra round trip), after admission, and expiring at the job's deadline.
+       */
+      withValues?: { key: string; value: Buffer }[];
+    } = {},
   ): Promise<JobContracts[Q]['result']> {
     const contract = JOB_CONTRACTS[name];
     if (contract.delivery !== 'awaited') throw new Error(`queue "${name}" is deferred: enqueue its jobs through its contract, nobody awaits them`);
@@ -200,21 +156,21 @@ export class JobClient {
     await this.admission?.admit(name);
     const started = Date.now();
     const deadlineAt = started + timeoutMs;
-    const envelope: JobEnvelope<Q> = { deadlineAt, payload };
+    const envelope: JobEnvelope<Q> = { deadlineAt, payload, replyTo: this.reader.key };
     const queue = this.queue(name);
     // Our own id, so that the waiter is registered before the job exists.
     const jobId = randomUUID();
-    let waiter: ReturnType<EventReader['wait']> | undefined;
+    let waiter: ReturnType<ReplyReader['wait']> | undefined;
 
     const job = await withDeadline(
       (async () => {
-        if (!this.isReady) {
-          await this.reader.ready;
-          this.isReady = true;
-        }
-        waiter = this.reader.wait(this.streamIndex.get(name)!, jobId);
+        waiter = this.reader.wait(jobId);
+        // Sent before the add on the same connection, so Redis applies them first; awaited together.
+        const values = (opts.withValues ?? []).map(({ key, value }) => this.queueConnection.set(key, value, 'PX', Math.max(1, deadlineAt - Date.now())));
         // The contract of queue Q takes Q's envelope (TypeScript cannot correlate the two through the union).
-        return (contract as AwaitedJobContract<Q, JobContracts[Q]['payload']>).enqueue(queue, envelope, jobId);
+        const added = (contract as AwaitedJobContract<Q, JobContracts[Q]['payload']>).enqueue(queue, envelope, jobId);
+        await Promise.all(values);
+        return added;
       })(),
       deadlineAt,
     ).catch((e: unknown) => {

@@ -37,3 +37,19 @@ export function sealEmbedding(embedding: ArrayLike<number>, keyB64: string): Sea
 export function openEmbedding(sealed: SealedEmbedding, keyB64: string): number[] {
   return Array.from(decodeEmbedding(openBytes(sealed, keyB64)));
 }
+
+/** The same sealing as one compact buffer (iv ‖ tag ‖ ciphertext), for bytes kept in Redis as a value. */
+export function sealToBuffer(bytes: Uint8Array, keyB64: string): Buffer {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', Buffer.from(keyB64, 'base64'), iv);
+  const data = Buffer.concat([cipher.update(bytes), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), data]);
+}
+
+/** Opens what sealToBuffer sealed; throws on a wrong key or altered bytes. */
+export function openBuffer(sealed: Buffer, keyB64: string): Buffer {
+  if (sealed.length < 28) throw new RangeError('sealed buffer too short');
+  const decipher = createDecipheriv('aes-256-gcm', Buffer.from(keyB64, 'base64'), sealed.subarray(0, 12));
+  decipher.setAuthTag(sealed.subarray(12, 28));
+  return Buffer.concat([decipher.update(sealed.subarray(28)), decipher.final()]);
+}

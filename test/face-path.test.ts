@@ -1,14 +1,18 @@
 /**
  * The face path's shortcuts (issue 12) do what they claim, on the real models and fixture photos:
  * the detector's padded pass is skipped only when the first pass found a face well inside the frame,
- * and the embed stage works from the face the liveness stage aligned (and from nothing else).
+ * and the embed stage works from the face the liveness stage aligned (and from nothing else), handed
+ * over once through Redis.
  * That they change no outcome is test/face-outcomes.test.ts.
  */
 import test from 'ava';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type * as ort from 'onnxruntime-node';
-import { newResultKey, openEmbedding, sealBytes } from '../shared/sealed-embedding.js';
+import { newResultKey, openEmbedding, sealToBuffer } from '../shared/sealed-embedding.js';
+import { RedisFaceHandoff } from '../shared/jobs/face-handoff.js';
+import { createRedis } from '../shared/redis.js';
+import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';
 import { normaliseUpload, decodeRgb } from '../shared/face/image.js';
 import { detectFaces, DEFAULT_DETECT_OPTIONS } from '../workers/face/pipeline/detect.js';
 import { decodeAlignedFace, encodeAlignedFace } from '../workers/face/pipeline/embed.js';
@@ -18,11 +22,19 @@ import { ROOT } from './helpers/harness.js';
 
 const photo = (file: string) => readFileSync(path.join(ROOT, 'test/fixtures/faces', file));
 let engine: FaceEngine;
+const redisPrefix = testRedisPrefix();
+const redis = createRedis(TEST_REDIS_URL);
+const handoff = new RedisFaceHandoff(redis, redisPrefix);
+/** The normalised image left for a liveness job, as the API leaves it (sealed with the job's key). */
+const imageRef = (jpeg: Buffer, key: string, deadlineAt: number) => handoff.put('image', sealToBuffer(jpeg, key), deadlineAt);
 test.before(async () => {
   engine = await FaceEngine.load(path.join(ROOT, 'var/models'));
 });
 test.after.always(async () => {
   await engine?.release();
+  const keys = await redis.keys(`${redisPrefix}:*`);
+  if (keys.length) await redis.del(...keys);
+  redis.disconnect();
 });
 
 /** The detector session of the engine, wrapped to count its runs. */
@@ -60,22 +72,37 @@ test('the aligned face survives its 16-bit encoding to within 1/512 of a grey le
   t.throws(() => decodeAlignedFace(new Uint8Array(100)), { instanceOf: RangeError });
 });
 
-test('the embed job embeds the face the liveness job aligned; a wrong key gives invalid_image, never an embedding', async (t) => {
+test('the embed job embeds the face the liveness job aligned, taken once from Redis; a wrong key gives invalid_image, never an embedding', async (t) => {
   const jpeg = (await normaliseUpload(photo('lfw/Powell_1.png'))).jpeg;
   const key = newResultKey();
-  const live = await livenessHandler(engine, { imageB64: jpeg.toString('base64'), mode: 'single', resultKey: key });
-  if (!live.ok) return t.fail(live.code);
+  const deadlineAt = Date.now() + 10_000;
+  const live = await livenessHandler(engine, handoff, { imageRef: await imageRef(jpeg, key, deadlineAt), mode: 'single', resultKey: key, handOffMinLiveness: 0 }, deadlineAt);
+  if (!live.ok || live.alignedFaceRef === null) return t.fail('no aligned face');
+  // In Redis: sealed (no clear pixels), expiring with the request's deadline.
+  const stored = await redis.getBuffer(`${redisPrefix}:face:aligned:${live.alignedFaceRef}`);
+  t.truthy(stored);
+  const ttl = await redis.pttl(`${redisPrefix}:face:aligned:${live.alignedFaceRef}`);
+  t.true(ttl > 0 && ttl <= 10_000, `ttl ${ttl}`);
   const resultKey = newResultKey();
-  const embedded = await embedHandler(engine, { alignedFace: live.alignedFace, alignedFaceKey: key, resultKey });
+  const embedded = await embedHandler(engine, handoff, { alignedFaceRef: live.alignedFaceRef, alignedFaceKey: key, resultKey });
   if (!embedded.ok) return t.fail(embedded.code);
   const viaJobs = openEmbedding(embedded.sealedEmbedding, resultKey);
   // The same as the engine's own embed from the image and the five points.
   const direct = await engine.embed(jpeg, live.face.landmarks5);
   const cos = viaJobs.reduce((s, v, i) => s + v * direct.embedding[i]!, 0);
   t.true(cos > 0.99999, `cosine ${cos}`);
+  // Taken: gone from Redis, and a second embed of the same ref fails (an engine fault: 503), never a result.
+  t.is(await redis.exists(`${redisPrefix}:face:aligned:${live.alignedFaceRef}`), 0);
+  await t.throwsAsync(embedHandler(engine, handoff, { alignedFaceRef: live.alignedFaceRef, alignedFaceKey: key, resultKey }), { message: /gone/ });
 
-  const wrongKey = await embedHandler(engine, { alignedFace: live.alignedFace, alignedFaceKey: newResultKey(), resultKey });
+  const again = await livenessHandler(engine, handoff, { imageRef: await imageRef(jpeg, key, deadlineAt), mode: 'single', resultKey: key, handOffMinLiveness: 0 }, deadlineAt);
+  if (!again.ok || again.alignedFaceRef === null) return t.fail('no aligned face');
+  // Below the job's liveness bar nothing is handed on (nothing will embed it).
+  const failing = await livenessHandler(engine, handoff, { imageRef: await imageRef(jpeg, key, deadlineAt), mode: 'single', resultKey: key, handOffMinLiveness: 1.01 }, deadlineAt);
+  t.like(failing, { ok: true, alignedFaceRef: null });
+  const wrongKey = await embedHandler(engine, handoff, { alignedFaceRef: again.alignedFaceRef, alignedFaceKey: newResultKey(), resultKey });
   t.deepEqual({ ok: wrongKey.ok, code: (wrongKey as { code?: string }).code }, { ok: false, code: 'invalid_image' });
-  const notAFace = await embedHandler(engine, { alignedFace: sealBytes(new Uint8Array(10), key), alignedFaceKey: key, resultKey });
+  const notAFaceRef = await handoff.put('aligned', sealToBuffer(new Uint8Array(10), key), deadlineAt);
+  const notAFace = await embedHandler(engine, handoff, { alignedFaceRef: notAFaceRef, alignedFaceKey: key, resultKey });
   t.false(notAFace.ok);
 });

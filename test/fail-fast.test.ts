@@ -7,11 +7,9 @@
 import test from 'ava';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { Worker } from 'bullmq';
-import { Redis } from 'ioredis';
 import { AppError } from '../shared/errors.js';
-import { JobClient, bullPrefix } from '../shared/job-client.js';
-import { bullConnection } from '../shared/redis.js';
+import { JobClient } from '../shared/job-client.js';
+import { startSearchRunner } from './helpers/search-runner.js';
 import { ROOT, startHarness, type Harness } from './helpers/harness.js';
 import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';
 import { client } from './helpers/http.js';
@@ -49,23 +47,16 @@ test('no face worker: /identify answers 503 face_engine_unavailable with Retry-A
   t.is((await h.deps.db('searchLogs').where({ operatorId: operator.operatorId })).length, 1);
 });
 
-function echoWorker(prefix: string, connections: Redis[], hold?: Promise<void>) {
-  const connection = bullConnection(TEST_REDIS_URL);
-  connections.push(connection);
-  return new Worker(
-    'search',
-    async (job) => {
-      await hold;
-      return { op: 'compare', score: 1, ms: 0, echoed: job.data.payload.userId };
-    },
-    { connection, prefix: bullPrefix(prefix), concurrency: 1 },
-  );
+function echoWorker(prefix: string, hold?: Promise<void>) {
+  return startSearchRunner(TEST_REDIS_URL, prefix, async (payload) => {
+    await hold;
+    return { op: 'compare', score: 1, ms: 0, echoed: (payload as { userId: string }).userId };
+  });
 }
 
 test('a worker that starts is used at once; a queue over its waiting bound answers 503 with Retry-After', async (t) => {
   const prefix = testRedisPrefix();
   const jobs = new JobClient({ redisUrl: TEST_REDIS_URL, redisPrefix: prefix, timeoutMs: 5000, admission: ADMISSION });
-  const connections: Redis[] = [];
   try {
     const none = await t.throwsAsync(jobs.run('search', { op: 'compare', embedding: [1], userId: 'u' }));
     t.is((none as AppError).code, 'face_engine_unavailable');
@@ -75,8 +66,7 @@ test('a worker that starts is used at once; a queue over its waiting bound answe
     // A worker that has just started is seen by the very next call (an unhealthy sample is never reused).
     let release!: () => void;
     const hold = new Promise<void>((r) => (release = r));
-    const worker = echoWorker(prefix, connections, hold);
-    await worker.waitUntilReady();
+    const worker = await echoWorker(prefix, hold);
     // One job held by the worker (active), two waiting: the bound (2) is reached.
     const held = [jobs.run('search', { op: 'compare', embedding: [1], userId: 'a' })];
     await new Promise((r) => setTimeout(r, 300));
@@ -94,7 +84,6 @@ test('a worker that starts is used at once; a queue over its waiting bound answe
     await worker.close();
   } finally {
     await jobs.close();
-    for (const c of connections) c.disconnect();
   }
 });
 
@@ -102,12 +91,8 @@ test('Redis unreachable: 503 dependency_unavailable with Retry-After within a se
   const redis = await startPrivateRedis();
   const prefix = testRedisPrefix();
   const jobs = new JobClient({ redisUrl: redis.url, redisPrefix: prefix, timeoutMs: 10_000, admission: ADMISSION });
-  const connection = bullConnection(redis.url);
-  connection.on('error', () => {});
-  const worker = new Worker('search', async () => ({ op: 'compare', score: 1, ms: 0 }), { connection, prefix: bullPrefix(prefix) });
-  worker.on('error', () => {});
+  const worker = await startSearchRunner(redis.url, prefix, () => ({ op: 'compare', score: 1, ms: 0 }));
   try {
-    await worker.waitUntilReady();
     t.like(await jobs.run('search', { op: 'compare', embedding: [1], userId: 'u' }), { score: 1 });
     await redis.stop();
     await new Promise((r) => setTimeout(r, 300));
@@ -127,7 +112,6 @@ test('Redis unreachable: 503 dependency_unavailable with Retry-After within a se
     t.true(ok, 'jobs run again once Redis is back');
   } finally {
     await worker.close().catch(() => {});
-    connection.disconnect();
     await jobs.close();
     await redis.stop();
   }

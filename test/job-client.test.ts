@@ -1,8 +1,10 @@
 /** The awaited-job helper: result, removal from Redis, and timeout with withdrawal when no worker runs. */
 import test from 'ava';
-import { Worker } from 'bullmq';
 import { bullPrefix, JobClient } from '../shared/job-client.js';
-import { bullConnection, createRedis } from '../shared/redis.js';
+import { createRedis } from '../shared/redis.js';
+import { replyListKey } from '../shared/jobs/reply.js';
+import type { QueueRunner } from '../workers/run-queue.js';
+import { startSearchRunner } from './helpers/search-runner.js';
 import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';
 import { AppError } from '../shared/errors.js';
 import { bankAccountConfirmJobId, enqueueBankAccountConfirm } from '../shared/jobs/upstream.js';
@@ -10,13 +12,7 @@ import { bankAccountConfirmJobId, enqueueBankAccountConfirm } from '../shared/jo
 const prefix = testRedisPrefix();
 const jobs = new JobClient({ redisUrl: TEST_REDIS_URL, redisPrefix: prefix, timeoutMs: 800 });
 const redis = createRedis(TEST_REDIS_URL);
-const workers: Worker[] = [];
-const connections: ReturnType<typeof bullConnection>[] = [];
-const connection = () => {
-  const c = bullConnection(TEST_REDIS_URL);
-  connections.push(c);
-  return c;
-};
+const workers: QueueRunner<'search'>[] = [];
 
 test.after.always(async () => {
   await Promise.all(workers.map((w) => w.close()));
@@ -24,11 +20,19 @@ test.after.always(async () => {
   const keys = await redis.keys(`${prefix}:*`);
   if (keys.length) await redis.del(...keys);
   redis.disconnect();
-  for (const c of connections) c.disconnect();
 });
 
-function startWorker(onJob: (data: any) => unknown) {
-  const w = new Worker('search', async (job) => onJob(job.data), { connection: connection(), prefix: bullPrefix(prefix) });
+/** The reply goes out just before the worker's last step (BullMQ's moveToFinished, which deletes the job). */
+async function gone(key: string): Promise<boolean> {
+  for (let i = 0; i < 50; i++) {
+    if ((await redis.exists(key)) === 0) return true;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return false;
+}
+
+async function startWorker(onJob: Parameters<typeof startSearchRunner>[2], concurrency = 1) {
+  const w = await startSearchRunner(TEST_REDIS_URL, prefix, onJob, concurrency);
   workers.push(w);
   return w;
 }
@@ -46,65 +50,59 @@ test.serial('with no worker running the call fails with 503 face_engine_unavaila
 
   // A worker that starts afterwards never sees the withdrawn job.
   let ran = 0;
-  const w = startWorker(() => {
+  const w = await startWorker(() => {
     ran++;
     return { op: 'compare', score: 1, ms: 0 };
   });
-  await w.waitUntilReady();
   await new Promise((r) => setTimeout(r, 1000));
   t.is(ran, 0);
   await w.close();
 });
 
-test.serial('a result comes back and the job is removed from Redis once read', async (t) => {
+test.serial('a result comes back on the reply list, never through the events stream, and the job is removed from Redis', async (t) => {
   let seenId: string | undefined;
-  const w = new Worker(
-    'search',
-    async (job) => {
-      seenId = job.id;
-      return { op: 'compare', score: 0.5, ms: 1, echoed: job.data.payload.userId };
-    },
-    { connection: connection(), prefix: bullPrefix(prefix) },
-  );
-  workers.push(w);
+  const w = await startWorker((payload, { job }) => {
+    seenId = job.id;
+    return { op: 'compare', score: 0.5, ms: 1, echoed: (payload as { userId: string }).userId };
+  });
   const result = await jobs.run('search', { op: 'compare', embedding: [1], userId: 'abc' });
   t.like(result as object, { op: 'compare', score: 0.5, echoed: 'abc' });
   t.truthy(seenId);
-  t.is(await redis.exists(`${bullPrefix(prefix)}:search:${seenId}`), 0, 'the job hash is gone');
+  t.true(await gone(`${bullPrefix(prefix)}:search:${seenId}`), 'the job hash is gone');
+  // The events stream says the job completed, without its result.
+  const events = (await redis.xrange(`${bullPrefix(prefix)}:search:events`, '-', '+')).map(([, f]) => f.join(' '));
+  t.true(events.some((e) => e.includes('completed') && e.includes(seenId!)), 'a completed event');
+  t.false(events.some((e) => e.includes('echoed') || e.includes('0.5')), 'no result in the events stream');
+  // The reply was read off the list: nothing waits there.
+  t.deepEqual((await redis.keys(replyListKey(prefix, '*'))).length, 0, 'no reply left on a list');
   await w.close();
 });
 
 test.serial('a job whose worker throws answers 503 face_engine_unavailable at once, and the job is removed from Redis', async (t) => {
   let seenId: string | undefined;
-  const w = startWorker(() => {
-    throw new Error('engine fault');
-  });
-  w.on('active', (job) => {
+  const w = await startWorker((_, { job }) => {
     seenId = job.id;
+    throw new Error('engine fault');
   });
   const started = Date.now();
   const err = await t.throwsAsync(jobs.run('search', { op: 'compare', embedding: [1], userId: 'u' }, { timeoutMs: 5000 }));
   t.is((err as AppError).code, 'face_engine_unavailable');
   t.true(Date.now() - started < 2000, 'answered on the failure, not on the timeout');
   t.truthy(seenId);
-  t.is(await redis.exists(`${bullPrefix(prefix)}:search:${seenId}`), 0, 'the job hash is gone');
+  t.true(await gone(`${bullPrefix(prefix)}:search:${seenId}`), 'the job hash is gone');
   const counts = await jobs.counts('search');
   t.is(counts.waiting + counts.active + counts.failed + counts.completed, 0, 'nothing left in any state');
   await w.close();
 });
 
 test.serial('concurrent jobs each get their own result', async (t) => {
-  const w = new Worker('search', async (job) => ({ op: 'compare', score: 0, ms: 0, echoed: job.data.payload.userId }), {
-    connection: connection(),
-    prefix: bullPrefix(prefix),
-    concurrency: 4,
-  });
-  workers.push(w);
+  const w = await startWorker((payload) => ({ op: 'compare', score: 0, ms: 0, echoed: (payload as { userId: string }).userId }), 4);
   const ids = Array.from({ length: 20 }, (_, i) => `u${i}`);
   const results = await Promise.all(ids.map((userId) => jobs.run('search', { op: 'compare', embedding: [1], userId })));
   t.deepEqual(results.map((r) => (r as unknown as { echoed: string }).echoed), ids);
-  const keys = (await redis.keys(`${bullPrefix(prefix)}:search:*`)).filter((k) => !/:(events|meta|id|marker|stalled-check)$/.test(k));
-  t.deepEqual(keys, [], 'no job hash or job list entry left');
+  const jobKeys = async () => (await redis.keys(`${bullPrefix(prefix)}:search:*`)).filter((k) => !/:(events|meta|id|marker|stalled-check)$/.test(k));
+  for (let i = 0; i < 50 && (await jobKeys()).length > 0; i++) await new Promise((r) => setTimeout(r, 20));
+  t.deepEqual(await jobKeys(), [], 'no job hash or job list entry left');
   await w.close();
 });
 

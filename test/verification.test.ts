@@ -202,7 +202,7 @@ test.serial('verify/self without an enrolled face is 409 conflict; a deleted use
   t.is(json.body.error, 'unsupported_media_type');
 });
 
-test.serial('no face image or embedding lingers in Redis after an identify (job hashes gone, events streams sealed)', async (t) => {
+test.serial('no face image, aligned face or embedding lingers in Redis after an identify (job hashes, hand-offs and replies gone; no result in any events stream)', async (t) => {
   const res = await client(h.url).post('/identify', { token: operator.token, form: { attestation: 'true', file: file('lfw/Powell_3.png') } });
   t.is(res.status, 200);
   const redis = h.deps.redis;
@@ -219,8 +219,16 @@ test.serial('no face image or embedding lingers in Redis after an identify (job 
     // A clear embedding would be a long array of floats in a returnvalue.
     t.false(/\[(-?\d\.\d+,){100,}/.test(text), `${queue} events hold no clear embedding`);
   }
-  const embedEvents = JSON.stringify(await redis.xrange(`${prefix}:embed:events`, '-', '+'));
-  t.regex(embedEvents, /sealedEmbedding/);
+  // Results travel on the API's reply list, read as they arrive: the events streams carry none.
+  for (const queue of ['liveness', 'embed', 'search']) {
+    const entries = (await redis.xrange(`${prefix}:${queue}:events`, '-', '+')) as [string, string[]][];
+    const completed = entries.filter(([, f]) => f[1] === 'completed');
+    t.true(completed.length > 0, `${queue}: completed events`);
+    for (const [, f] of completed) t.is(f[f.indexOf('returnvalue') + 1], 'null', `${queue}: no result in the stream`);
+  }
+  // The image and the aligned face were taken by the workers that read them, and no reply waits on a list.
+  t.deepEqual(await redis.keys(`${h.config.redisPrefix}:face:*`), []);
+  t.deepEqual(await redis.keys(`${h.config.redisPrefix}:jobs:reply:*`), []);
 });
 
 test.serial('identify never returns a deleted account still in the index: ranks renumbered, logged without it, alone it is no_match', async (t) => {

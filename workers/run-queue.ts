@@ -11,6 +11,9 @@
  *   answered 503 and withdrawn it, or tried to): the handler never runs, the payload (an image, an
  *   embedding) is wiped from Redis at once, and the job is failed as `expired` without retry. So a
  *   withdrawn or timed-out request never runs later.
+ * - An awaited job's result (or the error it threw) goes to the caller's reply list
+ *   (shared/jobs/reply.ts), not to BullMQ: the job completes with no return value, so no result ever
+ *   enters the events stream.
  * - Face outcomes are results (handlers return them); a thrown error is an engine fault: the job
  *   fails once (awaited contracts say attempts: 1) and the waiting request answers 503 at once.
  * - Never logs a payload or a result (images and embeddings).
@@ -19,14 +22,17 @@ import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Config } from '../shared/config.js';
 import { bullPrefix } from '../shared/job-client.js';
 import { JOB_CONTRACTS, QUEUE_NAMES, type JobContracts, type JobEnvelope, type QueueName } from '../shared/jobs/index.js';
-import { queueOptions } from '../shared/jobs/contract.js';
+import { QUEUE_OPTIONS } from '../shared/jobs/contract.js';
+import { pushReply } from '../shared/jobs/reply.js';
 import type { Logger } from '../shared/logger.js';
-import { bullConnection } from '../shared/redis.js';
+import { bullConnection, type Redis } from '../shared/redis.js';
 
 export interface JobContext {
   job: Job;
   /** Epoch ms after which nobody awaits the result (Infinity for a deferred job: nobody awaits it). */
   deadlineAt: number;
+  /** A non-blocking connection of the runner's, for what a handler keeps in Redis beside its result. */
+  redis: Redis;
 }
 
 export type JobHandler<Q extends QueueName> = (
@@ -90,6 +96,10 @@ export async function runQueues<Q extends QueueName>(
   const stats = Object.fromEntries(queues.map((q) => [q, { started: 0, completed: 0, failed: 0, skippedExpired: 0 }])) as Record<Q, QueueStats>;
   const workers: Worker[] = [];
   const connections: ReturnType<typeof bullConnection>[] = [];
+  // Replies and handlers' side values: one non-blocking connection (each Worker blocks its own).
+  const replyConnection = bullConnection(config.redisUrl);
+  replyConnection.on('error', (e) => opts.logger.debug({ err: e.message }, 'redis connection error'));
+  connections.push(replyConnection);
 
   for (const queue of queues) {
     const handler = handlers[queue] as JobHandler<Q>;
@@ -98,10 +108,10 @@ export async function runQueues<Q extends QueueName>(
       if (JOB_CONTRACTS[queue].delivery === 'deferred') {
         if (job.data == null || typeof job.data !== 'object') throw new UnrecoverableError(`malformed job "${job.name}" on queue "${queue}"`);
         stats[queue].started++;
-        return handler(job.data as JobContracts[Q]['payload'], { job, deadlineAt: Number.POSITIVE_INFINITY });
+        return handler(job.data as JobContracts[Q]['payload'], { job, deadlineAt: Number.POSITIVE_INFINITY, redis: replyConnection });
       }
       const envelope = job.data as Partial<JobEnvelope<Q>> | undefined;
-      if (job.name !== queue || !envelope || typeof envelope.deadlineAt !== 'number' || envelope.payload == null) {
+      if (job.name !== queue || !envelope || typeof envelope.deadlineAt !== 'number' || typeof envelope.replyTo !== 'string' || envelope.payload == null) {
         throw new UnrecoverableError(`malformed job "${job.name}" on queue "${queue}"`);
       }
       const { deadlineAt } = envelope;
@@ -113,7 +123,18 @@ export async function runQueues<Q extends QueueName>(
         throw new UnrecoverableError(EXPIRED_REASON);
       }
       stats[queue].started++;
-      return handler(envelope.payload as JobContracts[Q]['payload'], { job, deadlineAt });
+      const replyTo = envelope.replyTo;
+      let result: unknown;
+      try {
+        result = await handler(envelope.payload as JobContracts[Q]['payload'], { job, deadlineAt, redis: replyConnection });
+      } catch (e) {
+        // The caller answers 503 at once instead of at its deadline; the job still fails in BullMQ.
+        await pushReply(replyConnection, replyTo, { id: job.id!, ok: false, error: (e as Error)?.message ?? String(e) }).catch(() => {});
+        throw e;
+      }
+      // A reply that cannot be pushed (Redis gone) fails the job; its caller times out with a 503.
+      await pushReply(replyConnection, replyTo, { id: job.id!, ok: true, result });
+      return null;
     };
     const connection = bullConnection(config.redisUrl);
     connection.on('error', (e) => log.debug({ err: e.message }, 'redis connection error'));
@@ -148,7 +169,7 @@ export async function runQueues<Q extends QueueName>(
         handleConnection.on('error', (e) => opts.logger.debug({ err: e.message }, 'redis connection error'));
         connections.push(handleConnection);
       }
-      handle = new Queue(name, { connection: handleConnection, prefix, ...queueOptions(JOB_CONTRACTS[name]) });
+      handle = new Queue(name, { connection: handleConnection, prefix, ...QUEUE_OPTIONS });
       // Redis outages are reported by /health; without a listener BullMQ prints every reconnect error.
       handle.on('error', () => {});
       handles.set(name, handle);

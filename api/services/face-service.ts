@@ -15,17 +15,18 @@
  * so the caller answers within that time whatever stage stalls. Each stage's own milliseconds, as
  * measured by the worker, are returned (SearchLog.latencyMs) and recorded in the stage histogram.
  *
- * The upload is normalised once, here (EXIF rotation, bounded size, metadata-free JPEG); the jobs
- * carry that small JPEG. Nothing here logs an image or an embedding.
+ * The upload is normalised once, here (EXIF rotation, bounded size, metadata-free JPEG); that small
+ * JPEG reaches the liveness worker sealed, as a Redis value beside the job (shared/jobs/face-handoff.ts).
+ * Nothing here logs an image or an embedding.
  */
 import { performance } from 'node:perf_hooks';
 import type { Config } from '../../shared/config.js';
 import { AppError } from '../../shared/errors.js';
-import { newResultKey, openEmbedding } from '../../shared/sealed-embedding.js';
+import { newResultKey, openEmbedding, sealToBuffer } from '../../shared/sealed-embedding.js';
+import { handoffKey, newHandoffRef } from '../../shared/jobs/face-handoff.js';
 import { JobTimeoutError, type JobClient } from '../../shared/job-client.js';
 import type { DetectedFace, JobContracts, QueueName, SearchHit } from '../../shared/jobs/index.js';
 import type { QualityAssessment } from '../../shared/face/quality.js';
-import type { SealedEmbedding } from '../../shared/sealed-embedding.js';
 import type { Logger } from '../../shared/logger.js';
 import type { EmbeddingsRepository } from '../../shared/repositories/embeddings.js';
 import { normaliseUpload, type NormalisedImage } from '../../shared/face/image.js';
@@ -52,8 +53,11 @@ export type CaptureAnalysis =
       outcome: 'ok' | 'liveness_failed';
       image: NormalisedImage;
       face: DetectedFace;
-      /** The face the liveness stage aligned, sealed, and its key: what the embed stage takes. */
-      alignedFace: { sealed: SealedEmbedding; key: string };
+      /**
+       * Ref of the face the liveness stage aligned (sealed, in Redis), and its key: what the embed stage
+       * takes. null for a capture that failed liveness (nothing embeds it).
+       */
+      alignedFace: { ref: string; key: string } | null;
       faceCount: number;
       livenessScore: number;
       /** Advisory capture quality of the chosen face; null from a worker that does not measure it. */
@@ -121,29 +125,22 @@ const round4 = (x: number) => Math.round(x * 1e4) / 1e4;
 const since = (t0: number) => Math.round(performance.now() - t0);
 
 export class FaceService {
-  /** The base64 form of a normalised image, computed once (a capture may be analysed again). */
-  private readonly b64 = new WeakMap<Buffer, string>();
-
   constructor(private readonly deps: FaceServiceDeps) {}
-
-  private base64(image: NormalisedImage): string {
-    let s = this.b64.get(image.jpeg);
-    if (s === undefined) {
-      s = image.jpeg.toString('base64');
-      this.b64.set(image.jpeg, s);
-    }
-    return s;
-  }
 
   private budget(): number {
     return Date.now() + this.deps.config.faceJobTimeoutMs;
   }
 
   /** Runs one job within what is left of the call's time budget. */
-  private async job<Q extends QueueName>(queue: Q, payload: JobContracts[Q]['payload'], deadlineAt: number): Promise<JobContracts[Q]['result']> {
+  private async job<Q extends QueueName>(
+    queue: Q,
+    payload: JobContracts[Q]['payload'],
+    deadlineAt: number,
+    withValues?: { key: string; value: Buffer }[],
+  ): Promise<JobContracts[Q]['result']> {
     const remaining = deadlineAt - Date.now();
     if (remaining <= 0) throw new JobTimeoutError(queue, this.deps.config.faceJobTimeoutMs, false);
-    return this.deps.jobs.run(queue, payload, { timeoutMs: remaining });
+    return this.deps.jobs.run(queue, payload, { timeoutMs: remaining, withValues });
   }
 
   /** Normalises an upload once (EXIF rotation, bounded size, JPEG); 400 `invalid_image` otherwise. */
@@ -161,10 +158,19 @@ export class FaceService {
    * The liveness stage on a capture: normalise (once), detect, choose the face ('single': several
    * clear faces give `multiple_faces`; 'largest': the largest face), landmarks, anti-spoof score.
    */
-  async analyseCapture(input: CaptureInput, mode: FaceMode, deadlineAt = this.budget()): Promise<CaptureAnalysis> {
+  async analyseCapture(
+    input: CaptureInput,
+    mode: FaceMode,
+    deadlineAt = this.budget(),
+    /** Below this liveness score the aligned face is not kept for an embed stage (a registry photo: 0). */
+    handOffMinLiveness = this.deps.config.livenessThreshold,
+  ): Promise<CaptureAnalysis> {
     const image = await this.normalise(input);
     const resultKey = newResultKey();
-    const r = await this.job('liveness', { imageB64: this.base64(image), mode, resultKey }, deadlineAt);
+    // The image goes to the worker as a sealed Redis value beside the job (shared/jobs/face-handoff.ts).
+    const imageRef = newHandoffRef();
+    const imageValue = { key: handoffKey(this.deps.config.redisPrefix, 'image', imageRef), value: sealToBuffer(image.jpeg, resultKey) };
+    const r = await this.job('liveness', { imageRef, mode, resultKey, handOffMinLiveness }, deadlineAt, [imageValue]);
     this.deps.metrics.stage('liveness', r.ms);
     if (!r.ok) {
       if (r.code === 'invalid_image') throw new AppError('invalid_image', 'The image could not be decoded');
@@ -175,7 +181,7 @@ export class FaceService {
       outcome: live ? 'ok' : 'liveness_failed',
       image,
       face: r.face,
-      alignedFace: { sealed: r.alignedFace, key: resultKey },
+      alignedFace: r.alignedFaceRef === null ? null : { ref: r.alignedFaceRef, key: resultKey },
       faceCount: r.faceCount,
       livenessScore: r.livenessScore,
       quality: r.quality ?? null,
@@ -185,11 +191,13 @@ export class FaceService {
 
   /**
    * The embed stage on an analysed capture: the 512-d L2-normalised embedding of the face the liveness
-   * stage aligned (passed on sealed: the image is not sent again, nor decoded again).
+   * stage aligned (left sealed in Redis for the embed worker: the image is not sent again, nor decoded
+   * again). Once per capture: the embed worker takes the aligned face as it reads it.
    */
   async embedCapture(capture: AnalysedFace, deadlineAt = this.budget()): Promise<CaptureEmbedding> {
+    if (!capture.alignedFace) throw new Error('embedCapture: this capture kept no aligned face (it failed liveness)');
     const resultKey = newResultKey();
-    const r = await this.job('embed', { alignedFace: capture.alignedFace.sealed, alignedFaceKey: capture.alignedFace.key, resultKey }, deadlineAt);
+    const r = await this.job('embed', { alignedFaceRef: capture.alignedFace.ref, alignedFaceKey: capture.alignedFace.key, resultKey }, deadlineAt);
     this.deps.metrics.stage('embed', r.ms);
     if (!r.ok) throw new AppError('invalid_image', 'The image could not be decoded');
     return { embedding: openEmbedding(r.sealedEmbedding, resultKey), engineVersion: r.engineVersion, ms: r.ms };
@@ -199,8 +207,14 @@ export class FaceService {
    * k-NN over the canonical embeddings, on whichever search replica takes the job, after it has
    * applied every embedding write that answered before this call (read-your-writes).
    */
-  async searchByEmbedding(embedding: number[], k: number, deadlineAt = this.budget()): Promise<{ hits: SearchHit[]; appliedSeq: string; indexSize: number; ms: number }> {
-    const minSeq = await this.deps.embeddings.currentSeq();
+  async searchByEmbedding(
+    embedding: number[],
+    k: number,
+    deadlineAt = this.budget(),
+    /** The change-log position read at the call's start or later (read-your-writes); read now if not given. */
+    minSeqRead?: Promise<string>,
+  ): Promise<{ hits: SearchHit[]; appliedSeq: string; indexSize: number; ms: number }> {
+    const minSeq = await (minSeqRead ?? this.deps.embeddings.currentSeq());
     const r = await this.job('search', { op: 'knn', embedding, k, minSeq }, deadlineAt);
     if (r.op !== 'knn') throw new Error('search worker answered another op');
     this.deps.metrics.stage('search', r.ms);
@@ -212,6 +226,10 @@ export class FaceService {
     const t0 = performance.now();
     const deadlineAt = this.budget();
     const { config } = this.deps;
+    // Every write answered before this call is at or below the position read now: reading it beside
+    // the face stages keeps read-your-writes and takes a PostgreSQL round trip off the critical path.
+    const minSeq = this.deps.embeddings.currentSeq();
+    minSeq.catch(() => {}); // awaited (and its failure raised) only if the call gets to its search
     const a = await this.analyseCapture(probe, 'largest', deadlineAt);
     const threshold = config.identifyMatchThreshold;
     const base = { candidates: [] as Candidate[], topScore: null, faceCount: a.faceCount, threshold, quality: hasFace(a) ? a.quality : null };
@@ -223,7 +241,7 @@ export class FaceService {
       return { ...base, outcome: 'liveness_failed', livenessScore: a.livenessScore, engineVersion: null, latencyMs: { liveness: a.ms, embed: null, search: null, total: since(t0) } };
     }
     const e = await this.embedCapture(a, deadlineAt);
-    const s = await this.searchByEmbedding(e.embedding, config.identifyMaxCandidates, deadlineAt);
+    const s = await this.searchByEmbedding(e.embedding, config.identifyMaxCandidates, deadlineAt, minSeq);
     const scored = s.hits.map((h) => ({ userId: h.userId, score: round4(h.score) }));
     const candidates = scored
       .filter((h) => h.score >= threshold)
@@ -293,7 +311,8 @@ export class FaceService {
       if (e instanceof AppError && e.code === 'invalid_image') throw unusable('invalid_image');
       throw e;
     }
-    const a = await this.analyseCapture(image, 'largest', deadlineAt);
+    // A photograph by nature: no liveness decision, its face is always embedded.
+    const a = await this.analyseCapture(image, 'largest', deadlineAt, 0);
     if (!hasFace(a)) throw unusable(a.outcome);
     return a;
   }

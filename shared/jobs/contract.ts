@@ -10,6 +10,8 @@ import type { Job, JobsOptions, Queue, QueueOptions } from 'bullmq';
 export interface JobEnvelope<P> {
   deadlineAt: number;
   payload: P;
+  /** The caller's reply list (shared/jobs/reply.ts): the runner pushes the result there. */
+  replyTo: string;
 }
 
 /** The API waits for the result within the request (JobClient.run), so a job runs once, on time, or never. */
@@ -17,12 +19,6 @@ export interface AwaitedJobContract<Q extends string, P> {
   readonly queue: Q;
   readonly delivery: 'awaited';
   readonly jobOptions: Readonly<JobsOptions>;
-  /**
-   * How many events the queue's stream keeps (BullMQ trims it to about this many). Every result is
-   * copied into a `completed` event, so a queue with large (sealed) results keeps fewer: the API reads
-   * each event within milliseconds of its writing, and older ones only cost Redis memory.
-   */
-  readonly eventsMaxLen: number;
   /** Adds the job under the caller's id: the caller registers its waiter before the job exists. */
   enqueue(queue: Queue, envelope: JobEnvelope<P>, jobId: string): Promise<Job>;
 }
@@ -39,19 +35,18 @@ export interface DeferredJobContract<Q extends string, P> {
 
 export type JobContract<Q extends string, P> = AwaitedJobContract<Q, P> | DeferredJobContract<Q, P>;
 
-/** BullMQ's own default length of a queue's events stream. */
-export const DEFAULT_EVENTS_MAX_LEN = 10_000;
+/**
+ * The options every handle on a queue is opened with (API and workers alike). Nobody reads the events
+ * streams any more (results travel on reply lists, shared/jobs/reply.ts, and never enter a stream), so
+ * they keep only enough for the queue dashboard and debugging.
+ */
+export const QUEUE_OPTIONS: Readonly<Pick<QueueOptions, 'streams'>> = { streams: { events: { maxLen: 1000 } } };
 
-/** The options every handle on the contract's queue is opened with (API and workers alike). */
-export function queueOptions(contract: JobContract<string, unknown>): Pick<QueueOptions, 'streams'> {
-  return { streams: { events: { maxLen: contract.delivery === 'awaited' ? contract.eventsMaxLen : DEFAULT_EVENTS_MAX_LEN } } };
-}
-
-export function awaitedJobContract<Q extends string, P>(queue: Q, opts: { eventsMaxLen?: number } = {}): AwaitedJobContract<Q, P> {
+export function awaitedJobContract<Q extends string, P>(queue: Q): AwaitedJobContract<Q, P> {
   const jobOptions = {
     attempts: 1,
-    // The worker deletes the job (payload and result) in the same step that publishes the
-    // `completed` / `failed` event; the awaiting request reads the result from that event only.
+    // The worker deletes the job (its payload) when it finishes; the result went to the caller's
+    // reply list and was never stored in the job.
     removeOnComplete: true,
     removeOnFail: true,
   } as const satisfies JobsOptions;
@@ -59,7 +54,6 @@ export function awaitedJobContract<Q extends string, P>(queue: Q, opts: { events
     queue,
     delivery: 'awaited',
     jobOptions,
-    eventsMaxLen: opts.eventsMaxLen ?? DEFAULT_EVENTS_MAX_LEN,
     enqueue: (q, envelope, jobId) => q.add(queue, envelope, { ...jobOptions, jobId }),
   };
 }

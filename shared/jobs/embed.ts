@@ -8,9 +8,9 @@ import { awaitedJobContract } from './contract.js';
 export const EMBED_QUEUE = 'embed' as const;
 
 export interface EmbedJob {
-  /** The chosen face the `liveness` job aligned, sealed as it returned it (shared/jobs/liveness.ts). */
-  alignedFace: SealedEmbedding;
-  /** The liveness job's resultKey, which opens `alignedFace`. */
+  /** Ref of the chosen face the `liveness` job aligned and left sealed in Redis (shared/jobs/face-handoff.ts, kind `aligned`). */
+  alignedFaceRef: string;
+  /** The liveness job's resultKey, which opens the aligned face. A face already taken or expired fails the job (503). */
   alignedFaceKey: string;
   /** Key that seals the result's embedding (shared/sealed-embedding.ts); lives only in this job. */
   resultKey: string;

@@ -1,11 +1,11 @@
 /**
  * Job contract of the `liveness` queue: decode, detect, choose the face, landmarks, anti-spoof score,
- * capture quality, and the chosen face aligned for the `embed` stage (from the pixels decoded here: one decode per
- * request, and the image crosses Redis once).
+ * capture quality, and the chosen face aligned for the `embed` stage (from the pixels decoded here: one
+ * decode per request). The image and the aligned face travel as sealed Redis values, not in the job
+ * (shared/jobs/face-handoff.ts).
  */
 import type { FaceErrorCode } from '../face/face-error.js';
 import type { FaceMode, LivenessResult } from '../face/liveness.js';
-import type { SealedEmbedding } from '../sealed-embedding.js';
 import { awaitedJobContract } from './contract.js';
 
 export type { DetectedFace } from '../face/liveness.js';
@@ -13,11 +13,19 @@ export type { DetectedFace } from '../face/liveness.js';
 export const LIVENESS_QUEUE = 'liveness' as const;
 
 export interface LivenessJob {
-  /** The upload, normalised once by the API (EXIF-rotated, bounded, JPEG), base64. */
-  imageB64: string;
+  /**
+   * Ref of the upload, normalised once by the API (EXIF-rotated, bounded, JPEG), sealed with
+   * `resultKey` and kept in Redis until the deadline (shared/jobs/face-handoff.ts, kind `image`).
+   */
+  imageRef: string;
   mode: FaceMode;
-  /** Key that seals the result's aligned face (shared/sealed-embedding.ts); lives only in this job. */
+  /** Key that seals the image and the aligned face it hands on (shared/jobs/face-handoff.ts); lives only in the jobs. */
   resultKey: string;
+  /**
+   * The aligned face is handed on only when the liveness score reaches this (the API embeds nothing
+   * else): a capture that fails liveness leaves no face in Redis. 0 for a registry photo.
+   */
+  handOffMinLiveness: number;
 }
 
 /** The engine's liveness result, or the photo's face outcome (an engine fault fails the job instead). */
@@ -25,17 +33,13 @@ export type LivenessJobResult =
   | ({
       ok: true;
       /**
-       * The chosen face aligned to the ArcFace 112x112 template (workers/face/pipeline/embed.ts
-       * `encodeAlignedFace`), sealed with this job's resultKey: results are copied into the queue's
-       * events stream, so a face never sits there in clear. The API hands it, still sealed, with the
-       * key to the embed job (whose hash is deleted when it completes).
+       * Ref of the chosen face aligned to the ArcFace 112x112 template (workers/face/pipeline/embed.ts
+       * `encodeAlignedFace`), sealed with this job's resultKey and kept in Redis until the request's
+       * deadline (shared/jobs/face-handoff.ts, kind `aligned`). The API passes the ref and the key to the embed job.
+       * null when the liveness score is below the job's `handOffMinLiveness`.
        */
-      alignedFace: SealedEmbedding;
+      alignedFaceRef: string | null;
     } & LivenessResult)
   | { ok: false; code: FaceErrorCode; faceCount: number; ms: number };
 
-/**
- * Each result carries the sealed aligned face (100 KB of base64), and BullMQ copies results into the
- * events stream: 1,000 events (about 250 results, 25 MB) instead of BullMQ's 10,000 (250 MB).
- */
-export const livenessContract = awaitedJobContract<typeof LIVENESS_QUEUE, LivenessJob>(LIVENESS_QUEUE, { eventsMaxLen: 1000 });
+export const livenessContract = awaitedJobContract<typeof LIVENESS_QUEUE, LivenessJob>(LIVENESS_QUEUE);

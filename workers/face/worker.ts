@@ -6,7 +6,8 @@
  * Face outcomes of the photo (`invalid_image`, `no_face`, `multiple_faces`) are job results; anything
  * else the engine throws is an engine fault and fails the job (the API answers 503).
  */
-import { openBytes, sealBytes, sealEmbedding } from '../../shared/sealed-embedding.js';
+import { openBuffer, sealEmbedding, sealToBuffer } from '../../shared/sealed-embedding.js';
+import { RedisFaceHandoff, type FaceHandoff } from '../../shared/jobs/face-handoff.js';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -17,7 +18,7 @@ import type { EmbedJob, EmbedResult, LivenessJob, LivenessJobResult } from '../.
 import { createLogger, type Logger } from '../../shared/logger.js';
 import { FaceEngine, type StepClock } from './pipeline/engine.js';
 import { decodeAlignedFace, encodeAlignedFace } from './pipeline/embed.js';
-import { runQueues } from '../run-queue.js';
+import { runQueues, type JobContext } from '../run-queue.js';
 import { startStatusServer } from '../status-server.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -52,15 +53,28 @@ export class WorkerClocks {
 
 /**
  * The liveness stage as a job: the engine's call, with photo outcomes turned into results, and the
- * chosen face aligned and sealed for the embed job. Its `ms` is the stage's own time in the worker.
+ * chosen face aligned, sealed and handed to the embed job through Redis (shared/jobs/face-handoff.ts).
+ * Its `ms` is the stage's own time in the worker.
  */
-export async function livenessHandler(engine: FaceEngine, job: LivenessJob, clock?: StepClock): Promise<LivenessJobResult> {
+export async function livenessHandler(
+  engine: FaceEngine,
+  handoff: FaceHandoff,
+  job: LivenessJob,
+  deadlineAt: number,
+  clock?: StepClock,
+): Promise<LivenessJobResult> {
   const t0 = performance.now();
+  // The image the API left for this job (sealed with its key): gone means the request's deadline
+  // passed or the value was lost with Redis, a fault of the path (503), not of the photo.
+  const sealed = await handoff.take('image', job.imageRef);
+  if (!sealed) throw new Error('the image of the liveness job is gone (expired or already taken)');
+  const image = openBuffer(sealed, job.resultKey);
   try {
-    const { aligned, ...r } = await engine.liveness(Buffer.from(job.imageB64, 'base64'), job.mode, { align: true, clock });
-    const alignedFace = sealBytes(encodeAlignedFace(aligned!), job.resultKey);
-    // The stage's own time in the worker: the payload's decoding, the engine, the result's sealing.
-    return { ok: true, ...r, alignedFace, ms: elapsed(t0) };
+    const { aligned, ...r } = await engine.liveness(image, job.mode, { align: true, clock });
+    const alignedFaceRef =
+      r.livenessScore >= job.handOffMinLiveness ? await handoff.put('aligned', sealToBuffer(encodeAlignedFace(aligned!), job.resultKey), deadlineAt) : null;
+    // The stage's own time in the worker: taking the image, the engine, the aligned face's hand-off.
+    return { ok: true, ...r, alignedFaceRef, ms: elapsed(t0) };
   } catch (e) {
     if (!isFaceError(e)) throw e;
     return { ok: false, code: e.code, faceCount: e.faceCount ?? 0, ms: elapsed(t0) };
@@ -68,15 +82,18 @@ export async function livenessHandler(engine: FaceEngine, job: LivenessJob, cloc
 }
 
 /**
- * The embed stage as a job: the face the liveness stage aligned (sealed with that job's key), through
- * MobileFaceNet. Its `ms` is the stage's own time in the worker: opening the aligned face, the model,
- * sealing the embedding.
+ * The embed stage as a job: the face the liveness stage aligned (taken from Redis, sealed with that
+ * job's key), through MobileFaceNet. Its `ms` is the stage's own time in the worker: taking and opening
+ * the aligned face, the model, sealing the embedding. A face that is gone (expired with its request's
+ * deadline, or already taken) is a fault of the path, not of the photo: the job fails (503).
  */
-export async function embedHandler(engine: FaceEngine, job: EmbedJob, clock?: StepClock): Promise<EmbedResult> {
+export async function embedHandler(engine: FaceEngine, handoff: FaceHandoff, job: EmbedJob, clock?: StepClock): Promise<EmbedResult> {
   const t0 = performance.now();
+  const sealed = await handoff.take('aligned', job.alignedFaceRef);
+  if (!sealed) throw new Error('the aligned face of the liveness stage is gone (expired or already taken)');
   let aligned: Float32Array;
   try {
-    aligned = decodeAlignedFace(openBytes(job.alignedFace, job.alignedFaceKey));
+    aligned = decodeAlignedFace(openBuffer(sealed, job.alignedFaceKey));
   } catch {
     // Not what a liveness job produced (tampered, wrong key): like an undecodable image.
     return { ok: false, code: 'invalid_image', ms: elapsed(t0) };
@@ -96,14 +113,16 @@ export async function startFaceWorker(config: Config, opts: { logger?: Logger } 
   let runner: Awaited<ReturnType<typeof runQueues<'liveness' | 'embed'>>> | undefined;
   let status: StatusServerHandle | undefined;
   const clocks = new WorkerClocks();
+  let handoffOnRunner: FaceHandoff | undefined;
+  const handoff = (ctx: JobContext) => (handoffOnRunner ??= new RedisFaceHandoff(ctx.redis, config.redisPrefix));
   /** Wraps a stage handler with the worker clocks: wait since the job was created, handler time. */
-  const clocked = <P, R>(queue: string, handler: (payload: P, clock: StepClock) => Promise<R>) =>
-    async (payload: P, ctx: { job: { timestamp: number } }): Promise<R> => {
+  const clocked = <P, R>(queue: string, handler: (payload: P, ctx: JobContext, clock: StepClock) => Promise<R>) =>
+    async (payload: P, ctx: JobContext): Promise<R> => {
       const clock = clocks.clock(queue);
       clock('waitSinceCreated', Math.max(0, Date.now() - ctx.job.timestamp));
       const t0 = performance.now();
       try {
-        return await handler(payload, clock);
+        return await handler(payload, ctx, clock);
       } finally {
         clock('handler', performance.now() - t0);
         clocks.job(queue);
@@ -114,8 +133,8 @@ export async function startFaceWorker(config: Config, opts: { logger?: Logger } 
       config,
       ['liveness', 'embed'],
       {
-        liveness: clocked('liveness', (job: LivenessJob, clock) => livenessHandler(engine, job, clock)),
-        embed: clocked('embed', (job: EmbedJob, clock) => embedHandler(engine, job, clock)),
+        liveness: clocked('liveness', (job: LivenessJob, ctx, clock) => livenessHandler(engine, handoff(ctx), job, ctx.deadlineAt, clock)),
+        embed: clocked('embed', (job: EmbedJob, ctx, clock) => embedHandler(engine, handoff(ctx), job, clock)),
       },
       { logger, concurrency: config.faceWorkerConcurrency },
     );

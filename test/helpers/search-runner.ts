@@ -1,0 +1,18 @@
+/** A `search` queue served by the project's own runner (workers/run-queue.ts), with a handler the test gives. */
+import { loadConfig } from '../../shared/config.js';
+import type { SearchJob, SearchResult } from '../../shared/jobs/index.js';
+import { createLogger } from '../../shared/logger.js';
+import { runQueues, type JobContext, type QueueRunner } from '../../workers/run-queue.js';
+
+export function startSearchRunner(
+  redisUrl: string,
+  redisPrefix: string,
+  handle: (payload: SearchJob, ctx: JobContext) => unknown,
+  concurrency = 1,
+): Promise<QueueRunner<'search'>> {
+  const config = loadConfig({ NODE_ENV: 'test', REDIS_URL: redisUrl, REDIS_PREFIX: redisPrefix });
+  return runQueues(config, ['search'], { search: async (payload, ctx) => (await handle(payload, ctx)) as SearchResult }, {
+    logger: createLogger({ level: 'silent' }),
+    concurrency,
+  });
+}
