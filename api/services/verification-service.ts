@@ -219,7 +219,10 @@ export class VerificationService {
     return Object.assign(answer, proof);
   }
 
-  /** Applies a /verify/self refresh decision: the new canonical embedding when refreshed, and its audit row. */
+  /**
+   * Applies a /verify/self refresh decision: the new canonical embedding when refreshed, and its audit
+   * row, in one transaction (refreshed and audited together, or neither; one commit on the critical path).
+   */
   private async applyCanonicalRefresh(
     userId: string,
     referenceId: string,
@@ -227,25 +230,31 @@ export class VerificationService {
     c: { score: number; embedding: { embedding: number[]; engineVersion: string }; quality: QualityAssessment | null; storedQuality: number | null },
   ): Promise<void> {
     const { embeddings, config } = this.deps;
-    if (decision.refreshed) {
-      await embeddings.upsert(userId, c.embedding.embedding, 'verify_self', c.embedding.engineVersion, undefined, c.quality?.score ?? null);
-    }
-    if (decision.reason === 'below_high_confidence') return;
-    await recordAudit(this.deps.db, {
-      type: decision.refreshed ? 'canonical_embedding.refreshed' : 'canonical_embedding.refresh_declined',
-      actorType: 'consumer',
-      actorId: userId,
-      subjectType: 'user',
-      subjectId: userId,
-      data: {
-        referenceId,
-        reason: decision.reason,
-        score: c.score,
-        qualityScore: c.quality?.score ?? null,
-        qualityIssues: c.quality?.issues ?? null,
-        storedQualityScore: c.storedQuality,
-        floor: config.canonicalRefreshMinQuality,
-      },
+    const audited = decision.reason !== 'below_high_confidence';
+    if (!decision.refreshed && !audited) return;
+    await this.deps.db.transaction(async (trx) => {
+      // The audit row first: the change-log lock the upsert takes is held no longer than before.
+      if (audited) {
+        await recordAudit(trx, {
+          type: decision.refreshed ? 'canonical_embedding.refreshed' : 'canonical_embedding.refresh_declined',
+          actorType: 'consumer',
+          actorId: userId,
+          subjectType: 'user',
+          subjectId: userId,
+          data: {
+            referenceId,
+            reason: decision.reason,
+            score: c.score,
+            qualityScore: c.quality?.score ?? null,
+            qualityIssues: c.quality?.issues ?? null,
+            storedQualityScore: c.storedQuality,
+            floor: config.canonicalRefreshMinQuality,
+          },
+        });
+      }
+      if (decision.refreshed) {
+        await embeddings.upsert(userId, c.embedding.embedding, 'verify_self', c.embedding.engineVersion, trx, c.quality?.score ?? null);
+      }
     });
   }
 }
