@@ -180,15 +180,19 @@ async function phase(
   fault: () => Promise<{ backAt?: number; notes?: Record<string, unknown> }>,
   kinds: Kind[],
 ): Promise<PhaseFigures> {
-  const from = load.samples.length;
+  // The phase's requests are those SENT during it; its figures wait for their answers.
+  const phaseStart = Date.now();
   await sleep(3000);
   const faultAt = Date.now();
   say(`${name}: fault`);
   const { backAt, notes } = await fault();
-  const okAfter = (t: number) => load.samples.slice(from).find((s) => s.at >= t && kinds.includes(s.kind) && s.status === 200);
+  const okAfter = (t: number) => load.samples.find((s) => s.at >= t && kinds.includes(s.kind) && s.status === 200);
   await waitFor(() => !!okAfter(backAt ?? faultAt), 120_000, `${name}: a 200 after the fault`).catch(() => say(`${name}: NO 200 within 120 s`));
   await sleep(3000);
-  const r = summarise(load.samples.slice(from), { faultAt, backAt, kinds, hangMs: HANG_MS });
+  const phaseEnd = Date.now();
+  await waitFor(() => !load.awaitingAnswerSentBefore(phaseEnd), HANG_MS + 10_000, `${name}: the answers of its requests`).catch(() => {});
+  const window = load.samples.filter((s) => s.at >= phaseStart && s.at < phaseEnd);
+  const r = summarise(window, { faultAt, backAt, kinds, hangMs: HANG_MS });
   const figures = { ...r, ...(notes ?? {}) };
   report[name] = figures;
   say(`${name}: ${JSON.stringify(figures)}`);
@@ -212,6 +216,14 @@ async function finish(report: Report, l: Layout, load: Load): Promise<void> {
   say(`${l.name}: lost writes ${JSON.stringify(w)}`);
   if (w.lost) failures.push(`${l.name}: ${w.lost} answered writes not stored (${JSON.stringify(w)})`);
   if (w.deletedUsersReturned) failures.push(`${l.name}: /identify returned a user after their deletion was answered`);
+}
+
+/** Requests sent before `t` and answered (or not) after it (a sample is recorded when its answer comes). */
+function inFlightAt(load: Load, t: number): { requests: number; statuses: Record<string, number>; notAnsweredOr503: number } {
+  const inFlight = load.samples.filter((s) => s.at < t && s.at + s.ms >= t);
+  const statuses: Record<string, number> = {};
+  for (const s of inFlight) statuses[`${s.kind} ${s.status}`] = (statuses[`${s.kind} ${s.status}`] ?? 0) + 1;
+  return { requests: inFlight.length, statuses, notAnsweredOr503: inFlight.filter((s) => s.status === 0 || s.status === 503).length };
 }
 
 // ---- npm start ------------------------------------------------------------------------------------
@@ -280,7 +292,6 @@ async function runNpmStart(pg: PrivatePostgres, redis: PrivateRedis): Promise<Re
     await load.identifyOnce(); // once the faults are over: no deleted user may come back
 
     // SIGTERM under load: the tree stops (web drains first); nothing is left running.
-    const beforeStop = load.samples.length;
     const stopAt = Date.now();
     const pids = status().processes.map((p) => p.pid).filter((p): p is number => !!p);
     say('SIGTERM to the supervisor under load');
@@ -288,14 +299,9 @@ async function runNpmStart(pg: PrivatePostgres, redis: PrivateRedis): Promise<Re
     await new Promise((r) => supervisor!.once('exit', r));
     const stoppedMs = Date.now() - stopAt;
     await load.stop();
-    const during = load.samples.slice(beforeStop).filter((s) => s.at < stopAt + stoppedMs);
     const left = pids.filter(isAlive);
-    report['SIGTERM to npm start under load'] = {
-      stoppedMs,
-      processesLeft: left.length,
-      answeredWhileStopping: during.filter((s) => s.status > 0).length,
-      resetWhileStopping: during.filter((s) => s.status === 0 && s.at < stopAt).length,
-    };
+    report['SIGTERM to npm start under load'] = { stoppedMs, processesLeft: left.length, inFlightAtStop: inFlightAt(load, stopAt) };
+    if (inFlightAt(load, stopAt).notAnsweredOr503) failures.push('npm start: requests in flight at SIGTERM were cut or refused');
     if (left.length) failures.push(`npm start: ${left.length} processes outlived the supervisor`);
     await finish(report, l, load);
     report.registryPersonsLeft = made.ninsLeft();
@@ -350,7 +356,6 @@ async function runProcfile(pg: PrivatePostgres, redis: PrivateRedis): Promise<Re
     // Stop as a process manager does, in the documented order: SIGTERM to web's process group; when the
     // process it started has exited, SIGTERM to the workers' groups. A process manager only sees the
     // process it started (here `sh -c '<command>'`): whatever that one waits for is what the order protects.
-    const beforeStop = load.samples.length;
     const trees = pm.processNames().flatMap((n) => pm.treeOf(n));
     const webTree = pm.treeOf('web');
     const stopAt = Date.now();
@@ -363,9 +368,6 @@ async function runProcfile(pg: PrivatePostgres, redis: PrivateRedis): Promise<Re
     await waitFor(() => trees.every((p) => !isAlive(p)), 25_000, 'every process to be gone').catch(() => {});
     const stoppedMs = Date.now() - stopAt;
     await load.stop();
-    const inFlight = load.samples.slice(0, beforeStop).filter((s) => s.at + s.ms >= stopAt);
-    const inFlightStatuses: Record<string, number> = {};
-    for (const s of inFlight) inFlightStatuses[`${s.kind} ${s.status}`] = (inFlightStatuses[`${s.kind} ${s.status}`] ?? 0) + 1;
     const left = trees.filter(isAlive);
     report['SIGTERM as a process manager (web, then workers) under load'] = {
       procfile: procfileText.trim().split('\n'),
@@ -374,9 +376,9 @@ async function runProcfile(pg: PrivatePostgres, redis: PrivateRedis): Promise<Re
       workersExitSeenMs,
       allGoneMs: stoppedMs,
       processesLeft: left.length,
-      inFlightAtStop: { requests: inFlight.length, statuses: inFlightStatuses, notAnsweredOr503: inFlight.filter((s) => s.status === 0 || s.status === 503).length },
+      inFlightAtStop: inFlightAt(load, stopAt),
     };
-    if (inFlight.some((s) => s.status === 0 || s.status === 503)) failures.push('Procfile: requests in flight at the stop were cut or refused (the drain did not hold)');
+    if (inFlightAt(load, stopAt).notAnsweredOr503) failures.push('Procfile: requests in flight at the stop were cut or refused (the drain did not hold)');
     if (left.length) failures.push(`Procfile: ${left.length} processes left after the stop`);
     await finish(report, l, load);
     report.registryPersonsLeft = made.ninsLeft();

@@ -86,6 +86,9 @@ export class Load {
   readonly samples: Sample[] = [];
   readonly writes: AnsweredWrites = { identify: [], preferences: [], links: [], phones: [], deletions: [], abandoned: 0, completed: 0 };
   private running = false;
+  /** Send times of the requests awaiting their answer. */
+  private readonly pending = new Map<number, number>();
+  private nextId = 0;
   private loops: Promise<void>[] = [];
   private accountSeq = 0;
   private prefSeq = 0;
@@ -137,6 +140,8 @@ export class Load {
       body = fd;
     }
     const at = Date.now();
+    const id = this.nextId++;
+    this.pending.set(id, at);
     try {
       const res = await fetch(`${this.o.url}${path}`, { method, headers, body, signal: AbortSignal.timeout(HANG_MS + 8000) });
       const text = await res.text();
@@ -158,7 +163,15 @@ export class Load {
     } catch (e) {
       this.samples.push({ at, kind, status: 0, ms: Date.now() - at, retryAfter: null, error: (e as Error).name });
       return { status: 0, body: {}, retryAfter: null };
+    } finally {
+      this.pending.delete(id);
     }
+  }
+
+  /** Whether a request sent before `t` still awaits its answer. */
+  awaitingAnswerSentBefore(t: number): boolean {
+    for (const at of this.pending.values()) if (at < t) return true;
+    return false;
   }
 
   /** One more /identify (its answer is checked like the others'); its status (0: no answer). */
@@ -194,7 +207,10 @@ export class Load {
         else if (a.status === 0 || a.status === 503) await this.backoff(a);
         continue;
       }
-      if ((await this.identifyOnce()) === 0) await sleep(200);
+      const status = await this.identifyOnce();
+      if (status === 0) await sleep(200);
+      // A client honours Retry-After (here at most a second); the open-loop prober keeps requests arriving.
+      else if (status === 503) await sleep(1000);
     }
   }
 

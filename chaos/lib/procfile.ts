@@ -129,11 +129,11 @@ export class ProcessManager {
     return m;
   }
 
-  /** The node process running processes/<file> under entry `name` (the last of sh → npm → sh → tsx → node). */
+  /** The node process running processes/<file> under entry `name`: the entry itself when it `exec`s node, else the last of sh → npm → sh → tsx → node. */
   workerPid(name: string, file: string): number {
     const m = this.running.get(name);
     if (!m?.child.pid) throw new Error(`${name} is not running`);
-    const matches = descendants(m.child.pid).filter((p) => cmdline(p).includes(file));
+    const matches = [m.child.pid, ...descendants(m.child.pid)].filter((p) => cmdline(p).includes(file));
     const leaf = matches.at(-1);
     if (!leaf) throw new Error(`no process runs ${file} under ${name}`);
     return leaf;
