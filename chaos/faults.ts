@@ -12,7 +12,8 @@
  *   the same environment, no supervisor; the suite plays the process manager, chaos/lib/procfile.ts):
  *     kill -9 of the face worker and of the search worker — nothing restarts them: what clients see
  *     while they are gone (FAULT_DOWN_MS), then the process manager starts a new one; a stop as a
- *     process manager does it (SIGTERM to web's group, then the workers').
+ *     process manager does it (SIGTERM to web's group, then the workers'); PostgreSQL connections cut
+ *     and PostgreSQL restarted, where no supervisor would hide a process that dies of it.
  *
  * For each fault: status counts, 5xx other than 503, 503 without Retry-After, hangs (no answer, or one
  * slower than the job timeout + 2 s), how fast 503s came while the dependency was away, and recovery.
@@ -351,6 +352,21 @@ async function runProcfile(pg: PrivatePostgres, redis: PrivateRedis): Promise<Re
     };
     await phase(report, load, 'kill -9 face worker (Procfile), restarted by the process manager after 5 s', killAndRestart('face'), FACE_KINDS);
     await phase(report, load, 'kill -9 search worker (Procfile), restarted by the process manager after 5 s', killAndRestart('search'), ['identify']);
+    // PostgreSQL faults with no supervisor to hide a crash: every process must live through them.
+    const exitsDuring = async (name: string, fault: () => Promise<{ backAt?: number; notes?: Record<string, unknown> }>, kinds: Kind[]) => {
+      const before = new Map([...pm.running].map(([n, m]) => [n, m.child]));
+      await phase(report, load!, name, fault, kinds);
+      const exited = [...before].filter(([, c]) => c.exitCode !== null || c.signalCode !== null).map(([n]) => n);
+      (report[name] as Record<string, unknown>).processesExited = exited;
+      if (exited.length) failures.push(`${name}: ${exited.join(', ')} exited (nothing restarts them under the Procfile layout)`);
+    };
+    await exitsDuring('PostgreSQL connections cut: pg_terminate_backend (Procfile)', async () => ({ notes: { backendsTerminated: await pg.terminateBackends(l.dbName) } }), ALL_KINDS);
+    await exitsDuring('private PostgreSQL restarted, down 5 s (Procfile)', async () => {
+      await pg.stop();
+      await sleep(DOWN_MS);
+      await pg.start();
+      return { backAt: Date.now() };
+    }, ALL_KINDS);
     await load.identifyOnce(); // once the faults are over: no deleted user may come back
 
     // Stop as a process manager does, in the documented order: SIGTERM to web's process group; when the
