@@ -255,6 +255,7 @@ async function runNpmStart(pg: PrivatePostgres, redis: PrivateRedis): Promise<Re
     type Status = { processes: { name: string; pid: number | null; restarts: number }[] };
     const status = () => JSON.parse(readFileSync(statusFile, 'utf8')) as Status;
     const pidOf = (name: string) => status().processes.find((p) => p.name === name)!.pid!;
+    report.processes = status().processes.map((p) => p.name);
     const restarts = () => Object.fromEntries(status().processes.map((p) => [p.name, p.restarts]));
 
     const phaseWithRestarts = async (name: string, fault: () => Promise<{ backAt?: number; notes?: Record<string, unknown> }>, kinds: Kind[]) => {
