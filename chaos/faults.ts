@@ -24,7 +24,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomInt, randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -242,10 +242,13 @@ async function runNpmStart(pg: PrivatePostgres, redis: PrivateRedis): Promise<Re
   try {
     const started = Date.now();
     supervisor = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // CHAOS_LOG_DIR: the service's own output (its error logs name the cause of any 5xx).
+    const logFile = process.env.CHAOS_LOG_DIR ? createWriteStream(path.join(process.env.CHAOS_LOG_DIR, 'start.log')) : null;
     supervisor.stdout!.on('data', (d: Buffer) => {
+      logFile?.write(d);
       for (const line of d.toString().split('\n')) if (line.startsWith('[start]')) say(line);
     });
-    supervisor.stderr!.resume();
+    supervisor.stderr!.on('data', (d: Buffer) => logFile?.write(d));
     await waitFor(healthy(l.url), 180_000, 'npm start to be healthy');
     report.startupMs = Date.now() - started;
     const made = await makeLoad(l);
@@ -324,7 +327,7 @@ async function runProcfile(pg: PrivatePostgres, redis: PrivateRedis): Promise<Re
   const l: Layout = { ...base, db };
   // CHAOS_PROCFILE: another Procfile to compare (e.g. one running `npm run start:*`).
   const procfileText = readFileSync(process.env.CHAOS_PROCFILE ?? path.join(ROOT, 'Procfile'), 'utf8');
-  const pm = new ProcessManager(parseProcfile(procfileText), { cwd: ROOT, env: l.env, log: say });
+  const pm = new ProcessManager(parseProcfile(procfileText), { cwd: ROOT, env: l.env, log: say, logDir: process.env.CHAOS_LOG_DIR });
   let load: Load | undefined;
   try {
     const started = Date.now();

@@ -8,7 +8,8 @@
  * "the face worker" is a SIGKILL to that last node process, found through /proc.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 
 export interface ProcfileEntry {
   name: string;
@@ -91,7 +92,7 @@ export class ProcessManager {
 
   constructor(
     private readonly entries: ProcfileEntry[],
-    private readonly opts: { cwd: string; env: NodeJS.ProcessEnv; log: (m: string) => void },
+    private readonly opts: { cwd: string; env: NodeJS.ProcessEnv; log: (m: string) => void; logDir?: string },
   ) {}
 
   private entry(name: string): ProcfileEntry {
@@ -112,9 +113,13 @@ export class ProcessManager {
   }
 
   start(name: string): Managed {
-    const child = spawn('sh', ['-c', this.entry(name).command], { cwd: this.opts.cwd, env: this.opts.env, detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn('sh', ['-c', this.entry(name).command], { cwd: this.opts.cwd, env: this.opts.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    // The entry's output: to <logDir>/<name>.log when asked (its error logs name the cause of any 5xx).
+    const log = this.opts.logDir ? createWriteStream(path.join(this.opts.logDir, `${name}.log`), { flags: 'a' }) : null;
+    child.stdout!.on('data', (d: Buffer) => log?.write(d));
     let tail = '';
     child.stderr!.on('data', (d: Buffer) => {
+      log?.write(d);
       tail = (tail + d.toString()).slice(-2000);
     });
     const exited = new Promise<{ code: number | null; signal: string | null; at: number }>((resolve) => {
