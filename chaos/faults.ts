@@ -180,6 +180,8 @@ async function phase(
   name: string,
   fault: () => Promise<{ backAt?: number; notes?: Record<string, unknown> }>,
   kinds: Kind[],
+  /** A worker's death: the face routes must be refused within a second (fail fast) while it is away. */
+  failFast = false,
 ): Promise<PhaseFigures> {
   // The phase's requests are those SENT during it; its figures wait for their answers.
   const phaseStart = Date.now();
@@ -201,6 +203,7 @@ async function phase(
   if (r.unavailableWithoutRetryAfter) failures.push(`${name}: ${r.unavailableWithoutRetryAfter} 503 without Retry-After`);
   if (r.hangs) failures.push(`${name}: ${r.hangs} hangs`);
   if (r.recoveryMs === null) failures.push(`${name}: no 200 after the fault`);
+  if (failFast && r.whileAway.over1s503) failures.push(`${name}: ${r.whileAway.over1s503} 503s slower than 1 s while the worker was away`);
   return r;
 }
 
@@ -261,9 +264,9 @@ async function runNpmStart(pg: PrivatePostgres, redis: PrivateRedis): Promise<Re
     report.processes = status().processes.map((p) => p.name);
     const restarts = () => Object.fromEntries(status().processes.map((p) => [p.name, p.restarts]));
 
-    const phaseWithRestarts = async (name: string, fault: () => Promise<{ backAt?: number; notes?: Record<string, unknown> }>, kinds: Kind[]) => {
+    const phaseWithRestarts = async (name: string, fault: () => Promise<{ backAt?: number; notes?: Record<string, unknown> }>, kinds: Kind[], failFast = false) => {
       const before = restarts();
-      const figures = await phase(report, load!, name, fault, kinds);
+      const figures = await phase(report, load!, name, fault, kinds, failFast);
       const after = restarts();
       const changed = Object.fromEntries(Object.entries(after).filter(([k, v]) => v !== before[k]).map(([k, v]) => [k, v - (before[k] ?? 0)]));
       (report[name] as Record<string, unknown>).restartsDuringPhase = changed;
@@ -273,11 +276,11 @@ async function runNpmStart(pg: PrivatePostgres, redis: PrivateRedis): Promise<Re
     await phaseWithRestarts('kill -9 one face process (npm start, FACE_PROCESSES=2)', async () => {
       process.kill(pidOf('face'), 'SIGKILL');
       return {};
-    }, FACE_KINDS);
+    }, FACE_KINDS, true);
     await phaseWithRestarts('kill -9 search worker (npm start)', async () => {
       process.kill(pidOf('search'), 'SIGKILL');
       return {};
-    }, ['identify']);
+    }, ['identify'], true);
     await phaseWithRestarts('private Redis stopped 5 s, restarted (npm start)', async () => {
       await redis.stop();
       await sleep(DOWN_MS);
@@ -354,8 +357,8 @@ async function runProcfile(pg: PrivatePostgres, redis: PrivateRedis): Promise<Re
       pm.start(name);
       return { backAt: restartAt, notes: { killedPid: pid, exitSeenByProcessManagerMs: exitSeenMs, exitStatus: exit.signal ?? exit.code, downMs: restartAt - killedAt } };
     };
-    await phase(report, load, 'kill -9 face worker (Procfile), restarted by the process manager after 5 s', killAndRestart('face'), FACE_KINDS);
-    await phase(report, load, 'kill -9 search worker (Procfile), restarted by the process manager after 5 s', killAndRestart('search'), ['identify']);
+    await phase(report, load, 'kill -9 face worker (Procfile), restarted by the process manager after 5 s', killAndRestart('face'), FACE_KINDS, true);
+    await phase(report, load, 'kill -9 search worker (Procfile), restarted by the process manager after 5 s', killAndRestart('search'), ['identify'], true);
     // PostgreSQL faults with no supervisor to hide a crash: every process must live through them.
     const exitsDuring = async (name: string, fault: () => Promise<{ backAt?: number; notes?: Record<string, unknown> }>, kinds: Kind[]) => {
       const before = new Map([...pm.running].map(([n, m]) => [n, m.child]));
