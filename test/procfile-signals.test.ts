@@ -46,7 +46,7 @@ writeSync(1, 'ready\\n');
 }
 
 test('a stop signal sent to the process group of `npm run start:*`, delivered twice, lets the process finish its drain', async (t) => {
-  // The node process gets the group's signal, and (about one time in three, a race in tsx's relay) the
+  // The node process gets the group's signal, and (in some runs: a race in tsx's relay) the
   // copy npm forwarded to tsx some 30 ms later: sent here on purpose, so that the case is not left to chance.
   const out = await runUnderNpm(1500, async (pgid) => {
     process.kill(-pgid, 'SIGTERM');
