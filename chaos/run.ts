@@ -1,8 +1,10 @@
 /**
  * `npm run chaos`: the long runs kept out of npm test.
  *   1. the OpenAPI-driven fuzzer (test/fuzz.test.ts) with FUZZ_RUNS requests (default 20,000);
- *   2. the fault suite (chaos/faults.ts) against the real `npm start` process tree.
- * `npm run chaos -- fuzz` or `npm run chaos -- faults` runs one of them. Run it under `nice -n 10` on a
+ *   2. the fault suite (chaos/faults.ts) against the real processes, under `npm start` and under the
+ *      Procfile layout, on a private PostgreSQL and a private Redis.
+ * `npm run chaos -- fuzz` or `npm run chaos -- faults` runs one of them; `npm run chaos -- faults start`
+ * (or `procfile`) one layout of the fault suite. Run it under `nice -n 10` on a
  * shared machine. Figures and commands are recorded in docs/reliability.md.
  */
 import { spawnSync } from 'node:child_process';
@@ -21,7 +23,8 @@ if (!only || only === 'fuzz') {
 }
 if (!only || only === 'faults') {
   console.error('[chaos] fault suite');
-  const r = spawnSync(process.execPath, ['--import', 'tsx', 'chaos/faults.ts'], { cwd: ROOT, stdio: 'inherit' });
+  const layout = only === 'faults' ? process.argv.slice(3) : [];
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'chaos/faults.ts', ...layout], { cwd: ROOT, stdio: 'inherit' });
   failed ||= r.status !== 0;
 }
 process.exit(failed ? 1 : 0);

@@ -136,13 +136,18 @@ async function main(): Promise<void> {
 
   const supervisor = new Supervisor({ ...supervisorDefaults(process.env), statusFile, log: say });
   // FACE_PROCESSES face processes (default 2, one per core): each runs its models on its own main thread.
-  // The first answers /health on FACE_ENGINE_PORT (the API watches it); the others on a free port each.
+  // SEARCH_PROCESSES search replicas (default 1). The first of each answers /health on FACE_ENGINE_PORT /
+  // SEARCH_HEALTH_PORT (the API watches it); the others on a free port each.
   const cfg = loadConfig(env);
+  const copiesOf: Record<string, { copies: number; portVar?: string }> = {
+    face: { copies: cfg.faceProcesses, portVar: 'FACE_ENGINE_PORT' },
+    search: { copies: cfg.searchProcesses, portVar: 'SEARCH_HEALTH_PORT' },
+  };
   for (const p of PROCESSES) {
-    const copies = p.name === 'face' ? cfg.faceProcesses : 1;
+    const { copies, portVar } = copiesOf[p.name] ?? { copies: 1 };
     for (let i = 0; i < copies; i++) {
       const name = i === 0 ? p.name : `${p.name}-${i + 1}`;
-      supervisor.add({ name, command: process.execPath, args: nodeArgs(p.file), env: i === 0 ? env : { ...env, FACE_ENGINE_PORT: '0' }, cwd: ROOT });
+      supervisor.add({ name, command: process.execPath, args: nodeArgs(p.file), env: i === 0 || !portVar ? env : { ...env, [portVar]: '0' }, cwd: ROOT });
     }
   }
   // What the scripts a user runs beside the service (npm run seed:registry) read to find it.

@@ -1,6 +1,7 @@
 /**
  * A process's life: start what it runs, stop it gracefully on SIGINT/SIGTERM (run the cleanup once,
- * then exit; a second signal exits at once). Used by the entry files in processes/.
+ * then exit; a second signal exits at once, unless it is the first one delivered twice: see
+ * REPEATED_SIGNAL_MS). Used by the entry files in processes/.
  * Under `npm start` (SUPERVISOR_PID set by scripts/supervisor.ts) a process also stops when its
  * supervisor is gone (it was re-parented): no orphan keeps a port after the supervisor was killed.
  */
@@ -8,11 +9,27 @@ import { fileURLToPath } from 'node:url';
 import { config, describeConfig, type Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
 
+/**
+ * A second signal within this time of the first is the same stop delivered twice, not an operator
+ * insisting: a process manager signals the whole process group (foreman, honcho, systemd's
+ * KillMode=control-group; a terminal's Ctrl-C too), so under `npm run start:web` the node process gets
+ * the signal once directly and, in some runs, once more relayed by npm → tsx about 30 ms later. Exiting on that one
+ * would cut the drain short.
+ */
+export const REPEATED_SIGNAL_MS = 1000;
+
 export function onShutdown(logger: Logger, cleanup: () => Promise<void>, graceMs = 10_000): void {
-  let stopping = false;
+  let stoppingSince = 0;
   const stop = (signal: string) => {
-    if (stopping) process.exit(1);
-    stopping = true;
+    if (stoppingSince) {
+      if (Date.now() - stoppingSince < REPEATED_SIGNAL_MS) {
+        logger.info({ signal }, 'signal repeated (delivered to the process group and relayed); still stopping');
+        return;
+      }
+      // A second signal later on: stop at once.
+      process.exit(1);
+    }
+    stoppingSince = Date.now();
     logger.info({ signal }, 'stopping');
     const force = setTimeout(() => process.exit(1), graceMs);
     force.unref();
@@ -23,12 +40,12 @@ export function onShutdown(logger: Logger, cleanup: () => Promise<void>, graceMs
         process.exit(1);
       });
   };
-  process.once('SIGINT', () => stop('SIGINT'));
-  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
   const supervisor = Number(process.env.SUPERVISOR_PID);
   if (supervisor > 0) {
     setInterval(() => {
-      if (process.ppid !== supervisor && !stopping) stop('supervisor gone');
+      if (process.ppid !== supervisor && !stoppingSince) stop('supervisor gone');
     }, 1000).unref();
   }
 }

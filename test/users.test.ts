@@ -198,7 +198,7 @@ test('a superseded bankAccount change never lands over the newer one', async (t)
   t.is(final.body.pendingBankAccount, null);
 });
 
-test('DELETE: the embedding leaves the index first, then the soft-delete; the same token then gets 404', async (t) => {
+test('DELETE: the embedding leaves the index and the account is soft-deleted together; the same token then gets 404', async (t) => {
   const me = await newConsumer(h);
   const vec = Array.from({ length: 512 }, (_, i) => Math.sin(i + 1));
   const { seq: upsertSeq } = await upsertCanonical(h.deps.db, me.userId, vec, 'link_nin', 'test-engine');
@@ -225,7 +225,7 @@ test('DELETE: the embedding leaves the index first, then the soft-delete; the sa
   const change = await h.deps.db('embeddingChanges').where({ userId: me.userId, op: 'delete' }).first();
   t.truthy(change);
   t.true(BigInt(change.seq) > BigInt(upsertSeq));
-  // ... logged before the soft-delete happened.
+  // ... logged in the same transaction as the soft-delete.
   const user = await h.deps.db('users').where({ id: me.userId }).first();
   t.truthy(user.deletedAt);
   t.true(new Date(change.createdAt).getTime() <= new Date(user.deletedAt).getTime());
@@ -246,6 +246,35 @@ test('DELETE: the embedding leaves the index first, then the soft-delete; the sa
   // The phone is free again for a new account.
   const reborn = await newConsumer(h, { phone: user.phone });
   t.is((await api().get(`/users/${reborn.userId}`, { token: reborn.token })).body.phone, user.phone);
+});
+
+test('DELETE cut short by PostgreSQL going away leaves the account whole (embedding kept), so the consumer can prove and retry', async (t) => {
+  const me = await newConsumer(h);
+  const vec = Array.from({ length: 512 }, (_, i) => Math.cos(i + 1));
+  await upsertCanonical(h.deps.db, me.userId, vec, 'link_nin', 'test-engine');
+  // PostgreSQL ends the session at the soft-delete (57P01 admin_shutdown, as in a restart): a real
+  // trigger on this user's row, not a mock.
+  const fn = `fail_delete_${me.userId.replaceAll('-', '')}`;
+  await h.deps.db.raw(`CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.deleted_at IS NOT NULL AND OLD.id = '${me.userId}' THEN RAISE EXCEPTION 'terminating connection due to administrator command' USING ERRCODE = '57P01'; END IF; RETURN NEW; END $$`);
+  await h.deps.db.raw(`CREATE TRIGGER ${fn} BEFORE UPDATE ON users FOR EACH ROW EXECUTE FUNCTION ${fn}()`);
+  try {
+    const cut = await api().delete(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me.userId) } });
+    t.is(cut.status, 503, cut.text);
+    t.is(cut.body.error, 'dependency_unavailable');
+    t.truthy(cut.headers.get('retry-after'));
+  } finally {
+    await h.deps.db.raw(`DROP TRIGGER ${fn} ON users`);
+    await h.deps.db.raw(`DROP FUNCTION ${fn}()`);
+  }
+  // Nothing happened: the account is live AND still has its face (so /verify/self can issue a new proof).
+  t.is((await api().get(`/users/${me.userId}`, { token: me.token })).status, 200);
+  t.truthy(await h.deps.db('canonicalEmbeddings').where({ userId: me.userId }).first(), 'the embedding must not be gone without the deletion');
+  t.falsy(await h.deps.db('embeddingChanges').where({ userId: me.userId, op: 'delete' }).first());
+
+  const retried = await api().delete(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me.userId) } });
+  t.is(retried.status, 200, retried.text);
+  t.falsy(await h.deps.db('canonicalEmbeddings').where({ userId: me.userId }).first());
+  t.truthy((await h.deps.db('users').where({ id: me.userId }).first()).deletedAt);
 });
 
 test('DELETE of another user\'s id is 403 and deletes nothing', async (t) => {

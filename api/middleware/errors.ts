@@ -7,14 +7,23 @@ import { AppError } from '../../shared/errors.js';
 
 const PG_CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P03', '08006', '08001', '08003']);
 
-/** Maps infrastructure failures (PostgreSQL or Redis down) to 503, anything else unknown to 500. */
+/**
+ * Maps infrastructure failures (PostgreSQL or Redis down) to 503, anything else unknown to 500.
+ * A PostgreSQL connection cut between knex's acquire and the next statement (pg_terminate_backend, a
+ * restart) surfaces as node-postgres' "Client has encountered a connection error and is not queryable",
+ * and through objection as a DBError whose driver error (57P01, 57P03) is its `nativeError`
+ * (test/pg-connection-cut.test.ts).
+ */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   const e = err as { code?: string; message?: string; name?: string; status?: number; expose?: boolean; httpCode?: number };
   const message = String(e?.message ?? '');
+  // objection wraps the driver's error (db-errors' DBError: no code of its own, the driver's in nativeError).
+  const native = (err as { nativeError?: { code?: string } } | null)?.nativeError;
   if (
     (e?.code && PG_CONNECTION_CODES.has(e.code)) ||
-    /Knex: Timeout acquiring a connection|Connection terminated|connect ECONNREFUSED|Stream isn't writeable|Connection is closed|enableOfflineQueue|Reached the max retries per request/i.test(message)
+    (native?.code && PG_CONNECTION_CODES.has(native.code)) ||
+    /Knex: Timeout acquiring a connection|Connection terminated|is not queryable|connect ECONNREFUSED|Stream isn't writeable|Connection is closed|enableOfflineQueue|Reached the max retries per request/i.test(message)
   ) {
     return new AppError('dependency_unavailable', 'A backing service (database or cache) is unavailable');
   }

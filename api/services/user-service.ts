@@ -137,10 +137,13 @@ export class UserService {
   }
 
   /**
-   * DELETE /users/{id}: the embedding leaves the vector index FIRST (removeCanonical deletes the row and
-   * appends to the change log that every search replica applies before its next search), THEN the
-   * relational soft-delete, which also ends every refresh token of the user's sessions. If the second
-   * step failed, the account would be live but unsearchable, never deleted but searchable.
+   * DELETE /users/{id}: in ONE transaction, the embedding leaves the vector index (the row is deleted
+   * and a `delete` appended to the change log that every search replica applies before its next
+   * search) and the relational soft-delete, which also ends every refresh token of the user's sessions.
+   * Both or neither: when PostgreSQL went away between two separate steps, the account stayed live but
+   * without its canonical embedding, so /verify/self answered 409 and no proofToken could retry the
+   * deletion (found by the fault suite's PostgreSQL restart; test/users.test.ts). Once the answer is
+   * sent, the change is committed, so no search that starts afterwards returns the user.
    *
    * The sessions themselves stay un-revoked on purpose: the authorisation layer answers a deleted
    * user's still-valid access token with 404 `not_found` (interface document), not 401.
@@ -149,9 +152,8 @@ export class UserService {
     const { users, sessionRows, embeddings, db } = this.deps;
     await this.deps.proofTokens.consume(userId, proofToken);
 
-    await embeddings.remove(userId);
-
     await db.transaction(async (trx) => {
+      await embeddings.remove(userId, trx);
       if (!(await users.softDelete(userId, trx))) throw notFound();
       const revoked = await sessionRows.expireRefreshTokensOf({ type: 'consumer', id: userId }, trx);
       await recordAudit(trx, {
