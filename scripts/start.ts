@@ -136,7 +136,7 @@ async function main(): Promise<void> {
 
   const supervisor = new Supervisor({ ...supervisorDefaults(process.env), statusFile, log: say });
   // FACE_PROCESSES face processes (default 2, one per core): each runs its models on its own main thread.
-  // SEARCH_PROCESSES search replicas (default 1). The first of each answers /health on FACE_ENGINE_PORT /
+  // SEARCH_PROCESSES search replicas (default 2: the death of one is no outage). The first of each answers /health on FACE_ENGINE_PORT /
   // SEARCH_HEALTH_PORT (the API watches it); the others on a free port each.
   const cfg = loadConfig(env);
   const copiesOf: Record<string, { copies: number; portVar?: string }> = {
