@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -91,9 +92,11 @@ struct TopK {
   uint32_t thr = 0;  // push only distances < thr
   bool estimated = false;  // thr started from a sample's estimate (see EstimateThresholds)
   int words = 0;
-  std::vector<int32_t> rows;
-  std::vector<uint16_t> dist;
-  std::vector<uint64_t> codes;  // each candidate's code (row-major), for the refine step
+  // Not zero-filled (std::unique_ptr<T[]>(new T[n])): only [0, count) is ever read.
+  std::unique_ptr<int32_t[]> rows;
+  std::unique_ptr<uint16_t[]> dist;
+  std::unique_ptr<uint64_t[]> codes;  // each candidate's code (row-major), for the refine step
+  size_t allocated = 0;  // slots held (buffers are kept between searches: no page faults per search)
   void Init(size_t k_, int nbits) {
     k = k_;
     words = nbits / 64;
@@ -101,9 +104,12 @@ struct TopK {
     count = 0;
     thr = static_cast<uint32_t>(nbits) + 1;
     estimated = false;
-    rows.resize(cap);
-    dist.resize(cap);
-    codes.resize(cap * words);
+    if (cap > allocated) {
+      rows.reset(new int32_t[cap]);
+      dist.reset(new uint16_t[cap]);
+      codes.reset(new uint64_t[cap * words]);
+      allocated = cap;
+    }
   }
   // Keeps the k best (distance, row) of the buffer, in row order; thr = the k-th best distance.
   void Compact(int nbits) {
@@ -136,6 +142,9 @@ struct TopK {
     rows[count] = static_cast<int32_t>(r);
     dist[count] = static_cast<uint16_t>(d);
     for (int w = 0; w < words; w++) codes[count * words + w] = group[w * kGroup + lane];
+    // The next push writes the next slots: fetch them now (a batch's buffers do not stay in cache
+    // while the codes stream through it, and a store miss per push was most of a push's cost).
+    for (int w = 0; w < words; w += 8) __builtin_prefetch(&codes[(count + 1) * words + w], 1, 3);
     if (++count == cap) Compact(nbits);
   }
 };
@@ -230,40 +239,65 @@ __attribute__((target("avx512f,avx512vpopcntdq,popcnt,avx2,fma"))) void ScanAvx5
   if (estimate) EstimateThresholds<W>(codes, n, dead, qc, nq, tops, nbits);
   const size_t groups = (n + kGroup - 1) / kGroup, per_block = kBlockRows / kGroup;
   alignas(64) uint64_t dv[kGroup];
+  // Queries go through a block two at a time when their words fit in registers (W <= 8): two
+  // independent XOR/POPCNT/ADD chains per group, one set of loads.
+  constexpr int kPair = W <= 8 ? 2 : 1;
+  const int passes = (nq + kPair - 1) / kPair;
   // The block after next is prefetched into L2 while the batch works on this one, spread over every
-  // query's pass (one line per group and query at 8 queries): a batch computes long enough on each
-  // block for the hardware prefetcher to fall idle, and memory reads then overlap the compute.
-  const size_t block_lines = per_block * W, lines_per_it = (W + nq - 1) / nq;
+  // pass (one line per group and pass at 4 passes): a batch computes long enough on each block for
+  // the hardware prefetcher to fall idle, and memory reads then overlap the compute.
+  const size_t block_lines = per_block * W, lines_per_it = (W + passes - 1) / passes;
   const uint64_t* codes_end = codes + groups * W * kGroup;
   for (size_t g0 = 0; g0 < groups; g0 += per_block) {
     const size_t g1 = std::min(groups, g0 + per_block);
-    for (int qi = 0; qi < nq; qi++) {
-      const uint64_t* q = qc + static_cast<size_t>(qi) * W;
-      TopK& top = tops[qi];
-      __m512i qb[W];
-      for (int w = 0; w < W; w++) qb[w] = _mm512_set1_epi64(static_cast<long long>(q[w]));
-      __m512i thr = _mm512_set1_epi64(top.thr);
+    for (int pass = 0; pass < passes; pass++) {
+      const int qa = pass * kPair, qb_ = std::min(nq - 1, qa + kPair - 1);  // qb_ == qa: a single query
+      TopK& ta = tops[qa];
+      TopK& tb = tops[qb_];
+      __m512i wa[W], wb[W];
+      for (int w = 0; w < W; w++) {
+        wa[w] = _mm512_set1_epi64(static_cast<long long>(qc[static_cast<size_t>(qa) * W + w]));
+        wb[w] = _mm512_set1_epi64(static_cast<long long>(qc[static_cast<size_t>(qb_) * W + w]));
+      }
+      __m512i thra = _mm512_set1_epi64(ta.thr), thrb = _mm512_set1_epi64(tb.thr);
       for (size_t g = g0; g < g1; g++) {
         const uint64_t* c = codes + g * W * kGroup;
         {
-          const size_t it = static_cast<size_t>(qi) * per_block + (g - g0), first = it * lines_per_it;
+          const size_t it = static_cast<size_t>(pass) * per_block + (g - g0), first = it * lines_per_it;
           for (size_t l = first; l < first + lines_per_it && l < block_lines; l++) {
             const uint64_t* nb = codes + (g0 + 2 * per_block) * W * kGroup + l * kGroup;
             if (nb < codes_end) _mm_prefetch(reinterpret_cast<const char*>(nb), SKETCH_PREFETCH_HINT);
           }
         }
-        __m512i acc = _mm512_popcnt_epi64(_mm512_xor_si512(_mm512_load_si512(c), qb[0]));
-        for (int w = 1; w < W; w++)
-          acc = _mm512_add_epi64(acc, _mm512_popcnt_epi64(_mm512_xor_si512(_mm512_load_si512(c + w * kGroup), qb[w])));
-        __mmask8 m = _mm512_cmplt_epu64_mask(acc, thr);
-        if (__builtin_expect(m != 0, 0)) {
-          _mm512_store_si512(dv, acc);
-          while (m) {
-            const int l = __builtin_ctz(m);
-            m &= m - 1;
-            top.Push(g * kGroup + l, static_cast<uint32_t>(dv[l]), n, dead, nbits, c, l);
+        __m512i x = _mm512_load_si512(c);
+        __m512i acca = _mm512_popcnt_epi64(_mm512_xor_si512(x, wa[0]));
+        __m512i accb = _mm512_popcnt_epi64(_mm512_xor_si512(x, wb[0]));
+        for (int w = 1; w < W; w++) {
+          x = _mm512_load_si512(c + w * kGroup);
+          acca = _mm512_add_epi64(acca, _mm512_popcnt_epi64(_mm512_xor_si512(x, wa[w])));
+          accb = _mm512_add_epi64(accb, _mm512_popcnt_epi64(_mm512_xor_si512(x, wb[w])));
+        }
+        __mmask8 ma = _mm512_cmplt_epu64_mask(acca, thra);
+        __mmask8 mb = qb_ != qa ? _mm512_cmplt_epu64_mask(accb, thrb) : 0;
+        if (__builtin_expect((ma | mb) != 0, 0)) {
+          if (ma) {
+            _mm512_store_si512(dv, acca);
+            while (ma) {
+              const int l = __builtin_ctz(ma);
+              ma &= ma - 1;
+              ta.Push(g * kGroup + l, static_cast<uint32_t>(dv[l]), n, dead, nbits, c, l);
+            }
+            thra = _mm512_set1_epi64(ta.thr);
           }
-          thr = _mm512_set1_epi64(top.thr);
+          if (mb) {
+            _mm512_store_si512(dv, accb);
+            while (mb) {
+              const int l = __builtin_ctz(mb);
+              mb &= mb - 1;
+              tb.Push(g * kGroup + l, static_cast<uint32_t>(dv[l]), n, dead, nbits, c, l);
+            }
+            thrb = _mm512_set1_epi64(tb.thr);
+          }
         }
       }
     }
@@ -388,6 +422,7 @@ class SketchIndex : public Napi::ObjectWrap<SketchIndex> {
   std::vector<uint8_t> dead_;
   size_t n_ = 0;
   double rescans_ = 0;  // queries scanned twice (estimated threshold too tight)
+  std::vector<TopK> pool_;  // candidate buffers, one per query of the largest batch so far
 
   // Codes of n vectors into out (n * words_); with `rotated_out`, also the rotated centred vectors
   // (n * nbits_ floats: the asymmetric scores of the refine step use them).
@@ -508,9 +543,12 @@ class SketchIndex : public Napi::ObjectWrap<SketchIndex> {
       std::vector<uint64_t> qc(static_cast<size_t>(nq) * words_);
       std::vector<float> qr(refine ? static_cast<size_t>(nq) * nbits_ : 0);
       EncodeInto(x.Data(), nq, qc.data(), refine ? qr.data() : nullptr);
-      std::vector<TopK> tops(nq);
-      for (auto& t : tops) t.Init(k, nbits_);
-      scan_(codes_.data(), n_, dead_.data(), qc.data(), nq, tops.data(), nbits_, true);
+      // The candidate buffers of earlier searches are reused (a fresh 256 KB buffer per query was a
+      // page fault per 4 KB and a zeroed page each; Search never runs re-entrantly).
+      if (pool_.size() < static_cast<size_t>(nq)) pool_.resize(nq);
+      TopK* tops = pool_.data();
+      for (int q = 0; q < nq; q++) tops[q].Init(k, nbits_);
+      scan_(codes_.data(), n_, dead_.data(), qc.data(), nq, tops, nbits_, true);
       for (int q = 0; q < nq; q++) {
         // The estimated starting threshold was too tight (fewer than k live rows under it): scan this
         // query again from a loose start. Rare; the answer is exact either way.
@@ -547,7 +585,7 @@ class SketchIndex : public Napi::ObjectWrap<SketchIndex> {
           }
           est.resize(t.count);
           for (size_t i = 0; i < t.count; i++) {
-            const uint64_t* code = t.codes.data() + i * words_;  // copied during the scan (no random reads)
+            const uint64_t* code = t.codes.get() + i * words_;  // copied during the scan (no random reads)
             float e[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // one sum per byte lane: independent adds
             for (int w = 0; w < words_; w++) {
               const uint64_t word = code[w];
@@ -559,8 +597,9 @@ class SketchIndex : public Napi::ObjectWrap<SketchIndex> {
           // order holds the Hamming order; keep the best m by estimate (ties: that order).
           std::vector<uint32_t> rank(t.count);
           for (size_t i = 0; i < t.count; i++) rank[order[i]] = static_cast<uint32_t>(i);
-          std::partial_sort(order.begin(), order.begin() + m, order.end(),
-                            [&](uint32_t a, uint32_t b) { return est[a] > est[b] || (est[a] == est[b] && rank[a] < rank[b]); });
+          const auto better = [&](uint32_t a, uint32_t b) { return est[a] > est[b] || (est[a] == est[b] && rank[a] < rank[b]); };
+          std::nth_element(order.begin(), order.begin() + (m - 1), order.end(), better);
+          std::sort(order.begin(), order.begin() + m, better);
           order.resize(m);
         }
         int32_t* lq = labels.Data() + static_cast<size_t>(q) * m;
@@ -582,7 +621,8 @@ class SketchIndex : public Napi::ObjectWrap<SketchIndex> {
   Napi::Value Rescans(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), rescans_); }
 
   Napi::Value MemoryBytes(const Napi::CallbackInfo& info) {
-    const double bytes = codes_.capacity() * 8.0 + dead_.capacity() + rot_.A.size() * 4.0 + mean_.size() * 4.0;
+    double bytes = codes_.capacity() * 8.0 + dead_.capacity() + rot_.A.size() * 4.0 + mean_.size() * 4.0;
+    for (const auto& t : pool_) bytes += t.allocated * (4.0 + 2.0 + 8.0 * t.words);
     return Napi::Number::New(info.Env(), bytes);
   }
 };
