@@ -129,7 +129,8 @@ struct TopK {
         if (dv == t) at_t--;
         rows[o] = rows[i];
         dist[o] = dv;
-        if (o != i) std::memcpy(&codes[o * words], &codes[i * words], sizeof(uint64_t) * words);
+        if (o != i)
+          for (int w = 0; w < words; w++) codes[o * words + w] = codes[i * words + w];
         o++;
       }
     }
@@ -379,6 +380,53 @@ int64_t ArgInt(const Napi::CallbackInfo& info, size_t i, const char* what) {
   return info[i].As<Napi::Number>().Int64Value();
 }
 
+// ---- The asymmetric estimate of the refine step --------------------------------------------------------
+// est[i] = sum of q[b] over the set bits b of candidate i's code (row-major, `words` words), exact int32.
+// Portable: one table per code byte (lut[B * 256 + v] = sum of q over v's bits). AVX-512 BW: 16 masked
+// int16 adds of 32 dimensions per 512 bits, then one widening sum. Same integers either way.
+using EstimateFn = void (*)(const int16_t*, const uint64_t*, size_t, int, int32_t*, std::vector<int32_t>&);
+
+void EstimateGeneric(const int16_t* q, const uint64_t* codes, size_t count, int words, int32_t* est, std::vector<int32_t>& lut) {
+  const size_t bytes = static_cast<size_t>(words) * 8;
+  lut.resize(bytes * 256);
+  for (size_t B = 0; B < bytes; B++) {
+    int32_t* l = lut.data() + B * 256;
+    l[0] = 0;
+    for (int v = 1; v < 256; v++) l[v] = l[v & (v - 1)] + q[B * 8 + __builtin_ctz(v)];
+  }
+  for (size_t i = 0; i < count; i++) {
+    const uint64_t* code = codes + i * words;
+    int32_t e = 0;
+    for (int w = 0; w < words; w++)
+      for (int j = 0; j < 8; j++) e += lut[(static_cast<size_t>(w) * 8 + j) * 256 + ((code[w] >> (8 * j)) & 0xff)];
+    est[i] = e;
+  }
+}
+
+__attribute__((target("avx512f,avx512bw,popcnt,avx2,fma"))) void EstimateAvx512(const int16_t* q, const uint64_t* codes, size_t count, int words,
+                                                                                int32_t* est, std::vector<int32_t>&) {
+  const int chunks = words * 2;  // 32 dimensions each
+  const __m512i ones = _mm512_set1_epi16(1);
+  for (size_t i = 0; i < count; i++) {
+    const uint32_t* c32 = reinterpret_cast<const uint32_t*>(codes + i * words);
+    __m512i a0 = _mm512_setzero_si512(), a1 = _mm512_setzero_si512();
+    int j = 0;
+    for (; j + 1 < chunks; j += 2) {
+      a0 = _mm512_mask_add_epi16(a0, static_cast<__mmask32>(c32[j]), a0, _mm512_loadu_si512(q + 32 * j));
+      a1 = _mm512_mask_add_epi16(a1, static_cast<__mmask32>(c32[j + 1]), a1, _mm512_loadu_si512(q + 32 * (j + 1)));
+    }
+    for (; j < chunks; j++) a0 = _mm512_mask_add_epi16(a0, static_cast<__mmask32>(c32[j]), a0, _mm512_loadu_si512(q + 32 * j));
+    // Each int16 lane of a0 / a1 sums `words` terms (chunks / 2), and |q| <= 32767 / words (Search):
+    // no overflow; the two are widened to int32 before they are added.
+    est[i] = _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_madd_epi16(a0, ones), _mm512_madd_epi16(a1, ones)));
+  }
+}
+
+EstimateFn PickEstimate() {
+  static const bool ok = HasAvx512Popcnt() && __builtin_cpu_supports("avx512bw") && !std::getenv("SKETCH_NO_AVX512");
+  return ok ? EstimateAvx512 : EstimateGeneric;
+}
+
 // ---- SketchIndex ------------------------------------------------------------------------------------
 class SketchIndex : public Napi::ObjectWrap<SketchIndex> {
  public:
@@ -408,6 +456,7 @@ class SketchIndex : public Napi::ObjectWrap<SketchIndex> {
     if (nbits_ != 256 && nbits_ != 512 && nbits_ != 1024 && nbits_ != 2048) throw Napi::RangeError::New(env, "nbits must be 256, 512, 1024 or 2048");
     words_ = nbits_ / 64;
     scan_ = PickScan(words_);
+    estimate_ = PickEstimate();
     rot_ = faiss::RandomRotationMatrix(d_, nbits_);
     rot_.init(seed);
     mean_.assign(d_, 0.0f);
@@ -416,6 +465,7 @@ class SketchIndex : public Napi::ObjectWrap<SketchIndex> {
  private:
   int d_ = 0, nbits_ = 0, words_ = 0;
   ScanFn scan_ = nullptr;
+  EstimateFn estimate_ = nullptr;
   faiss::RandomRotationMatrix rot_;
   std::vector<float> mean_;
   std::vector<uint64_t, Aligned64<uint64_t>> codes_;  // groups of 8 rows, word-interleaved (see the kernel)
@@ -558,8 +608,8 @@ class SketchIndex : public Napi::ObjectWrap<SketchIndex> {
         rescans_++;
       }
       std::vector<uint32_t> order, bucket;
-      std::vector<float> lut, est;
-      const size_t bytes = static_cast<size_t>(words_) * 8;
+      std::vector<int32_t> lut, est;
+      std::vector<int16_t> q16;
       for (int q = 0; q < nq; q++) {
         TopK& t = tops[q];
         if (t.count > k) t.Compact(nbits_);
@@ -570,30 +620,17 @@ class SketchIndex : public Napi::ObjectWrap<SketchIndex> {
         for (int b = 1; b <= nbits_ + 1; b++) bucket[b] += bucket[b - 1];
         for (size_t i = 0; i < t.count; i++) order[bucket[t.dist[i]]++] = static_cast<uint32_t>(i);
         if (refine && t.count > m) {
-          // One table per code byte: lut[B * 256 + v] = sum over the byte's 8 bits of (bit ? +q' : -q').
+          // The estimate in integers: q' quantised to int16 (|q| <= min(2047, 32767 / words), so that
+          // the `words` terms an int16 lane of EstimateAvx512 sums cannot overflow), S = sum of q over the candidate's set bits (the estimate sum(bit ? +q : -q) is
+          // 2 S - sum(q), the same order). Exact integer sums: the same value on every code path.
           const float* r = qr.data() + static_cast<size_t>(q) * nbits_;
-          lut.resize(bytes * 256);
-          for (size_t B = 0; B < bytes; B++) {
-            float* l = lut.data() + B * 256;
-            float neg = 0;
-            for (int b = 0; b < 8; b++) neg -= r[B * 8 + b];
-            l[0] = neg;
-            for (int v = 1; v < 256; v++) {
-              const int low = __builtin_ctz(v);  // v = u + 2^low with u < v: flip that bit from - to +
-              l[v] = l[v & (v - 1)] + 2 * r[B * 8 + low];
-            }
-          }
+          float mx = 0;
+          for (int i = 0; i < nbits_; i++) mx = std::max(mx, std::fabs(r[i]));
+          const float scale = mx > 0 ? static_cast<float>(std::min(2047, 32767 / words_)) / mx : 0.0f;
+          q16.resize(nbits_);
+          for (int i = 0; i < nbits_; i++) q16[i] = static_cast<int16_t>(std::lrintf(r[i] * scale));
           est.resize(t.count);
-          for (size_t i = 0; i < t.count; i++) {
-            const uint64_t* code = t.codes.get() + i * words_;  // copied during the scan (no random reads)
-            float e[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // one sum per byte lane: independent adds
-            for (int w = 0; w < words_; w++) {
-              const uint64_t word = code[w];
-              const float* l = lut.data() + static_cast<size_t>(w) * 8 * 256;
-              for (int j = 0; j < 8; j++) e[j] += l[j * 256 + ((word >> (8 * j)) & 0xff)];
-            }
-            est[i] = ((e[0] + e[1]) + (e[2] + e[3])) + ((e[4] + e[5]) + (e[6] + e[7]));
-          }
+          estimate_(q16.data(), t.codes.get(), t.count, words_, est.data(), lut);
           // order holds the Hamming order; keep the best m by estimate (ties: that order).
           std::vector<uint32_t> rank(t.count);
           for (size_t i = 0; i < t.count; i++) rank[order[i]] = static_cast<uint32_t>(i);
@@ -759,13 +796,17 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
     auto scores = Napi::Float32Array::New(env, nq * k);
     std::fill(labels.Data(), labels.Data() + nq * k, -1);
     std::fill(scores.Data(), scores.Data() + nq * k, NAN);
-    constexpr size_t kAhead = 8;
+    constexpr size_t kAhead = 4;
     std::vector<float> sc(kc);
     std::vector<uint32_t> idx;
     idx.reserve(kc);
     for (size_t q = 0; q < nq; q++) {
       const float* qv = x.Data() + q * d_;
       const int32_t* pq = p.Data() + q * kc;
+      // The first line of every candidate row first (their page walks and DRAM accesses overlap:
+      // the rows are random), then whole rows a few ahead of the dot products.
+      for (size_t i = 0; i < kc; i++)
+        if (pq[i] >= 0) __builtin_prefetch(Row(pq[i]), 0, 3);
       for (size_t i = 0; i < std::min(kAhead, kc); i++) PrefetchRow(pq[i], n);
       idx.clear();
       for (size_t i = 0; i < kc; i++) {
