@@ -28,6 +28,7 @@ interface Args {
   dataset: string;
   factory: string;
   candidates: number;
+  exactCandidates: number;
   snapshotDir: string;
   probes: number;
   exactProbes: number;
@@ -55,6 +56,7 @@ const replica = new IndexReplica(db as never, {
   autoRebuild: false,
   snapshotDir: args.snapshotDir,
   rerankCandidates: args.candidates,
+  exactCandidates: args.exactCandidates,
   maxBatch: 32,
   pageSize: 5000,
   logger: createLogger({ level: 'silent' }),
@@ -160,6 +162,7 @@ if (args.mode === 'cold') {
       n: engine.size,
       factory: engine.effectiveFactory,
       candidates: args.candidates,
+      exactCandidates: args.exactCandidates,
       buildMs,
       lastBuild: replica.stats.lastBuild,
       p50Ms: s.p50,

@@ -10,7 +10,7 @@
  * probes, default 1000), BENCH_EXACT_PROBES (probes also searched exactly, default 1000; the exact
  * scan costs about 0.1 s per probe per million rows), BENCH_GENERATORS (uniform,clustered),
  * BENCH_FACTORY (default: VECTOR_INDEX_FACTORY's default, BinarySketch512), BENCH_CANDIDATES
- * (SEARCH_RERANK_CANDIDATES), BENCH_SOURCE (postgres | file), BENCH_WORK_DIR (datasets and snapshots;
+ * (SEARCH_RERANK_CANDIDATES), BENCH_EXACT_CANDIDATES (SEARCH_EXACT_CANDIDATES), BENCH_SOURCE (postgres | file), BENCH_WORK_DIR (datasets and snapshots;
  * default var/bench/search-work), BENCH_KEEP=1 (keep the scratch database and files).
  *
  * Path: the gallery is inserted into `canonical_embeddings` of a scratch database (`faceid_bench`,
@@ -145,6 +145,7 @@ async function benchDataset(name: string, dir: string, log: (s: string) => void)
   const ds = openDataset(dir);
   const factory = env.BENCH_FACTORY ?? config().vectorIndexFactory;
   const candidates = Number(env.BENCH_CANDIDATES ?? config().searchRerankCandidates);
+  const exactCandidates = Number(env.BENCH_EXACT_CANDIDATES ?? config().searchExactCandidates);
   let loadS: number | null = null;
   if (SOURCE === 'postgres') {
     await createScratchDb();
@@ -154,8 +155,8 @@ async function benchDataset(name: string, dir: string, log: (s: string) => void)
   }
   const snapshotDir = path.join(WORK, `snapshots-${name}`);
   rmSync(snapshotDir, { recursive: true, force: true });
-  const common = { source: SOURCE, db: dbUrl(DB_NAME), dataset: dir, factory, candidates, snapshotDir };
-  log(`${name}: full build + ${Math.min(PROBES, ds.q)} searches + exact reference (${factory}, ${candidates} candidates)`);
+  const common = { source: SOURCE, db: dbUrl(DB_NAME), dataset: dir, factory, candidates, exactCandidates, snapshotDir };
+  log(`${name}: full build + ${Math.min(PROBES, ds.q)} searches + exact reference (${factory}, ${candidates} Hamming candidates, ${exactCandidates || candidates} re-ranked exactly)`);
   const t1 = performance.now();
   const b = runChild({ ...common, mode: 'build', probes: PROBES, exactProbes: EXACT_PROBES, speedupRounds: 30, check: [] });
   log(`${name}: done in ${fmt((performance.now() - t1) / 1000)} s; cold start from the snapshot`);
@@ -195,7 +196,7 @@ export async function runSearchBench(): Promise<{ markdown: string; lastLine: st
     if (!env.BENCH_KEEP && !given) for (const s of sets) rmSync(s.dir, { recursive: true, force: true });
   }
   const rows = figures.map((f) => [
-    f.dataset, f.n.toLocaleString('en'), `\`${f.factory}\` (${f.candidates as number} candidates)`,
+    f.dataset, f.n.toLocaleString('en'), `\`${f.factory}\` (${f.candidates as number} / ${(f.exactCandidates as number) || (f.candidates as number)} candidates)`,
     `${fmt(f.p50Ms, 2)} / ${fmt(f.p99Ms, 2)}`, `${fmt(f.cpuP50Ms as number, 2)} / ${fmt(f.cpuP99Ms as number, 2)}`, pct(f.mateAt1), pct(f.mateAt1Exact), pct(f.recallVsExact),
     fmt(f.indexMiB, 0), fmt(f.rssGrowthMiB as number, 0), fmt(f.buildS as number, 1), fmt(f.coldStartS, 1), `${fmt(f.batchedSpeedup, 2)} (CPU ${fmt(f.batchedSpeedupCpu as number, 2)})`,
   ]);

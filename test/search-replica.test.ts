@@ -154,7 +154,8 @@ test.serial('a start from a snapshot answers exactly as a full build; a damaged 
 });
 
 test.serial('micro-batched searches give the same results as one-at-a-time searches', async (t) => {
-  const r = replica({ snapshotDir: null, maxBatch: 16 });
+  // exactCandidates 20 < rerankCandidates 50: the refine step (asymmetric estimate) runs too.
+  const r = replica({ snapshotDir: null, maxBatch: 16, exactCandidates: 20 });
   await r.start();
   const queries = Array.from({ length: 40 }, (_, i) => near(vec(1 + 31 * i), 5000 + i, 0.6));
   const one: unknown[] = [];

@@ -34,7 +34,7 @@ import type { Logger } from '../../shared/logger.js';
 import { PgChangeLogSource, type ChangeLogSource, type SourceRow } from './change-log-source.js';
 import type { EngineBuilder, EngineKind, IndexEngine, RebuildPolicy, RebuildReason } from './engine.js';
 import { FaissKind } from './faiss-engine.js';
-import { SKETCH_FACTORY, SketchKind } from './sketch-engine.js';
+import { DEFAULT_EXACT_CANDIDATES, SKETCH_FACTORY, SketchKind } from './sketch-engine.js';
 import { SnapshotStore, type Snapshot } from './snapshot-store.js';
 
 export interface ReplicaOptions {
@@ -47,8 +47,10 @@ export interface ReplicaOptions {
   engineVersion?: string;
   /** Where snapshots live; null: no snapshots (every start is a full build). */
   snapshotDir?: string | null;
-  /** BinarySketch: candidates per query passed to the exact re-rank. */
+  /** BinarySketch: candidates per query taken from the Hamming scan. */
   rerankCandidates?: number;
+  /** BinarySketch: of those, how many are re-ranked exactly (best by the asymmetric estimate; 0: all). */
+  exactCandidates?: number;
   /** Most knn searches in one engine call. */
   maxBatch?: number;
   /** Retrain once the population exceeds this factor times the size it was trained at. */
@@ -110,8 +112,8 @@ interface PendingSearch {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const elapsed = (t0: number) => Math.round((performance.now() - t0) * 10) / 10;
 
-export function engineKindFor(factory: string, opts: { nprobe: number; rerankCandidates: number; dim: number }): EngineKind {
-  if (SKETCH_FACTORY.test(factory.trim())) return new SketchKind(factory.trim(), { dim: opts.dim, candidates: opts.rerankCandidates });
+export function engineKindFor(factory: string, opts: { nprobe: number; rerankCandidates: number; exactCandidates?: number; dim: number }): EngineKind {
+  if (SKETCH_FACTORY.test(factory.trim())) return new SketchKind(factory.trim(), { dim: opts.dim, candidates: opts.rerankCandidates, exactCandidates: opts.exactCandidates ?? DEFAULT_EXACT_CANDIDATES });
   return new FaissKind(factory, opts.nprobe, opts.dim);
 }
 
@@ -150,7 +152,7 @@ export class IndexReplica {
 
   constructor(db: Knex, private readonly opts: ReplicaOptions) {
     const dim = opts.dim ?? EMBEDDING_DIM;
-    this.kind = engineKindFor(opts.factory, { nprobe: opts.nprobe, rerankCandidates: opts.rerankCandidates ?? 2000, dim });
+    this.kind = engineKindFor(opts.factory, { nprobe: opts.nprobe, rerankCandidates: opts.rerankCandidates ?? 2000, exactCandidates: opts.exactCandidates, dim });
     this.source = opts.source ?? new PgChangeLogSource(db);
     this.snapshots = this.kind.snapshots && opts.snapshotDir ? new SnapshotStore(opts.snapshotDir) : null;
     this.engineVersion = opts.engineVersion ?? FACE_ENGINE_VERSION;

@@ -32,9 +32,17 @@ const CHUNK = 4096;
 
 export interface SketchOptions {
   dim: number;
-  /** Candidates passed from the Hamming scan to the exact re-rank, per query. */
+  /** Candidates taken from the Hamming scan, per query. */
   candidates: number;
+  /**
+   * Of those, how many are re-ranked exactly (float32 reads): the best by the asymmetric estimate
+   * (the float query against the candidates' sign bits). 0 or >= candidates: all of them.
+   */
+  exactCandidates?: number;
 }
+
+/** SEARCH_EXACT_CANDIDATES' default (docs/performance.md §2: recall vs exact 1.000 from 100 on both generators at 1M). */
+export const DEFAULT_EXACT_CANDIDATES = 200;
 
 interface SketchMeta {
   nbits: number;
@@ -183,27 +191,23 @@ export class SketchEngine implements IndexEngine {
     const q = unitConcat(queries, this.opts.dim);
     if (this.size === 0) return queries.map(() => []);
     const kc = Math.min(this.size, Math.max(k, this.opts.candidates));
-    const { labels } = this.sketch.search(q, kc);
-    const d = this.opts.dim;
+    // Hamming candidates of every query in one pass, the best `exactCandidates` of them by the
+    // asymmetric estimate, then the exact re-rank (native: reads those float32 rows with
+    // prefetching, keeps the k best by exact score).
+    const exactC = this.opts.exactCandidates ?? 0;
+    const refine = exactC > 0 && exactC < kc ? Math.max(k, exactC) : 0;
+    const { labels } = this.sketch.search(q, kc, refine);
+    const best = this.store.rerank(q, labels, k);
     const out: VectorHit[][] = [];
     for (let qi = 0; qi < queries.length; qi++) {
-      const pos = labels.subarray(qi * kc, (qi + 1) * kc);
-      const scores = this.store.scores(q.subarray(qi * d, (qi + 1) * d), pos);
-      // Top k of the candidates by exact score (ties: lower row first), by insertion: k is small.
-      const best: number[] = [];
-      const better = (a: number, b: number) => scores[a]! > scores[b]! || (scores[a] === scores[b] && pos[a]! < pos[b]!);
-      for (let j = 0; j < kc; j++) {
-        if (pos[j]! < 0 || this.posToUser[pos[j]!] == null) continue;
-        if (best.length === k && !better(j, best[k - 1]!)) continue;
-        let at = best.length < k ? best.length : k - 1;
-        if (best.length < k) best.push(j);
-        while (at > 0 && better(j, best[at - 1]!)) {
-          best[at] = best[at - 1]!;
-          at--;
-        }
-        best[at] = j;
+      const hits: VectorHit[] = [];
+      for (let j = qi * k; j < (qi + 1) * k; j++) {
+        const p = best.labels[j]!;
+        // Dead rows are skipped inside the scan; the id map is checked again (a tombstone is never returned).
+        const userId = p >= 0 ? this.posToUser[p] : null;
+        if (userId != null) hits.push({ userId, score: clamp(best.scores[j]!) });
       }
-      out.push(best.map((j) => ({ userId: this.posToUser[pos[j]!]!, score: clamp(scores[j]!) })));
+      out.push(hits);
     }
     return out;
   }

@@ -26,6 +26,7 @@ export async function startSearchWorker(config: Config, opts: { logger?: Logger 
     syncIntervalMs: config.searchSyncIntervalMs,
     snapshotDir: config.searchSnapshotDir || null,
     rerankCandidates: config.searchRerankCandidates,
+    exactCandidates: config.searchExactCandidates,
     maxBatch: config.searchMaxBatch,
     retrainGrowth: config.searchRetrainGrowth,
     pruneIntervalMs: config.searchPruneIntervalMs,

@@ -24,17 +24,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace {
 
-constexpr int kProjectBindingVersion = 2;
+constexpr int kProjectBindingVersion = 3;
 
 bool HasFastIsa() {
   static const bool fast = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -42,67 +46,287 @@ bool HasFastIsa() {
 }
 
 // ---- Hamming scan kernel ----------------------------------------------------------------------------
-// For each query q (codes qc[q]), each live row r in [0, n): dist[q * n + r] = hamming(qc[q], code[r]),
-// and hist[q][dist]++. Dead rows get the sentinel `nbits + 1` and are not counted. Rows are read in
-// blocks so that a batch of queries shares one pass over the codes (micro-batching).
-template <int W>
-__attribute__((always_inline)) inline void ScanImpl(const uint64_t* codes, size_t n, const uint8_t* dead, const uint64_t* qc, int nq,
-                                                    uint16_t* dist, uint32_t* hist, int nbits) {
-  constexpr size_t kBlock = 1024;
-  const uint16_t sentinel = static_cast<uint16_t>(nbits + 1);
-  const size_t bins = static_cast<size_t>(nbits) + 2;
-  // Four interleaved histograms per query: neighbouring rows often share a distance, and one counter
-  // per bin would serialise on the store-to-load latency of that counter.
-  std::vector<uint32_t> hists(static_cast<size_t>(nq) * 4 * bins, 0);
-  for (size_t b0 = 0; b0 < n; b0 += kBlock) {
-    const size_t b1 = std::min(n, b0 + kBlock);
-    for (int q = 0; q < nq; q++) {
-      const uint64_t* a = qc + static_cast<size_t>(q) * W;
-      uint64_t aw[W];
-      for (int w = 0; w < W; w++) aw[w] = a[w];
-      uint16_t* dq = dist + static_cast<size_t>(q) * n;
-      uint32_t* hq = hists.data() + static_cast<size_t>(q) * 4 * bins;
-      for (size_t r = b0; r < b1; r++) {
-        const uint64_t* c = codes + r * W;
-        int h = 0;
-        for (int w = 0; w < W; w++) h += __builtin_popcountll(aw[w] ^ c[w]);
-        const uint16_t v = dead[r] ? sentinel : static_cast<uint16_t>(h);
-        dq[r] = v;
-        hq[(r & 3) * bins + v]++;
-      }
+// Codes are stored in groups of 8 rows, word-interleaved: group g holds, for each word w of the code,
+// the 8 rows' word w side by side (8 x uint64 = one 512-bit vector). So one vector load brings the same
+// word of 8 rows, and an AVX-512 kernel computes 8 Hamming distances with vertical XOR + VPOPCNTQ + add,
+// no horizontal sums. Row r, word w: codes[(r / 8) * W * 8 + w * 8 + r % 8].
+//
+// Selection with a running threshold: each query keeps a buffer of candidate rows (row order) and a
+// threshold `thr`: a row is pushed only when its distance is < thr. When the buffer is full it is
+// compacted to the k best (distance, then row) and thr becomes the k-th best distance t (a later row
+// at distance t loses the tie to the k earlier ones). After the first few thousand rows almost every
+// row costs its XOR/POPCNT sum and one compare; dead rows (tombstones) and the padding of the last
+// group are checked only on a push. A batch of queries shares one pass over the codes: each block of
+// codes (kBlockRows rows, L1-sized) is scanned for every query before the next block is read, so
+// memory traffic is paid once per batch.
+constexpr size_t kGroup = 8;
+
+// 64-byte aligned storage for the codes (one group's word = one aligned 512-bit load).
+template <class T>
+struct Aligned64 {
+  using value_type = T;
+  Aligned64() = default;
+  template <class U>
+  Aligned64(const Aligned64<U>&) {}
+  T* allocate(size_t n) {
+    void* p = std::aligned_alloc(64, ((n * sizeof(T) + 63) / 64) * 64);
+    if (!p) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t) { std::free(p); }
+  template <class U>
+  bool operator==(const Aligned64<U>&) const { return true; }
+  template <class U>
+  bool operator!=(const Aligned64<U>&) const { return false; }
+};
+#ifndef SKETCH_BLOCK_ROWS
+#define SKETCH_BLOCK_ROWS 256
+#endif
+#ifndef SKETCH_PREFETCH_HINT
+#define SKETCH_PREFETCH_HINT _MM_HINT_T1
+#endif
+constexpr size_t kBlockRows = SKETCH_BLOCK_ROWS;
+
+struct TopK {
+  size_t k = 0, cap = 0, count = 0;
+  uint32_t thr = 0;  // push only distances < thr
+  bool estimated = false;  // thr started from a sample's estimate (see EstimateThresholds)
+  int words = 0;
+  // Not zero-filled (std::unique_ptr<T[]>(new T[n])): only [0, count) is ever read.
+  std::unique_ptr<int32_t[]> rows;
+  std::unique_ptr<uint16_t[]> dist;
+  std::unique_ptr<uint64_t[]> codes;  // each candidate's code (row-major), for the refine step
+  size_t allocated = 0;  // slots held (buffers are kept between searches: no page faults per search)
+  void Init(size_t k_, int nbits) {
+    k = k_;
+    words = nbits / 64;
+    // A small slack: compactions are cheap and each one tightens the threshold (fewer kept rows).
+    cap = k + std::max<size_t>(k / 4, 256);
+    count = 0;
+    thr = static_cast<uint32_t>(nbits) + 1;
+    estimated = false;
+    if (cap > allocated) {
+      rows.reset(new int32_t[cap]);
+      dist.reset(new uint16_t[cap]);
+      codes.reset(new uint64_t[cap * words]);
+      allocated = cap;
     }
   }
-  for (int q = 0; q < nq; q++) {
-    const uint32_t* hq = hists.data() + static_cast<size_t>(q) * 4 * bins;
-    uint32_t* out = hist + static_cast<size_t>(q) * bins;
-    for (size_t b = 0; b < bins; b++) out[b] = hq[b] + hq[bins + b] + hq[2 * bins + b] + hq[3 * bins + b];
-    out[nbits + 1] = 0;  // dead rows
+  // Keeps the k best (distance, row) of the buffer, in row order; thr = the k-th best distance.
+  void Compact(int nbits) {
+    if (count < k) return;
+    std::vector<uint32_t> h(static_cast<size_t>(nbits) + 2, 0);
+    for (size_t i = 0; i < count; i++) h[dist[i]]++;
+    size_t below = 0;
+    uint32_t t = 0;
+    for (;; t++) {
+      if (below + h[t] >= k) break;
+      below += h[t];
+    }
+    size_t at_t = k - below, o = 0;  // rows at distance t still kept (the first ones)
+    for (size_t i = 0; i < count; i++) {
+      const uint16_t dv = dist[i];
+      if (dv < t || (dv == t && at_t > 0)) {
+        if (dv == t) at_t--;
+        rows[o] = rows[i];
+        dist[o] = dv;
+        if (o != i)
+          for (int w = 0; w < words; w++) codes[o * words + w] = codes[i * words + w];
+        o++;
+      }
+    }
+    count = o;
+    thr = t;
+  }
+  // Row r (lane `lane` of the group at `group`, word-interleaved) at distance d.
+  __attribute__((noinline)) void Push(size_t r, uint32_t d, size_t n, const uint8_t* dead, int nbits, const uint64_t* group, size_t lane) {
+    if (r >= n || d >= thr || dead[r]) return;
+    rows[count] = static_cast<int32_t>(r);
+    dist[count] = static_cast<uint16_t>(d);
+    for (int w = 0; w < words; w++) codes[count * words + w] = group[w * kGroup + lane];
+    // The next push writes the next slots: fetch them now (a batch's buffers do not stay in cache
+    // while the codes stream through it, and a store miss per push was most of a push's cost).
+    for (int w = 0; w < words; w += 8) __builtin_prefetch(&codes[(count + 1) * words + w], 1, 3);
+    if (++count == cap) Compact(nbits);
+  }
+};
+
+// A starting threshold from a sample, so that a scan does not begin by pushing (and compacting)
+// thousands of rows while its running threshold is still loose: the distances of about 16k live rows
+// (16 runs spread over the codes) give, per query, the distance t below which about 1.5 k rows of the
+// whole population are expected (at least 48 sampled rows; at 1M and k = 2000 the count under t then
+// falls below k in about 1 % of queries by the sampling error alone, and measured in none of 2 x 1000).
+// The scan then starts with thr = t + 1. Exactness does not depend on the estimate: if fewer than k
+// live rows turn out to be at distance <= t, the caller scans that query again from scratch (Search).
+template <int W>
+__attribute__((always_inline)) inline void EstimateThresholds(const uint64_t* codes, size_t n, const uint8_t* dead, const uint64_t* qc, int nq,
+                                                              TopK* tops, int nbits) {
+  const size_t groups = (n + kGroup - 1) / kGroup;
+  // 16 runs of 128 consecutive groups (streaming reads), spread evenly over the codes.
+  constexpr size_t kRuns = 16, kRunGroups = 128, kSampleGroups = kRuns * kRunGroups;
+  if (nq < 1 || groups < 4 * kSampleGroups) return;
+  const size_t run_stride = groups / kRuns, k = tops[0].k;
+  const size_t sampled = kSampleGroups * kGroup;
+  const size_t want = std::max<size_t>(48, (3 * k * sampled + 2 * n - 1) / (2 * n));  // ceil(1.5 k sampled / n)
+  std::vector<uint32_t> hist(static_cast<size_t>(nbits) + 2);
+  for (int qi = 0; qi < nq; qi++) {
+    const uint64_t* q = qc + static_cast<size_t>(qi) * W;
+    std::fill(hist.begin(), hist.end(), 0);
+    size_t live = 0;
+    for (size_t s = 0; s < kSampleGroups; s++) {
+      const size_t g = (s / kRunGroups) * run_stride + s % kRunGroups;
+      const uint64_t* c = codes + g * W * kGroup;
+      for (size_t l = 0; l < kGroup; l++) {
+        const size_t r = g * kGroup + l;
+        if (r >= n || dead[r]) continue;
+        uint32_t h = 0;
+        for (int w = 0; w < W; w++) h += static_cast<uint32_t>(__builtin_popcountll(c[w * kGroup + l] ^ q[w]));
+        hist[h]++;
+        live++;
+      }
+    }
+    if (want >= live) continue;  // too few live rows sampled to estimate: start loose
+    size_t cum = 0;
+    uint32_t t = 0;
+    for (; t <= static_cast<uint32_t>(nbits); t++) {
+      cum += hist[t];
+      if (cum >= want) break;
+    }
+    if (t < static_cast<uint32_t>(nbits)) {
+      tops[qi].thr = t + 1;
+      tops[qi].estimated = true;
+    }
+  }
+}
+
+template <int W>
+__attribute__((always_inline)) inline void ScanGroupsScalar(const uint64_t* codes, size_t g0, size_t g1, size_t n, const uint8_t* dead,
+                                                            const uint64_t* q, TopK& top, int nbits) {
+  for (size_t g = g0; g < g1; g++) {
+    const uint64_t* c = codes + g * W * kGroup;
+    for (size_t l = 0; l < kGroup; l++) {
+      uint32_t h = 0;
+      for (int w = 0; w < W; w++) h += static_cast<uint32_t>(__builtin_popcountll(c[w * kGroup + l] ^ q[w]));
+      if (__builtin_expect(h < top.thr, 0)) top.Push(g * kGroup + l, h, n, dead, nbits, c, l);
+    }
+  }
+}
+
+template <int W>
+__attribute__((always_inline)) inline void ScanScalarImpl(const uint64_t* codes, size_t n, const uint8_t* dead, const uint64_t* qc, int nq,
+                                                          TopK* tops, int nbits, bool estimate) {
+  if (estimate) EstimateThresholds<W>(codes, n, dead, qc, nq, tops, nbits);
+  const size_t groups = (n + kGroup - 1) / kGroup, per_block = kBlockRows / kGroup;
+  for (size_t g0 = 0; g0 < groups; g0 += per_block) {
+    const size_t g1 = std::min(groups, g0 + per_block);
+    for (int qi = 0; qi < nq; qi++) ScanGroupsScalar<W>(codes, g0, g1, n, dead, qc + static_cast<size_t>(qi) * W, tops[qi], nbits);
   }
 }
 
 template <int W>
 __attribute__((target("popcnt,avx2,fma"))) void ScanFast(const uint64_t* codes, size_t n, const uint8_t* dead, const uint64_t* qc, int nq,
-                                                         uint16_t* dist, uint32_t* hist, int nbits) {
-  ScanImpl<W>(codes, n, dead, qc, nq, dist, hist, nbits);
+                                                         TopK* tops, int nbits, bool estimate) {
+  ScanScalarImpl<W>(codes, n, dead, qc, nq, tops, nbits, estimate);
 }
 
 template <int W>
-void ScanGeneric(const uint64_t* codes, size_t n, const uint8_t* dead, const uint64_t* qc, int nq, uint16_t* dist, uint32_t* hist,
-                 int nbits) {
-  ScanImpl<W>(codes, n, dead, qc, nq, dist, hist, nbits);
+void ScanGeneric(const uint64_t* codes, size_t n, const uint8_t* dead, const uint64_t* qc, int nq, TopK* tops, int nbits, bool estimate) {
+  ScanScalarImpl<W>(codes, n, dead, qc, nq, tops, nbits, estimate);
 }
 
-using ScanFn = void (*)(const uint64_t*, size_t, const uint8_t*, const uint64_t*, int, uint16_t*, uint32_t*, int);
+// AVX-512 with VPOPCNTDQ: 8 rows per vector, the query's words broadcast once per query and block.
+template <int W>
+__attribute__((target("avx512f,avx512vpopcntdq,popcnt,avx2,fma"))) void ScanAvx512(const uint64_t* codes, size_t n, const uint8_t* dead,
+                                                                                    const uint64_t* qc, int nq, TopK* tops, int nbits,
+                                                                                    bool estimate) {
+  if (estimate) EstimateThresholds<W>(codes, n, dead, qc, nq, tops, nbits);
+  const size_t groups = (n + kGroup - 1) / kGroup, per_block = kBlockRows / kGroup;
+  alignas(64) uint64_t dv[kGroup];
+  // Queries go through a block two at a time when their words fit in registers (W <= 8): two
+  // independent XOR/POPCNT/ADD chains per group, one set of loads.
+  constexpr int kPair = W <= 8 ? 2 : 1;
+  const int passes = (nq + kPair - 1) / kPair;
+  // The block after next is prefetched into L2 while the batch works on this one, spread over every
+  // pass (one line per group and pass at 4 passes): a batch computes long enough on each block for
+  // the hardware prefetcher to fall idle, and memory reads then overlap the compute.
+  const size_t block_lines = per_block * W, lines_per_it = (W + passes - 1) / passes;
+  const uint64_t* codes_end = codes + groups * W * kGroup;
+  for (size_t g0 = 0; g0 < groups; g0 += per_block) {
+    const size_t g1 = std::min(groups, g0 + per_block);
+    for (int pass = 0; pass < passes; pass++) {
+      const int qa = pass * kPair, qb_ = std::min(nq - 1, qa + kPair - 1);  // qb_ == qa: a single query
+      TopK& ta = tops[qa];
+      TopK& tb = tops[qb_];
+      __m512i wa[W], wb[W];
+      for (int w = 0; w < W; w++) {
+        wa[w] = _mm512_set1_epi64(static_cast<long long>(qc[static_cast<size_t>(qa) * W + w]));
+        wb[w] = _mm512_set1_epi64(static_cast<long long>(qc[static_cast<size_t>(qb_) * W + w]));
+      }
+      __m512i thra = _mm512_set1_epi64(ta.thr), thrb = _mm512_set1_epi64(tb.thr);
+      for (size_t g = g0; g < g1; g++) {
+        const uint64_t* c = codes + g * W * kGroup;
+        {
+          const size_t it = static_cast<size_t>(pass) * per_block + (g - g0), first = it * lines_per_it;
+          for (size_t l = first; l < first + lines_per_it && l < block_lines; l++) {
+            const uint64_t* nb = codes + (g0 + 2 * per_block) * W * kGroup + l * kGroup;
+            if (nb < codes_end) _mm_prefetch(reinterpret_cast<const char*>(nb), SKETCH_PREFETCH_HINT);
+          }
+        }
+        __m512i x = _mm512_load_si512(c);
+        __m512i acca = _mm512_popcnt_epi64(_mm512_xor_si512(x, wa[0]));
+        __m512i accb = _mm512_popcnt_epi64(_mm512_xor_si512(x, wb[0]));
+        for (int w = 1; w < W; w++) {
+          x = _mm512_load_si512(c + w * kGroup);
+          acca = _mm512_add_epi64(acca, _mm512_popcnt_epi64(_mm512_xor_si512(x, wa[w])));
+          accb = _mm512_add_epi64(accb, _mm512_popcnt_epi64(_mm512_xor_si512(x, wb[w])));
+        }
+        __mmask8 ma = _mm512_cmplt_epu64_mask(acca, thra);
+        __mmask8 mb = qb_ != qa ? _mm512_cmplt_epu64_mask(accb, thrb) : 0;
+        if (__builtin_expect((ma | mb) != 0, 0)) {
+          if (ma) {
+            _mm512_store_si512(dv, acca);
+            while (ma) {
+              const int l = __builtin_ctz(ma);
+              ma &= ma - 1;
+              ta.Push(g * kGroup + l, static_cast<uint32_t>(dv[l]), n, dead, nbits, c, l);
+            }
+            thra = _mm512_set1_epi64(ta.thr);
+          }
+          if (mb) {
+            _mm512_store_si512(dv, accb);
+            while (mb) {
+              const int l = __builtin_ctz(mb);
+              mb &= mb - 1;
+              tb.Push(g * kGroup + l, static_cast<uint32_t>(dv[l]), n, dead, nbits, c, l);
+            }
+            thrb = _mm512_set1_epi64(tb.thr);
+          }
+        }
+      }
+    }
+  }
+}
+
+using ScanFn = void (*)(const uint64_t*, size_t, const uint8_t*, const uint64_t*, int, TopK*, int, bool);
+
+bool HasAvx512Popcnt() {
+  static const bool ok = HasFastIsa() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq");
+  return ok;
+}
 
 ScanFn PickScan(int words) {
-  const bool fast = HasFastIsa();
+  const bool fast = HasFastIsa(), wide = HasAvx512Popcnt() && !std::getenv("SKETCH_NO_AVX512");
   switch (words) {
-    case 4: return fast ? ScanFast<4> : ScanGeneric<4>;
-    case 8: return fast ? ScanFast<8> : ScanGeneric<8>;
-    case 16: return fast ? ScanFast<16> : ScanGeneric<16>;
-    case 32: return fast ? ScanFast<32> : ScanGeneric<32>;
+    case 4: return wide ? ScanAvx512<4> : fast ? ScanFast<4> : ScanGeneric<4>;
+    case 8: return wide ? ScanAvx512<8> : fast ? ScanFast<8> : ScanGeneric<8>;
+    case 16: return wide ? ScanAvx512<16> : fast ? ScanFast<16> : ScanGeneric<16>;
+    case 32: return wide ? ScanAvx512<32> : fast ? ScanFast<32> : ScanGeneric<32>;
     default: return nullptr;
   }
+}
+
+const char* ScanIsa() {
+  return HasAvx512Popcnt() && !std::getenv("SKETCH_NO_AVX512") ? "avx512-vpopcntdq" : HasFastIsa() ? "popcnt-avx2" : "generic";
 }
 
 __attribute__((always_inline)) inline float DotImpl(const float* a, const float* b, int d) {
@@ -123,6 +347,20 @@ __attribute__((target("avx2,fma"))) float DotFast(const float* a, const float* b
   return t;
 }
 float DotGeneric(const float* a, const float* b, int d) { return DotImpl(a, b, d); }
+__attribute__((target("avx512f,avx2,fma"))) float DotAvx512(const float* a, const float* b, int d) {
+  __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+  int i = 0;
+  for (; i + 64 <= d; i += 64) {
+    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
+    s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s1);
+    s2 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 32), _mm512_loadu_ps(b + i + 32), s2);
+    s3 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 48), _mm512_loadu_ps(b + i + 48), s3);
+  }
+  for (; i + 16 <= d; i += 16) s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
+  float t = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+  for (; i < d; i++) t += a[i] * b[i];
+  return t;
+}
 
 Napi::Float32Array ArgF32(const Napi::CallbackInfo& info, size_t i, const char* what) {
   if (info.Length() <= i || !info[i].IsTypedArray() || info[i].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
@@ -144,6 +382,53 @@ int64_t ArgInt(const Napi::CallbackInfo& info, size_t i, const char* what) {
   return info[i].As<Napi::Number>().Int64Value();
 }
 
+// ---- The asymmetric estimate of the refine step --------------------------------------------------------
+// est[i] = sum of q[b] over the set bits b of candidate i's code (row-major, `words` words), exact int32.
+// Portable: one table per code byte (lut[B * 256 + v] = sum of q over v's bits). AVX-512 BW: 16 masked
+// int16 adds of 32 dimensions per 512 bits, then one widening sum. Same integers either way.
+using EstimateFn = void (*)(const int16_t*, const uint64_t*, size_t, int, int32_t*, std::vector<int32_t>&);
+
+void EstimateGeneric(const int16_t* q, const uint64_t* codes, size_t count, int words, int32_t* est, std::vector<int32_t>& lut) {
+  const size_t bytes = static_cast<size_t>(words) * 8;
+  lut.resize(bytes * 256);
+  for (size_t B = 0; B < bytes; B++) {
+    int32_t* l = lut.data() + B * 256;
+    l[0] = 0;
+    for (int v = 1; v < 256; v++) l[v] = l[v & (v - 1)] + q[B * 8 + __builtin_ctz(v)];
+  }
+  for (size_t i = 0; i < count; i++) {
+    const uint64_t* code = codes + i * words;
+    int32_t e = 0;
+    for (int w = 0; w < words; w++)
+      for (int j = 0; j < 8; j++) e += lut[(static_cast<size_t>(w) * 8 + j) * 256 + ((code[w] >> (8 * j)) & 0xff)];
+    est[i] = e;
+  }
+}
+
+__attribute__((target("avx512f,avx512bw,popcnt,avx2,fma"))) void EstimateAvx512(const int16_t* q, const uint64_t* codes, size_t count, int words,
+                                                                                int32_t* est, std::vector<int32_t>&) {
+  const int chunks = words * 2;  // 32 dimensions each
+  const __m512i ones = _mm512_set1_epi16(1);
+  for (size_t i = 0; i < count; i++) {
+    const uint32_t* c32 = reinterpret_cast<const uint32_t*>(codes + i * words);
+    __m512i a0 = _mm512_setzero_si512(), a1 = _mm512_setzero_si512();
+    int j = 0;
+    for (; j + 1 < chunks; j += 2) {
+      a0 = _mm512_mask_add_epi16(a0, static_cast<__mmask32>(c32[j]), a0, _mm512_loadu_si512(q + 32 * j));
+      a1 = _mm512_mask_add_epi16(a1, static_cast<__mmask32>(c32[j + 1]), a1, _mm512_loadu_si512(q + 32 * (j + 1)));
+    }
+    for (; j < chunks; j++) a0 = _mm512_mask_add_epi16(a0, static_cast<__mmask32>(c32[j]), a0, _mm512_loadu_si512(q + 32 * j));
+    // Each int16 lane of a0 / a1 sums `words` terms (chunks / 2), and |q| <= 32767 / words (Search):
+    // no overflow; the two are widened to int32 before they are added.
+    est[i] = _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_madd_epi16(a0, ones), _mm512_madd_epi16(a1, ones)));
+  }
+}
+
+EstimateFn PickEstimate() {
+  static const bool ok = HasAvx512Popcnt() && __builtin_cpu_supports("avx512bw") && !std::getenv("SKETCH_NO_AVX512");
+  return ok ? EstimateAvx512 : EstimateGeneric;
+}
+
 // ---- SketchIndex ------------------------------------------------------------------------------------
 class SketchIndex : public Napi::ObjectWrap<SketchIndex> {
  public:
@@ -159,6 +444,7 @@ class SketchIndex : public Napi::ObjectWrap<SketchIndex> {
                            InstanceMethod("search", &SketchIndex::Search),
                            InstanceMethod("ntotal", &SketchIndex::Ntotal),
                            InstanceMethod("memoryBytes", &SketchIndex::MemoryBytes),
+                           InstanceMethod("rescans", &SketchIndex::Rescans),
                        });
   }
 
@@ -172,6 +458,7 @@ class SketchIndex : public Napi::ObjectWrap<SketchIndex> {
     if (nbits_ != 256 && nbits_ != 512 && nbits_ != 1024 && nbits_ != 2048) throw Napi::RangeError::New(env, "nbits must be 256, 512, 1024 or 2048");
     words_ = nbits_ / 64;
     scan_ = PickScan(words_);
+    estimate_ = PickEstimate();
     rot_ = faiss::RandomRotationMatrix(d_, nbits_);
     rot_.init(seed);
     mean_.assign(d_, 0.0f);
@@ -180,13 +467,18 @@ class SketchIndex : public Napi::ObjectWrap<SketchIndex> {
  private:
   int d_ = 0, nbits_ = 0, words_ = 0;
   ScanFn scan_ = nullptr;
+  EstimateFn estimate_ = nullptr;
   faiss::RandomRotationMatrix rot_;
   std::vector<float> mean_;
-  std::vector<uint64_t> codes_;
+  std::vector<uint64_t, Aligned64<uint64_t>> codes_;  // groups of 8 rows, word-interleaved (see the kernel)
   std::vector<uint8_t> dead_;
   size_t n_ = 0;
+  double rescans_ = 0;  // queries scanned twice (estimated threshold too tight)
+  std::vector<TopK> pool_;  // candidate buffers, one per query of the largest batch so far
 
-  void EncodeInto(const float* x, size_t n, uint64_t* out) {
+  // Codes of n vectors into out (n * words_); with `rotated_out`, also the rotated centred vectors
+  // (n * nbits_ floats: the asymmetric scores of the refine step use them).
+  void EncodeInto(const float* x, size_t n, uint64_t* out, float* rotated_out = nullptr) {
     std::vector<float> centred(static_cast<size_t>(d_) * std::min<size_t>(n, 4096));
     std::vector<float> rotated(static_cast<size_t>(nbits_) * std::min<size_t>(n, 4096));
     for (size_t i0 = 0; i0 < n; i0 += 4096) {
@@ -194,6 +486,7 @@ class SketchIndex : public Napi::ObjectWrap<SketchIndex> {
       for (size_t i = 0; i < m; i++)
         for (int j = 0; j < d_; j++) centred[i * d_ + j] = x[(i0 + i) * d_ + j] - mean_[j];
       rot_.apply_noalloc(static_cast<faiss::Index::idx_t>(m), centred.data(), rotated.data());
+      if (rotated_out) std::memcpy(rotated_out + i0 * nbits_, rotated.data(), sizeof(float) * m * nbits_);
       for (size_t i = 0; i < m; i++) {
         uint64_t* c = out + (i0 + i) * words_;
         const float* r = rotated.data() + i * nbits_;
@@ -237,19 +530,30 @@ class SketchIndex : public Napi::ObjectWrap<SketchIndex> {
     if (c.ByteLength() % bytes) throw Napi::RangeError::New(info.Env(), "codes length is not a multiple of the code size");
     const size_t m = c.ByteLength() / bytes;
     const size_t first = n_;
-    codes_.resize((n_ + m) * words_);
-    std::memcpy(codes_.data() + n_ * words_, c.Data(), m * bytes);
+    const size_t groups = (n_ + m + kGroup - 1) / kGroup;
+    codes_.resize(groups * kGroup * words_, 0);
+    const uint8_t* src = c.Data();
+    for (size_t i = 0; i < m; i++) {
+      const size_t r = n_ + i;
+      uint64_t* g = codes_.data() + (r / kGroup) * words_ * kGroup + (r % kGroup);
+      for (int w = 0; w < words_; w++) std::memcpy(g + w * kGroup, src + i * bytes + w * 8, 8);
+    }
     dead_.resize(n_ + m, 0);
     n_ += m;
     return Napi::Number::New(info.Env(), static_cast<double>(first));
   }
 
-  // getCodes(from, count) -> Uint8Array copy (snapshots)
+  // getCodes(from, count) -> Uint8Array copy, row-major (snapshots)
   Napi::Value GetCodes(const Napi::CallbackInfo& info) {
     const int64_t from = ArgInt(info, 0, "from"), count = ArgInt(info, 1, "count");
     if (from < 0 || count < 0 || static_cast<size_t>(from + count) > n_) throw Napi::RangeError::New(info.Env(), "rows out of range");
-    auto out = Napi::Uint8Array::New(info.Env(), static_cast<size_t>(count) * words_ * 8);
-    std::memcpy(out.Data(), codes_.data() + static_cast<size_t>(from) * words_, out.ByteLength());
+    const size_t bytes = static_cast<size_t>(words_) * 8;
+    auto out = Napi::Uint8Array::New(info.Env(), static_cast<size_t>(count) * bytes);
+    for (int64_t i = 0; i < count; i++) {
+      const size_t r = static_cast<size_t>(from + i);
+      const uint64_t* g = codes_.data() + (r / kGroup) * words_ * kGroup + (r % kGroup);
+      for (int w = 0; w < words_; w++) std::memcpy(out.Data() + i * bytes + w * 8, g + w * kGroup, 8);
+    }
     return out;
   }
 
@@ -265,59 +569,83 @@ class SketchIndex : public Napi::ObjectWrap<SketchIndex> {
     return info.Env().Undefined();
   }
 
-  // search(Float32Array nq*d, k) -> { labels: Int32Array nq*k (-1 padded), distances: Int32Array }
-  // The k live rows of smallest Hamming distance per query, best first (ties in row order).
+  // search(Float32Array nq*d, k[, refine]) -> { labels: Int32Array nq*m (-1 padded), distances: Int32Array }
+  // The k live rows of smallest Hamming distance per query, best first (ties in row order); m = k.
+  // With 0 < refine < k, those k candidates are then ordered by the asymmetric estimate of the inner
+  // product (the float rotated query against each candidate's sign bits: sum of +-q'_i) and only the
+  // best `refine` are returned (m = refine; ties: Hamming distance, then row). The estimate is far
+  // closer to the exact score than the Hamming distance, so the exact re-rank needs fewer rows.
   Napi::Value Search(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     auto x = ArgF32(info, 0, "queries");
     const int64_t k64 = ArgInt(info, 1, "k");
+    const int64_t refine64 = info.Length() > 2 && !info[2].IsUndefined() ? ArgInt(info, 2, "refine") : 0;
     if (x.ElementLength() % d_) throw Napi::RangeError::New(env, "queries length is not a multiple of d");
     if (k64 < 1 || k64 > 1'000'000) throw Napi::RangeError::New(env, "k must be in 1..1e6");
+    if (refine64 < 0) throw Napi::RangeError::New(env, "refine must be >= 0");
     const int nq = static_cast<int>(x.ElementLength() / d_);
     const size_t k = static_cast<size_t>(k64);
-    auto labels = Napi::Int32Array::New(env, nq * k);
-    auto dists = Napi::Int32Array::New(env, nq * k);
-    std::fill(labels.Data(), labels.Data() + nq * k, -1);
-    std::fill(dists.Data(), dists.Data() + nq * k, -1);
+    const bool refine = refine64 > 0 && static_cast<size_t>(refine64) < k;
+    const size_t m = refine ? static_cast<size_t>(refine64) : k;
+    auto labels = Napi::Int32Array::New(env, nq * m);
+    auto dists = Napi::Int32Array::New(env, nq * m);
+    std::fill(labels.Data(), labels.Data() + nq * m, -1);
+    std::fill(dists.Data(), dists.Data() + nq * m, -1);
     if (nq > 0 && n_ > 0) {
       std::vector<uint64_t> qc(static_cast<size_t>(nq) * words_);
-      EncodeInto(x.Data(), nq, qc.data());
-      std::vector<uint16_t> dist(static_cast<size_t>(nq) * n_);
-      const int bins = nbits_ + 2;
-      std::vector<uint32_t> hist(static_cast<size_t>(nq) * bins, 0);
-      scan_(codes_.data(), n_, dead_.data(), qc.data(), nq, dist.data(), hist.data(), nbits_);
-      std::vector<size_t> start(bins);
+      std::vector<float> qr(refine ? static_cast<size_t>(nq) * nbits_ : 0);
+      EncodeInto(x.Data(), nq, qc.data(), refine ? qr.data() : nullptr);
+      // The candidate buffers of earlier searches are reused (a fresh 256 KB buffer per query was a
+      // page fault per 4 KB and a zeroed page each; Search never runs re-entrantly).
+      if (pool_.size() < static_cast<size_t>(nq)) pool_.resize(nq);
+      TopK* tops = pool_.data();
+      for (int q = 0; q < nq; q++) tops[q].Init(k, nbits_);
+      scan_(codes_.data(), n_, dead_.data(), qc.data(), nq, tops, nbits_, true);
       for (int q = 0; q < nq; q++) {
-        const uint32_t* h = hist.data() + static_cast<size_t>(q) * bins;
-        // Threshold: the smallest t with count(dist <= t) >= k; rows at t fill what is left.
-        size_t total = 0;
-        int t = 0;
-        for (; t <= nbits_; t++) {
-          if (total + h[t] >= k) break;
-          total += h[t];
+        // The estimated starting threshold was too tight (fewer than k live rows under it): scan this
+        // query again from a loose start. Rare; the answer is exact either way.
+        if (!tops[q].estimated || tops[q].count >= k) continue;
+        tops[q].Init(k, nbits_);
+        scan_(codes_.data(), n_, dead_.data(), qc.data() + static_cast<size_t>(q) * words_, 1, &tops[q], nbits_, false);
+        rescans_++;
+      }
+      std::vector<uint32_t> order, bucket;
+      std::vector<int32_t> lut, est;
+      std::vector<int16_t> q16;
+      for (int q = 0; q < nq; q++) {
+        TopK& t = tops[q];
+        if (t.count > k) t.Compact(nbits_);
+        // Best first: distance, then row (the buffer is in row order; a counting sort keeps it).
+        order.resize(t.count);
+        bucket.assign(static_cast<size_t>(nbits_) + 2, 0);
+        for (size_t i = 0; i < t.count; i++) bucket[t.dist[i] + 1]++;
+        for (int b = 1; b <= nbits_ + 1; b++) bucket[b] += bucket[b - 1];
+        for (size_t i = 0; i < t.count; i++) order[bucket[t.dist[i]]++] = static_cast<uint32_t>(i);
+        if (refine && t.count > m) {
+          // The estimate in integers: q' quantised to int16 (|q| <= min(2047, 32767 / words), so that
+          // the `words` terms an int16 lane of EstimateAvx512 sums cannot overflow), S = sum of q over the candidate's set bits (the estimate sum(bit ? +q : -q) is
+          // 2 S - sum(q), the same order). Exact integer sums: the same value on every code path.
+          const float* r = qr.data() + static_cast<size_t>(q) * nbits_;
+          float mx = 0;
+          for (int i = 0; i < nbits_; i++) mx = std::max(mx, std::fabs(r[i]));
+          const float scale = mx > 0 ? static_cast<float>(std::min(2047, 32767 / words_)) / mx : 0.0f;
+          q16.resize(nbits_);
+          for (int i = 0; i < nbits_; i++) q16[i] = static_cast<int16_t>(std::lrintf(r[i] * scale));
+          est.resize(t.count);
+          estimate_(q16.data(), t.codes.get(), t.count, words_, est.data(), lut);
+          // order holds the Hamming order; keep the best m by estimate (ties: that order).
+          std::vector<uint32_t> rank(t.count);
+          for (size_t i = 0; i < t.count; i++) rank[order[i]] = static_cast<uint32_t>(i);
+          const auto better = [&](uint32_t a, uint32_t b) { return est[a] > est[b] || (est[a] == est[b] && rank[a] < rank[b]); };
+          std::nth_element(order.begin(), order.begin() + (m - 1), order.end(), better);
+          std::sort(order.begin(), order.begin() + m, better);
+          order.resize(m);
         }
-        // Counting sort into the output: bucket starts per distance <= t.
-        size_t s = 0;
-        for (int b = 0; b <= std::min(t, nbits_); b++) {
-          start[b] = s;
-          s += (b < t) ? h[b] : (k - total);
-        }
-        const size_t take = std::min(k, s);
-        const uint16_t* dq = dist.data() + static_cast<size_t>(q) * n_;
-        int32_t* lq = labels.Data() + static_cast<size_t>(q) * k;
-        int32_t* oq = dists.Data() + static_cast<size_t>(q) * k;
-        size_t filled = 0;
-        const uint16_t limit = static_cast<uint16_t>(std::min(t, nbits_));
-        std::vector<size_t> end_of(bins);
-        for (int b = 0; b <= limit; b++) end_of[b] = (b < limit) ? start[b + 1] : take;
-        for (size_t r = 0; r < n_ && filled < take; r++) {
-          const uint16_t dv = dq[r];
-          if (dv > limit) continue;
-          if (start[dv] >= end_of[dv]) continue;  // bucket full (ties beyond k)
-          const size_t o = start[dv]++;
-          lq[o] = static_cast<int32_t>(r);
-          oq[o] = dv;
-          filled++;
+        int32_t* lq = labels.Data() + static_cast<size_t>(q) * m;
+        int32_t* oq = dists.Data() + static_cast<size_t>(q) * m;
+        for (size_t i = 0; i < order.size() && i < m; i++) {
+          lq[i] = t.rows[order[i]];
+          oq[i] = t.dist[order[i]];
         }
       }
     }
@@ -329,8 +657,11 @@ class SketchIndex : public Napi::ObjectWrap<SketchIndex> {
 
   Napi::Value Ntotal(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), static_cast<double>(n_)); }
 
+  Napi::Value Rescans(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), rescans_); }
+
   Napi::Value MemoryBytes(const Napi::CallbackInfo& info) {
-    const double bytes = codes_.capacity() * 8.0 + dead_.capacity() + rot_.A.size() * 4.0 + mean_.size() * 4.0;
+    double bytes = codes_.capacity() * 8.0 + dead_.capacity() + rot_.A.size() * 4.0 + mean_.size() * 4.0;
+    for (const auto& t : pool_) bytes += t.allocated * (4.0 + 2.0 + 8.0 * t.words);
     return Napi::Number::New(info.Env(), bytes);
   }
 };
@@ -343,9 +674,11 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
                        {
                            InstanceMethod("append", &VectorStore::Append),
                            InstanceMethod("scores", &VectorStore::Scores),
+                           InstanceMethod("rerank", &VectorStore::Rerank),
                            InstanceMethod("read", &VectorStore::Read),
                            InstanceMethod("rows", &VectorStore::Rows),
                            InstanceMethod("baseRows", &VectorStore::BaseRows),
+                           InstanceMethod("populated", &VectorStore::Populated),
                            InstanceMethod("overlayBytes", &VectorStore::OverlayBytes),
                            InstanceMethod("close", &VectorStore::Close),
                            InstanceMethod("exactSearch", &VectorStore::ExactSearch),
@@ -368,7 +701,15 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
         throw Napi::Error::New(env, path + " is shorter than " + std::to_string(base_rows_) + " rows");
       }
       if (bytes > 0) {
-        void* p = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
+        // Map every page up front when the file is small next to the machine's RAM (at 1M rows:
+        // 2 GB): the re-rank reads ~2000 random rows per query, and a page fault per row not yet
+        // mapped in this process costs more than the read itself (measured: docs/performance.md §2).
+        // A larger file (10M: 20 GB) is mapped lazily, as the page cache cannot hold it anyway.
+        // SKETCH_POPULATE=0/1 overrides.
+        const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        const char* force = std::getenv("SKETCH_POPULATE");
+        populated_ = force ? std::string(force) == "1" : (pages > 0 && page > 0 && bytes <= static_cast<size_t>(pages) * page / 4);
+        void* p = mmap(nullptr, bytes, PROT_READ, MAP_SHARED | (populated_ ? MAP_POPULATE : 0), fd, 0);
         if (p == MAP_FAILED) {
           ::close(fd);
           throw Napi::Error::New(env, "mmap " + path + ": " + std::strerror(errno));
@@ -379,7 +720,7 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
       }
       ::close(fd);
     }
-    dot_ = HasFastIsa() ? DotFast : DotGeneric;
+    dot_ = HasAvx512Popcnt() ? DotAvx512 : HasFastIsa() ? DotFast : DotGeneric;
   }
 
   ~VectorStore() override { Unmap(); }
@@ -388,6 +729,7 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
   int d_ = 0;
   const float* base_ = nullptr;
   size_t base_bytes_ = 0, base_rows_ = 0;
+  bool populated_ = false;
   std::vector<float> overlay_;
   float (*dot_)(const float*, const float*, int) = DotGeneric;
 
@@ -425,6 +767,67 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
       if (static_cast<size_t>(r) >= n) throw Napi::RangeError::New(info.Env(), "position out of range");
       out[i] = dot_(q.Data(), Row(r), d_);
     }
+    return out;
+  }
+
+  // Prefetches row r (2 KB at d = 512: the re-rank reads rows in random order, so the hardware
+  // prefetcher cannot guess the next one; asking a few rows ahead keeps several reads in flight).
+  void PrefetchRow(int32_t r, size_t n) const {
+    if (r < 0 || static_cast<size_t>(r) >= n) return;
+    const char* p = reinterpret_cast<const char*>(Row(r));
+    for (size_t o = 0; o < d_ * sizeof(float); o += 64) __builtin_prefetch(p + o, 0, 3);
+  }
+
+  // rerank(Float32Array queries nq*d, Int32Array positions nq*kc, k) -> { labels: Int32Array nq*k,
+  // scores: Float32Array nq*k }: per query, the k best of its kc candidate rows by inner product,
+  // best first (ties: lower row first); -1 candidates are skipped, missing results are -1 / NaN.
+  Napi::Value Rerank(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    auto x = ArgF32(info, 0, "queries");
+    auto p = ArgI32(info, 1, "positions");
+    const int64_t k64 = ArgInt(info, 2, "k");
+    if (x.ElementLength() % d_ || x.ElementLength() == 0) throw Napi::RangeError::New(env, "queries length is not a positive multiple of d");
+    const size_t nq = x.ElementLength() / d_;
+    if (p.ElementLength() % nq) throw Napi::RangeError::New(env, "positions length is not a multiple of the query count");
+    if (k64 < 1 || k64 > 1'000'000) throw Napi::RangeError::New(env, "k must be in 1..1e6");
+    if (!base_ && base_rows_ > 0) throw Napi::Error::New(env, "the store is closed");
+    const size_t kc = p.ElementLength() / nq, k = static_cast<size_t>(k64), n = RowsNow();
+    for (size_t i = 0; i < p.ElementLength(); i++)
+      if (p[i] >= 0 && static_cast<size_t>(p[i]) >= n) throw Napi::RangeError::New(env, "position out of range");
+    auto labels = Napi::Int32Array::New(env, nq * k);
+    auto scores = Napi::Float32Array::New(env, nq * k);
+    std::fill(labels.Data(), labels.Data() + nq * k, -1);
+    std::fill(scores.Data(), scores.Data() + nq * k, NAN);
+    constexpr size_t kAhead = 4;
+    std::vector<float> sc(kc);
+    std::vector<uint32_t> idx;
+    idx.reserve(kc);
+    for (size_t q = 0; q < nq; q++) {
+      const float* qv = x.Data() + q * d_;
+      const int32_t* pq = p.Data() + q * kc;
+      // The first line of every candidate row first (their page walks and DRAM accesses overlap:
+      // the rows are random), then whole rows a few ahead of the dot products.
+      for (size_t i = 0; i < kc; i++)
+        if (pq[i] >= 0) __builtin_prefetch(Row(pq[i]), 0, 3);
+      for (size_t i = 0; i < std::min(kAhead, kc); i++) PrefetchRow(pq[i], n);
+      idx.clear();
+      for (size_t i = 0; i < kc; i++) {
+        if (i + kAhead < kc) PrefetchRow(pq[i + kAhead], n);
+        if (pq[i] < 0) continue;
+        sc[i] = dot_(qv, Row(pq[i]), d_);
+        idx.push_back(static_cast<uint32_t>(i));
+      }
+      const size_t take = std::min(k, idx.size());
+      const auto better = [&](uint32_t a, uint32_t b) { return sc[a] > sc[b] || (sc[a] == sc[b] && pq[a] < pq[b]); };
+      std::partial_sort(idx.begin(), idx.begin() + take, idx.end(), better);
+      for (size_t i = 0; i < take; i++) {
+        labels[q * k + i] = pq[idx[i]];
+        scores[q * k + i] = sc[idx[i]];
+      }
+    }
+    auto out = Napi::Object::New(env);
+    out.Set("labels", labels);
+    out.Set("scores", scores);
     return out;
   }
 
@@ -479,6 +882,7 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
   }
 
   Napi::Value Rows(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), static_cast<double>(RowsNow())); }
+  Napi::Value Populated(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), populated_); }
   Napi::Value BaseRows(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), static_cast<double>(base_rows_)); }
   Napi::Value OverlayBytes(const Napi::CallbackInfo& info) {
     return Napi::Number::New(info.Env(), static_cast<double>(overlay_.capacity() * sizeof(float)));
@@ -500,5 +904,6 @@ Napi::Object ProjectExtensionsInit(Napi::Env env, Napi::Object exports) {
   exports.Set("VectorStore", VectorStore::Define(env));
   exports.Set("projectBindingVersion", Napi::Number::New(env, kProjectBindingVersion));
   exports.Set("fastIsa", Napi::Boolean::New(env, HasFastIsa()));
+  exports.Set("scanIsa", Napi::String::New(env, ScanIsa()));
   return exports;
 }
