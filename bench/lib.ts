@@ -51,6 +51,37 @@ export function rng(seed: number): () => number {
   };
 }
 
+/**
+ * xoshiro128** (period 2^128 - 1), seeded through splitmix32: for the search datasets, whose rows take
+ * 512 draws each. `rng` (mulberry32, one 32-bit state) repeats after 2^32 draws, i.e. after 2^23 =
+ * 8,388,608 rows of 512: a 10M gallery drawn from it holds its first 1.6M rows twice, and the probes'
+ * deviations reappear as gallery rows (found by the 10M run of 25 November).
+ */
+export function longRng(seed: number): () => number {
+  let z = seed >>> 0;
+  const splitmix = () => {
+    z = (z + 0x9e3779b9) | 0;
+    let t = z ^ (z >>> 16);
+    t = Math.imul(t, 0x21f0aaad);
+    t ^= t >>> 15;
+    t = Math.imul(t, 0x735a2d97);
+    return (t ^ (t >>> 15)) >>> 0;
+  };
+  let a = splitmix(), b = splitmix(), c = splitmix(), d = splitmix();
+  if ((a | b | c | d) === 0) a = 1;
+  return () => {
+    const r = Math.imul(((Math.imul(b, 5) << 7) | (Math.imul(b, 5) >>> 25)), 9) >>> 0;
+    const t = b << 9;
+    c ^= a;
+    d ^= b;
+    b ^= c;
+    a ^= d;
+    c ^= t;
+    d = (d << 11) | (d >>> 21);
+    return r / 4294967296;
+  };
+}
+
 export const DIM = 512;
 
 /**

@@ -18,7 +18,7 @@
  */
 import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync, statSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import { DIM, rng } from './lib.js';
+import { DIM, longRng as rng } from './lib.js';
 
 export type Generator = 'uniform' | 'clustered' | 'cube';
 
