@@ -29,6 +29,32 @@ export interface JobClientOptions {
   admission?: AdmissionOptions & { onSample?: (queue: QueueName, state: QueueState) => void };
 }
 
+export interface StartOptions {
+  timeoutMs?: number;
+  /**
+   * Values the job reads from Redis (shared/jobs/face-handoff.ts), written just before it on the
+   * same connection (no extra round trip), after admission, and expiring at the job's deadline.
+   */
+  withValues?: { key: string; value: Buffer }[];
+  /** The first job's id (default: a new UUID). */
+  jobId?: string;
+  /** The stages the workers add after the first job (JobContext.followOn), by queue and the id they will carry. */
+  followOns?: { queue: QueueName; jobId: string }[];
+}
+
+/** A request's stages after JobClient.start: each stage's result, awaited within the shared deadline. */
+export interface StagedRun {
+  /** The first job's id. */
+  jobId: string;
+  /**
+   * Resolves with the result of the stage's job (the first job, or a follow-on by its id); 503
+   * `face_engine_unavailable` when it fails or the deadline passes (which also gives up the others).
+   */
+  result<S extends QueueName>(stage: S, jobId: string): Promise<JobContracts[S]['result']>;
+  /** Stops awaiting every stage: replies that still come are dropped (a capture decided early). */
+  abandon(): void;
+}
+
 export class JobTimeoutError extends AppError {
   constructor(queue: QueueName, timeoutMs: number, readonly withdrawn: boolean, retryAfter?: number) {
     super('face_engine_unavailable', `The face engine did not answer within ${timeoutMs} ms`, {
@@ -137,34 +163,37 @@ export class JobClient {
    * Runs one job of an awaited queue and returns its result; throws AppError 503 on timeout or when
    * Redis is down. A deferred queue's job is enqueued through its contract instead (a programming error here).
    */
-  async run<Q extends QueueName>(
-    name: Q,
-    payload: JobContracts[Q]['payload'],
-    opts: {
-      timeoutMs?: number;
-      /**
-       * Values the job reads from Redis (shared/jobs/face-handoff.ts), written just before it on the
-       * same connection (no extra round trip), after admission, and expiring at the job's deadline.
-       */
-      withValues?: { key: string; value: Buffer }[];
-    } = {},
-  ): Promise<JobContracts[Q]['result']> {
+  async run<Q extends QueueName>(name: Q, payload: JobContracts[Q]['payload'], opts: StartOptions = {}): Promise<JobContracts[Q]['result']> {
+    const run = await this.start(name, payload, opts);
+    return run.result(name, run.jobId);
+  }
+
+  /**
+   * Adds the first job of a request's stages and returns a handle on every stage's result. The later
+   * stages (`followOns`) are added by the workers themselves (JobContext.followOn) under the ids given
+   * here, whose waiters are registered before anything is enqueued, so no reply can be missed; every
+   * stage shares the first job's deadline. Admission (fail fast) covers every queue named.
+   */
+  async start<Q extends QueueName>(name: Q, payload: JobContracts[Q]['payload'], opts: StartOptions = {}): Promise<StagedRun> {
     const contract = JOB_CONTRACTS[name];
     if (contract.delivery !== 'awaited') throw new Error(`queue "${name}" is deferred: enqueue its jobs through its contract, nobody awaits them`);
     const timeoutMs = opts.timeoutMs ?? this.opts.timeoutMs;
+    const followOns = opts.followOns ?? [];
     // Before anything is enqueued: a 503 at once rather than a wait nobody will end (issue 10).
-    await this.admission?.admit(name);
-    const started = Date.now();
-    const deadlineAt = started + timeoutMs;
+    if (this.admission) for (const q of new Set([name, ...followOns.map((f) => f.queue)])) await this.admission.admit(q);
+    const deadlineAt = Date.now() + timeoutMs;
     const envelope: JobEnvelope<Q> = { deadlineAt, payload, replyTo: this.reader.key };
     const queue = this.queue(name);
     // Our own id, so that the waiter is registered before the job exists.
-    const jobId = randomUUID();
-    let waiter: ReturnType<ReplyReader['wait']> | undefined;
+    const jobId = opts.jobId ?? randomUUID();
+    const waiters = new Map<string, { queue: QueueName; waiter: ReturnType<ReplyReader['wait']> }>();
+    const cancelAll = () => {
+      for (const { waiter } of waiters.values()) waiter.cancel();
+    };
 
-    const job = await withDeadline(
+    await withDeadline(
       (async () => {
-        waiter = this.reader.wait(jobId);
+        for (const s of [{ queue: name, jobId }, ...followOns]) waiters.set(s.jobId, { queue: s.queue, waiter: this.reader.wait(s.jobId) });
         // Sent before the add on the same connection, so Redis applies them first; awaited together.
         const values = (opts.withValues ?? []).map(({ key, value }) => this.queueConnection.set(key, value, 'PX', Math.max(1, deadlineAt - Date.now())));
         // The contract of queue Q takes Q's envelope (TypeScript cannot correlate the two through the union).
@@ -174,7 +203,7 @@ export class JobClient {
       })(),
       deadlineAt,
     ).catch((e: unknown) => {
-      waiter?.cancel();
+      cancelAll();
       if (e instanceof DeadlineError) {
         // The add may still land: withdraw it if it does (best effort; a late worker skips it anyway).
         void this.queue(name).remove(jobId).catch(() => {});
@@ -183,26 +212,32 @@ export class JobClient {
       throw new AppError('dependency_unavailable', 'The job queue (Redis) is unavailable', { cause: e, retryAfter: this.retryAfter });
     });
 
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new DeadlineError('deadline')), Math.max(1, deadlineAt - Date.now()));
-    });
-    try {
-      return (await Promise.race([waiter!.result, timedOut])) as JobContracts[Q]['result'];
-    } catch (e) {
-      if (e instanceof DeadlineError) {
-        waiter!.cancel();
-        const withdrawn = await withdraw(job);
-        throw new JobTimeoutError(name, timeoutMs, withdrawn, this.retryAfter);
-      }
-      throw new AppError('face_engine_unavailable', 'The face engine failed to process the request', {
-        retryAfter: this.retryAfter,
-        details: { queue: name },
-        cause: e,
+    const result = async <S extends QueueName>(stage: S, id: string): Promise<JobContracts[S]['result']> => {
+      const entry = waiters.get(id);
+      if (!entry || entry.queue !== stage) throw new Error(`no stage "${stage}" with job id ${id} in this run`);
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new DeadlineError('deadline')), Math.max(1, deadlineAt - Date.now()));
       });
-    } finally {
-      clearTimeout(timer);
-    }
+      try {
+        return (await Promise.race([entry.waiter.result, timedOut])) as JobContracts[S]['result'];
+      } catch (e) {
+        if (e instanceof DeadlineError) {
+          // Nobody awaits this request's later stages either; a worker that picks one up late skips it.
+          cancelAll();
+          const withdrawn = await withdraw(this.queue(stage), id);
+          throw new JobTimeoutError(stage, timeoutMs, withdrawn, this.retryAfter);
+        }
+        throw new AppError('face_engine_unavailable', 'The face engine failed to process the request', {
+          retryAfter: this.retryAfter,
+          details: { queue: stage },
+          cause: e,
+        });
+      } finally {
+        clearTimeout(timer);
+      }
+    };
+    return { jobId, result, abandon: cancelAll };
   }
 
   /** Counts of jobs per state, for /health and the tests. */
@@ -217,9 +252,11 @@ export class JobClient {
   }
 }
 
-/** Removes a job that no worker has started. Returns false when a worker already holds it. */
-async function withdraw(job: Job): Promise<boolean> {
+/** Removes a job that no worker has started. Returns false when a worker already holds it (or it never existed). */
+async function withdraw(queue: Queue, jobId: string): Promise<boolean> {
   try {
+    const job = await Job.fromId(queue, jobId);
+    if (!job) return false;
     const state = await job.getState();
     if (state === 'active') return false;
     await job.remove();

@@ -21,8 +21,8 @@
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Config } from '../shared/config.js';
 import { bullPrefix } from '../shared/job-client.js';
-import { JOB_CONTRACTS, QUEUE_NAMES, type JobContracts, type JobEnvelope, type QueueName } from '../shared/jobs/index.js';
-import { QUEUE_OPTIONS } from '../shared/jobs/contract.js';
+import { AWAITED_QUEUE_NAMES, JOB_CONTRACTS, QUEUE_NAMES, type AwaitedQueueName, type JobContracts, type JobEnvelope, type QueueName } from '../shared/jobs/index.js';
+import { QUEUE_OPTIONS, type AwaitedJobContract } from '../shared/jobs/contract.js';
 import { pushReply } from '../shared/jobs/reply.js';
 import type { Logger } from '../shared/logger.js';
 import { bullConnection, type Redis } from '../shared/redis.js';
@@ -33,6 +33,14 @@ export interface JobContext {
   deadlineAt: number;
   /** A non-blocking connection of the runner's, for what a handler keeps in Redis beside its result. */
   redis: Redis;
+  /**
+   * Adds the next stage of the same request to an awaited queue, under the id its caller chose and
+   * awaits (JobClient.start `followOns`), with this job's deadline and reply list: the stage's output
+   * goes on without a trip through the API. Sent on `redis`, so a value the handler wrote there first
+   * is in Redis before the job is. Then wakes one more idle worker of that queue (wakeIdleWorker).
+   * Only for an awaited job (a deferred one has nobody to reply to).
+   */
+  followOn<F extends AwaitedQueueName>(queue: F, jobId: string, payload: JobContracts[F]['payload']): Promise<void>;
 }
 
 export type JobHandler<Q extends QueueName> = (
@@ -101,6 +109,32 @@ export async function runQueues<Q extends QueueName>(
   replyConnection.on('error', (e) => opts.logger.debug({ err: e.message }, 'redis connection error'));
   connections.push(replyConnection);
 
+  // Handles on any queue (re-enqueueing a deferred job, adding a follow-on stage), on the non-blocking
+  // connection that handlers write their side values on: commands on one connection apply in order.
+  const handles = new Map<QueueName, Queue>();
+  const queueHandle = (name: QueueName): Queue => {
+    let handle = handles.get(name);
+    if (!handle) {
+      handle = new Queue(name, { connection: replyConnection, prefix, ...QUEUE_OPTIONS });
+      // Redis outages are reported by /health; without a listener BullMQ prints every reconnect error.
+      handle.on('error', () => {});
+      handles.set(name, handle);
+    }
+    return handle;
+  };
+  const followOn = async <F extends AwaitedQueueName>(name: F, jobId: string, envelope: JobEnvelope<F>): Promise<void> => {
+    const contract = JOB_CONTRACTS[name] as AwaitedJobContract<F, JobContracts[F]['payload']>;
+    if (contract.delivery !== 'awaited') throw new Error(`queue "${name}" is deferred: nobody awaits a follow-on there`);
+    const handle = queueHandle(name);
+    const added = contract.enqueue(handle, envelope, jobId);
+    // The extra wake-up must reach Redis after the add (a worker woken before the job exists finds
+    // nothing and blocks again, behind the busy one) and before this process blocks in its next model
+    // run. BullMQ writes the add after a few promise steps, all run before any setImmediate callback;
+    // the models' runs are themselves setImmediate callbacks (onnxruntime-node), queued after this one.
+    const woken = new Promise<void>((resolve, reject) => setImmediate(() => wakeIdleWorker(replyConnection, handle).then(resolve, reject)));
+    await Promise.all([added, woken]);
+  };
+
   for (const queue of queues) {
     const handler = handlers[queue] as JobHandler<Q>;
     const log = opts.logger.child({ queue });
@@ -108,7 +142,12 @@ export async function runQueues<Q extends QueueName>(
       if (JOB_CONTRACTS[queue].delivery === 'deferred') {
         if (job.data == null || typeof job.data !== 'object') throw new UnrecoverableError(`malformed job "${job.name}" on queue "${queue}"`);
         stats[queue].started++;
-        return handler(job.data as JobContracts[Q]['payload'], { job, deadlineAt: Number.POSITIVE_INFINITY, redis: replyConnection });
+        return handler(job.data as JobContracts[Q]['payload'], {
+          job,
+          deadlineAt: Number.POSITIVE_INFINITY,
+          redis: replyConnection,
+          followOn: () => Promise.reject(new Error('a deferred job has no caller to follow on for')),
+        });
       }
       const envelope = job.data as Partial<JobEnvelope<Q>> | undefined;
       if (job.name !== queue || !envelope || typeof envelope.deadlineAt !== 'number' || typeof envelope.replyTo !== 'string' || envelope.payload == null) {
@@ -126,7 +165,12 @@ export async function runQueues<Q extends QueueName>(
       const replyTo = envelope.replyTo;
       let result: unknown;
       try {
-        result = await handler(envelope.payload as JobContracts[Q]['payload'], { job, deadlineAt, redis: replyConnection });
+        result = await handler(envelope.payload as JobContracts[Q]['payload'], {
+          job,
+          deadlineAt,
+          redis: replyConnection,
+          followOn: (next, jobId, payload) => followOn(next, jobId, { deadlineAt, replyTo, payload }),
+        });
       } catch (e) {
         // The caller answers 503 at once instead of at its deadline; the job still fails in BullMQ.
         await pushReply(replyConnection, replyTo, { id: job.id!, ok: false, error: (e as Error)?.message ?? String(e) }).catch(() => {});
@@ -156,31 +200,15 @@ export async function runQueues<Q extends QueueName>(
     worker.on('error', (err) => log.warn({ err: err.message }, 'queue worker error'));
     workers.push(worker);
   }
-  await Promise.all(workers.map((w) => w.waitUntilReady()));
+  // The handles a follow-on may need are ready before the first job: opening one costs Redis round
+  // trips that a stage adding its follow-on must not wait for (test/face-chain.test.ts).
+  await Promise.all([...workers.map((w) => w.waitUntilReady()), ...AWAITED_QUEUE_NAMES.map((q) => queueHandle(q).waitUntilReady())]);
   opts.logger.info({ queues, concurrency: opts.concurrency }, 'serving queues');
-
-  const handles = new Map<Q, Queue>();
-  let handleConnection: ReturnType<typeof bullConnection> | undefined;
-  const queueHandle = (name: Q): Queue => {
-    let handle = handles.get(name);
-    if (!handle) {
-      if (!handleConnection) {
-        handleConnection = bullConnection(config.redisUrl);
-        handleConnection.on('error', (e) => opts.logger.debug({ err: e.message }, 'redis connection error'));
-        connections.push(handleConnection);
-      }
-      handle = new Queue(name, { connection: handleConnection, prefix, ...QUEUE_OPTIONS });
-      // Redis outages are reported by /health; without a listener BullMQ prints every reconnect error.
-      handle.on('error', () => {});
-      handles.set(name, handle);
-    }
-    return handle;
-  };
 
   return {
     queues,
     stats,
-    queue: queueHandle,
+    queue: (name: Q) => queueHandle(name),
     close: async () => {
       // Lets running jobs finish, takes no new ones.
       await Promise.allSettled(workers.map((w) => w.close()));
@@ -188,4 +216,20 @@ export async function runQueues<Q extends QueueName>(
       await Promise.allSettled(connections.map((c) => c.quit().catch(() => c.disconnect())));
     },
   };
+}
+
+/**
+ * Wakes one more idle worker of a queue after a follow-on job was added.
+ *
+ * Why: a worker process runs the face models on its main thread, so while it runs one stage its own
+ * workers of the other queues cannot act. Redis hands the wake-up of an add (BullMQ's marker, one
+ * `ZADD <queue>:marker 0 "0"` in its add script) to the worker that has been blocked longest; when
+ * that is the adding process's own worker, the follow-on job would wait until the process's stage is
+ * done, although another process sat idle. A second marker wakes the next blocked worker: whichever
+ * of the two moves the job to active first runs it; the other finds nothing and blocks again (one
+ * empty `moveToActive`). The marker key is BullMQ's (`queue.keys.marker`); test/face-chain.test.ts
+ * fails if a BullMQ upgrade changes how workers are woken.
+ */
+export async function wakeIdleWorker(redis: Redis, queue: Queue): Promise<void> {
+  await redis.zadd(queue.keys.marker, 0, '0');
 }

@@ -19,13 +19,14 @@
  * JPEG reaches the liveness worker sealed, as a Redis value beside the job (shared/jobs/face-handoff.ts).
  * Nothing here logs an image or an embedding.
  */
+import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Config } from '../../shared/config.js';
 import { AppError } from '../../shared/errors.js';
 import { newResultKey, openEmbedding, sealToBuffer } from '../../shared/sealed-embedding.js';
 import { handoffKey, newHandoffRef } from '../../shared/jobs/face-handoff.js';
 import { JobTimeoutError, type JobClient } from '../../shared/job-client.js';
-import type { DetectedFace, JobContracts, QueueName, SearchHit } from '../../shared/jobs/index.js';
+import type { DetectedFace, JobContracts, LivenessJobResult, QueueName, SearchHit, SearchRequest, SearchResult } from '../../shared/jobs/index.js';
 import type { QualityAssessment } from '../../shared/face/quality.js';
 import type { Logger } from '../../shared/logger.js';
 import type { EmbeddingsRepository } from '../../shared/repositories/embeddings.js';
@@ -171,6 +172,66 @@ export class FaceService {
     const imageRef = newHandoffRef();
     const imageValue = { key: handoffKey(this.deps.config.redisPrefix, 'image', imageRef), value: sealToBuffer(image.jpeg, resultKey) };
     const r = await this.job('liveness', { imageRef, mode, resultKey, handOffMinLiveness }, deadlineAt, [imageValue]);
+    return this.livenessAnswer(r, image, resultKey);
+  }
+
+  /**
+   * The three stages of one capture as one chain (identify, /verify/self): the API adds the liveness
+   * job only; the liveness worker adds the embed job as soon as the face is aligned (before its
+   * anti-spoof model runs, so the two overlap on two face processes), and the embed worker adds the
+   * search job with the embedding (shared/jobs: `embedNext`, `searchNext`). The API awaits the three
+   * results on its reply list as they come: one add and three wake-ups instead of three round trips.
+   * A capture without a face or below LIVENESS_THRESHOLD answers at once; the embed (and search) that
+   * may already run for it are dropped unread.
+   */
+  private async chain(
+    input: CaptureInput,
+    mode: FaceMode,
+    deadlineAt: number,
+    search: SearchRequest | Promise<SearchRequest>,
+  ): Promise<{ analysis: CaptureAnalysis; embedding?: CaptureEmbedding; search?: SearchResult }> {
+    const [image, request] = await Promise.all([this.normalise(input), search]);
+    const remaining = deadlineAt - Date.now();
+    if (remaining <= 0) throw new JobTimeoutError('liveness', this.deps.config.faceJobTimeoutMs, false);
+    const resultKey = newResultKey();
+    const embedKey = newResultKey();
+    const imageRef = newHandoffRef();
+    const ids = { embed: randomUUID(), search: randomUUID() };
+    const run = await this.deps.jobs.start(
+      'liveness',
+      {
+        imageRef,
+        mode,
+        resultKey,
+        handOffMinLiveness: this.deps.config.livenessThreshold,
+        embedNext: { jobId: ids.embed, resultKey: embedKey, searchNext: { jobId: ids.search, request } },
+      },
+      {
+        timeoutMs: remaining,
+        withValues: [{ key: handoffKey(this.deps.config.redisPrefix, 'image', imageRef), value: sealToBuffer(image.jpeg, resultKey) }],
+        followOns: [
+          { queue: 'embed', jobId: ids.embed },
+          { queue: 'search', jobId: ids.search },
+        ],
+      },
+    );
+    try {
+      const analysis = this.livenessAnswer(await run.result('liveness', run.jobId), image, null);
+      if (analysis.outcome !== 'ok') return { analysis };
+      const e = await run.result('embed', ids.embed);
+      this.deps.metrics.stage('embed', e.ms);
+      if (!e.ok) throw new AppError('invalid_image', 'The image could not be decoded');
+      const embedding = { embedding: openEmbedding(e.sealedEmbedding, embedKey), engineVersion: e.engineVersion, ms: e.ms };
+      const s = await run.result('search', ids.search);
+      this.deps.metrics.stage('search', s.ms);
+      return { analysis, embedding, search: s };
+    } finally {
+      run.abandon();
+    }
+  }
+
+  /** A liveness job's result as the capture's analysis (400 for an undecodable image). */
+  private livenessAnswer(r: LivenessJobResult, image: NormalisedImage, alignedFaceKey: string | null): CaptureAnalysis {
     this.deps.metrics.stage('liveness', r.ms);
     if (!r.ok) {
       if (r.code === 'invalid_image') throw new AppError('invalid_image', 'The image could not be decoded');
@@ -181,7 +242,7 @@ export class FaceService {
       outcome: live ? 'ok' : 'liveness_failed',
       image,
       face: r.face,
-      alignedFace: r.alignedFaceRef === null ? null : { ref: r.alignedFaceRef, key: resultKey },
+      alignedFace: r.alignedFaceRef === null || alignedFaceKey === null ? null : { ref: r.alignedFaceRef, key: alignedFaceKey },
       faceCount: r.faceCount,
       livenessScore: r.livenessScore,
       quality: r.quality ?? null,
@@ -226,23 +287,20 @@ export class FaceService {
     const t0 = performance.now();
     const deadlineAt = this.budget();
     const { config } = this.deps;
-    // Every write answered before this call is at or below the position read now: reading it beside
-    // the face stages keeps read-your-writes and takes a PostgreSQL round trip off the critical path.
-    const minSeq = this.deps.embeddings.currentSeq();
-    minSeq.catch(() => {}); // awaited (and its failure raised) only if the call gets to its search
-    const a = await this.analyseCapture(probe, 'largest', deadlineAt);
+    // Every write answered before this call is at or below the position read now (read-your-writes);
+    // read while the upload is normalised, it costs the call no wait.
+    const request = this.deps.embeddings.currentSeq().then((minSeq): SearchRequest => ({ op: 'knn', k: config.identifyMaxCandidates, minSeq }));
+    const { analysis: a, embedding: e, search } = await this.chain(probe, 'largest', deadlineAt, request);
     const threshold = config.identifyMatchThreshold;
     const base = { candidates: [] as Candidate[], topScore: null, faceCount: a.faceCount, threshold, quality: hasFace(a) ? a.quality : null };
     if (!hasFace(a)) {
       // 'largest' never refuses several faces; a photo without a face is `no_face`.
       return { ...base, outcome: 'no_face', livenessScore: null, engineVersion: null, latencyMs: { liveness: a.ms, embed: null, search: null, total: since(t0) } };
     }
-    if (a.outcome === 'liveness_failed') {
+    if (a.outcome === 'liveness_failed' || !e || search?.op !== 'knn') {
       return { ...base, outcome: 'liveness_failed', livenessScore: a.livenessScore, engineVersion: null, latencyMs: { liveness: a.ms, embed: null, search: null, total: since(t0) } };
     }
-    const e = await this.embedCapture(a, deadlineAt);
-    const s = await this.searchByEmbedding(e.embedding, config.identifyMaxCandidates, deadlineAt, minSeq);
-    const scored = s.hits.map((h) => ({ userId: h.userId, score: round4(h.score) }));
+    const scored = search.hits.map((h) => ({ userId: h.userId, score: round4(h.score) }));
     const candidates = scored
       .filter((h) => h.score >= threshold)
       .slice(0, config.identifyMaxCandidates)
@@ -256,7 +314,7 @@ export class FaceService {
       livenessScore: a.livenessScore,
       faceCount: a.faceCount,
       engineVersion: e.engineVersion,
-      latencyMs: { liveness: a.ms, embed: e.ms, search: s.ms, total: since(t0) },
+      latencyMs: { liveness: a.ms, embed: e.ms, search: search.ms, total: since(t0) },
     };
   }
 
@@ -272,10 +330,10 @@ export class FaceService {
   async verifyAgainstUser(liveUpload: CaptureInput, userId: string, mode: FaceMode = 'single'): Promise<SelfVerification> {
     const t0 = performance.now();
     const deadlineAt = this.budget();
-    const a = await this.analyseCapture(liveUpload, mode, deadlineAt);
-    if (a.outcome !== 'ok') {
+    const { analysis: a, embedding: e, search: c } = await this.chain(liveUpload, mode, deadlineAt, { op: 'compare', userId });
+    if (a.outcome !== 'ok' || !e || c?.op !== 'compare') {
       return {
-        outcome: a.outcome,
+        outcome: a.outcome === 'ok' ? 'liveness_failed' : a.outcome,
         score: null,
         livenessScore: a.outcome === 'liveness_failed' ? a.livenessScore : null,
         embedding: null,
@@ -283,11 +341,10 @@ export class FaceService {
         latencyMs: { liveness: a.ms, embed: null, search: null, total: since(t0) },
       };
     }
-    const e = await this.embedCapture(a, deadlineAt);
-    const c = await this.compareWithUser(e.embedding, userId, deadlineAt);
+    const score = c.score === null ? null : round4(c.score);
     return {
-      outcome: c.score !== null && c.score >= this.deps.config.matchThreshold ? 'match' : 'no_match',
-      score: c.score,
+      outcome: score !== null && score >= this.deps.config.matchThreshold ? 'match' : 'no_match',
+      score,
       ...(c.reason ? { reason: c.reason } : {}),
       livenessScore: a.livenessScore,
       embedding: e,

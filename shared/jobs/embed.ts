@@ -4,6 +4,7 @@
  */
 import type { SealedEmbedding } from '../sealed-embedding.js';
 import { awaitedJobContract } from './contract.js';
+import type { SearchFollowOn } from './search.js';
 
 export const EMBED_QUEUE = 'embed' as const;
 
@@ -14,6 +15,21 @@ export interface EmbedJob {
   alignedFaceKey: string;
   /** Key that seals the result's embedding (shared/sealed-embedding.ts); lives only in this job. */
   resultKey: string;
+  /** The search to add with the embedding as soon as it is computed (shared/jobs/search.ts `SearchFollowOn`). */
+  searchNext?: SearchFollowOn;
+}
+
+/**
+ * The embed job the liveness worker adds itself as soon as it has aligned the chosen face (LivenessJob
+ * `embedNext`), before its anti-spoof model runs: the embedding is computed on another face process
+ * while the liveness stage finishes (docs/performance.md §4 "Stages that follow on").
+ */
+export interface EmbedFollowOn {
+  /** Chosen and awaited by the API. */
+  jobId: string;
+  /** Seals the embedding of the embed job. */
+  resultKey: string;
+  searchNext?: SearchFollowOn;
 }
 
 /**

@@ -28,8 +28,11 @@ export const handoffKey = (redisPrefix: string, kind: HandoffKind, ref: string):
 const REF = /^[0-9a-f-]{36}$/;
 
 export interface FaceHandoff {
-  /** Keeps a sealed value until `deadlineAt` (epoch ms); returns its ref. */
-  put(kind: HandoffKind, sealed: Buffer, deadlineAt: number): Promise<string>;
+  /**
+   * Keeps a sealed value until `deadlineAt` (epoch ms); returns its ref (`ref` when given: a caller
+   * that names the value in a job sent right behind it). The write is issued before this returns.
+   */
+  put(kind: HandoffKind, sealed: Buffer, deadlineAt: number, ref?: string): Promise<string>;
   /** Takes it (once); null when it expired, was taken, or never existed. */
   take(kind: HandoffKind, ref: string): Promise<Buffer | null>;
 }
@@ -40,8 +43,7 @@ export class RedisFaceHandoff implements FaceHandoff {
     private readonly redisPrefix: string,
   ) {}
 
-  async put(kind: HandoffKind, sealed: Buffer, deadlineAt: number): Promise<string> {
-    const ref = newHandoffRef();
+  async put(kind: HandoffKind, sealed: Buffer, deadlineAt: number, ref = newHandoffRef()): Promise<string> {
     await this.redis.set(handoffKey(this.redisPrefix, kind, ref), sealed, 'PX', Math.max(1, deadlineAt - Date.now()));
     return ref;
   }

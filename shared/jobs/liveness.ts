@@ -7,6 +7,7 @@
 import type { FaceErrorCode } from '../face/face-error.js';
 import type { FaceMode, LivenessResult } from '../face/liveness.js';
 import { awaitedJobContract } from './contract.js';
+import type { EmbedFollowOn } from './embed.js';
 
 export type { DetectedFace } from '../face/liveness.js';
 
@@ -26,6 +27,13 @@ export interface LivenessJob {
    * else): a capture that fails liveness leaves no face in Redis. 0 for a registry photo.
    */
   handOffMinLiveness: number;
+  /**
+   * When given, the worker adds this embed job itself once the chosen face is aligned, before the
+   * anti-spoof score is known (`handOffMinLiveness` does not apply): the embed stage overlaps the end
+   * of this one. The API discards the embedding (and any search) of a capture that then fails
+   * liveness; no face is left in Redis either way (the embed job takes it).
+   */
+  embedNext?: EmbedFollowOn;
 }
 
 /** The engine's liveness result, or the photo's face outcome (an engine fault fails the job instead). */
@@ -36,7 +44,8 @@ export type LivenessJobResult =
        * Ref of the chosen face aligned to the ArcFace 112x112 template (workers/face/pipeline/embed.ts
        * `encodeAlignedFace`), sealed with this job's resultKey and kept in Redis until the request's
        * deadline (shared/jobs/face-handoff.ts, kind `aligned`). The API passes the ref and the key to the embed job.
-       * null when the liveness score is below the job's `handOffMinLiveness`.
+       * null when the liveness score is below the job's `handOffMinLiveness`, and when the job named an
+       * `embedNext` (the face went to that job).
        */
       alignedFaceRef: string | null;
     } & LivenessResult)

@@ -3,24 +3,35 @@ import { awaitedJobContract } from './contract.js';
 
 export const SEARCH_QUEUE = 'search' as const;
 
-export type SearchJob =
+/** What the API asks of a search, before the embedding exists (a follow-on job's request: EmbedJob `searchNext`). */
+export type SearchRequest =
   | {
       op: 'knn';
-      embedding: number[];
       k: number;
       /**
        * The change sequence (embedding_changes.seq, as a decimal string) the worker must have applied
-       * before searching: the API reads the current maximum just before enqueueing, so every write
-       * that answered before this search is visible to it, on any replica (read-your-writes).
+       * before searching: the API reads the current maximum before enqueueing the request's first job,
+       * so every write that answered before this search is visible to it, on any replica (read-your-writes).
        */
       minSeq: string;
     }
   | {
       op: 'compare';
-      embedding: number[];
       /** Compared against this user's canonical embedding (no search), read from PostgreSQL. */
       userId: string;
     };
+
+/** A search job: the request and the probe's embedding (512 floats, L2-normalised). */
+export type SearchJob = SearchRequest & { embedding: number[] };
+
+/**
+ * The search the embed worker adds itself as soon as it has the embedding (EmbedJob `searchNext`),
+ * under the id the API chose and awaits: no trip through the API between the two stages.
+ */
+export interface SearchFollowOn {
+  jobId: string;
+  request: SearchRequest;
+}
 
 export interface SearchHit {
   userId: string;

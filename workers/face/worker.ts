@@ -7,7 +7,7 @@
  * else the engine throws is an engine fault and fails the job (the API answers 503).
  */
 import { openBuffer, sealEmbedding, sealToBuffer } from '../../shared/sealed-embedding.js';
-import { RedisFaceHandoff, type FaceHandoff } from '../../shared/jobs/face-handoff.js';
+import { newHandoffRef, RedisFaceHandoff, type FaceHandoff } from '../../shared/jobs/face-handoff.js';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -62,17 +62,47 @@ export async function livenessHandler(
   job: LivenessJob,
   deadlineAt: number,
   clock?: StepClock,
+  /** Adds the job's `embedNext` (JobContext.followOn); required when the job names one. */
+  followOn?: JobContext['followOn'],
 ): Promise<LivenessJobResult> {
   const t0 = performance.now();
   // The image the API left for this job (sealed with its key): gone means the request's deadline
   // passed or the value was lost with Redis, a fault of the path (503), not of the photo.
   const sealed = await handoff.take('image', job.imageRef);
+  clock?.('take', performance.now() - t0);
   if (!sealed) throw new Error('the image of the liveness job is gone (expired or already taken)');
   const image = openBuffer(sealed, job.resultKey);
+  const next = job.embedNext;
+  if (next && !followOn) throw new Error('the liveness job names an embed follow-on but this runner cannot add one');
+  // With a follow-on, the aligned face goes to its embed job before the anti-spoof model runs, so that
+  // another face process embeds it meanwhile. Not awaited until the stage's end: awaiting here would
+  // let this process's own embed worker, woken by the add, take the job and then wait for this stage
+  // to finish (the models run on the main thread). The value and the job go out on one connection,
+  // in that order, so the face is in Redis before its job is.
+  let handedOn: Promise<unknown> | undefined;
+  const onAligned = next
+    ? (aligned: Float32Array) => {
+        const th = performance.now();
+        const alignedFaceRef = newHandoffRef();
+        const put = handoff.put('aligned', sealToBuffer(encodeAlignedFace(aligned), job.resultKey), deadlineAt, alignedFaceRef);
+        const added = followOn!('embed', next.jobId, {
+          alignedFaceRef,
+          alignedFaceKey: job.resultKey,
+          resultKey: next.resultKey,
+          ...(next.searchNext ? { searchNext: next.searchNext } : {}),
+        });
+        handedOn = Promise.all([put, added]);
+        handedOn.catch(() => {}); // awaited below
+        clock?.('handOn', performance.now() - th);
+      }
+    : undefined;
   try {
-    const { aligned, ...r } = await engine.liveness(image, job.mode, { align: true, clock });
+    const { aligned, ...r } = await engine.liveness(image, job.mode, { align: !next, onAligned, clock });
+    await handedOn;
     const alignedFaceRef =
-      r.livenessScore >= job.handOffMinLiveness ? await handoff.put('aligned', sealToBuffer(encodeAlignedFace(aligned!), job.resultKey), deadlineAt) : null;
+      !next && r.livenessScore >= job.handOffMinLiveness
+        ? await handoff.put('aligned', sealToBuffer(encodeAlignedFace(aligned!), job.resultKey), deadlineAt)
+        : null;
     // The stage's own time in the worker: taking the image, the engine, the aligned face's hand-off.
     return { ok: true, ...r, alignedFaceRef, ms: elapsed(t0) };
   } catch (e) {
@@ -87,18 +117,35 @@ export async function livenessHandler(
  * the aligned face, the model, sealing the embedding. A face that is gone (expired with its request's
  * deadline, or already taken) is a fault of the path, not of the photo: the job fails (503).
  */
-export async function embedHandler(engine: FaceEngine, handoff: FaceHandoff, job: EmbedJob, clock?: StepClock): Promise<EmbedResult> {
+export async function embedHandler(
+  engine: FaceEngine,
+  handoff: FaceHandoff,
+  job: EmbedJob,
+  clock?: StepClock,
+  /** Adds the job's `searchNext` (JobContext.followOn); required when the job names one. */
+  followOn?: JobContext['followOn'],
+): Promise<EmbedResult> {
   const t0 = performance.now();
+  if (job.searchNext && !followOn) throw new Error('the embed job names a search follow-on but this runner cannot add one');
   const sealed = await handoff.take('aligned', job.alignedFaceRef);
+  clock?.('take', performance.now() - t0);
   if (!sealed) throw new Error('the aligned face of the liveness stage is gone (expired or already taken)');
   let aligned: Float32Array;
+  const tOpen = performance.now();
   try {
     aligned = decodeAlignedFace(openBuffer(sealed, job.alignedFaceKey));
   } catch {
     // Not what a liveness job produced (tampered, wrong key): like an undecodable image.
     return { ok: false, code: 'invalid_image', ms: elapsed(t0) };
   }
+  clock?.('open', performance.now() - tOpen);
   const r = await engine.embedAligned(aligned, clock);
+  if (job.searchNext) {
+    // The search starts before this stage replies (its job carries the embedding as the API's would).
+    const th = performance.now();
+    await followOn!('search', job.searchNext.jobId, { ...job.searchNext.request, embedding: r.embedding });
+    clock?.('handOn', performance.now() - th);
+  }
   const sealedEmbedding = sealEmbedding(r.embedding, job.resultKey);
   return { ok: true, sealedEmbedding, engineVersion: FACE_ENGINE_VERSION, ms: elapsed(t0) };
 }
@@ -133,8 +180,8 @@ export async function startFaceWorker(config: Config, opts: { logger?: Logger } 
       config,
       ['liveness', 'embed'],
       {
-        liveness: clocked('liveness', (job: LivenessJob, ctx, clock) => livenessHandler(engine, handoff(ctx), job, ctx.deadlineAt, clock)),
-        embed: clocked('embed', (job: EmbedJob, ctx, clock) => embedHandler(engine, handoff(ctx), job, clock)),
+        liveness: clocked('liveness', (job: LivenessJob, ctx, clock) => livenessHandler(engine, handoff(ctx), job, ctx.deadlineAt, clock, ctx.followOn)),
+        embed: clocked('embed', (job: EmbedJob, ctx, clock) => embedHandler(engine, handoff(ctx), job, clock, ctx.followOn)),
       },
       { logger, concurrency: config.faceWorkerConcurrency },
     );

@@ -63,6 +63,12 @@ export interface EngineLivenessResult extends LivenessResult {
 export interface LivenessOptions {
   /** Also align the chosen face for `embedAligned` (the decoded image is at hand here). */
   align?: boolean;
+  /**
+   * Called with the aligned face (as `aligned` above) as soon as it exists, before the anti-spoof
+   * model runs, and not awaited: the face worker starts handing the face on to an embed job here and
+   * awaits that at the end of its stage (docs/performance.md §4 "Stages that follow on").
+   */
+  onAligned?: (aligned: Float32Array) => void;
   /** Assess capture quality (quality.ts); on unless false (the benchmark measures without). */
   quality?: boolean;
   clock?: StepClock;
@@ -204,27 +210,33 @@ export class FaceEngine {
     return { engine: FACE_ENGINE_VERSION, models, intraOpThreads: this.intraOpThreads };
   }
 
-  /** Landmarks and anti-spoof score of one detected face. */
-  private async describe(img: RgbImage, face: Detection, clock?: StepClock): Promise<{ face: LivenessResult['face']; livenessScore: number; points68: Point[] }> {
+  /**
+   * Landmarks and anti-spoof score of one detected face. `afterLandmarks` runs between the two (the
+   * face's box and 5 points are known, its anti-spoof score not yet).
+   */
+  private async describe(
+    img: RgbImage,
+    face: Detection,
+    clock?: StepClock,
+    afterLandmarks?: (face: LivenessResult['face']) => Promise<void>,
+  ): Promise<{ face: LivenessResult['face']; livenessScore: number; points68: Point[] }> {
     const square = squareBox(face);
     let t = performance.now();
     const { points68 } = await predictLandmarks(this.sessions.landmark, img, square);
     const landmarks5 = fivePoints(points68).map(([x, y]): [number, number] => [round(x, 2), round(y, 2)]);
     clock?.('landmarks', performance.now() - t);
+    const x1 = Math.max(0, face.x1), y1 = Math.max(0, face.y1);
+    const x2 = Math.min(img.width, face.x2), y2 = Math.min(img.height, face.y2);
+    const described: LivenessResult['face'] = {
+      box: [round(x1, 1), round(y1, 1), round(x2 - x1, 1), round(y2 - y1, 1)],
+      detScore: round(face.score, 4),
+      landmarks5,
+    };
+    await afterLandmarks?.(described);
     t = performance.now();
     const live = await scoreLiveness(this.sessions.liveness, img, square);
     clock?.('antispoof', performance.now() - t);
-    const x1 = Math.max(0, face.x1), y1 = Math.max(0, face.y1);
-    const x2 = Math.min(img.width, face.x2), y2 = Math.min(img.height, face.y2);
-    return {
-      face: {
-        box: [round(x1, 1), round(y1, 1), round(x2 - x1, 1), round(y2 - y1, 1)],
-        detScore: round(face.score, 4),
-        landmarks5,
-      },
-      livenessScore: round(live.live, 4),
-      points68,
-    };
+    return { face: described, livenessScore: round(live.live, 4), points68 };
   }
 
   /**
@@ -241,7 +253,19 @@ export class FaceEngine {
     const dets = await detectFaces(this.sessions.detect, img, this.detectOptions);
     clock?.('detect', performance.now() - t);
     const chosen = chooseFace(dets, mode);
-    const { face, livenessScore, points68 } = await this.describe(img, chosen, clock);
+    // The face is aligned as soon as its landmarks are known, before the anti-spoof model: a caller
+    // that hands it on (`onAligned`) lets the embed stage start while this one finishes.
+    let aligned: Float32Array | undefined;
+    const align = opts.align || opts.onAligned
+      ? async (f: LivenessResult['face']) => {
+          const ta = performance.now();
+          // The same points `embed` would parse: the rounded landmarks5 of the result.
+          aligned = alignFace(img, parseLandmarks5(f.landmarks5)).rgb;
+          clock?.('align', performance.now() - ta);
+          opts.onAligned?.(aligned);
+        }
+      : undefined;
+    const { face, livenessScore, points68 } = await this.describe(img, chosen, clock, align);
     const result: EngineLivenessResult = { face, livenessScore, faceCount: dets.length, ms: 0 };
     // Quality from what this stage already holds (pixels, 68 landmarks); on by default.
     if (opts.quality !== false) {
@@ -250,12 +274,7 @@ export class FaceEngine {
       result.qualityMs = performance.now() - t;
       clock?.('quality', result.qualityMs);
     }
-    if (opts.align) {
-      t = performance.now();
-      // The same points `embed` would parse: the rounded landmarks5 of the result.
-      result.aligned = alignFace(img, parseLandmarks5(face.landmarks5)).rgb;
-      clock?.('align', performance.now() - t);
-    }
+    if (opts.align) result.aligned = aligned;
     result.ms = elapsed(t0);
     return result;
   }
