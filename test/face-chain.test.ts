@@ -33,7 +33,7 @@ test.after.always(async () => {
 /** Starts test/helpers/chain-worker.ts in its own process; resolves when it serves its queues. */
 function startWorker(role: 'busy' | 'idle'): Promise<ChildProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(HERE, 'helpers', 'chain-worker.ts')], {
-    env: { ...process.env, CHAIN_ROLE: role, CHAIN_BUSY_MS: '400', REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix },
+    env: { ...process.env, CHAIN_ROLE: role, CHAIN_BUSY_MS: '1000', REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   children.push(child);
@@ -58,7 +58,7 @@ test.serial('a follow-on stage runs at once on an idle process while the process
   // which it cannot act on while its liveness stage holds the main thread.
   const busy = await startWorker('busy');
   const idle = await startWorker('idle');
-  for (let i = 0; i < 5; i++) {
+  for (let i = 0; i < 4; i++) {
     const embedId = randomUUID();
     const run = await jobs.start('liveness', livenessJob(embedId), { followOns: [{ queue: 'embed', jobId: embedId }] });
     const order: string[] = [];

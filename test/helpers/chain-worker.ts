@@ -16,7 +16,7 @@ import { createLogger } from '../../shared/logger.js';
 import { runQueues } from '../../workers/run-queue.js';
 
 const role = process.env.CHAIN_ROLE;
-const busyMs = Number(process.env.CHAIN_BUSY_MS ?? 400);
+const busyMs = Number(process.env.CHAIN_BUSY_MS ?? 1000);
 const config = loadConfig({ NODE_ENV: 'test', REDIS_URL: process.env.REDIS_URL!, REDIS_PREFIX: process.env.REDIS_PREFIX! });
 const logger = createLogger({ level: 'silent' });
 
