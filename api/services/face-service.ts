@@ -17,6 +17,8 @@
  *
  * The upload is normalised once, here (EXIF rotation, bounded size, metadata-free JPEG); that small
  * JPEG reaches the liveness worker sealed, as a Redis value beside the job (shared/jobs/face-handoff.ts).
+ * The routes' captures run as one chain (`chain`): the API adds the liveness job, the workers add the
+ * embed and search jobs that follow it; `analyseCapture` / `embedCapture` run one stage at a time.
  * Nothing here logs an image or an embedding.
  */
 import { randomUUID } from 'node:crypto';
@@ -176,21 +178,22 @@ export class FaceService {
   }
 
   /**
-   * The three stages of one capture as one chain (identify, /verify/self): the API adds the liveness
-   * job only; the liveness worker adds the embed job as soon as the face is aligned (before its
-   * anti-spoof model runs, so the two overlap on two face processes), and the embed worker adds the
-   * search job with the embedding (shared/jobs: `embedNext`, `searchNext`). The API awaits the three
-   * results on its reply list as they come: one add and three wake-ups instead of three round trips.
-   * A capture without a face or below LIVENESS_THRESHOLD answers at once; the embed (and search) that
-   * may already run for it are dropped unread.
+   * The stages of one capture as one chain (identify, /verify/self, verify-face): the API adds the
+   * liveness job only; the liveness worker adds the embed job as soon as the face is aligned (before
+   * its anti-spoof model runs, so the two overlap on two face processes), and the embed worker adds
+   * the search job with the embedding when `search` is given (shared/jobs: `embedNext`, `searchNext`).
+   * The API awaits the results on its reply list as they come: one add and a wake-up per stage instead
+   * of a round trip through the API between stages. Without a face, and (`requireLive`) below
+   * LIVENESS_THRESHOLD, it answers at once: the embed (and search) that may already run for the
+   * capture are dropped unread. A registry photo (`requireLive` false) is embedded whatever its score.
    */
   private async chain(
     input: CaptureInput,
     mode: FaceMode,
     deadlineAt: number,
-    search: SearchRequest | Promise<SearchRequest>,
+    opts: { search?: SearchRequest | Promise<SearchRequest>; requireLive: boolean },
   ): Promise<{ analysis: CaptureAnalysis; embedding?: CaptureEmbedding; search?: SearchResult }> {
-    const [image, request] = await Promise.all([this.normalise(input), search]);
+    const [image, request] = await Promise.all([this.normalise(input), opts.search]);
     const remaining = deadlineAt - Date.now();
     if (remaining <= 0) throw new JobTimeoutError('liveness', this.deps.config.faceJobTimeoutMs, false);
     const resultKey = newResultKey();
@@ -203,25 +206,23 @@ export class FaceService {
         imageRef,
         mode,
         resultKey,
-        handOffMinLiveness: this.deps.config.livenessThreshold,
-        embedNext: { jobId: ids.embed, resultKey: embedKey, searchNext: { jobId: ids.search, request } },
+        handOffMinLiveness: opts.requireLive ? this.deps.config.livenessThreshold : 0,
+        embedNext: { jobId: ids.embed, resultKey: embedKey, ...(request ? { searchNext: { jobId: ids.search, request } } : {}) },
       },
       {
         timeoutMs: remaining,
         withValues: [{ key: handoffKey(this.deps.config.redisPrefix, 'image', imageRef), value: sealToBuffer(image.jpeg, resultKey) }],
-        followOns: [
-          { queue: 'embed', jobId: ids.embed },
-          { queue: 'search', jobId: ids.search },
-        ],
+        followOns: [{ queue: 'embed', jobId: ids.embed }, ...(request ? [{ queue: 'search' as const, jobId: ids.search }] : [])],
       },
     );
     try {
       const analysis = this.livenessAnswer(await run.result('liveness', run.jobId), image, null);
-      if (analysis.outcome !== 'ok') return { analysis };
+      if (!hasFace(analysis) || (opts.requireLive && analysis.outcome !== 'ok')) return { analysis };
       const e = await run.result('embed', ids.embed);
       this.deps.metrics.stage('embed', e.ms);
       if (!e.ok) throw new AppError('invalid_image', 'The image could not be decoded');
       const embedding = { embedding: openEmbedding(e.sealedEmbedding, embedKey), engineVersion: e.engineVersion, ms: e.ms };
+      if (!request) return { analysis, embedding };
       const s = await run.result('search', ids.search);
       this.deps.metrics.stage('search', s.ms);
       return { analysis, embedding, search: s };
@@ -290,7 +291,7 @@ export class FaceService {
     // Every write answered before this call is at or below the position read now (read-your-writes);
     // read while the upload is normalised, it costs the call no wait.
     const request = this.deps.embeddings.currentSeq().then((minSeq): SearchRequest => ({ op: 'knn', k: config.identifyMaxCandidates, minSeq }));
-    const { analysis: a, embedding: e, search } = await this.chain(probe, 'largest', deadlineAt, request);
+    const { analysis: a, embedding: e, search } = await this.chain(probe, 'largest', deadlineAt, { search: request, requireLive: true });
     const threshold = config.identifyMatchThreshold;
     const base = { candidates: [] as Candidate[], topScore: null, faceCount: a.faceCount, threshold, quality: hasFace(a) ? a.quality : null };
     if (!hasFace(a)) {
@@ -330,7 +331,7 @@ export class FaceService {
   async verifyAgainstUser(liveUpload: CaptureInput, userId: string, mode: FaceMode = 'single'): Promise<SelfVerification> {
     const t0 = performance.now();
     const deadlineAt = this.budget();
-    const { analysis: a, embedding: e, search: c } = await this.chain(liveUpload, mode, deadlineAt, { op: 'compare', userId });
+    const { analysis: a, embedding: e, search: c } = await this.chain(liveUpload, mode, deadlineAt, { search: { op: 'compare', userId }, requireLive: true });
     if (a.outcome !== 'ok' || !e || c?.op !== 'compare') {
       return {
         outcome: a.outcome === 'ok' ? 'liveness_failed' : a.outcome,
@@ -354,11 +355,11 @@ export class FaceService {
   }
 
   /**
-   * The registry photo's largest face (no liveness decision: it is a photograph by nature). A photo
-   * without a usable face is the registry's fault: 502 `registry_unavailable` (details.reason
-   * `registry_photo_unusable`), never a face outcome of the user's capture.
+   * The registry photo's largest face, embedded (no liveness decision: it is a photograph by nature).
+   * A photo without a usable face is the registry's fault: 502 `registry_unavailable` (details.reason
+   * `registry_photo_unusable`), never a face outcome of the user's capture. `ms`: both its stages.
    */
-  private async analyseRegistryPhoto(registryPhoto: Buffer, deadlineAt: number): Promise<AnalysedFace> {
+  private async embedRegistryPhoto(registryPhoto: Buffer, deadlineAt: number): Promise<CaptureEmbedding> {
     const unusable = (why: string) =>
       new AppError('registry_unavailable', 'The registry photo has no usable face', { details: { reason: 'registry_photo_unusable', why } });
     let image: NormalisedImage;
@@ -368,16 +369,14 @@ export class FaceService {
       if (e instanceof AppError && e.code === 'invalid_image') throw unusable('invalid_image');
       throw e;
     }
-    // A photograph by nature: no liveness decision, its face is always embedded.
-    const a = await this.analyseCapture(image, 'largest', deadlineAt, 0);
-    if (!hasFace(a)) throw unusable(a.outcome);
-    return a;
+    const { analysis, embedding } = await this.chain(image, 'largest', deadlineAt, { requireLive: false });
+    if (!hasFace(analysis) || !embedding) throw unusable(analysis.outcome);
+    return { ...embedding, ms: analysis.ms + embedding.ms };
   }
 
   /** verify-face with reuseCapture: an earlier capture's embedding against a (new) registry photo. */
   async verifyEmbeddingAgainstPhoto(embedding: number[], registryPhoto: Buffer): Promise<{ outcome: 'match' | 'face_mismatch'; score: number; engineVersion: string }> {
-    const deadlineAt = this.budget();
-    const reg = await this.embedCapture(await this.analyseRegistryPhoto(registryPhoto, deadlineAt), deadlineAt);
+    const reg = await this.embedRegistryPhoto(registryPhoto, this.budget());
     const score = round4(cosine(embedding, reg.embedding));
     return { outcome: score >= this.deps.config.matchThreshold ? 'match' : 'face_mismatch', score, engineVersion: reg.engineVersion };
   }
@@ -391,14 +390,14 @@ export class FaceService {
   async verifyAgainstPhoto(liveUpload: CaptureInput, registryPhoto: Buffer): Promise<PhotoVerification> {
     const t0 = performance.now();
     const deadlineAt = this.budget();
-    const registry = this.analyseRegistryPhoto(registryPhoto, deadlineAt);
+    const registry = this.embedRegistryPhoto(registryPhoto, deadlineAt);
     registry.catch(() => {}); // awaited below unless the live capture already decided
 
     // The live capture in parallel with the registry photo; its outcome comes first.
-    const live = await this.analyseCapture(liveUpload, 'single', deadlineAt);
-    if (live.outcome !== 'ok') {
+    const { analysis: live, embedding: liveEmb } = await this.chain(liveUpload, 'single', deadlineAt, { requireLive: true });
+    if (live.outcome !== 'ok' || !liveEmb) {
       return {
-        outcome: live.outcome,
+        outcome: live.outcome === 'ok' ? 'liveness_failed' : live.outcome,
         score: null,
         livenessScore: live.outcome === 'liveness_failed' ? live.livenessScore : null,
         capture: null,
@@ -408,8 +407,7 @@ export class FaceService {
       };
     }
     const reg = await registry;
-    const [liveEmb, regEmb] = await Promise.all([this.embedCapture(live, deadlineAt), this.embedCapture(reg, deadlineAt)]);
-    const score = round4(cosine(liveEmb.embedding, regEmb.embedding));
+    const score = round4(cosine(liveEmb.embedding, reg.embedding));
     return {
       outcome: score >= this.deps.config.matchThreshold ? 'match' : 'face_mismatch',
       score,
@@ -417,7 +415,7 @@ export class FaceService {
       capture: live,
       embedding: liveEmb,
       quality: live.quality,
-      latencyMs: { liveness: live.ms, embed: liveEmb.ms, search: null, total: since(t0), registryPhoto: Math.round(reg.ms + regEmb.ms) },
+      latencyMs: { liveness: live.ms, embed: liveEmb.ms, search: null, total: since(t0), registryPhoto: Math.round(reg.ms) },
     };
   }
 }
