@@ -162,6 +162,15 @@ export function passGeometry(width: number, height: number, pad: number): PassGe
   return { k, ox: -(canvasW - width) / 2, oy: -(canvasH - height) / 2 };
 }
 
+/**
+ * The detector's input buffers (640x640x3 floats, 4.9 MB each), reused instead of allocated per pass
+ * (see align.ts `rowScratch`): the letterboxed image, filled and consumed synchronously, and the planar
+ * input tensors, each held by one pass until its model run has finished (a process may run passes of
+ * several jobs at once, so these are a pool, not one buffer).
+ */
+const letterboxScratch = new Float32Array(DETECT_INPUT_WIDTH * DETECT_INPUT_HEIGHT * 3);
+const inputPool: Float32Array[] = [];
+
 /** Run one pass of the detector; boxes are returned in image coordinates, after per-pass NMS. */
 export async function detectPass(
   session: ort.InferenceSession,
@@ -172,14 +181,24 @@ export async function detectPass(
 ): Promise<Detection[]> {
   const g = passGeometry(img.width, img.height, pad);
   const canvas = { x: g.ox, y: g.oy, w: DETECT_INPUT_WIDTH * g.k, h: DETECT_INPUT_HEIGHT * g.k };
-  const rgb = cropResize(img, canvas, DETECT_INPUT_WIDTH, DETECT_INPUT_HEIGHT, {
-    border: { fill: opts.borderGrey },
-    antialias: true,
-  });
-  const input = new ort.Tensor('float32', toPlanar(rgb, DETECT_INPUT_WIDTH, DETECT_INPUT_HEIGHT, DETECT_MEAN, DETECT_STD), [
+  const rgb = cropResize(
+    img,
+    canvas,
+    DETECT_INPUT_WIDTH,
+    DETECT_INPUT_HEIGHT,
+    { border: { fill: opts.borderGrey }, antialias: true },
+    letterboxScratch,
+  );
+  const planar = inputPool.pop() ?? new Float32Array(DETECT_INPUT_WIDTH * DETECT_INPUT_HEIGHT * 3);
+  const input = new ort.Tensor('float32', toPlanar(rgb, DETECT_INPUT_WIDTH, DETECT_INPUT_HEIGHT, DETECT_MEAN, DETECT_STD, planar), [
     1, 3, DETECT_INPUT_HEIGHT, DETECT_INPUT_WIDTH,
   ]);
-  const out = await session.run({ input });
+  let out: ort.InferenceSession.OnnxValueMapType;
+  try {
+    out = await session.run({ input });
+  } finally {
+    inputPool.push(planar);
+  }
   const scores = out['scores']!.data as Float32Array;
   const boxes = out['boxes']!.data as Float32Array;
   const n = scores.length / 2;
