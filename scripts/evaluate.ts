@@ -1,0 +1,185 @@
+/**
+ * Evaluates the face engine on labelled image pairs and prints, per group, FMR and FNMR at a range of
+ * thresholds with 95 % confidence bounds, the threshold that claims a target FMR, and the FPIR a 1:N
+ * search (identify, duplicate detection at link) implies at each population size. The pipeline is the
+ * product's own (upload normalisation, detection, landmarks, alignment, the embedder; the largest face
+ * of each image), so a bank calibrates exactly what it runs (docs/evaluation.md).
+ *
+ *   npm run evaluate -- --pairs FILE.csv            # a manifest: a,b,label[,group]
+ *   npm run evaluate -- --dir DIR                   # DIR/<person>/<image>, optional DIR/groups.csv
+ *   options: --population 1000,1000000              (N for FPIR; default 1000,100000,1000000)
+ *            --target-fmr 1e-6                      (default 1e-4)
+ *            --thresholds 0.3,0.35,...              (default 0.20..0.80 by 0.05 and the configured ones)
+ *            --json out.json                        (every figure, machine-readable)
+ * The last line printed is one JSON object with the summary of the whole set.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../shared/config.js';
+import { cosine } from '../shared/embeddings.js';
+import { isFaceError } from '../shared/face/face-error.js';
+import { normaliseUpload } from '../shared/face/image.js';
+import { FaceEngine } from '../workers/face/pipeline/engine.js';
+import { pairsFromFolder, readManifest, type LabelledPair } from './evaluate/manifest.js';
+import { fpirAt, thresholdForTargetFmr, thresholdTable, type ThresholdRow, type TargetThreshold } from './evaluate/stats.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+export interface GroupReport {
+  group: string;
+  genuinePairs: number;
+  impostorPairs: number;
+  genuineMin: number | null;
+  impostorMax: number | null;
+  table: ThresholdRow[];
+  target: TargetThreshold;
+  /** FPIR at each population at the configured thresholds (identify, and dedupe when configured). */
+  configured: Array<{ name: string; threshold: number; fmr: number; fmrUpper95: number; fnmr: number; fpir: Record<string, number>; fpirUpper95: Record<string, number> }>;
+}
+
+interface Options {
+  pairs: LabelledPair[];
+  populations: number[];
+  targetFmr: number;
+  thresholds: number[];
+  configured: Array<{ name: string; threshold: number }>;
+}
+
+function parseList(raw: string | undefined, fallback: number[]): number[] {
+  if (!raw) return fallback;
+  const xs = raw.split(',').map((x) => Number(x.trim()));
+  if (xs.some((x) => !Number.isFinite(x))) throw new Error(`not a list of numbers: ${raw}`);
+  return xs;
+}
+
+/** Embeds every distinct image once with the product's pipeline; an image without a face is a failure to acquire. */
+async function embedImages(engine: FaceEngine, files: string[]): Promise<{ embeddings: Map<string, number[]>; failed: Map<string, string> }> {
+  const embeddings = new Map<string, number[]>();
+  const failed = new Map<string, string>();
+  for (const file of files) {
+    try {
+      const { jpeg } = await normaliseUpload(readFileSync(file));
+      const live = await engine.liveness(jpeg, 'largest', { quality: false });
+      embeddings.set(file, (await engine.embed(jpeg, live.face.landmarks5)).embedding);
+    } catch (e) {
+      if (!isFaceError(e)) throw e;
+      failed.set(file, e.code);
+    }
+  }
+  return { embeddings, failed };
+}
+
+export function report(group: string, scored: Array<{ same: boolean; score: number }>, o: Omit<Options, 'pairs'>): GroupReport {
+  const genuine = scored.filter((s) => s.same).map((s) => s.score);
+  const impostor = scored.filter((s) => !s.same).map((s) => s.score);
+  const pops = (f: (n: number) => number) => Object.fromEntries(o.populations.map((n) => [String(n), f(n)]));
+  return {
+    group,
+    genuinePairs: genuine.length,
+    impostorPairs: impostor.length,
+    genuineMin: genuine.length ? Math.min(...genuine) : null,
+    impostorMax: impostor.length ? Math.max(...impostor) : null,
+    table: thresholdTable(genuine, impostor, o.thresholds, o.populations.at(-1)!),
+    target: thresholdForTargetFmr(impostor, o.targetFmr, o.thresholds),
+    configured: o.configured.map(({ name, threshold }) => {
+      const [row] = thresholdTable(genuine, impostor, [threshold], 1);
+      return {
+        name,
+        threshold,
+        fmr: row!.fmr.rate,
+        fmrUpper95: row!.fmr.upper95,
+        fnmr: row!.fnmr.rate,
+        fpir: pops((n) => fpirAt(row!.fmr.rate, n)),
+        fpirUpper95: pops((n) => fpirAt(row!.fmr.upper95, n)),
+      };
+    }),
+  };
+}
+
+const pct = (x: number) => (Number.isNaN(x) ? 'n/a' : x === 0 ? '0' : x < 1e-4 ? x.toExponential(1) : `${(x * 100).toFixed(2)}%`).padStart(7);
+
+function print(r: GroupReport, populations: number[]): void {
+  const n = populations.at(-1)!;
+  console.log(`\n== ${r.group}: ${r.genuinePairs} same-person pairs, ${r.impostorPairs} different-person pairs` +
+    (r.genuineMin !== null ? `; lowest same-person score ${r.genuineMin.toFixed(3)}` : '') +
+    (r.impostorMax !== null ? `; highest different-person score ${r.impostorMax.toFixed(3)}` : ''));
+  console.log(`threshold  FMR     (95% upper)  FNMR    (95% upper)  FPIR at N=${n.toLocaleString('en')} (from the upper bound)`);
+  for (const row of r.table) {
+    console.log(`  ${row.threshold.toFixed(3)}   ${pct(row.fmr.rate)}  (${pct(row.fmr.upper95)})     ${pct(row.fnmr.rate)}  (${pct(row.fnmr.upper95)})     ${pct(row.fpir)} (${pct(row.fpirUpper95)})`);
+  }
+  for (const c of r.configured) {
+    const fp = populations.map((p) => `N=${p.toLocaleString('en')}: ${pct(c.fpir[String(p)]!).trim()} (≤ ${pct(c.fpirUpper95[String(p)]!).trim()})`).join(', ');
+    console.log(`  configured ${c.name} ${c.threshold}: FMR ${pct(c.fmr).trim()} (≤ ${pct(c.fmrUpper95).trim()}), FNMR ${pct(c.fnmr).trim()}; FPIR ${fp}`);
+  }
+  console.log(r.target.threshold !== null ? `  threshold for the target FMR: ${r.target.threshold}` : `  threshold for the target FMR: none (${r.target.reason})`);
+}
+
+export async function evaluate(o: Options, engine: FaceEngine): Promise<{ groups: GroupReport[]; failedImages: Record<string, string>; pairsSkipped: number }> {
+  const files = [...new Set(o.pairs.flatMap((p) => [p.a, p.b]))];
+  const { embeddings, failed } = await embedImages(engine, files);
+  const scored: Array<{ same: boolean; score: number; group?: string }> = [];
+  let skipped = 0;
+  for (const p of o.pairs) {
+    const a = embeddings.get(p.a), b = embeddings.get(p.b);
+    if (!a || !b) {
+      skipped++;
+      continue;
+    }
+    scored.push({ same: p.same, score: cosine(a, b), group: p.group });
+  }
+  const groups = [report('all', scored, o)];
+  for (const g of [...new Set(scored.map((s) => s.group).filter((g): g is string => !!g))].sort()) {
+    groups.push(report(g, scored.filter((s) => s.group === g), o));
+  }
+  return { groups, failedImages: Object.fromEntries([...failed].map(([f, c]) => [path.relative(ROOT, f), c])), pairsSkipped: skipped };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      pairs: { type: 'string' },
+      dir: { type: 'string' },
+      population: { type: 'string' },
+      'target-fmr': { type: 'string' },
+      thresholds: { type: 'string' },
+      json: { type: 'string' },
+    },
+  });
+  if (!values.pairs === !values.dir) {
+    console.error('usage: npm run evaluate -- --pairs FILE.csv | --dir DIR [--population N,...] [--target-fmr X] [--thresholds t,...] [--json FILE]');
+    process.exit(2);
+  }
+  const cfg = loadConfig();
+  const configured = [
+    { name: 'MATCH_THRESHOLD', threshold: cfg.matchThreshold },
+    { name: 'IDENTIFY_MATCH_THRESHOLD', threshold: cfg.identifyMatchThreshold },
+    ...(['dedupeThreshold', 'dedupeReviewThreshold'] as const)
+      .filter((k) => typeof (cfg as unknown as Record<string, unknown>)[k] === 'number')
+      .map((k) => ({ name: k === 'dedupeThreshold' ? 'DEDUPE_THRESHOLD' : 'DEDUPE_REVIEW_THRESHOLD', threshold: (cfg as unknown as Record<string, number>)[k]! })),
+  ];
+  const grid = Array.from({ length: 13 }, (_, i) => Number((0.2 + 0.05 * i).toFixed(2)));
+  const thresholds = [...new Set(parseList(values.thresholds, [...grid, ...configured.map((c) => c.threshold)]))].sort((a, b) => a - b);
+  const populations = parseList(values.population, [1_000, 100_000, 1_000_000]);
+  const targetFmr = Number(values['target-fmr'] ?? 1e-4);
+  const pairs = values.pairs ? readManifest(values.pairs) : pairsFromFolder(values.dir!);
+  const engine = await FaceEngine.load(path.resolve(ROOT, cfg.faceModelsDir));
+  const t0 = Date.now();
+  const result = await evaluate({ pairs, populations, targetFmr, thresholds, configured }, engine);
+  await engine.release();
+  console.log(`evaluated ${pairs.length} pairs of ${new Set(pairs.flatMap((p) => [p.a, p.b])).size} images in ${((Date.now() - t0) / 1000).toFixed(1)} s` +
+    `; target FMR ${targetFmr}; ${Object.keys(result.failedImages).length} images without a usable face (${result.pairsSkipped} pairs skipped)`);
+  for (const [f, code] of Object.entries(result.failedImages)) console.log(`  failure to acquire: ${f} (${code})`);
+  for (const g of result.groups) print(g, populations);
+  if (values.json) writeFileSync(values.json, JSON.stringify({ targetFmr, populations, ...result }, null, 2));
+  const all = result.groups[0]!;
+  console.log(JSON.stringify({ pairs: pairs.length, genuinePairs: all.genuinePairs, impostorPairs: all.impostorPairs, genuineMin: all.genuineMin, impostorMax: all.impostorMax, targetFmr, thresholdForTarget: all.target.threshold, configured: all.configured }));
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main().catch((e) => {
+    console.error(e instanceof Error ? e.message : e);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,118 @@
+/**
+ * `npm run evaluate`: the statistics it prints (exact binomial bounds, the rule of three, FPIR at N),
+ * the manifest and folder readers, and a whole run of the real pipeline on the project's labelled photos.
+ */
+import test from 'ava';
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, copyFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { fpirAt, lowerBound, thresholdForTargetFmr, thresholdTable, upperBound } from '../scripts/evaluate/stats.js';
+import { ManifestError, pairsFromFolder, readManifest } from '../scripts/evaluate/manifest.js';
+import { FIXTURES_DIR } from './fixtures/faces/labels.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const run = promisify(execFile);
+
+test('zero errors in n trials: the 95 % upper bound is about 3/n (the rule of three)', (t) => {
+  for (const n of [100, 3000, 1_000_000]) {
+    const u = upperBound(0, n);
+    // n·u tends to -ln(0.05) = 2.996 from below (2.95 at n = 100).
+    t.true(u * n > 2.9 && u * n < 2.996, `n=${n}: ${u * n}`);
+  }
+  t.is(lowerBound(0, 100), 0);
+});
+
+test('the bounds are exact Clopper-Pearson (one-sided 95 %)', (t) => {
+  // 1 error in 10: one-sided 95 % upper bound 0.3942 (= Beta(0.95; 2, 9)); lower bound 0.0051.
+  t.true(Math.abs(upperBound(1, 10) - 0.3942) < 5e-4, String(upperBound(1, 10)));
+  t.true(Math.abs(lowerBound(1, 10) - 0.00512) < 5e-5, String(lowerBound(1, 10)));
+  // 5 in 100: upper 0.1023.
+  t.true(Math.abs(upperBound(5, 100) - 0.1023) < 5e-4, String(upperBound(5, 100)));
+  t.is(upperBound(10, 10), 1);
+});
+
+test('FPIR at N grows as 1 - (1 - FMR)^N, about N x FMR while small', (t) => {
+  t.true(Math.abs(fpirAt(1e-8, 1_000_000) - 0.00995) < 1e-4);
+  t.true(Math.abs(fpirAt(1e-6, 1_000) - 1e-3) < 1e-5);
+  t.is(fpirAt(0, 1e9), 0);
+  t.true(fpirAt(1e-4, 1_000_000) > 0.9999);
+});
+
+test('the table counts impostors at or above and genuines below each threshold', (t) => {
+  const [row] = thresholdTable([0.5, 0.6, 0.4], [0.1, 0.45, 0.3, 0.2], [0.45], 1000);
+  t.is(row!.fmr.errors, 1);
+  t.is(row!.fmr.n, 4);
+  t.is(row!.fnmr.errors, 1);
+  t.is(row!.fnmr.n, 3);
+});
+
+test('a target FMR is claimed only when enough impostor comparisons back it', (t) => {
+  const few = thresholdForTargetFmr([0.1, 0.2, 0.3], 1e-3, [0.5]);
+  t.is(few.threshold, null);
+  t.regex(few.reason!, /needs at least 2995/);
+  // 5000 impostors, 10 of them at 0.6 and above: a 1e-3 bound needs at most ~1 error, so the threshold sits above all but ~1.
+  const impostor = [...Array.from({ length: 4990 }, (_, i) => (i / 4990) * 0.5), ...Array.from({ length: 10 }, (_, i) => 0.6 + i * 0.01)];
+  const ok = thresholdForTargetFmr(impostor, 1e-3, []);
+  t.truthy(ok.threshold);
+  const errors = impostor.filter((s) => s >= ok.threshold!).length;
+  t.true(upperBound(errors, impostor.length) <= 1e-3);
+  t.true(upperBound(errors + 1, impostor.length) > 1e-3 || ok.threshold! <= 0.5);
+});
+
+test('manifests: relative paths, labels and groups; a bad label is refused with its line', (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'eval-'));
+  writeFileSync(path.join(dir, 'm.csv'), '# comment\na,b,label,group\nx.jpg,y.jpg,same,F\n"x.jpg",z.jpg,impostor,\n');
+  const pairs = readManifest(path.join(dir, 'm.csv'));
+  t.deepEqual(pairs, [
+    { a: path.join(dir, 'x.jpg'), b: path.join(dir, 'y.jpg'), same: true, group: 'F' },
+    { a: path.join(dir, 'x.jpg'), b: path.join(dir, 'z.jpg'), same: false, group: undefined },
+  ]);
+  writeFileSync(path.join(dir, 'bad.csv'), 'a,b,label\nx.jpg,y.jpg,maybe\n');
+  t.throws(() => readManifest(path.join(dir, 'bad.csv')), { instanceOf: ManifestError, message: /bad\.csv:2: label/ });
+});
+
+test('a folder per person makes every same and different pair; groups.csv groups people', (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'eval-'));
+  for (const [p, files] of [['ada', ['1.jpg', '2.jpg']], ['bola', ['1.png']], ['chi', ['1.jpg']]] as const) {
+    mkdirSync(path.join(dir, p));
+    for (const f of files) writeFileSync(path.join(dir, p, f), '');
+  }
+  writeFileSync(path.join(dir, 'groups.csv'), 'person,group\nada,F\nbola,F\nchi,M\n');
+  const pairs = pairsFromFolder(dir);
+  t.is(pairs.length, 6);
+  t.is(pairs.filter((p) => p.same).length, 1);
+  t.is(pairs.filter((p) => !p.same && p.group === 'F').length, 2); // ada x bola, both F
+  t.is(pairs.filter((p) => !p.same && p.group === undefined).length, 3); // with chi: mixed groups
+});
+
+test('npm run evaluate on the project photos: the real pipeline separates them and says how little that proves', async (t) => {
+  const { stdout } = await run('node', ['--import', 'tsx', 'scripts/evaluate.ts', '--pairs', 'test/fixtures/faces/evaluation-pairs.csv', '--target-fmr', '1e-4'], {
+    cwd: ROOT,
+    env: { ...process.env, NODE_ENV: 'development' },
+  });
+  const summary = JSON.parse(stdout.trim().split('\n').at(-1)!);
+  t.is(summary.genuinePairs, 6);
+  t.is(summary.impostorPairs, 48);
+  t.true(summary.genuineMin > summary.impostorMax, 'the fixtures separate');
+  t.is(summary.thresholdForTarget, null, '48 impostor pairs cannot claim an FMR of 1e-4');
+  t.regex(stdout, /the target needs at least 29956/);
+  t.regex(stdout, /== M: 6 same-person pairs, 22 different-person pairs/);
+  const match = summary.configured.find((c: { name: string }) => c.name === 'MATCH_THRESHOLD');
+  t.is(match.fmr, 0);
+  t.true(Math.abs(match.fmrUpper95 - upperBound(0, 48)) < 1e-12);
+});
+
+test('an image without a face is a failure to acquire and its pairs are skipped, not scored', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'eval-'));
+  for (const f of ['lfw/Bush_1.png', 'lfw/Bush_2.png', 'no_face_fruits.jpg']) copyFileSync(path.join(FIXTURES_DIR, f), path.join(dir, path.basename(f)));
+  writeFileSync(path.join(dir, 'm.csv'), 'a,b,label\nBush_1.png,Bush_2.png,same\nBush_1.png,no_face_fruits.jpg,different\n');
+  const { stdout } = await run('node', ['--import', 'tsx', 'scripts/evaluate.ts', '--pairs', path.join(dir, 'm.csv')], { cwd: ROOT, env: { ...process.env, NODE_ENV: 'development' } });
+  t.regex(stdout, /1 images without a usable face \(1 pairs skipped\)/);
+  t.regex(stdout, /failure to acquire: .*no_face_fruits\.jpg \(no_face\)/);
+  const summary = JSON.parse(stdout.trim().split('\n').at(-1)!);
+  t.is(summary.genuinePairs, 1);
+  t.is(summary.impostorPairs, 0);
+});
