@@ -8,7 +8,7 @@ import test from 'ava';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { AppError } from '../shared/errors.js';
-import { JobClient } from '../shared/job-client.js';
+import { JobClient } from '../shared/face-path/job-client.js';
 import { startSearchRunner } from './helpers/search-runner.js';
 import { ROOT, startHarness, type Harness } from './helpers/harness.js';
 import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';

@@ -1,8 +1,9 @@
 /** The awaited-job helper: result, removal from Redis, and timeout with withdrawal when no worker runs. */
 import test from 'ava';
-import { bullPrefix, JobClient } from '../shared/job-client.js';
+import { JobClient } from '../shared/face-path/job-client.js';
+import { bullPrefix } from '../shared/jobs/contract.js';
 import { createRedis } from '../shared/redis.js';
-import { replyListKey } from '../shared/jobs/reply.js';
+import { replyListKey } from '../shared/face-path/replies.js';
 import type { QueueRunner } from '../workers/run-queue.js';
 import { startSearchRunner } from './helpers/search-runner.js';
 import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';

@@ -6,8 +6,8 @@
  * Face outcomes of the photo (`invalid_image`, `no_face`, `multiple_faces`) are job results; anything
  * else the engine throws is an engine fault and fails the job (the API answers 503).
  */
-import { openBuffer, sealEmbedding, sealToBuffer } from '../../shared/sealed-embedding.js';
-import { newHandoffRef, RedisFaceHandoff, type FaceHandoff } from '../../shared/jobs/face-handoff.js';
+import { openBuffer, sealEmbedding, sealToBuffer } from '../../shared/face-path/sealing.js';
+import { newHandoffRef, RedisFaceHandoff, type FaceHandoff } from '../../shared/face-path/handoff.js';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -53,7 +53,7 @@ export class WorkerClocks {
 
 /**
  * The liveness stage as a job: the engine's call, with photo outcomes turned into results, and the
- * chosen face aligned, sealed and handed to the embed job through Redis (shared/jobs/face-handoff.ts).
+ * chosen face aligned, sealed and handed to the embed job through Redis (shared/face-path/handoff.ts).
  * Its `ms` is the stage's own time in the worker.
  */
 export async function livenessHandler(

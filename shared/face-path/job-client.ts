@@ -1,0 +1,212 @@
+/**
+ * Enqueue a face/search job and await its result, so that API endpoints stay synchronous; and the
+ * plain queue handle through which a deferred job is enqueued by its contract (shared/jobs/upstream.ts).
+ *
+ * - Every job carries a deadline; a job still waiting when its deadline passes is withdrawn from the
+ *   queue (and a worker that picks one up late skips it), so a timed-out request never runs later.
+ * - The result comes back on this process's reply list (./replies.ts), never through BullMQ's
+ *   events stream; the worker removes the job (its payload) when it finishes: no job hash with a face
+ *   image or embedding lingers.
+ * - Timeouts and an unreachable Redis become 503 `face_engine_unavailable` / `dependency_unavailable`.
+ */
+import { randomUUID } from 'node:crypto';
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { AppError } from '../errors.js';
+import { bullPrefix, QUEUE_OPTIONS, type AwaitedJobContract } from '../jobs/contract.js';
+import { AWAITED_QUEUE_NAMES, JOB_CONTRACTS, type JobContracts, type JobEnvelope, type QueueName } from '../jobs/index.js';
+import { bullConnection } from '../redis.js';
+import { JobAdmission, type AdmissionOptions, type QueueState } from './admission.js';
+import { DeadlineError, msUntil, withDeadline, withdraw } from './deadline.js';
+import { replyListKey } from './replies.js';
+import { ReplyReader, type ReplyWaiter } from './reply-reader.js';
+
+export interface JobClientOptions {
+  redisUrl: string;
+  redisPrefix: string;
+  timeoutMs: number;
+  /** Fail fast (./admission.ts): no worker, Redis down or too much waiting work is a 503 before enqueueing. */
+  admission?: AdmissionOptions & { onSample?: (queue: QueueName, state: QueueState) => void };
+}
+
+export interface StartOptions {
+  timeoutMs?: number;
+  /**
+   * Values the job reads from Redis (./handoff.ts), written just before it on the
+   * same connection (no extra round trip), after admission, and expiring at the job's deadline.
+   */
+  withValues?: { key: string; value: Buffer }[];
+  /** The first job's id (default: a new UUID). */
+  jobId?: string;
+  /** The stages the workers add after the first job (JobContext.followOn), by queue and the id they will carry. */
+  followOns?: { queue: QueueName; jobId: string }[];
+}
+
+/** A request's stages after JobClient.start: each stage's result, awaited within the shared deadline. */
+export interface StagedRun {
+  /** The first job's id. */
+  jobId: string;
+  /**
+   * Resolves with the result of the stage's job (the first job, or a follow-on by its id); 503
+   * `face_engine_unavailable` when it fails or the deadline passes (which also gives up the others).
+   */
+  result<S extends QueueName>(stage: S, jobId: string): Promise<JobContracts[S]['result']>;
+  /** Stops awaiting every stage: replies that still come are dropped (a capture decided early). */
+  abandon(): void;
+}
+
+export class JobTimeoutError extends AppError {
+  constructor(queue: QueueName, timeoutMs: number, readonly withdrawn: boolean, retryAfter?: number) {
+    super('face_engine_unavailable', `The face engine did not answer within ${timeoutMs} ms`, {
+      details: { queue, withdrawn },
+      retryAfter,
+    });
+  }
+}
+
+/** One stage of a run: its job id, queue and the waiter of its reply. */
+interface Stage {
+  queue: QueueName;
+  jobId: string;
+}
+
+/**
+ * The waiters of one request's stages, registered before anything is enqueued, sharing one deadline.
+ * A stage that times out gives up the others too: nobody awaits the rest of the request.
+ */
+class RunStages implements StagedRun {
+  private readonly waiters = new Map<string, { queue: QueueName; waiter: ReplyWaiter }>();
+
+  constructor(
+    readonly jobId: string,
+    stages: Stage[],
+    reader: ReplyReader,
+    private readonly deadlineAt: number,
+    private readonly timeoutMs: number,
+    private readonly client: { queue(name: QueueName): Queue; retryAfter: number | undefined },
+  ) {
+    for (const s of stages) this.waiters.set(s.jobId, { queue: s.queue, waiter: reader.wait(s.jobId) });
+  }
+
+  abandon = (): void => {
+    for (const { waiter } of this.waiters.values()) waiter.cancel();
+  };
+
+  result = async <S extends QueueName>(stage: S, id: string): Promise<JobContracts[S]['result']> => {
+    const entry = this.waiters.get(id);
+    if (!entry || entry.queue !== stage) throw new Error(`no stage "${stage}" with job id ${id} in this run`);
+    try {
+      return (await withDeadline(entry.waiter.result, this.deadlineAt)) as JobContracts[S]['result'];
+    } catch (e) {
+      if (e instanceof DeadlineError) {
+        // Nobody awaits this request's later stages either; a worker that picks one up late skips it.
+        this.abandon();
+        const withdrawn = await withdraw(this.client.queue(stage), id);
+        throw new JobTimeoutError(stage, this.timeoutMs, withdrawn, this.client.retryAfter);
+      }
+      throw new AppError('face_engine_unavailable', 'The face engine failed to process the request', {
+        retryAfter: this.client.retryAfter,
+        details: { queue: stage },
+        cause: e,
+      });
+    }
+  };
+}
+
+export class JobClient {
+  private readonly connections: Redis[] = [];
+  private readonly queues = new Map<QueueName, Queue>();
+  private readonly reader: ReplyReader;
+  private readonly admission: JobAdmission | undefined;
+  /** Every 503 of a job says when to try again (the fail-fast setting; none without admission). */
+  get retryAfter(): number | undefined {
+    return this.opts.admission?.retryAfterSeconds;
+  }
+
+  private readonly queueConnection: Redis;
+
+  constructor(private readonly opts: JobClientOptions) {
+    // One connection for adding jobs to every queue, one for the blocking reply reader. The awaited
+    // queues' handles open now (admission samples them); a deferred queue's handle opens on first use.
+    this.queueConnection = this.connection();
+    for (const name of AWAITED_QUEUE_NAMES) this.queue(name);
+    this.reader = new ReplyReader(this.connection(), replyListKey(opts.redisPrefix, randomUUID()));
+    this.admission = opts.admission ? new JobAdmission(this.queueConnection, this.queues, opts.admission, opts.admission.onSample) : undefined;
+  }
+
+  private connection(): Redis {
+    const c = bullConnection(this.opts.redisUrl);
+    c.on('error', () => {}); // reported through /health and the request that hits it
+    this.connections.push(c);
+    return c;
+  }
+
+  /** The queue's handle (for a deferred queue, what its contract's enqueue function takes). */
+  queue(name: QueueName): Queue {
+    let queue = this.queues.get(name);
+    if (!queue) {
+      queue = new Queue(name, { connection: this.queueConnection, prefix: bullPrefix(this.opts.redisPrefix), ...QUEUE_OPTIONS });
+      // Connection errors surface through /health and the requests that meet them, not as noise.
+      queue.on('error', () => {});
+      this.queues.set(name, queue);
+    }
+    return queue;
+  }
+
+  /**
+   * Runs one job of an awaited queue and returns its result; throws AppError 503 on timeout or when
+   * Redis is down. A deferred queue's job is enqueued through its contract instead (a programming error here).
+   */
+  async run<Q extends QueueName>(name: Q, payload: JobContracts[Q]['payload'], opts: StartOptions = {}): Promise<JobContracts[Q]['result']> {
+    const run = await this.start(name, payload, opts);
+    return run.result(name, run.jobId);
+  }
+
+  /**
+   * Adds the first job of a request's stages and returns a handle on every stage's result. The later
+   * stages (`followOns`) are added by the workers themselves (JobContext.followOn) under the ids given
+   * here, whose waiters are registered before anything is enqueued, so no reply can be missed; every
+   * stage shares the first job's deadline. Admission (fail fast) covers every queue named.
+   */
+  async start<Q extends QueueName>(name: Q, payload: JobContracts[Q]['payload'], opts: StartOptions = {}): Promise<StagedRun> {
+    if (JOB_CONTRACTS[name].delivery !== 'awaited') throw new Error(`queue "${name}" is deferred: enqueue its jobs through its contract, nobody awaits them`);
+    const timeoutMs = opts.timeoutMs ?? this.opts.timeoutMs;
+    const followOns = opts.followOns ?? [];
+    // Before anything is enqueued: a 503 at once rather than a wait nobody will end.
+    if (this.admission) for (const q of new Set([name, ...followOns.map((f) => f.queue)])) await this.admission.admit(q);
+    const deadlineAt = Date.now() + timeoutMs;
+    // Our own id, so that the waiters are registered before the job exists.
+    const jobId = opts.jobId ?? randomUUID();
+    const stages = new RunStages(jobId, [{ queue: name, jobId }, ...followOns], this.reader, deadlineAt, timeoutMs, this);
+    try {
+      await withDeadline(this.enqueue(name, { deadlineAt, payload, replyTo: this.reader.key }, jobId, opts.withValues ?? []), deadlineAt);
+    } catch (e) {
+      stages.abandon();
+      if (!(e instanceof DeadlineError)) throw new AppError('dependency_unavailable', 'The job queue (Redis) is unavailable', { cause: e, retryAfter: this.retryAfter });
+      // The add may still land: withdraw it if it does (best effort; a late worker skips it anyway).
+      void this.queue(name).remove(jobId).catch(() => {});
+      throw new AppError('dependency_unavailable', 'The job queue (Redis) is unavailable', { retryAfter: this.retryAfter });
+    }
+    return stages;
+  }
+
+  /** Writes the job's side values, then adds the job, on one connection: Redis applies them in that order. */
+  private async enqueue<Q extends QueueName>(name: Q, envelope: JobEnvelope<Q>, jobId: string, values: { key: string; value: Buffer }[]): Promise<void> {
+    const written = values.map(({ key, value }) => this.queueConnection.set(key, value, 'PX', msUntil(envelope.deadlineAt)));
+    // The contract of queue Q takes Q's envelope (TypeScript cannot correlate the two through the union).
+    const contract = JOB_CONTRACTS[name] as AwaitedJobContract<Q, JobContracts[Q]['payload']>;
+    const added = contract.enqueue(this.queue(name), envelope, jobId);
+    await Promise.all([...written, added]);
+  }
+
+  /** Counts of jobs per state, for /health and the tests. */
+  async counts(name: QueueName): Promise<Record<string, number>> {
+    return this.queue(name).getJobCounts('waiting', 'active', 'delayed', 'completed', 'failed', 'prioritized');
+  }
+
+  async close(): Promise<void> {
+    await this.reader.close();
+    await Promise.allSettled([...this.queues.values()].map((q) => q.close()));
+    await Promise.allSettled(this.connections.map((c) => c.quit().catch(() => c.disconnect())));
+  }
+}
