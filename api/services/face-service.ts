@@ -27,6 +27,7 @@ import type { Config } from '../../shared/config.js';
 import { AppError } from '../../shared/errors.js';
 import { newResultKey, openEmbedding, sealToBuffer } from '../../shared/face-path/sealing.js';
 import { handoffKey, newHandoffRef } from '../../shared/face-path/handoff.js';
+import { searchEmbeddingValue } from '../../shared/face-path/search-embedding.js';
 import { JobTimeoutError, type JobClient } from '../../shared/face-path/job-client.js';
 import type { DetectedFace, JobContracts, LivenessJobResult, QueueName, SearchHit, SearchRequest, SearchResult } from '../../shared/jobs/index.js';
 import type { QualityAssessment } from '../../shared/face/quality.js';
@@ -277,7 +278,9 @@ export class FaceService {
     minSeqRead?: Promise<string>,
   ): Promise<{ hits: SearchHit[]; appliedSeq: string; indexSize: number; ms: number }> {
     const minSeq = await (minSeqRead ?? this.deps.embeddings.currentSeq());
-    const r = await this.job('search', { op: 'knn', embedding, k, minSeq }, deadlineAt);
+    // The embedding goes sealed beside the job, not in it (shared/face-path/search-embedding.ts).
+    const probe = searchEmbeddingValue(this.deps.config.redisPrefix, embedding);
+    const r = await this.job('search', { op: 'knn', ...probe.ref, k, minSeq }, deadlineAt, [probe.value]);
     if (r.op !== 'knn') throw new Error('search worker answered another op');
     this.deps.metrics.stage('search', r.ms);
     return { hits: r.hits, appliedSeq: r.appliedSeq, indexSize: r.indexSize, ms: r.ms };
@@ -321,7 +324,8 @@ export class FaceService {
 
   /** 1:1 against a user's canonical embedding (the `compare` op; no search). score null: none stored. */
   async compareWithUser(embedding: number[], userId: string, deadlineAt = this.budget()): Promise<{ score: number | null; reason?: 'no_embedding' | 'engine_version_mismatch'; ms: number }> {
-    const r = await this.job('search', { op: 'compare', embedding, userId }, deadlineAt);
+    const probe = searchEmbeddingValue(this.deps.config.redisPrefix, embedding);
+    const r = await this.job('search', { op: 'compare', ...probe.ref, userId }, deadlineAt, [probe.value]);
     if (r.op !== 'compare') throw new Error('search worker answered another op');
     this.deps.metrics.stage('search', r.ms);
     return { score: r.score === null ? null : round4(r.score), ...(r.reason ? { reason: r.reason } : {}), ms: r.ms };

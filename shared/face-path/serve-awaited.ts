@@ -61,7 +61,7 @@ export async function serveAwaitedJob<Q extends QueueName>(
   const { deadlineAt, replyTo, payload } = readEnvelope(job, queue);
   if (side.now() > deadlineAt) {
     side.onExpired(job, side.now() - deadlineAt);
-    // Wipe the payload (an embedding) now rather than when the job ages out.
+    // Wipe the payload (refs and keys) now rather than when the job ages out.
     await job.updateData({ deadlineAt, payload: null }).catch(() => {});
     throw new UnrecoverableError(EXPIRED_REASON);
   }

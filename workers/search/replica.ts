@@ -557,7 +557,7 @@ export class IndexReplica {
   }
 
   /** The `compare` op: cosine with the user's canonical embedding, read from PostgreSQL (always current). */
-  async compare(embedding: number[], userId: string): Promise<Extract<SearchResult, { op: 'compare' }>> {
+  async compare(embedding: ArrayLike<number>, userId: string): Promise<Extract<SearchResult, { op: 'compare' }>> {
     const t0 = performance.now();
     assertEmbedding(embedding, 'embedding');
     const row = UUID.test(userId) ? await this.source.readOne(userId) : undefined;
