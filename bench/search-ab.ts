@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { DEFAULT_EXACT_CANDIDATES, SketchEngine } from '../workers/search/sketch-engine.js';
-import { SketchIndex, VectorStore } from '../workers/search/native.js';
+import { SketchIndex, VectorStore } from '../workers/search/search-kernel.js';
 import { openDataset } from './search-data.js';
 import { DIM, summarise } from './lib.js';
 

@@ -6,7 +6,7 @@
  * `VectorStore.rerank`.
  */
 import test from 'ava';
-import { SketchIndex, VectorStore, scanIsa } from '../workers/search/native.js';
+import { SketchIndex, VectorStore, scanIsa } from '../workers/search/search-kernel.js';
 
 const D = 512;
 const BYTES = 64;
