@@ -6,7 +6,7 @@
  *
  *   node --expose-gc --import tsx bench/search-ab.ts OLD_ADDON DIR [DIR...]
  *
- * OLD_ADDON: a faiss-node.node built from an earlier scripts/faiss-node/src/sketch.cc (binding version
+ * OLD_ADDON: a faiss-node.node built from an earlier native/search-kernel/src/sketch.cc (binding version
  * 2: search(queries, k) without refine, scores(query, positions)). DIR as for bench/search-engine.ts
  * (its cached DIR/sketch-codes.bin and sketch-mean.f32 are used: run that first).
  */

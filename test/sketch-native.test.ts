@@ -1,5 +1,5 @@
 /**
- * The project's native Hamming scan and exact re-rank (scripts/faiss-node/src/sketch.cc) against a
+ * The project's native Hamming scan and exact re-rank (native/search-kernel/src/sketch.cc) against a
  * brute-force reference in JS: the k live rows of smallest Hamming distance, ties in row order, with
  * tombstones, for the AVX-512 kernel and the portable one, one query at a time and in a batch, with
  * enough rows (> 65,536) for the sampled starting threshold to be used. And the refine step and
