@@ -22,8 +22,6 @@ import { bullPrefix, QUEUE_OPTIONS } from '../shared/jobs/contract.js';
 import type { Logger } from '../shared/logger.js';
 import { bullConnection, type Redis } from '../shared/redis.js';
 
-export { EXPIRED_REASON };
-
 export interface JobContext {
   job: Job;
   /** Epoch ms after which nobody awaits the result (Infinity for a deferred job: nobody awaits it). */

@@ -64,7 +64,7 @@ export class JobTimeoutError extends AppError {
   }
 }
 
-/** One stage of a run: its job id, queue and the waiter of its reply. */
+/** One stage of a run: its queue and the job id its worker gives it. */
 interface Stage {
   queue: QueueName;
   jobId: string;
