@@ -18,8 +18,7 @@ import { AWAITED_QUEUE_NAMES, JOB_CONTRACTS, type JobContracts, type JobEnvelope
 import { bullConnection } from '../redis.js';
 import { JobAdmission, type AdmissionOptions, type QueueState } from './admission.js';
 import { DeadlineError, msUntil, withDeadline, withdraw } from './deadline.js';
-import { replyListKey } from './replies.js';
-import { ReplyReader, type ReplyWaiter } from './reply-reader.js';
+import { parseReply, replyListKey } from './replies.js';
 
 export interface JobClientOptions {
   redisUrl: string;
@@ -61,6 +60,70 @@ export class JobTimeoutError extends AppError {
       details: { queue, withdrawn },
       retryAfter,
     });
+  }
+}
+
+interface ReplyWaiter {
+  result: Promise<unknown>;
+  /** Stops waiting: a reply that still comes is dropped. */
+  cancel(): void;
+}
+
+/**
+ * The one blocking reader of this process's reply list (./replies.ts): every awaited job names
+ * the list in its envelope and its worker pushes the result there, so each job costs this process one
+ * wake-up, for its own result (BullMQ's events streams, with 4-5 events per job, are not read at all).
+ */
+class ReplyReader {
+  private readonly waiters = new Map<string, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  private closing = false;
+  private readonly loop: Promise<void>;
+
+  constructor(
+    private readonly conn: Redis,
+    readonly key: string,
+  ) {
+    this.loop = this.consume();
+  }
+
+  private async consume(): Promise<void> {
+    while (!this.closing) {
+      let popped: [string, string] | null;
+      try {
+        // The timeout only bounds how long a closed connection goes unnoticed; replies wake it at once.
+        popped = await this.conn.blpop(this.key, 5);
+      } catch {
+        if (this.closing) return;
+        await new Promise((r) => setTimeout(r, 200)); // Redis down: waiters time out on their own
+        continue;
+      }
+      if (popped) this.deliver(popped[1]);
+    }
+  }
+
+  private deliver(raw: string): void {
+    const reply = parseReply(raw);
+    if (!reply) return;
+    const waiter = this.waiters.get(reply.id);
+    if (!waiter) return; // its caller gave up (deadline): nobody awaits it
+    this.waiters.delete(reply.id);
+    if (reply.ok) waiter.resolve(reply.result);
+    else waiter.reject(new Error(reply.error));
+  }
+
+  /** Registers a waiter BEFORE the job is added, so its reply cannot be missed. */
+  wait(jobId: string): ReplyWaiter {
+    const result = new Promise<unknown>((resolve, reject) => this.waiters.set(jobId, { resolve, reject }));
+    result.catch(() => {});
+    return { result, cancel: () => this.waiters.delete(jobId) };
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    for (const w of this.waiters.values()) w.reject(new Error('job client closing'));
+    this.waiters.clear();
+    this.conn.disconnect(); // ends the blocking BLPOP
+    await this.loop.catch(() => {});
   }
 }
 
