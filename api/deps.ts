@@ -7,7 +7,7 @@
 import type { Knex } from 'knex';
 import type { Config } from '../shared/config.js';
 import { createDb } from '../shared/db.js';
-import { JobClient } from '../shared/job-client.js';
+import { JobClient } from '../shared/face-path/job-client.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { createRedis, keySpace, type KeySpace, type Redis } from '../shared/redis.js';
 import { AuditEventsRepository } from '../shared/repositories/audit.js';

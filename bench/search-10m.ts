@@ -18,7 +18,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import os from 'node:os';
 import { SketchEngine, SketchKind } from '../workers/search/sketch-engine.js';
-import { SketchIndex, VectorStore } from '../workers/search/native.js';
+import { SketchIndex, VectorStore } from '../workers/search/search-kernel.js';
 import { openDataset } from './search-data.js';
 import { DIM, summarise } from './lib.js';
 

@@ -6,7 +6,7 @@
  *
  *   node --expose-gc --import tsx bench/search-ab.ts OLD_ADDON DIR [DIR...]
  *
- * OLD_ADDON: a faiss-node.node built from an earlier scripts/faiss-node/src/sketch.cc (binding version
+ * OLD_ADDON: a faiss-node.node built from an earlier native/search-kernel/src/sketch.cc (binding version
  * 2: search(queries, k) without refine, scores(query, positions)). DIR as for bench/search-engine.ts
  * (its cached DIR/sketch-codes.bin and sketch-mean.f32 are used: run that first).
  */
@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { DEFAULT_EXACT_CANDIDATES, SketchEngine } from '../workers/search/sketch-engine.js';
-import { SketchIndex, VectorStore } from '../workers/search/native.js';
+import { SketchIndex, VectorStore } from '../workers/search/search-kernel.js';
 import { openDataset } from './search-data.js';
 import { DIM, summarise } from './lib.js';
 

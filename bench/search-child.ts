@@ -16,7 +16,7 @@ import { createDb } from '../shared/db.js';
 import { createLogger } from '../shared/logger.js';
 import { IndexReplica } from '../workers/search/replica.js';
 import { SketchEngine } from '../workers/search/sketch-engine.js';
-import { VectorStore } from '../workers/search/native.js';
+import { VectorStore } from '../workers/search/search-kernel.js';
 import { FileChangeLogSource } from './search-file-source.js';
 import { openDataset } from './search-data.js';
 import { DIM, summarise, syntheticUserId } from './lib.js';

@@ -19,7 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { DEFAULT_EXACT_CANDIDATES, SketchEngine } from '../workers/search/sketch-engine.js';
-import { SketchIndex, VectorStore, fastIsa, scanIsa } from '../workers/search/native.js';
+import { SketchIndex, VectorStore, fastIsa, scanIsa } from '../workers/search/search-kernel.js';
 import { openDataset, readGallery } from './search-data.js';
 import { DIM, summarise } from './lib.js';
 

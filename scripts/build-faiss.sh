@@ -7,7 +7,7 @@
 #   1. installs libfaiss-dev + libopenblas-dev (Debian 12: faiss 1.7.3 with a static libfaiss.a) if missing;
 #   2. copies faiss-node's src/*.cc into a temporary folder, patched for the system faiss version
 #      (faiss 1.7.3 spells the id type faiss::Index::idx_t, faiss-node says faiss::idx_t);
-#   3. builds it with npm's bundled node-gyp and scripts/faiss-node/binding.gyp (-std=c++17 -fexceptions
+#   3. builds it with npm's bundled node-gyp and native/search-kernel/binding.gyp (-std=c++17 -fexceptions
 #      -frtti -O3; node-gyp's default -fno-rtti makes write() segfault), linking
 #      libfaiss.a -lblas -llapack -fopenmp;
 #   4. installs the result as node_modules/faiss-node/build/Release/faiss-node.node, where faiss-node's
@@ -24,13 +24,13 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 FAISS_NODE_DIR="$ROOT/node_modules/faiss-node"
 ADDON="$FAISS_NODE_DIR/build/Release/faiss-node.node"
-GYP_FILE="$ROOT/scripts/faiss-node/binding.gyp"
+GYP_FILE="$ROOT/native/search-kernel/binding.gyp"
 APT_PACKAGES=(libfaiss-dev libopenblas-dev)
 
 log() { echo "build-faiss: $*"; }
 die() { echo "build-faiss: ERROR: $*" >&2; exit 1; }
 
-# The project's own classes (scripts/faiss-node/src/*.cc) must be in the addon too, at this version.
+# The project's own classes (native/search-kernel/src/*.cc) must be in the addon too, at this version.
 PROJECT_BINDING_VERSION=3
 faiss_loads() {
   node --input-type=commonjs -e "require('faiss-node'); const b = require('$ADDON'); if (b.projectBindingVersion !== $PROJECT_BINDING_VERSION) process.exit(3)" >/dev/null 2>&1
@@ -91,7 +91,7 @@ assert.equal(ivf.ntotal(), 200);
 assert.equal(ivf.search(xs[5], 2).labels[0], 5);
 const ivf2 = Index.fromBuffer(ivf.toBuffer());
 assert.equal(ivf2.search(xs[123], 1).labels[0], 123);
-// The project's SketchIndex / VectorStore (scripts/faiss-node/src/sketch.cc).
+// The project's SketchIndex / VectorStore (native/search-kernel/src/sketch.cc).
 const ext = require(require('path').join(require('path').dirname(require.resolve('faiss-node/package.json')), 'build/Release/faiss-node.node'));
 const sk = new ext.SketchIndex(d, 512, 1234);
 const xf = new Float32Array(xs.flat());
@@ -219,7 +219,7 @@ build_from_system_faiss() {
   cp "$FAISS_NODE_DIR"/src/*.h "$work/src/" 2>/dev/null || true
   # The project's own classes (SketchIndex, VectorStore): compiled into the same addon and registered
   # from faiss-node's Init.
-  cp "$ROOT"/scripts/faiss-node/src/*.cc "$work/src/"
+  cp "$ROOT"/native/search-kernel/src/*.cc "$work/src/"
   grep -q 'IndexFlatIP::Init(env, exports);' "$work/src/faiss.cc" || die "faiss-node's Init no longer looks as expected"
   sed -i 's/^Napi::Object Init(Napi::Env env, Napi::Object exports)$/Napi::Object ProjectExtensionsInit(Napi::Env env, Napi::Object exports);\n&/; s/IndexFlatIP::Init(env, exports);/&\n  ProjectExtensionsInit(env, exports);/' "$work/src/faiss.cc"
   grep -q 'ProjectExtensionsInit(env, exports);' "$work/src/faiss.cc" || die "could not register the project's classes in faiss-node's Init"

@@ -4,14 +4,14 @@
  *
  * The face models run on a process's main thread, so while a face process runs one stage its own
  * workers of the other queues cannot act. A follow-on job must still go to another process's idle
- * worker at once, not wait for the busy process (workers/run-queue.ts `wakeIdleWorker`).
+ * worker at once, not wait for the busy process (shared/face-path/follow-on.ts `wakeIdleWorker`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
-import { JobClient } from '../shared/job-client.js';
+import { JobClient } from '../shared/face-path/job-client.js';
 import { AppError } from '../shared/errors.js';
 import { createRedis } from '../shared/redis.js';
 import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';

@@ -8,8 +8,8 @@ import test from 'ava';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { AppError } from '../shared/errors.js';
-import { JobClient } from '../shared/job-client.js';
-import { startSearchRunner } from './helpers/search-runner.js';
+import { JobClient } from '../shared/face-path/job-client.js';
+import { startSearchRunner, UNREAD_PROBE } from './helpers/search-runner.js';
 import { ROOT, startHarness, type Harness } from './helpers/harness.js';
 import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';
 import { client } from './helpers/http.js';
@@ -58,7 +58,7 @@ test('a worker that starts is used at once; a queue over its waiting bound answe
   const prefix = testRedisPrefix();
   const jobs = new JobClient({ redisUrl: TEST_REDIS_URL, redisPrefix: prefix, timeoutMs: 5000, admission: ADMISSION });
   try {
-    const none = await t.throwsAsync(jobs.run('search', { op: 'compare', embedding: [1], userId: 'u' }));
+    const none = await t.throwsAsync(jobs.run('search', { op: 'compare', ...UNREAD_PROBE, userId: 'u' }));
     t.is((none as AppError).code, 'face_engine_unavailable');
     t.is((none as AppError).retryAfter, 5);
     t.like((none as AppError).details, { reason: 'no_worker' });
@@ -68,12 +68,12 @@ test('a worker that starts is used at once; a queue over its waiting bound answe
     const hold = new Promise<void>((r) => (release = r));
     const worker = await echoWorker(prefix, hold);
     // One job held by the worker (active), two waiting: the bound (2) is reached.
-    const held = [jobs.run('search', { op: 'compare', embedding: [1], userId: 'a' })];
+    const held = [jobs.run('search', { op: 'compare', ...UNREAD_PROBE, userId: 'a' })];
     await new Promise((r) => setTimeout(r, 300));
-    held.push(jobs.run('search', { op: 'compare', embedding: [1], userId: 'b' }), jobs.run('search', { op: 'compare', embedding: [1], userId: 'c' }));
+    held.push(jobs.run('search', { op: 'compare', ...UNREAD_PROBE, userId: 'b' }), jobs.run('search', { op: 'compare', ...UNREAD_PROBE, userId: 'c' }));
     await new Promise((r) => setTimeout(r, 700)); // past sampleMs: the next call samples again
     const started = Date.now();
-    const full = await t.throwsAsync(jobs.run('search', { op: 'compare', embedding: [1], userId: 'd' }));
+    const full = await t.throwsAsync(jobs.run('search', { op: 'compare', ...UNREAD_PROBE, userId: 'd' }));
     t.true(Date.now() - started < 1000);
     t.is((full as AppError).code, 'face_engine_unavailable');
     t.like((full as AppError).details, { reason: 'overloaded', waiting: 2 });
@@ -93,12 +93,12 @@ test('Redis unreachable: 503 dependency_unavailable with Retry-After within a se
   const jobs = new JobClient({ redisUrl: redis.url, redisPrefix: prefix, timeoutMs: 10_000, admission: ADMISSION });
   const worker = await startSearchRunner(redis.url, prefix, () => ({ op: 'compare', score: 1, ms: 0 }));
   try {
-    t.like(await jobs.run('search', { op: 'compare', embedding: [1], userId: 'u' }), { score: 1 });
+    t.like(await jobs.run('search', { op: 'compare', ...UNREAD_PROBE, userId: 'u' }), { score: 1 });
     await redis.stop();
     await new Promise((r) => setTimeout(r, 300));
     for (let i = 0; i < 3; i++) {
       const started = Date.now();
-      const err = await t.throwsAsync(jobs.run('search', { op: 'compare', embedding: [1], userId: 'u' }));
+      const err = await t.throwsAsync(jobs.run('search', { op: 'compare', ...UNREAD_PROBE, userId: 'u' }));
       t.true(Date.now() - started < 1000, `answered after ${Date.now() - started} ms`);
       t.is((err as AppError).code, 'dependency_unavailable');
       t.is((err as AppError).retryAfter, 5);
@@ -106,7 +106,7 @@ test('Redis unreachable: 503 dependency_unavailable with Retry-After within a se
     await redis.start();
     let ok = false;
     for (let i = 0; i < 50 && !ok; i++) {
-      ok = await jobs.run('search', { op: 'compare', embedding: [1], userId: 'u' }).then(() => true, () => false);
+      ok = await jobs.run('search', { op: 'compare', ...UNREAD_PROBE, userId: 'u' }).then(() => true, () => false);
       if (!ok) await new Promise((r) => setTimeout(r, 200));
     }
     t.true(ok, 'jobs run again once Redis is back');

@@ -1,10 +1,11 @@
 /** The awaited-job helper: result, removal from Redis, and timeout with withdrawal when no worker runs. */
 import test from 'ava';
-import { bullPrefix, JobClient } from '../shared/job-client.js';
+import { JobClient } from '../shared/face-path/job-client.js';
+import { bullPrefix } from '../shared/jobs/contract.js';
 import { createRedis } from '../shared/redis.js';
-import { replyListKey } from '../shared/jobs/reply.js';
+import { replyListKey } from '../shared/face-path/replies.js';
 import type { QueueRunner } from '../workers/run-queue.js';
-import { startSearchRunner } from './helpers/search-runner.js';
+import { startSearchRunner, UNREAD_PROBE } from './helpers/search-runner.js';
 import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';
 import { AppError } from '../shared/errors.js';
 import { bankAccountConfirmJobId, enqueueBankAccountConfirm } from '../shared/jobs/upstream.js';
@@ -39,7 +40,7 @@ async function startWorker(onJob: Parameters<typeof startSearchRunner>[2], concu
 
 test.serial('with no worker running the call fails with 503 face_engine_unavailable in time and the job is withdrawn', async (t) => {
   const started = Date.now();
-  const err = await t.throwsAsync(jobs.run('search', { op: 'compare', embedding: [1], userId: 'u' }, { timeoutMs: 800 }));
+  const err = await t.throwsAsync(jobs.run('search', { op: 'compare', ...UNREAD_PROBE, userId: 'u' }, { timeoutMs: 800 }));
   const elapsed = Date.now() - started;
   t.true(err instanceof AppError);
   t.is((err as AppError).code, 'face_engine_unavailable');
@@ -65,7 +66,7 @@ test.serial('a result comes back on the reply list, never through the events str
     seenId = job.id;
     return { op: 'compare', score: 0.5, ms: 1, echoed: (payload as { userId: string }).userId };
   });
-  const result = await jobs.run('search', { op: 'compare', embedding: [1], userId: 'abc' });
+  const result = await jobs.run('search', { op: 'compare', ...UNREAD_PROBE, userId: 'abc' });
   t.like(result as object, { op: 'compare', score: 0.5, echoed: 'abc' });
   t.truthy(seenId);
   t.true(await gone(`${bullPrefix(prefix)}:search:${seenId}`), 'the job hash is gone');
@@ -85,7 +86,7 @@ test.serial('a job whose worker throws answers 503 face_engine_unavailable at on
     throw new Error('engine fault');
   });
   const started = Date.now();
-  const err = await t.throwsAsync(jobs.run('search', { op: 'compare', embedding: [1], userId: 'u' }, { timeoutMs: 5000 }));
+  const err = await t.throwsAsync(jobs.run('search', { op: 'compare', ...UNREAD_PROBE, userId: 'u' }, { timeoutMs: 5000 }));
   t.is((err as AppError).code, 'face_engine_unavailable');
   t.true(Date.now() - started < 2000, 'answered on the failure, not on the timeout');
   t.truthy(seenId);
@@ -98,7 +99,7 @@ test.serial('a job whose worker throws answers 503 face_engine_unavailable at on
 test.serial('concurrent jobs each get their own result', async (t) => {
   const w = await startWorker((payload) => ({ op: 'compare', score: 0, ms: 0, echoed: (payload as { userId: string }).userId }), 4);
   const ids = Array.from({ length: 20 }, (_, i) => `u${i}`);
-  const results = await Promise.all(ids.map((userId) => jobs.run('search', { op: 'compare', embedding: [1], userId })));
+  const results = await Promise.all(ids.map((userId) => jobs.run('search', { op: 'compare', ...UNREAD_PROBE, userId })));
   t.deepEqual(results.map((r) => (r as unknown as { echoed: string }).echoed), ids);
   const jobKeys = async () => (await redis.keys(`${bullPrefix(prefix)}:search:*`)).filter((k) => !/:(events|meta|id|marker|stalled-check)$/.test(k));
   for (let i = 0; i < 50 && (await jobKeys()).length > 0; i++) await new Promise((r) => setTimeout(r, 20));

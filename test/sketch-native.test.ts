@@ -1,12 +1,12 @@
 /**
- * The project's native Hamming scan and exact re-rank (scripts/faiss-node/src/sketch.cc) against a
+ * The project's native Hamming scan and exact re-rank (native/search-kernel/src/sketch.cc) against a
  * brute-force reference in JS: the k live rows of smallest Hamming distance, ties in row order, with
  * tombstones, for the AVX-512 kernel and the portable one, one query at a time and in a batch, with
  * enough rows (> 65,536) for the sampled starting threshold to be used. And the refine step and
  * `VectorStore.rerank`.
  */
 import test from 'ava';
-import { SketchIndex, VectorStore, scanIsa } from '../workers/search/native.js';
+import { SketchIndex, VectorStore, scanIsa } from '../workers/search/search-kernel.js';
 
 const D = 512;
 const BYTES = 64;

@@ -1,5 +1,5 @@
 /**
- * The FAISS index with its own id mapping (workers/search/vector-index.ts), the replica that keeps it
+ * The FAISS index with its own id mapping (workers/search/faiss-engine.ts), the replica that keeps it
  * in step with PostgreSQL (replica.ts), and read-your-writes across two real search workers.
  * Embeddings here are synthetic unit vectors (the face pipeline has its own tests); every write goes
  * through shared/repositories/embeddings.ts, the only write path.
@@ -9,7 +9,7 @@ import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
 import { createDb } from '../shared/db.js';
 import { createLogger } from '../shared/logger.js';
 import { currentChangeSeq, removeCanonical, upsertCanonical } from '../shared/repositories/embeddings.js';
-import { VectorIndex, describeFactory } from '../workers/search/vector-index.js';
+import { FaissEngine, describeFactory } from '../workers/search/faiss-engine.js';
 import { IndexReplica } from '../workers/search/replica.js';
 import { useHarness, type Harness } from './helpers/harness.js';
 import { newConsumer } from './helpers/principals.js';
@@ -46,7 +46,7 @@ function near(v: number[], seed: number, c = 0.8): number[] {
 // ------------------------------------------------------------------------------------------------
 
 test('upsert, replace and remove: a removed or replaced vector is never returned, k live hits still are', (t) => {
-  const ix = VectorIndex.create({ factory: 'Flat' });
+  const ix = FaissEngine.create({ factory: 'Flat' });
   t.true(ix.exact);
   for (let i = 0; i < 50; i++) ix.upsert(`u${i}`, unit(i));
   t.is(ix.size, 50);
@@ -81,7 +81,7 @@ test('upsert, replace and remove: a removed or replaced vector is never returned
   t.deepEqual(many[1], ix.search(unit(4), 2));
 
   // An empty index answers nothing (FAISS itself would abort on k = 0 or k > ntotal).
-  const empty = VectorIndex.create({ factory: 'Flat' });
+  const empty = FaissEngine.create({ factory: 'Flat' });
   t.deepEqual(empty.search(unit(1), 5), []);
   for (let i = 0; i < 3; i++) empty.upsert(`x${i}`, unit(i));
   for (let i = 0; i < 3; i++) empty.remove(`x${i}`);
@@ -92,13 +92,13 @@ test('a type that needs training falls back to exact Flat below its minimum, tra
   const info = describeFactory('IVF16,Flat');
   t.is(info.nlist, 16);
   t.is(info.minTrain, 1000);
-  const small = VectorIndex.create({ factory: 'IVF16,Flat', nprobe: 8 }, Array.from({ length: 100 }, (_, i) => unit(i)));
+  const small = FaissEngine.create({ factory: 'IVF16,Flat', nprobe: 8 }, Array.from({ length: 100 }, (_, i) => unit(i)));
   t.true(small.fallback);
   t.is(small.effectiveFactory, 'Flat');
   t.true(small.exact);
 
   const data = Array.from({ length: 1500 }, (_, i) => unit(i));
-  const ivf = VectorIndex.create({ factory: 'IVF16,Flat', nprobe: 8 }, data);
+  const ivf = FaissEngine.create({ factory: 'IVF16,Flat', nprobe: 8 }, data);
   t.false(ivf.fallback);
   t.false(ivf.exact);
   t.is(ivf.effectiveFactory, 'IVF16,Flat');
@@ -111,14 +111,14 @@ test('a type that needs training falls back to exact Flat below its minimum, tra
   t.true(found >= 90, `IVF16 nprobe 8 found ${found}/100 genuine pairs`);
 
   // A copy from the template is trained, empty, and keeps nprobe.
-  const copy = VectorIndex.fromTemplate({ factory: 'IVF16,Flat' }, template);
+  const copy = FaissEngine.fromTemplate({ factory: 'IVF16,Flat' }, template);
   t.is(copy.size, 0);
   t.is(copy.nprobe, 8);
   copy.upsert('a', data[0]!);
   t.is(copy.search(data[0]!, 1)[0]!.userId, 'a');
 
   t.throws(() => describeFactory('IDMap,Flat'), { message: /IDMap/ });
-  t.throws(() => VectorIndex.create({ factory: 'NoSuchIndex' }), { message: /could not parse/ });
+  t.throws(() => FaissEngine.create({ factory: 'NoSuchIndex' }), { message: /could not parse/ });
 });
 
 // ------------------------------------------------------------------------------------------------
@@ -204,7 +204,7 @@ test.serial('a replica trains once there is enough data, compacts tombstones, an
   const db = createDb(h.config.databaseUrl, 2, { bindModels: false });
   const logger = createLogger({ level: 'silent' });
   const replica = new IndexReplica(db, { factory: 'IVF8,Flat', nprobe: 8, syncIntervalMs: 0, logger, compactMinDead: 20, compactDeadRatio: 0.01 });
-  const ivf = () => replica.index as VectorIndex;
+  const ivf = () => replica.index as FaissEngine;
   try {
     const users: string[] = [];
     const write = async (from: number, to: number) => {

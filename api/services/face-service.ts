@@ -1,6 +1,6 @@
 /**
  * The face operations the routes call (/identify, /verify/self, verify-face). Every stage runs in a
- * worker through the queues (shared/job-client.ts); this module turns the results into the SPEC's
+ * worker through the queues (shared/face-path/job-client.ts); this module turns the results into the SPEC's
  * outcomes and codes:
  *
  * - an upload that is not a decodable JPEG/PNG/WebP (or is over the pixel limit): AppError 400
@@ -16,7 +16,7 @@
  * measured by the worker, are returned (SearchLog.latencyMs) and recorded in the stage histogram.
  *
  * The upload is normalised once, here (EXIF rotation, bounded size, metadata-free JPEG); that small
- * JPEG reaches the liveness worker sealed, as a Redis value beside the job (shared/jobs/face-handoff.ts).
+ * JPEG reaches the liveness worker sealed, as a Redis value beside the job (shared/face-path/handoff.ts).
  * The routes' captures run as one chain (`chain`): the API adds the liveness job, the workers add the
  * embed and search jobs that follow it; `analyseCapture` / `embedCapture` run one stage at a time.
  * Nothing here logs an image or an embedding.
@@ -25,9 +25,10 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Config } from '../../shared/config.js';
 import { AppError } from '../../shared/errors.js';
-import { newResultKey, openEmbedding, sealToBuffer } from '../../shared/sealed-embedding.js';
-import { handoffKey, newHandoffRef } from '../../shared/jobs/face-handoff.js';
-import { JobTimeoutError, type JobClient } from '../../shared/job-client.js';
+import { newResultKey, openEmbedding, sealToBuffer } from '../../shared/face-path/sealing.js';
+import { handoffKey, newHandoffRef } from '../../shared/face-path/handoff.js';
+import { searchEmbeddingValue } from '../../shared/face-path/search-embedding.js';
+import { JobTimeoutError, type JobClient } from '../../shared/face-path/job-client.js';
 import type { DetectedFace, JobContracts, LivenessJobResult, QueueName, SearchHit, SearchRequest, SearchResult } from '../../shared/jobs/index.js';
 import type { QualityAssessment } from '../../shared/face/quality.js';
 import type { Logger } from '../../shared/logger.js';
@@ -170,7 +171,7 @@ export class FaceService {
   ): Promise<CaptureAnalysis> {
     const image = await this.normalise(input);
     const resultKey = newResultKey();
-    // The image goes to the worker as a sealed Redis value beside the job (shared/jobs/face-handoff.ts).
+    // The image goes to the worker as a sealed Redis value beside the job (shared/face-path/handoff.ts).
     const imageRef = newHandoffRef();
     const imageValue = { key: handoffKey(this.deps.config.redisPrefix, 'image', imageRef), value: sealToBuffer(image.jpeg, resultKey) };
     const r = await this.job('liveness', { imageRef, mode, resultKey, handOffMinLiveness }, deadlineAt, [imageValue]);
@@ -277,7 +278,9 @@ export class FaceService {
     minSeqRead?: Promise<string>,
   ): Promise<{ hits: SearchHit[]; appliedSeq: string; indexSize: number; ms: number }> {
     const minSeq = await (minSeqRead ?? this.deps.embeddings.currentSeq());
-    const r = await this.job('search', { op: 'knn', embedding, k, minSeq }, deadlineAt);
+    // The embedding goes sealed beside the job, not in it (shared/face-path/search-embedding.ts).
+    const probe = searchEmbeddingValue(this.deps.config.redisPrefix, embedding);
+    const r = await this.job('search', { op: 'knn', ...probe.ref, k, minSeq }, deadlineAt, [probe.value]);
     if (r.op !== 'knn') throw new Error('search worker answered another op');
     this.deps.metrics.stage('search', r.ms);
     return { hits: r.hits, appliedSeq: r.appliedSeq, indexSize: r.indexSize, ms: r.ms };
@@ -321,7 +324,8 @@ export class FaceService {
 
   /** 1:1 against a user's canonical embedding (the `compare` op; no search). score null: none stored. */
   async compareWithUser(embedding: number[], userId: string, deadlineAt = this.budget()): Promise<{ score: number | null; reason?: 'no_embedding' | 'engine_version_mismatch'; ms: number }> {
-    const r = await this.job('search', { op: 'compare', embedding, userId }, deadlineAt);
+    const probe = searchEmbeddingValue(this.deps.config.redisPrefix, embedding);
+    const r = await this.job('search', { op: 'compare', ...probe.ref, userId }, deadlineAt, [probe.value]);
     if (r.op !== 'compare') throw new Error('search worker answered another op');
     this.deps.metrics.stage('search', r.ms);
     return { score: r.score === null ? null : round4(r.score), ...(r.reason ? { reason: r.reason } : {}), ms: r.ms };

@@ -9,7 +9,7 @@
 import type { Knex } from 'knex';
 import type { Config } from '../../shared/config.js';
 import { AppError } from '../../shared/errors.js';
-import type { JobClient } from '../../shared/job-client.js';
+import type { JobClient } from '../../shared/face-path/job-client.js';
 import { UPSTREAM_QUEUE, enqueueBankAccountConfirm } from '../../shared/jobs/upstream.js';
 import type { Logger } from '../../shared/logger.js';
 import { maskTail, recordAudit } from '../../shared/repositories/audit.js';

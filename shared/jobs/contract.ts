@@ -1,7 +1,7 @@
 /**
  * What a job contract declares besides its payload and result types: how the API uses the queue
  * (awaits each result, or defers the work), the BullMQ options of every job, and the one function
- * that enqueues it. JobClient (shared/job-client.ts) and the runner (workers/run-queue.ts) read these
+ * that enqueues it. JobClient (shared/face-path/job-client.ts) and the runner (workers/run-queue.ts) read these
  * declarations; nobody else passes job options.
  */
 import type { Job, JobsOptions, Queue, QueueOptions } from 'bullmq';
@@ -10,7 +10,7 @@ import type { Job, JobsOptions, Queue, QueueOptions } from 'bullmq';
 export interface JobEnvelope<P> {
   deadlineAt: number;
   payload: P;
-  /** The caller's reply list (shared/jobs/reply.ts): the runner pushes the result there. */
+  /** The caller's reply list (shared/face-path/replies.ts): the runner pushes the result there. */
   replyTo: string;
 }
 
@@ -35,9 +35,12 @@ export interface DeferredJobContract<Q extends string, P> {
 
 export type JobContract<Q extends string, P> = AwaitedJobContract<Q, P> | DeferredJobContract<Q, P>;
 
+/** Where BullMQ keeps the queues of a deployment (under its REDIS_PREFIX). */
+export const bullPrefix = (redisPrefix: string) => `${redisPrefix}:bull`;
+
 /**
  * The options every handle on a queue is opened with (API and workers alike). Nobody reads the events
- * streams any more (results travel on reply lists, shared/jobs/reply.ts, and never enter a stream), so
+ * streams any more (results travel on reply lists, shared/face-path/replies.ts, and never enter a stream), so
  * they keep only enough for the queue dashboard and debugging.
  */
 export const QUEUE_OPTIONS: Readonly<Pick<QueueOptions, 'streams'>> = { streams: { events: { maxLen: 1000 } } };

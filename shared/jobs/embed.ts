@@ -2,18 +2,18 @@
  * Job contract of the `embed` queue: the 512-d embedding of the face the `liveness` stage aligned to
  * the ArcFace template (it holds the decoded pixels; the embed job no longer carries the image).
  */
-import type { SealedEmbedding } from '../sealed-embedding.js';
+import type { SealedEmbedding } from '../face-path/sealing.js';
 import { awaitedJobContract } from './contract.js';
 import type { SearchFollowOn } from './search.js';
 
 export const EMBED_QUEUE = 'embed' as const;
 
 export interface EmbedJob {
-  /** Ref of the chosen face the `liveness` job aligned and left sealed in Redis (shared/jobs/face-handoff.ts, kind `aligned`). */
+  /** Ref of the chosen face the `liveness` job aligned and left sealed in Redis (shared/face-path/handoff.ts, kind `aligned`). */
   alignedFaceRef: string;
   /** The liveness job's resultKey, which opens the aligned face. A face already taken or expired fails the job (503). */
   alignedFaceKey: string;
-  /** Key that seals the result's embedding (shared/sealed-embedding.ts); lives only in this job. */
+  /** Key that seals the result's embedding (shared/face-path/sealing.ts); lives only in this job. */
   resultKey: string;
   /** The search to add with the embedding as soon as it is computed (shared/jobs/search.ts `SearchFollowOn`). */
   searchNext?: SearchFollowOn;

@@ -2,7 +2,7 @@
  * Job contract of the `liveness` queue: decode, detect, choose the face, landmarks, anti-spoof score,
  * capture quality, and the chosen face aligned for the `embed` stage (from the pixels decoded here: one
  * decode per request). The image and the aligned face travel as sealed Redis values, not in the job
- * (shared/jobs/face-handoff.ts).
+ * (shared/face-path/handoff.ts).
  */
 import type { FaceErrorCode } from '../face/face-error.js';
 import type { FaceMode, LivenessResult } from '../face/liveness.js';
@@ -16,11 +16,11 @@ export const LIVENESS_QUEUE = 'liveness' as const;
 export interface LivenessJob {
   /**
    * Ref of the upload, normalised once by the API (EXIF-rotated, bounded, JPEG), sealed with
-   * `resultKey` and kept in Redis until the deadline (shared/jobs/face-handoff.ts, kind `image`).
+   * `resultKey` and kept in Redis until the deadline (shared/face-path/handoff.ts, kind `image`).
    */
   imageRef: string;
   mode: FaceMode;
-  /** Key that seals the image and the aligned face it hands on (shared/jobs/face-handoff.ts); lives only in the jobs. */
+  /** Key that seals the image and the aligned face it hands on (shared/face-path/handoff.ts); lives only in the jobs. */
   resultKey: string;
   /**
    * The aligned face is handed on only when the liveness score reaches this (the API embeds nothing
@@ -43,7 +43,7 @@ export type LivenessJobResult =
       /**
        * Ref of the chosen face aligned to the ArcFace 112x112 template (workers/face/pipeline/embed.ts
        * `encodeAlignedFace`), sealed with this job's resultKey and kept in Redis until the request's
-       * deadline (shared/jobs/face-handoff.ts, kind `aligned`). The API passes the ref and the key to the embed job.
+       * deadline (shared/face-path/handoff.ts, kind `aligned`). The API passes the ref and the key to the embed job.
        * null when the liveness score is below the job's `handOffMinLiveness`, and when the job named an
        * `embedNext` (the face went to that job).
        */

@@ -1,4 +1,5 @@
 /** Job contract of the `search` queue: k-NN over the canonical embeddings, or one 1:1 comparison. */
+import type { SealedEmbeddingRef } from '../face-path/search-embedding.js';
 import { awaitedJobContract } from './contract.js';
 
 export const SEARCH_QUEUE = 'search' as const;
@@ -21,8 +22,11 @@ export type SearchRequest =
       userId: string;
     };
 
-/** A search job: the request and the probe's embedding (512 floats, L2-normalised). */
-export type SearchJob = SearchRequest & { embedding: number[] };
+/**
+ * A search job: the request and where the probe's embedding (512 floats, L2-normalised) waits, sealed,
+ * until the request's deadline (shared/face-path/search-embedding.ts).
+ */
+export type SearchJob = SearchRequest & SealedEmbeddingRef;
 
 /**
  * The search the embed worker adds itself as soon as it has the embedding (EmbedJob `searchNext`),

@@ -16,3 +16,6 @@ export function startSearchRunner(
     concurrency,
   });
 }
+
+/** The probe fields of a search job whose handler never reads the probe (tests of the queue path, not of search). */
+export const UNREAD_PROBE = { embeddingRef: 'unread', embeddingKey: 'unread' } as const;

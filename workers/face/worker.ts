@@ -6,8 +6,9 @@
  * Face outcomes of the photo (`invalid_image`, `no_face`, `multiple_faces`) are job results; anything
  * else the engine throws is an engine fault and fails the job (the API answers 503).
  */
-import { openBuffer, sealEmbedding, sealToBuffer } from '../../shared/sealed-embedding.js';
-import { newHandoffRef, RedisFaceHandoff, type FaceHandoff } from '../../shared/jobs/face-handoff.js';
+import { openBuffer, sealEmbedding, sealToBuffer } from '../../shared/face-path/sealing.js';
+import { newHandoffRef, RedisFaceHandoff, type FaceHandoff } from '../../shared/face-path/handoff.js';
+import { sealSearchEmbedding } from '../../shared/face-path/search-embedding.js';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -53,7 +54,7 @@ export class WorkerClocks {
 
 /**
  * The liveness stage as a job: the engine's call, with photo outcomes turned into results, and the
- * chosen face aligned, sealed and handed to the embed job through Redis (shared/jobs/face-handoff.ts).
+ * chosen face aligned, sealed and handed to the embed job through Redis (shared/face-path/handoff.ts).
  * Its `ms` is the stage's own time in the worker.
  */
 export async function livenessHandler(
@@ -122,11 +123,11 @@ export async function embedHandler(
   handoff: FaceHandoff,
   job: EmbedJob,
   clock?: StepClock,
-  /** Adds the job's `searchNext` (JobContext.followOn); required when the job names one. */
-  followOn?: JobContext['followOn'],
+  /** Adds the job's `searchNext` (JobContext.followOn) by the job's deadline; required when the job names one. */
+  next?: { followOn: JobContext['followOn']; deadlineAt: number },
 ): Promise<EmbedResult> {
   const t0 = performance.now();
-  if (job.searchNext && !followOn) throw new Error('the embed job names a search follow-on but this runner cannot add one');
+  if (job.searchNext && !next) throw new Error('the embed job names a search follow-on but this runner cannot add one');
   const sealed = await handoff.take('aligned', job.alignedFaceRef);
   clock?.('take', performance.now() - t0);
   if (!sealed) throw new Error('the aligned face of the liveness stage is gone (expired or already taken)');
@@ -141,9 +142,12 @@ export async function embedHandler(
   clock?.('open', performance.now() - tOpen);
   const r = await engine.embedAligned(aligned, clock);
   if (job.searchNext) {
-    // The search starts before this stage replies (its job carries the embedding as the API's would).
+    // The search starts before this stage replies; its embedding goes sealed beside it, as the API's
+    // would (shared/face-path/search-embedding.ts), on the connection the job is added on, just before it.
     const th = performance.now();
-    await followOn!('search', job.searchNext.jobId, { ...job.searchNext.request, embedding: r.embedding });
+    const probe = sealSearchEmbedding(r.embedding);
+    const put = handoff.put('embedding', probe.sealed, next!.deadlineAt, probe.ref.embeddingRef);
+    await Promise.all([put, next!.followOn('search', job.searchNext.jobId, { ...job.searchNext.request, ...probe.ref })]);
     clock?.('handOn', performance.now() - th);
   }
   const sealedEmbedding = sealEmbedding(r.embedding, job.resultKey);
@@ -181,7 +185,7 @@ export async function startFaceWorker(config: Config, opts: { logger?: Logger } 
       ['liveness', 'embed'],
       {
         liveness: clocked('liveness', (job: LivenessJob, ctx, clock) => livenessHandler(engine, handoff(ctx), job, ctx.deadlineAt, clock, ctx.followOn)),
-        embed: clocked('embed', (job: EmbedJob, ctx, clock) => embedHandler(engine, handoff(ctx), job, clock, ctx.followOn)),
+        embed: clocked('embed', (job: EmbedJob, ctx, clock) => embedHandler(engine, handoff(ctx), job, clock, { followOn: ctx.followOn, deadlineAt: ctx.deadlineAt })),
       },
       { logger, concurrency: config.faceWorkerConcurrency },
     );

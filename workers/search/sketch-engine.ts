@@ -21,7 +21,7 @@ import { open, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { EngineBuilder, EngineKind, EngineRow, FrozenEngine, IndexEngine, RebuildPolicy, RebuildReason, VectorHit } from './engine.js';
-import { SketchIndex, VectorStore, type SketchIndexNative, type VectorStoreNative } from './native.js';
+import { SketchIndex, VectorStore, type SketchIndexNative, type VectorStoreNative } from './search-kernel.js';
 
 export const SKETCH_FACTORY = /^BinarySketch(256|512|1024|2048)$/;
 /** Below this many rows the mean is not estimated (codes of uncentred vectors work, a little worse). */

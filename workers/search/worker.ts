@@ -7,6 +7,9 @@
  */
 import type { Config } from '../../shared/config.js';
 import { createDb } from '../../shared/db.js';
+import { RedisFaceHandoff } from '../../shared/face-path/handoff.js';
+import { takeSearchEmbedding } from '../../shared/face-path/search-embedding.js';
+import type { SearchJob, SearchResult } from '../../shared/jobs/index.js';
 import { createLogger, type Logger } from '../../shared/logger.js';
 import { runQueues, type QueueRunner } from '../run-queue.js';
 import { startStatusServer, type StatusServer } from '../status-server.js';
@@ -15,6 +18,12 @@ import { IndexReplica } from './replica.js';
 export interface RunningSearchWorker {
   url: string;
   close(): Promise<void>;
+}
+
+/** One search job: its probe embedding taken (once) from beside the job, then the op on the replica. */
+export async function searchHandler(replica: Pick<IndexReplica, 'knn' | 'compare'>, handoff: RedisFaceHandoff, job: SearchJob): Promise<SearchResult> {
+  const embedding = await takeSearchEmbedding(handoff, job);
+  return job.op === 'knn' ? replica.knn(embedding, job.k, job.minSeq) : replica.compare(embedding, job.userId);
 }
 
 export async function startSearchWorker(config: Config, opts: { logger?: Logger } = {}): Promise<RunningSearchWorker> {
@@ -48,7 +57,7 @@ export async function startSearchWorker(config: Config, opts: { logger?: Logger 
       config,
       ['search'],
       {
-        search: (job) => (job.op === 'knn' ? replica.knn(job.embedding, job.k, job.minSeq) : replica.compare(job.embedding, job.userId)),
+        search: (job, ctx) => searchHandler(replica, new RedisFaceHandoff(ctx.redis, config.redisPrefix), job),
       },
       { logger, concurrency: config.searchWorkerConcurrency },
     );

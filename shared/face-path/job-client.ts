@@ -4,35 +4,34 @@
  *
  * - Every job carries a deadline; a job still waiting when its deadline passes is withdrawn from the
  *   queue (and a worker that picks one up late skips it), so a timed-out request never runs later.
- * - The result comes back on this process's reply list (shared/jobs/reply.ts), never through BullMQ's
+ * - The result comes back on this process's reply list (./replies.ts), never through BullMQ's
  *   events stream; the worker removes the job (its payload) when it finishes: no job hash with a face
  *   image or embedding lingers.
  * - Timeouts and an unreachable Redis become 503 `face_engine_unavailable` / `dependency_unavailable`.
  */
 import { randomUUID } from 'node:crypto';
-import { Job, Queue } from 'bullmq';
+import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { AppError } from './errors.js';
-import { QUEUE_OPTIONS, type AwaitedJobContract } from './jobs/contract.js';
-import { parseReply, replyListKey } from './jobs/reply.js';
-import { AWAITED_QUEUE_NAMES, JOB_CONTRACTS, type JobContracts, type JobEnvelope, type QueueName } from './jobs/index.js';
-import { bullConnection } from './redis.js';
-import { JobAdmission, type AdmissionOptions, type QueueState } from './job-admission.js';
-
-export const bullPrefix = (redisPrefix: string) => `${redisPrefix}:bull`;
+import { AppError } from '../errors.js';
+import { bullPrefix, QUEUE_OPTIONS, type AwaitedJobContract } from '../jobs/contract.js';
+import { AWAITED_QUEUE_NAMES, JOB_CONTRACTS, type JobContracts, type JobEnvelope, type QueueName } from '../jobs/index.js';
+import { bullConnection } from '../redis.js';
+import { JobAdmission, type AdmissionOptions, type QueueState } from './admission.js';
+import { DeadlineError, msUntil, withDeadline, withdraw } from './deadline.js';
+import { parseReply, replyListKey } from './replies.js';
 
 export interface JobClientOptions {
   redisUrl: string;
   redisPrefix: string;
   timeoutMs: number;
-  /** Fail fast (shared/job-admission.ts): no worker, Redis down or too much waiting work is a 503 before enqueueing. */
+  /** Fail fast (./admission.ts): no worker, Redis down or too much waiting work is a 503 before enqueueing. */
   admission?: AdmissionOptions & { onSample?: (queue: QueueName, state: QueueState) => void };
 }
 
 export interface StartOptions {
   timeoutMs?: number;
   /**
-   * Values the job reads from Redis (shared/jobs/face-handoff.ts), written just before it on the
+   * Values the job reads from Redis (./handoff.ts), written just before it on the
    * same connection (no extra round trip), after admission, and expiring at the job's deadline.
    */
   withValues?: { key: string; value: Buffer }[];
@@ -64,8 +63,14 @@ export class JobTimeoutError extends AppError {
   }
 }
 
+interface ReplyWaiter {
+  result: Promise<unknown>;
+  /** Stops waiting: a reply that still comes is dropped. */
+  cancel(): void;
+}
+
 /**
- * The one blocking reader of this process's reply list (shared/jobs/reply.ts): every awaited job names
+ * The one blocking reader of this process's reply list (./replies.ts): every awaited job names
  * the list in its envelope and its worker pushes the result there, so each job costs this process one
  * wake-up, for its own result (BullMQ's events streams, with 4-5 events per job, are not read at all).
  */
@@ -92,19 +97,22 @@ class ReplyReader {
         await new Promise((r) => setTimeout(r, 200)); // Redis down: waiters time out on their own
         continue;
       }
-      if (!popped) continue;
-      const reply = parseReply(popped[1]);
-      if (!reply) continue;
-      const waiter = this.waiters.get(reply.id);
-      if (!waiter) continue; // its caller gave up (deadline): nobody awaits it
-      this.waiters.delete(reply.id);
-      if (reply.ok) waiter.resolve(reply.result);
-      else waiter.reject(new Error(reply.error));
+      if (popped) this.deliver(popped[1]);
     }
   }
 
+  private deliver(raw: string): void {
+    const reply = parseReply(raw);
+    if (!reply) return;
+    const waiter = this.waiters.get(reply.id);
+    if (!waiter) return; // its caller gave up (deadline): nobody awaits it
+    this.waiters.delete(reply.id);
+    if (reply.ok) waiter.resolve(reply.result);
+    else waiter.reject(new Error(reply.error));
+  }
+
   /** Registers a waiter BEFORE the job is added, so its reply cannot be missed. */
-  wait(jobId: string): { result: Promise<unknown>; cancel: () => void } {
+  wait(jobId: string): ReplyWaiter {
     const result = new Promise<unknown>((resolve, reject) => this.waiters.set(jobId, { resolve, reject }));
     result.catch(() => {});
     return { result, cancel: () => this.waiters.delete(jobId) };
@@ -119,13 +127,62 @@ class ReplyReader {
   }
 }
 
+/** One stage of a run: its queue and the job id its worker gives it. */
+interface Stage {
+  queue: QueueName;
+  jobId: string;
+}
+
+/**
+ * The waiters of one request's stages, registered before anything is enqueued, sharing one deadline.
+ * A stage that times out gives up the others too: nobody awaits the rest of the request.
+ */
+class RunStages implements StagedRun {
+  private readonly waiters = new Map<string, { queue: QueueName; waiter: ReplyWaiter }>();
+
+  constructor(
+    readonly jobId: string,
+    stages: Stage[],
+    reader: ReplyReader,
+    private readonly deadlineAt: number,
+    private readonly timeoutMs: number,
+    private readonly client: { queue(name: QueueName): Queue; retryAfter: number | undefined },
+  ) {
+    for (const s of stages) this.waiters.set(s.jobId, { queue: s.queue, waiter: reader.wait(s.jobId) });
+  }
+
+  abandon = (): void => {
+    for (const { waiter } of this.waiters.values()) waiter.cancel();
+  };
+
+  result = async <S extends QueueName>(stage: S, id: string): Promise<JobContracts[S]['result']> => {
+    const entry = this.waiters.get(id);
+    if (!entry || entry.queue !== stage) throw new Error(`no stage "${stage}" with job id ${id} in this run`);
+    try {
+      return (await withDeadline(entry.waiter.result, this.deadlineAt)) as JobContracts[S]['result'];
+    } catch (e) {
+      if (e instanceof DeadlineError) {
+        // Nobody awaits this request's later stages either; a worker that picks one up late skips it.
+        this.abandon();
+        const withdrawn = await withdraw(this.client.queue(stage), id);
+        throw new JobTimeoutError(stage, this.timeoutMs, withdrawn, this.client.retryAfter);
+      }
+      throw new AppError('face_engine_unavailable', 'The face engine failed to process the request', {
+        retryAfter: this.client.retryAfter,
+        details: { queue: stage },
+        cause: e,
+      });
+    }
+  };
+}
+
 export class JobClient {
   private readonly connections: Redis[] = [];
   private readonly queues = new Map<QueueName, Queue>();
   private readonly reader: ReplyReader;
   private readonly admission: JobAdmission | undefined;
   /** Every 503 of a job says when to try again (the fail-fast setting; none without admission). */
-  private get retryAfter(): number | undefined {
+  get retryAfter(): number | undefined {
     return this.opts.admission?.retryAfterSeconds;
   }
 
@@ -175,69 +232,34 @@ export class JobClient {
    * stage shares the first job's deadline. Admission (fail fast) covers every queue named.
    */
   async start<Q extends QueueName>(name: Q, payload: JobContracts[Q]['payload'], opts: StartOptions = {}): Promise<StagedRun> {
-    const contract = JOB_CONTRACTS[name];
-    if (contract.delivery !== 'awaited') throw new Error(`queue "${name}" is deferred: enqueue its jobs through its contract, nobody awaits them`);
+    if (JOB_CONTRACTS[name].delivery !== 'awaited') throw new Error(`queue "${name}" is deferred: enqueue its jobs through its contract, nobody awaits them`);
     const timeoutMs = opts.timeoutMs ?? this.opts.timeoutMs;
     const followOns = opts.followOns ?? [];
-    // Before anything is enqueued: a 503 at once rather than a wait nobody will end (issue 10).
+    // Before anything is enqueued: a 503 at once rather than a wait nobody will end.
     if (this.admission) for (const q of new Set([name, ...followOns.map((f) => f.queue)])) await this.admission.admit(q);
     const deadlineAt = Date.now() + timeoutMs;
-    const envelope: JobEnvelope<Q> = { deadlineAt, payload, replyTo: this.reader.key };
-    const queue = this.queue(name);
-    // Our own id, so that the waiter is registered before the job exists.
+    // Our own id, so that the waiters are registered before the job exists.
     const jobId = opts.jobId ?? randomUUID();
-    const waiters = new Map<string, { queue: QueueName; waiter: ReturnType<ReplyReader['wait']> }>();
-    const cancelAll = () => {
-      for (const { waiter } of waiters.values()) waiter.cancel();
-    };
+    const stages = new RunStages(jobId, [{ queue: name, jobId }, ...followOns], this.reader, deadlineAt, timeoutMs, this);
+    try {
+      await withDeadline(this.enqueue(name, { deadlineAt, payload, replyTo: this.reader.key }, jobId, opts.withValues ?? []), deadlineAt);
+    } catch (e) {
+      stages.abandon();
+      if (!(e instanceof DeadlineError)) throw new AppError('dependency_unavailable', 'The job queue (Redis) is unavailable', { cause: e, retryAfter: this.retryAfter });
+      // The add may still land: withdraw it if it does (best effort; a late worker skips it anyway).
+      void this.queue(name).remove(jobId).catch(() => {});
+      throw new AppError('dependency_unavailable', 'The job queue (Redis) is unavailable', { retryAfter: this.retryAfter });
+    }
+    return stages;
+  }
 
-    await withDeadline(
-      (async () => {
-        for (const s of [{ queue: name, jobId }, ...followOns]) waiters.set(s.jobId, { queue: s.queue, waiter: this.reader.wait(s.jobId) });
-        // Sent before the add on the same connection, so Redis applies them first; awaited together.
-        const values = (opts.withValues ?? []).map(({ key, value }) => this.queueConnection.set(key, value, 'PX', Math.max(1, deadlineAt - Date.now())));
-        // The contract of queue Q takes Q's envelope (TypeScript cannot correlate the two through the union).
-        const added = (contract as AwaitedJobContract<Q, JobContracts[Q]['payload']>).enqueue(queue, envelope, jobId);
-        await Promise.all(values);
-        return added;
-      })(),
-      deadlineAt,
-    ).catch((e: unknown) => {
-      cancelAll();
-      if (e instanceof DeadlineError) {
-        // The add may still land: withdraw it if it does (best effort; a late worker skips it anyway).
-        void this.queue(name).remove(jobId).catch(() => {});
-        throw new AppError('dependency_unavailable', 'The job queue (Redis) is unavailable', { retryAfter: this.retryAfter });
-      }
-      throw new AppError('dependency_unavailable', 'The job queue (Redis) is unavailable', { cause: e, retryAfter: this.retryAfter });
-    });
-
-    const result = async <S extends QueueName>(stage: S, id: string): Promise<JobContracts[S]['result']> => {
-      const entry = waiters.get(id);
-      if (!entry || entry.queue !== stage) throw new Error(`no stage "${stage}" with job id ${id} in this run`);
-      let timer: NodeJS.Timeout | undefined;
-      const timedOut = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new DeadlineError('deadline')), Math.max(1, deadlineAt - Date.now()));
-      });
-      try {
-        return (await Promise.race([entry.waiter.result, timedOut])) as JobContracts[S]['result'];
-      } catch (e) {
-        if (e instanceof DeadlineError) {
-          // Nobody awaits this request's later stages either; a worker that picks one up late skips it.
-          cancelAll();
-          const withdrawn = await withdraw(this.queue(stage), id);
-          throw new JobTimeoutError(stage, timeoutMs, withdrawn, this.retryAfter);
-        }
-        throw new AppError('face_engine_unavailable', 'The face engine failed to process the request', {
-          retryAfter: this.retryAfter,
-          details: { queue: stage },
-          cause: e,
-        });
-      } finally {
-        clearTimeout(timer);
-      }
-    };
-    return { jobId, result, abandon: cancelAll };
+  /** Writes the job's side values, then adds the job, on one connection: Redis applies them in that order. */
+  private async enqueue<Q extends QueueName>(name: Q, envelope: JobEnvelope<Q>, jobId: string, values: { key: string; value: Buffer }[]): Promise<void> {
+    const written = values.map(({ key, value }) => this.queueConnection.set(key, value, 'PX', msUntil(envelope.deadlineAt)));
+    // The contract of queue Q takes Q's envelope (TypeScript cannot correlate the two through the union).
+    const contract = JOB_CONTRACTS[name] as AwaitedJobContract<Q, JobContracts[Q]['payload']>;
+    const added = contract.enqueue(this.queue(name), envelope, jobId);
+    await Promise.all([...written, added]);
   }
 
   /** Counts of jobs per state, for /health and the tests. */
@@ -250,36 +272,4 @@ export class JobClient {
     await Promise.allSettled([...this.queues.values()].map((q) => q.close()));
     await Promise.allSettled(this.connections.map((c) => c.quit().catch(() => c.disconnect())));
   }
-}
-
-/** Removes a job that no worker has started. Returns false when a worker already holds it (or it never existed). */
-async function withdraw(queue: Queue, jobId: string): Promise<boolean> {
-  try {
-    const job = await Job.fromId(queue, jobId);
-    if (!job) return false;
-    const state = await job.getState();
-    if (state === 'active') return false;
-    await job.remove();
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-class DeadlineError extends Error {}
-
-function withDeadline<T>(p: Promise<T>, deadlineAt: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new DeadlineError('deadline')), Math.max(1, deadlineAt - Date.now()));
-    p.then(
-      (v) => {
-        clearTimeout(timer);
-        resolve(v);
-      },
-      (e) => {
-        clearTimeout(timer);
-        reject(e);
-      },
-    );
-  });
 }

@@ -15,8 +15,8 @@
  */
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { AppError } from './errors.js';
-import type { QueueName } from './jobs/index.js';
+import { AppError } from '../errors.js';
+import type { QueueName } from '../jobs/index.js';
 
 export interface AdmissionOptions {
   /** Jobs waiting (not yet started) on one queue beyond which new work is refused. */

@@ -5,7 +5,10 @@
  *   image    the normalised upload: written by the API just before the `liveness` job (same
  *            connection, one round trip: JobClient.run `withValues`), taken by the liveness worker;
  *   aligned  the chosen face aligned to the ArcFace template (112x112x3 at 16 bits, 75 KB): written by
- *            the liveness worker, taken by the embed worker.
+ *            the liveness worker, taken by the embed worker;
+ *   embedding  the probe of a search (512 float32, 2 KB): written by the embed worker before the
+ *            search it adds, or by the API just before a search job of its own; taken by the search
+ *            worker (./search-embedding.ts).
  *
  * Why not in the job payload and result: a payload is JSON (the image as base64, a third larger,
  * stringified by BullMQ, copied into a Lua call), and the aligned face as a result went worker → Redis
@@ -19,7 +22,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 
-export type HandoffKind = 'image' | 'aligned';
+export type HandoffKind = 'image' | 'aligned' | 'embedding';
 
 export const newHandoffRef = (): string => randomUUID();
 

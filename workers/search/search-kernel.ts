@@ -1,5 +1,5 @@
 /**
- * The project's own classes in the faiss-node addon (scripts/faiss-node/src/sketch.cc, built by
+ * The project's own classes in the faiss-node addon (native/search-kernel/src/sketch.cc, built by
  * scripts/build-faiss.sh): typed arrays in and out, row positions as stable labels.
  */
 import { createRequire } from 'node:module';

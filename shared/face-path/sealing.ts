@@ -6,7 +6,7 @@
  * key no longer exists anywhere.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { decodeEmbedding, encodeEmbedding } from './embeddings.js';
+import { decodeEmbedding, encodeEmbedding } from '../embeddings.js';
 
 export interface SealedEmbedding {
   iv: string;

@@ -9,9 +9,9 @@
  * job costs its API process exactly one wake-up (its own result), and results never enter the events
  * stream: the worker returns nothing to BullMQ.
  *
- * - The API (shared/job-client.ts) names its list in each job's envelope (`replyTo`) and pops it with
+ * - The API (./job-client.ts) names its list in each job's envelope (`replyTo`) and pops it with
  *   one blocking BLPOP connection.
- * - The runner (workers/run-queue.ts) pushes `{ id, ok, result | error }` when the handler returns or
+ * - The runner (workers/run-queue.ts, through ./serve-awaited.ts) pushes `{ id, ok, result | error }` when the handler returns or
  *   throws, and gives the list a TTL so that the list of an API process that died goes away on its own.
  * - A job skipped after its deadline gets no reply: its caller has already answered 503.
  */

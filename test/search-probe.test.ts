@@ -1,0 +1,68 @@
+/**
+ * The probe embedding of a search job never sits in clear in Redis and never outlives the request's
+ * deadline: it waits sealed beside the job (shared/face-path/search-embedding.ts), the job carries only
+ * its ref and key, and the value expires at the deadline even when no search worker ever takes it.
+ */
+import test from 'ava';
+import { randomUUID } from 'node:crypto';
+import { EMBEDDING_DIM, encodeEmbedding } from '../shared/embeddings.js';
+import { AppError } from '../shared/errors.js';
+import { handoffKey } from '../shared/face-path/handoff.js';
+import { openBuffer } from '../shared/face-path/sealing.js';
+import { createRedis } from '../shared/redis.js';
+import { upsertCanonical } from '../shared/repositories/embeddings.js';
+import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
+import { useHarness } from './helpers/harness.js';
+import { newConsumer } from './helpers/principals.js';
+
+const h = useHarness(test, { env: { FAIL_FAST: 'false' } });
+
+/** A unit vector with a recognisable pattern (its float32 bytes are searched for in Redis). */
+const probe = Array.from({ length: EMBEDDING_DIM }, (_, i) => (i % 7) - 3 + 0.125);
+const norm = Math.hypot(...probe);
+const unitProbe = probe.map((x) => x / norm);
+
+test.serial('with no search worker, the job holds a ref and a key only, and the sealed probe is gone at the deadline', async (t) => {
+  const redis = createRedis(h.config.redisUrl);
+  t.teardown(() => redis.disconnect());
+  const deadlineAt = Date.now() + 1500;
+  const pending = h.deps.face.compareWithUser(unitProbe, randomUUID(), deadlineAt);
+  pending.catch(() => {});
+
+  let job: Awaited<ReturnType<ReturnType<typeof h.deps.jobs.queue>['getWaiting']>>[number] | undefined;
+  for (let i = 0; i < 50 && !job; i++) {
+    job = (await h.deps.jobs.queue('search').getWaiting())[0];
+    if (!job) await new Promise((r) => setTimeout(r, 20));
+  }
+  if (!job) return t.fail('the search job never appeared');
+  const payload = (job.data as { payload: Record<string, unknown> }).payload;
+  t.deepEqual(Object.keys(payload).sort(), ['embeddingKey', 'embeddingRef', 'op', 'userId']);
+
+  const valueKey = handoffKey(h.config.redisPrefix, 'embedding', payload.embeddingRef as string);
+  const sealed = await redis.getBuffer(valueKey);
+  if (!sealed) return t.fail('no sealed probe beside the job');
+  const clear = encodeEmbedding(unitProbe);
+  t.false(sealed.includes(clear.subarray(0, 64)), 'the value is not the embedding in clear');
+  t.deepEqual(openBuffer(sealed, payload.embeddingKey as string), clear, 'the job key opens it to the probe');
+  const pttl = await redis.pttl(valueKey);
+  t.true(pttl > 0 && pttl <= deadlineAt - Date.now() + 50, `expires at the deadline (pttl ${pttl} ms)`);
+
+  const err = await t.throwsAsync(pending);
+  t.is((err as AppError).code, 'face_engine_unavailable');
+  // Its PX was counted from when Redis received it, a few milliseconds after the deadline was fixed.
+  await new Promise((r) => setTimeout(r, Math.max(0, deadlineAt + 25 - Date.now())));
+  t.is(await redis.exists(valueKey), 0, 'the sealed probe is gone at the deadline');
+});
+
+test.serial('a search worker takes the sealed probe once and answers with it', async (t) => {
+  const redis = createRedis(h.config.redisUrl);
+  t.teardown(() => redis.disconnect());
+  await h.startSearchWorker();
+  const { userId } = await newConsumer(h);
+  await upsertCanonical(h.deps.db, userId, unitProbe, 'link_nin', FACE_ENGINE_VERSION);
+  const same = await h.deps.face.compareWithUser(unitProbe, userId);
+  t.is(same.score, 1);
+  const knn = await h.deps.face.searchByEmbedding(unitProbe, 1);
+  t.is(knn.hits[0]?.userId, userId);
+  t.deepEqual(await redis.keys(handoffKey(h.config.redisPrefix, 'embedding', '*')), [], 'no probe left in Redis');
+});
