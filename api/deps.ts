@@ -17,26 +17,28 @@ import { PreferencesRepository } from '../shared/repositories/preferences.js';
 import { RegistryPersonsRepository } from '../shared/repositories/registry-persons.js';
 import { SearchLogsRepository } from '../shared/repositories/search-logs.js';
 import { UsersRepository } from '../shared/repositories/users.js';
+import { IdentityTokenStore } from '../shared/stores/identity-tokens.js';
+import { LoginAttemptStore } from '../shared/stores/login-attempts.js';
+import { OtpCodeStore } from '../shared/stores/otp-codes.js';
+import { ProofTokens } from '../shared/stores/proof-tokens.js';
+import { RegistryClient } from './adapters/registry-client.js';
+import { createSmsTransport } from './adapters/sms.js';
 import { Metrics } from './metrics.js';
 import { RegistrySimulator } from './registry-simulator/simulator.js';
 import { AnalyticsService } from './services/analytics-service.js';
 import { AuditService } from './services/audit-service.js';
-import { Authorizer } from './services/authorization.js';
+import { Authorizer } from './services/authorization-service.js';
 import { BillingService } from './services/billing-service.js';
 import { DisputeService } from './services/dispute-service.js';
 import { FaceService } from './services/face-service.js';
 import { HealthService } from './services/health-service.js';
 import { HistoryService } from './services/history-service.js';
 import { IdentityService } from './services/identity-service.js';
-import { IdentityTokenStore } from './services/identity-token-store.js';
 import { OperatorAuthService } from './services/operator-auth-service.js';
 import { OperatorService } from './services/operator-service.js';
 import { OtpService } from './services/otp-service.js';
 import { PreferencesService } from './services/preferences-service.js';
-import { ProofTokens } from './services/proof-tokens.js';
-import { RegistryClient } from './services/registry-client.js';
 import { SessionService } from './services/session-service.js';
-import { createSmsTransport } from './services/sms.js';
 import { TokenService } from './services/token-service.js';
 import { UserService } from './services/user-service.js';
 import { VerificationService } from './services/verification-service.js';
@@ -128,8 +130,8 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
 
   const services: Services = {
     sessions,
-    otp: new OtpService({ config, users: repos.users, redis, keys, tokens, sessions, sms: createSmsTransport(config), metrics, logger }),
-    operatorAuth: new OperatorAuthService({ db, operators: repos.operators, sessionRows: repos.sessions, redis, keys, config, sessions, metrics, logger }),
+    otp: new OtpService({ config, users: repos.users, codes: new OtpCodeStore(redis, keys), tokens, sessions, sms: createSmsTransport(config), metrics, logger }),
+    operatorAuth: new OperatorAuthService({ db, operators: repos.operators, sessionRows: repos.sessions, attempts: new LoginAttemptStore(redis, keys), config, sessions, metrics, logger }),
     operators: new OperatorService({ db, operators: repos.operators, sessionRows: repos.sessions, searchLogs: repos.searchLogs, logger }),
     users: new UserService({ config, db, users: repos.users, sessionRows: repos.sessions, embeddings: repos.embeddings, proofTokens, jobs, logger }),
     preferences: new PreferencesService({ db, preferences: repos.preferences }),

@@ -6,7 +6,7 @@
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import type { Context } from 'koa';
 import type { ErrorCode } from '../shared/errors.js';
-import type { AuthContext } from './services/authorization.js';
+import type { AuthContext } from './domain/principal.js';
 
 /**
  * Who may call a route.

@@ -16,7 +16,7 @@ import type { Config } from '../shared/config.js';
 import { AppError } from '../shared/errors.js';
 import { jsonBody, multipartBody, uploadedFiles } from './middleware/body.js';
 import { koaPath, type AnyRoute, type UploadedFile } from './route-table.js';
-import type { Authorizer } from './services/authorization.js';
+import type { Authorizer } from './services/authorization-service.js';
 import { check, validationError, type Violation } from './validation.js';
 
 export interface RouterDeps {

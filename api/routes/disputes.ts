@@ -2,7 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import { route, type AnyRoute } from '../route-table.js';
 import { IdParams, IsoDate, IsoDateTime, Page, PageQuery, Strict, Uuid } from '../schemas/common.js';
-import { parseDateRange } from '../services/date-range.js';
+import { parseDateRange } from '../../shared/date-range.js';
 import { DISPUTE_STATUSES } from '../services/dispute-service.js';
 import type { RouteDeps } from './index.js';
 

@@ -6,7 +6,7 @@ import { Type } from '@sinclair/typebox';
 import { AppError } from '../../shared/errors.js';
 import { route, type AnyRoute } from '../route-table.js';
 import { IsoDateTime, Page, PageQuery, Strict, Uuid } from '../schemas/common.js';
-import type { AuthContext } from '../services/authorization.js';
+import type { AuthContext } from '../domain/principal.js';
 import { IDENTIFIER_PATTERN, ORG_ID_PATTERN, type Actor } from '../services/operator-service.js';
 import { NO_STORE } from './auth.js';
 import type { RouteDeps } from './index.js';

@@ -4,7 +4,7 @@ import { route, type AnyRoute } from '../route-table.js';
 import { Strict } from '../schemas/common.js';
 import { PROXY_LABEL } from '../services/analytics-service.js';
 import { BILLABLE_DEFINITION } from '../services/billing-service.js';
-import { ANALYTICS_MAX_RANGE_DAYS, assertRangeWithin, currentMonth, parseDateRange, type DateRange } from '../services/date-range.js';
+import { ANALYTICS_MAX_RANGE_DAYS, assertRangeWithin, currentMonth, parseDateRange, type DateRange } from '../../shared/date-range.js';
 import { DateParam } from './disputes.js';
 import type { RouteDeps } from './index.js';
 

@@ -4,7 +4,7 @@ import { AppError } from '../../shared/errors.js';
 import { route, type AnyRoute } from '../route-table.js';
 import { Strict, Uuid } from '../schemas/common.js';
 import { QualityField } from '../schemas/quality.js';
-import type { ConsumerAuth, OperatorAuth } from '../services/authorization.js';
+import type { ConsumerAuth, OperatorAuth } from '../domain/principal.js';
 import type { RouteDeps } from './index.js';
 
 const LatencyMs = Type.Object({

@@ -7,7 +7,7 @@ import type { Knex } from 'knex';
 import type { DisputeStatus } from '../../models/index.js';
 import { AppError } from '../../shared/errors.js';
 import { recordAudit } from '../../shared/repositories/audit.js';
-import type { DateRange } from '../../shared/repositories/date-range.js';
+import type { DateRange } from '../../shared/date-range.js';
 import { isUniqueViolation } from '../../shared/repositories/handle.js';
 import type { DisputeRow, SearchLogsRepository } from '../../shared/repositories/search-logs.js';
 

@@ -2,8 +2,8 @@
  * Identity linking (SPEC sections 2, 3, 4 and 7): validate a NIN or BVN against the registry, prove
  * with a live capture that the face matches the registry photo, then link.
  *
- * The workflow only: its Redis state is IdentityTokenStore (identity-token-store.ts), its link rows
- * the users repository. It reaches the registry only through RegistryClient (HTTP), does face work only
+ * The workflow only: its Redis state is IdentityTokenStore (shared/stores/identity-tokens.ts), its
+ * link rows the users repository. It reaches the registry only through RegistryClient (HTTP), does face work only
  * through FaceService (the workers), and writes the canonical embedding only through the embeddings
  * repository.
  */
@@ -19,11 +19,11 @@ import type { UsersRepository } from '../../shared/repositories/users.js';
 import { qualitySummary, type QualitySummary } from '../../shared/face/quality.js';
 import type { Metrics } from '../metrics.js';
 import type { FaceService } from './face-service.js';
-import type { IdentityTokenStore, LinkClaims } from './identity-token-store.js';
-import type { Registry, RegistryClient } from './registry-client.js';
-import { deviceHint, fullName, maskName, recordDisagreements, snapshot } from './registry-records.js';
+import type { IdentityTokenStore, LinkClaims } from '../../shared/stores/identity-tokens.js';
+import type { Registry, RegistryClient } from '../adapters/registry-client.js';
+import { deviceHint, fullName, maskName, recordDisagreements, snapshot } from '../domain/registry-records.js';
 
-export type { Registry } from './registry-client.js';
+export type { Registry } from '../adapters/registry-client.js';
 
 export interface IdentityDeps {
   config: Config;

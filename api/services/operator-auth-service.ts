@@ -17,21 +17,19 @@ import type { Knex } from 'knex';
 import type { Config } from '../../shared/config.js';
 import { AppError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
-import type { KeySpace, Redis } from '../../shared/redis.js';
 import { recordAudit } from '../../shared/repositories/audit.js';
 import type { OperatorsRepository, SessionsRepository } from '../../shared/repositories/operators.js';
+import type { LoginAttemptStore } from '../../shared/stores/login-attempts.js';
+import { ipBucket } from '../domain/client-address.js';
 import type { Metrics } from '../metrics.js';
-import { ipBucket } from './otp-service.js';
-import { countInWindow, HOUR_MS } from './rate-limit.js';
-import { burnPasswordCheck, hashPassword, needsRehash, verifyPassword } from './passwords.js';
+import { burnPasswordCheck, hashPassword, needsRehash, verifyPassword } from '../domain/passwords.js';
 import type { SessionService, TokenPair } from './session-service.js';
 
 export interface OperatorAuthDeps {
   db: Knex;
   operators: OperatorsRepository;
   sessionRows: SessionsRepository;
-  redis: Redis;
-  keys: KeySpace;
+  attempts: LoginAttemptStore;
   config: Pick<Config, 'operatorMaxFailedLogins' | 'operatorLoginsPerIpPerHour' | 'operatorLoginFailuresPerIpPerHour' | 'adminLockSeconds'>;
   sessions: SessionService;
   metrics?: Metrics;
@@ -52,16 +50,16 @@ export class OperatorAuthService {
    * identifier (password spraying; successes never count, so working operators are not blocked).
    */
   async login(identifier: string, password: string, opts: { deviceHint?: string | null; ip?: string } = {}): Promise<TokenPair & { operatorId: string; mustResetPassword: boolean }> {
-    const { redis, keys, config, metrics } = this.deps;
-    const failuresKey = opts.ip ? keys('login', 'failures', ipBucket(opts.ip)) : undefined;
-    if (opts.ip && failuresKey) {
-      const [failures, ttlMs] = await Promise.all([redis.get(failuresKey), redis.pttl(failuresKey)]);
-      if (Number(failures ?? 0) >= config.operatorLoginFailuresPerIpPerHour) {
+    const { attempts, config, metrics } = this.deps;
+    const address = opts.ip ? ipBucket(opts.ip) : undefined;
+    if (address) {
+      const failures = await attempts.failures(address);
+      if (failures.count >= config.operatorLoginFailuresPerIpPerHour) {
         metrics?.outcome('operator_login', 'rate_limited');
-        throw new AppError('rate_limited', 'Too many failed sign-ins from this address; try again later', { retryAfter: Math.max(1, Math.ceil(ttlMs / 1000)) });
+        throw new AppError('rate_limited', 'Too many failed sign-ins from this address; try again later', { retryAfter: Math.max(1, Math.ceil(failures.ttlMs / 1000)) });
       }
       const account = createHash('sha256').update(identifier.normalize('NFC').toLowerCase()).digest('hex').slice(0, 24);
-      const { count, resetInSeconds } = await countInWindow(redis, keys('login', 'ip', ipBucket(opts.ip), 'account', account), HOUR_MS);
+      const { count, resetInSeconds } = await attempts.countAttempt(address, account);
       if (count > config.operatorLoginsPerIpPerHour) {
         metrics?.outcome('operator_login', 'rate_limited');
         throw new AppError('rate_limited', 'Too many sign-in attempts for this account from this address; try again later', { retryAfter: resetInSeconds });
@@ -70,8 +68,8 @@ export class OperatorAuthService {
     try {
       return await this.checkCredentials(identifier, password, opts);
     } catch (e) {
-      if (failuresKey && e instanceof AppError && (e.code === 'invalid_credentials' || e.code === 'account_locked')) {
-        await countInWindow(redis, failuresKey, HOUR_MS).catch(() => {});
+      if (address && e instanceof AppError && (e.code === 'invalid_credentials' || e.code === 'account_locked')) {
+        await attempts.countFailure(address).catch(() => {});
       }
       throw e;
     }

@@ -17,7 +17,7 @@ import { recordAudit } from '../../shared/repositories/audit.js';
 import { isUniqueViolation } from '../../shared/repositories/handle.js';
 import { OperatorsRepository, SessionsRepository, type OperatorFilter } from '../../shared/repositories/operators.js';
 import { SearchLogsRepository } from '../../shared/repositories/search-logs.js';
-import { hashPassword, temporaryPassword } from './passwords.js';
+import { hashPassword, temporaryPassword } from '../domain/passwords.js';
 
 export interface OperatorDeps {
   db: Knex;

@@ -16,7 +16,7 @@ import type { Logger } from '../../shared/logger.js';
 import { recordAudit } from '../../shared/repositories/audit.js';
 import { OperatorsRepository, SessionsRepository, type SessionSubject } from '../../shared/repositories/operators.js';
 import type { UsersRepository } from '../../shared/repositories/users.js';
-import { hashToken, newToken } from '../../shared/single-use-token.js';
+import { hashToken, newToken } from '../../shared/stores/single-use-token.js';
 import type { Metrics } from '../metrics.js';
 import type { Audience, TokenService } from './token-service.js';
 

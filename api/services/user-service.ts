@@ -2,7 +2,7 @@
  * The consumer's own record: read it, change the phone (applied at once) or the BVN-linked bankAccount
  * (pending until the simulated upstream confirmation lands), and delete it.
  *
- * PATCH and DELETE need a fresh proofToken (api/services/proof-tokens.ts). Everything that can be
+ * PATCH and DELETE need a fresh proofToken (shared/stores/proof-tokens.ts). Everything that can be
  * refused without side effects (the body, the phone's form, a phone taken by another account) is
  * checked BEFORE the token is consumed, so a mistake does not cost the consumer a new selfie.
  */
@@ -18,8 +18,8 @@ import { isUniqueViolation } from '../../shared/repositories/handle.js';
 import type { SessionsRepository } from '../../shared/repositories/operators.js';
 import type { UserRow, UsersRepository } from '../../shared/repositories/users.js';
 import { validationError } from '../validation.js';
-import { requirePhone } from './phone.js';
-import type { ProofTokens } from './proof-tokens.js';
+import { requirePhone } from '../domain/phone.js';
+import type { ProofTokens } from '../../shared/stores/proof-tokens.js';
 
 export interface UserDeps {
   config: Pick<Config, 'bankAccountConfirmDelayMs'>;

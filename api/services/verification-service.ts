@@ -14,11 +14,11 @@ import type { EmbeddingsRepository } from '../../shared/repositories/embeddings.
 import type { NewSearchLog, SearchLogsRepository } from '../../shared/repositories/search-logs.js';
 import type { UsersRepository } from '../../shared/repositories/users.js';
 import type { Metrics } from '../metrics.js';
-import type { ConsumerAuth, OperatorAuth } from './authorization.js';
-import { decideCanonicalRefresh, type CanonicalRefreshDecision } from './canonical-refresh.js';
+import type { ConsumerAuth, OperatorAuth } from '../domain/principal.js';
+import { decideCanonicalRefresh, type CanonicalRefreshDecision } from '../domain/canonical-refresh.js';
 import { qualitySummary, type QualityAssessment, type QualitySummary } from '../../shared/face/quality.js';
 import type { FaceService } from './face-service.js';
-import type { ProofTokens } from './proof-tokens.js';
+import type { ProofTokens } from '../../shared/stores/proof-tokens.js';
 
 export interface VerificationDeps {
   config: Config;
@@ -51,7 +51,7 @@ export interface SelfAnswer {
   expiresIn?: number;
   /** Advisory capture quality; null when no face was found. */
   quality: QualitySummary | null;
-  /** On a match: whether this capture replaced the canonical embedding, and why (canonical-refresh.ts). */
+  /** On a match: whether this capture replaced the canonical embedding, and why (api/domain/canonical-refresh.ts). */
   canonicalRefresh?: CanonicalRefreshDecision;
   latencyMs: LatencyMs;
 }
@@ -183,7 +183,7 @@ export class VerificationService {
     const referenceId = randomUUID();
     const quality = r.quality ?? null;
     // A high-confidence match refreshes the searchable record with the most recent proven appearance,
-    // unless the capture is poorer than the one stored (canonical-refresh.ts).
+    // unless the capture is poorer than the one stored (api/domain/canonical-refresh.ts).
     const decision =
       outcome === 'match' && r.score !== null && embedding
         ? decideCanonicalRefresh({

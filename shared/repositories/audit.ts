@@ -3,7 +3,7 @@
  * they describe. `data` holds identifiers and masked values only, never a token, code or full number.
  */
 import { AuditEvent } from '../../models/index.js';
-import type { DateRange } from './date-range.js';
+import type { DateRange } from '../date-range.js';
 import { newestFirstPage, Repository, type Db } from './handle.js';
 
 export interface AuditInput {

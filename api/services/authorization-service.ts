@@ -7,22 +7,8 @@ import { AppError } from '../../shared/errors.js';
 import type { OperatorsRepository, SessionsRepository } from '../../shared/repositories/operators.js';
 import type { UsersRepository } from '../../shared/repositories/users.js';
 import type { AuthRule } from '../route-table.js';
+import { bearerToken, type AuthContext, type OperatorAuth } from '../domain/principal.js';
 import type { AccessClaims, Audience, TokenService } from './token-service.js';
-
-export type AuthContext =
-  | { kind: 'anonymous' }
-  | { kind: 'consumer'; userId: string; sessionId: string }
-  | {
-      kind: 'operator';
-      operatorId: string;
-      role: 'operator' | 'administrator';
-      orgId: string;
-      sessionId: string;
-      mustResetPassword: boolean;
-    };
-
-export type ConsumerAuth = Extract<AuthContext, { kind: 'consumer' }>;
-export type OperatorAuth = Extract<AuthContext, { kind: 'operator' }>;
 
 const AUDIENCE_OF: Record<Exclude<AuthRule, 'none'>, Audience> = {
   consumer: 'consumer',
@@ -31,12 +17,6 @@ const AUDIENCE_OF: Record<Exclude<AuthRule, 'none'>, Audience> = {
   'operator:flagged-ok': 'operator',
   administrator: 'operator',
 };
-
-export function bearerToken(header: string | undefined): string | null {
-  if (!header) return null;
-  const m = /^Bearer\s+([A-Za-z0-9\-_.~+/]+=*)\s*$/i.exec(header);
-  return m ? m[1]! : null;
-}
 
 export interface AuthorizerRepositories {
   sessions: SessionsRepository;
