@@ -4,12 +4,12 @@
  * an undecodable image or an engine timeout (the row then records the error code as its outcome).
  */
 import { randomUUID } from 'node:crypto';
-import type { Knex } from 'knex';
 import type { Config } from '../../shared/config.js';
 import { AppError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Candidate, LatencyMs } from '../../models/index.js';
-import { recordAudit } from '../../shared/repositories/audit.js';
+import type { AuditEventsRepository } from '../../shared/repositories/audit.js';
+import type { UnitOfWork } from '../../shared/repositories/handle.js';
 import type { EmbeddingsRepository } from '../../shared/repositories/embeddings.js';
 import type { NewSearchLog, SearchLogsRepository } from '../../shared/repositories/search-logs.js';
 import type { UsersRepository } from '../../shared/repositories/users.js';
@@ -22,7 +22,8 @@ import type { ProofTokens } from '../../shared/stores/proof-tokens.js';
 
 export interface VerificationDeps {
   config: Config;
-  db: Knex;
+  unitOfWork: UnitOfWork;
+  auditEvents: AuditEventsRepository;
   users: UsersRepository;
   searchLogs: SearchLogsRepository;
   embeddings: EmbeddingsRepository;
@@ -125,8 +126,8 @@ export class VerificationService {
 
   /** POST /identify/{referenceId}/escalate: idempotent — a second call keeps the first time. */
   async escalate(operator: OperatorAuth, referenceId: string): Promise<{ referenceId: string; escalatedAt: Date }> {
-    const { db, searchLogs } = this.deps;
-    return db.transaction(async (trx) => {
+    const { searchLogs } = this.deps;
+    return this.deps.unitOfWork.run(async (trx) => {
       const row = await searchLogs.findIdentifyForUpdate(referenceId, trx);
       // Another organisation's searches are not visible to this operator: not found, not forbidden.
       if (!row || (operator.role !== 'administrator' && row.orgId !== operator.orgId)) {
@@ -134,13 +135,13 @@ export class VerificationService {
       }
       if (row.escalatedAt) return { referenceId, escalatedAt: row.escalatedAt };
       const escalatedAt = await searchLogs.markEscalated(referenceId, operator.operatorId, trx);
-      await recordAudit(trx, {
+      await this.deps.auditEvents.record({
         type: 'search_escalated',
         actorType: 'operator',
         actorId: operator.operatorId,
         subjectType: 'search_log',
         subjectId: referenceId,
-      });
+      }, trx);
       return { referenceId, escalatedAt };
     });
   }
@@ -232,10 +233,10 @@ export class VerificationService {
     const { embeddings, config } = this.deps;
     const audited = decision.reason !== 'below_high_confidence';
     if (!decision.refreshed && !audited) return;
-    await this.deps.db.transaction(async (trx) => {
+    await this.deps.unitOfWork.run(async (trx) => {
       // The audit row first: the change-log lock the upsert takes is held no longer than before.
       if (audited) {
-        await recordAudit(trx, {
+        await this.deps.auditEvents.record({
           type: decision.refreshed ? 'canonical_embedding.refreshed' : 'canonical_embedding.refresh_declined',
           actorType: 'consumer',
           actorId: userId,
@@ -250,7 +251,7 @@ export class VerificationService {
             storedQualityScore: c.storedQuality,
             floor: config.canonicalRefreshMinQuality,
           },
-        });
+        }, trx);
       }
       if (decision.refreshed) {
         await embeddings.upsert(userId, c.embedding.embedding, 'verify_self', c.embedding.engineVersion, trx, c.quality?.score ?? null);

@@ -41,7 +41,7 @@ export class OperatorsRepository extends Repository {
   /** A page of operators, newest first, with the filter's total. */
   async list(f: OperatorFilter): Promise<{ rows: Operator[]; total: number }> {
     const base = () => {
-      const qb = this.db(Operator.tableName);
+      const qb = Operator.query(this.db);
       if (f.role) qb.where({ role: f.role });
       if (f.status) qb.where({ status: f.status });
       if (f.q) {
@@ -50,8 +50,7 @@ export class OperatorsRepository extends Repository {
       }
       return qb;
     };
-    const { rows, total } = await newestFirstPage(base, f);
-    return { rows: rows.map(toOperator), total };
+    return newestFirstPage(base, f);
   }
 
   async find(id: string, trx?: Db): Promise<Operator | undefined> {
@@ -134,16 +133,11 @@ export class OperatorsRepository extends Repository {
 
   /** Active, unlocked administrators other than `exceptId`: the ones who could still manage the deployment. */
   async otherManagingAdministrators(exceptId: string, trx?: Db): Promise<number> {
-    const [{ count }] = await this.on(trx)(Operator.tableName)
-      .where({ role: 'administrator', status: 'active' })
-      .whereNull('lockedAt')
-      .whereNot({ id: exceptId })
-      .count({ count: '*' });
-    return Number(count);
+    return Operator.query(this.on(trx)).where({ role: 'administrator', status: 'active' }).whereNull('lockedAt').whereNot({ id: exceptId }).resultSize();
   }
 
   async activeAdministratorExists(trx?: Db): Promise<boolean> {
-    return Boolean(await this.on(trx)(Operator.tableName).where({ role: 'administrator', status: 'active' }).first('id'));
+    return Boolean(await Operator.query(this.on(trx)).where({ role: 'administrator', status: 'active' }).select('id').first());
   }
 }
 
@@ -154,13 +148,22 @@ export class SessionsRepository extends Repository {
     return session.id as string;
   }
 
+  /** Opens a session with its first refresh token: both or neither. */
+  async openWithRefreshToken(subject: SessionSubject, deviceHint: string | null, refresh: { tokenHash: string; expiresAt: Date }): Promise<string> {
+    return this.transaction(async (trx) => {
+      const sessionId = await this.open(subject, deviceHint, trx);
+      await this.insertRefreshToken(sessionId, refresh.tokenHash, refresh.expiresAt, trx);
+      return sessionId;
+    });
+  }
+
   async find(id: string, trx?: Db): Promise<Pick<Session, 'id' | 'subjectType' | 'subjectId' | 'revokedAt'> | undefined> {
-    return this.on(trx)(Session.tableName).where({ id }).first('id', 'subjectType', 'subjectId', 'revokedAt');
+    return Session.query(this.on(trx)).findById(id).select('id', 'subjectType', 'subjectId', 'revokedAt');
   }
 
   /** The session `id` of this subject, if it exists (revoked or not). */
   async findOf(id: string, subject: SessionSubject, trx?: Db): Promise<Pick<Session, 'revokedAt'> | undefined> {
-    return this.on(trx)(Session.tableName).where({ id, subjectType: subject.type, subjectId: subject.id }).first('revokedAt');
+    return Session.query(this.on(trx)).findById(id).where({ subjectType: subject.type, subjectId: subject.id }).select('revokedAt');
   }
 
   /** Revokes one session: its access tokens stop at the next request, its refresh tokens stop working. */
@@ -181,7 +184,7 @@ export class SessionsRepository extends Repository {
   // ---- refresh tokens (stored as SHA-256 only) ---------------------------------------------
 
   async insertRefreshToken(sessionId: string, tokenHash: string, expiresAt: Date, trx?: Db): Promise<void> {
-    await this.on(trx)(RefreshToken.tableName).insert({ sessionId, tokenHash, expiresAt });
+    await RefreshToken.query(this.on(trx)).insert({ sessionId, tokenHash, expiresAt });
   }
 
   /**
@@ -195,7 +198,7 @@ export class SessionsRepository extends Repository {
 
   /** The session of a refresh token, used or not. */
   async sessionOfRefreshToken(tokenHash: string): Promise<string | undefined> {
-    const row = await this.db(RefreshToken.tableName).where({ tokenHash }).first('sessionId');
+    const row = await RefreshToken.query(this.db).where({ tokenHash }).select('sessionId').first();
     return row?.sessionId;
   }
 

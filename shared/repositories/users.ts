@@ -62,23 +62,23 @@ export class UsersRepository extends Repository {
 
   /** Whether the user exists and when it was deleted (null: live); undefined when there is no such user. */
   async deletedAt(userId: string, trx?: Db): Promise<Date | null | undefined> {
-    const row = await this.on(trx)(User.tableName).where({ id: userId }).first('deletedAt');
+    const row = await User.query(this.on(trx)).findById(userId).select('deletedAt');
     return row ? row.deletedAt : undefined;
   }
 
   async findLive(userId: string, trx?: Db): Promise<Pick<User, 'phone' | 'bankAccount'> | undefined> {
-    return this.on(trx)(User.tableName).where({ id: userId }).whereNull('deletedAt').first('phone', 'bankAccount');
+    return User.query(this.on(trx)).findById(userId).whereNull('deletedAt').select('phone', 'bankAccount');
   }
 
   /** The subset of `userIds` whose accounts are live. */
   async liveIds(userIds: string[], trx?: Db): Promise<Set<string>> {
     if (userIds.length === 0) return new Set();
-    const rows: { id: string }[] = await this.on(trx)(User.tableName).whereIn('id', userIds).whereNull('deletedAt').select('id');
+    const rows = await User.query(this.on(trx)).whereIn('id', userIds).whereNull('deletedAt').select('id');
     return new Set(rows.map((r) => r.id));
   }
 
   async phoneTakenByAnother(phone: string, userId: string, trx?: Db): Promise<boolean> {
-    return Boolean(await this.on(trx)(User.tableName).where({ phone }).whereNull('deletedAt').whereNot('id', userId).first('id'));
+    return Boolean(await User.query(this.on(trx)).where({ phone }).whereNull('deletedAt').whereNot('id', userId).select('id').first());
   }
 
   /** The live account of this phone, created on the first successful sign-in (race-safe). */
@@ -86,7 +86,7 @@ export class UsersRepository extends Repository {
     const inserted = await this.db.raw(`INSERT INTO ${User.tableName} (phone) VALUES (?) ON CONFLICT (phone) WHERE deleted_at IS NULL DO NOTHING RETURNING id`, [phone]);
     const row = inserted.rows?.[0] as { id: string } | undefined;
     if (row) return row.id;
-    const existing = await this.db(User.tableName).where({ phone }).whereNull('deletedAt').first('id');
+    const existing = await User.query(this.db).where({ phone }).whereNull('deletedAt').select('id').first();
     if (!existing) throw new Error('user neither inserted nor found');
     return existing.id;
   }
