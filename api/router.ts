@@ -114,7 +114,6 @@ export function buildRouter(routes: AnyRoute[], deps: RouterDeps): Router {
         params,
         fields,
         files,
-        auth: { kind: 'anonymous' } as const,
         ip: clientIp(ctx, deps.config.trustProxy),
         requestId: String(ctx.state.requestId),
         userAgent: ctx.get('user-agent') || null,

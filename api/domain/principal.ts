@@ -3,20 +3,29 @@
  * bearer token and the current state in PostgreSQL (api/services/authorization-service.ts).
  */
 
-export type AuthContext =
-  | { kind: 'anonymous' }
-  | { kind: 'consumer'; userId: string; sessionId: string }
-  | {
-      kind: 'operator';
-      operatorId: string;
-      role: 'operator' | 'administrator';
-      orgId: string;
-      sessionId: string;
-      mustResetPassword: boolean;
-    };
+/** A consumer, signed in with a live session. */
+export interface ConsumerPrincipal {
+  kind: 'consumer';
+  userId: string;
+  sessionId: string;
+}
 
-export type ConsumerAuth = Extract<AuthContext, { kind: 'consumer' }>;
-export type OperatorAuth = Extract<AuthContext, { kind: 'operator' }>;
+/** An active operator or administrator, signed in with a live session. */
+export interface OperatorPrincipal {
+  kind: 'operator';
+  operatorId: string;
+  role: 'operator' | 'administrator';
+  orgId: string;
+  sessionId: string;
+  mustResetPassword: boolean;
+}
+
+/** An operator whose role is administrator (what an `administrator` route receives). */
+export interface AdministratorPrincipal extends OperatorPrincipal {
+  role: 'administrator';
+}
+
+export type Principal = ConsumerPrincipal | OperatorPrincipal;
 
 export function bearerToken(header: string | undefined): string | null {
   if (!header) return null;

@@ -14,7 +14,7 @@ import type { EmbeddingsRepository } from '../../shared/repositories/embeddings.
 import type { NewSearchLog, SearchLogsRepository } from '../../shared/repositories/search-logs.js';
 import type { UsersRepository } from '../../shared/repositories/users.js';
 import type { Metrics } from '../metrics.js';
-import type { ConsumerAuth, OperatorAuth } from '../domain/principal.js';
+import type { ConsumerPrincipal, OperatorPrincipal } from '../domain/principal.js';
 import { decideCanonicalRefresh, type CanonicalRefreshDecision } from '../domain/canonical-refresh.js';
 import { qualitySummary, type QualityAssessment, type QualitySummary } from '../../shared/face/quality.js';
 import type { FaceService } from './face-service.js';
@@ -72,7 +72,7 @@ export class VerificationService {
   constructor(private readonly deps: VerificationDeps) {}
 
   /** POST /identify: the attestation was checked by the route before anything else. */
-  async identify(operator: OperatorAuth, probe: Buffer): Promise<IdentifyAnswer> {
+  async identify(operator: OperatorPrincipal, probe: Buffer): Promise<IdentifyAnswer> {
     const { users, searchLogs, face, metrics } = this.deps;
     const t0 = performance.now();
     try {
@@ -125,7 +125,7 @@ export class VerificationService {
   }
 
   /** POST /identify/{referenceId}/escalate: idempotent — a second call keeps the first time. */
-  async escalate(operator: OperatorAuth, referenceId: string): Promise<{ referenceId: string; escalatedAt: Date }> {
+  async escalate(operator: OperatorPrincipal, referenceId: string): Promise<{ referenceId: string; escalatedAt: Date }> {
     const { searchLogs } = this.deps;
     return this.deps.unitOfWork.run(async (trx) => {
       const row = await searchLogs.findIdentifyForUpdate(referenceId, trx);
@@ -147,7 +147,7 @@ export class VerificationService {
   }
 
   /** POST /verify/self: one comparison with the caller's own canonical embedding. */
-  async verifySelf(consumer: ConsumerAuth, image: Buffer): Promise<SelfAnswer> {
+  async verifySelf(consumer: ConsumerPrincipal, image: Buffer): Promise<SelfAnswer> {
     const { searchLogs, embeddings, face, metrics, config } = this.deps;
     const t0 = performance.now();
     // Normalising the upload takes no face capacity: it runs while the enrolment is read. The 409 of a
