@@ -4,6 +4,7 @@
  */
 import type { Knex } from 'knex';
 import { Operator, RefreshToken, Session, type OperatorRole, type OperatorStatus } from '../../models/index.js';
+import { fn } from 'objection';
 import { newestFirstPage, Repository, type Db } from './handle.js';
 
 export type SubjectType = Session['subjectType'];
@@ -116,14 +117,13 @@ export class OperatorsRepository extends Repository {
    * lock lifted by one sign-in is not lifted twice, and a fresh lock is never lifted by a stale read.
    */
   async unlockIfLockedAt(id: string, lockedAt: Date): Promise<boolean> {
-    const n = await this.db(Operator.tableName).where({ id, lockedAt }).update({ lockedAt: null, failedLoginCount: 0, updatedAt: this.db.fn.now() });
-    return Number(n) > 0;
+    const n = await Operator.query(this.db).where({ id, lockedAt }).patch({ lockedAt: null, failedLoginCount: 0, updatedAt: fn.now() });
+    return n > 0;
   }
 
   /** Clears the lock and the failure count whatever they are (`npm run unlock-operator`). */
   async unlock(id: string, trx?: Db): Promise<void> {
-    const db = this.on(trx);
-    await db(Operator.tableName).where({ id }).update({ lockedAt: null, failedLoginCount: 0, updatedAt: db.fn.now() });
+    await Operator.query(this.on(trx)).findById(id).patch({ lockedAt: null, failedLoginCount: 0, updatedAt: fn.now() });
   }
 
   /** Serialises every change that could leave the deployment without an administrator. */
@@ -144,8 +144,8 @@ export class OperatorsRepository extends Repository {
 export class SessionsRepository extends Repository {
   /** Opens a session and returns its id. */
   async open(subject: SessionSubject, deviceHint: string | null, trx?: Db): Promise<string> {
-    const [session] = await this.on(trx)(Session.tableName).insert({ subjectType: subject.type, subjectId: subject.id, deviceHint }).returning('id');
-    return session.id as string;
+    const session = await Session.query(this.on(trx)).insert({ subjectType: subject.type, subjectId: subject.id, deviceHint });
+    return session.id;
   }
 
   /** Opens a session with its first refresh token: both or neither. */
@@ -168,17 +168,15 @@ export class SessionsRepository extends Repository {
 
   /** Revokes one session: its access tokens stop at the next request, its refresh tokens stop working. */
   async revoke(sessionId: string, reason: string, trx?: Db): Promise<boolean> {
-    const db = this.on(trx);
-    const n = await db(Session.tableName).where({ id: sessionId }).whereNull('revokedAt').update({ revokedAt: db.fn.now(), revokedReason: reason });
-    return Number(n) > 0;
+    const n = await Session.query(this.on(trx)).findById(sessionId).whereNull('revokedAt').patch({ revokedAt: fn.now(), revokedReason: reason });
+    return n > 0;
   }
 
   /** Revokes every live session of a subject (optionally but one): logout everywhere, deactivation, reset. */
   async revokeAllOf(subject: SessionSubject, reason: string, opts: { exceptSessionId?: string } = {}, trx?: Db): Promise<number> {
-    const db = this.on(trx);
-    const q = db(Session.tableName).where({ subjectType: subject.type, subjectId: subject.id }).whereNull('revokedAt');
+    const q = Session.query(this.on(trx)).where({ subjectType: subject.type, subjectId: subject.id }).whereNull('revokedAt');
     if (opts.exceptSessionId) q.whereNot({ id: opts.exceptSessionId });
-    return Number(await q.update({ revokedAt: db.fn.now(), revokedReason: reason }));
+    return q.patch({ revokedAt: fn.now(), revokedReason: reason });
   }
 
   // ---- refresh tokens (stored as SHA-256 only) ---------------------------------------------

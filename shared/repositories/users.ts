@@ -4,6 +4,7 @@
  */
 import type { Knex } from 'knex';
 import { BvnLink, NinLink, User, type RegistryRecordSnapshot } from '../../models/index.js';
+import { fn } from 'objection';
 import { Repository, type Db } from './handle.js';
 
 export type Registry = 'nin' | 'bvn';
@@ -93,26 +94,22 @@ export class UsersRepository extends Repository {
 
   /** Applies a profile change to a live user; false when there is none. */
   async updateLive(userId: string, change: ProfileChange, trx?: Db): Promise<boolean> {
-    const db = this.on(trx);
-    const updated = await db(User.tableName).where({ id: userId }).whereNull('deletedAt').update({ ...change, updatedAt: db.fn.now() }).returning(['id']);
-    return updated.length > 0;
+    const updated = await User.query(this.on(trx)).findById(userId).whereNull('deletedAt').patch({ ...change, updatedAt: fn.now() });
+    return updated > 0;
   }
 
   /** Soft-deletes a live user (a pending change goes with it); false when there is none. */
   async softDelete(userId: string, trx?: Db): Promise<boolean> {
-    const db = this.on(trx);
-    const deleted = await db(User.tableName)
-      .where({ id: userId })
+    const deleted = await User.query(this.on(trx))
+      .findById(userId)
       .whereNull('deletedAt')
-      .update({ deletedAt: db.fn.now(), updatedAt: db.fn.now(), pendingBankAccount: null, pendingBankAccountRequestedAt: null })
-      .returning(['id']);
-    return deleted.length > 0;
+      .patch({ deletedAt: fn.now(), updatedAt: fn.now(), pendingBankAccount: null, pendingBankAccountRequestedAt: null });
+    return deleted > 0;
   }
 
   /** Name, date of birth and gender from a registry record (the first link fills the profile). */
   async fillProfile(userId: string, profile: { name: string; dateOfBirth: string; gender: string }, trx?: Db): Promise<void> {
-    const db = this.on(trx);
-    await db(User.tableName).where({ id: userId }).update({ ...profile, updatedAt: db.fn.now() });
+    await User.query(this.on(trx)).findById(userId).patch({ ...profile, updatedAt: fn.now() });
   }
 
   /** Applies a pending bankAccount change if it is still the one requested at `requestedAt`. */
