@@ -44,7 +44,17 @@ export default tseslint.config(
   },
   {
     files: ['api/**/*.ts'],
-    rules: { 'no-restricted-imports': boundary(['workers'], 'api/ must not import workers/: share the code through shared/ (docs/architecture.md).') },
+    rules: {
+      'no-restricted-imports': boundary(['workers'], 'api/ must not import workers/: share the code through shared/ (docs/architecture.md).'),
+      // Redis scripts live in their store (shared/stores/), beside the keys they touch.
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "CallExpression[callee.property.name=/^(eval|evalsha|defineCommand)$/]",
+          message: 'No Redis script under api/: give the store in shared/stores/ a method (docs/architecture.md).',
+        },
+      ],
+    },
   },
   {
     files: ['workers/**/*.ts'],

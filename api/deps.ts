@@ -11,32 +11,35 @@ import { JobClient } from '../shared/face-path/job-client.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { createRedis, keySpace, type KeySpace, type Redis } from '../shared/redis.js';
 import { AuditEventsRepository } from '../shared/repositories/audit.js';
+import { UnitOfWork } from '../shared/repositories/handle.js';
 import { EmbeddingsRepository } from '../shared/repositories/embeddings.js';
 import { OperatorsRepository, SessionsRepository } from '../shared/repositories/operators.js';
 import { PreferencesRepository } from '../shared/repositories/preferences.js';
 import { RegistryPersonsRepository } from '../shared/repositories/registry-persons.js';
 import { SearchLogsRepository } from '../shared/repositories/search-logs.js';
 import { UsersRepository } from '../shared/repositories/users.js';
+import { IdentityTokenStore } from '../shared/stores/identity-tokens.js';
+import { LoginAttemptStore } from '../shared/stores/login-attempts.js';
+import { OtpCodeStore } from '../shared/stores/otp-codes.js';
+import { ProofTokens } from '../shared/stores/proof-tokens.js';
+import { RegistryClient } from './adapters/registry-client.js';
+import { createSmsTransport } from './adapters/sms.js';
 import { Metrics } from './metrics.js';
 import { RegistrySimulator } from './registry-simulator/simulator.js';
 import { AnalyticsService } from './services/analytics-service.js';
 import { AuditService } from './services/audit-service.js';
-import { Authorizer } from './services/authorization.js';
+import { Authorizer } from './services/authorization-service.js';
 import { BillingService } from './services/billing-service.js';
 import { DisputeService } from './services/dispute-service.js';
 import { FaceService } from './services/face-service.js';
 import { HealthService } from './services/health-service.js';
 import { HistoryService } from './services/history-service.js';
 import { IdentityService } from './services/identity-service.js';
-import { IdentityTokenStore } from './services/identity-token-store.js';
 import { OperatorAuthService } from './services/operator-auth-service.js';
 import { OperatorService } from './services/operator-service.js';
 import { OtpService } from './services/otp-service.js';
 import { PreferencesService } from './services/preferences-service.js';
-import { ProofTokens } from './services/proof-tokens.js';
-import { RegistryClient } from './services/registry-client.js';
 import { SessionService } from './services/session-service.js';
-import { createSmsTransport } from './services/sms.js';
 import { TokenService } from './services/token-service.js';
 import { UserService } from './services/user-service.js';
 import { VerificationService } from './services/verification-service.js';
@@ -121,24 +124,26 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     } : undefined,
   });
   const repos = createRepositories(db);
+  const unitOfWork = new UnitOfWork(db);
+  const auditEvents = repos.auditEvents;
   const face = new FaceService({ config, embeddings: repos.embeddings, jobs, metrics, logger });
   const proofTokens = new ProofTokens({ config, redis, keys });
-  const sessions = new SessionService({ db, sessions: repos.sessions, users: repos.users, operators: repos.operators, tokens, config, metrics, logger });
+  const sessions = new SessionService({ auditEvents, sessions: repos.sessions, users: repos.users, operators: repos.operators, tokens, config, metrics, logger });
   const registry = new RegistryClient({ registryUrl: config.registryUrl, registryTimeoutMs: config.registryTimeoutMs, isProduction: config.isProduction, logger });
 
   const services: Services = {
     sessions,
-    otp: new OtpService({ config, users: repos.users, redis, keys, tokens, sessions, sms: createSmsTransport(config), metrics, logger }),
-    operatorAuth: new OperatorAuthService({ db, operators: repos.operators, sessionRows: repos.sessions, redis, keys, config, sessions, metrics, logger }),
-    operators: new OperatorService({ db, operators: repos.operators, sessionRows: repos.sessions, searchLogs: repos.searchLogs, logger }),
-    users: new UserService({ config, db, users: repos.users, sessionRows: repos.sessions, embeddings: repos.embeddings, proofTokens, jobs, logger }),
-    preferences: new PreferencesService({ db, preferences: repos.preferences }),
+    otp: new OtpService({ config, users: repos.users, codes: new OtpCodeStore(redis, keys), tokens, sessions, sms: createSmsTransport(config), metrics, logger }),
+    operatorAuth: new OperatorAuthService({ unitOfWork, auditEvents, operators: repos.operators, sessionRows: repos.sessions, attempts: new LoginAttemptStore(redis, keys), config, sessions, metrics, logger }),
+    operators: new OperatorService({ unitOfWork, auditEvents, operators: repos.operators, sessionRows: repos.sessions, searchLogs: repos.searchLogs, logger }),
+    users: new UserService({ config, unitOfWork, auditEvents, users: repos.users, sessionRows: repos.sessions, embeddings: repos.embeddings, proofTokens, jobs, logger }),
+    preferences: new PreferencesService({ unitOfWork, auditEvents, preferences: repos.preferences }),
     history: new HistoryService({ searchLogs: repos.searchLogs }),
-    disputes: new DisputeService({ db, searchLogs: repos.searchLogs }),
+    disputes: new DisputeService({ unitOfWork, auditEvents, searchLogs: repos.searchLogs }),
     analytics: new AnalyticsService({ searchLogs: repos.searchLogs }),
     billing: new BillingService({ searchLogs: repos.searchLogs, config }),
-    identity: new IdentityService({ config, db, users: repos.users, embeddings: repos.embeddings, store: new IdentityTokenStore(redis, keys), metrics, logger, face, registry }),
-    verification: new VerificationService({ config, db, users: repos.users, searchLogs: repos.searchLogs, embeddings: repos.embeddings, proofTokens, face, metrics, logger }),
+    identity: new IdentityService({ config, unitOfWork, auditEvents, users: repos.users, embeddings: repos.embeddings, store: new IdentityTokenStore(redis, keys), metrics, logger, face, registry }),
+    verification: new VerificationService({ config, unitOfWork, auditEvents, users: repos.users, searchLogs: repos.searchLogs, embeddings: repos.embeddings, proofTokens, face, metrics, logger }),
     registrySimulator: new RegistrySimulator(repos.registryPersons, { maxImagePixels: config.maxImagePixels }),
     audit: new AuditService({ auditEvents: repos.auditEvents }),
   };
@@ -153,7 +158,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     metrics,
     tokens,
     authorizer: new Authorizer({ sessions: repos.sessions, users: repos.users, operators: repos.operators }, tokens),
-    health: new HealthService({ config, db, redis, metrics }),
+    health: new HealthService({ config, database: unitOfWork, redis, metrics }),
     face,
     repos,
     services,

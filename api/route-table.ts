@@ -6,7 +6,7 @@
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import type { Context } from 'koa';
 import type { ErrorCode } from '../shared/errors.js';
-import type { AuthContext } from './services/authorization.js';
+import type { AdministratorPrincipal, ConsumerPrincipal, OperatorPrincipal } from './domain/principal.js';
 
 /**
  * Who may call a route.
@@ -18,6 +18,18 @@ import type { AuthContext } from './services/authorization.js';
  * - `administrator`: an active, unflagged administrator.
  */
 export type AuthRule = 'none' | 'consumer' | 'consumer:self' | 'operator' | 'operator:flagged-ok' | 'administrator';
+
+/**
+ * The principal a route's handler receives, fixed by its auth rule: the router hands it over only after
+ * the authoriser admitted the caller under that rule, so a handler has nothing left to check or narrow.
+ */
+export type PrincipalOf<A extends AuthRule> = A extends 'consumer' | 'consumer:self'
+  ? ConsumerPrincipal
+  : A extends 'administrator'
+    ? AdministratorPrincipal
+    : A extends 'operator' | 'operator:flagged-ok'
+      ? OperatorPrincipal
+      : undefined;
 
 export interface UploadedFile {
   field: string;
@@ -41,18 +53,26 @@ export interface ResponseSpec {
   contentType?: string;
 }
 
-export interface HandlerInput<B, Q, P, F> {
+/** What a request brings, validated (a precheck sees it raw, before the caller's state is read). */
+export interface RequestInput<B, Q, P, F> {
   body: B;
   query: Q;
   params: P;
   fields: F;
   files: Record<string, UploadedFile | undefined>;
-  auth: AuthContext;
   ip: string;
   requestId: string;
   userAgent: string | null;
   ctx: Context;
 }
+
+/** What a handler receives: the request, and the principal its route's auth rule admitted. */
+export interface HandlerInput<B, Q, P, F, A extends AuthRule = AuthRule> extends RequestInput<B, Q, P, F> {
+  auth: PrincipalOf<A>;
+}
+
+/** The headers of an answer no cache may keep (tokens, a temporary password). */
+export const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 
 export interface HandlerOutput {
   status?: number;
@@ -68,6 +88,7 @@ export interface RouteSpec<
   Q extends TSchema | undefined = undefined,
   P extends TSchema | undefined = undefined,
   F extends TObject | undefined = undefined,
+  A extends AuthRule = AuthRule,
 > {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** OpenAPI style: `/users/{id}`. */
@@ -76,7 +97,7 @@ export interface RouteSpec<
   summary: string;
   description?: string;
   tag: string;
-  auth: AuthRule;
+  auth: A;
   body?: B;
   query?: Q;
   params?: P;
@@ -89,7 +110,7 @@ export interface RouteSpec<
    * Runs on the raw parsed parts, before validation and the stateful authorisation check: no dependency may be called.
    * A request that is not of the route's content type at all has no parts: the precheck judges them first, then 415.
    */
-  precheck?: (input: NoInfer<HandlerInput<Infer<B>, Infer<Q>, Infer<P>, Infer<F>>>) => void | Promise<void>;
+  precheck?: (input: NoInfer<RequestInput<Infer<B>, Infer<Q>, Infer<P>, Infer<F>>>) => void | Promise<void>;
   /**
    * Every error body of this route also carries `outcome` (the error code, unless a face outcome set it): the
    * interface document's "endpoints with distinct outcomes (verify-face, /identify, /verify/self) also echo
@@ -98,20 +119,21 @@ export interface RouteSpec<
   outcomeInErrors?: boolean;
   /** Hidden from the OpenAPI document (e.g. the Bull Board UI). */
   hidden?: boolean;
-  handler: (input: NoInfer<HandlerInput<Infer<B>, Infer<Q>, Infer<P>, Infer<F>>>) => Promise<HandlerOutput | void>;
+  handler: (input: NoInfer<HandlerInput<Infer<B>, Infer<Q>, Infer<P>, Infer<F>, A>>) => Promise<HandlerOutput | void>;
 }
 
 // The table holds routes of many shapes; the router treats inputs as already validated.
-export type AnyRoute = RouteSpec<any, any, any, any>;
+export type AnyRoute = RouteSpec<any, any, any, any, AuthRule>;
 
-/** Declares one route with its input types inferred from its schemas. */
+/** Declares one route with its input types inferred from its schemas and its principal from its auth rule. */
 export function route<
   B extends TSchema | undefined = undefined,
   Q extends TSchema | undefined = undefined,
   P extends TSchema | undefined = undefined,
   F extends TObject | undefined = undefined,
->(spec: RouteSpec<B, Q, P, F>): AnyRoute {
-  return spec as AnyRoute;
+  A extends AuthRule = AuthRule,
+>(spec: RouteSpec<B, Q, P, F, A>): AnyRoute {
+  return spec as unknown as AnyRoute;
 }
 
 export const koaPath = (openapiPath: string) => openapiPath.replace(/\{(\w+)\}/g, ':$1');

@@ -16,7 +16,7 @@ import type { Config } from '../shared/config.js';
 import { AppError } from '../shared/errors.js';
 import { jsonBody, multipartBody, uploadedFiles } from './middleware/body.js';
 import { koaPath, type AnyRoute, type UploadedFile } from './route-table.js';
-import type { Authorizer } from './services/authorization.js';
+import type { Authorizer } from './services/authorization-service.js';
 import { check, validationError, type Violation } from './validation.js';
 
 export interface RouterDeps {
@@ -114,7 +114,6 @@ export function buildRouter(routes: AnyRoute[], deps: RouterDeps): Router {
         params,
         fields,
         files,
-        auth: { kind: 'anonymous' } as const,
         ip: clientIp(ctx, deps.config.trustProxy),
         requestId: String(ctx.state.requestId),
         userAgent: ctx.get('user-agent') || null,

@@ -8,7 +8,7 @@
  */
 import { config } from '../shared/config.js';
 import { createDb } from '../shared/db.js';
-import { recordAudit } from '../shared/repositories/audit.js';
+import { AuditEventsRepository } from '../shared/repositories/audit.js';
 import { OperatorsRepository } from '../shared/repositories/operators.js';
 
 const [identifier] = process.argv.slice(2);
@@ -27,7 +27,7 @@ try {
   } else {
     await db.transaction(async (trx) => {
       await operators.unlock(op.id, trx);
-      await recordAudit(trx, { type: 'operator.unlocked', actorType: 'system', actorId: null, subjectType: 'operator', subjectId: op.id, data: { via: 'cli', wasLocked: op.lockedAt !== null } });
+      await new AuditEventsRepository(db).record({ type: 'operator.unlocked', actorType: 'system', actorId: null, subjectType: 'operator', subjectId: op.id, data: { via: 'cli', wasLocked: op.lockedAt !== null } }, trx);
     });
     console.log(op.lockedAt ? `${op.role} "${op.identifier}" unlocked (it had ${op.failedLoginCount} failed sign-ins).` : `${op.role} "${op.identifier}" was not locked; failure count cleared.`);
   }

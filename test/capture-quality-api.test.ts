@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { upsertCanonical } from '../shared/repositories/embeddings.js';
 import { hasFace } from '../api/services/face-service.js';
-import { decideCanonicalRefresh } from '../api/services/canonical-refresh.js';
+import { decideCanonicalRefresh } from '../api/domain/canonical-refresh.js';
 import { QUALITY_ISSUES } from '../shared/face/quality.js';
 import { ROOT, startHarness, type Harness } from './helpers/harness.js';
 import { client } from './helpers/http.js';

@@ -51,6 +51,15 @@ for (const c of cases) {
   });
 }
 
+test('a Redis script under api/ is an error: scripts live in their store (shared/stores/)', async (t) => {
+  const source = "import type { Redis } from '../shared/redis.js';\nexport const count = (redis: Redis, key: string) => redis.eval('return 1', 1, key);\n";
+  const inApi = (await lintProbe('api', source)).filter((m) => m.ruleId === 'no-restricted-syntax');
+  t.is(inApi.length, 1);
+  t.is(inApi[0]!.severity, 2);
+  t.regex(inApi[0]!.message, /shared\/stores/);
+  t.deepEqual((await lintProbe('shared/stores', source.replace('../shared/', '../'))).filter((m) => m.ruleId === 'no-restricted-syntax'), []);
+});
+
 test('an un-awaited promise is an error (no-floating-promises)', async (t) => {
   const messages = await lintProbe('shared', 'async function work(): Promise<void> {}\nexport function caller(): void {\n  work();\n}\n');
   const floating = messages.filter((m) => m.ruleId === '@typescript-eslint/no-floating-promises');

@@ -9,7 +9,7 @@ import path from 'node:path';
 import test from 'ava';
 import knexFactory from 'knex';
 import { ensureFirstAdministrator } from '../api/services/operator-service.js';
-import { verifyPassword } from '../api/services/passwords.js';
+import { verifyPassword } from '../api/domain/passwords.js';
 import { createDb } from '../shared/db.js';
 import { ROOT, useHarness, startHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';

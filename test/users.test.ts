@@ -6,7 +6,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import test from 'ava';
-import { issueProofToken, proofTokenKey } from '../api/services/proof-tokens.js';
+import { issueProofToken, proofTokenKey } from '../shared/stores/proof-tokens.js';
 import { upsertCanonical } from '../shared/repositories/embeddings.js';
 import { useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';

@@ -3,7 +3,7 @@
  * that stands in for the national identity (NIN) and bank verification (BVN) registries. It keeps its
  * persons in `registry_persons`, issues random unused 11-digit numbers, and answers lookups, a name
  * search and dashboard counts. The service proper never reads this table: it reaches the registry over
- * HTTP at REGISTRY_URL (api/services/registry-client.ts), so a real registry adapter replaces the
+ * HTTP at REGISTRY_URL (api/adapters/registry-client.ts), so a real registry adapter replaces the
  * simulator by changing that URL only.
  */
 import { randomInt } from 'node:crypto';

@@ -5,8 +5,7 @@
  * that cookie's session and the administrator's current state.
  */
 import type { SetOption } from 'cookies';
-import { AppError } from '../../shared/errors.js';
-import type { RouteDeps } from './index.js';
+import type { RouteDeps } from './route-deps.js';
 import { route, type AnyRoute } from '../route-table.js';
 
 export const ADMIN_UI_BASE = '/admin/queues';
@@ -27,11 +26,9 @@ export function adminQueueRoutes(deps: Pick<RouteDeps, 'config' | 'tokens'>): An
       summary: 'Issue the short-lived cookie that opens the queue dashboard (Bull Board) in a browser',
       auth: 'administrator',
       responses: { 204: { description: 'Cookie set (HttpOnly, SameSite=Strict, Path=/admin/queues, 15 minutes)' } },
-      handler: async (input) => {
-        const auth = input.auth;
-        if (auth.kind !== 'operator') throw new AppError('forbidden', 'Administrators only');
+      handler: async function openQueueDashboardSession({ auth, ctx }) {
         const token = await deps.tokens.signAdminUi(auth.operatorId, auth.sessionId, COOKIE_TTL_SECONDS);
-        input.ctx.cookies.set(ADMIN_UI_COOKIE, token, cookieOptions(COOKIE_TTL_SECONDS, deps.config.isProduction));
+        ctx.cookies.set(ADMIN_UI_COOKIE, token, cookieOptions(COOKIE_TTL_SECONDS, deps.config.isProduction));
         return { status: 204 };
       },
     }),
@@ -43,7 +40,7 @@ export function adminQueueRoutes(deps: Pick<RouteDeps, 'config' | 'tokens'>): An
       summary: 'Clear the queue dashboard cookie',
       auth: 'none',
       responses: { 204: { description: 'Cookie cleared' } },
-      handler: async ({ ctx }) => {
+      handler: async function closeQueueDashboardSession({ ctx }) {
         ctx.cookies.set(ADMIN_UI_COOKIE, '', cookieOptions(0, deps.config.isProduction));
         return { status: 204 };
       },

@@ -1,10 +1,9 @@
 /** GET /audit-events: the AuditEvent log for administrators, newest first, with filters and paging. */
 import { Type } from '@sinclair/typebox';
 import { route, type AnyRoute } from '../route-table.js';
-import { IsoDateTime, Page, PageQuery, Strict, Uuid } from '../schemas/common.js';
-import { parseDateRange } from '../services/date-range.js';
-import { DateParam } from './disputes.js';
-import type { RouteDeps } from './index.js';
+import { DateParam, IsoDateTime, Page, PageQuery, Strict, Uuid } from '../schemas/common.js';
+import { parseDateRange } from '../../shared/date-range.js';
+import type { RouteDeps } from './route-deps.js';
 
 const Severity = Type.Union([Type.Literal('info'), Type.Literal('high')]);
 
@@ -44,17 +43,19 @@ export default function auditEventRoutes({ audit }: RouteDeps): AnyRoute[] {
       auth: 'administrator',
       query: ListAuditEventsQuery,
       responses: { 200: { description: 'A page of audit events', schema: Page(AuditEventBody) } },
-      handler: async ({ query }) => ({
-        body: await audit.list({
-          page: query.page,
-          pageSize: query.pageSize,
-          type: query.type,
-          severity: query.severity,
-          actorId: query.actorId,
-          subjectId: query.subjectId,
-          range: parseDateRange(query.from, query.to),
-        }),
-      }),
+      handler: async function listAuditEvents({ query }) {
+        return {
+          body: await audit.list({
+            page: query.page,
+            pageSize: query.pageSize,
+            type: query.type,
+            severity: query.severity,
+            actorId: query.actorId,
+            subjectId: query.subjectId,
+            range: parseDateRange(query.from, query.to),
+          }),
+        };
+      },
     }),
   ];
 }

@@ -3,17 +3,14 @@
  * The logic lives in api/services/{otp-service,operator-auth-service,session-service}.ts.
  */
 import { Type } from '@sinclair/typebox';
-import { AppError } from '../../shared/errors.js';
-import { route, type AnyRoute } from '../route-table.js';
+import { NO_STORE, route, type AnyRoute } from '../route-table.js';
 import { StatusBody, Strict, Uuid } from '../schemas/common.js';
-import type { RouteDeps } from './index.js';
+import type { RouteDeps } from './route-deps.js';
 
 const Phone = Type.String({ minLength: 1, maxLength: 32, description: 'E.164 (`+2348031234567`) or a Nigerian local form (`08031234567`), normalised to E.164' });
 const RefreshToken = Type.String({ minLength: 1, maxLength: 512, description: 'The opaque refresh token of a token pair' });
 
 /** Token-bearing answers must not be stored by any cache (RFC 6749 section 5.1). */
-export const NO_STORE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
-
 const TokenPairFields = {
   accessToken: Type.String({ description: 'JWT (EdDSA) to send as `Authorization: Bearer <token>`' }),
   refreshToken: Type.String({ description: 'Opaque, single-use: each /auth/refresh consumes it and returns a new one' }),
@@ -44,7 +41,9 @@ export default function authRoutes({ config, sessions, otp, operatorAuth }: Pick
       body: Type.Object({ phone: Phone }, Strict),
       responses: { 200: { description: 'Code sent', schema: StatusBody('sent') } },
       errors: ['otp_cooldown', 'rate_limited', 'dependency_unavailable'],
-      handler: async ({ body, ip }) => ({ body: await otp.request(body.phone, ip) }),
+      handler: async function requestOtp({ body, ip }) {
+        return { body: await otp.request(body.phone, ip) };
+      },
     }),
     route({
       method: 'POST',
@@ -59,7 +58,9 @@ export default function authRoutes({ config, sessions, otp, operatorAuth }: Pick
       body: Type.Object({ phone: Phone, code: Type.String({ pattern: '^[0-9]{6}$', description: 'The 6-digit code' }) }, Strict),
       responses: { 200: { description: 'Signed in', schema: ConsumerTokenPair } },
       errors: ['otp_invalid', 'otp_too_many_attempts'],
-      handler: async ({ body, userAgent }) => ({ body: await otp.verify(body.phone, body.code, { deviceHint: userAgent }), headers: NO_STORE }),
+      handler: async function verifyOtp({ body, userAgent }) {
+        return { body: await otp.verify(body.phone, body.code, { deviceHint: userAgent }), headers: NO_STORE };
+      },
     }),
     route({
       method: 'POST',
@@ -80,7 +81,9 @@ export default function authRoutes({ config, sessions, otp, operatorAuth }: Pick
       ),
       responses: { 200: { description: 'Signed in', schema: OperatorTokenPair } },
       errors: ['invalid_credentials', 'account_locked', 'operator_deactivated', 'rate_limited'],
-      handler: async ({ body, userAgent, ip }) => ({ body: await operatorAuth.login(body.identifier, body.password, { deviceHint: userAgent, ip }), headers: NO_STORE }),
+      handler: async function operatorLogin({ body, userAgent, ip }) {
+        return { body: await operatorAuth.login(body.identifier, body.password, { deviceHint: userAgent, ip }), headers: NO_STORE };
+      },
     }),
     route({
       method: 'POST',
@@ -99,8 +102,7 @@ export default function authRoutes({ config, sessions, otp, operatorAuth }: Pick
       ),
       responses: { 200: { description: 'Password set', schema: StatusBody('password_set') } },
       errors: ['invalid_credentials', 'account_locked'],
-      handler: async ({ body, auth }) => {
-        if (auth.kind !== 'operator') throw new AppError('unauthorized', 'An operator token is required');
+      handler: async function operatorSetPassword({ body, auth }) {
         return { body: await operatorAuth.setPassword(auth.operatorId, auth.sessionId, body.currentPassword, body.newPassword) };
       },
     }),
@@ -122,7 +124,7 @@ export default function authRoutes({ config, sessions, otp, operatorAuth }: Pick
         },
       },
       errors: ['invalid_refresh_token', 'operator_deactivated'],
-      handler: async ({ body }) => {
+      handler: async function refreshTokens({ body }) {
         const { pair, subject } = await sessions.refresh(body.refreshToken);
         return {
           headers: NO_STORE,
@@ -141,7 +143,7 @@ export default function authRoutes({ config, sessions, otp, operatorAuth }: Pick
       body: Type.Object({ refreshToken: RefreshToken }, Strict),
       responses: { 204: { description: 'Session ended' } },
       errors: ['invalid_refresh_token'],
-      handler: async ({ body }) => {
+      handler: async function logout({ body }) {
         await sessions.logout(body.refreshToken);
         return { status: 204 };
       },

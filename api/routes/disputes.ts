@@ -1,14 +1,12 @@
 /** Disputes: consumers contest a history entry; administrators list them and move them along. */
 import { Type } from '@sinclair/typebox';
 import { route, type AnyRoute } from '../route-table.js';
-import { IdParams, IsoDate, IsoDateTime, Page, PageQuery, Strict, Uuid } from '../schemas/common.js';
-import { parseDateRange } from '../services/date-range.js';
+import { DateParam, IdParams, IsoDateTime, Page, PageQuery, Strict, Uuid } from '../schemas/common.js';
+import { parseDateRange } from '../../shared/date-range.js';
 import { DISPUTE_STATUSES } from '../services/dispute-service.js';
-import type { RouteDeps } from './index.js';
+import type { RouteDeps } from './route-deps.js';
 
 const Status = Type.Union(DISPUTE_STATUSES.map((s) => Type.Literal(s)));
-export const DateParam = (description: string) => Type.Union([IsoDate, IsoDateTime], { description });
-
 const DisputeBody = Type.Object({
   id: Uuid,
   referenceId: Uuid,
@@ -61,8 +59,7 @@ export default function disputeRoutes(deps: Pick<RouteDeps, 'disputes'>): AnyRou
       body: CreateDisputeRequest,
       responses: { 201: { description: 'Created (status open)', schema: Type.Object({ dispute: DisputeBody }) } },
       errors: ['forbidden', 'not_found', 'conflict'],
-      handler: async ({ body, auth }) => {
-        if (auth.kind !== 'consumer') throw new Error('consumer route without a consumer');
+      handler: async function createDispute({ body, auth }) {
         return { status: 201, body: { dispute: await deps.disputes.create(auth.userId, body) } };
       },
     }),
@@ -75,16 +72,18 @@ export default function disputeRoutes(deps: Pick<RouteDeps, 'disputes'>): AnyRou
       auth: 'administrator',
       query: ListDisputesQuery,
       responses: { 200: { description: 'A page of disputes', schema: Page(DisputeBody) } },
-      handler: async ({ query }) => ({
-        body: await deps.disputes.list({
-          status: query.status,
-          userId: query.userId,
-          referenceId: query.referenceId,
-          range: parseDateRange(query.from, query.to),
-          page: query.page,
-          pageSize: query.pageSize,
-        }),
-      }),
+      handler: async function listDisputes({ query }) {
+        return {
+          body: await deps.disputes.list({
+            status: query.status,
+            userId: query.userId,
+            referenceId: query.referenceId,
+            range: parseDateRange(query.from, query.to),
+            page: query.page,
+            pageSize: query.pageSize,
+          }),
+        };
+      },
     }),
     route({
       method: 'PATCH',
@@ -98,8 +97,7 @@ export default function disputeRoutes(deps: Pick<RouteDeps, 'disputes'>): AnyRou
       body: PatchDisputeRequest,
       responses: { 200: { description: 'The dispute after the move', schema: Type.Object({ dispute: DisputeBody }) } },
       errors: ['not_found', 'conflict'],
-      handler: async ({ params, body, auth }) => {
-        if (auth.kind !== 'operator') throw new Error('administrator route without an operator');
+      handler: async function patchDispute({ params, body, auth }) {
         return { body: { dispute: await deps.disputes.updateStatus(auth.operatorId, params.id, body) } };
       },
     }),

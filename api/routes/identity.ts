@@ -8,7 +8,7 @@ import { route, type AnyRoute } from '../route-table.js';
 import { Strict } from '../schemas/common.js';
 import { QualityField } from '../schemas/quality.js';
 import { OTHER, type Registry } from '../services/identity-service.js';
-import type { RouteDeps } from './index.js';
+import type { RouteDeps } from './route-deps.js';
 import { validationError } from '../validation.js';
 
 const TAG = 'Identity linking';
@@ -51,7 +51,6 @@ const LinkAnswer = Type.Object({
 });
 
 export default function identityRoutes({ config, identity }: Pick<RouteDeps, 'config' | 'identity'>): AnyRoute[] {
-  const consumerId = (auth: { kind: string; userId?: string }) => auth.userId!;
   /** Outside production, tests can make the registry simulator hang or fail through the service. */
   const faultHeader = (ctx: Context) => (config.isProduction ? null : ctx.get('x-registry-fault') || null);
 
@@ -71,9 +70,11 @@ export default function identityRoutes({ config, identity }: Pick<RouteDeps, 'co
       body: Type.Object({ [registry]: Type.String({ pattern: '^[0-9]{11}$', description: 'Exactly 11 digits' }) }, Strict),
       responses: { 200: { description: 'Validated, or already linked to another account', schema: ValidateAnswer } },
       errors: ['not_found', 'registry_mismatch', 'registry_unavailable', 'conflict'],
-      handler: async ({ body, auth, ctx }) => ({
-        body: await identity.validate({ userId: consumerId(auth), registry, number: (body as Record<string, string>)[registry]!, fault: faultHeader(ctx) }),
-      }),
+      handler: async function validateRegistryNumber({ body, auth, ctx }) {
+        return {
+          body: await identity.validate({ userId: auth.userId, registry, number: (body as Record<string, string>)[registry]!, fault: faultHeader(ctx) }),
+        };
+      },
     }),
     route({
       method: 'POST',
@@ -102,15 +103,17 @@ export default function identityRoutes({ config, identity }: Pick<RouteDeps, 'co
           throw validationError([{ in: 'fields', path: '/file', message: "must not be sent with reuseCapture 'true' (send one or the other)" }]);
         }
       },
-      handler: async ({ fields, files, auth }) => ({
-        body: await identity.verifyFace({
-          userId: consumerId(auth),
-          registry,
-          validationToken: fields.validationToken,
-          file: files.file?.data,
-          reuseCapture: fields.reuseCapture === 'true',
-        }),
-      }),
+      handler: async function verifyFaceAgainstRegistry({ fields, files, auth }) {
+        return {
+          body: await identity.verifyFace({
+            userId: auth.userId,
+            registry,
+            validationToken: fields.validationToken,
+            file: files.file?.data,
+            reuseCapture: fields.reuseCapture === 'true',
+          }),
+        };
+      },
     }),
     route({
       method: 'POST',
@@ -125,9 +128,11 @@ export default function identityRoutes({ config, identity }: Pick<RouteDeps, 'co
       body: Type.Object({ linkToken: Token }, Strict),
       responses: { 200: { description: 'Linked', schema: LinkAnswer } },
       errors: ['not_found', 'conflict'],
-      handler: async ({ body, auth, userAgent }) => ({
-        body: await identity.link({ userId: consumerId(auth), registry, linkToken: body.linkToken, userAgent }),
-      }),
+      handler: async function linkRegistryNumber({ body, auth, userAgent }) {
+        return {
+          body: await identity.link({ userId: auth.userId, registry, linkToken: body.linkToken, userAgent }),
+        };
+      },
     }),
   ];
 

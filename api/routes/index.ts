@@ -1,7 +1,8 @@
 /** Every route module of the API, in one list: the router, OpenAPI and the authorisation tests read it. */
-import type { AppDeps, Services } from '../deps.js';
+import type { AppDeps } from '../deps.js';
 import type { AnyRoute } from '../route-table.js';
 import { adminQueueRoutes } from './admin-queues.js';
+import auditEventRoutes from './audit-events.js';
 import authRoutes from './auth.js';
 import identityRoutes from './identity.js';
 import registryRoutes from './registry.js';
@@ -11,10 +12,7 @@ import reportRoutes from './reports.js';
 import systemRoutes from './system.js';
 import userRoutes from './users.js';
 import verificationRoutes from './verification.js';
-import consoleRoutes from './console-routes.js';
-
-/** What a route module may receive: the services, and the few process-wide parts routes use themselves. */
-export type RouteDeps = Services & Pick<AppDeps, 'config' | 'metrics' | 'health' | 'tokens'>;
+import type { RouteDeps } from './route-deps.js';
 
 export function allRoutes(deps: AppDeps): AnyRoute[] {
   const r: RouteDeps = { ...deps.services, config: deps.config, metrics: deps.metrics, health: deps.health, tokens: deps.tokens };
@@ -29,6 +27,6 @@ export function allRoutes(deps: AppDeps): AnyRoute[] {
     ...authRoutes(r),
     ...operatorRoutes(r),
     ...verificationRoutes(r),
-    ...consoleRoutes(r),
+    ...auditEventRoutes(r),
   ];
 }

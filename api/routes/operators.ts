@@ -1,15 +1,14 @@
 /**
- * Operator management, administrators only: create, reset a password, change, deactivate, and read an
- * operator's /identify SearchLog. The logic lives in api/services/operator-service.ts.
+ * Operator management, administrators only: list and read operators, create, reset a password, change,
+ * deactivate, and read an operator's /identify SearchLog. The logic lives in api/services/operator-service.ts.
  */
 import { Type } from '@sinclair/typebox';
-import { AppError } from '../../shared/errors.js';
-import { route, type AnyRoute } from '../route-table.js';
+import { NO_STORE, route, type AnyRoute } from '../route-table.js';
 import { IsoDateTime, Page, PageQuery, Strict, Uuid } from '../schemas/common.js';
-import type { AuthContext } from '../services/authorization.js';
+import { SearchLogBody } from '../schemas/search-log.js';
+import type { OperatorPrincipal } from '../domain/principal.js';
 import { IDENTIFIER_PATTERN, ORG_ID_PATTERN, type Actor } from '../services/operator-service.js';
-import { NO_STORE } from './auth.js';
-import type { RouteDeps } from './index.js';
+import type { RouteDeps } from './route-deps.js';
 
 const Role = Type.Union([Type.Literal('operator'), Type.Literal('administrator')]);
 const Status = Type.Union([Type.Literal('active'), Type.Literal('deactivated')]);
@@ -18,7 +17,7 @@ const DisplayName = Type.String({ minLength: 1, maxLength: 120 });
 // Any string: an id that is not a UUID is simply an unknown operator (404), like any other.
 const OperatorParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, description: 'Operator id (UUID)' }) }, Strict);
 
-export const OperatorBody = Type.Object({
+const OperatorBody = Type.Object({
   id: Uuid,
   identifier: Type.String(),
   displayName: Type.String(),
@@ -31,41 +30,49 @@ export const OperatorBody = Type.Object({
   updatedAt: IsoDateTime,
 });
 
-export const SearchLogBody = Type.Object(
+const ListOperatorsQuery = Type.Object(
   {
-    referenceId: Uuid,
-    id: Uuid,
-    kind: Type.Literal('identify'),
-    operatorId: Uuid,
-    orgId: Type.Union([Type.String(), Type.Null()]),
-    userId: Type.Union([Uuid, Type.Null()]),
-    outcome: Type.String(),
-    candidates: Type.Array(Type.Object({ userId: Uuid, score: Type.Number(), rank: Type.Integer() })),
-    matchedUserIds: Type.Array(Uuid),
-    topScore: Type.Union([Type.Number(), Type.Null()]),
-    latencyMs: Type.Object({
-      liveness: Type.Union([Type.Number(), Type.Null()]),
-      embed: Type.Union([Type.Number(), Type.Null()]),
-      search: Type.Union([Type.Number(), Type.Null()]),
-      total: Type.Number(),
-    }),
-    engineVersion: Type.Union([Type.String(), Type.Null()]),
-    errorCode: Type.Union([Type.String(), Type.Null()]),
-    qualityScore: Type.Union([Type.Integer(), Type.Null()], { description: 'Capture quality 0..100 of the probe; null without a face' }),
-    escalatedAt: Type.Union([IsoDateTime, Type.Null()]),
-    escalatedBy: Type.Union([Uuid, Type.Null()]),
-    createdAt: IsoDateTime,
+    ...PageQuery.properties,
+    role: Type.Optional(Type.Union([Type.Literal('operator'), Type.Literal('administrator')])),
+    status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('deactivated')])),
+    q: Type.Optional(Type.String({ minLength: 1, maxLength: 120, description: 'Substring of the identifier or the display name (case-insensitive)' })),
   },
-  { description: 'A full SearchLog row; `referenceId` repeats `id`' },
+  Strict,
 );
 
-function actorOf(auth: AuthContext): Actor {
-  if (auth.kind !== 'operator') throw new AppError('unauthorized', 'An administrator token is required');
+function actorOf(auth: OperatorPrincipal): Actor {
   return { type: 'operator', id: auth.operatorId };
 }
 
 export default function operatorRoutes({ operators }: Pick<RouteDeps, 'operators'>): AnyRoute[] {
   return [
+    route({
+      method: 'GET',
+      path: '/operators',
+      operationId: 'listOperators',
+      tag: 'Operators',
+      summary: 'Operators and administrators, newest first, with filters',
+      auth: 'administrator',
+      query: ListOperatorsQuery,
+      responses: { 200: { description: 'A page of operators (never a password hash)', schema: Page(OperatorBody) } },
+      handler: async function listOperators({ query }) {
+        return { body: await operators.list(query) };
+      },
+    }),
+    route({
+      method: 'GET',
+      path: '/operators/{id}',
+      operationId: 'getOperator',
+      tag: 'Operators',
+      summary: 'One operator',
+      auth: 'administrator',
+      params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 64, description: 'Operator id (UUID)' }) }, Strict),
+      responses: { 200: { description: 'The operator', schema: Type.Object({ operator: OperatorBody }) } },
+      errors: ['not_found'],
+      handler: async function getOperator({ params }) {
+        return { body: { operator: (await operators.get(params.id)).toPublic() } };
+      },
+    }),
     route({
       method: 'POST',
       path: '/operators',
@@ -90,7 +97,7 @@ export default function operatorRoutes({ operators }: Pick<RouteDeps, 'operators
         },
       },
       errors: ['conflict'],
-      handler: async ({ body, auth }) => {
+      handler: async function createOperator({ body, auth }) {
         const { operator, temporaryPassword } = await operators.create(body, actorOf(auth));
         return { status: 201, headers: NO_STORE, body: { operator: operator.toPublic(), temporaryPassword } };
       },
@@ -108,7 +115,9 @@ export default function operatorRoutes({ operators }: Pick<RouteDeps, 'operators
         200: { description: 'New temporary password', schema: Type.Object({ temporaryPassword: Type.String(), mustResetPassword: Type.Literal(true) }) },
       },
       errors: ['not_found'],
-      handler: async ({ params, auth }) => ({ headers: NO_STORE, body: await operators.resetPassword(params.id, actorOf(auth)) }),
+      handler: async function resetOperatorPassword({ params, auth }) {
+        return { headers: NO_STORE, body: await operators.resetPassword(params.id, actorOf(auth)) };
+      },
     }),
     route({
       method: 'PATCH',
@@ -124,7 +133,9 @@ export default function operatorRoutes({ operators }: Pick<RouteDeps, 'operators
       body: Type.Object({ displayName: Type.Optional(DisplayName), role: Type.Optional(Role), status: Type.Optional(Status) }, { ...Strict, minProperties: 1 }),
       responses: { 200: { description: 'The operator as it is now', schema: Type.Object({ operator: OperatorBody }) } },
       errors: ['not_found', 'conflict'],
-      handler: async ({ params, body, auth }) => ({ body: { operator: (await operators.update(params.id, body, actorOf(auth))).toPublic() } }),
+      handler: async function updateOperator({ params, body, auth }) {
+        return { body: { operator: (await operators.update(params.id, body, actorOf(auth))).toPublic() } };
+      },
     }),
     route({
       method: 'DELETE',
@@ -137,7 +148,9 @@ export default function operatorRoutes({ operators }: Pick<RouteDeps, 'operators
       params: OperatorParams,
       responses: { 200: { description: 'The operator, deactivated', schema: Type.Object({ operator: OperatorBody }) } },
       errors: ['not_found', 'conflict'],
-      handler: async ({ params, auth }) => ({ body: { operator: (await operators.deactivate(params.id, actorOf(auth))).toPublic() } }),
+      handler: async function deactivateOperator({ params, auth }) {
+        return { body: { operator: (await operators.deactivate(params.id, actorOf(auth))).toPublic() } };
+      },
     }),
     route({
       method: 'GET',
@@ -151,7 +164,9 @@ export default function operatorRoutes({ operators }: Pick<RouteDeps, 'operators
       responses: { 200: { description: 'A page of SearchLog rows', schema: Page(SearchLogBody) } },
       errors: ['not_found'],
       // The operator must exist (404 otherwise), deactivated or not: its history is kept.
-      handler: async ({ params, query }) => ({ body: await operators.searchLogs(params.id, query) }),
+      handler: async function listOperatorSearches({ params, query }) {
+        return { body: await operators.searchLogs(params.id, query) };
+      },
     }),
   ];
 }

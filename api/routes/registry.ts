@@ -10,7 +10,7 @@ import { AppError } from '../../shared/errors.js';
 import { route, type AnyRoute } from '../route-table.js';
 import { IsoDate, Page, PageQuery, Strict } from '../schemas/common.js';
 import * as registry from '../registry-simulator/simulator.js';
-import type { RouteDeps } from './index.js';
+import type { RouteDeps } from './route-deps.js';
 
 const TAG = 'Registry simulator';
 const Number11 = Type.String({ pattern: '^[0-9]{11}$', description: 'Exactly 11 digits' });
@@ -87,7 +87,7 @@ export default function registryRoutes({ config, registrySimulator }: Pick<Route
       query: LookupQuery,
       responses: { 200: { description: 'The person', schema: RegistryPerson } },
       errors: ['not_found', 'internal_error'],
-      handler: async ({ params, query, ctx }) => {
+      handler: async function registryGetPerson({ params, query, ctx }) {
         await faultGate(ctx);
         const number = (params as Record<string, string>)[kind]!;
         const person = await registrySimulator.lookup(kind, number, (query as { includePhoto?: boolean }).includePhoto === true);
@@ -111,7 +111,7 @@ export default function registryRoutes({ config, registrySimulator }: Pick<Route
       },
       responses: { 201: { description: 'Enrolled', schema: Type.Object({ person: RegistryPerson }) } },
       errors: ['invalid_image', 'conflict', 'internal_error'],
-      handler: async ({ fields, files, ctx }) => {
+      handler: async function registryEnroll({ fields, files, ctx }) {
         await faultGate(ctx);
         const person = await registrySimulator.enrol({ ...fields, photo: files.photo!.data });
         return { status: 201, body: { person } };
@@ -130,7 +130,7 @@ export default function registryRoutes({ config, registrySimulator }: Pick<Route
       query: SearchQuery,
       responses: { 200: { description: 'Persons, without photos', schema: Page(RegistryPerson) } },
       errors: ['internal_error'],
-      handler: async ({ query, ctx }) => {
+      handler: async function registrySearch({ query, ctx }) {
         await faultGate(ctx);
         return { body: await registrySimulator.search(query.name, query.page, query.pageSize) };
       },
@@ -146,7 +146,7 @@ export default function registryRoutes({ config, registrySimulator }: Pick<Route
       query: StatsQuery,
       responses: { 200: { description: 'Counts', schema: StatsBody } },
       errors: ['internal_error'],
-      handler: async ({ query, ctx }) => {
+      handler: async function registryStats({ query, ctx }) {
         await faultGate(ctx);
         return { body: await registrySimulator.stats(query.days) };
       },

@@ -1,12 +1,11 @@
 /** Administrators' reports: accuracy and volume analytics over SearchLog, and the billing report. */
 import { Type } from '@sinclair/typebox';
 import { route, type AnyRoute } from '../route-table.js';
-import { Strict } from '../schemas/common.js';
+import { DateParam, Strict } from '../schemas/common.js';
 import { PROXY_LABEL } from '../services/analytics-service.js';
 import { BILLABLE_DEFINITION } from '../services/billing-service.js';
-import { ANALYTICS_MAX_RANGE_DAYS, assertRangeWithin, currentMonth, parseDateRange, type DateRange } from '../services/date-range.js';
-import { DateParam } from './disputes.js';
-import type { RouteDeps } from './index.js';
+import { ANALYTICS_MAX_RANGE_DAYS, assertRangeWithin, currentMonth, parseDateRange, type DateRange } from '../../shared/date-range.js';
+import type { RouteDeps } from './route-deps.js';
 
 const RangeQuery = Type.Object(
   {
@@ -81,7 +80,9 @@ export default function reportRoutes(deps: Pick<RouteDeps, 'analytics' | 'billin
       auth: 'administrator',
       query: RangeQuery,
       responses: { 200: { description: 'Per endpoint (identify, verify_self): outcome counts and rates; disputedMatchRate', schema: AccuracyBody } },
-      handler: async ({ query }) => ({ body: await deps.analytics.accuracy(analyticsRange(query.from, query.to)) }),
+      handler: async function getAccuracyAnalytics({ query }) {
+        return { body: await deps.analytics.accuracy(analyticsRange(query.from, query.to)) };
+      },
     }),
     route({
       method: 'GET',
@@ -93,7 +94,9 @@ export default function reportRoutes(deps: Pick<RouteDeps, 'analytics' | 'billin
       auth: 'administrator',
       query: RangeQuery,
       responses: { 200: { description: 'A continuous daily series over the range (or the data\'s span)', schema: VolumeBody } },
-      handler: async ({ query }) => ({ body: await deps.analytics.volume(analyticsRange(query.from, query.to)) }),
+      handler: async function getVolumeAnalytics({ query }) {
+        return { body: await deps.analytics.volume(analyticsRange(query.from, query.to)) };
+      },
     }),
     route({
       method: 'GET',
@@ -107,7 +110,7 @@ export default function reportRoutes(deps: Pick<RouteDeps, 'analytics' | 'billin
       query: RangeQuery,
       responses: { 200: { description: 'The report', schema: BillingBody } },
       errors: ['not_found'],
-      handler: async ({ params, query }) => {
+      handler: async function getBilling({ params, query }) {
         const range = query.from || query.to ? parseDateRange(query.from, query.to) : currentMonth();
         return { body: await deps.billing.report(params.orgId, range) };
       },

@@ -1,7 +1,7 @@
 /** System endpoints: health, the deployed face engine version, metrics, the fixed attestation setting. */
 import { Type } from '@sinclair/typebox';
 import { AppError } from '../../shared/errors.js';
-import type { RouteDeps } from './index.js';
+import type { RouteDeps } from './route-deps.js';
 import { route, type AnyRoute } from '../route-table.js';
 
 const DependencyStatus = Type.Object({
@@ -58,7 +58,7 @@ export default function systemRoutes(deps: Pick<RouteDeps, 'config' | 'health' |
       description: '503 `degraded` only when the database or the cache is down; face_engine, identity_registry and vector_index are reported but do not decide.',
       auth: 'none',
       responses: { 200: { description: 'All of db and cache are up', schema: HealthBody }, 503: { description: 'Degraded: db or cache down', schema: HealthBody } },
-      handler: async () => {
+      handler: async function getHealth() {
         const report = await deps.health.check();
         return { status: report.status === 'ok' ? 200 : 503, body: report };
       },
@@ -71,7 +71,7 @@ export default function systemRoutes(deps: Pick<RouteDeps, 'config' | 'health' |
       summary: 'Deployed face engine version, read live from the face worker',
       auth: 'none',
       responses: { 200: { description: 'face_engine is null when the engine is unreachable', schema: ModelsBody } },
-      handler: async () => {
+      handler: async function getModels() {
         let faceEngine: unknown = null;
         try {
           const res = await fetch(`${config.faceEngineUrl}/version`, { signal: AbortSignal.timeout(1500) });
@@ -96,7 +96,7 @@ export default function systemRoutes(deps: Pick<RouteDeps, 'config' | 'health' |
       summary: 'Prometheus text exposition',
       auth: 'none',
       responses: { 200: { description: 'Metrics', contentType: 'text/plain' } },
-      handler: async () => {
+      handler: async function getMetrics() {
         const { contentType, body } = await deps.metrics.render();
         return { headers: { 'Content-Type': contentType }, body };
       },
@@ -109,7 +109,9 @@ export default function systemRoutes(deps: Pick<RouteDeps, 'config' | 'health' |
       summary: 'The fixed attestation setting of /identify',
       auth: 'administrator',
       responses: { 200: { description: 'Always true', schema: Type.Object({ attestationRequired: Type.Literal(true) }) } },
-      handler: async () => ({ body: { attestationRequired: true } }),
+      handler: async function getAttestationRequired() {
+        return { body: { attestationRequired: true } };
+      },
     }),
     route({
       method: 'PATCH',
@@ -122,7 +124,7 @@ export default function systemRoutes(deps: Pick<RouteDeps, 'config' | 'health' |
       query: Type.Object({}, { additionalProperties: true }),
       responses: {},
       errors: ['setting_immutable'],
-      handler: async () => {
+      handler: async function patchAttestationRequired() {
         throw new AppError('setting_immutable', 'The attestation setting cannot be changed');
       },
     }),

@@ -7,7 +7,7 @@ import { Type } from '@sinclair/typebox';
 import { route, type AnyRoute } from '../route-table.js';
 import { IdParams, IsoDateTime, Page, PageQuery, StatusBody, Strict, Uuid } from '../schemas/common.js';
 import { LANGUAGES, NOTIFY_CHANNELS } from '../services/preferences-service.js';
-import type { RouteDeps } from './index.js';
+import type { RouteDeps } from './route-deps.js';
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(s: T) => Type.Union([s, Type.Null()]);
 
@@ -80,7 +80,9 @@ export default function userRoutes({ users, history, preferences }: Pick<RouteDe
       params: IdParams,
       responses: { 200: { description: 'The profile', schema: UserBody } },
       errors: ['not_found'],
-      handler: async ({ params }) => ({ body: await users.get(params.id) }),
+      handler: async function getUser({ params }) {
+        return { body: await users.get(params.id) };
+      },
     }),
     route({
       method: 'PATCH',
@@ -95,9 +97,11 @@ export default function userRoutes({ users, history, preferences }: Pick<RouteDe
       body: PatchUserRequest,
       responses: { 200: { description: '`applied` (phone only) or `pending_upstream` (a bankAccount change is included)', schema: PatchUserResponse } },
       errors: ['proof_token_invalid', 'conflict', 'not_found'],
-      handler: async ({ params, body }) => ({
-        body: await users.update(params.id, { proofToken: body.proofToken ?? '', phone: body.phone, bankAccount: body.bankAccount }),
-      }),
+      handler: async function patchUser({ params, body }) {
+        return {
+          body: await users.update(params.id, { proofToken: body.proofToken ?? '', phone: body.phone, bankAccount: body.bankAccount }),
+        };
+      },
     }),
     route({
       method: 'DELETE',
@@ -112,7 +116,9 @@ export default function userRoutes({ users, history, preferences }: Pick<RouteDe
       body: DeleteUserRequest,
       responses: { 200: { description: 'Deleted', schema: StatusBody('deleted') } },
       errors: ['proof_token_invalid', 'not_found'],
-      handler: async ({ params, body }) => ({ body: await users.delete(params.id, body.proofToken ?? '') }),
+      handler: async function deleteUser({ params, body }) {
+        return { body: await users.delete(params.id, body.proofToken ?? '') };
+      },
     }),
     route({
       method: 'GET',
@@ -125,7 +131,9 @@ export default function userRoutes({ users, history, preferences }: Pick<RouteDe
       query: PageQuery,
       responses: { 200: { description: 'A page of history', schema: Page(HistoryItem) } },
       errors: ['not_found'],
-      handler: async ({ params, query }) => ({ body: await history.list(params.id, query.page, query.pageSize) }),
+      handler: async function getUserHistory({ params, query }) {
+        return { body: await history.list(params.id, query.page, query.pageSize) };
+      },
     }),
     route({
       method: 'GET',
@@ -139,14 +147,16 @@ export default function userRoutes({ users, history, preferences }: Pick<RouteDe
       params: IdParams,
       responses: { 200: { description: 'text/csv, Content-Disposition: attachment; filename="history-<id>.csv"', contentType: 'text/csv' } },
       errors: ['not_found'],
-      handler: async ({ params }) => ({
-        headers: {
-          'Content-Type': 'text/csv; charset=utf-8',
-          'Content-Disposition': `attachment; filename="history-${params.id}.csv"`,
-          'Cache-Control': 'no-store',
-        },
-        body: history.csv(params.id),
-      }),
+      handler: async function exportUserHistory({ params }) {
+        return {
+          headers: {
+            'Content-Type': 'text/csv; charset=utf-8',
+            'Content-Disposition': `attachment; filename="history-${params.id}.csv"`,
+            'Cache-Control': 'no-store',
+          },
+          body: history.csv(params.id),
+        };
+      },
     }),
     route({
       method: 'GET',
@@ -158,7 +168,9 @@ export default function userRoutes({ users, history, preferences }: Pick<RouteDe
       params: IdParams,
       responses: { 200: { description: 'The preferences', schema: PreferencesBody } },
       errors: ['not_found'],
-      handler: async ({ params }) => ({ body: await preferences.get(params.id) }),
+      handler: async function getPreferences({ params }) {
+        return { body: await preferences.get(params.id) };
+      },
     }),
     route({
       method: 'PATCH',
@@ -171,7 +183,9 @@ export default function userRoutes({ users, history, preferences }: Pick<RouteDe
       body: PatchPreferencesRequest,
       responses: { 200: { description: 'The preferences after the change', schema: PreferencesBody } },
       errors: ['not_found'],
-      handler: async ({ params, body }) => ({ body: await preferences.update(params.id, body) }),
+      handler: async function patchPreferences({ params, body }) {
+        return { body: await preferences.update(params.id, body) };
+      },
     }),
   ];
 }

@@ -1,11 +1,16 @@
-/** Verification: 1:N /identify (operators), its escalation, and 1:1 /verify/self (consumers). */
+/**
+ * Verification: 1:N /identify (operators), its escalation, the caller's own past /identify calls
+ * (GET /identify/mine: the search desk's "your past searches", scoped by the token, so an operator never
+ * names an id; administrators see any operator's at GET /operators/{id}/sessions), and 1:1 /verify/self
+ * (consumers).
+ */
 import { Type } from '@sinclair/typebox';
 import { AppError } from '../../shared/errors.js';
 import { route, type AnyRoute } from '../route-table.js';
-import { Strict, Uuid } from '../schemas/common.js';
+import { Page, PageQuery, Strict, Uuid } from '../schemas/common.js';
+import { SearchLogBody } from '../schemas/search-log.js';
 import { QualityField } from '../schemas/quality.js';
-import type { ConsumerAuth, OperatorAuth } from '../services/authorization.js';
-import type { RouteDeps } from './index.js';
+import type { RouteDeps } from './route-deps.js';
 
 const LatencyMs = Type.Object({
   liveness: Type.Union([Type.Number(), Type.Null()]),
@@ -47,7 +52,7 @@ const SelfBody = Type.Object({
   latencyMs: LatencyMs,
 });
 
-export default function verificationRoutes(deps: Pick<RouteDeps, 'verification' | 'metrics'>): AnyRoute[] {
+export default function verificationRoutes(deps: Pick<RouteDeps, 'verification' | 'operators' | 'metrics'>): AnyRoute[] {
   const service = deps.verification;
   return [
     route({
@@ -72,7 +77,9 @@ export default function verificationRoutes(deps: Pick<RouteDeps, 'verification' 
       },
       responses: { 200: { description: 'The outcome and the candidates', schema: IdentifyBody } },
       errors: ['attestation_required', 'invalid_image', 'face_engine_unavailable', 'dependency_unavailable'],
-      handler: async ({ auth, files }) => ({ body: await service.identify(auth as OperatorAuth, files.file!.data) }),
+      handler: async function identify({ auth, files }) {
+        return { body: await service.identify(auth, files.file!.data) };
+      },
     }),
     route({
       method: 'POST',
@@ -84,7 +91,9 @@ export default function verificationRoutes(deps: Pick<RouteDeps, 'verification' 
       params: Type.Object({ referenceId: Uuid }, Strict),
       responses: { 200: { description: 'Escalated', schema: Type.Object({ referenceId: Uuid, escalatedAt: Type.String({ format: 'date-time' }) }) } },
       errors: ['not_found'],
-      handler: async ({ auth, params }) => ({ body: await service.escalate(auth as OperatorAuth, params.referenceId) }),
+      handler: async function escalateIdentification({ auth, params }) {
+        return { body: await service.escalate(auth, params.referenceId) };
+      },
     }),
     route({
       method: 'POST',
@@ -103,7 +112,22 @@ export default function verificationRoutes(deps: Pick<RouteDeps, 'verification' 
       },
       responses: { 200: { description: 'The outcome; proofToken on a match', schema: SelfBody } },
       errors: ['not_found', 'conflict', 'invalid_image', 'face_engine_unavailable', 'dependency_unavailable'],
-      handler: async ({ auth, files }) => ({ body: await service.verifySelf(auth as ConsumerAuth, files.image!.data) }),
+      handler: async function verifySelf({ auth, files }) {
+        return { body: await service.verifySelf(auth, files.image!.data) };
+      },
+    }),
+    route({
+      method: 'GET',
+      path: '/identify/mine',
+      operationId: 'listMyIdentifications',
+      tag: 'Verification',
+      summary: "The caller's own /identify calls: full SearchLog rows, newest first",
+      auth: 'operator',
+      query: PageQuery,
+      responses: { 200: { description: 'A page of SearchLog rows', schema: Page(SearchLogBody) } },
+      handler: async function listMyIdentifications({ auth, query }) {
+        return { body: await deps.operators.searchLogs(auth.operatorId, query) };
+      },
     }),
   ];
 }

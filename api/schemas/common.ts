@@ -7,6 +7,9 @@ export const Uuid = Type.String({ format: 'uuid' });
 export const IsoDateTime = Type.String({ format: 'date-time' });
 export const IsoDate = Type.String({ format: 'date' });
 
+/** A `?from` or `?to` of a report: an ISO date (the whole UTC day) or a date-time (shared/date-range.ts). */
+export const DateParam = (description: string) => Type.Union([IsoDate, IsoDateTime], { description });
+
 export const ErrorBody = Type.Object(
   {
     error: Type.String({ description: 'Stable machine-readable code' }),

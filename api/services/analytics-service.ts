@@ -9,7 +9,7 @@
  * Both take the optional `?from&to` range on the entry's creation time.
  */
 import type { SearchLogsRepository } from '../../shared/repositories/search-logs.js';
-import { ANALYTICS_MAX_RANGE_DAYS, assertRangeWithin, utcDay, type DateRange } from './date-range.js';
+import { ANALYTICS_MAX_RANGE_DAYS, assertRangeWithin, utcDay, type DateRange } from '../../shared/date-range.js';
 
 export const ENDPOINTS = ['identify', 'verify_self'] as const;
 export type Endpoint = (typeof ENDPOINTS)[number];

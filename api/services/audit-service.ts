@@ -1,5 +1,5 @@
 /**
- * Reading the AuditEvent log (GET /audit-events, administrators). Writing is recordAudit's, in the
+ * Reading the AuditEvent log (GET /audit-events, administrators). Writing is AuditEventsRepository.record's, in the
  * transaction of the change it describes; `data` holds only identifiers and masked values.
  */
 import type { AuditEventsRepository, AuditFilter } from '../../shared/repositories/audit.js';

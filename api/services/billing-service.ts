@@ -23,7 +23,7 @@ import { AppError } from '../../shared/errors.js';
 import type { SearchLogsRepository } from '../../shared/repositories/search-logs.js';
 import { check } from '../validation.js';
 import { KNOWN_OUTCOMES } from './analytics-service.js';
-import type { DateRange } from './date-range.js';
+import type { DateRange } from '../../shared/date-range.js';
 
 const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 

@@ -3,11 +3,11 @@
  * or a /verify/self they ran); administrators work the dispute through
  * open → investigating → resolved | rejected. Every change is audited.
  */
-import type { Knex } from 'knex';
 import type { DisputeStatus } from '../../models/index.js';
 import { AppError } from '../../shared/errors.js';
-import { recordAudit } from '../../shared/repositories/audit.js';
-import type { DateRange } from '../../shared/repositories/date-range.js';
+import type { AuditEventsRepository } from '../../shared/repositories/audit.js';
+import type { Tx, UnitOfWork } from '../../shared/repositories/handle.js';
+import type { DateRange } from '../../shared/date-range.js';
 import { isUniqueViolation } from '../../shared/repositories/handle.js';
 import type { DisputeRow, SearchLogsRepository } from '../../shared/repositories/search-logs.js';
 
@@ -59,14 +59,14 @@ export interface DisputeFilters {
 }
 
 export class DisputeService {
-  constructor(private readonly deps: { db: Knex; searchLogs: SearchLogsRepository }) {}
+  constructor(private readonly deps: { unitOfWork: UnitOfWork; auditEvents: AuditEventsRepository; searchLogs: SearchLogsRepository }) {}
 
-  private async load(id: string, trx?: Knex.Transaction): Promise<DisputeView> {
+  private async load(id: string, trx?: Tx): Promise<DisputeView> {
     return toView((await this.deps.searchLogs.findDispute(id, trx))!);
   }
 
   async create(userId: string, input: { referenceId: string; reason?: string }): Promise<DisputeView> {
-    const { db, searchLogs } = this.deps;
+    const { searchLogs } = this.deps;
     if (!UUID.test(input.referenceId)) throw new AppError('not_found', 'No history entry has this referenceId');
     const entry = await searchLogs.concerning(input.referenceId, userId);
     if (!entry) throw new AppError('not_found', 'No history entry has this referenceId');
@@ -74,16 +74,16 @@ export class DisputeService {
 
     const reason = input.reason === undefined || input.reason.trim() === '' ? null : input.reason;
     try {
-      const id = await db.transaction(async (trx) => {
+      const id = await this.deps.unitOfWork.run(async (trx) => {
         const disputeId = await searchLogs.insertDispute({ searchLogId: input.referenceId, userId, reason }, trx);
-        await recordAudit(trx, {
+        await this.deps.auditEvents.record({
           type: 'dispute.created',
           actorType: 'consumer',
           actorId: userId,
           subjectType: 'dispute',
           subjectId: disputeId,
           data: { referenceId: input.referenceId, status: 'open' },
-        });
+        }, trx);
         return disputeId;
       });
       return await this.load(id);
@@ -103,8 +103,8 @@ export class DisputeService {
     disputeId: string,
     change: { status: DisputeStatus; note?: string },
   ): Promise<DisputeView> {
-    const { db, searchLogs } = this.deps;
-    return db.transaction(async (trx) => {
+    const { searchLogs } = this.deps;
+    return this.deps.unitOfWork.run(async (trx) => {
       const from = await searchLogs.disputeStatus(disputeId, trx);
       if (!from) throw new AppError('not_found', 'Dispute not found');
       const allowed = DISPUTE_TRANSITIONS[from] ?? [];
@@ -116,14 +116,14 @@ export class DisputeService {
       // Conditional on the status read above: of two administrators racing, one wins, the other gets 409.
       const moved = await searchLogs.moveDispute(disputeId, from, { status: change.status, note: change.note, updatedBy: operatorId }, trx);
       if (!moved) throw new AppError('conflict', 'The dispute changed meanwhile; read it again', { details: { from } });
-      await recordAudit(trx, {
+      await this.deps.auditEvents.record({
         type: 'dispute.status_changed',
         actorType: 'operator',
         actorId: operatorId,
         subjectType: 'dispute',
         subjectId: disputeId,
         data: { from, to: change.status, ...(change.note !== undefined ? { note: change.note } : {}) },
-      });
+      }, trx);
       return this.load(disputeId, trx);
     });
   }

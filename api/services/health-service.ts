@@ -5,7 +5,7 @@
  * independently of calls to /health.
  */
 import { readFileSync } from 'node:fs';
-import type { Knex } from 'knex';
+import type { UnitOfWork } from '../../shared/repositories/handle.js';
 import type { Redis } from 'ioredis';
 import type { Config } from '../../shared/config.js';
 import { DEPENDENCIES, type Dependency, type Metrics } from '../metrics.js';
@@ -77,14 +77,14 @@ export class HealthService {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly deps: { config: Config; db: Knex; redis: Redis; metrics: Metrics },
+    private readonly deps: { config: Config; database: Pick<UnitOfWork, 'ping'>; redis: Redis; metrics: Metrics },
   ) {}
 
   async check(): Promise<HealthReport> {
-    const { config, db, redis } = this.deps;
+    const { config, database, redis } = this.deps;
     const [dbStatus, cache, faceEngine, registry, vectorIndex] = await Promise.all([
       timed(async () => {
-        await timeout(db.raw('select 1'), CHECK_TIMEOUT_MS, 'PostgreSQL');
+        await timeout(database.ping(), CHECK_TIMEOUT_MS, 'PostgreSQL');
         return undefined;
       }),
       timed(async () => {

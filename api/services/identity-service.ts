@@ -2,32 +2,33 @@
  * Identity linking (SPEC sections 2, 3, 4 and 7): validate a NIN or BVN against the registry, prove
  * with a live capture that the face matches the registry photo, then link.
  *
- * The workflow only: its Redis state is IdentityTokenStore (identity-token-store.ts), its link rows
- * the users repository. It reaches the registry only through RegistryClient (HTTP), does face work only
+ * The workflow only: its Redis state is IdentityTokenStore (shared/stores/identity-tokens.ts), its
+ * link rows the users repository. It reaches the registry only through RegistryClient (HTTP), does face work only
  * through FaceService (the workers), and writes the canonical embedding only through the embeddings
  * repository.
  */
-import type { Knex } from 'knex';
 import type { Config } from '../../shared/config.js';
 import { decodeEmbedding, encodeEmbedding } from '../../shared/embeddings.js';
 import { AppError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
-import { maskTail, recordAudit } from '../../shared/repositories/audit.js';
+import { maskTail, type AuditEventsRepository } from '../../shared/repositories/audit.js';
+import type { UnitOfWork } from '../../shared/repositories/handle.js';
 import type { EmbeddingsRepository } from '../../shared/repositories/embeddings.js';
 import { isUniqueViolation } from '../../shared/repositories/handle.js';
 import type { UsersRepository } from '../../shared/repositories/users.js';
 import { qualitySummary, type QualitySummary } from '../../shared/face/quality.js';
 import type { Metrics } from '../metrics.js';
 import type { FaceService } from './face-service.js';
-import type { IdentityTokenStore, LinkClaims } from './identity-token-store.js';
-import type { Registry, RegistryClient } from './registry-client.js';
-import { deviceHint, fullName, maskName, recordDisagreements, snapshot } from './registry-records.js';
+import type { IdentityTokenStore, LinkClaims } from '../../shared/stores/identity-tokens.js';
+import type { Registry, RegistryClient } from '../adapters/registry-client.js';
+import { deviceHint, fullName, maskName, recordDisagreements, snapshot } from '../domain/registry-records.js';
 
-export type { Registry } from './registry-client.js';
+export type { Registry } from '../adapters/registry-client.js';
 
 export interface IdentityDeps {
   config: Config;
-  db: Knex;
+  unitOfWork: UnitOfWork;
+  auditEvents: AuditEventsRepository;
   users: UsersRepository;
   embeddings: EmbeddingsRepository;
   store: IdentityTokenStore;
@@ -198,7 +199,7 @@ export class IdentityService {
       } else if (c.score < config.matchThreshold) {
         const policy = config.crossRegistryMismatchPolicy;
         const action = policy === 'hard-block' ? 'blocked' : 'flagged';
-        await recordAudit(this.deps.db, {
+        await this.deps.auditEvents.record({
           type: 'identity.cross_registry_mismatch',
           severity: 'high',
           actorType: 'consumer',
@@ -243,7 +244,7 @@ export class IdentityService {
   }
 
   async link(input: { userId: string; registry: Registry; linkToken: string; userAgent: string | null }): Promise<LinkResult> {
-    const { db, users, embeddings, store, metrics } = this.deps;
+    const { users, embeddings, store, metrics } = this.deps;
     const { userId, registry } = input;
     const got = await store.takeLinkToken(input.linkToken, registry, userId);
     if (!got) {
@@ -255,19 +256,19 @@ export class IdentityService {
     const embedding = Array.from(decodeEmbedding(Buffer.from(claims.embedding, 'base64')));
 
     try {
-      const linkedAt = await db.transaction(async (trx) => {
+      const linkedAt = await this.deps.unitOfWork.run(async (trx) => {
         // A number still held by a deleted account is free again (as its phone number is): the stale
         // link row gives way, and an AuditEvent keeps the release on the deleted account's record.
         const released = await users.releaseFromDeletedAccounts(registry, claims.number, trx);
         for (const r of released) {
-          await recordAudit(trx, {
+          await this.deps.auditEvents.record({
             type: 'identity.link_released',
             actorType: 'consumer',
             actorId: userId,
             subjectType: 'user',
             subjectId: r.userId,
             data: { registry, number: maskTail(claims.number, 3), linkedAt: new Date(r.linkedAt).toISOString(), reason: 'relinked_after_account_deletion' },
-          });
+          }, trx);
         }
         const row = await users.insertLink(
           registry,
@@ -280,7 +281,7 @@ export class IdentityService {
         if (!otherLinked) {
           await users.fillProfile(userId, { name: fullName(claims.record), dateOfBirth: claims.record.dateOfBirth, gender: claims.record.gender }, trx);
         }
-        await recordAudit(trx, {
+        await this.deps.auditEvents.record({
           type: 'identity.linked',
           actorType: 'consumer',
           actorId: userId,
@@ -296,7 +297,7 @@ export class IdentityService {
             ...(claims.crossRegistryScore !== null ? { crossRegistryScore: claims.crossRegistryScore } : {}),
             profileFilled: !otherLinked,
           },
-        });
+        }, trx);
         // Last: the change-log lock is held until the transaction ends.
         await embeddings.upsert(userId, embedding, registry === 'nin' ? 'link_nin' : 'link_bvn', claims.engineVersion, trx, claims.qualityScore ?? null);
         return row.linkedAt;

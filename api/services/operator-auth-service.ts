@@ -13,25 +13,24 @@
  *   be used to guess it without limit.
  */
 import { createHash } from 'node:crypto';
-import type { Knex } from 'knex';
 import type { Config } from '../../shared/config.js';
 import { AppError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
-import type { KeySpace, Redis } from '../../shared/redis.js';
-import { recordAudit } from '../../shared/repositories/audit.js';
+import type { AuditEventsRepository } from '../../shared/repositories/audit.js';
+import type { UnitOfWork } from '../../shared/repositories/handle.js';
 import type { OperatorsRepository, SessionsRepository } from '../../shared/repositories/operators.js';
+import type { LoginAttemptStore } from '../../shared/stores/login-attempts.js';
+import { ipBucket } from '../domain/client-address.js';
 import type { Metrics } from '../metrics.js';
-import { ipBucket } from './otp-service.js';
-import { countInWindow, HOUR_MS } from './rate-limit.js';
-import { burnPasswordCheck, hashPassword, needsRehash, verifyPassword } from './passwords.js';
+import { burnPasswordCheck, hashPassword, needsRehash, verifyPassword } from '../domain/passwords.js';
 import type { SessionService, TokenPair } from './session-service.js';
 
 export interface OperatorAuthDeps {
-  db: Knex;
+  unitOfWork: UnitOfWork;
+  auditEvents: AuditEventsRepository;
   operators: OperatorsRepository;
   sessionRows: SessionsRepository;
-  redis: Redis;
-  keys: KeySpace;
+  attempts: LoginAttemptStore;
   config: Pick<Config, 'operatorMaxFailedLogins' | 'operatorLoginsPerIpPerHour' | 'operatorLoginFailuresPerIpPerHour' | 'adminLockSeconds'>;
   sessions: SessionService;
   metrics?: Metrics;
@@ -52,16 +51,16 @@ export class OperatorAuthService {
    * identifier (password spraying; successes never count, so working operators are not blocked).
    */
   async login(identifier: string, password: string, opts: { deviceHint?: string | null; ip?: string } = {}): Promise<TokenPair & { operatorId: string; mustResetPassword: boolean }> {
-    const { redis, keys, config, metrics } = this.deps;
-    const failuresKey = opts.ip ? keys('login', 'failures', ipBucket(opts.ip)) : undefined;
-    if (opts.ip && failuresKey) {
-      const [failures, ttlMs] = await Promise.all([redis.get(failuresKey), redis.pttl(failuresKey)]);
-      if (Number(failures ?? 0) >= config.operatorLoginFailuresPerIpPerHour) {
+    const { attempts, config, metrics } = this.deps;
+    const address = opts.ip ? ipBucket(opts.ip) : undefined;
+    if (address) {
+      const failures = await attempts.failures(address);
+      if (failures.count >= config.operatorLoginFailuresPerIpPerHour) {
         metrics?.outcome('operator_login', 'rate_limited');
-        throw new AppError('rate_limited', 'Too many failed sign-ins from this address; try again later', { retryAfter: Math.max(1, Math.ceil(ttlMs / 1000)) });
+        throw new AppError('rate_limited', 'Too many failed sign-ins from this address; try again later', { retryAfter: Math.max(1, Math.ceil(failures.ttlMs / 1000)) });
       }
       const account = createHash('sha256').update(identifier.normalize('NFC').toLowerCase()).digest('hex').slice(0, 24);
-      const { count, resetInSeconds } = await countInWindow(redis, keys('login', 'ip', ipBucket(opts.ip), 'account', account), HOUR_MS);
+      const { count, resetInSeconds } = await attempts.countAttempt(address, account);
       if (count > config.operatorLoginsPerIpPerHour) {
         metrics?.outcome('operator_login', 'rate_limited');
         throw new AppError('rate_limited', 'Too many sign-in attempts for this account from this address; try again later', { retryAfter: resetInSeconds });
@@ -70,15 +69,15 @@ export class OperatorAuthService {
     try {
       return await this.checkCredentials(identifier, password, opts);
     } catch (e) {
-      if (failuresKey && e instanceof AppError && (e.code === 'invalid_credentials' || e.code === 'account_locked')) {
-        await countInWindow(redis, failuresKey, HOUR_MS).catch(() => {});
+      if (address && e instanceof AppError && (e.code === 'invalid_credentials' || e.code === 'account_locked')) {
+        await attempts.countFailure(address).catch(() => {});
       }
       throw e;
     }
   }
 
   private async checkCredentials(identifier: string, password: string, opts: { deviceHint?: string | null }): Promise<TokenPair & { operatorId: string; mustResetPassword: boolean }> {
-    const { db, operators, metrics, config } = this.deps;
+    const { operators, metrics, config } = this.deps;
     let op = await operators.findByIdentifier(identifier);
     if (!op) {
       await burnPasswordCheck(password);
@@ -89,7 +88,7 @@ export class OperatorAuthService {
     // name can lock it, and the organisation must not lose its last administrator to that.
     if (op.lockedAt && op.role === 'administrator' && config.adminLockSeconds > 0 && Date.now() - new Date(op.lockedAt).getTime() >= config.adminLockSeconds * 1000) {
       if (await operators.unlockIfLockedAt(op.id, op.lockedAt)) {
-        await recordAudit(db, { type: 'operator.unlocked', actorType: 'system', actorId: null, subjectType: 'operator', subjectId: op.id, data: { via: 'admin_lock_expired', lockSeconds: config.adminLockSeconds } });
+        await this.deps.auditEvents.record({ type: 'operator.unlocked', actorType: 'system', actorId: null, subjectType: 'operator', subjectId: op.id, data: { via: 'admin_lock_expired', lockSeconds: config.adminLockSeconds } });
       }
       op = Object.assign(op, { lockedAt: null, failedLoginCount: 0 });
     }
@@ -121,11 +120,11 @@ export class OperatorAuthService {
    * this failure reached the limit (or the account was locked meanwhile).
    */
   private async recordFailure(operatorId: string, via: 'login' | 'set_password', sessionId?: string): Promise<never> {
-    const { db, config, metrics } = this.deps;
+    const { config, metrics } = this.deps;
     const row = await this.deps.operators.countFailure(operatorId, config.operatorMaxFailedLogins);
     if (!row) throw locked();
     if (row.lockedAt) {
-      await recordAudit(db, {
+      await this.deps.auditEvents.record({
         type: 'operator.locked',
         severity: 'high',
         actorType: 'system',
@@ -149,7 +148,7 @@ export class OperatorAuthService {
    * new one, clears the flag, and ends the operator's other sessions.
    */
   async setPassword(operatorId: string, sessionId: string, currentPassword: string, newPassword: string): Promise<{ status: 'password_set' }> {
-    const { db, operators } = this.deps;
+    const { operators } = this.deps;
     const op = await operators.find(operatorId);
     if (!op) throw new AppError('unauthorized', 'The operator no longer exists');
     const ok = await verifyPassword(currentPassword, op.passwordHash);
@@ -161,18 +160,18 @@ export class OperatorAuthService {
       });
     }
     const passwordHash = await hashPassword(newPassword);
-    await db.transaction(async (trx) => {
+    await this.deps.unitOfWork.run(async (trx) => {
       const updated = await operators.update(operatorId, { passwordHash, mustResetPassword: false, failedLoginCount: 0 }, { unlockedOnly: true }, trx);
       if (!updated) throw locked();
       const revoked = await this.deps.sessionRows.revokeAllOf({ type: 'operator', id: operatorId }, 'password_changed', { exceptSessionId: sessionId }, trx);
-      await recordAudit(trx, {
+      await this.deps.auditEvents.record({
         type: 'operator.password_set',
         actorType: 'operator',
         actorId: operatorId,
         subjectType: 'operator',
         subjectId: operatorId,
         data: { wasFlagged: op.mustResetPassword, otherSessionsRevoked: revoked },
-      });
+      }, trx);
     });
     this.deps.metrics?.outcome('operator_set_password', 'ok');
     return { status: 'password_set' };

@@ -13,14 +13,16 @@ import type { Config } from '../../shared/config.js';
 import { AppError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Operator, OperatorRole, OperatorStatus } from '../../models/index.js';
-import { recordAudit } from '../../shared/repositories/audit.js';
+import { AuditEventsRepository } from '../../shared/repositories/audit.js';
+import { UnitOfWork, type Tx } from '../../shared/repositories/handle.js';
 import { isUniqueViolation } from '../../shared/repositories/handle.js';
 import { OperatorsRepository, SessionsRepository, type OperatorFilter } from '../../shared/repositories/operators.js';
 import { SearchLogsRepository } from '../../shared/repositories/search-logs.js';
-import { hashPassword, temporaryPassword } from './passwords.js';
+import { hashPassword, temporaryPassword } from '../domain/passwords.js';
 
 export interface OperatorDeps {
-  db: Knex;
+  unitOfWork: UnitOfWork;
+  auditEvents: AuditEventsRepository;
   operators: OperatorsRepository;
   sessionRows: SessionsRepository;
   searchLogs: SearchLogsRepository;
@@ -58,7 +60,7 @@ export interface OperatorPatch {
 export class OperatorService {
   constructor(private readonly deps: OperatorDeps) {}
 
-  private async findForUpdate(trx: Knex.Transaction, id: string): Promise<Operator> {
+  private async findForUpdate(trx: Tx, id: string): Promise<Operator> {
     const op = UUID.test(id) ? await this.deps.operators.findForUpdate(id, trx) : undefined;
     if (!op) throw notFound();
     return op;
@@ -82,7 +84,7 @@ export class OperatorService {
     const temp = opts.password === undefined ? temporaryPassword() : null;
     const passwordHash = await hashPassword(opts.password ?? temp!);
     try {
-      const operator = await this.deps.db.transaction(async (trx) => {
+      const operator = await this.deps.unitOfWork.run(async (trx) => {
         const row = await this.deps.operators.insert(
           {
             identifier: input.identifier,
@@ -96,13 +98,13 @@ export class OperatorService {
           },
           trx,
         );
-        await recordAudit(trx, {
+        await this.deps.auditEvents.record({
           type: 'operator.created',
           ...auditActor(actor),
           subjectType: 'operator',
           subjectId: row.id,
           data: { identifier: row.identifier, role: row.role, orgId: row.orgId, ...(opts.via ? { via: opts.via } : {}) },
-        });
+        }, trx);
         return row;
       });
       return { operator, temporaryPassword: temp };
@@ -130,7 +132,7 @@ export class OperatorService {
    */
   async update(id: string, patch: OperatorPatch, actor: Actor): Promise<Operator> {
     const { operators, sessionRows } = this.deps;
-    return this.deps.db.transaction(async (trx) => {
+    return this.deps.unitOfWork.run(async (trx) => {
       if (patch.role !== undefined || patch.status !== undefined) await operators.lockAdministrators(trx);
       const op = await this.findForUpdate(trx, id);
       const changes: OperatorPatch = {};
@@ -148,19 +150,19 @@ export class OperatorService {
       const updated = (await operators.update(op.id, changes, {}, trx))!;
       const subject = { subjectType: 'operator', subjectId: op.id, ...auditActor(actor) };
       if (changes.role) {
-        await recordAudit(trx, { type: 'operator.role_changed', ...subject, data: { from: op.role, to: changes.role } });
+        await this.deps.auditEvents.record({ type: 'operator.role_changed', ...subject, data: { from: op.role, to: changes.role } }, trx);
       }
       if (changes.status) {
         const revoked = changes.status === 'deactivated' ? await sessionRows.revokeAllOf({ type: 'operator', id: op.id }, 'operator_deactivated', {}, trx) : 0;
-        await recordAudit(trx, {
+        await this.deps.auditEvents.record({
           type: 'operator.status_changed',
           severity: changes.status === 'deactivated' ? 'high' : 'info',
           ...subject,
           data: { from: op.status, to: changes.status, sessionsRevoked: revoked },
-        });
+        }, trx);
       }
       if (changes.displayName) {
-        await recordAudit(trx, { type: 'operator.display_name_changed', ...subject, data: {} });
+        await this.deps.auditEvents.record({ type: 'operator.display_name_changed', ...subject, data: {} }, trx);
       }
       return updated;
     });
@@ -179,17 +181,17 @@ export class OperatorService {
     if (!UUID.test(id)) throw notFound();
     const temp = temporaryPassword();
     const passwordHash = await hashPassword(temp);
-    await this.deps.db.transaction(async (trx) => {
+    await this.deps.unitOfWork.run(async (trx) => {
       const op = await this.findForUpdate(trx, id);
       await this.deps.operators.update(id, { passwordHash, mustResetPassword: true, failedLoginCount: 0, lockedAt: null }, {}, trx);
       const revoked = await this.deps.sessionRows.revokeAllOf({ type: 'operator', id }, 'password_reset', {}, trx);
-      await recordAudit(trx, {
+      await this.deps.auditEvents.record({
         type: 'operator.password_reset',
         ...auditActor(actor),
         subjectType: 'operator',
         subjectId: id,
         data: { wasLocked: op.lockedAt !== null, sessionsRevoked: revoked },
-      });
+      }, trx);
     });
     return { temporaryPassword: temp, mustResetPassword: true };
   }
@@ -218,19 +220,19 @@ export class OperatorService {
     if (password.length < 8) throw new Error('ADMIN_PASSWORD must have at least 8 characters');
     // Hash outside the transaction: it takes tens of milliseconds and holds no lock.
     const passwordHash = await hashPassword(password);
-    const result = await this.deps.db.transaction(async (trx) => {
+    const result = await this.deps.unitOfWork.run(async (trx) => {
       await operators.lockAdministrators(trx);
       if (await operators.activeAdministratorExists(trx)) return { created: false, reason: 'administrator_exists' };
       if (await operators.findByIdentifier(identifier, trx)) return { created: false, reason: 'identifier_taken' };
       const row = await operators.insert({ identifier, displayName: identifier, role: 'administrator', status: 'active', mustResetPassword: false, passwordHash }, trx);
-      await recordAudit(trx, {
+      await this.deps.auditEvents.record({
         type: 'operator.created',
         actorType: 'system',
         actorId: null,
         subjectType: 'operator',
         subjectId: row.id,
         data: { identifier, role: 'administrator', orgId: 'default', via: 'ADMIN_IDENTIFIER' },
-      });
+      }, trx);
       return { created: true, operatorId: row.id as string };
     });
     if (result.created) logger?.info({ operatorId: result.operatorId }, 'first administrator created from ADMIN_IDENTIFIER');
@@ -241,7 +243,7 @@ export class OperatorService {
 
 /** The operator service over a bare knex: for scripts and start-up outside the web process's graph. */
 export function operatorServiceOn(db: Knex, logger?: Logger): OperatorService {
-  return new OperatorService({ db, operators: new OperatorsRepository(db), sessionRows: new SessionsRepository(db), searchLogs: new SearchLogsRepository(db), logger });
+  return new OperatorService({ unitOfWork: new UnitOfWork(db), auditEvents: new AuditEventsRepository(db), operators: new OperatorsRepository(db), sessionRows: new SessionsRepository(db), searchLogs: new SearchLogsRepository(db), logger });
 }
 
 /**

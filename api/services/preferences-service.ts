@@ -2,8 +2,8 @@
  * Preferences (SPEC section 10): how the consumer wants to be notified, the language of messages, and
  * the marketing opt-in. A user without a row has the defaults; PATCH stores only what it is sent.
  */
-import type { Knex } from 'knex';
-import { recordAudit } from '../../shared/repositories/audit.js';
+import type { AuditEventsRepository } from '../../shared/repositories/audit.js';
+import type { UnitOfWork } from '../../shared/repositories/handle.js';
 import type { PreferencesRepository } from '../../shared/repositories/preferences.js';
 
 export const NOTIFY_CHANNELS = ['sms', 'none'] as const;
@@ -26,31 +26,31 @@ function view(row: Partial<Preferences> | undefined): Preferences {
 }
 
 export class PreferencesService {
-  constructor(private readonly deps: { db: Knex; preferences: PreferencesRepository }) {}
+  constructor(private readonly deps: { unitOfWork: UnitOfWork; auditEvents: AuditEventsRepository; preferences: PreferencesRepository }) {}
 
   async get(userId: string): Promise<Preferences> {
     return view(await this.deps.preferences.find(userId));
   }
 
   async update(userId: string, change: Partial<Preferences>): Promise<Preferences> {
-    const { db, preferences } = this.deps;
+    const { preferences } = this.deps;
     const fields = (Object.keys(change) as (keyof Preferences)[]).filter((k) => change[k] !== undefined);
     if (fields.length === 0) return this.get(userId);
-    return db.transaction(async (trx) => {
+    return this.deps.unitOfWork.run(async (trx) => {
       const before = view(await preferences.findForUpdate(userId, trx));
       const patch: Partial<Preferences> = {};
       for (const k of fields) (patch as Record<string, unknown>)[k] = change[k];
       const after = view(await preferences.upsert(userId, DEFAULT_PREFERENCES, patch, trx));
       const changed = fields.filter((k) => before[k] !== after[k]);
       if (changed.length) {
-        await recordAudit(trx, {
+        await this.deps.auditEvents.record({
           type: 'preferences.changed',
           actorType: 'consumer',
           actorId: userId,
           subjectType: 'user',
           subjectId: userId,
           data: Object.fromEntries(changed.map((k) => [k, { from: before[k], to: after[k] }])),
-        });
+        }, trx);
       }
       return after;
     });

@@ -13,10 +13,10 @@ import type { Knex } from 'knex';
 import type { Config } from '../../shared/config.js';
 import { AppError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
-import { recordAudit } from '../../shared/repositories/audit.js';
+import type { AuditEventsRepository } from '../../shared/repositories/audit.js';
 import { OperatorsRepository, SessionsRepository, type SessionSubject } from '../../shared/repositories/operators.js';
 import type { UsersRepository } from '../../shared/repositories/users.js';
-import { hashToken, newToken } from '../../shared/single-use-token.js';
+import { hashToken, newToken } from '../../shared/stores/single-use-token.js';
 import type { Metrics } from '../metrics.js';
 import type { Audience, TokenService } from './token-service.js';
 
@@ -36,7 +36,7 @@ export type RefreshedSubject =
   | { type: 'operator'; operatorId: string; mustResetPassword: boolean };
 
 export interface SessionDeps {
-  db: Knex;
+  auditEvents: AuditEventsRepository;
   sessions: SessionsRepository;
   users: UsersRepository;
   operators: OperatorsRepository;
@@ -58,9 +58,9 @@ export class SessionService {
     return this.deps.config.refreshTokenTtlSeconds;
   }
 
-  private async insertRefreshToken(sessionId: string, trx?: Knex.Transaction): Promise<string> {
+  private async insertRefreshToken(sessionId: string): Promise<string> {
     const token = newToken();
-    await this.deps.sessions.insertRefreshToken(sessionId, hashToken(token), new Date(Date.now() + this.ttl * 1000), trx);
+    await this.deps.sessions.insertRefreshToken(sessionId, hashToken(token), new Date(Date.now() + this.ttl * 1000));
     return token;
   }
 
@@ -71,9 +71,10 @@ export class SessionService {
 
   /** Opens a new session for a subject that has just proven who it is, and returns its first pair. */
   async open(subject: SessionSubject, opts: { deviceHint?: string | null } = {}): Promise<{ pair: TokenPair; sessionId: string }> {
-    const { sessionId, refreshToken } = await this.deps.db.transaction(async (trx) => {
-      const id = await this.deps.sessions.open(subject, coarseDeviceHint(opts.deviceHint), trx);
-      return { sessionId: id, refreshToken: await this.insertRefreshToken(id, trx) };
+    const refreshToken = newToken();
+    const sessionId = await this.deps.sessions.openWithRefreshToken(subject, coarseDeviceHint(opts.deviceHint), {
+      tokenHash: hashToken(refreshToken),
+      expiresAt: new Date(Date.now() + this.ttl * 1000),
     });
     return { pair: await this.pair(subject, sessionId, refreshToken), sessionId };
   }
@@ -93,7 +94,7 @@ export class SessionService {
       if (sessionId) {
         // A rotated token came back: either the client or a thief holds a copy. End the family.
         if (await sessions.revoke(sessionId, 'refresh_token_reuse')) {
-          await recordAudit(this.deps.db, { type: 'session.refresh_token_reused', severity: 'high', actorType: 'system', actorId: null, subjectType: 'session', subjectId: sessionId });
+          await this.deps.auditEvents.record({ type: 'session.refresh_token_reused', severity: 'high', actorType: 'system', actorId: null, subjectType: 'session', subjectId: sessionId });
           logger?.warn({ sessionId }, 'refresh token reuse: session revoked');
         }
         metrics?.outcome('auth_refresh', 'reuse');

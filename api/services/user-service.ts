@@ -2,28 +2,29 @@
  * The consumer's own record: read it, change the phone (applied at once) or the BVN-linked bankAccount
  * (pending until the simulated upstream confirmation lands), and delete it.
  *
- * PATCH and DELETE need a fresh proofToken (api/services/proof-tokens.ts). Everything that can be
+ * PATCH and DELETE need a fresh proofToken (shared/stores/proof-tokens.ts). Everything that can be
  * refused without side effects (the body, the phone's form, a phone taken by another account) is
  * checked BEFORE the token is consumed, so a mistake does not cost the consumer a new selfie.
  */
-import type { Knex } from 'knex';
 import type { Config } from '../../shared/config.js';
 import { AppError } from '../../shared/errors.js';
 import type { JobClient } from '../../shared/face-path/job-client.js';
 import { UPSTREAM_QUEUE, enqueueBankAccountConfirm } from '../../shared/jobs/upstream.js';
 import type { Logger } from '../../shared/logger.js';
-import { maskTail, recordAudit } from '../../shared/repositories/audit.js';
+import { maskTail, type AuditEventsRepository } from '../../shared/repositories/audit.js';
+import type { UnitOfWork } from '../../shared/repositories/handle.js';
 import type { EmbeddingsRepository } from '../../shared/repositories/embeddings.js';
 import { isUniqueViolation } from '../../shared/repositories/handle.js';
 import type { SessionsRepository } from '../../shared/repositories/operators.js';
 import type { UserRow, UsersRepository } from '../../shared/repositories/users.js';
 import { validationError } from '../validation.js';
-import { requirePhone } from './phone.js';
-import type { ProofTokens } from './proof-tokens.js';
+import { requirePhone } from '../domain/phone.js';
+import type { ProofTokens } from '../../shared/stores/proof-tokens.js';
 
 export interface UserDeps {
   config: Pick<Config, 'bankAccountConfirmDelayMs'>;
-  db: Knex;
+  unitOfWork: UnitOfWork;
+  auditEvents: AuditEventsRepository;
   users: UsersRepository;
   sessionRows: SessionsRepository;
   embeddings: EmbeddingsRepository;
@@ -81,7 +82,7 @@ export class UserService {
     }
     // The same normal form as OTP sign-in (E.164, Nigerian local forms accepted), else 400.
     const phone = change.phone !== undefined ? requirePhone(change.phone) : undefined;
-    const { users, db } = this.deps;
+    const { users } = this.deps;
     const current = await users.findLive(userId);
     if (!current) throw notFound();
     const phoneChanges = phone !== undefined && phone !== current.phone;
@@ -95,7 +96,7 @@ export class UserService {
     // 3. The change and its audit row, together.
     const requestedAt = change.bankAccount !== undefined ? new Date() : null;
     try {
-      await db.transaction(async (trx) => {
+      await this.deps.unitOfWork.run(async (trx) => {
         const updated = await users.updateLive(
           userId,
           { ...(phoneChanges ? { phone } : {}), ...(requestedAt ? { pendingBankAccount: change.bankAccount, pendingBankAccountRequestedAt: requestedAt } : {}) },
@@ -103,7 +104,7 @@ export class UserService {
         );
         if (!updated) throw notFound();
         const fields = [...(phone !== undefined ? ['phone'] : []), ...(requestedAt ? ['bankAccount'] : [])];
-        await recordAudit(trx, {
+        await this.deps.auditEvents.record({
           type: 'profile.changed',
           actorType: 'consumer',
           actorId: userId,
@@ -116,7 +117,7 @@ export class UserService {
               ? { bankAccount: { from: maskTail(current.bankAccount), to: maskTail(change.bankAccount), status: 'pending_upstream', requestedAt: requestedAt.toISOString() } }
               : {}),
           },
-        });
+        }, trx);
       });
     } catch (e) {
       // Two accounts racing for one number: the partial unique index decides.
@@ -149,21 +150,21 @@ export class UserService {
    * user's still-valid access token with 404 `not_found` (interface document), not 401.
    */
   async delete(userId: string, proofToken: string): Promise<{ status: 'deleted' }> {
-    const { users, sessionRows, embeddings, db } = this.deps;
+    const { users, sessionRows, embeddings } = this.deps;
     await this.deps.proofTokens.consume(userId, proofToken);
 
-    await db.transaction(async (trx) => {
+    await this.deps.unitOfWork.run(async (trx) => {
       await embeddings.remove(userId, trx);
       if (!(await users.softDelete(userId, trx))) throw notFound();
       const revoked = await sessionRows.expireRefreshTokensOf({ type: 'consumer', id: userId }, trx);
-      await recordAudit(trx, {
+      await this.deps.auditEvents.record({
         type: 'profile.deleted',
         actorType: 'consumer',
         actorId: userId,
         subjectType: 'user',
         subjectId: userId,
         data: { embeddingRemoved: true, refreshTokensRevoked: revoked },
-      });
+      }, trx);
     });
     return { status: 'deleted' };
   }

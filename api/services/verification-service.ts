@@ -4,25 +4,26 @@
  * an undecodable image or an engine timeout (the row then records the error code as its outcome).
  */
 import { randomUUID } from 'node:crypto';
-import type { Knex } from 'knex';
 import type { Config } from '../../shared/config.js';
 import { AppError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Candidate, LatencyMs } from '../../models/index.js';
-import { recordAudit } from '../../shared/repositories/audit.js';
+import type { AuditEventsRepository } from '../../shared/repositories/audit.js';
+import type { UnitOfWork } from '../../shared/repositories/handle.js';
 import type { EmbeddingsRepository } from '../../shared/repositories/embeddings.js';
 import type { NewSearchLog, SearchLogsRepository } from '../../shared/repositories/search-logs.js';
 import type { UsersRepository } from '../../shared/repositories/users.js';
 import type { Metrics } from '../metrics.js';
-import type { ConsumerAuth, OperatorAuth } from './authorization.js';
-import { decideCanonicalRefresh, type CanonicalRefreshDecision } from './canonical-refresh.js';
+import type { ConsumerPrincipal, OperatorPrincipal } from '../domain/principal.js';
+import { decideCanonicalRefresh, type CanonicalRefreshDecision } from '../domain/canonical-refresh.js';
 import { qualitySummary, type QualityAssessment, type QualitySummary } from '../../shared/face/quality.js';
 import type { FaceService } from './face-service.js';
-import type { ProofTokens } from './proof-tokens.js';
+import type { ProofTokens } from '../../shared/stores/proof-tokens.js';
 
 export interface VerificationDeps {
   config: Config;
-  db: Knex;
+  unitOfWork: UnitOfWork;
+  auditEvents: AuditEventsRepository;
   users: UsersRepository;
   searchLogs: SearchLogsRepository;
   embeddings: EmbeddingsRepository;
@@ -51,7 +52,7 @@ export interface SelfAnswer {
   expiresIn?: number;
   /** Advisory capture quality; null when no face was found. */
   quality: QualitySummary | null;
-  /** On a match: whether this capture replaced the canonical embedding, and why (canonical-refresh.ts). */
+  /** On a match: whether this capture replaced the canonical embedding, and why (api/domain/canonical-refresh.ts). */
   canonicalRefresh?: CanonicalRefreshDecision;
   latencyMs: LatencyMs;
 }
@@ -71,7 +72,7 @@ export class VerificationService {
   constructor(private readonly deps: VerificationDeps) {}
 
   /** POST /identify: the attestation was checked by the route before anything else. */
-  async identify(operator: OperatorAuth, probe: Buffer): Promise<IdentifyAnswer> {
+  async identify(operator: OperatorPrincipal, probe: Buffer): Promise<IdentifyAnswer> {
     const { users, searchLogs, face, metrics } = this.deps;
     const t0 = performance.now();
     try {
@@ -124,9 +125,9 @@ export class VerificationService {
   }
 
   /** POST /identify/{referenceId}/escalate: idempotent — a second call keeps the first time. */
-  async escalate(operator: OperatorAuth, referenceId: string): Promise<{ referenceId: string; escalatedAt: Date }> {
-    const { db, searchLogs } = this.deps;
-    return db.transaction(async (trx) => {
+  async escalate(operator: OperatorPrincipal, referenceId: string): Promise<{ referenceId: string; escalatedAt: Date }> {
+    const { searchLogs } = this.deps;
+    return this.deps.unitOfWork.run(async (trx) => {
       const row = await searchLogs.findIdentifyForUpdate(referenceId, trx);
       // Another organisation's searches are not visible to this operator: not found, not forbidden.
       if (!row || (operator.role !== 'administrator' && row.orgId !== operator.orgId)) {
@@ -134,19 +135,19 @@ export class VerificationService {
       }
       if (row.escalatedAt) return { referenceId, escalatedAt: row.escalatedAt };
       const escalatedAt = await searchLogs.markEscalated(referenceId, operator.operatorId, trx);
-      await recordAudit(trx, {
+      await this.deps.auditEvents.record({
         type: 'search_escalated',
         actorType: 'operator',
         actorId: operator.operatorId,
         subjectType: 'search_log',
         subjectId: referenceId,
-      });
+      }, trx);
       return { referenceId, escalatedAt };
     });
   }
 
   /** POST /verify/self: one comparison with the caller's own canonical embedding. */
-  async verifySelf(consumer: ConsumerAuth, image: Buffer): Promise<SelfAnswer> {
+  async verifySelf(consumer: ConsumerPrincipal, image: Buffer): Promise<SelfAnswer> {
     const { searchLogs, embeddings, face, metrics, config } = this.deps;
     const t0 = performance.now();
     // Normalising the upload takes no face capacity: it runs while the enrolment is read. The 409 of a
@@ -183,7 +184,7 @@ export class VerificationService {
     const referenceId = randomUUID();
     const quality = r.quality ?? null;
     // A high-confidence match refreshes the searchable record with the most recent proven appearance,
-    // unless the capture is poorer than the one stored (canonical-refresh.ts).
+    // unless the capture is poorer than the one stored (api/domain/canonical-refresh.ts).
     const decision =
       outcome === 'match' && r.score !== null && embedding
         ? decideCanonicalRefresh({
@@ -232,10 +233,10 @@ export class VerificationService {
     const { embeddings, config } = this.deps;
     const audited = decision.reason !== 'below_high_confidence';
     if (!decision.refreshed && !audited) return;
-    await this.deps.db.transaction(async (trx) => {
+    await this.deps.unitOfWork.run(async (trx) => {
       // The audit row first: the change-log lock the upsert takes is held no longer than before.
       if (audited) {
-        await recordAudit(trx, {
+        await this.deps.auditEvents.record({
           type: decision.refreshed ? 'canonical_embedding.refreshed' : 'canonical_embedding.refresh_declined',
           actorType: 'consumer',
           actorId: userId,
@@ -250,7 +251,7 @@ export class VerificationService {
             storedQualityScore: c.storedQuality,
             floor: config.canonicalRefreshMinQuality,
           },
-        });
+        }, trx);
       }
       if (decision.refreshed) {
         await embeddings.upsert(userId, c.embedding.embedding, 'verify_self', c.embedding.engineVersion, trx, c.quality?.score ?? null);

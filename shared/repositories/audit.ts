@@ -3,7 +3,7 @@
  * they describe. `data` holds identifiers and masked values only, never a token, code or full number.
  */
 import { AuditEvent } from '../../models/index.js';
-import type { DateRange } from './date-range.js';
+import type { DateRange } from '../date-range.js';
 import { newestFirstPage, Repository, type Db } from './handle.js';
 
 export interface AuditInput {
@@ -14,19 +14,6 @@ export interface AuditInput {
   subjectType: string;
   subjectId: string;
   data?: Record<string, unknown>;
-}
-
-/** The one way an AuditEvent row is written, by the web process and the workers alike. */
-export async function recordAudit(db: Db, e: AuditInput): Promise<void> {
-  await AuditEvent.query(db).insert({
-    type: e.type,
-    severity: e.severity ?? 'info',
-    actorType: e.actorType,
-    actorId: e.actorId,
-    subjectType: e.subjectType,
-    subjectId: e.subjectId,
-    data: e.data ?? {},
-  });
 }
 
 /** Keeps the country code and the last `keep` digits: `+2348031234567` → `+234••••••4567`, `0123456789` → `••••••6789`. */
@@ -49,11 +36,25 @@ export interface AuditFilter {
   range: DateRange;
 }
 
-/** Reading the AuditEvent log (GET /audit-events): filters and paging, newest first. */
+/** The AuditEvent log: written in the unit of work of the change it describes, read by GET /audit-events. */
 export class AuditEventsRepository extends Repository {
+  /** The one way an AuditEvent row is written, by the web process, the workers and the scripts alike. */
+  async record(e: AuditInput, trx?: Db): Promise<void> {
+    await AuditEvent.query(this.on(trx)).insert({
+      type: e.type,
+      severity: e.severity ?? 'info',
+      actorType: e.actorType,
+      actorId: e.actorId,
+      subjectType: e.subjectType,
+      subjectId: e.subjectId,
+      data: e.data ?? {},
+    });
+  }
+
+  /** A page of the log, filtered, newest first. */
   async list(f: AuditFilter): Promise<{ rows: AuditEvent[]; total: number }> {
     const base = () => {
-      const qb = this.db(AuditEvent.tableName);
+      const qb = AuditEvent.query(this.db);
       if (f.type) qb.where({ type: f.type });
       if (f.severity) qb.where({ severity: f.severity });
       if (f.actorId) qb.where({ actorId: f.actorId });
@@ -62,7 +63,6 @@ export class AuditEventsRepository extends Repository {
       if (f.range.endExclusive) qb.where('createdAt', '<', f.range.endExclusive);
       return qb;
     };
-    const { rows, total } = await newestFirstPage(base, f);
-    return { rows: rows as unknown as AuditEvent[], total };
+    return newestFirstPage(base, f);
   }
 }

@@ -95,12 +95,12 @@ export class EmbeddingsRepository extends Repository {
   }
 
   async exists(userId: string, trx?: Db): Promise<boolean> {
-    return Boolean(await this.on(trx)(CanonicalEmbedding.tableName).where({ userId }).first('userId'));
+    return Boolean(await CanonicalEmbedding.query(this.on(trx)).findById(userId).select('userId'));
   }
 
   /** Whether the user has a canonical embedding, and the capture quality it was stored with (null: unknown). */
   async enrolment(userId: string, trx?: Db): Promise<{ qualityScore: number | null } | undefined> {
-    return this.on(trx)(CanonicalEmbedding.tableName).where({ userId }).first('qualityScore');
+    return CanonicalEmbedding.query(this.on(trx)).findById(userId).select('qualityScore');
   }
 
   async find(userId: string, trx?: Db): Promise<StoredEmbedding | undefined> {

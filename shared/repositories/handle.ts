@@ -3,8 +3,30 @@
  * one is passed, so that a service keeps several writes atomic across repositories.
  */
 import type { Knex } from 'knex';
+import type { Model, QueryBuilder } from 'objection';
 
 export type Db = Knex | Knex.Transaction;
+
+/** A unit of work in progress: one PostgreSQL transaction that several repositories' methods join. */
+export type Tx = Knex.Transaction;
+
+/**
+ * Where a change spans several repositories (a row and its AuditEvent, a session and its refresh
+ * token), the service runs it as one unit of work and passes the `Tx` to each repository method:
+ * all of it lands, or none. Services hold this, never the knex handle.
+ */
+export class UnitOfWork {
+  constructor(private readonly db: Knex) {}
+
+  run<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    return this.db.transaction(work);
+  }
+
+  /** One round trip to PostgreSQL (the health check). */
+  async ping(): Promise<void> {
+    await this.db.raw('select 1');
+  }
+}
 
 export abstract class Repository {
   constructor(protected readonly db: Knex) {}
@@ -20,22 +42,21 @@ export abstract class Repository {
 }
 
 /**
- * One page of a filtered query, newest first (createdAt, then id, both descending), with the filter's
- * total: `filtered` builds the same filtered query twice, once for the rows and once for the count.
+ * One page of a filtered objection query, newest first (createdAt, then id, both descending), with the
+ * filter's total: `filtered` builds the same filtered query twice, once for the rows and once for the count.
  */
-export async function newestFirstPage(
-  filtered: () => Knex.QueryBuilder,
+export async function newestFirstPage<M extends Model>(
+  filtered: () => QueryBuilder<M>,
   page: { page: number; pageSize: number },
-): Promise<{ rows: Record<string, unknown>[]; total: number }> {
-  const [rows, [{ total }]] = await Promise.all([
+): Promise<{ rows: M[]; total: number }> {
+  const [rows, total] = await Promise.all([
     filtered()
-      .select('*')
       .orderBy([{ column: 'createdAt', order: 'desc' }, { column: 'id', order: 'desc' }])
       .limit(page.pageSize)
       .offset((page.page - 1) * page.pageSize),
-    filtered().count({ total: '*' }),
+    filtered().resultSize(),
   ]);
-  return { rows, total: Number(total) };
+  return { rows, total };
 }
 
 export const isUniqueViolation = (e: unknown) => (e as { code?: string } | null)?.code === '23505';

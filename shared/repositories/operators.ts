@@ -4,6 +4,7 @@
  */
 import type { Knex } from 'knex';
 import { Operator, RefreshToken, Session, type OperatorRole, type OperatorStatus } from '../../models/index.js';
+import { fn } from 'objection';
 import { newestFirstPage, Repository, type Db } from './handle.js';
 
 export type SubjectType = Session['subjectType'];
@@ -41,7 +42,7 @@ export class OperatorsRepository extends Repository {
   /** A page of operators, newest first, with the filter's total. */
   async list(f: OperatorFilter): Promise<{ rows: Operator[]; total: number }> {
     const base = () => {
-      const qb = this.db(Operator.tableName);
+      const qb = Operator.query(this.db);
       if (f.role) qb.where({ role: f.role });
       if (f.status) qb.where({ status: f.status });
       if (f.q) {
@@ -50,8 +51,7 @@ export class OperatorsRepository extends Repository {
       }
       return qb;
     };
-    const { rows, total } = await newestFirstPage(base, f);
-    return { rows: rows.map(toOperator), total };
+    return newestFirstPage(base, f);
   }
 
   async find(id: string, trx?: Db): Promise<Operator | undefined> {
@@ -117,14 +117,13 @@ export class OperatorsRepository extends Repository {
    * lock lifted by one sign-in is not lifted twice, and a fresh lock is never lifted by a stale read.
    */
   async unlockIfLockedAt(id: string, lockedAt: Date): Promise<boolean> {
-    const n = await this.db(Operator.tableName).where({ id, lockedAt }).update({ lockedAt: null, failedLoginCount: 0, updatedAt: this.db.fn.now() });
-    return Number(n) > 0;
+    const n = await Operator.query(this.db).where({ id, lockedAt }).patch({ lockedAt: null, failedLoginCount: 0, updatedAt: fn.now() });
+    return n > 0;
   }
 
   /** Clears the lock and the failure count whatever they are (`npm run unlock-operator`). */
   async unlock(id: string, trx?: Db): Promise<void> {
-    const db = this.on(trx);
-    await db(Operator.tableName).where({ id }).update({ lockedAt: null, failedLoginCount: 0, updatedAt: db.fn.now() });
+    await Operator.query(this.on(trx)).findById(id).patch({ lockedAt: null, failedLoginCount: 0, updatedAt: fn.now() });
   }
 
   /** Serialises every change that could leave the deployment without an administrator. */
@@ -134,54 +133,56 @@ export class OperatorsRepository extends Repository {
 
   /** Active, unlocked administrators other than `exceptId`: the ones who could still manage the deployment. */
   async otherManagingAdministrators(exceptId: string, trx?: Db): Promise<number> {
-    const [{ count }] = await this.on(trx)(Operator.tableName)
-      .where({ role: 'administrator', status: 'active' })
-      .whereNull('lockedAt')
-      .whereNot({ id: exceptId })
-      .count({ count: '*' });
-    return Number(count);
+    return Operator.query(this.on(trx)).where({ role: 'administrator', status: 'active' }).whereNull('lockedAt').whereNot({ id: exceptId }).resultSize();
   }
 
   async activeAdministratorExists(trx?: Db): Promise<boolean> {
-    return Boolean(await this.on(trx)(Operator.tableName).where({ role: 'administrator', status: 'active' }).first('id'));
+    return Boolean(await Operator.query(this.on(trx)).where({ role: 'administrator', status: 'active' }).select('id').first());
   }
 }
 
 export class SessionsRepository extends Repository {
   /** Opens a session and returns its id. */
   async open(subject: SessionSubject, deviceHint: string | null, trx?: Db): Promise<string> {
-    const [session] = await this.on(trx)(Session.tableName).insert({ subjectType: subject.type, subjectId: subject.id, deviceHint }).returning('id');
-    return session.id as string;
+    const session = await Session.query(this.on(trx)).insert({ subjectType: subject.type, subjectId: subject.id, deviceHint });
+    return session.id;
+  }
+
+  /** Opens a session with its first refresh token: both or neither. */
+  async openWithRefreshToken(subject: SessionSubject, deviceHint: string | null, refresh: { tokenHash: string; expiresAt: Date }): Promise<string> {
+    return this.transaction(async (trx) => {
+      const sessionId = await this.open(subject, deviceHint, trx);
+      await this.insertRefreshToken(sessionId, refresh.tokenHash, refresh.expiresAt, trx);
+      return sessionId;
+    });
   }
 
   async find(id: string, trx?: Db): Promise<Pick<Session, 'id' | 'subjectType' | 'subjectId' | 'revokedAt'> | undefined> {
-    return this.on(trx)(Session.tableName).where({ id }).first('id', 'subjectType', 'subjectId', 'revokedAt');
+    return Session.query(this.on(trx)).findById(id).select('id', 'subjectType', 'subjectId', 'revokedAt');
   }
 
   /** The session `id` of this subject, if it exists (revoked or not). */
   async findOf(id: string, subject: SessionSubject, trx?: Db): Promise<Pick<Session, 'revokedAt'> | undefined> {
-    return this.on(trx)(Session.tableName).where({ id, subjectType: subject.type, subjectId: subject.id }).first('revokedAt');
+    return Session.query(this.on(trx)).findById(id).where({ subjectType: subject.type, subjectId: subject.id }).select('revokedAt');
   }
 
   /** Revokes one session: its access tokens stop at the next request, its refresh tokens stop working. */
   async revoke(sessionId: string, reason: string, trx?: Db): Promise<boolean> {
-    const db = this.on(trx);
-    const n = await db(Session.tableName).where({ id: sessionId }).whereNull('revokedAt').update({ revokedAt: db.fn.now(), revokedReason: reason });
-    return Number(n) > 0;
+    const n = await Session.query(this.on(trx)).findById(sessionId).whereNull('revokedAt').patch({ revokedAt: fn.now(), revokedReason: reason });
+    return n > 0;
   }
 
   /** Revokes every live session of a subject (optionally but one): logout everywhere, deactivation, reset. */
   async revokeAllOf(subject: SessionSubject, reason: string, opts: { exceptSessionId?: string } = {}, trx?: Db): Promise<number> {
-    const db = this.on(trx);
-    const q = db(Session.tableName).where({ subjectType: subject.type, subjectId: subject.id }).whereNull('revokedAt');
+    const q = Session.query(this.on(trx)).where({ subjectType: subject.type, subjectId: subject.id }).whereNull('revokedAt');
     if (opts.exceptSessionId) q.whereNot({ id: opts.exceptSessionId });
-    return Number(await q.update({ revokedAt: db.fn.now(), revokedReason: reason }));
+    return q.patch({ revokedAt: fn.now(), revokedReason: reason });
   }
 
   // ---- refresh tokens (stored as SHA-256 only) ---------------------------------------------
 
   async insertRefreshToken(sessionId: string, tokenHash: string, expiresAt: Date, trx?: Db): Promise<void> {
-    await this.on(trx)(RefreshToken.tableName).insert({ sessionId, tokenHash, expiresAt });
+    await RefreshToken.query(this.on(trx)).insert({ sessionId, tokenHash, expiresAt });
   }
 
   /**
@@ -195,7 +196,7 @@ export class SessionsRepository extends Repository {
 
   /** The session of a refresh token, used or not. */
   async sessionOfRefreshToken(tokenHash: string): Promise<string | undefined> {
-    const row = await this.db(RefreshToken.tableName).where({ tokenHash }).first('sessionId');
+    const row = await RefreshToken.query(this.db).where({ tokenHash }).select('sessionId').first();
     return row?.sessionId;
   }
 

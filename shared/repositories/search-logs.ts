@@ -4,7 +4,7 @@
  */
 import type { Knex } from 'knex';
 import { Dispute, Operator, SearchLog, type Candidate, type DisputeStatus, type LatencyMs } from '../../models/index.js';
-import { whereInRange, type DateRange } from './date-range.js';
+import { whereInRange, type DateRange } from '../date-range.js';
 import { Repository, type Db } from './handle.js';
 
 /** What a call records; everything else of the row follows from it. */

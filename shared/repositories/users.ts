@@ -4,6 +4,7 @@
  */
 import type { Knex } from 'knex';
 import { BvnLink, NinLink, User, type RegistryRecordSnapshot } from '../../models/index.js';
+import { fn } from 'objection';
 import { Repository, type Db } from './handle.js';
 
 export type Registry = 'nin' | 'bvn';
@@ -62,23 +63,23 @@ export class UsersRepository extends Repository {
 
   /** Whether the user exists and when it was deleted (null: live); undefined when there is no such user. */
   async deletedAt(userId: string, trx?: Db): Promise<Date | null | undefined> {
-    const row = await this.on(trx)(User.tableName).where({ id: userId }).first('deletedAt');
+    const row = await User.query(this.on(trx)).findById(userId).select('deletedAt');
     return row ? row.deletedAt : undefined;
   }
 
   async findLive(userId: string, trx?: Db): Promise<Pick<User, 'phone' | 'bankAccount'> | undefined> {
-    return this.on(trx)(User.tableName).where({ id: userId }).whereNull('deletedAt').first('phone', 'bankAccount');
+    return User.query(this.on(trx)).findById(userId).whereNull('deletedAt').select('phone', 'bankAccount');
   }
 
   /** The subset of `userIds` whose accounts are live. */
   async liveIds(userIds: string[], trx?: Db): Promise<Set<string>> {
     if (userIds.length === 0) return new Set();
-    const rows: { id: string }[] = await this.on(trx)(User.tableName).whereIn('id', userIds).whereNull('deletedAt').select('id');
+    const rows = await User.query(this.on(trx)).whereIn('id', userIds).whereNull('deletedAt').select('id');
     return new Set(rows.map((r) => r.id));
   }
 
   async phoneTakenByAnother(phone: string, userId: string, trx?: Db): Promise<boolean> {
-    return Boolean(await this.on(trx)(User.tableName).where({ phone }).whereNull('deletedAt').whereNot('id', userId).first('id'));
+    return Boolean(await User.query(this.on(trx)).where({ phone }).whereNull('deletedAt').whereNot('id', userId).select('id').first());
   }
 
   /** The live account of this phone, created on the first successful sign-in (race-safe). */
@@ -86,33 +87,29 @@ export class UsersRepository extends Repository {
     const inserted = await this.db.raw(`INSERT INTO ${User.tableName} (phone) VALUES (?) ON CONFLICT (phone) WHERE deleted_at IS NULL DO NOTHING RETURNING id`, [phone]);
     const row = inserted.rows?.[0] as { id: string } | undefined;
     if (row) return row.id;
-    const existing = await this.db(User.tableName).where({ phone }).whereNull('deletedAt').first('id');
+    const existing = await User.query(this.db).where({ phone }).whereNull('deletedAt').select('id').first();
     if (!existing) throw new Error('user neither inserted nor found');
     return existing.id;
   }
 
   /** Applies a profile change to a live user; false when there is none. */
   async updateLive(userId: string, change: ProfileChange, trx?: Db): Promise<boolean> {
-    const db = this.on(trx);
-    const updated = await db(User.tableName).where({ id: userId }).whereNull('deletedAt').update({ ...change, updatedAt: db.fn.now() }).returning(['id']);
-    return updated.length > 0;
+    const updated = await User.query(this.on(trx)).findById(userId).whereNull('deletedAt').patch({ ...change, updatedAt: fn.now() });
+    return updated > 0;
   }
 
   /** Soft-deletes a live user (a pending change goes with it); false when there is none. */
   async softDelete(userId: string, trx?: Db): Promise<boolean> {
-    const db = this.on(trx);
-    const deleted = await db(User.tableName)
-      .where({ id: userId })
+    const deleted = await User.query(this.on(trx))
+      .findById(userId)
       .whereNull('deletedAt')
-      .update({ deletedAt: db.fn.now(), updatedAt: db.fn.now(), pendingBankAccount: null, pendingBankAccountRequestedAt: null })
-      .returning(['id']);
-    return deleted.length > 0;
+      .patch({ deletedAt: fn.now(), updatedAt: fn.now(), pendingBankAccount: null, pendingBankAccountRequestedAt: null });
+    return deleted > 0;
   }
 
   /** Name, date of birth and gender from a registry record (the first link fills the profile). */
   async fillProfile(userId: string, profile: { name: string; dateOfBirth: string; gender: string }, trx?: Db): Promise<void> {
-    const db = this.on(trx);
-    await db(User.tableName).where({ id: userId }).update({ ...profile, updatedAt: db.fn.now() });
+    await User.query(this.on(trx)).findById(userId).patch({ ...profile, updatedAt: fn.now() });
   }
 
   /** Applies a pending bankAccount change if it is still the one requested at `requestedAt`. */

@@ -4,7 +4,7 @@
  */
 import type { Knex } from 'knex';
 import type { UpstreamResult } from '../../shared/jobs/upstream.js';
-import { recordAudit } from '../../shared/repositories/audit.js';
+import { AuditEventsRepository } from '../../shared/repositories/audit.js';
 import { UsersRepository } from '../../shared/repositories/users.js';
 
 /** Applies a pending bankAccount change if it is still the one this job was enqueued for. */
@@ -13,14 +13,14 @@ export async function confirmBankAccount(db: Knex, job: { userId: string; reques
   return db.transaction(async (trx) => {
     const applied = await users.confirmPendingBankAccount(job.userId, new Date(job.requestedAt), trx);
     if (!applied) return { applied: false };
-    await recordAudit(trx, {
+    await new AuditEventsRepository(db).record({
       type: 'profile.bank_account_confirmed',
       actorType: 'system',
       actorId: null,
       subjectType: 'user',
       subjectId: job.userId,
       data: { requestedAt: job.requestedAt },
-    });
+    }, trx);
     return { applied: true };
   });
 }

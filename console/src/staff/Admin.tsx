@@ -3,7 +3,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { BarController, BarElement, CategoryScale, Chart, Legend, LinearScale, Tooltip } from 'chart.js';
 import type { Session } from '../session.js';
 import { Note, Pager, fmtDate, fmtScore } from '../ui/common.js';
-import { problem, type StaffIdentity } from './Staff.js';
+import { problem, type StaffIdentity } from './staff-common.js';
 
 Chart.register(BarController, BarElement, CategoryScale, LinearScale, Tooltip, Legend);
 

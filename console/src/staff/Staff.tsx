@@ -1,21 +1,10 @@
 /** The staff console: the operator's search desk and, for administrators, the office. English only (staff pages). */
 import { useEffect, useState } from 'preact/hooks';
-import type { ApiError } from '../api/client.js';
 import { createApiClient, multipart } from '../api/client.js';
 import { Session } from '../session.js';
 import { Capture, Note, Pager, QualityAdvice, fmtDate, fmtScore, type QualityIssue } from '../ui/common.js';
 import { AdminOffice } from './Admin.js';
-
-export interface StaffIdentity {
-  operatorId: string;
-  identifier: string;
-  administrator: boolean;
-}
-
-export const problem = (e: unknown) => {
-  const err = e as ApiError | undefined;
-  return err?.message ? `${err.message} (${err.error})` : 'Something went wrong';
-};
+import { problem, type StaffIdentity } from './staff-common.js';
 
 export function StaffConsole() {
   const [session, setSession] = useState<Session | null>(null);

@@ -1,12 +1,30 @@
 /**
- * `?from&to` of the reports (disputes list, analytics, billing): each an ISO date (`2026-11-01`, the
+ * Date ranges, parsed and applied in one place: `?from&to` of the reports (disputes list, analytics, billing): each an ISO date (`2026-11-01`, the
  * whole UTC day) or an ISO date-time with offset (that instant). Both ends are inclusive; internally
  * the range is [start, endExclusive). `from` after `to` is 400 `validation_failed`.
  */
-import type { DateRange } from '../../shared/repositories/date-range.js';
-import { validationError } from '../validation.js';
+import { AppError } from './errors.js';
 
-export type { DateRange };
+/** A time range as the queries apply it: [start, endExclusive), either end unbounded when null. */
+export interface DateRange {
+  /** null: unbounded. */
+  start: Date | null;
+  endExclusive: Date | null;
+  /** As the caller sent them (null when absent). */
+  from: string | null;
+  to: string | null;
+}
+
+/** Applies a range to a timestamp column of a knex query. */
+export function whereInRange<Q extends { where: (...a: any[]) => Q }>(q: Q, column: string, r: DateRange): Q {
+  if (r.start) q = q.where(column, '>=', r.start);
+  if (r.endExclusive) q = q.where(column, '<', r.endExclusive);
+  return q;
+}
+
+/** 400 `validation_failed` on one query parameter, in the envelope the request validator uses. */
+const invalidQuery = (path: string, message: string) =>
+  new AppError('validation_failed', 'The request is not valid', { details: { errors: [{ in: 'query', path, message }] } });
 
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 const DAY_MS = 86_400_000;
@@ -24,10 +42,10 @@ export function parseDateRange(from: string | undefined, to: string | undefined)
   const start = from ? parseEnd(from, 'from') : null;
   const endExclusive = to ? parseEnd(to, 'to') : null;
   for (const [name, v, d] of [['from', from, start], ['to', to, endExclusive]] as const) {
-    if (v && d && Number.isNaN(d.getTime())) throw validationError([{ in: 'query', path: `/${name}`, message: 'is not a valid ISO date' }]);
+    if (v && d && Number.isNaN(d.getTime())) throw invalidQuery(`/${name}`, 'is not a valid ISO date');
   }
   if (start && endExclusive && start.getTime() >= endExclusive.getTime()) {
-    throw validationError([{ in: 'query', path: '/from', message: 'must not be after to' }]);
+    throw invalidQuery('/from', 'must not be after to');
   }
   return { start, endExclusive, from: from ?? null, to: to ?? null };
 }
@@ -54,6 +72,6 @@ export function assertRangeWithin(range: DateRange, maxDays = ANALYTICS_MAX_RANG
   const end = range.endExclusive ?? now;
   const days = Math.ceil((end.getTime() - range.start.getTime()) / DAY_MS);
   if (days > maxDays) {
-    throw validationError([{ in: 'query', path: range.from ? '/from' : '/to', message: `the range spans ${days} days; at most ${maxDays} days (narrow from/to)` }]);
+    throw invalidQuery(range.from ? '/from' : '/to', `the range spans ${days} days; at most ${maxDays} days (narrow from/to)`);
   }
 }

@@ -9,7 +9,7 @@
  * lifetime (`restore`), so a failed step does not cost the user a new token.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { Redis } from './redis.js';
+import type { Redis } from '../redis.js';
 
 const TOKEN_BYTES = 32;
 

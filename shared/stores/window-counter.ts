@@ -1,5 +1,5 @@
 /** A fixed-window counter in Redis: one atomic script counts a hit and says how long the window lasts. */
-import type { Redis } from '../../shared/redis.js';
+import type { Redis } from '../redis.js';
 
 // KEYS[1] = the counter; ARGV[1] = window (ms). Returns { count, ms until the window ends }.
 const COUNT_LUA = `

@@ -6,8 +6,9 @@
  */
 import { AppError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
+import type { Registry } from '../../shared/repositories/users.js';
 
-export type Registry = 'nin' | 'bvn';
+export type { Registry };
 
 /** A registry record as the service uses it (the photo only when asked for). */
 export interface RegistryRecord {

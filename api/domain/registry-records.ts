@@ -3,7 +3,7 @@
  * two registries' records of one person, and a coarse device description.
  */
 import type { RegistryRecordSnapshot } from '../../models/index.js';
-import type { RegistryRecord } from './registry-client.js';
+import type { RegistryRecord } from '../adapters/registry-client.js';
 
 /** "George Walker Bush" → "G***** W***** B***": the first letter of each word kept, the rest stars. */
 export function maskName(name: string): string {

@@ -10,18 +10,18 @@
  *   expiring with the validation.
  * - capture     `identity:capture:<userId>`: the embedding of the user's most recent passing NIN
  *   capture, for `reuseCapture=true`, with TTL CAPTURE_REUSE_SECONDS (never in a job).
- * - link        `identity:link:<registry>:<userId>:<hash>`: a single-use token (shared/single-use-token.ts)
+ * - link        `identity:link:<registry>:<userId>:<hash>`: a single-use token (shared/stores/single-use-token.ts)
  *   holding the linkToken's claims. Binding the user and the registry into the key means another user's
  *   (or the other route's) token is simply not found, and is not burnt for its owner.
  * - validate-rate `identity:validate-rate:<userId>`: validations per consumer per hour.
  */
-import type { QualitySummary } from '../../shared/face/quality.js';
+import type { QualitySummary } from '../face/quality.js';
 import type { RegistryRecordSnapshot } from '../../models/index.js';
-import { decodeEmbedding, encodeEmbedding } from '../../shared/embeddings.js';
-import type { KeySpace, Redis } from '../../shared/redis.js';
-import { hashToken, newToken, SingleUseTokens, type TakenToken } from '../../shared/single-use-token.js';
-import { countInWindow, HOUR_MS } from './rate-limit.js';
-import type { Registry } from './registry-client.js';
+import { decodeEmbedding, encodeEmbedding } from '../embeddings.js';
+import type { KeySpace, Redis } from '../redis.js';
+import { hashToken, newToken, SingleUseTokens, type TakenToken } from './single-use-token.js';
+import { countInWindow, HOUR_MS } from './window-counter.js';
+import type { Registry } from '../repositories/users.js';
 
 export interface ValidationMeta {
   userId: string;

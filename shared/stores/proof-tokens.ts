@@ -1,13 +1,13 @@
 /**
  * proofTokens: the short-lived, single-use proof that the consumer just passed POST /verify/self,
- * required by PATCH and DELETE /users/{id}. A single-use token (shared/single-use-token.ts) whose
+ * required by PATCH and DELETE /users/{id}. A single-use token (shared/stores/single-use-token.ts) whose
  * value is the user id, with a TTL of PROOF_TOKEN_TTL_SECONDS: it is taken only by the user it is bound
  * to, so another user's token is refused without burning it for its owner.
  */
-import type { Config } from '../../shared/config.js';
-import { AppError } from '../../shared/errors.js';
-import type { KeySpace, Redis } from '../../shared/redis.js';
-import { SingleUseTokens } from '../../shared/single-use-token.js';
+import type { Config } from '../config.js';
+import { AppError } from '../errors.js';
+import type { KeySpace, Redis } from '../redis.js';
+import { SingleUseTokens } from './single-use-token.js';
 
 export interface ProofTokenDeps {
   config: Pick<Config, 'proofTokenTtlSeconds'>;

@@ -7,22 +7,8 @@ import { AppError } from '../../shared/errors.js';
 import type { OperatorsRepository, SessionsRepository } from '../../shared/repositories/operators.js';
 import type { UsersRepository } from '../../shared/repositories/users.js';
 import type { AuthRule } from '../route-table.js';
+import { bearerToken, type OperatorPrincipal, type Principal } from '../domain/principal.js';
 import type { AccessClaims, Audience, TokenService } from './token-service.js';
-
-export type AuthContext =
-  | { kind: 'anonymous' }
-  | { kind: 'consumer'; userId: string; sessionId: string }
-  | {
-      kind: 'operator';
-      operatorId: string;
-      role: 'operator' | 'administrator';
-      orgId: string;
-      sessionId: string;
-      mustResetPassword: boolean;
-    };
-
-export type ConsumerAuth = Extract<AuthContext, { kind: 'consumer' }>;
-export type OperatorAuth = Extract<AuthContext, { kind: 'operator' }>;
 
 const AUDIENCE_OF: Record<Exclude<AuthRule, 'none'>, Audience> = {
   consumer: 'consumer',
@@ -31,12 +17,6 @@ const AUDIENCE_OF: Record<Exclude<AuthRule, 'none'>, Audience> = {
   'operator:flagged-ok': 'operator',
   administrator: 'operator',
 };
-
-export function bearerToken(header: string | undefined): string | null {
-  if (!header) return null;
-  const m = /^Bearer\s+([A-Za-z0-9\-_.~+/]+=*)\s*$/i.exec(header);
-  return m ? m[1]! : null;
-}
 
 export interface AuthorizerRepositories {
   sessions: SessionsRepository;
@@ -67,14 +47,12 @@ export class Authorizer {
     return claims;
   }
 
-  /** Both halves: the token, then the caller's current state. */
-  async authorize(authorization: string | undefined, rule: AuthRule, params: Record<string, string>): Promise<AuthContext> {
-    return this.current(await this.verify(authorization, rule, params), rule);
-  }
-
-  /** The stateful half: the session, the user or operator as they are now in PostgreSQL. */
-  async current(claims: AccessClaims | null, rule: AuthRule): Promise<AuthContext> {
-    if (rule === 'none' || !claims) return { kind: 'anonymous' };
+  /**
+   * The stateful half: the session, the user or operator as they are now in PostgreSQL. No principal
+   * for `none`; for any other rule, the principal that rule admits (api/route-table.ts, PrincipalOf).
+   */
+  async current(claims: AccessClaims | null, rule: AuthRule): Promise<Principal | undefined> {
+    if (rule === 'none' || !claims) return undefined;
     if (rule !== 'consumer' && rule !== 'consumer:self') return this.operatorNow(claims.sub, claims.sid, rule);
 
     // The session and the subject are read together; the subject's state is reported first, so that a
@@ -93,7 +71,7 @@ export class Authorizer {
    * An operator's session as it is right now, against an operator rule: what every operator route
    * and the queue dashboard's cookie (api/queue-dashboard.ts) are checked with.
    */
-  async operatorNow(operatorId: string, sessionId: string, rule: Extract<AuthRule, 'operator' | 'operator:flagged-ok' | 'administrator'>): Promise<OperatorAuth> {
+  async operatorNow(operatorId: string, sessionId: string, rule: Extract<AuthRule, 'operator' | 'operator:flagged-ok' | 'administrator'>): Promise<OperatorPrincipal> {
     const [session, op] = await Promise.all([
       this.repos.sessions.findOf(sessionId, { type: 'operator', id: operatorId }),
       this.repos.operators.find(operatorId),
