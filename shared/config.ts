@@ -4,6 +4,7 @@
  * `docs/configuration.md` is generated from the same table (scripts/gen-config-doc.ts).
  */
 import { CALIBRATED_THRESHOLDS } from './thresholds.js';
+import { BiometricKeyRing, KeyRingError } from './crypto/key-ring.js';
 
 /** Settings parsed so far, as seen by a default that depends on them. */
 type Parsed = Record<string, unknown>;
@@ -50,6 +51,8 @@ export const SETTINGS = {
   maxImagePixels: s({ env: 'MAX_IMAGE_PIXELS', kind: 'int', default: 40_000_000, min: 10_000, doc: 'Largest decoded image (pixels); beyond it 400 `invalid_image`.' }),
 
   jwtPrivateKey: s({ env: 'JWT_PRIVATE_KEY', kind: 'string', default: '', secret: true, doc: 'PKCS#8 PEM EdDSA (Ed25519) key signing access tokens. Empty: a development key is generated in `var/dev-jwt-key.pem` (refused in production).' }),
+  biometricKeys: s({ env: 'BIOMETRIC_KEYS', kind: 'string', default: '', secret: true, doc: 'Key ring sealing face templates and stored captures at rest (AES-256-GCM): `kid:base64(32 bytes),kid2:...`. Empty: a fixed development key (refused in production). Rotation: docs/data-protection.md.' }),
+  biometricActiveKeyId: s({ env: 'BIOMETRIC_ACTIVE_KEY_ID', kind: 'string', default: '', doc: 'The key of BIOMETRIC_KEYS that seals new data (default: the last one listed); the others only decrypt.' }),
   jwtIssuer: s({ env: 'JWT_ISSUER', kind: 'string', default: 'faceid', doc: 'Issuer claim of access tokens.' }),
   accessTokenTtlSeconds: s({ env: 'ACCESS_TOKEN_TTL_SECONDS', kind: 'int', default: 900, min: 30, doc: 'Access token lifetime.' }),
   refreshTokenTtlSeconds: s({ env: 'REFRESH_TOKEN_TTL_SECONDS', kind: 'int', default: 30 * 24 * 3600, min: 60, doc: 'Refresh token lifetime (rotated on every refresh).' }),
@@ -183,6 +186,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   out.isProduction = out.nodeEnv === 'production';
   if (out.isProduction) {
+    if (!out.biometricKeys) problems.push('BIOMETRIC_KEYS must be set in production (face templates are sealed at rest under it; the development key is refused)');
     if (!out.jwtPrivateKey) problems.push('JWT_PRIVATE_KEY must be set in production (the generated development key is refused)');
     if (out.smsTransport === 'outbox') problems.push('SMS_TRANSPORT=outbox is a development transport and is refused in production');
     if (out.registrySimFault !== 'none') problems.push('REGISTRY_SIM_FAULT is a test setting and is refused in production');
@@ -192,6 +196,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (out.smsTransport === 'webhook' && !out.smsWebhookUrl) problems.push('SMS_WEBHOOK_URL is required with SMS_TRANSPORT=webhook');
   if ((out.adminIdentifier === '') !== (out.adminPassword === '')) problems.push('ADMIN_IDENTIFIER and ADMIN_PASSWORD are set together or not at all');
+  try {
+    BiometricKeyRing.from({ biometricKeys: String(out.biometricKeys), biometricActiveKeyId: String(out.biometricActiveKeyId) });
+  } catch (e) {
+    if (!(e instanceof KeyRingError)) throw e;
+    problems.push(e.message);
+  }
   if (Number(out.highConfidenceThreshold) < Number(out.matchThreshold)) problems.push('HIGH_CONFIDENCE_THRESHOLD must be >= MATCH_THRESHOLD');
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze(out) as unknown as Config;
