@@ -17,6 +17,8 @@ import { PreferencesRepository } from '../shared/repositories/preferences.js';
 import { RegistryPersonsRepository } from '../shared/repositories/registry-persons.js';
 import { SearchLogsRepository } from '../shared/repositories/search-logs.js';
 import { UsersRepository } from '../shared/repositories/users.js';
+import { WebhooksRepository } from '../shared/repositories/webhooks.js';
+import { WEBHOOK_SECRET_KEY_PURPOSE } from '../shared/webhook-secrets.js';
 import { Metrics } from './metrics.js';
 import { RegistrySimulator } from './registry-simulator/simulator.js';
 import { AnalyticsService } from './services/analytics-service.js';
@@ -40,6 +42,7 @@ import { createSmsTransport } from './services/sms.js';
 import { TokenService } from './services/token-service.js';
 import { UserService } from './services/user-service.js';
 import { VerificationService } from './services/verification-service.js';
+import { WebhookService } from './services/webhook-service.js';
 
 export interface Repositories {
   users: UsersRepository;
@@ -50,6 +53,7 @@ export interface Repositories {
   preferences: PreferencesRepository;
   registryPersons: RegistryPersonsRepository;
   auditEvents: AuditEventsRepository;
+  webhooks: WebhooksRepository;
 }
 
 /** The product's services, as the routes call them. */
@@ -69,6 +73,7 @@ export interface Services {
   /** The stand-in national registry, mounted beside the API (api/registry-simulator/). */
   registrySimulator: RegistrySimulator;
   audit: AuditService;
+  webhooks: WebhookService;
 }
 
 export interface AppDeps {
@@ -97,6 +102,7 @@ function createRepositories(db: Knex): Repositories {
     preferences: new PreferencesRepository(db),
     registryPersons: new RegistryPersonsRepository(db),
     auditEvents: new AuditEventsRepository(db),
+    webhooks: new WebhooksRepository(db),
   };
 }
 
@@ -141,6 +147,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     verification: new VerificationService({ config, db, users: repos.users, searchLogs: repos.searchLogs, embeddings: repos.embeddings, proofTokens, face, metrics, logger }),
     registrySimulator: new RegistrySimulator(repos.registryPersons, { maxImagePixels: config.maxImagePixels }),
     audit: new AuditService({ auditEvents: repos.auditEvents }),
+    webhooks: new WebhookService({ db, webhooks: repos.webhooks, config, secretsKey: tokens.deriveSecret(WEBHOOK_SECRET_KEY_PURPOSE) }),
   };
 
   return {

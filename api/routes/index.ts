@@ -12,6 +12,7 @@ import systemRoutes from './system.js';
 import userRoutes from './users.js';
 import verificationRoutes from './verification.js';
 import consoleRoutes from './console-routes.js';
+import webhookRoutes from './webhooks.js';
 
 /** What a route module may receive: the services, and the few process-wide parts routes use themselves. */
 export type RouteDeps = Services & Pick<AppDeps, 'config' | 'metrics' | 'health' | 'tokens'>;
@@ -29,6 +30,7 @@ export function allRoutes(deps: AppDeps): AnyRoute[] {
     ...authRoutes(r),
     ...operatorRoutes(r),
     ...verificationRoutes(r),
+    ...webhookRoutes(r),
     ...consoleRoutes(r),
   ];
 }

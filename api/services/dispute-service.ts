@@ -10,6 +10,7 @@ import { recordAudit } from '../../shared/repositories/audit.js';
 import type { DateRange } from '../../shared/repositories/date-range.js';
 import { isUniqueViolation } from '../../shared/repositories/handle.js';
 import type { DisputeRow, SearchLogsRepository } from '../../shared/repositories/search-logs.js';
+import { recordWebhookEvent } from '../../shared/repositories/webhooks.js';
 
 export const DISPUTE_STATUSES = ['open', 'investigating', 'resolved', 'rejected'] as const satisfies readonly DisputeStatus[];
 export type { DisputeStatus };
@@ -84,6 +85,7 @@ export class DisputeService {
           subjectId: disputeId,
           data: { referenceId: input.referenceId, status: 'open' },
         });
+        await recordWebhookEvent(trx, 'dispute.created', { disputeId, referenceId: input.referenceId, userId, status: 'open' });
         return disputeId;
       });
       return await this.load(id);
@@ -124,7 +126,16 @@ export class DisputeService {
         subjectId: disputeId,
         data: { from, to: change.status, ...(change.note !== undefined ? { note: change.note } : {}) },
       });
-      return this.load(disputeId, trx);
+      const dispute = await this.load(disputeId, trx);
+      // The note is free text: it stays out of the webhook.
+      await recordWebhookEvent(trx, 'dispute.updated', {
+        disputeId,
+        referenceId: dispute.referenceId,
+        userId: dispute.userId,
+        previousStatus: from,
+        status: dispute.status,
+      });
+      return dispute;
     });
   }
 }

@@ -14,6 +14,7 @@ import { AppError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Operator, OperatorRole, OperatorStatus } from '../../models/index.js';
 import { recordAudit } from '../../shared/repositories/audit.js';
+import { recordWebhookEvent } from '../../shared/repositories/webhooks.js';
 import { isUniqueViolation } from '../../shared/repositories/handle.js';
 import { OperatorsRepository, SessionsRepository, type OperatorFilter } from '../../shared/repositories/operators.js';
 import { SearchLogsRepository } from '../../shared/repositories/search-logs.js';
@@ -158,6 +159,7 @@ export class OperatorService {
           ...subject,
           data: { from: op.status, to: changes.status, sessionsRevoked: revoked },
         });
+        if (changes.status === 'deactivated') await recordWebhookEvent(trx, 'operator.deactivated', { operatorId: op.id });
       }
       if (changes.displayName) {
         await recordAudit(trx, { type: 'operator.display_name_changed', ...subject, data: {} });

@@ -13,6 +13,7 @@ import type { JobClient } from '../../shared/job-client.js';
 import { UPSTREAM_QUEUE, enqueueBankAccountConfirm } from '../../shared/jobs/upstream.js';
 import type { Logger } from '../../shared/logger.js';
 import { maskTail, recordAudit } from '../../shared/repositories/audit.js';
+import { recordWebhookEvent } from '../../shared/repositories/webhooks.js';
 import type { EmbeddingsRepository } from '../../shared/repositories/embeddings.js';
 import { isUniqueViolation } from '../../shared/repositories/handle.js';
 import type { SessionsRepository } from '../../shared/repositories/operators.js';
@@ -164,6 +165,7 @@ export class UserService {
         subjectId: userId,
         data: { embeddingRemoved: true, refreshTokensRevoked: revoked },
       });
+      await recordWebhookEvent(trx, 'user.deleted', { userId });
     });
     return { status: 'deleted' };
   }

@@ -10,6 +10,7 @@ import { AppError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Candidate, LatencyMs } from '../../models/index.js';
 import { recordAudit } from '../../shared/repositories/audit.js';
+import { recordWebhookEvent } from '../../shared/repositories/webhooks.js';
 import type { EmbeddingsRepository } from '../../shared/repositories/embeddings.js';
 import type { NewSearchLog, SearchLogsRepository } from '../../shared/repositories/search-logs.js';
 import type { UsersRepository } from '../../shared/repositories/users.js';
@@ -141,6 +142,7 @@ export class VerificationService {
         subjectType: 'search_log',
         subjectId: referenceId,
       });
+      await recordWebhookEvent(trx, 'identify.escalated', { referenceId, operatorId: operator.operatorId, escalatedAt: new Date(escalatedAt).toISOString() });
       return { referenceId, escalatedAt };
     });
   }
