@@ -7,7 +7,8 @@
  * - only `https:` is accepted;
  * - the name is resolved when the attempt is sent, inside the connection's own `lookup`, and every
  *   address it resolves to must be public (not loopback, private, link-local, CGNAT, multicast,
- *   reserved, documentation, or an IPv4-mapped/NAT64 form of one); the connection then goes to exactly
+ *   reserved, documentation or NAT64; an IPv4-mapped IPv6 address is judged by its IPv4 address, as
+ *   net.BlockList does); the connection then goes to exactly
  *   the address that was checked;
  * - an address literal in the URL is checked the same way;
  * - redirects are never followed (a 3xx is just a failed attempt).
@@ -59,8 +60,6 @@ export function isPublicAddress(address: string): boolean {
   const family = net.isIP(address);
   if (family === 0) return false;
   if (family === 6) {
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-    if (mapped) return isPublicAddress(mapped[1]!);
     return !BLOCKED.check(address, 'ipv6');
   }
   return !BLOCKED.check(address, 'ipv4');
@@ -80,7 +79,6 @@ export function checkWebhookUrl(raw: string, allowPrivate: boolean): URL {
   if (url.protocol !== 'https:') throw new BlockedTargetError('only https URLs (WEBHOOK_ALLOW_PRIVATE is off)');
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (net.isIP(host) && !isPublicAddress(host)) throw new BlockedTargetError(`${host} is not a public address`);
-  if (/^localhost$|\.localhost$/i.test(host)) throw new BlockedTargetError('localhost is not a public address');
   return url;
 }
 
