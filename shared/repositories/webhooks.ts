@@ -229,6 +229,10 @@ export class WebhooksRepository extends Repository {
       await trx(WebhookDelivery.tableName)
         .where({ id: deliveryId })
         .update({ attempts: attempt, nextAttemptAt: trx.raw(`now() + make_interval(secs => ?)`, [leaseMs / 1000]), updatedAt: trx.fn.now() });
+      // An earlier attempt still pending was interrupted (its process died): it failed without an answer.
+      await trx(WebhookDeliveryAttempt.tableName)
+        .where({ deliveryId, status: 'pending' })
+        .update({ status: 'failed', error: 'interrupted: no outcome was recorded (process stopped)' });
       const [row] = await trx(WebhookDeliveryAttempt.tableName)
         .insert({ deliveryId, endpointId: endpoint.id, eventId: event.id, attempt, status: 'pending' })
         .returning('id');
