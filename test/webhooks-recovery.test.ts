@@ -26,7 +26,7 @@ const h = useHarness(
   { afterStop: () => receiver.close() },
 );
 
-test('an attempt claimed by a process that died is made again after its lease, with the same webhook-id', async (t) => {
+test.serial('an attempt claimed by a process that died is made again after its lease, with the same webhook-id', async (t) => {
   const admin = await newOperator(h, { role: 'administrator' });
   const created = await client(h.url).post('/webhooks/endpoints', { token: admin.token, json: { url: `${receiver.url}/survivor`, events: ['user.deleted'] } });
   t.is(created.status, 201);
@@ -59,4 +59,20 @@ test('an attempt claimed by a process that died is made again after its lease, w
   } finally {
     await worker.close();
   }
+});
+
+test.serial('events past WEBHOOK_RETENTION_DAYS go with their log, unless a delivery is still pending', async (t) => {
+  const repo = new WebhooksRepository(h.deps.db);
+  const admin = await newOperator(h, { role: 'administrator' });
+  await client(h.url).post('/webhooks/endpoints', { token: admin.token, json: { url: `${receiver.url}/retention`, events: ['user.deleted'] } });
+  const old = new Date(Date.now() - (h.config.webhookRetentionDays + 1) * 86_400_000);
+  const [done, pending, recent] = await Promise.all([0, 1, 2].map(() => recordWebhookEvent(h.deps.db, 'user.deleted', { userId: randomUUID() })));
+  await repo.dispatchEvents(100);
+  await h.deps.db('webhook_events').whereIn('id', [done!, pending!]).update({ createdAt: old });
+  await h.deps.db('webhook_deliveries').whereIn('eventId', [done!, recent!]).update({ status: 'succeeded' });
+  t.true((await h.deps.db('webhook_deliveries').where({ eventId: pending!, status: 'pending' })).length > 0, 'the pending one has a pending delivery');
+  await repo.purgeEvents(h.config.webhookRetentionDays);
+  const left = (await h.deps.db('webhook_events').whereIn('id', [done!, pending!, recent!]).select('id')).map((r: { id: string }) => r.id).sort();
+  t.deepEqual(left, [pending!, recent!].sort());
+  t.is((await h.deps.db('webhook_deliveries').where({ eventId: done! })).length, 0, 'its deliveries went with it');
 });

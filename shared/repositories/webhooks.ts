@@ -264,6 +264,22 @@ export class WebhooksRepository extends Repository {
     });
   }
 
+  /**
+   * Deletes events older than `days` (with their deliveries and attempts) once none of their deliveries
+   * is pending and they have been dispatched. Returns how many events went.
+   */
+  async purgeEvents(days: number): Promise<number> {
+    return this.db(WebhookEvent.tableName)
+      .where('createdAt', '<', this.db.raw('now() - make_interval(days => ?)', [days]))
+      .whereNotNull('dispatchedAt')
+      .whereNotExists(
+        this.db(WebhookDelivery.tableName)
+          .whereRaw('webhook_deliveries.event_id = webhook_events.id')
+          .where({ status: 'pending' }),
+      )
+      .del();
+  }
+
   // ---- the delivery log ----
 
   async attemptPage(endpointId: string, page: { page: number; pageSize: number }): Promise<{ rows: AttemptRow[]; total: number }> {
