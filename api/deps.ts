@@ -24,6 +24,8 @@ import { OtpCodeStore } from '../shared/stores/otp-codes.js';
 import { ProofTokens } from '../shared/stores/proof-tokens.js';
 import { RegistryClient } from './adapters/registry-client.js';
 import { createSmsTransport } from './adapters/sms.js';
+import { WebhooksRepository } from '../shared/repositories/webhooks.js';
+import { WEBHOOK_SECRET_KEY_PURPOSE } from '../shared/webhook-secrets.js';
 import { Metrics } from './metrics.js';
 import { RegistrySimulator } from './registry-simulator/simulator.js';
 import { AnalyticsService } from './services/analytics-service.js';
@@ -43,6 +45,7 @@ import { SessionService } from './services/session-service.js';
 import { TokenService } from './services/token-service.js';
 import { UserService } from './services/user-service.js';
 import { VerificationService } from './services/verification-service.js';
+import { WebhookService } from './services/webhook-service.js';
 
 export interface Repositories {
   users: UsersRepository;
@@ -53,6 +56,7 @@ export interface Repositories {
   preferences: PreferencesRepository;
   registryPersons: RegistryPersonsRepository;
   auditEvents: AuditEventsRepository;
+  webhooks: WebhooksRepository;
 }
 
 /** The product's services, as the routes call them. */
@@ -72,6 +76,7 @@ export interface Services {
   /** The stand-in national registry, mounted beside the API (api/registry-simulator/). */
   registrySimulator: RegistrySimulator;
   audit: AuditService;
+  webhooks: WebhookService;
 }
 
 export interface AppDeps {
@@ -100,6 +105,7 @@ function createRepositories(db: Knex): Repositories {
     preferences: new PreferencesRepository(db),
     registryPersons: new RegistryPersonsRepository(db),
     auditEvents: new AuditEventsRepository(db),
+    webhooks: new WebhooksRepository(db),
   };
 }
 
@@ -135,17 +141,18 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     sessions,
     otp: new OtpService({ config, users: repos.users, codes: new OtpCodeStore(redis, keys), tokens, sessions, sms: createSmsTransport(config), metrics, logger }),
     operatorAuth: new OperatorAuthService({ unitOfWork, auditEvents, operators: repos.operators, sessionRows: repos.sessions, attempts: new LoginAttemptStore(redis, keys), config, sessions, metrics, logger }),
-    operators: new OperatorService({ unitOfWork, auditEvents, operators: repos.operators, sessionRows: repos.sessions, searchLogs: repos.searchLogs, logger }),
-    users: new UserService({ config, unitOfWork, auditEvents, users: repos.users, sessionRows: repos.sessions, embeddings: repos.embeddings, proofTokens, jobs, logger }),
+    operators: new OperatorService({ unitOfWork, auditEvents, webhooks: repos.webhooks, operators: repos.operators, sessionRows: repos.sessions, searchLogs: repos.searchLogs, logger }),
+    users: new UserService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, users: repos.users, sessionRows: repos.sessions, embeddings: repos.embeddings, proofTokens, jobs, logger }),
     preferences: new PreferencesService({ unitOfWork, auditEvents, preferences: repos.preferences }),
     history: new HistoryService({ searchLogs: repos.searchLogs }),
-    disputes: new DisputeService({ unitOfWork, auditEvents, searchLogs: repos.searchLogs }),
+    disputes: new DisputeService({ unitOfWork, auditEvents, webhooks: repos.webhooks, searchLogs: repos.searchLogs }),
     analytics: new AnalyticsService({ searchLogs: repos.searchLogs }),
     billing: new BillingService({ searchLogs: repos.searchLogs, config }),
     identity: new IdentityService({ config, unitOfWork, auditEvents, users: repos.users, embeddings: repos.embeddings, store: new IdentityTokenStore(redis, keys), metrics, logger, face, registry }),
-    verification: new VerificationService({ config, unitOfWork, auditEvents, users: repos.users, searchLogs: repos.searchLogs, embeddings: repos.embeddings, proofTokens, face, metrics, logger }),
+    verification: new VerificationService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, users: repos.users, searchLogs: repos.searchLogs, embeddings: repos.embeddings, proofTokens, face, metrics, logger }),
     registrySimulator: new RegistrySimulator(repos.registryPersons, { maxImagePixels: config.maxImagePixels }),
     audit: new AuditService({ auditEvents: repos.auditEvents }),
+    webhooks: new WebhookService({ unitOfWork, auditEvents, webhooks: repos.webhooks, config, secretsKey: tokens.deriveSecret(WEBHOOK_SECRET_KEY_PURPOSE) }),
   };
 
   return {

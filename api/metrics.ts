@@ -17,6 +17,7 @@ export class Metrics {
   private readonly stageDuration: client.Histogram<'stage'>;
   private readonly queueJobs: client.Gauge<'queue' | 'state'>;
   private readonly queueWorkers: client.Gauge<'queue'>;
+  private readonly webhookAttempts: client.Counter<'outcome'>;
 
   constructor() {
     client.collectDefaultMetrics({ register: this.registry });
@@ -65,12 +66,24 @@ export class Metrics {
       labelNames: ['queue', 'state'],
       registers: [this.registry],
     });
+    this.webhookAttempts = new client.Counter({
+      name: 'webhook_delivery_attempts_total',
+      help: 'Webhook delivery attempts by outcome: succeeded, retry (failed; another attempt follows), failed (the last attempt failed: the delivery is given up)',
+      labelNames: ['outcome'],
+      registers: [this.registry],
+    });
+    for (const outcome of ['succeeded', 'retry', 'failed']) this.webhookAttempts.inc({ outcome }, 0);
     this.queueWorkers = new client.Gauge({
       name: 'face_queue_workers',
       help: 'Workers connected to each face/search queue, as last sampled by the fail-fast admission check',
       labelNames: ['queue'],
       registers: [this.registry],
     });
+  }
+
+  /** One webhook delivery attempt ended: succeeded, retry (failed, another attempt follows) or failed (the last). */
+  webhookAttempt(outcome: 'succeeded' | 'retry' | 'failed'): void {
+    this.webhookAttempts.inc({ outcome });
   }
 
   queueState(queue: string, state: { waiting: number; active: number; workers: number }): void {

@@ -224,3 +224,4 @@ export class RegistryPerson extends BaseModel {
   photoMime!: string;
   createdAt!: Date;
 }
+export * from './webhooks.js';

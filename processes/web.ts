@@ -1,6 +1,6 @@
 /**
  * The `web` process (`npm run start:web`, Procfile `web`): the API and the registry simulator on PORT,
- * and the `upstream` queue's worker when UPSTREAM_WORKER_IN_WEB (the default; see
+ * and the `upstream` and `webhooks` queues' workers when UPSTREAM_WORKER_IN_WEB (the default; see
  * workers/upstream/worker.ts for why). The tests start the same composition (test/helpers/harness.ts).
  */
 import type { AddressInfo } from 'node:net';
@@ -10,6 +10,8 @@ import { ensureFirstAdministrator } from '../api/services/operator-service.js';
 import { config, describeConfig } from '../shared/config.js';
 import { isEntryFile, onShutdown } from '../shared/shutdown.js';
 import { startUpstreamWorker } from '../workers/upstream/worker.js';
+import { WEBHOOK_SECRET_KEY_PURPOSE } from '../shared/webhook-secrets.js';
+import { startWebhookWorker } from '../workers/webhooks/worker.js';
 
 export interface RunningWebProcess {
   web: RunningWeb;
@@ -27,11 +29,24 @@ export async function startWebProcess(deps: AppDeps, opts: StartWebOptions = {})
         return undefined;
       })
     : undefined;
+  // The webhook deliveries run beside the upstream worker (workers/webhooks/worker.ts says why).
+  const webhooks = deps.config.upstreamWorkerInWeb
+    ? startWebhookWorker(deps.config, {
+        db: deps.db,
+        logger: deps.logger,
+        secretsKey: deps.tokens.deriveSecret(WEBHOOK_SECRET_KEY_PURPOSE),
+        onAttempt: (report) => deps.metrics.webhookAttempt(report.outcome),
+      }).catch((e: unknown) => {
+        deps.logger.error({ err: e instanceof Error ? e.message : String(e) }, 'webhook worker failed to start');
+        return undefined;
+      })
+    : undefined;
   return {
     web,
     close: async () => {
       await web.close();
       await (await upstream)?.close();
+      await (await webhooks)?.close();
     },
   };
 }

@@ -115,6 +115,12 @@ export const SETTINGS = {
   searchPruneIntervalMs: s({ env: 'SEARCH_PRUNE_INTERVAL_MS', kind: 'int', default: 60_000, min: 0, doc: 'Period at which a search worker prunes change-log rows every live replica (and snapshot) has applied (0: never).' }),
   searchReplicaStaleMs: s({ env: 'SEARCH_REPLICA_STALE_MS', kind: 'int', default: 600_000, min: 1000, doc: 'A replica whose position is older than this no longer holds back change-log pruning (it rebuilds if it comes back behind the pruned point).' }),
   dependencyPollIntervalMs: s({ env: 'DEPENDENCY_POLL_INTERVAL_MS', kind: 'int', default: 15_000, min: 100, doc: 'Refresh period of the `service_dependency_up` gauge.' }),
+  webhookRetryScheduleSeconds: s({ env: 'WEBHOOK_RETRY_SCHEDULE_SECONDS', kind: 'string', default: '5,300,1800,7200,18000,36000,36000', doc: 'Waits (seconds, comma-separated) before each retry of a webhook delivery that did not get a 2xx; each wait gets ±10% jitter; after the last retry fails the delivery is `failed` (docs/webhooks.md).' }),
+  webhookTimeoutMs: s({ env: 'WEBHOOK_TIMEOUT_MS', kind: 'int', default: 15_000, min: 100, doc: 'Timeout of one webhook delivery attempt (connect, send, answer); beyond it the attempt failed and is retried.' }),
+  webhookSecretOverlapSeconds: s({ env: 'WEBHOOK_SECRET_OVERLAP_SECONDS', kind: 'int', default: 86_400, min: 0, doc: 'After a webhook secret rotation, how long deliveries are signed with the old secret as well as the new one.' }),
+  webhookAllowPrivate: s({ env: 'WEBHOOK_ALLOW_PRIVATE', kind: 'bool', default: (c: Parsed) => c.nodeEnv !== 'production', doc: 'Allow webhook endpoints on http and on private, loopback or link-local addresses (default: outside production only). Off: only https to public addresses, checked against what the name resolves to when each attempt is sent, redirects not followed (docs/security.md).' }),
+  webhookRetentionDays: s({ env: 'WEBHOOK_RETENTION_DAYS', kind: 'int', default: 30, min: 1, doc: 'Webhook events older than this, with no delivery still pending, are deleted with their deliveries and delivery log (hourly, by the webhook worker); a purged event can no longer be replayed.' }),
+  webhookDispatchIntervalMs: s({ env: 'WEBHOOK_DISPATCH_INTERVAL_MS', kind: 'int', default: 1000, min: 50, doc: 'Period at which the webhook dispatcher scans the event outbox and the due deliveries (PostgreSQL) and queues their attempts; also how soon deliveries resume after a Redis outage.' }),
   billingTiersFile: s({ env: 'BILLING_TIERS_FILE', kind: 'string', default: 'config/billing-tiers.json', doc: 'Static contracted-tier file of the billing report.' }),
 } as const;
 
@@ -203,8 +209,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push(e.message);
   }
   if (Number(out.highConfidenceThreshold) < Number(out.matchThreshold)) problems.push('HIGH_CONFIDENCE_THRESHOLD must be >= MATCH_THRESHOLD');
+  if (parseRetrySchedule(String(out.webhookRetryScheduleSeconds)) === undefined) problems.push('WEBHOOK_RETRY_SCHEDULE_SECONDS must be comma-separated non-negative numbers of seconds');
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze(out) as unknown as Config;
+}
+
+/** WEBHOOK_RETRY_SCHEDULE_SECONDS as seconds; undefined when malformed (an empty value: no retry). */
+export function parseRetrySchedule(raw: string): number[] | undefined {
+  if (raw.trim() === '') return [];
+  const waits = raw.split(',').map((p) => Number(p.trim()));
+  return waits.every((w) => Number.isFinite(w) && w >= 0) ? waits : undefined;
 }
 
 let cached: Config | undefined;

@@ -80,6 +80,15 @@ const DOCUMENTED: Record<string, AuthRule> = {
   'GET /operators': 'administrator',
   'GET /operators/{id}': 'administrator',
   'GET /audit-events': 'administrator',
+  // SPEC section 12.6: webhooks.
+  'POST /webhooks/endpoints': 'administrator',
+  'GET /webhooks/endpoints': 'administrator',
+  'GET /webhooks/endpoints/{id}': 'administrator',
+  'PATCH /webhooks/endpoints/{id}': 'administrator',
+  'DELETE /webhooks/endpoints/{id}': 'administrator',
+  'POST /webhooks/endpoints/{id}/rotate-secret': 'administrator',
+  'GET /webhooks/endpoints/{id}/deliveries': 'administrator',
+  'POST /webhooks/events/{eventId}/replay': 'administrator',
 };
 
 /** Routes of this project beyond the document (docs/decisions.md says why each exists). */
@@ -111,6 +120,8 @@ const VALID_SAMPLES: Record<string, Sample> = {
   'POST /operators': { json: { identifier: 'matrix-sample', displayName: 'Matrix Sample' } },
   'PATCH /operators/{id}': { json: { displayName: 'Matrix Sample' } },
   'PATCH /disputes/{id}': { json: { status: 'investigating' } },
+  'POST /webhooks/endpoints': { json: { url: 'https://hooks.example.com/matrix', events: ['user.deleted'] } },
+  'PATCH /webhooks/endpoints/{id}': { json: { description: 'matrix sample' } },
   'POST /identify': { form: { attestation: 'true', file: { data: PNG_1X1, filename: 'probe.png', type: 'image/png' } } },
 };
 

@@ -14,6 +14,8 @@
  *     same NIN is told it is linked elsewhere (date and device only); the first switches to Hausa;
  *  4. the administrator creates, resets and deactivates an operator, moves the dispute, reads analytics
  *     and audit events;
+ *  4b. the administrator registers a webhook endpoint, sees an event delivered in its log, replays it,
+ *     rotates the secret and disables the endpoint;
  *  5. the consumer re-proves with the camera, changes the bank account (shown pending), re-proves again
  *     and deletes the account after a confirmation.
  * On every page: no serious or critical axe-core violation, no CSP violation, no token in storage.
@@ -28,6 +30,8 @@ import { ensureFirstAdministrator } from '../api/services/operator-service.js';
 import { createApiClient, multipart, type Api } from '../console/src/api/client.js';
 import { CSP_RECORDER, DESKTOP, PHONE, cspViolations, launchChromium, photoToY4m, screenshots, seriousViolations } from './helpers/browser.js';
 import { ROOT, startHarness, type Harness } from './helpers/harness.js';
+import { startWebhookReceiver } from './helpers/webhook-receiver.js';
+import { Webhook } from 'standardwebhooks';
 
 const ADMIN = { identifier: 'admin', password: 'admin-pass-123' };
 const BUSH = { firstName: 'George', middleName: 'Walker', lastName: 'Bush', dateOfBirth: '1946-07-06', gender: 'male' };
@@ -356,6 +360,56 @@ test.serial('administrator: creates, resets and deactivates an operator, moves t
   await page.getByRole('button', { name: 'Queues' }).click();
   await checkPage(t, page, 'queues');
   await context.close();
+});
+
+test.serial('administrator: registers a webhook endpoint (secret shown once), reads its delivery log, replays, rotates and disables it', async (t) => {
+  const receiver = await startWebhookReceiver();
+  const { page, context } = await newPage(DESKTOP);
+  try {
+    await page.goto('/console/#/staff');
+    await page.getByLabel('Identifier').fill(ADMIN.identifier);
+    await page.getByLabel('Password').fill(ADMIN.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Operators' }).waitFor();
+    await page.getByRole('button', { name: 'Webhooks' }).click();
+    await page.getByRole('heading', { name: 'Webhooks' }).waitFor();
+
+    await page.getByLabel('URL').fill(`${receiver.url}/bank`);
+    await page.getByLabel('Description').fill('Core banking');
+    await page.getByRole('checkbox', { name: /operator\.deactivated/ }).check();
+    await page.getByRole('button', { name: 'Create endpoint' }).click();
+    const secret = (await page.getByTestId('webhook-secret-value').textContent()) ?? '';
+    t.regex(secret, /^whsec_/);
+    await page.getByTestId('webhook-detail').waitFor();
+
+    // An operator deactivated through the API: the event reaches the receiver, signed with that secret.
+    const created = await api.POST('/operators', { body: { identifier: 'hook-target', displayName: 'Hook Target' } });
+    await api.DELETE('/operators/{id}', { params: { path: { id: created.data!.operator.id } } });
+    const [delivered] = await receiver.waitFor('/bank', 1);
+    t.is((new Webhook(secret).verify(delivered!.body, delivered!.headers) as { type: string }).type, 'operator.deactivated');
+
+    // The attempt's log row is written once the receiver's answer is in.
+    while (!(await h.deps.db('webhook_delivery_attempts').where({ eventId: delivered!.headers['webhook-id'], status: 'succeeded' }).first())) await page.waitForTimeout(50);
+    await page.getByTestId('webhook-endpoints').getByRole('button', { name: `${receiver.url}/bank` }).click();
+    const logRow = page.getByTestId('webhook-deliveries').locator('tbody tr').first();
+    await logRow.getByText('succeeded').waitFor();
+    await checkPage(t, page, 'webhooks');
+    await screenshots(page, 'admin-webhooks', ['desktop']);
+
+    await logRow.getByRole('button', { name: 'Replay' }).click();
+    const [, replayed] = await receiver.waitFor('/bank', 2);
+    t.is(replayed!.headers['webhook-id'], delivered!.headers['webhook-id']);
+
+    await page.getByRole('button', { name: 'Rotate secret' }).click();
+    await page.waitForFunction((old) => document.querySelector('[data-testid=webhook-secret-value]')?.textContent !== old, secret);
+    t.regex((await page.getByTestId('webhook-secret-value').textContent()) ?? '', /^whsec_/);
+    await page.getByRole('button', { name: 'Disable' }).click();
+    await page.getByTestId('webhook-status').getByText('disabled').waitFor();
+    await checkPage(t, page, 'webhooks after rotation');
+  } finally {
+    await context.close();
+    await receiver.close();
+  }
 });
 
 test.serial('consumer: re-proves with the camera, changes the bank account (pending), and deletes the account after a confirmation', async (t) => {

@@ -13,6 +13,7 @@ import systemRoutes from './system.js';
 import userRoutes from './users.js';
 import verificationRoutes from './verification.js';
 import type { RouteDeps } from './route-deps.js';
+import webhookRoutes from './webhooks.js';
 
 export function allRoutes(deps: AppDeps): AnyRoute[] {
   const r: RouteDeps = { ...deps.services, config: deps.config, metrics: deps.metrics, health: deps.health, tokens: deps.tokens };
@@ -28,5 +29,6 @@ export function allRoutes(deps: AppDeps): AnyRoute[] {
     ...operatorRoutes(r),
     ...verificationRoutes(r),
     ...auditEventRoutes(r),
+    ...webhookRoutes(r),
   ];
 }

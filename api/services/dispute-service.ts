@@ -10,6 +10,7 @@ import type { Tx, UnitOfWork } from '../../shared/repositories/handle.js';
 import type { DateRange } from '../../shared/date-range.js';
 import { isUniqueViolation } from '../../shared/repositories/handle.js';
 import type { DisputeRow, SearchLogsRepository } from '../../shared/repositories/search-logs.js';
+import type { WebhooksRepository } from '../../shared/repositories/webhooks.js';
 
 export const DISPUTE_STATUSES = ['open', 'investigating', 'resolved', 'rejected'] as const satisfies readonly DisputeStatus[];
 export type { DisputeStatus };
@@ -59,7 +60,7 @@ export interface DisputeFilters {
 }
 
 export class DisputeService {
-  constructor(private readonly deps: { unitOfWork: UnitOfWork; auditEvents: AuditEventsRepository; searchLogs: SearchLogsRepository }) {}
+  constructor(private readonly deps: { unitOfWork: UnitOfWork; auditEvents: AuditEventsRepository; searchLogs: SearchLogsRepository; webhooks: WebhooksRepository }) {}
 
   private async load(id: string, trx?: Tx): Promise<DisputeView> {
     return toView((await this.deps.searchLogs.findDispute(id, trx))!);
@@ -84,6 +85,7 @@ export class DisputeService {
           subjectId: disputeId,
           data: { referenceId: input.referenceId, status: 'open' },
         }, trx);
+        await this.deps.webhooks.recordEvent('dispute.created', { disputeId, referenceId: input.referenceId, userId, status: 'open' }, trx);
         return disputeId;
       });
       return await this.load(id);
@@ -124,7 +126,16 @@ export class DisputeService {
         subjectId: disputeId,
         data: { from, to: change.status, ...(change.note !== undefined ? { note: change.note } : {}) },
       }, trx);
-      return this.load(disputeId, trx);
+      const dispute = await this.load(disputeId, trx);
+      // The note is free text: it stays out of the webhook.
+      await this.deps.webhooks.recordEvent('dispute.updated', {
+        disputeId,
+        referenceId: dispute.referenceId,
+        userId: dispute.userId,
+        previousStatus: from,
+        status: dispute.status,
+      }, trx);
+      return dispute;
     });
   }
 }

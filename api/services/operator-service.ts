@@ -15,12 +15,14 @@ import type { Logger } from '../../shared/logger.js';
 import type { Operator, OperatorRole, OperatorStatus } from '../../models/index.js';
 import { AuditEventsRepository } from '../../shared/repositories/audit.js';
 import { UnitOfWork, type Tx } from '../../shared/repositories/handle.js';
+import { WebhooksRepository } from '../../shared/repositories/webhooks.js';
 import { isUniqueViolation } from '../../shared/repositories/handle.js';
 import { OperatorsRepository, SessionsRepository, type OperatorFilter } from '../../shared/repositories/operators.js';
 import { SearchLogsRepository } from '../../shared/repositories/search-logs.js';
 import { hashPassword, temporaryPassword } from '../domain/passwords.js';
 
 export interface OperatorDeps {
+  webhooks: WebhooksRepository;
   unitOfWork: UnitOfWork;
   auditEvents: AuditEventsRepository;
   operators: OperatorsRepository;
@@ -160,6 +162,7 @@ export class OperatorService {
           ...subject,
           data: { from: op.status, to: changes.status, sessionsRevoked: revoked },
         }, trx);
+        if (changes.status === 'deactivated') await this.deps.webhooks.recordEvent('operator.deactivated', { operatorId: op.id }, trx);
       }
       if (changes.displayName) {
         await this.deps.auditEvents.record({ type: 'operator.display_name_changed', ...subject, data: {} }, trx);
@@ -243,7 +246,7 @@ export class OperatorService {
 
 /** The operator service over a bare knex: for scripts and start-up outside the web process's graph. */
 export function operatorServiceOn(db: Knex, logger?: Logger): OperatorService {
-  return new OperatorService({ unitOfWork: new UnitOfWork(db), auditEvents: new AuditEventsRepository(db), operators: new OperatorsRepository(db), sessionRows: new SessionsRepository(db), searchLogs: new SearchLogsRepository(db), logger });
+  return new OperatorService({ unitOfWork: new UnitOfWork(db), auditEvents: new AuditEventsRepository(db), webhooks: new WebhooksRepository(db), operators: new OperatorsRepository(db), sessionRows: new SessionsRepository(db), searchLogs: new SearchLogsRepository(db), logger });
 }
 
 /**

@@ -13,6 +13,7 @@ import { UPSTREAM_QUEUE, enqueueBankAccountConfirm } from '../../shared/jobs/ups
 import type { Logger } from '../../shared/logger.js';
 import { maskTail, type AuditEventsRepository } from '../../shared/repositories/audit.js';
 import type { UnitOfWork } from '../../shared/repositories/handle.js';
+import type { WebhooksRepository } from '../../shared/repositories/webhooks.js';
 import type { EmbeddingsRepository } from '../../shared/repositories/embeddings.js';
 import { isUniqueViolation } from '../../shared/repositories/handle.js';
 import type { SessionsRepository } from '../../shared/repositories/operators.js';
@@ -22,6 +23,7 @@ import { requirePhone } from '../domain/phone.js';
 import type { ProofTokens } from '../../shared/stores/proof-tokens.js';
 
 export interface UserDeps {
+  webhooks: WebhooksRepository;
   config: Pick<Config, 'bankAccountConfirmDelayMs'>;
   unitOfWork: UnitOfWork;
   auditEvents: AuditEventsRepository;
@@ -165,6 +167,7 @@ export class UserService {
         subjectId: userId,
         data: { embeddingRemoved: true, refreshTokensRevoked: revoked },
       }, trx);
+      await this.deps.webhooks.recordEvent('user.deleted', { userId }, trx);
     });
     return { status: 'deleted' };
   }

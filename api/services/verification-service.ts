@@ -10,6 +10,7 @@ import type { Logger } from '../../shared/logger.js';
 import type { Candidate, LatencyMs } from '../../models/index.js';
 import type { AuditEventsRepository } from '../../shared/repositories/audit.js';
 import type { UnitOfWork } from '../../shared/repositories/handle.js';
+import type { WebhooksRepository } from '../../shared/repositories/webhooks.js';
 import type { EmbeddingsRepository } from '../../shared/repositories/embeddings.js';
 import type { NewSearchLog, SearchLogsRepository } from '../../shared/repositories/search-logs.js';
 import type { UsersRepository } from '../../shared/repositories/users.js';
@@ -21,6 +22,7 @@ import type { FaceService } from './face-service.js';
 import type { ProofTokens } from '../../shared/stores/proof-tokens.js';
 
 export interface VerificationDeps {
+  webhooks: WebhooksRepository;
   config: Config;
   unitOfWork: UnitOfWork;
   auditEvents: AuditEventsRepository;
@@ -142,6 +144,7 @@ export class VerificationService {
         subjectType: 'search_log',
         subjectId: referenceId,
       }, trx);
+      await this.deps.webhooks.recordEvent('identify.escalated', { referenceId, operatorId: operator.operatorId, escalatedAt: new Date(escalatedAt).toISOString() }, trx);
       return { referenceId, escalatedAt };
     });
   }

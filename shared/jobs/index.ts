@@ -9,12 +9,14 @@ import { EMBED_QUEUE, embedContract, type EmbedJob, type EmbedResult } from './e
 import { LIVENESS_QUEUE, livenessContract, type LivenessJob, type LivenessJobResult } from './liveness.js';
 import { SEARCH_QUEUE, searchContract, type SearchJob, type SearchResult } from './search.js';
 import { UPSTREAM_QUEUE, upstreamContract, type UpstreamJob, type UpstreamResult } from './upstream.js';
+import { WEBHOOK_QUEUE, webhookContract, type WebhookDeliveryJob, type WebhookDeliveryResult } from './webhook.js';
 
 export interface JobContracts {
   [LIVENESS_QUEUE]: { payload: LivenessJob; result: LivenessJobResult };
   [EMBED_QUEUE]: { payload: EmbedJob; result: EmbedResult };
   [SEARCH_QUEUE]: { payload: SearchJob; result: SearchResult };
   [UPSTREAM_QUEUE]: { payload: UpstreamJob; result: UpstreamResult };
+  [WEBHOOK_QUEUE]: { payload: WebhookDeliveryJob; result: WebhookDeliveryResult };
 }
 
 export type QueueName = keyof JobContracts;
@@ -25,9 +27,10 @@ export const JOB_CONTRACTS = {
   [EMBED_QUEUE]: embedContract,
   [SEARCH_QUEUE]: searchContract,
   [UPSTREAM_QUEUE]: upstreamContract,
+  [WEBHOOK_QUEUE]: webhookContract,
 } as const satisfies { [Q in QueueName]: { queue: Q; delivery: 'awaited' | 'deferred' } };
 
-export const QUEUE_NAMES: readonly QueueName[] = [LIVENESS_QUEUE, EMBED_QUEUE, SEARCH_QUEUE, UPSTREAM_QUEUE];
+export const QUEUE_NAMES: readonly QueueName[] = [LIVENESS_QUEUE, EMBED_QUEUE, SEARCH_QUEUE, UPSTREAM_QUEUE, WEBHOOK_QUEUE];
 
 /** The queues whose results the API awaits (JobClient.run). */
 export type AwaitedQueueName = { [Q in QueueName]: (typeof JOB_CONTRACTS)[Q]['delivery'] extends 'awaited' ? Q : never }[QueueName];
@@ -40,3 +43,4 @@ export * from './embed.js';
 export * from './liveness.js';
 export * from './search.js';
 export * from './upstream.js';
+export * from './webhook.js';

@@ -6,6 +6,7 @@ import type { Knex } from 'knex';
 import type { UpstreamResult } from '../../shared/jobs/upstream.js';
 import { AuditEventsRepository } from '../../shared/repositories/audit.js';
 import { UsersRepository } from '../../shared/repositories/users.js';
+import { WebhooksRepository } from '../../shared/repositories/webhooks.js';
 
 /** Applies a pending bankAccount change if it is still the one this job was enqueued for. */
 export async function confirmBankAccount(db: Knex, job: { userId: string; requestedAt: string }): Promise<UpstreamResult> {
@@ -21,6 +22,7 @@ export async function confirmBankAccount(db: Knex, job: { userId: string; reques
       subjectId: job.userId,
       data: { requestedAt: job.requestedAt },
     }, trx);
+    await new WebhooksRepository(db).recordEvent('user.bank_account.updated', { userId: job.userId, status: 'applied' }, trx);
     return { applied: true };
   });
 }

@@ -918,6 +918,122 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks/endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * All webhook endpoints, newest first
+         * @description **Authorisation:** Administrator bearer token.
+         */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * Register a webhook endpoint; the answer carries its signing secret, shown this once
+         * @description The secret is stored sealed and never shown again (rotate it to get a new one). Audited.
+         *
+         *     **Authorisation:** Administrator bearer token.
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/endpoints/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One webhook endpoint (never its secret)
+         * @description **Authorisation:** Administrator bearer token.
+         */
+        get: operations["getWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an endpoint with its pending deliveries and delivery log
+         * @description **Authorisation:** Administrator bearer token.
+         */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Change an endpoint's URL, event types or description, or disable / re-enable it
+         * @description **Authorisation:** Administrator bearer token.
+         */
+        patch: operations["patchWebhookEndpoint"];
+        trace?: never;
+    };
+    "/webhooks/endpoints/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The endpoint's delivery log: one row per attempt, newest first
+         * @description **Authorisation:** Administrator bearer token.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/endpoints/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A new signing secret, shown this once; the previous one keeps signing for WEBHOOK_SECRET_OVERLAP_SECONDS
+         * @description During the overlap every delivery carries two signatures (space-separated in `webhook-signature`), one per secret. Audited.
+         *
+         *     **Authorisation:** Administrator bearer token.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/events/{eventId}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send an event again (same body and webhook-id) to every active endpoint subscribed to its type
+         * @description **Authorisation:** Administrator bearer token.
+         */
+        post: operations["replayWebhookEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -4627,6 +4743,577 @@ export interface operations {
             };
             /** @description Error: `face_engine_unavailable`, `dependency_unavailable` */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query: {
+                page: number;
+                pageSize: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of endpoints */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            /** Format: date-time */
+                            createdAt: string;
+                            description: string | null;
+                            /** @description `gone`: the receiver answered 410 Gone; `administrator`: disabled by hand */
+                            disabledReason: "administrator" | "gone" | null;
+                            events: ("user.bank_account.updated" | "user.deleted" | "dispute.created" | "dispute.updated" | "identify.escalated" | "operator.deactivated" | "dedupe.case.opened" | "dedupe.case.decided")[];
+                            /** Format: uuid */
+                            id: string;
+                            /** @description After a rotation, until when the previous secret still signs */
+                            previousSecretExpiresAt: string | null;
+                            status: "active" | "disabled";
+                            /** Format: date-time */
+                            updatedAt: string;
+                            url: string;
+                        }[];
+                        page: number;
+                        pageSize: number;
+                        total: number;
+                    };
+                };
+            };
+            /** @description Error: `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `forbidden`, `operator_deactivated`, `password_reset_required` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    description?: string;
+                    /** @description The event types delivered to this endpoint */
+                    events: ("user.bank_account.updated" | "user.deleted" | "dispute.created" | "dispute.updated" | "identify.escalated" | "operator.deactivated" | "dedupe.case.opened" | "dedupe.case.decided")[];
+                    /** @description Where events are POSTed. In production (WEBHOOK_ALLOW_PRIVATE off): https only, to a public address (checked again when each attempt is sent). */
+                    url: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Created (status active) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        endpoint: {
+                            /** Format: date-time */
+                            createdAt: string;
+                            description: string | null;
+                            /** @description `gone`: the receiver answered 410 Gone; `administrator`: disabled by hand */
+                            disabledReason: "administrator" | "gone" | null;
+                            events: ("user.bank_account.updated" | "user.deleted" | "dispute.created" | "dispute.updated" | "identify.escalated" | "operator.deactivated" | "dedupe.case.opened" | "dedupe.case.decided")[];
+                            /** Format: uuid */
+                            id: string;
+                            /** @description After a rotation, until when the previous secret still signs */
+                            previousSecretExpiresAt: string | null;
+                            status: "active" | "disabled";
+                            /** Format: date-time */
+                            updatedAt: string;
+                            url: string;
+                        };
+                        /** @description The signing secret (`whsec_` + base64), shown only in this answer */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description Error: `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `forbidden`, `operator_deactivated`, `password_reset_required` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        endpoint: {
+                            /** Format: date-time */
+                            createdAt: string;
+                            description: string | null;
+                            /** @description `gone`: the receiver answered 410 Gone; `administrator`: disabled by hand */
+                            disabledReason: "administrator" | "gone" | null;
+                            events: ("user.bank_account.updated" | "user.deleted" | "dispute.created" | "dispute.updated" | "identify.escalated" | "operator.deactivated" | "dedupe.case.opened" | "dedupe.case.decided")[];
+                            /** Format: uuid */
+                            id: string;
+                            /** @description After a rotation, until when the previous secret still signs */
+                            previousSecretExpiresAt: string | null;
+                            status: "active" | "disabled";
+                            /** Format: date-time */
+                            updatedAt: string;
+                            url: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `forbidden`, `operator_deactivated`, `password_reset_required` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error: `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `forbidden`, `operator_deactivated`, `password_reset_required` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    patchWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    description?: string | null;
+                    /** @description The event types delivered to this endpoint */
+                    events?: ("user.bank_account.updated" | "user.deleted" | "dispute.created" | "dispute.updated" | "identify.escalated" | "operator.deactivated" | "dedupe.case.opened" | "dedupe.case.decided")[];
+                    /** @description `active` also re-enables an endpoint disabled by a 410 */
+                    status?: "active" | "disabled";
+                    /** @description Where events are POSTed. In production (WEBHOOK_ALLOW_PRIVATE off): https only, to a public address (checked again when each attempt is sent). */
+                    url?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The endpoint after the change */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        endpoint: {
+                            /** Format: date-time */
+                            createdAt: string;
+                            description: string | null;
+                            /** @description `gone`: the receiver answered 410 Gone; `administrator`: disabled by hand */
+                            disabledReason: "administrator" | "gone" | null;
+                            events: ("user.bank_account.updated" | "user.deleted" | "dispute.created" | "dispute.updated" | "identify.escalated" | "operator.deactivated" | "dedupe.case.opened" | "dedupe.case.decided")[];
+                            /** Format: uuid */
+                            id: string;
+                            /** @description After a rotation, until when the previous secret still signs */
+                            previousSecretExpiresAt: string | null;
+                            status: "active" | "disabled";
+                            /** Format: date-time */
+                            updatedAt: string;
+                            url: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `forbidden`, `operator_deactivated`, `password_reset_required` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query: {
+                page: number;
+                pageSize: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of attempts */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            attempt: number;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** @description Why no answer came, when none did */
+                            error: string | null;
+                            /** Format: uuid */
+                            eventId: string;
+                            eventType: string;
+                            /** Format: uuid */
+                            id: string;
+                            /** @description The receiver's HTTP status; null when none came (timeout, refused address) */
+                            responseStatus: number | null;
+                            status: "succeeded" | "failed" | "pending";
+                        }[];
+                        page: number;
+                        pageSize: number;
+                        total: number;
+                    };
+                };
+            };
+            /** @description Error: `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `forbidden`, `operator_deactivated`, `password_reset_required` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        previousSecretExpiresAt: string;
+                        /** @description The signing secret (`whsec_` + base64), shown only in this answer */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description Error: `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `forbidden`, `operator_deactivated`, `password_reset_required` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    replayWebhookEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                eventId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued: one new delivery per endpoint */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        deliveries: number;
+                        /** Format: uuid */
+                        eventId: string;
+                        /** @constant */
+                        status: "queued";
+                    };
+                };
+            };
+            /** @description Error: `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `forbidden`, `operator_deactivated`, `password_reset_required` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `not_found` */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,18 +1,19 @@
-/** The administrator's office: operators, disputes, analytics and billing, audit events, the queue dashboard. */
+/** The administrator's office: operators, disputes, analytics and billing, audit events, webhooks, the queue dashboard. */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { BarController, BarElement, CategoryScale, Chart, Legend, LinearScale, Tooltip } from 'chart.js';
 import type { Session } from '../session.js';
 import { Note, Pager, fmtDate, fmtScore } from '../ui/common.js';
 import { problem, type StaffIdentity } from './staff-common.js';
+import { Webhooks } from './Webhooks.js';
 
 Chart.register(BarController, BarElement, CategoryScale, LinearScale, Tooltip, Legend);
 
-type Section = 'operators' | 'disputes' | 'analytics' | 'audit' | 'queues';
+type Section = 'operators' | 'disputes' | 'analytics' | 'audit' | 'webhooks' | 'queues';
 const pagerLabels = { prev: 'Previous', next: 'Next', of: (a: number, b: number) => `Page ${a} of ${b}` };
 
 export function AdminOffice(props: { session: Session; me: StaffIdentity }) {
   const [section, setSection] = useState<Section>('operators');
-  const labels: Record<Section, string> = { operators: 'Operators', disputes: 'Disputes', analytics: 'Analytics & billing', audit: 'Audit events', queues: 'Queues' };
+  const labels: Record<Section, string> = { operators: 'Operators', disputes: 'Disputes', analytics: 'Analytics & billing', audit: 'Audit events', webhooks: 'Webhooks', queues: 'Queues' };
   return (
     <>
       <nav class="subnav" aria-label="Office">
@@ -24,6 +25,7 @@ export function AdminOffice(props: { session: Session; me: StaffIdentity }) {
       {section === 'disputes' && <Disputes session={props.session} />}
       {section === 'analytics' && <Analytics session={props.session} />}
       {section === 'audit' && <Audit session={props.session} />}
+      {section === 'webhooks' && <Webhooks session={props.session} />}
       {section === 'queues' && <Queues session={props.session} />}
     </>
   );
@@ -393,7 +395,7 @@ function Queues(props: { session: Session }) {
   return (
     <section>
       <h1>Queues</h1>
-      <p>The BullMQ queue dashboard (liveness, embed, search, upstream) opens in a new tab with a short-lived cookie.</p>
+      <p>The BullMQ queue dashboard (liveness, embed, search, upstream, webhooks) opens in a new tab with a short-lived cookie.</p>
       <button type="button" onClick={() => void open()}>Open the queue dashboard</button>
       {error && <Note kind="warn">{error}</Note>}
     </section>

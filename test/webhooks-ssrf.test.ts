@@ -1,0 +1,109 @@
+/**
+ * The SSRF guard of webhook deliveries (shared/webhook-sender.ts), with WEBHOOK_ALLOW_PRIVATE off as in
+ * production: only https, only public addresses, checked against what the name resolves to when the
+ * attempt is sent, no redirect followed. A real receiver listens on loopback: it must never be reached.
+ */
+import test from 'ava';
+import { WebhooksRepository } from '../shared/repositories/webhooks.js';
+import { newWebhookSecret, sealWebhookSecret } from '../shared/webhook-secrets.js';
+import { checkWebhookUrl, isPublicAddress, sendWebhook } from '../shared/webhook-sender.js';
+import { attemptDelivery } from '../workers/webhooks/delivery.js';
+import { loadConfig } from '../shared/config.js';
+import { useHarness } from './helpers/harness.js';
+import { client } from './helpers/http.js';
+import { newOperator } from './helpers/principals.js';
+import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.js';
+import { randomBytes, randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+let receiver: WebhookReceiver;
+// The harness's own worker is left out (UPSTREAM_WORKER_IN_WEB=false): this file runs attempts itself.
+const h = useHarness(test, async () => {
+  receiver = await startWebhookReceiver();
+  return { env: { WEBHOOK_ALLOW_PRIVATE: 'false', UPSTREAM_WORKER_IN_WEB: 'false' } };
+}, { afterStop: () => receiver.close() });
+
+const strict = { timeoutMs: 2000, allowPrivate: false };
+
+test('production default: private targets are not allowed', (t) => {
+  t.false(loadConfig({ NODE_ENV: 'production', JWT_PRIVATE_KEY: 'k', SMS_WEBHOOK_URL: 'https://x', REGISTRY_URL: 'https://r.example' }).webhookAllowPrivate);
+  t.true(loadConfig({ NODE_ENV: 'development' }).webhookAllowPrivate);
+});
+
+test('address classification', (t) => {
+  for (const a of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '64:ff9b::a00:1', '224.0.0.1']) {
+    t.false(isPublicAddress(a), a);
+  }
+  for (const a of ['8.8.8.8', '1.1.1.1', '2606:4700:4700::1111']) t.true(isPublicAddress(a), a);
+});
+
+test('create-time check: https only, no credentials, no private literal', (t) => {
+  t.throws(() => checkWebhookUrl('http://example.com/hook', false), { message: /https/ });
+  t.throws(() => checkWebhookUrl('https://user:pw@example.com/hook', false), { message: /credentials/ });
+  for (const u of ['https://127.0.0.1/x', 'https://127.1/x', 'https://0x7f000001/x', 'https://[::1]/x', 'https://[::ffff:127.0.0.1]/x', 'https://169.254.169.254/latest']) {
+    t.throws(() => checkWebhookUrl(u, false), { message: /public/ }, u);
+  }
+  t.notThrows(() => checkWebhookUrl('https://hooks.example.com/x', false));
+  t.notThrows(() => checkWebhookUrl('http://127.0.0.1:9/x', true));
+});
+
+test('send-time check: a name that resolves to loopback is refused, the receiver never reached', async (t) => {
+  const port = new URL(receiver.url).port;
+  const res = await sendWebhook(`https://localhost:${port}/guarded`, {}, '{}', strict);
+  t.is(res.status, null);
+  t.regex(res.error ?? '', /refused: localhost resolves to (127\.0\.0\.1|::1), not a public address/);
+  const plain = await sendWebhook(`${receiver.url}/guarded`, {}, '{}', strict);
+  t.regex(plain.error ?? '', /refused: only https/);
+  t.is(receiver.on('/guarded').length, 0);
+});
+
+test('redirects are not followed; the timeout bounds an attempt', async (t) => {
+  const target = await startWebhookReceiver();
+  const server = http.createServer((req, res) => {
+    if (req.url === '/slow') return; // never answers
+    res.writeHead(302, { location: `${target.url}/redirected` }).end();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  try {
+    const redirected = await sendWebhook(`${base}/hook`, {}, '{}', { timeoutMs: 2000, allowPrivate: true });
+    t.is(redirected.status, 302);
+    const slow = await sendWebhook(`${base}/slow`, {}, '{}', { timeoutMs: 300, allowPrivate: true });
+    t.is(slow.status, null);
+    t.regex(slow.error ?? '', /timeout after 300 ms/);
+    t.true(slow.durationMs < 2000);
+    t.is(target.on('/redirected').length, 0);
+  } finally {
+    server.closeAllConnections();
+    server.close();
+    await target.close();
+  }
+});
+
+test('the API refuses a private endpoint URL with 400 when private targets are off', async (t) => {
+  const admin = await newOperator(h, { role: 'administrator' });
+  const res = await client(h.url).post('/webhooks/endpoints', { token: admin.token, json: { url: `${receiver.url}/x`, events: ['user.deleted'] } });
+  t.is(res.status, 400);
+  t.is(res.body.error, 'validation_failed');
+  t.regex(res.body.message, /https/);
+});
+
+test('an attempt to an endpoint that now resolves privately is logged failed and retried, never sent', async (t) => {
+  const repo = new WebhooksRepository(h.deps.db);
+  const key = randomBytes(32);
+  const id = randomUUID();
+  const port = new URL(receiver.url).port;
+  // Written as if its name had resolved publicly when it was registered.
+  await repo.insertEndpoint({ id, url: `https://localhost:${port}/rebound`, description: null, events: ['user.deleted'], secretSealed: sealWebhookSecret(key, id, newWebhookSecret()), createdBy: null });
+  await new WebhooksRepository(h.deps.db).recordEvent('user.deleted', { userId: randomUUID() });
+  const [deliveryId] = await repo.dispatchEvents(10);
+  const report = await attemptDelivery(repo, { retryScheduleSeconds: [60], timeoutMs: 2000, allowPrivate: false, secretsKey: key }, { deliveryId: deliveryId!, attempt: 1 });
+  t.like(report, { outcome: 'retry', responseStatus: null });
+  const [attempt] = (await repo.attemptPage(id, { page: 1, pageSize: 10 })).rows;
+  t.like(attempt, { status: 'failed', responseStatus: null });
+  t.regex(attempt!.error ?? '', /refused/);
+  t.is(receiver.on('/rebound').length, 0);
+  // The same job again does nothing: attempt 1 was made.
+  t.is(await attemptDelivery(repo, { retryScheduleSeconds: [60], timeoutMs: 2000, allowPrivate: false, secretsKey: key }, { deliveryId: deliveryId!, attempt: 1 }), undefined);
+});
