@@ -22,7 +22,7 @@
  * `latencyMs` of a response: each stage's figure is the time that stage took in the worker (its
  * handler, as the engine measures it); `total` is the request's own wall time in the API.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
@@ -33,8 +33,7 @@ import { loadConfig } from '../shared/config.js';
 import { createDb, migrateLatest } from '../shared/db.js';
 import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
 import { createLogger } from '../shared/logger.js';
-import { createRedis } from '../shared/redis.js';
-import { freePort } from '../scripts/lib/local-services.js';
+import { freePort, startPrivateRedis } from '../scripts/lib/private-services.js';
 import { adminQuery, dbUrl, procCpuSeconds, startProcess, stopProcess, waitHealthy } from './identify-e2e.js';
 import { ROOT, closedLoop, enrolledVector, fmt, machine, saveResults, summarise, syntheticUserId, table } from './lib.js';
 import { fixturePhotos } from './stages.js';
@@ -58,21 +57,6 @@ interface Clocks {
   pid: number;
   cpuMs: number;
   [queue: string]: { jobs: number; msByStep: Record<string, number> } | number;
-}
-
-async function startPrivateRedis(): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  const url = `redis://127.0.0.1:${port}`;
-  for (let i = 0; i < 100; i++) {
-    const r = createRedis(url);
-    r.on('error', () => {});
-    const ok = await r.ping().then(() => true, () => false);
-    r.disconnect();
-    if (ok) return { url, child };
-    await new Promise((res) => setTimeout(res, 100));
-  }
-  throw new Error('private redis-server did not start');
 }
 
 function commandStats(info: string): Record<string, number> {
@@ -222,7 +206,7 @@ export async function runFacePathBench(): Promise<string> {
       const live = (await deps.db.raw('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()')).rows as { pid: number }[];
       for (const p of live) if (!pids.some((q) => q.pid === p.pid)) pids.push(p);
       parts.postgres = pids.reduce((a, r) => a + (procCpuSeconds(r.pid) ?? 0), 0);
-      parts.redis = procCpuSeconds(redis.child.pid!) ?? 0;
+      parts.redis = procCpuSeconds(redis.pid()!) ?? 0;
       return parts;
     };
     const statsNow = async () => commandStats(await deps.redis.info('commandstats'));
@@ -302,7 +286,7 @@ export async function runFacePathBench(): Promise<string> {
   } finally {
     await closeDeps(deps);
     await Promise.all(Object.values(children).flat().map(stopProcess));
-    redis.child.kill('SIGKILL');
+    await redis.stop();
     if (!process.env.BENCH_KEEP_DB) await adminQuery(`DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`);
   }
 }

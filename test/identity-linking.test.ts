@@ -13,7 +13,7 @@ import { createDeps, closeDeps, type AppDeps } from '../api/deps.js';
 import { startWebProcess, type RunningWebProcess } from '../processes/web.js';
 import { removeCanonical } from '../shared/repositories/embeddings.js';
 import { createLogger } from '../shared/logger.js';
-import { freePort } from '../scripts/lib/local-services.js';
+import { freePort } from '../scripts/lib/private-services.js';
 import { useHarness, ROOT } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';

@@ -11,7 +11,7 @@
 import test from 'ava';
 import { Model } from 'objection';
 import { toAppError } from '../api/middleware/errors.js';
-import { startPrivatePostgres } from '../chaos/lib/private-postgres.js';
+import { startPrivatePostgres } from '../scripts/lib/private-services.js';
 import { createDb } from '../shared/db.js';
 
 class Counter extends Model {

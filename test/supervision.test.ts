@@ -13,7 +13,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Supervisor, type ChildStatus } from '../scripts/supervisor.js';
-import { freePort } from '../scripts/lib/local-services.js';
+import { freePort } from '../scripts/lib/private-services.js';
 import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from './helpers/db.js';
 import { ROOT } from './helpers/harness.js';
 

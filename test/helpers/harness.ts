@@ -14,7 +14,7 @@ import type { RunningWeb } from '../../api/http-server.js';
 import type { AnyRoute } from '../../api/route-table.js';
 import { createLogger } from '../../shared/logger.js';
 import { startWebProcess } from '../../processes/web.js';
-import { freePort } from '../../scripts/lib/local-services.js';
+import { freePort } from '../../scripts/lib/private-services.js';
 import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL, type TestDatabase } from './db.js';
 
 export const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', '..');
