@@ -29,7 +29,7 @@ import { newResultKey, openEmbedding, sealToBuffer } from '../../shared/sealed-e
 import { handoffKey, newHandoffRef } from '../../shared/jobs/face-handoff.js';
 import { JobTimeoutError, type JobClient } from '../../shared/job-client.js';
 import type { DetectedFace, JobContracts, LivenessJobResult, QueueName, SearchHit, SearchRequest, SearchResult } from '../../shared/jobs/index.js';
-import type { QualityAssessment } from '../../shared/face/quality.js';
+import type { QualityAssessment, QualitySummary } from '../../shared/face/quality.js';
 import type { Logger } from '../../shared/logger.js';
 import type { EmbeddingsRepository } from '../../shared/repositories/embeddings.js';
 import { normaliseUpload, type NormalisedImage } from '../../shared/face/image.js';
@@ -67,7 +67,8 @@ export type CaptureAnalysis =
       quality: QualityAssessment | null;
       ms: number;
     }
-  | { outcome: 'no_face' | 'multiple_faces'; image: NormalisedImage; faceCount: number; ms: number };
+  /** `quality`: on `no_face`, whether the whole photo is too dark, too bright or too blurred; else null. */
+  | { outcome: 'no_face' | 'multiple_faces'; image: NormalisedImage; faceCount: number; quality: QualitySummary | null; ms: number };
 
 export type AnalysedFace = Extract<CaptureAnalysis, { face: DetectedFace }>;
 
@@ -87,8 +88,8 @@ export interface IdentifyResult {
   candidates: Candidate[];
   /** The 1:N threshold the candidates were cut at (IDENTIFY_MATCH_THRESHOLD). */
   threshold: number;
-  /** Capture quality of the probe's chosen face; null without a face. */
-  quality: QualityAssessment | null;
+  /** Capture quality of the probe's chosen face; on no_face that of the whole photo (exposure, sharpness). */
+  quality: QualityAssessment | QualitySummary | null;
   latencyMs: LatencyMs;
   /** Best score found (also below the threshold), for SearchLog.topScore; null without a search. */
   topScore: number | null;
@@ -106,8 +107,8 @@ export interface SelfVerification {
   livenessScore: number | null;
   /** The live capture's embedding, when computed (a high-confidence match refreshes the canonical one). */
   embedding: CaptureEmbedding | null;
-  /** Capture quality of the chosen face; null without a face. */
-  quality: QualityAssessment | null;
+  /** Capture quality of the chosen face; on no_face that of the whole photo (exposure, sharpness). */
+  quality: QualityAssessment | QualitySummary | null;
   latencyMs: LatencyMs;
 }
 
@@ -118,8 +119,8 @@ export interface PhotoVerification {
   /** The live capture (normalised image, face) and its embedding, when the live face was usable. */
   capture: AnalysedFace | null;
   embedding: CaptureEmbedding | null;
-  /** Capture quality of the live capture's face (also on liveness_failed); null without a face. */
-  quality: QualityAssessment | null;
+  /** Capture quality of the live capture's face (also on liveness_failed); on no_face that of the whole photo. */
+  quality: QualityAssessment | QualitySummary | null;
   /** Stages of the live capture; `registryPhoto`: both stages on the registry photo; no search stage. */
   latencyMs: LatencyMs & { registryPhoto: number | null };
 }
@@ -236,7 +237,7 @@ export class FaceService {
     this.deps.metrics.stage('liveness', r.ms);
     if (!r.ok) {
       if (r.code === 'invalid_image') throw new AppError('invalid_image', 'The image could not be decoded');
-      return { outcome: r.code, image, faceCount: r.faceCount, ms: r.ms };
+      return { outcome: r.code, image, faceCount: r.faceCount, quality: r.quality ?? null, ms: r.ms };
     }
     const live = r.livenessScore >= this.deps.config.livenessThreshold;
     return {
@@ -293,7 +294,7 @@ export class FaceService {
     const request = this.deps.embeddings.currentSeq().then((minSeq): SearchRequest => ({ op: 'knn', k: config.identifyMaxCandidates, minSeq }));
     const { analysis: a, embedding: e, search } = await this.chain(probe, 'largest', deadlineAt, { search: request, requireLive: true });
     const threshold = config.identifyMatchThreshold;
-    const base = { candidates: [] as Candidate[], topScore: null, faceCount: a.faceCount, threshold, quality: hasFace(a) ? a.quality : null };
+    const base = { candidates: [] as Candidate[], topScore: null, faceCount: a.faceCount, threshold, quality: a.quality };
     if (!hasFace(a)) {
       // 'largest' never refuses several faces; a photo without a face is `no_face`.
       return { ...base, outcome: 'no_face', livenessScore: null, engineVersion: null, latencyMs: { liveness: a.ms, embed: null, search: null, total: since(t0) } };
@@ -338,7 +339,7 @@ export class FaceService {
         score: null,
         livenessScore: a.outcome === 'liveness_failed' ? a.livenessScore : null,
         embedding: null,
-        quality: hasFace(a) ? a.quality : null,
+        quality: a.quality,
         latencyMs: { liveness: a.ms, embed: null, search: null, total: since(t0) },
       };
     }
@@ -402,7 +403,7 @@ export class FaceService {
         livenessScore: live.outcome === 'liveness_failed' ? live.livenessScore : null,
         capture: null,
         embedding: null,
-        quality: hasFace(live) ? live.quality : null,
+        quality: live.quality,
         latencyMs: { liveness: live.ms, embed: null, search: null, total: since(t0), registryPhoto: null },
       };
     }

@@ -16,7 +16,7 @@ import type { UsersRepository } from '../../shared/repositories/users.js';
 import type { Metrics } from '../metrics.js';
 import type { ConsumerAuth, OperatorAuth } from './authorization.js';
 import { decideCanonicalRefresh, type CanonicalRefreshDecision } from './canonical-refresh.js';
-import { qualitySummary, type QualityAssessment, type QualitySummary } from '../../shared/face/quality.js';
+import { qualitySummary, type QualitySummary } from '../../shared/face/quality.js';
 import type { FaceService } from './face-service.js';
 import type { ProofTokens } from './proof-tokens.js';
 
@@ -36,7 +36,7 @@ export interface IdentifyAnswer {
   referenceId: string;
   outcome: 'match' | 'no_match' | 'liveness_failed' | 'no_face';
   candidates: Candidate[];
-  /** Advisory capture quality of the probe; null when no face was found. */
+  /** Advisory capture quality of the probe; on no_face, that of the whole photo (too dark, too bright, too blurred). */
   quality: QualitySummary | null;
   /** The 1:N threshold the candidates were cut at. */
   threshold: { setting: 'IDENTIFY_MATCH_THRESHOLD'; value: number };
@@ -49,7 +49,7 @@ export interface SelfAnswer {
   score: number | null;
   proofToken?: string;
   expiresIn?: number;
-  /** Advisory capture quality; null when no face was found. */
+  /** Advisory capture quality; on no_face, that of the whole photo (too dark, too bright, too blurred). */
   quality: QualitySummary | null;
   /** On a match: whether this capture replaced the canonical embedding, and why (canonical-refresh.ts). */
   canonicalRefresh?: CanonicalRefreshDecision;
@@ -87,7 +87,8 @@ export class VerificationService {
         topScore: r.topScore,
         latencyMs: r.latencyMs,
         engineVersion: r.engineVersion,
-        qualityScore: r.quality?.score ?? null,
+        // The stored score is the face's: a photo without one has none (its advice is in the answer only).
+        qualityScore: outcome === 'no_face' ? null : (r.quality?.score ?? null),
       });
       metrics.outcome('identify', outcome);
       return {
@@ -206,7 +207,7 @@ export class VerificationService {
         topScore: r.score,
         latencyMs: r.latencyMs,
         engineVersion: embedding?.engineVersion ?? null,
-        qualityScore: quality?.score ?? null,
+        qualityScore: outcome === 'no_face' ? null : (quality?.score ?? null),
       }),
       decision && embedding && r.score !== null
         ? this.applyCanonicalRefresh(consumer.userId, referenceId, decision, { score: r.score, embedding, quality, storedQuality: enrolled.qualityScore ?? null })
@@ -227,7 +228,7 @@ export class VerificationService {
     userId: string,
     referenceId: string,
     decision: CanonicalRefreshDecision,
-    c: { score: number; embedding: { embedding: number[]; engineVersion: string }; quality: QualityAssessment | null; storedQuality: number | null },
+    c: { score: number; embedding: { embedding: number[]; engineVersion: string }; quality: QualitySummary | null; storedQuality: number | null },
   ): Promise<void> {
     const { embeddings, config } = this.deps;
     const audited = decision.reason !== 'below_high_confidence';

@@ -107,7 +107,7 @@ export async function livenessHandler(
     return { ok: true, ...r, alignedFaceRef, ms: elapsed(t0) };
   } catch (e) {
     if (!isFaceError(e)) throw e;
-    return { ok: false, code: e.code, faceCount: e.faceCount ?? 0, ms: elapsed(t0) };
+    return { ok: false, code: e.code, faceCount: e.faceCount ?? 0, ...(e.quality ? { quality: e.quality } : {}), ms: elapsed(t0) };
   }
 }
 
