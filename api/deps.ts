@@ -101,7 +101,7 @@ function createRepositories(db: Knex): Repositories {
 }
 
 export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppDeps {
-  const logger = opts.logger ?? createLogger({ level: config.logLevel, name: 'web' });
+  const logger = opts.logger ?? createLogger({ level: config.logLevel, format: config.logFormat, name: 'web' });
   const db = createDb(config.databaseUrl, config.databasePoolMax);
   const redis = createRedis(config.redisUrl);
   redis.on('error', (e) => logger.debug({ err: e.message }, 'redis connection error'));

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { closeDeps, createDeps, type AppDeps } from '../api/deps.js';
 import { startWeb, type RunningWeb, type StartWebOptions } from '../api/http-server.js';
 import { ensureFirstAdministrator } from '../api/services/operator-service.js';
-import { config, describeConfig } from '../shared/config.js';
+import { config, logConfigAtStart } from '../shared/config.js';
 import { isEntryFile, onShutdown } from '../shared/shutdown.js';
 import { startUpstreamWorker } from '../workers/upstream/worker.js';
 
@@ -39,7 +39,7 @@ export async function startWebProcess(deps: AppDeps, opts: StartWebOptions = {})
 if (isEntryFile(import.meta.url)) {
   const cfg = config();
   const deps = createDeps(cfg);
-  deps.logger.info({ config: describeConfig(cfg) }, 'web starting');
+  logConfigAtStart(deps.logger, cfg, 'web');
   // ADMIN_IDENTIFIER / ADMIN_PASSWORD: the first administrator, when none is active yet.
   await ensureFirstAdministrator(deps);
   const running = await startWebProcess(deps);

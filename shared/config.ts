@@ -44,6 +44,7 @@ export const SETTINGS = {
   registryTimeoutMs: s({ env: 'REGISTRY_TIMEOUT_MS', kind: 'int', default: 5000, min: 50, doc: 'Timeout of one registry call; beyond it validate answers 502 `registry_unavailable`.' }),
   registrySimulator: s({ env: 'REGISTRY_SIMULATOR', kind: 'bool', default: (c: Parsed) => c.nodeEnv !== 'production', doc: 'Mount the registry simulator under `/api` (a development stand-in for the national registry: anyone may enrol a person there). Refused in production.' }),
   registrySimFault: s({ env: 'REGISTRY_SIM_FAULT', kind: 'string', default: 'none', enum: ['none', 'timeout', 'error'] as const, doc: 'Fault injection of the registry simulator (tests can also send `X-Registry-Fault`).' }),
+  logFormat: s({ env: 'LOG_FORMAT', kind: 'string', default: (c: Parsed) => (c.nodeEnv === 'development' ? 'pretty' : 'json'), enum: ['pretty', 'json'] as const, doc: 'Log lines: `pretty` (pino-pretty: time, level, process, message and fields on one readable line; the default in development) or `json` (one JSON object a line, for log collectors; the default in test and production).' }),
   logLevel: s({ env: 'LOG_LEVEL', kind: 'string', default: 'info', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, doc: 'pino log level.' }),
   trustProxy: s({ env: 'TRUST_PROXY', kind: 'bool', default: false, doc: 'Take the client IP from `X-Forwarded-For` (only behind a trusted proxy).' }),
   maxUploadBytes: s({ env: 'MAX_UPLOAD_BYTES', kind: 'int', default: 8 * 1024 * 1024, min: 1024, doc: 'Largest accepted upload; beyond it 413 `payload_too_large`.' }),
@@ -116,9 +117,12 @@ export const SETTINGS = {
 } as const;
 
 type SpecOf<K extends keyof typeof SETTINGS> = (typeof SETTINGS)[K];
-type ValueOf<S> = S extends { enum: readonly (infer V)[] }
-  ? V
-  : S extends { kind: 'int' | 'number' }
+type ValueOf<S> = S extends SettingSpec<Kind, infer E>
+  ? E extends readonly (infer V)[]
+    ? V
+    : KindValue<S>
+  : never;
+type KindValue<S> = S extends { kind: 'int' | 'number' }
     ? number
     : S extends { kind: 'bool' }
       ? boolean
@@ -213,6 +217,23 @@ export function describeConfig(c: Config): Record<string, unknown> {
     out[spec.env] = spec.secret && v ? '<secret>' : spec.kind === 'url' || key === 'smsWebhookUrl' ? maskUrl(String(v)) : v;
   }
   return out;
+}
+
+/**
+ * What a process logs of its configuration at start. JSON logs (production) carry every setting, for
+ * the record; readable logs (development) only the settings that differ from their defaults, so that a
+ * newcomer reads a line, not a wall (LOG_LEVEL=debug logs them all). Secrets masked either way.
+ */
+export function logConfigAtStart(logger: { info(obj: object, msg: string): void; debug(obj: object, msg: string): void }, c: Config, name: string): void {
+  const all = describeConfig(c);
+  if (c.logFormat === 'json') {
+    logger.info({ config: all }, `${name} starting`);
+    return;
+  }
+  const defaults = describeConfig(loadConfig({ NODE_ENV: c.nodeEnv }));
+  const changed = Object.fromEntries(Object.entries(all).filter(([env, v]) => JSON.stringify(v) !== JSON.stringify(defaults[env])));
+  logger.info({ settings: changed }, `${name} starting (${c.nodeEnv}; the settings off their defaults, all of them at LOG_LEVEL=debug)`);
+  logger.debug({ config: all }, `${name} configuration`);
 }
 
 function maskUrl(u: string): string {

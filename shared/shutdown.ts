@@ -6,7 +6,7 @@
  * supervisor is gone (it was re-parented): no orphan keeps a port after the supervisor was killed.
  */
 import { fileURLToPath } from 'node:url';
-import { config, describeConfig, type Config } from './config.js';
+import { config, logConfigAtStart, type Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
 
 /**
@@ -64,8 +64,8 @@ export async function runProcess(
   start: (config: Config, logger: Logger) => Promise<{ close(): Promise<void> }>,
 ): Promise<void> {
   const cfg = config();
-  const logger = createLogger({ level: cfg.logLevel, name });
-  logger.info({ config: describeConfig(cfg) }, `${name} starting`);
+  const logger = createLogger({ level: cfg.logLevel, format: cfg.logFormat, name });
+  logConfigAtStart(logger, cfg, name);
   try {
     const running = await start(cfg, logger);
     onShutdown(logger, () => running.close());

@@ -151,7 +151,7 @@ export async function embedHandler(
 }
 
 export async function startFaceWorker(config: Config, opts: { logger?: Logger } = {}): Promise<RunningFaceWorker> {
-  const logger = opts.logger ?? createLogger({ level: config.logLevel, name: 'face' });
+  const logger = opts.logger ?? createLogger({ level: config.logLevel, format: config.logFormat, name: 'face' });
   const modelsDir = path.resolve(ROOT, config.faceModelsDir);
   const t0 = performance.now();
   const engine = await FaceEngine.load(modelsDir, { intraOpThreads: config.faceIntraOpThreads });

@@ -18,7 +18,7 @@ export interface RunningSearchWorker {
 }
 
 export async function startSearchWorker(config: Config, opts: { logger?: Logger } = {}): Promise<RunningSearchWorker> {
-  const logger = opts.logger ?? createLogger({ level: config.logLevel, name: 'search' });
+  const logger = opts.logger ?? createLogger({ level: config.logLevel, format: config.logFormat, name: 'search' });
   const db = createDb(config.databaseUrl, Math.min(config.databasePoolMax, 4), { bindModels: false });
   const replica = new IndexReplica(db, {
     factory: config.vectorIndexFactory,
