@@ -8,7 +8,7 @@ import { closeDeps, createDeps, type AppDeps } from '../api/deps.js';
 import { startWeb, type RunningWeb, type StartWebOptions } from '../api/http-server.js';
 import { ensureFirstAdministrator } from '../api/services/operator-service.js';
 import { config, logConfigAtStart } from '../shared/config.js';
-import { isEntryFile, onShutdown } from '../shared/shutdown.js';
+import { isEntryFile, onShutdown, webStopMs } from '../shared/shutdown.js';
 import { startUpstreamWorker } from '../workers/upstream/worker.js';
 
 export interface RunningWebProcess {
@@ -52,6 +52,7 @@ if (isEntryFile(import.meta.url)) {
       await running.close();
       await closeDeps(deps);
     },
-    cfg.shutdownDrainMs + 5_000,
+    webStopMs(cfg),
+    cfg.supervisorPid,
   );
 }

@@ -17,7 +17,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { config } from '../shared/config.js';
+import { config, givenSettings } from '../shared/config.js';
 import { FIXTURES_DIR, photosOf } from '../test/fixtures/faces/labels.js';
 
 interface Demo {
@@ -134,7 +134,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /** The registry of the `npm start` running from this checkout, when one is (its pid alive). */
 function runningServiceRegistry(): string | undefined {
-  const file = process.env.FACEID_SERVICE_FILE ?? path.join(ROOT, 'var', 'run', 'service.json');
+  const file = path.resolve(ROOT, config().serviceFile);
   if (!existsSync(file)) return undefined;
   try {
     const info = JSON.parse(readFileSync(file, 'utf8')) as { pid: number; url: string };
@@ -148,7 +148,8 @@ function runningServiceRegistry(): string | undefined {
 function registryUrl(): string {
   const explicit = arg('--url');
   if (explicit) return explicit;
-  if (process.env.REGISTRY_URL || process.env.PORT) return config().registryUrl;
+  const given = givenSettings();
+  if (given.has('registryUrl') || given.has('port')) return config().registryUrl;
   return runningServiceRegistry() ?? config().registryUrl;
 }
 

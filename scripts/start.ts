@@ -20,21 +20,25 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadConfig } from '../shared/config.js';
+import { givenSettings, loadConfig } from '../shared/config.js';
+import { SERVICE_PROCESSES } from '../shared/process-list.js';
+import { supervisorGraceMs } from '../shared/shutdown.js';
 import { freePort, persistentPostgresDataDir, postgresAnswers, redisAnswers, redisServerBinary, startPrivatePostgres, startPrivateRedis } from './lib/private-services.js';
-import { Supervisor, supervisorDefaults } from './supervisor.js';
+import { Supervisor, supervisorOptions } from './supervisor.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const say = (msg: string) => console.log(`[start] ${msg}`);
 const cleanups: (() => Promise<void>)[] = [];
 const forceEmbedded = process.argv.includes('--embedded');
+const cfg = loadConfig(process.env);
+const given = givenSettings(process.env);
 
 async function choosePostgres(): Promise<string> {
-  if (process.env.DATABASE_URL) {
-    say(`PostgreSQL: using DATABASE_URL (${new URL(process.env.DATABASE_URL).host})`);
-    return process.env.DATABASE_URL;
+  if (given.has('databaseUrl')) {
+    say(`PostgreSQL: using DATABASE_URL (${new URL(cfg.databaseUrl).host})`);
+    return cfg.databaseUrl;
   }
-  const local = 'postgres://postgres@127.0.0.1:5432/faceid';
+  const local = cfg.databaseUrl; // the default: the local server
   if (!forceEmbedded && (await postgresAnswers(local))) {
     say('PostgreSQL: using the local server on 127.0.0.1:5432 (database faceid)');
     return local;
@@ -50,11 +54,11 @@ async function choosePostgres(): Promise<string> {
 }
 
 async function chooseRedis(): Promise<string> {
-  if (process.env.REDIS_URL) {
-    say(`Redis: using REDIS_URL (${new URL(process.env.REDIS_URL).host})`);
-    return process.env.REDIS_URL;
+  if (given.has('redisUrl')) {
+    say(`Redis: using REDIS_URL (${new URL(cfg.redisUrl).host})`);
+    return cfg.redisUrl;
   }
-  const local = 'redis://127.0.0.1:6379';
+  const local = cfg.redisUrl; // the default: the local server
   if (!forceEmbedded && (await redisAnswers(local))) {
     say('Redis: using the local server on 127.0.0.1:6379');
     return local;
@@ -72,40 +76,30 @@ async function chooseRedis(): Promise<string> {
 /** `node --import tsx <file>`: the child is this process's own (its ppid is ours), no wrapper between. */
 const nodeArgs = (file: string) => ['--import', 'tsx', file];
 
-/** The processes of one machine, in start order; stopped web first (it drains), then the workers. */
-const PROCESSES: { name: string; file: string }[] = [
-  { name: 'web', file: 'processes/web.ts' },
-  { name: 'face', file: 'processes/face.ts' },
-  { name: 'search', file: 'processes/search.ts' },
-];
-
 async function main(): Promise<void> {
   const databaseUrl = await choosePostgres();
   const redisUrl = await chooseRedis();
-  const port = process.env.PORT ?? '3000';
-  const statusFile = process.env.SUPERVISOR_STATUS_FILE ?? path.join(ROOT, 'var', 'run', 'supervisor.json');
+  const statusFile = path.resolve(ROOT, cfg.supervisorStatusFile || path.join('var', 'run', 'supervisor.json'));
+  // The children's environment: this one, with the servers chosen above and the status file.
   const env = { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, SUPERVISOR_STATUS_FILE: statusFile };
+  const childCfg = loadConfig(env);
 
   say('running migrations');
   const migrate = spawnSync(process.execPath, nodeArgs('scripts/migrate.ts').concat('latest'), { cwd: ROOT, env, stdio: 'inherit' });
   if (migrate.status !== 0) throw new Error('migrations failed');
 
-  const supervisor = new Supervisor({ ...supervisorDefaults(process.env), statusFile, log: say });
+  const supervisor = new Supervisor({ ...supervisorOptions(childCfg), statusFile, log: say });
   // FACE_PROCESSES face processes (default 2, one per core): each runs its models on its own main thread.
-  // SEARCH_PROCESSES search replicas (default 2: the death of one is no outage). The first of each answers /health on FACE_ENGINE_PORT /
-  // SEARCH_HEALTH_PORT (the API watches it); the others on a free port each.
-  const cfg = loadConfig(env);
-  const copiesOf: Record<string, { copies: number; portVar?: string }> = {
-    face: { copies: cfg.faceProcesses, portVar: 'FACE_ENGINE_PORT' },
-    search: { copies: cfg.searchProcesses, portVar: 'SEARCH_HEALTH_PORT' },
-  };
-  for (const p of PROCESSES) {
-    const { copies, portVar } = copiesOf[p.name] ?? { copies: 1 };
+  // SEARCH_PROCESSES search replicas (default 2: the death of one is no outage). The first of each answers
+  // /health on its port setting (the API watches it); the others on a free port each.
+  for (const p of SERVICE_PROCESSES) {
+    const copies = p.copies?.(childCfg) ?? 1;
     for (let i = 0; i < copies; i++) {
       const name = i === 0 ? p.name : `${p.name}-${i + 1}`;
-      supervisor.add({ name, command: process.execPath, args: nodeArgs(p.file), env: i === 0 || !portVar ? env : { ...env, [portVar]: '0' }, cwd: ROOT });
+      supervisor.add({ name, command: process.execPath, args: nodeArgs(p.file), env: i === 0 || !p.healthPortEnv ? env : { ...env, [p.healthPortEnv]: '0' }, cwd: ROOT });
     }
   }
+  const port = childCfg.port;
   // What the scripts a user runs beside the service (npm run seed:registry) read to find it.
   writeServiceFile({ pid: process.pid, url: `http://127.0.0.1:${port}`, startedAt: new Date().toISOString() });
   say(`started ${supervisor.names().join(', ')} (a child that dies is restarted); waiting for the API to answer...`);
@@ -129,8 +123,8 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     say(`stopping (${why}): web first (it drains in-flight requests), then the workers...`);
-    // The web process's own drain (SHUTDOWN_DRAIN_MS) plus its closing; then SIGKILL.
-    const grace = Number(process.env.SHUTDOWN_DRAIN_MS ?? 10_000) + 5_000;
+    // Beyond each child's own stop deadline (web: SHUTDOWN_DRAIN_MS, then its closing): a child ends by itself.
+    const grace = supervisorGraceMs(childCfg);
     await supervisor.stop(['web'], grace);
     await supervisor.stop(supervisor.names().filter((n) => n !== 'web'), grace);
     removeServiceFile();
@@ -148,7 +142,7 @@ async function main(): Promise<void> {
   }, 1000).unref();
 }
 
-const SERVICE_FILE = process.env.FACEID_SERVICE_FILE ?? path.join(ROOT, 'var', 'run', 'service.json');
+const SERVICE_FILE = path.resolve(ROOT, cfg.serviceFile);
 function writeServiceFile(info: Record<string, unknown>): void {
   mkdirSync(path.dirname(SERVICE_FILE), { recursive: true });
   writeFileSync(SERVICE_FILE, JSON.stringify(info, null, 2));

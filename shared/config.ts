@@ -95,6 +95,13 @@ export const SETTINGS = {
   failFastSampleMs: s({ env: 'FAIL_FAST_SAMPLE_MS', kind: 'int', default: 500, min: 0, doc: 'How long a healthy sample of the queues (workers alive, jobs waiting) is reused by the fail-fast check; an unhealthy one is never reused.' }),
   failFastRetryAfterSeconds: s({ env: 'FAIL_FAST_RETRY_AFTER_SECONDS', kind: 'int', default: 5, min: 1, doc: 'Retry-After of the fail-fast 503s (no worker, Redis unreachable, queue full).' }),
   supervisorStatusFile: s({ env: 'SUPERVISOR_STATUS_FILE', kind: 'string', default: '', doc: 'Set by `npm start` for its children: the supervisor\'s status file (restarts, crash loops), reported by GET /health as `processes`.' }),
+  supervisorPid: s({ env: 'SUPERVISOR_PID', kind: 'int', default: 0, min: 0, doc: 'Set by `npm start` for its children: the supervisor\'s process id; a child whose supervisor is gone stops (no orphan keeps a port). 0: not supervised.' }),
+  serviceFile: s({ env: 'FACEID_SERVICE_FILE', kind: 'string', default: 'var/run/service.json', doc: 'Where `npm start` writes its pid and URL, read by the scripts run beside the service (`npm run seed:registry`).' }),
+  restartBackoffInitialMs: s({ env: 'RESTART_BACKOFF_INITIAL_MS', kind: 'int', default: 500, min: 0, doc: '`npm start`: wait before restarting a child that died, doubled after each failure in a row.' }),
+  restartBackoffMaxMs: s({ env: 'RESTART_BACKOFF_MAX_MS', kind: 'int', default: 30_000, min: 0, doc: '`npm start`: longest wait before a restart.' }),
+  stableAfterMs: s({ env: 'STABLE_AFTER_MS', kind: 'int', default: 30_000, min: 0, doc: '`npm start`: a child up this long starts the failure count again.' }),
+  crashLoopRestarts: s({ env: 'CRASH_LOOP_RESTARTS', kind: 'int', default: 5, min: 1, doc: '`npm start`: restarts within CRASH_LOOP_WINDOW_MS that mark a crash loop (logged, shown in GET /health); restarts go on at the backoff.' }),
+  crashLoopWindowMs: s({ env: 'CRASH_LOOP_WINDOW_MS', kind: 'int', default: 60_000, min: 1000, doc: '`npm start`: the window of CRASH_LOOP_RESTARTS.' }),
   shutdownDrainMs: s({ env: 'SHUTDOWN_DRAIN_MS', kind: 'int', default: 15_000, min: 0, doc: 'On SIGTERM/SIGINT the web process stops accepting connections and waits up to this long for in-flight requests to be answered before it closes the rest (default: above FACE_JOB_TIMEOUT_MS, so an awaited face job can finish).' }),
   faceModelsDir: s({ env: 'FACE_MODELS_DIR', kind: 'string', default: 'var/models', doc: 'Directory of the four ONNX models (fetched by `npm run setup`).' }),
   faceIntraOpThreads: s({ env: 'FACE_INTRA_OP_THREADS', kind: 'int', default: 1, min: 1, max: 64, doc: 'onnxruntime intra-op threads per face worker process.' }),
@@ -206,6 +213,11 @@ let cached: Config | undefined;
 export function config(): Config {
   cached ??= loadConfig(process.env);
   return cached;
+}
+
+/** The settings whose environment variable is set (not empty) in `env`: given, rather than defaulted. */
+export function givenSettings(env: NodeJS.ProcessEnv = process.env): Set<keyof typeof SETTINGS> {
+  return new Set((Object.keys(SETTINGS) as (keyof typeof SETTINGS)[]).filter((k) => (env[SETTINGS[k].env] ?? '') !== ''));
 }
 
 /** A printable view with secrets masked (for start-up logs). */

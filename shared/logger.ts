@@ -55,7 +55,7 @@ export function createLogger(opts: { level?: string; name?: string; format?: Log
   return pino(
     {
       name: opts.name,
-      level: opts.level ?? process.env.LOG_LEVEL ?? 'info',
+      level: opts.level ?? 'info',
       redact: { paths: REDACT_PATHS, censor },
       base: { pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,
