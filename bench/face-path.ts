@@ -1,5 +1,5 @@
 /**
- * The face path against the raw engine, in one run: the table of issue 12.
+ * The face path against the raw engine, in one run (the table in docs/performance.md).
  *
  *   npm run bench -- face-path
  *   BENCH_FP_FACE_PROCESSES=1 BENCH_FP_SECONDS=30 npm run bench -- face-path   # default: npm start's FACE_PROCESSES (2)

@@ -179,7 +179,7 @@ export class JobClient {
     if (contract.delivery !== 'awaited') throw new Error(`queue "${name}" is deferred: enqueue its jobs through its contract, nobody awaits them`);
     const timeoutMs = opts.timeoutMs ?? this.opts.timeoutMs;
     const followOns = opts.followOns ?? [];
-    // Before anything is enqueued: a 503 at once rather than a wait nobody will end (issue 10).
+    // Before anything is enqueued: a 503 at once rather than a wait nobody will end.
     if (this.admission) for (const q of new Set([name, ...followOns.map((f) => f.queue)])) await this.admission.admit(q);
     const deadlineAt = Date.now() + timeoutMs;
     const envelope: JobEnvelope<Q> = { deadlineAt, payload, replyTo: this.reader.key };

@@ -1,5 +1,5 @@
 /**
- * Issue 10, defects 4, 5 and 8 (part): bad input never reaches a 500 and every refusal carries the
+ * Bad input never reaches a 500 and every refusal carries the
  * `{ error, message }` envelope, also those Node's HTTP server sends on its own.
  */
 import test from 'ava';

@@ -1,7 +1,7 @@
 /**
  * No change in any outcome: every fixture photo, through the API's face service, the real queues and
  * the real face worker, gives the same outcome, face count and scores (within 0.001) as the values
- * recorded from the code before the face-path performance work (issue 12) changed anything
+ * recorded from the code before the face-path performance work changed anything
  * (test/fixtures/faces/recorded-outcomes.json).
  *
  * Recorded values: per photo and face mode, the liveness stage's result (outcome, faceCount,

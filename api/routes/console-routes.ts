@@ -1,4 +1,4 @@
-/** The routes added for the browser consoles (issue 13), registered with one line in index.ts. */
+/** The routes the browser consoles read, registered with one line in index.ts. */
 import type { AnyRoute } from '../route-table.js';
 import auditEventRoutes from './audit-events.js';
 import operatorDirectoryRoutes from './operator-directory.js';

@@ -196,7 +196,7 @@ export class VerificationService {
           })
         : undefined;
     // The log row, the canonical refresh (with its audit row) and the proof token do not depend on each
-    // other: one wait instead of three (issue 12). Any failure still fails the call.
+    // other: one wait instead of three. Any failure still fails the call.
     const [, , proof] = await Promise.all([
       searchLogs.insert({
         id: referenceId,
