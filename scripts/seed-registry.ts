@@ -149,7 +149,7 @@ function registryUrl(): string {
   const explicit = arg('--url');
   if (explicit) return explicit;
   const given = givenSettings();
-  if (given.has('registryUrl') || given.has('port')) return config().registryUrl;
+  if (given.has('REGISTRY_URL') || given.has('PORT')) return config().registryUrl;
   return runningServiceRegistry() ?? config().registryUrl;
 }
 

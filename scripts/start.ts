@@ -34,7 +34,7 @@ const cfg = loadConfig(process.env);
 const given = givenSettings(process.env);
 
 async function choosePostgres(): Promise<string> {
-  if (given.has('databaseUrl')) {
+  if (given.has('DATABASE_URL')) {
     say(`PostgreSQL: using DATABASE_URL (${new URL(cfg.databaseUrl).host})`);
     return cfg.databaseUrl;
   }
@@ -54,7 +54,7 @@ async function choosePostgres(): Promise<string> {
 }
 
 async function chooseRedis(): Promise<string> {
-  if (given.has('redisUrl')) {
+  if (given.has('REDIS_URL')) {
     say(`Redis: using REDIS_URL (${new URL(cfg.redisUrl).host})`);
     return cfg.redisUrl;
   }

@@ -215,9 +215,9 @@ export function config(): Config {
   return cached;
 }
 
-/** The settings whose environment variable is set (not empty) in `env`: given, rather than defaulted. */
-export function givenSettings(env: NodeJS.ProcessEnv = process.env): Set<keyof typeof SETTINGS> {
-  return new Set((Object.keys(SETTINGS) as (keyof typeof SETTINGS)[]).filter((k) => (env[SETTINGS[k].env] ?? '') !== ''));
+/** The environment variables of settings that are set (not empty) in `env`: given, rather than defaulted. */
+export function givenSettings(env: NodeJS.ProcessEnv = process.env): Set<string> {
+  return new Set(Object.values(SETTINGS).map((spec) => spec.env).filter((name) => (env[name] ?? '') !== ''));
 }
 
 /** A printable view with secrets masked (for start-up logs). */
