@@ -44,7 +44,7 @@ const CALLS = Number(process.env.BENCH_FP_CALLS ?? 100);
 const ENROLLED = Number(process.env.BENCH_FP_ENROLLED ?? 1000);
 const IN_FLIGHT = Number(process.env.BENCH_FP_IN_FLIGHT ?? 4);
 // As many face processes as `npm start` runs (FACE_PROCESSES, default 2: one per core).
-const FACE_PROCESSES = Number(process.env.BENCH_FP_FACE_PROCESSES ?? loadConfig(process.env).faceProcesses);
+const FACE_PROCESSES = Number(process.env.BENCH_FP_FACE_PROCESSES ?? loadConfig(process.env).face.processes);
 const DB_NAME = 'faceid_bench_face_path';
 
 interface RawResult {
@@ -128,7 +128,7 @@ export async function runFacePathBench(): Promise<string> {
   };
   const deps = createDeps(config, { logger: createLogger({ level: 'warn', name: 'bench-client' }) });
   try {
-    await Promise.all([...facePorts.map((p) => waitHealthy(`http://127.0.0.1:${p}/health`)), waitHealthy(`${config.searchHealthUrl}/health`), waitHealthy(`${webUrl}/openapi.json`)]);
+    await Promise.all([...facePorts.map((p) => waitHealthy(`http://127.0.0.1:${p}/health`)), waitHealthy(`${config.search.healthUrl}/health`), waitHealthy(`${webUrl}/openapi.json`)]);
     const [op] = await deps.db('operators')
       .insert({ identifier: `bench-${Date.now()}`, displayName: 'Bench operator', role: 'operator', mustResetPassword: false, passwordHash: 'not-a-login-account' })
       .returning('id');
@@ -151,9 +151,9 @@ export async function runFacePathBench(): Promise<string> {
     }
 
     const rawRun = (): RawResult => {
-      const args = { seconds: SECONDS / 2, threads: config.faceIntraOpThreads, oneCalls: CALLS, onePhotoB64: portrait.toString('base64'), photosB64: photos.map((p) => p.toString('base64')) };
+      const args = { seconds: SECONDS / 2, threads: config.face.intraOpThreads, oneCalls: CALLS, onePhotoB64: portrait.toString('base64'), photosB64: photos.map((p) => p.toString('base64')) };
       const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/face-path-raw-child.ts')], {
-        input: JSON.stringify(args), cwd: ROOT, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env: { ...process.env, FACE_MODELS_DIR: path.resolve(ROOT, config.faceModelsDir) },
+        input: JSON.stringify(args), cwd: ROOT, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env: { ...process.env, FACE_MODELS_DIR: path.resolve(ROOT, config.face.modelsDir) },
       });
       if (r.status !== 0) throw new Error(`face-path-raw-child failed: ${r.error?.message ?? r.stderr}`);
       return JSON.parse(r.stdout.trim().split('\n').pop()!) as RawResult;

@@ -8,7 +8,7 @@ import { runProcess } from '../shared/shutdown.js';
 import { startUpstreamWorker } from '../workers/upstream/worker.js';
 
 await runProcess('upstream', async (config, logger) => {
-  const db = createDb(config.databaseUrl, config.databasePoolMax);
+  const db = createDb(config.database.url, config.database.poolMax);
   try {
     const worker = await startUpstreamWorker(config, { db, logger });
     return {

@@ -21,7 +21,7 @@ export async function startWebProcess(deps: AppDeps, opts: StartWebOptions = {})
   const web = await startWeb(deps, opts);
   // Not awaited: the worker connects to Redis in the background, so the API serves (and /health
   // reports Redis) even while Redis is away.
-  const upstream = deps.config.upstreamWorkerInWeb
+  const upstream = deps.config.identity.upstreamWorkerInWeb
     ? startUpstreamWorker(deps.config, { db: deps.db, logger: deps.logger }).catch((e: unknown) => {
         deps.logger.error({ err: e instanceof Error ? e.message : String(e) }, 'upstream worker failed to start');
         return undefined;
@@ -43,7 +43,7 @@ if (isEntryFile(import.meta.url)) {
   // ADMIN_IDENTIFIER / ADMIN_PASSWORD: the first administrator, when none is active yet.
   await ensureFirstAdministrator(deps);
   const running = await startWebProcess(deps);
-  deps.logger.info({ url: `http://${cfg.host}:${(running.web.server.address() as AddressInfo).port}` }, 'web listening');
+  deps.logger.info({ url: `http://${cfg.http.host}:${(running.web.server.address() as AddressInfo).port}` }, 'web listening');
   // Drain first (SHUTDOWN_DRAIN_MS), then the upstream worker and the connections to PostgreSQL and
   // Redis; the grace period covers both.
   onShutdown(
@@ -53,6 +53,6 @@ if (isEntryFile(import.meta.url)) {
       await closeDeps(deps);
     },
     webStopMs(cfg),
-    cfg.supervisorPid,
+    cfg.supervisor.pid,
   );
 }

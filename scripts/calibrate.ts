@@ -215,7 +215,7 @@ export function chooseThresholds(genuine: number[], impostor: number[], chosenLi
 // ---------------------------------------------------------------------------------------------
 
 function modelsDir(): string {
-  return path.resolve(ROOT, config().faceModelsDir);
+  return path.resolve(ROOT, config().face.modelsDir);
 }
 
 async function loadPhoto(file: string): Promise<Buffer> {

@@ -34,7 +34,7 @@ export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.
 
 /** The models directory: FACE_MODELS_DIR (absolute, or relative to the project root) or var/models. */
 export function modelsDir(env: NodeJS.ProcessEnv = process.env): string {
-  return path.resolve(PROJECT_ROOT, loadConfig(env).faceModelsDir);
+  return path.resolve(PROJECT_ROOT, loadConfig(env).face.modelsDir);
 }
 
 export type ModelStatus = 'ok' | 'missing' | 'size_mismatch' | 'hash_mismatch';

@@ -266,7 +266,7 @@ export function renderTable(rows: LevelRow[]): string {
 
 async function main() {
   const args = process.argv.slice(2);
-  const engine = await FaceEngine.load(path.resolve(ROOT, config().faceModelsDir));
+  const engine = await FaceEngine.load(path.resolve(ROOT, config().face.modelsDir));
   try {
     if (args.includes('--measures')) {
       for (const f of CLEAN_PHOTOS) {

@@ -35,10 +35,10 @@ const given = givenSettings(process.env);
 
 async function choosePostgres(): Promise<string> {
   if (given.has('DATABASE_URL')) {
-    say(`PostgreSQL: using DATABASE_URL (${new URL(cfg.databaseUrl).host})`);
-    return cfg.databaseUrl;
+    say(`PostgreSQL: using DATABASE_URL (${new URL(cfg.database.url).host})`);
+    return cfg.database.url;
   }
-  const local = cfg.databaseUrl; // the default: the local server
+  const local = cfg.database.url; // the default: the local server
   if (!forceEmbedded && (await postgresAnswers(local))) {
     say('PostgreSQL: using the local server on 127.0.0.1:5432 (database faceid)');
     return local;
@@ -55,10 +55,10 @@ async function choosePostgres(): Promise<string> {
 
 async function chooseRedis(): Promise<string> {
   if (given.has('REDIS_URL')) {
-    say(`Redis: using REDIS_URL (${new URL(cfg.redisUrl).host})`);
-    return cfg.redisUrl;
+    say(`Redis: using REDIS_URL (${new URL(cfg.redis.url).host})`);
+    return cfg.redis.url;
   }
-  const local = cfg.redisUrl; // the default: the local server
+  const local = cfg.redis.url; // the default: the local server
   if (!forceEmbedded && (await redisAnswers(local))) {
     say('Redis: using the local server on 127.0.0.1:6379');
     return local;
@@ -79,7 +79,7 @@ const nodeArgs = (file: string) => ['--import', 'tsx', file];
 async function main(): Promise<void> {
   const databaseUrl = await choosePostgres();
   const redisUrl = await chooseRedis();
-  const statusFile = path.resolve(ROOT, cfg.supervisorStatusFile || path.join('var', 'run', 'supervisor.json'));
+  const statusFile = path.resolve(ROOT, cfg.supervisor.statusFile || path.join('var', 'run', 'supervisor.json'));
   // The children's environment: this one, with the servers chosen above and the status file.
   const env = { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, SUPERVISOR_STATUS_FILE: statusFile };
   const childCfg = loadConfig(env);
@@ -99,7 +99,7 @@ async function main(): Promise<void> {
       supervisor.add({ name, command: process.execPath, args: nodeArgs(p.file), env: i === 0 || !p.healthPortEnv ? env : { ...env, [p.healthPortEnv]: '0' }, cwd: ROOT });
     }
   }
-  const port = childCfg.port;
+  const port = childCfg.http.port;
   // What the scripts a user runs beside the service (npm run seed:registry) read to find it.
   writeServiceFile({ pid: process.pid, url: `http://127.0.0.1:${port}`, startedAt: new Date().toISOString() });
   say(`started ${supervisor.names().join(', ')} (a child that dies is restarted); waiting for the API to answer...`);
@@ -142,7 +142,7 @@ async function main(): Promise<void> {
   }, 1000).unref();
 }
 
-const SERVICE_FILE = path.resolve(ROOT, cfg.serviceFile);
+const SERVICE_FILE = path.resolve(ROOT, cfg.supervisor.serviceFile);
 function writeServiceFile(info: Record<string, unknown>): void {
   mkdirSync(path.dirname(SERVICE_FILE), { recursive: true });
   writeFileSync(SERVICE_FILE, JSON.stringify(info, null, 2));

@@ -31,12 +31,12 @@ export interface SupervisorOptions {
 
 /** The supervisor's settings from the configuration (RESTART_BACKOFF_*, STABLE_AFTER_MS, CRASH_LOOP_*). */
 export const supervisorOptions = (c: Config): Omit<SupervisorOptions, 'log'> => ({
-  initialBackoffMs: c.restartBackoffInitialMs,
-  maxBackoffMs: c.restartBackoffMaxMs,
-  stableAfterMs: c.stableAfterMs,
-  crashLoopRestarts: c.crashLoopRestarts,
-  crashLoopWindowMs: c.crashLoopWindowMs,
-  ...(c.supervisorStatusFile ? { statusFile: c.supervisorStatusFile } : {}),
+  initialBackoffMs: c.supervisor.restartBackoffInitialMs,
+  maxBackoffMs: c.supervisor.restartBackoffMaxMs,
+  stableAfterMs: c.supervisor.stableAfterMs,
+  crashLoopRestarts: c.supervisor.crashLoopRestarts,
+  crashLoopWindowMs: c.supervisor.crashLoopWindowMs,
+  ...(c.supervisor.statusFile ? { statusFile: c.supervisor.statusFile } : {}),
 });
 
 export type ChildState = 'starting' | 'running' | 'restarting' | 'stopping' | 'stopped';

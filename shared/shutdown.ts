@@ -23,12 +23,12 @@ export const CLOSE_AFTER_DRAIN_MS = 5_000;
 /** How long a worker process takes at most to stop (finish or hand back its job) before it exits anyway. */
 export const WORKER_STOP_MS = 10_000;
 /** The web process's own stop deadline: its drain (SHUTDOWN_DRAIN_MS), then the closing. */
-export const webStopMs = (c: Pick<Config, 'shutdownDrainMs'>): number => c.shutdownDrainMs + CLOSE_AFTER_DRAIN_MS;
+export const webStopMs = (c: Pick<Config, 'http'>): number => c.http.shutdownDrainMs + CLOSE_AFTER_DRAIN_MS;
 /**
  * How long a supervisor (`npm start`) waits after SIGTERM before SIGKILL: beyond the longest stop
  * deadline of its children, so a child always ends by itself (its drain is never cut short).
  */
-export const supervisorGraceMs = (c: Pick<Config, 'shutdownDrainMs'>): number => Math.max(webStopMs(c), WORKER_STOP_MS) + 2_000;
+export const supervisorGraceMs = (c: Pick<Config, 'http'>): number => Math.max(webStopMs(c), WORKER_STOP_MS) + 2_000;
 
 export function onShutdown(logger: Logger, cleanup: () => Promise<void>, graceMs = WORKER_STOP_MS, supervisorPid = 0): void {
   let stoppingSince = 0;
@@ -76,11 +76,11 @@ export async function runProcess(
   start: (config: Config, logger: Logger) => Promise<{ close(): Promise<void> }>,
 ): Promise<void> {
   const cfg = config();
-  const logger = createLogger({ level: cfg.logLevel, format: cfg.logFormat, name });
+  const logger = createLogger({ level: cfg.runtime.logLevel, format: cfg.runtime.logFormat, name });
   logConfigAtStart(logger, cfg, name);
   try {
     const running = await start(cfg, logger);
-    onShutdown(logger, () => running.close(), WORKER_STOP_MS, cfg.supervisorPid);
+    onShutdown(logger, () => running.close(), WORKER_STOP_MS, cfg.supervisor.pid);
   } catch (e) {
     logger.fatal({ err: e instanceof Error ? e.message : String(e) }, `${name} failed to start`);
     process.exit(1);

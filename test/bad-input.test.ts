@@ -153,7 +153,7 @@ test('defect 8: more than 20 multipart fields is 400 validation_failed, not 413'
   t.is(res.status, 400, res.text);
   t.is(res.body.error, 'validation_failed');
   // An oversize upload is still 413.
-  const huge = await api.post('/api/enroll', { form: { photo: { data: Buffer.alloc(h.config.maxUploadBytes + 1024), type: 'image/png' } } });
+  const huge = await api.post('/api/enroll', { form: { photo: { data: Buffer.alloc(h.config.http.maxUploadBytes + 1024), type: 'image/png' } } });
   t.is(huge.status, 413);
   t.is(huge.body.error, 'payload_too_large');
 });

@@ -46,7 +46,7 @@ test.after.always(async () => {
 test.serial('a poor capture that matches with high confidence does not replace a better canonical embedding', async (t) => {
   const gh = await newConsumer(h);
   const storedQuality = await enrol(gh.userId, photo('grace_hopper_a.jpg'));
-  t.true(storedQuality !== null && storedQuality >= h.config.canonicalRefreshMinQuality, `stored capture quality ${storedQuality}`);
+  t.true(storedQuality !== null && storedQuality >= h.config.face.canonicalRefreshMinQuality, `stored capture quality ${storedQuality}`);
   const before = await h.deps.db('canonicalEmbeddings').where({ userId: gh.userId }).first();
   const changesBefore = await h.deps.db('embeddingChanges').where({ userId: gh.userId }).count({ n: '*' }).first();
 
@@ -54,7 +54,7 @@ test.serial('a poor capture that matches with high confidence does not replace a
   t.is(res.status, 200, res.text);
   // The outcome is what it always was: a high-confidence match, with its proofToken.
   t.is(res.body.outcome, 'match');
-  t.true(res.body.score >= h.config.highConfidenceThreshold, `score ${res.body.score}`);
+  t.true(res.body.score >= h.config.face.highConfidenceThreshold, `score ${res.body.score}`);
   t.is(typeof res.body.proofToken, 'string');
   // The advisory quality says why the capture is poor; the refresh is declined, and says so.
   t.true(res.body.quality.issues.includes('too_dark'), JSON.stringify(res.body.quality));

@@ -84,7 +84,7 @@ test('every fixture photo gives the recorded outcome and scores (within 0.001)',
   }
   const was = JSON.parse(readFileSync(RECORDED, 'utf8')) as RecordedFile;
   t.deepEqual(Object.keys(now).sort(), Object.keys(was).sort(), 'the same fixture photos');
-  const threshold = h.config.livenessThreshold;
+  const threshold = h.config.face.livenessThreshold;
   const embedded: { key: string; was: number[]; now: number[] }[] = [];
   for (const file of Object.keys(was)) {
     for (const mode of ['single', 'largest'] as const) {
@@ -118,7 +118,7 @@ test('every fixture photo gives the recorded outcome and scores (within 0.001)',
 
 test('the events streams keep 1,000 events: results travel on reply lists and never enter them', async (t) => {
   await h.deps.face.analyseCapture(readFileSync(path.join(FIXTURES, 'lfw/Bush_1.png')), 'single');
-  const meta = (queue: string) => h.deps.redis.hget(`${h.config.redisPrefix}:bull:${queue}:meta`, 'opts.maxLenEvents');
+  const meta = (queue: string) => h.deps.redis.hget(`${h.config.redis.prefix}:bull:${queue}:meta`, 'opts.maxLenEvents');
   t.is(await meta('liveness'), '1000');
   t.is(await meta('embed'), '1000');
 });

@@ -24,8 +24,8 @@ test('each process of the list has its `npm run start:<name>`', (t) => {
 test('the supervisor waits beyond the web process\'s own stop deadline, whatever SHUTDOWN_DRAIN_MS', (t) => {
   for (const env of [{}, { SHUTDOWN_DRAIN_MS: '20000' }, { SHUTDOWN_DRAIN_MS: '0' }, { SHUTDOWN_DRAIN_MS: '60000' }]) {
     const c = loadConfig(env);
-    t.true(webStopMs(c) >= c.shutdownDrainMs, 'the web process drains for SHUTDOWN_DRAIN_MS');
-    t.true(supervisorGraceMs(c) > webStopMs(c), `SHUTDOWN_DRAIN_MS=${c.shutdownDrainMs}: supervisor ${supervisorGraceMs(c)} ms, web ${webStopMs(c)} ms`);
+    t.true(webStopMs(c) >= c.http.shutdownDrainMs, 'the web process drains for SHUTDOWN_DRAIN_MS');
+    t.true(supervisorGraceMs(c) > webStopMs(c), `SHUTDOWN_DRAIN_MS=${c.http.shutdownDrainMs}: supervisor ${supervisorGraceMs(c)} ms, web ${webStopMs(c)} ms`);
     t.true(supervisorGraceMs(c) > WORKER_STOP_MS);
   }
   // The default configuration: a 15 s drain, so the supervisor's SIGKILL comes after 20 s, not at 15.

@@ -100,12 +100,12 @@ export async function runQueues<Q extends QueueName>(
 ): Promise<QueueRunner<Q>> {
   checkHandlers(queues, handlers as Record<string, unknown>);
   const now = opts.now ?? Date.now;
-  const prefix = bullPrefix(config.redisPrefix);
+  const prefix = bullPrefix(config.redis.prefix);
   const stats = Object.fromEntries(queues.map((q) => [q, { started: 0, completed: 0, failed: 0, skippedExpired: 0 }])) as Record<Q, QueueStats>;
   const workers: Worker[] = [];
   const connections: ReturnType<typeof bullConnection>[] = [];
   // Replies and handlers' side values: one non-blocking connection (each Worker blocks its own).
-  const replyConnection = bullConnection(config.redisUrl);
+  const replyConnection = bullConnection(config.redis.url);
   replyConnection.on('error', (e) => opts.logger.debug({ err: e.message }, 'redis connection error'));
   connections.push(replyConnection);
 
@@ -180,7 +180,7 @@ export async function runQueues<Q extends QueueName>(
       await pushReply(replyConnection, replyTo, { id: job.id!, ok: true, result });
       return null;
     };
-    const connection = bullConnection(config.redisUrl);
+    const connection = bullConnection(config.redis.url);
     connection.on('error', (e) => log.debug({ err: e.message }, 'redis connection error'));
     connections.push(connection);
     const worker = new Worker(queue, processor, {

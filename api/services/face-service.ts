@@ -132,7 +132,7 @@ export class FaceService {
   constructor(private readonly deps: FaceServiceDeps) {}
 
   private budget(): number {
-    return Date.now() + this.deps.config.faceJobTimeoutMs;
+    return Date.now() + this.deps.config.queues.faceJobTimeoutMs;
   }
 
   /** Runs one job within what is left of the call's time budget. */
@@ -143,7 +143,7 @@ export class FaceService {
     withValues?: { key: string; value: Buffer }[],
   ): Promise<JobContracts[Q]['result']> {
     const remaining = deadlineAt - Date.now();
-    if (remaining <= 0) throw new JobTimeoutError(queue, this.deps.config.faceJobTimeoutMs, false);
+    if (remaining <= 0) throw new JobTimeoutError(queue, this.deps.config.queues.faceJobTimeoutMs, false);
     return this.deps.jobs.run(queue, payload, { timeoutMs: remaining, withValues });
   }
 
@@ -151,7 +151,7 @@ export class FaceService {
   async normalise(input: CaptureInput): Promise<NormalisedImage> {
     if (!Buffer.isBuffer(input)) return input;
     try {
-      return await normaliseUpload(input, { maxPixels: this.deps.config.maxImagePixels });
+      return await normaliseUpload(input, { maxPixels: this.deps.config.http.maxImagePixels });
     } catch (e) {
       if (isFaceError(e)) throw new AppError('invalid_image', e.message);
       throw e;
@@ -167,13 +167,13 @@ export class FaceService {
     mode: FaceMode,
     deadlineAt = this.budget(),
     /** Below this liveness score the aligned face is not kept for an embed stage (a registry photo: 0). */
-    handOffMinLiveness = this.deps.config.livenessThreshold,
+    handOffMinLiveness = this.deps.config.face.livenessThreshold,
   ): Promise<CaptureAnalysis> {
     const image = await this.normalise(input);
     const resultKey = newResultKey();
     // The image goes to the worker as a sealed Redis value beside the job (shared/jobs/face-handoff.ts).
     const imageRef = newHandoffRef();
-    const imageValue = { key: handoffKey(this.deps.config.redisPrefix, 'image', imageRef), value: sealToBuffer(image.jpeg, resultKey) };
+    const imageValue = { key: handoffKey(this.deps.config.redis.prefix, 'image', imageRef), value: sealToBuffer(image.jpeg, resultKey) };
     const r = await this.job('liveness', { imageRef, mode, resultKey, handOffMinLiveness }, deadlineAt, [imageValue]);
     return this.livenessAnswer(r, image, resultKey);
   }
@@ -196,7 +196,7 @@ export class FaceService {
   ): Promise<{ analysis: CaptureAnalysis; embedding?: CaptureEmbedding; search?: SearchResult }> {
     const [image, request] = await Promise.all([this.normalise(input), opts.search]);
     const remaining = deadlineAt - Date.now();
-    if (remaining <= 0) throw new JobTimeoutError('liveness', this.deps.config.faceJobTimeoutMs, false);
+    if (remaining <= 0) throw new JobTimeoutError('liveness', this.deps.config.queues.faceJobTimeoutMs, false);
     const resultKey = newResultKey();
     const embedKey = newResultKey();
     const imageRef = newHandoffRef();
@@ -207,12 +207,12 @@ export class FaceService {
         imageRef,
         mode,
         resultKey,
-        handOffMinLiveness: opts.requireLive ? this.deps.config.livenessThreshold : 0,
+        handOffMinLiveness: opts.requireLive ? this.deps.config.face.livenessThreshold : 0,
         embedNext: { jobId: ids.embed, resultKey: embedKey, ...(request ? { searchNext: { jobId: ids.search, request } } : {}) },
       },
       {
         timeoutMs: remaining,
-        withValues: [{ key: handoffKey(this.deps.config.redisPrefix, 'image', imageRef), value: sealToBuffer(image.jpeg, resultKey) }],
+        withValues: [{ key: handoffKey(this.deps.config.redis.prefix, 'image', imageRef), value: sealToBuffer(image.jpeg, resultKey) }],
         followOns: [{ queue: 'embed', jobId: ids.embed }, ...(request ? [{ queue: 'search' as const, jobId: ids.search }] : [])],
       },
     );
@@ -239,7 +239,7 @@ export class FaceService {
       if (r.code === 'invalid_image') throw new AppError('invalid_image', 'The image could not be decoded');
       return { outcome: r.code, image, faceCount: r.faceCount, quality: r.quality ?? null, ms: r.ms };
     }
-    const live = r.livenessScore >= this.deps.config.livenessThreshold;
+    const live = r.livenessScore >= this.deps.config.face.livenessThreshold;
     return {
       outcome: live ? 'ok' : 'liveness_failed',
       image,
@@ -291,9 +291,9 @@ export class FaceService {
     const { config } = this.deps;
     // Every write answered before this call is at or below the position read now (read-your-writes);
     // read while the upload is normalised, it costs the call no wait.
-    const request = this.deps.embeddings.currentSeq().then((minSeq): SearchRequest => ({ op: 'knn', k: config.identifyMaxCandidates, minSeq }));
+    const request = this.deps.embeddings.currentSeq().then((minSeq): SearchRequest => ({ op: 'knn', k: config.face.identifyMaxCandidates, minSeq }));
     const { analysis: a, embedding: e, search } = await this.chain(probe, 'largest', deadlineAt, { search: request, requireLive: true });
-    const threshold = config.identifyMatchThreshold;
+    const threshold = config.face.identifyMatchThreshold;
     const base = { candidates: [] as Candidate[], topScore: null, faceCount: a.faceCount, threshold, quality: a.quality };
     if (!hasFace(a)) {
       // 'largest' never refuses several faces; a photo without a face is `no_face`.
@@ -305,7 +305,7 @@ export class FaceService {
     const scored = search.hits.map((h) => ({ userId: h.userId, score: round4(h.score) }));
     const candidates = scored
       .filter((h) => h.score >= threshold)
-      .slice(0, config.identifyMaxCandidates)
+      .slice(0, config.face.identifyMaxCandidates)
       .map((h, i) => ({ ...h, rank: i + 1 }));
     return {
       outcome: candidates.length > 0 ? 'match' : 'no_match',
@@ -345,7 +345,7 @@ export class FaceService {
     }
     const score = c.score === null ? null : round4(c.score);
     return {
-      outcome: score !== null && score >= this.deps.config.matchThreshold ? 'match' : 'no_match',
+      outcome: score !== null && score >= this.deps.config.face.matchThreshold ? 'match' : 'no_match',
       score,
       ...(c.reason ? { reason: c.reason } : {}),
       livenessScore: a.livenessScore,
@@ -379,7 +379,7 @@ export class FaceService {
   async verifyEmbeddingAgainstPhoto(embedding: number[], registryPhoto: Buffer): Promise<{ outcome: 'match' | 'face_mismatch'; score: number; engineVersion: string }> {
     const reg = await this.embedRegistryPhoto(registryPhoto, this.budget());
     const score = round4(cosine(embedding, reg.embedding));
-    return { outcome: score >= this.deps.config.matchThreshold ? 'match' : 'face_mismatch', score, engineVersion: reg.engineVersion };
+    return { outcome: score >= this.deps.config.face.matchThreshold ? 'match' : 'face_mismatch', score, engineVersion: reg.engineVersion };
   }
 
   /**
@@ -410,7 +410,7 @@ export class FaceService {
     const reg = await registry;
     const score = round4(cosine(liveEmb.embedding, reg.embedding));
     return {
-      outcome: score >= this.deps.config.matchThreshold ? 'match' : 'face_mismatch',
+      outcome: score >= this.deps.config.face.matchThreshold ? 'match' : 'face_mismatch',
       score,
       livenessScore: live.livenessScore,
       capture: live,

@@ -26,7 +26,7 @@ import { SmsDeliveryError, type SmsTransport } from './sms.js';
 import type { TokenService } from './token-service.js';
 
 export interface OtpDeps {
-  config: Pick<Config, 'otpTtlSeconds' | 'otpCooldownSeconds' | 'otpMaxAttempts' | 'otpRequestsPerIpPerHour' | 'otpRequestsPerPhonePerDay'>;
+  config: Pick<Config, 'otp'>;
   users: UsersRepository;
   redis: Redis;
   keys: KeySpace;
@@ -126,8 +126,8 @@ export class OtpService {
 
     const [outcome, seconds] = (await redis.eval(
       REQUEST_SCRIPT, 4, ipKey, k.cooldown, k.code, k.daily,
-      config.otpRequestsPerIpPerHour, IP_WINDOW_SECONDS, config.otpCooldownSeconds, this.digest(phone, code), config.otpTtlSeconds,
-      config.otpRequestsPerPhonePerDay,
+      config.otp.requestsPerIpPerHour, IP_WINDOW_SECONDS, config.otp.cooldownSeconds, this.digest(phone, code), config.otp.ttlSeconds,
+      config.otp.requestsPerPhonePerDay,
     )) as [string, number];
 
     if (outcome === 'rate_limited') {
@@ -164,7 +164,7 @@ export class OtpService {
     const { config, redis, metrics } = this.deps;
     const phone = requirePhone(rawPhone);
     const k = this.phoneKeys(phone);
-    const outcome = (await redis.eval(VERIFY_SCRIPT, 1, k.code, this.digest(phone, code), config.otpMaxAttempts, config.otpTtlSeconds)) as string;
+    const outcome = (await redis.eval(VERIFY_SCRIPT, 1, k.code, this.digest(phone, code), config.otp.maxAttempts, config.otp.ttlSeconds)) as string;
 
     if (outcome === 'killed' || outcome === 'dead') {
       metrics?.outcome('otp_verify', 'too_many_attempts');

@@ -22,7 +22,7 @@ import { requirePhone } from './phone.js';
 import type { ProofTokens } from './proof-tokens.js';
 
 export interface UserDeps {
-  config: Pick<Config, 'bankAccountConfirmDelayMs'>;
+  config: Pick<Config, 'identity'>;
   db: Knex;
   users: UsersRepository;
   sessionRows: SessionsRepository;
@@ -127,7 +127,7 @@ export class UserService {
     // 4. The delayed upstream confirmation. If Redis refuses now, the worker's repair sweep re-enqueues it.
     if (requestedAt) {
       try {
-        await enqueueBankAccountConfirm(this.deps.jobs.queue(UPSTREAM_QUEUE), userId, requestedAt, this.deps.config.bankAccountConfirmDelayMs);
+        await enqueueBankAccountConfirm(this.deps.jobs.queue(UPSTREAM_QUEUE), userId, requestedAt, this.deps.config.identity.bankAccountConfirmDelayMs);
       } catch (e) {
         this.deps.logger.warn({ userId, err: (e as Error).message }, 'bankAccount confirmation not enqueued; the repair sweep will retry');
       }

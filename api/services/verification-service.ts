@@ -189,10 +189,10 @@ export class VerificationService {
       outcome === 'match' && r.score !== null && embedding
         ? decideCanonicalRefresh({
             score: r.score,
-            highConfidenceThreshold: config.highConfidenceThreshold,
+            highConfidenceThreshold: config.face.highConfidenceThreshold,
             newQuality: quality?.score ?? null,
             storedQuality: enrolled.qualityScore ?? null,
-            floor: config.canonicalRefreshMinQuality,
+            floor: config.face.canonicalRefreshMinQuality,
           })
         : undefined;
     // The log row, the canonical refresh (with its audit row) and the proof token do not depend on each
@@ -249,7 +249,7 @@ export class VerificationService {
             qualityScore: c.quality?.score ?? null,
             qualityIssues: c.quality?.issues ?? null,
             storedQualityScore: c.storedQuality,
-            floor: config.canonicalRefreshMinQuality,
+            floor: config.face.canonicalRefreshMinQuality,
           },
         });
       }

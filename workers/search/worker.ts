@@ -18,26 +18,26 @@ export interface RunningSearchWorker {
 }
 
 export async function startSearchWorker(config: Config, opts: { logger?: Logger } = {}): Promise<RunningSearchWorker> {
-  const logger = opts.logger ?? createLogger({ level: config.logLevel, format: config.logFormat, name: 'search' });
-  const db = createDb(config.databaseUrl, Math.min(config.databasePoolMax, 4), { bindModels: false });
+  const logger = opts.logger ?? createLogger({ level: config.runtime.logLevel, format: config.runtime.logFormat, name: 'search' });
+  const db = createDb(config.database.url, Math.min(config.database.poolMax, 4), { bindModels: false });
   const replica = new IndexReplica(db, {
-    factory: config.vectorIndexFactory,
-    nprobe: config.vectorIndexNprobe,
-    syncIntervalMs: config.searchSyncIntervalMs,
-    snapshotDir: config.searchSnapshotDir || null,
-    rerankCandidates: config.searchRerankCandidates,
-    exactCandidates: config.searchExactCandidates,
-    maxBatch: config.searchMaxBatch,
-    retrainGrowth: config.searchRetrainGrowth,
-    pruneIntervalMs: config.searchPruneIntervalMs,
-    replicaStaleMs: config.searchReplicaStaleMs,
+    factory: config.search.indexFactory,
+    nprobe: config.search.indexNprobe,
+    syncIntervalMs: config.search.syncIntervalMs,
+    snapshotDir: config.search.snapshotDir || null,
+    rerankCandidates: config.search.rerankCandidates,
+    exactCandidates: config.search.exactCandidates,
+    maxBatch: config.search.maxBatch,
+    retrainGrowth: config.search.retrainGrowth,
+    pruneIntervalMs: config.search.pruneIntervalMs,
+    replicaStaleMs: config.search.replicaStaleMs,
     logger,
   });
   let runner: QueueRunner<'search'> | undefined;
   let status: StatusServer | undefined;
   try {
     // Health answers (503 `starting`) while a large index builds.
-    status = await startStatusServer(config.searchHealthPort, config.host, {
+    status = await startStatusServer(config.search.healthPort, config.http.host, {
       '/health': () => {
         const h = replica.health();
         return { status: h.status === 'ok' ? 200 : 503, body: { ...h, jobs: runner?.stats.search ?? null } };
@@ -50,7 +50,7 @@ export async function startSearchWorker(config: Config, opts: { logger?: Logger 
       {
         search: (job) => (job.op === 'knn' ? replica.knn(job.embedding, job.k, job.minSeq) : replica.compare(job.embedding, job.userId)),
       },
-      { logger, concurrency: config.searchWorkerConcurrency },
+      { logger, concurrency: config.search.workerConcurrency },
     );
   } catch (e) {
     await runner?.close();
