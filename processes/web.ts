@@ -21,7 +21,7 @@ export async function startWebProcess(deps: AppDeps, opts: StartWebOptions = {})
   const web = await startWeb(deps, opts);
   // Not awaited: the worker connects to Redis in the background, so the API serves (and /health
   // reports Redis) even while Redis is away.
-  const upstream = deps.config.identity.upstreamWorkerInWeb
+  const upstream = deps.config.queues.upstreamWorkerInWeb
     ? startUpstreamWorker(deps.config, { db: deps.db, logger: deps.logger }).catch((e: unknown) => {
         deps.logger.error({ err: e instanceof Error ? e.message : String(e) }, 'upstream worker failed to start');
         return undefined;

@@ -41,7 +41,7 @@ export const GROUP_TITLES = {
   identity: 'Identity linking and account changes',
   operators: 'Operators and administrators',
   face: 'Face engine and matching',
-  queues: 'Face queues and fail-fast',
+  queues: 'Queues, fail-fast and the upstream worker',
   search: 'Search replicas (1:N index)',
   supervisor: '`npm start` supervision',
   billing: 'Billing',
@@ -106,7 +106,6 @@ export const SETTINGS = {
     proofTokenTtlSeconds: s({ env: 'PROOF_TOKEN_TTL_SECONDS', kind: 'int', default: 120, min: 5, doc: 'proofToken lifetime.' }),
     crossRegistryMismatchPolicy: s({ env: 'CROSS_REGISTRY_MISMATCH_POLICY', kind: 'string', default: 'hard-block', enum: ['hard-block', 'flag-and-continue'] as const, doc: 'What verify-face does when the face does not match the account\'s other registry.' }),
     bankAccountConfirmDelayMs: s({ env: 'BANK_ACCOUNT_CONFIRM_DELAY_MS', kind: 'int', default: 30_000, min: 0, doc: 'Delay of the simulated upstream confirmation of a bankAccount change.' }),
-    upstreamWorkerInWeb: s({ env: 'UPSTREAM_WORKER_IN_WEB', kind: 'bool', default: true, doc: 'Run the `upstream` queue\'s worker (delayed bankAccount confirmations) inside the web process; `false` when `processes/upstream.ts` (`npm run start:upstream`) runs it instead.' }),
   },
   operators: {
     maxFailedLogins: s({ env: 'OPERATOR_MAX_FAILED_LOGINS', kind: 'int', default: 5, min: 1, doc: 'Failed logins in a row before an operator is locked.' }),
@@ -136,6 +135,7 @@ export const SETTINGS = {
     maxWaiting: s({ env: 'FACE_QUEUE_MAX_WAITING', kind: 'int', default: 50, min: 1, doc: 'Jobs waiting on one face/search queue beyond which face routes answer 503 `face_engine_unavailable` with Retry-After at once (a bound on waiting work).' }),
     failFastSampleMs: s({ env: 'FAIL_FAST_SAMPLE_MS', kind: 'int', default: 500, min: 0, doc: 'How long a healthy sample of the queues (workers alive, jobs waiting) is reused by the fail-fast check; an unhealthy one is never reused.' }),
     failFastRetryAfterSeconds: s({ env: 'FAIL_FAST_RETRY_AFTER_SECONDS', kind: 'int', default: 5, min: 1, doc: 'Retry-After of the fail-fast 503s (no worker, Redis unreachable, queue full).' }),
+    upstreamWorkerInWeb: s({ env: 'UPSTREAM_WORKER_IN_WEB', kind: 'bool', default: true, doc: 'Run the `upstream` queue\'s worker (delayed bankAccount confirmations) inside the web process; `false` when `processes/upstream.ts` (`npm run start:upstream`) runs it instead.' }),
   },
   search: {
     processes: s({ env: 'SEARCH_PROCESSES', kind: 'int', default: 2, min: 1, max: 16, doc: '`search` processes (replicas) `npm start` runs. With 2, the death of one is no outage: the other serves while the supervisor restarts it (docs/reliability.md); each holds its own copy of the index codes and ids (about 190 MiB at 1M, docs/vector-index.md). The first answers `/health` on SEARCH_HEALTH_PORT, the others on a free port each.' }),
