@@ -5,11 +5,13 @@
  * the tests and the fault suite (a temporary one) and `npm start`'s embedded one (persistent, restarted
  * on the same data) must start all the same and answer queries.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
+import { freePort } from '../scripts/lib/private-services.js';
+import { testRedisPrefix, TEST_REDIS_URL } from './helpers/db.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 
@@ -59,6 +61,65 @@ test('as root, from a checkout other users cannot enter, a private PostgreSQL st
     t.false(out.dataDir.startsWith(home), 'the data directory is out of the checkout the server cannot reach');
     t.is(statSync(out.dataDir).mode & 0o777, 0o700);
   } finally {
+    rmSync(home, { recursive: true, force: true });
+    if (dataDir) rmSync(path.dirname(dataDir), { recursive: true, force: true });
+  }
+});
+
+test('as root, `npm start -- --embedded` from a clone in a directory other users cannot enter serves the API', async (t) => {
+  t.timeout(180_000);
+  if (process.getuid?.() !== 0) {
+    t.log('not root: PostgreSQL runs as this user, who can reach the checkout; the case does not arise');
+    t.pass();
+    return;
+  }
+  const home = mkdtempSync(path.join(os.tmpdir(), 'faceid-private-home-'));
+  const checkout = path.join(home, 'faceid');
+  let dataDir: string | undefined;
+  let child: ReturnType<typeof spawn> | undefined;
+  try {
+    // The tracked files (as a clone has them), node_modules hard-linked, the models fetched by setup.
+    mkdirSync(checkout);
+    execFileSync('sh', ['-c', `git ls-files -z | xargs -0 cp --parents -t "${checkout}"`], { cwd: ROOT });
+    execFileSync('cp', ['-al', path.join(ROOT, 'node_modules'), path.join(checkout, 'node_modules')]);
+    mkdirSync(path.join(checkout, 'var'));
+    symlinkSync(path.join(ROOT, 'var', 'models'), path.join(checkout, 'var', 'models'));
+    const [port, facePort, searchPort] = [await freePort(), await freePort(), await freePort()];
+    child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts', '--embedded'], {
+      cwd: checkout,
+      env: {
+        PATH: process.env.PATH,
+        REDIS_URL: TEST_REDIS_URL,
+        REDIS_PREFIX: testRedisPrefix(),
+        PORT: String(port),
+        FACE_ENGINE_PORT: String(facePort),
+        SEARCH_HEALTH_PORT: String(searchPort),
+        FACE_PROCESSES: '1',
+        SEARCH_PROCESSES: '1',
+        LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    const until = Date.now() + 150_000;
+    let health = 0;
+    while (Date.now() < until && child.exitCode === null && !health) {
+      health = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(1000) }).then((r) => r.status, () => 0);
+      if (!health) await new Promise((r) => setTimeout(r, 500));
+    }
+    dataDir = /data in (\/var\/tmp\/faceid-pg-[0-9a-f]+\/data)/.exec(out)?.[1];
+    t.log(out.split('\n').filter((l) => l.startsWith('[start]')).join('\n'));
+    t.true(health === 200 || health === 503, `the API answers /health (${health}): ${out.slice(-1500)}`);
+    t.truthy(dataDir, 'the embedded PostgreSQL keeps its data under /var/tmp');
+    t.regex(out, /started an embedded PostgreSQL/);
+  } finally {
+    if (child && child.exitCode === null) {
+      const exited = new Promise((r) => child!.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    }
     rmSync(home, { recursive: true, force: true });
     if (dataDir) rmSync(path.dirname(dataDir), { recursive: true, force: true });
   }
