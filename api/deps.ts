@@ -110,22 +110,22 @@ function createRepositories(db: Knex): Repositories {
 }
 
 export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppDeps {
-  const logger = opts.logger ?? createLogger({ level: config.logLevel, name: 'web' });
-  const db = createDb(config.databaseUrl, config.databasePoolMax);
-  const redis = createRedis(config.redisUrl);
+  const logger = opts.logger ?? createLogger({ level: config.runtime.logLevel, format: config.runtime.logFormat, name: 'web' });
+  const db = createDb(config.database.url, config.database.poolMax);
+  const redis = createRedis(config.redis.url);
   redis.on('error', (e) => logger.debug({ err: e.message }, 'redis connection error'));
-  const keys = keySpace(config.redisPrefix);
+  const keys = keySpace(config.redis.prefix);
   const metrics = new Metrics();
   const tokens = new TokenService(config);
   const jobs = new JobClient({
-    redisUrl: config.redisUrl,
-    redisPrefix: config.redisPrefix,
-    timeoutMs: config.faceJobTimeoutMs,
-    admission: config.failFast ? {
-      maxWaiting: config.faceQueueMaxWaiting,
-      sampleMs: config.failFastSampleMs,
+    redisUrl: config.redis.url,
+    redisPrefix: config.redis.prefix,
+    timeoutMs: config.queues.faceJobTimeoutMs,
+    admission: config.queues.failFast ? {
+      maxWaiting: config.queues.maxWaiting,
+      sampleMs: config.queues.failFastSampleMs,
       checkTimeoutMs: 800,
-      retryAfterSeconds: config.failFastRetryAfterSeconds,
+      retryAfterSeconds: config.queues.failFastRetryAfterSeconds,
       onSample: (queue, state) => metrics.queueState(queue, state),
     } : undefined,
   });
@@ -135,7 +135,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
   const face = new FaceService({ config, embeddings: repos.embeddings, jobs, metrics, logger });
   const proofTokens = new ProofTokens({ config, redis, keys });
   const sessions = new SessionService({ auditEvents, sessions: repos.sessions, users: repos.users, operators: repos.operators, tokens, config, metrics, logger });
-  const registry = new RegistryClient({ registryUrl: config.registryUrl, registryTimeoutMs: config.registryTimeoutMs, isProduction: config.isProduction, logger });
+  const registry = new RegistryClient({ registryUrl: config.registry.url, registryTimeoutMs: config.registry.timeoutMs, isProduction: config.isProduction, logger });
 
   const services: Services = {
     sessions,
@@ -150,7 +150,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     billing: new BillingService({ searchLogs: repos.searchLogs, config }),
     identity: new IdentityService({ config, unitOfWork, auditEvents, users: repos.users, embeddings: repos.embeddings, store: new IdentityTokenStore(redis, keys), metrics, logger, face, registry }),
     verification: new VerificationService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, users: repos.users, searchLogs: repos.searchLogs, embeddings: repos.embeddings, proofTokens, face, metrics, logger }),
-    registrySimulator: new RegistrySimulator(repos.registryPersons, { maxImagePixels: config.maxImagePixels }),
+    registrySimulator: new RegistrySimulator(repos.registryPersons, { maxImagePixels: config.http.maxImagePixels }),
     audit: new AuditService({ auditEvents: repos.auditEvents }),
     webhooks: new WebhookService({ unitOfWork, auditEvents, webhooks: repos.webhooks, config, secretsKey: tokens.deriveSecret(WEBHOOK_SECRET_KEY_PURPOSE) }),
   };

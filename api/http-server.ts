@@ -43,7 +43,7 @@ export async function startWeb(deps: AppDeps, opts: StartWebOptions = {}): Promi
     });
     void handle(req, res);
   });
-  server.listen(opts.port ?? deps.config.port, opts.host ?? deps.config.host);
+  server.listen(opts.port ?? deps.config.http.port, opts.host ?? deps.config.http.host);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);
@@ -53,7 +53,7 @@ export async function startWeb(deps: AppDeps, opts: StartWebOptions = {}): Promi
   server.headersTimeout = 15_000;
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;
-  if (opts.poller !== false) deps.health.startPoller(deps.config.dependencyPollIntervalMs);
+  if (opts.poller !== false) deps.health.startPoller(deps.config.runtime.dependencyPollIntervalMs);
   // Housekeeping: long-expired refresh-token rows go, hourly (every web replica may run it; it is idempotent).
   const prune = () => pruneExpiredRefreshTokens(deps.db).catch((e: unknown) => deps.logger.debug({ err: (e as Error).message }, 'refresh-token pruning failed'));
   const pruneTimer = setInterval(prune, 3600_000);
@@ -67,7 +67,7 @@ export async function startWeb(deps: AppDeps, opts: StartWebOptions = {}): Promi
      * Graceful: stop accepting, close idle keep-alive connections, let in-flight requests be answered
      * (up to `drainMs`, default SHUTDOWN_DRAIN_MS), then close whatever is left.
      */
-    close: async (drainMs = deps.config.shutdownDrainMs) => {
+    close: async (drainMs = deps.config.http.shutdownDrainMs) => {
       draining = true;
       deps.health.stopPoller();
       clearInterval(pruneTimer);

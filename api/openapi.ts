@@ -34,14 +34,29 @@ function parameters(schema: TSchema | undefined, where: 'path' | 'query'): Json[
   }));
 }
 
+/**
+ * The error codes a route can answer: those it documents, and those the router and the error middleware
+ * produce for it whatever its handler does (api/router.ts, api/middleware/*). Checked from outside by
+ * test/openapi-statuses.test.ts, which sends each route the requests these answer.
+ */
 function errorStatuses(r: AnyRoute): Map<number, ErrorCode[]> {
   const codes = new Set<ErrorCode>(r.errors ?? []);
   if (r.auth !== 'none') codes.add('unauthorized');
   if (r.auth === 'administrator' || r.auth === 'consumer:self') codes.add('forbidden');
   if (r.auth.startsWith('operator') || r.auth === 'administrator') codes.add('operator_deactivated');
   if (r.auth === 'operator' || r.auth === 'administrator') codes.add('password_reset_required');
-  if (r.body || r.query || r.params || r.multipart) codes.add('validation_failed');
-  if (r.multipart) codes.add('payload_too_large');
+  // The authorisation reads the consumer: an erased account is `not_found`.
+  if (r.auth === 'consumer' || r.auth === 'consumer:self') codes.add('not_found');
+  // Every route refuses a query parameter it does not accept.
+  codes.add('validation_failed');
+  // A body of another content type, or over its limit (JSON 64 KiB, uploads MAX_UPLOAD_BYTES).
+  if (r.body || r.multipart) {
+    codes.add('unsupported_media_type');
+    codes.add('payload_too_large');
+  }
+  // Any route: PostgreSQL or Redis unreachable, or an unexpected failure.
+  codes.add('dependency_unavailable');
+  codes.add('internal_error');
   const byStatus = new Map<number, ErrorCode[]>();
   for (const c of codes) {
     const s = ERROR_STATUS[c];

@@ -53,7 +53,7 @@ export function buildRouter(routes: AnyRoute[], deps: RouterDeps): Router {
     const key = `${r.method} ${r.path}`;
     if (seen.has(key)) throw new Error(`Route declared twice: ${key}`);
     seen.add(key);
-    const parseBody = r.multipart ? multipartBody(deps.config.maxUploadBytes) : r.body ? jsonBody() : null;
+    const parseBody = r.multipart ? multipartBody(deps.config.http.maxUploadBytes) : r.body ? jsonBody() : null;
 
     router.register(koaPath(r.path), [r.method], [...(r.outcomeInErrors ? [echoOutcome] : []), async (ctx: Context) => {
       ctx.state.routeTemplate = r.path;
@@ -114,7 +114,7 @@ export function buildRouter(routes: AnyRoute[], deps: RouterDeps): Router {
         params,
         fields,
         files,
-        ip: clientIp(ctx, deps.config.trustProxy),
+        ip: clientIp(ctx, deps.config.http.trustProxy),
         requestId: String(ctx.state.requestId),
         userAgent: ctx.get('user-agent') || null,
         ctx,

@@ -1,5 +1,5 @@
 /**
- * The face path against the raw engine, in one run: the table of issue 12.
+ * The face path against the raw engine, in one run (the table in docs/performance.md).
  *
  *   npm run bench -- face-path
  *   BENCH_FP_FACE_PROCESSES=1 BENCH_FP_SECONDS=30 npm run bench -- face-path   # default: npm start's FACE_PROCESSES (2)
@@ -22,7 +22,7 @@
  * `latencyMs` of a response: each stage's figure is the time that stage took in the worker (its
  * handler, as the engine measures it); `total` is the request's own wall time in the API.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
@@ -33,8 +33,7 @@ import { loadConfig } from '../shared/config.js';
 import { createDb, migrateLatest } from '../shared/db.js';
 import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
 import { createLogger } from '../shared/logger.js';
-import { createRedis } from '../shared/redis.js';
-import { freePort } from '../scripts/lib/local-services.js';
+import { freePort, startPrivateRedis } from '../scripts/lib/private-services.js';
 import { adminQuery, dbUrl, procCpuSeconds, startProcess, stopProcess, waitHealthy } from './identify-e2e.js';
 import { ROOT, closedLoop, enrolledVector, fmt, machine, saveResults, summarise, syntheticUserId, table } from './lib.js';
 import { fixturePhotos } from './stages.js';
@@ -45,7 +44,7 @@ const CALLS = Number(process.env.BENCH_FP_CALLS ?? 100);
 const ENROLLED = Number(process.env.BENCH_FP_ENROLLED ?? 1000);
 const IN_FLIGHT = Number(process.env.BENCH_FP_IN_FLIGHT ?? 4);
 // As many face processes as `npm start` runs (FACE_PROCESSES, default 2: one per core).
-const FACE_PROCESSES = Number(process.env.BENCH_FP_FACE_PROCESSES ?? loadConfig(process.env).faceProcesses);
+const FACE_PROCESSES = Number(process.env.BENCH_FP_FACE_PROCESSES ?? loadConfig(process.env).face.processes);
 const DB_NAME = 'faceid_bench_face_path';
 
 interface RawResult {
@@ -58,21 +57,6 @@ interface Clocks {
   pid: number;
   cpuMs: number;
   [queue: string]: { jobs: number; msByStep: Record<string, number> } | number;
-}
-
-async function startPrivateRedis(): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  const url = `redis://127.0.0.1:${port}`;
-  for (let i = 0; i < 100; i++) {
-    const r = createRedis(url);
-    r.on('error', () => {});
-    const ok = await r.ping().then(() => true, () => false);
-    r.disconnect();
-    if (ok) return { url, child };
-    await new Promise((res) => setTimeout(res, 100));
-  }
-  throw new Error('private redis-server did not start');
 }
 
 function commandStats(info: string): Record<string, number> {
@@ -144,7 +128,7 @@ export async function runFacePathBench(): Promise<string> {
   };
   const deps = createDeps(config, { logger: createLogger({ level: 'warn', name: 'bench-client' }) });
   try {
-    await Promise.all([...facePorts.map((p) => waitHealthy(`http://127.0.0.1:${p}/health`)), waitHealthy(`${config.searchHealthUrl}/health`), waitHealthy(`${webUrl}/openapi.json`)]);
+    await Promise.all([...facePorts.map((p) => waitHealthy(`http://127.0.0.1:${p}/health`)), waitHealthy(`${config.search.healthUrl}/health`), waitHealthy(`${webUrl}/openapi.json`)]);
     const [op] = await deps.db('operators')
       .insert({ identifier: `bench-${Date.now()}`, displayName: 'Bench operator', role: 'operator', mustResetPassword: false, passwordHash: 'not-a-login-account' })
       .returning('id');
@@ -167,9 +151,9 @@ export async function runFacePathBench(): Promise<string> {
     }
 
     const rawRun = (): RawResult => {
-      const args = { seconds: SECONDS / 2, threads: config.faceIntraOpThreads, oneCalls: CALLS, onePhotoB64: portrait.toString('base64'), photosB64: photos.map((p) => p.toString('base64')) };
+      const args = { seconds: SECONDS / 2, threads: config.face.intraOpThreads, oneCalls: CALLS, onePhotoB64: portrait.toString('base64'), photosB64: photos.map((p) => p.toString('base64')) };
       const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/face-path-raw-child.ts')], {
-        input: JSON.stringify(args), cwd: ROOT, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env: { ...process.env, FACE_MODELS_DIR: path.resolve(ROOT, config.faceModelsDir) },
+        input: JSON.stringify(args), cwd: ROOT, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env: { ...process.env, FACE_MODELS_DIR: path.resolve(ROOT, config.face.modelsDir) },
       });
       if (r.status !== 0) throw new Error(`face-path-raw-child failed: ${r.error?.message ?? r.stderr}`);
       return JSON.parse(r.stdout.trim().split('\n').pop()!) as RawResult;
@@ -222,7 +206,7 @@ export async function runFacePathBench(): Promise<string> {
       const live = (await deps.db.raw('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()')).rows as { pid: number }[];
       for (const p of live) if (!pids.some((q) => q.pid === p.pid)) pids.push(p);
       parts.postgres = pids.reduce((a, r) => a + (procCpuSeconds(r.pid) ?? 0), 0);
-      parts.redis = procCpuSeconds(redis.child.pid!) ?? 0;
+      parts.redis = procCpuSeconds(redis.pid()!) ?? 0;
       return parts;
     };
     const statsNow = async () => commandStats(await deps.redis.info('commandstats'));
@@ -302,7 +286,7 @@ export async function runFacePathBench(): Promise<string> {
   } finally {
     await closeDeps(deps);
     await Promise.all(Object.values(children).flat().map(stopProcess));
-    redis.child.kill('SIGKILL');
+    await redis.stop();
     if (!process.env.BENCH_KEEP_DB) await adminQuery(`DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`);
   }
 }

@@ -31,7 +31,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { closeDeps, createDeps, type AppDeps } from '../api/deps.js';
 import { upsertCanonical } from '../shared/repositories/embeddings.js';
-import { freePort } from '../scripts/lib/local-services.js';
+import { freePort } from '../scripts/lib/private-services.js';
 import { loadConfig } from '../shared/config.js';
 import { createDb, migrateLatest } from '../shared/db.js';
 import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
@@ -182,7 +182,7 @@ export async function runIdentifyE2eBench(): Promise<string> {
   // This process's own deps: enrolment and the operator's token only (idle while measuring).
   const deps = createDeps(config, { logger: createLogger({ level: 'warn', name: 'bench-client' }) });
   try {
-    await Promise.all([waitHealthy(`${config.faceEngineUrl}/health`), waitHealthy(`${config.searchHealthUrl}/health`), waitHealthy(`${webUrl}/openapi.json`)]);
+    await Promise.all([waitHealthy(`${config.face.engineUrl}/health`), waitHealthy(`${config.search.healthUrl}/health`), waitHealthy(`${webUrl}/openapi.json`)]);
     const [op] = await deps.db('operators')
       .insert({ identifier: `bench-${Date.now()}`, displayName: 'Bench operator', role: 'operator', mustResetPassword: false, passwordHash: 'not-a-login-account' })
       .returning('id');
@@ -204,9 +204,9 @@ export async function runIdentifyE2eBench(): Promise<string> {
     // The raw engine before and after the system (bracketing drifts of the machine), each time in a
     // fresh process of its own, while the workers are idle; its figures are the mean of the two runs.
     const rawRun = () => {
-      const args = { seconds: SECONDS / 2, inFlight: FACE_CONCURRENCY, threads: config.faceIntraOpThreads };
+      const args = { seconds: SECONDS / 2, inFlight: FACE_CONCURRENCY, threads: config.face.intraOpThreads };
       const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/raw-engine-child.ts'), JSON.stringify(args)], {
-        cwd: ROOT, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env: { ...process.env, FACE_MODELS_DIR: path.resolve(ROOT, config.faceModelsDir) },
+        cwd: ROOT, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env: { ...process.env, FACE_MODELS_DIR: path.resolve(ROOT, config.face.modelsDir) },
       });
       if (r.status !== 0) throw new Error(`raw-engine-child failed: ${r.stderr}`);
       return JSON.parse(r.stdout.trim().split('\n').pop()!) as { done: number; perSecond: number; cpuMs: number; samples: number[] };
@@ -250,7 +250,7 @@ export async function runIdentifyE2eBench(): Promise<string> {
         `(the system spreads one request over several processes, so on 2 cores it can exceed 100 %).`,
       '',
       `System CPU ms per request by process: ${parts}. Face worker concurrency ${FACE_CONCURRENCY}, ` +
-        `${ENROLLED.toLocaleString('en')} synthetic + 4 real enrolled (\`${config.vectorIndexFactory}\`), system ${SECONDS} s, raw ${SECONDS / 2} s before and after ` +
+        `${ENROLLED.toLocaleString('en')} synthetic + 4 real enrolled (\`${config.search.indexFactory}\`), system ${SECONDS} s, raw ${SECONDS / 2} s before and after ` +
         `(CPU ms per image ${fmt(rawBefore.cpuMs, 1)} and ${fmt(rawAfter.cpuMs, 1)}). ` +
         `Outcomes: ${Object.entries(outcomes).map(([k, v]) => `${k} ${v}`).join(', ')}; SearchLog rows ${logged}.`,
     ].join('\n');

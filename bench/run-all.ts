@@ -5,7 +5,7 @@
  *   npm run bench -- stages            # per-stage latency and pipeline throughput (real models, fixture photos)
  *   npm run bench -- search            # 1:N search at 1M, both generators (BENCH_N=100000 for a quick run; --dataset DIR)
  *   npm run bench -- identify-e2e      # identify through the queues + SearchLog vs the raw engine
- *   npm run bench -- face-path         # issue 12's table: /verify/self and /identify vs the raw engine, one client and 4 in flight
+ *   npm run bench -- face-path         # /verify/self and /identify vs the raw engine, one client and 4 in flight
  *
  * Each prints Markdown tables and writes its figures to var/bench/<name>.json. Run them on an idle
  * machine: they measure CPU time, and the search benchmark needs about 6 GB of RAM at 1M.

@@ -143,9 +143,9 @@ interface Figures {
 
 async function benchDataset(name: string, dir: string, log: (s: string) => void): Promise<Figures> {
   const ds = openDataset(dir);
-  const factory = env.BENCH_FACTORY ?? config().vectorIndexFactory;
-  const candidates = Number(env.BENCH_CANDIDATES ?? config().searchRerankCandidates);
-  const exactCandidates = Number(env.BENCH_EXACT_CANDIDATES ?? config().searchExactCandidates);
+  const factory = env.BENCH_FACTORY ?? config().search.indexFactory;
+  const candidates = Number(env.BENCH_CANDIDATES ?? config().search.rerankCandidates);
+  const exactCandidates = Number(env.BENCH_EXACT_CANDIDATES ?? config().search.exactCandidates);
   let loadS: number | null = null;
   if (SOURCE === 'postgres') {
     await createScratchDb();

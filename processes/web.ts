@@ -7,8 +7,8 @@ import type { AddressInfo } from 'node:net';
 import { closeDeps, createDeps, type AppDeps } from '../api/deps.js';
 import { startWeb, type RunningWeb, type StartWebOptions } from '../api/http-server.js';
 import { ensureFirstAdministrator } from '../api/services/operator-service.js';
-import { config, describeConfig } from '../shared/config.js';
-import { isEntryFile, onShutdown } from '../shared/shutdown.js';
+import { config, logConfigAtStart } from '../shared/config.js';
+import { isEntryFile, onShutdown, webStopMs } from '../shared/shutdown.js';
 import { startUpstreamWorker } from '../workers/upstream/worker.js';
 import { WEBHOOK_SECRET_KEY_PURPOSE } from '../shared/webhook-secrets.js';
 import { startWebhookWorker } from '../workers/webhooks/worker.js';
@@ -23,14 +23,14 @@ export async function startWebProcess(deps: AppDeps, opts: StartWebOptions = {})
   const web = await startWeb(deps, opts);
   // Not awaited: the worker connects to Redis in the background, so the API serves (and /health
   // reports Redis) even while Redis is away.
-  const upstream = deps.config.upstreamWorkerInWeb
+  const upstream = deps.config.queues.upstreamWorkerInWeb
     ? startUpstreamWorker(deps.config, { db: deps.db, logger: deps.logger }).catch((e: unknown) => {
         deps.logger.error({ err: e instanceof Error ? e.message : String(e) }, 'upstream worker failed to start');
         return undefined;
       })
     : undefined;
   // The webhook deliveries run beside the upstream worker (workers/webhooks/worker.ts says why).
-  const webhooks = deps.config.upstreamWorkerInWeb
+  const webhooks = deps.config.queues.upstreamWorkerInWeb
     ? startWebhookWorker(deps.config, {
         db: deps.db,
         logger: deps.logger,
@@ -54,11 +54,11 @@ export async function startWebProcess(deps: AppDeps, opts: StartWebOptions = {})
 if (isEntryFile(import.meta.url)) {
   const cfg = config();
   const deps = createDeps(cfg);
-  deps.logger.info({ config: describeConfig(cfg) }, 'web starting');
+  logConfigAtStart(deps.logger, cfg, 'web');
   // ADMIN_IDENTIFIER / ADMIN_PASSWORD: the first administrator, when none is active yet.
   await ensureFirstAdministrator(deps);
   const running = await startWebProcess(deps);
-  deps.logger.info({ url: `http://${cfg.host}:${(running.web.server.address() as AddressInfo).port}` }, 'web listening');
+  deps.logger.info({ url: `http://${cfg.http.host}:${(running.web.server.address() as AddressInfo).port}` }, 'web listening');
   // Drain first (SHUTDOWN_DRAIN_MS), then the upstream worker and the connections to PostgreSQL and
   // Redis; the grace period covers both.
   onShutdown(
@@ -67,6 +67,7 @@ if (isEntryFile(import.meta.url)) {
       await running.close();
       await closeDeps(deps);
     },
-    cfg.shutdownDrainMs + 5_000,
+    webStopMs(cfg),
+    cfg.supervisor.pid,
   );
 }

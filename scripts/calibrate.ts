@@ -21,6 +21,7 @@ import { performance } from 'node:perf_hooks';
 import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
 import { FaceEngine, type FaceAnalysis } from '../workers/face/pipeline/engine.js';
+import { config } from '../shared/config.js';
 import { cosine } from '../shared/embeddings.js';
 import { isFaceError } from '../shared/face/face-error.js';
 import { normaliseUpload } from '../shared/face/image.js';
@@ -214,7 +215,7 @@ export function chooseThresholds(genuine: number[], impostor: number[], chosenLi
 // ---------------------------------------------------------------------------------------------
 
 function modelsDir(): string {
-  return path.resolve(ROOT, process.env.FACE_MODELS_DIR ?? 'var/models');
+  return path.resolve(ROOT, config().face.modelsDir);
 }
 
 async function loadPhoto(file: string): Promise<Buffer> {

@@ -15,8 +15,8 @@ if (!identifier || identifier.startsWith('-')) {
 }
 
 const cfg = config();
-await ensureDatabase(cfg.databaseUrl);
-const db = createDb(cfg.databaseUrl, 1);
+await ensureDatabase(cfg.database.url);
+const db = createDb(cfg.database.url, 1);
 try {
   await migrateLatest(db);
   const { operator, temporaryPassword } = await operatorServiceOn(db).create(

@@ -153,8 +153,8 @@ async function main(): Promise<void> {
   }
   const cfg = loadConfig();
   const configured = [
-    { name: 'MATCH_THRESHOLD', threshold: cfg.matchThreshold },
-    { name: 'IDENTIFY_MATCH_THRESHOLD', threshold: cfg.identifyMatchThreshold },
+    { name: 'MATCH_THRESHOLD', threshold: cfg.face.matchThreshold },
+    { name: 'IDENTIFY_MATCH_THRESHOLD', threshold: cfg.face.identifyMatchThreshold },
     ...(['dedupeThreshold', 'dedupeReviewThreshold'] as const)
       .filter((k) => typeof (cfg as unknown as Record<string, unknown>)[k] === 'number')
       .map((k) => ({ name: k === 'dedupeThreshold' ? 'DEDUPE_THRESHOLD' : 'DEDUPE_REVIEW_THRESHOLD', threshold: (cfg as unknown as Record<string, number>)[k]! })),
@@ -164,7 +164,7 @@ async function main(): Promise<void> {
   const populations = parseList(values.population, [1_000, 100_000, 1_000_000]);
   const targetFmr = Number(values['target-fmr'] ?? 1e-4);
   const pairs = values.pairs ? readManifest(values.pairs) : pairsFromFolder(values.dir!);
-  const engine = await FaceEngine.load(path.resolve(ROOT, cfg.faceModelsDir));
+  const engine = await FaceEngine.load(path.resolve(ROOT, cfg.face.modelsDir));
   const t0 = Date.now();
   const result = await evaluate({ pairs, populations, targetFmr, thresholds, configured }, engine);
   await engine.release();

@@ -18,9 +18,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { loadConfig } from '../shared/config.js';
 
 import {
-  DEFAULT_FACE_MODELS_DIR,
   FACE_MODEL_PACKAGE,
   FACE_MODEL_PACKAGE_DIR,
   FACE_MODELS,
@@ -34,7 +34,7 @@ export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.
 
 /** The models directory: FACE_MODELS_DIR (absolute, or relative to the project root) or var/models. */
 export function modelsDir(env: NodeJS.ProcessEnv = process.env): string {
-  return path.resolve(PROJECT_ROOT, env.FACE_MODELS_DIR ?? DEFAULT_FACE_MODELS_DIR);
+  return path.resolve(PROJECT_ROOT, loadConfig(env).face.modelsDir);
 }
 
 export type ModelStatus = 'ok' | 'missing' | 'size_mismatch' | 'hash_mismatch';

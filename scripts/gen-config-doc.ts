@@ -1,26 +1,28 @@
 /** Writes docs/configuration.md from the settings table of shared/config.ts (`npm run docs:config`). */
 import { writeFileSync } from 'node:fs';
-import { SETTINGS, loadConfig } from '../shared/config.js';
+import { GROUP_TITLES, eachSetting, loadConfig } from '../shared/config.js';
 
 export function renderConfigDoc(): string {
-  const defaults = loadConfig({}) as unknown as Record<string, unknown>;
-  const rows = Object.entries(SETTINGS).map(([key, spec]) => {
-    const s = spec as { env: string; doc: string; secret?: boolean; enum?: readonly string[] };
-    const d = s.secret ? '(none)' : JSON.stringify(defaults[key]);
-    const values = s.enum ? ` One of: ${s.enum.map((v) => `\`${v}\``).join(', ')}.` : '';
-    return `| \`${s.env}\` | \`${d}\` | ${s.doc}${values} |`;
+  const defaults = loadConfig({});
+  const sections = (Object.keys(GROUP_TITLES) as (keyof typeof GROUP_TITLES)[]).flatMap((group) => {
+    const rows = eachSetting()
+      .filter((s) => s.group === group)
+      .map(({ key, spec }) => {
+        const d = spec.secret ? '(none)' : JSON.stringify((defaults[group] as Record<string, unknown>)[key]);
+        const values = spec.enum ? ` One of: ${spec.enum.map((v) => `\`${v}\``).join(', ')}.` : '';
+        return `| \`${spec.env}\` | \`config.${group}.${key}\` | \`${d}\` | ${spec.doc}${values} |`;
+      });
+    return [`## ${GROUP_TITLES[group]} (\`config.${group}\`)`, '', '| variable | in code | default | meaning |', '|---|---|---|---|', ...rows, ''];
   });
   return [
     '# Configuration',
     '',
     'Generated from `shared/config.ts` by `npm run docs:config`; every process reads the same settings, validated at start-up',
     '(an invalid value stops the process with a list of every problem). `NODE_ENV=production` refuses the development',
-    'signing key, the SMS outbox and the registry fault injection.',
+    'signing key, the SMS outbox and the registry fault injection. In code the settings are read by group: `config.redis.url`,',
+    '`config.face.processes`; nothing else reads the environment.',
     '',
-    '| variable | default | meaning |',
-    '|---|---|---|',
-    ...rows,
-    '',
+    ...sections,
   ].join('\n');
 }
 

@@ -4,8 +4,8 @@ import { createDb, ensureDatabase } from '../shared/db.js';
 
 const direction = process.argv[2] ?? 'latest';
 const cfg = config();
-await ensureDatabase(cfg.databaseUrl);
-const db = createDb(cfg.databaseUrl, 1);
+await ensureDatabase(cfg.database.url);
+const db = createDb(cfg.database.url, 1);
 try {
   if (direction === 'latest') {
     const [, applied] = (await db.migrate.latest()) as [number, string[]];

@@ -18,6 +18,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { FaceEngine } from '../workers/face/pipeline/engine.js';
+import { config } from '../shared/config.js';
 import { normaliseUpload } from '../shared/face/image.js';
 import { isFaceError } from '../shared/face/face-error.js';
 import { cosine } from '../shared/embeddings.js';
@@ -265,7 +266,7 @@ export function renderTable(rows: LevelRow[]): string {
 
 async function main() {
   const args = process.argv.slice(2);
-  const engine = await FaceEngine.load(path.resolve(ROOT, process.env.FACE_MODELS_DIR ?? 'var/models'));
+  const engine = await FaceEngine.load(path.resolve(ROOT, config().face.modelsDir));
   try {
     if (args.includes('--measures')) {
       for (const f of CLEAN_PHOTOS) {

@@ -17,7 +17,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { config } from '../shared/config.js';
+import { config, givenSettings } from '../shared/config.js';
 import { FIXTURES_DIR, photosOf } from '../test/fixtures/faces/labels.js';
 
 interface Demo {
@@ -111,8 +111,8 @@ async function directBackend(): Promise<Backend> {
   const cfg = config();
   const { createDb } = await import('../shared/db.js');
   const { registrySimulatorOn } = await import('../api/registry-simulator/simulator.js');
-  const db = createDb(cfg.databaseUrl, 2);
-  const sim = registrySimulatorOn(db, { maxImagePixels: cfg.maxImagePixels });
+  const db = createDb(cfg.database.url, 2);
+  const sim = registrySimulatorOn(db, { maxImagePixels: cfg.http.maxImagePixels });
   return {
     find: (d) => sim.findByNameAndBirth(d) as Promise<Person | null>,
     enrol: (d, photo) => sim.enrol({ ...d, issue: 'both', photo }) as Promise<Person>,
@@ -134,7 +134,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /** The registry of the `npm start` running from this checkout, when one is (its pid alive). */
 function runningServiceRegistry(): string | undefined {
-  const file = process.env.FACEID_SERVICE_FILE ?? path.join(ROOT, 'var', 'run', 'service.json');
+  const file = path.resolve(ROOT, config().supervisor.serviceFile);
   if (!existsSync(file)) return undefined;
   try {
     const info = JSON.parse(readFileSync(file, 'utf8')) as { pid: number; url: string };
@@ -148,8 +148,9 @@ function runningServiceRegistry(): string | undefined {
 function registryUrl(): string {
   const explicit = arg('--url');
   if (explicit) return explicit;
-  if (process.env.REGISTRY_URL || process.env.PORT) return config().registryUrl;
-  return runningServiceRegistry() ?? config().registryUrl;
+  const given = givenSettings();
+  if (given.has('REGISTRY_URL') || given.has('PORT')) return config().registry.url;
+  return runningServiceRegistry() ?? config().registry.url;
 }
 
 async function main(): Promise<void> {

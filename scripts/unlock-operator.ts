@@ -17,7 +17,7 @@ if (!identifier || identifier.startsWith('-')) {
   process.exit(2);
 }
 
-const db = createDb(config().databaseUrl, 1);
+const db = createDb(config().database.url, 1);
 const operators = new OperatorsRepository(db);
 try {
   const op = await operators.findByIdentifier(identifier);

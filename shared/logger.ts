@@ -3,6 +3,7 @@
  * face images and embeddings never reach a log line, whatever object they are nested in.
  */
 import pino, { type Logger } from 'pino';
+import pretty from 'pino-pretty';
 
 const SENSITIVE_KEYS = [
   'authorization', 'cookie', 'set-cookie', 'password', 'currentPassword', 'newPassword', 'temporaryPassword',
@@ -33,16 +34,33 @@ function censor(value: unknown, path: string[]): unknown {
   return path.at(-1) === 'code' && isErrorCodeValue(value) ? value : CENSOR;
 }
 
-export function createLogger(opts: { level?: string; name?: string; destination?: pino.DestinationStream } = {}): Logger {
+/** `json`: one JSON object a line (production, log collectors); `pretty`: pino-pretty, one readable line an entry (development). */
+export type LogFormat = 'json' | 'pretty';
+
+/**
+ * pino-pretty as a synchronous stream in this thread (no transport worker): lines keep their order with
+ * the process's other output and nothing is lost at exit. Redaction happens before it, in pino.
+ */
+function prettyStream(destination?: pino.DestinationStream): pino.DestinationStream {
+  return pretty({
+    sync: true,
+    singleLine: true,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname',
+    ...(destination ? { destination: destination as NodeJS.WritableStream, colorize: false } : {}),
+  });
+}
+
+export function createLogger(opts: { level?: string; name?: string; format?: LogFormat; destination?: pino.DestinationStream } = {}): Logger {
   return pino(
     {
       name: opts.name,
-      level: opts.level ?? process.env.LOG_LEVEL ?? 'info',
+      level: opts.level ?? 'info',
       redact: { paths: REDACT_PATHS, censor },
       base: { pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
-    opts.destination,
+    opts.format === 'pretty' ? prettyStream(opts.destination) : opts.destination,
   );
 }
 

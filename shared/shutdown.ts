@@ -2,11 +2,11 @@
  * A process's life: start what it runs, stop it gracefully on SIGINT/SIGTERM (run the cleanup once,
  * then exit; a second signal exits at once, unless it is the first one delivered twice: see
  * REPEATED_SIGNAL_MS). Used by the entry files in processes/.
- * Under `npm start` (SUPERVISOR_PID set by scripts/supervisor.ts) a process also stops when its
+ * Under `npm start` (SUPERVISOR_PID, `supervisorPid`, set by scripts/supervisor.ts) a process also stops when its
  * supervisor is gone (it was re-parented): no orphan keeps a port after the supervisor was killed.
  */
 import { fileURLToPath } from 'node:url';
-import { config, describeConfig, type Config } from './config.js';
+import { config, logConfigAtStart, type Config } from './config.js';
 import { createLogger, type Logger } from './logger.js';
 
 /**
@@ -18,7 +18,19 @@ import { createLogger, type Logger } from './logger.js';
  */
 export const REPEATED_SIGNAL_MS = 1000;
 
-export function onShutdown(logger: Logger, cleanup: () => Promise<void>, graceMs = 10_000): void {
+/** After its drain, the web process has this long to close the rest (the upstream worker, PostgreSQL and Redis connections). */
+export const CLOSE_AFTER_DRAIN_MS = 5_000;
+/** How long a worker process takes at most to stop (finish or hand back its job) before it exits anyway. */
+export const WORKER_STOP_MS = 10_000;
+/** The web process's own stop deadline: its drain (SHUTDOWN_DRAIN_MS), then the closing. */
+export const webStopMs = (c: Pick<Config, 'http'>): number => c.http.shutdownDrainMs + CLOSE_AFTER_DRAIN_MS;
+/**
+ * How long a supervisor (`npm start`) waits after SIGTERM before SIGKILL: beyond the longest stop
+ * deadline of its children, so a child always ends by itself (its drain is never cut short).
+ */
+export const supervisorGraceMs = (c: Pick<Config, 'http'>): number => Math.max(webStopMs(c), WORKER_STOP_MS) + 2_000;
+
+export function onShutdown(logger: Logger, cleanup: () => Promise<void>, graceMs = WORKER_STOP_MS, supervisorPid = 0): void {
   let stoppingSince = 0;
   const stop = (signal: string) => {
     if (stoppingSince) {
@@ -42,7 +54,7 @@ export function onShutdown(logger: Logger, cleanup: () => Promise<void>, graceMs
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
-  const supervisor = Number(process.env.SUPERVISOR_PID);
+  const supervisor = supervisorPid;
   if (supervisor > 0) {
     setInterval(() => {
       if (process.ppid !== supervisor && !stoppingSince) stop('supervisor gone');
@@ -64,11 +76,11 @@ export async function runProcess(
   start: (config: Config, logger: Logger) => Promise<{ close(): Promise<void> }>,
 ): Promise<void> {
   const cfg = config();
-  const logger = createLogger({ level: cfg.logLevel, name });
-  logger.info({ config: describeConfig(cfg) }, `${name} starting`);
+  const logger = createLogger({ level: cfg.runtime.logLevel, format: cfg.runtime.logFormat, name });
+  logConfigAtStart(logger, cfg, name);
   try {
     const running = await start(cfg, logger);
-    onShutdown(logger, () => running.close());
+    onShutdown(logger, () => running.close(), WORKER_STOP_MS, cfg.supervisor.pid);
   } catch (e) {
     logger.fatal({ err: e instanceof Error ? e.message : String(e) }, `${name} failed to start`);
     process.exit(1);

@@ -210,7 +210,7 @@ test('codes are kept only hashed, with their lifetime; no phone number or code a
   const phone = uniqueLocalPhone();
   await client(h.url).post('/auth/otp/request', { json: { phone } });
   const code = lastCode(h, e164(phone));
-  const keys = await h.deps.redis.keys(`${h.config.redisPrefix}:otp:*`);
+  const keys = await h.deps.redis.keys(`${h.config.redis.prefix}:otp:*`);
   t.true(keys.length >= 2);
   let codeKeys = 0;
   for (const key of keys) {
@@ -223,7 +223,7 @@ test('codes are kept only hashed, with their lifetime; no phone number or code a
     t.not(ttl, -1, `${key} has no expiry`);
     if (key.includes(':otp:code:')) {
       codeKeys++;
-      t.true(ttl <= h.config.otpTtlSeconds, `ttl ${ttl}`);
+      t.true(ttl <= h.config.otp.ttlSeconds, `ttl ${ttl}`);
     }
   }
   t.true(codeKeys >= 1);

@@ -1,5 +1,5 @@
 /**
- * Issue 10, defects 4, 5 and 8 (part): bad input never reaches a 500 and every refusal carries the
+ * Bad input never reaches a 500 and every refusal carries the
  * `{ error, message }` envelope, also those Node's HTTP server sends on its own.
  */
 import test from 'ava';
@@ -153,7 +153,7 @@ test('defect 8: more than 20 multipart fields is 400 validation_failed, not 413'
   t.is(res.status, 400, res.text);
   t.is(res.body.error, 'validation_failed');
   // An oversize upload is still 413.
-  const huge = await api.post('/api/enroll', { form: { photo: { data: Buffer.alloc(h.config.maxUploadBytes + 1024), type: 'image/png' } } });
+  const huge = await api.post('/api/enroll', { form: { photo: { data: Buffer.alloc(h.config.http.maxUploadBytes + 1024), type: 'image/png' } } });
   t.is(huge.status, 413);
   t.is(huge.body.error, 'payload_too_large');
 });

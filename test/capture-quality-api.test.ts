@@ -46,7 +46,7 @@ test.after.always(async () => {
 test.serial('a poor capture that matches with high confidence does not replace a better canonical embedding', async (t) => {
   const gh = await newConsumer(h);
   const storedQuality = await enrol(gh.userId, photo('grace_hopper_a.jpg'));
-  t.true(storedQuality !== null && storedQuality >= h.config.canonicalRefreshMinQuality, `stored capture quality ${storedQuality}`);
+  t.true(storedQuality !== null && storedQuality >= h.config.face.canonicalRefreshMinQuality, `stored capture quality ${storedQuality}`);
   const before = await h.deps.db('canonicalEmbeddings').where({ userId: gh.userId }).first();
   const changesBefore = await h.deps.db('embeddingChanges').where({ userId: gh.userId }).count({ n: '*' }).first();
 
@@ -54,7 +54,7 @@ test.serial('a poor capture that matches with high confidence does not replace a
   t.is(res.status, 200, res.text);
   // The outcome is what it always was: a high-confidence match, with its proofToken.
   t.is(res.body.outcome, 'match');
-  t.true(res.body.score >= h.config.highConfidenceThreshold, `score ${res.body.score}`);
+  t.true(res.body.score >= h.config.face.highConfidenceThreshold, `score ${res.body.score}`);
   t.is(typeof res.body.proofToken, 'string');
   // The advisory quality says why the capture is poor; the refresh is declined, and says so.
   t.true(res.body.quality.issues.includes('too_dark'), JSON.stringify(res.body.quality));
@@ -87,13 +87,14 @@ test.serial('a poor capture that matches with high confidence does not replace a
   t.truthy(await h.deps.db('auditEvents').where({ type: 'canonical_embedding.refreshed', subjectId: gh.userId }).first());
 });
 
-test.serial('/verify/self: quality is null without a face; outcomes are unchanged', async (t) => {
+test.serial('/verify/self: without a face, the quality of the whole photo (no issue for a good one); outcomes are unchanged', async (t) => {
   const bush = await newConsumer(h);
   await enrol(bush.userId, photo('lfw/Bush_1.png'));
   const fruit = await client(h.url).post('/verify/self', { token: bush.token, form: { image: png(photo('no_face_fruits.jpg'), 'f.jpg') } });
   t.is(fruit.status, 200);
   t.is(fruit.body.outcome, 'no_face');
-  t.is(fruit.body.quality, null);
+  t.deepEqual(fruit.body.quality.issues, [], 'a well exposed, sharp photo of fruit: nothing to advise');
+  t.true(fruit.body.quality.score >= 50);
   t.is(fruit.body.canonicalRefresh, undefined);
   // A genuine match below high confidence (Bush 1~3 0.663): matched, nothing to decide about refresh.
   const mid = await client(h.url).post('/verify/self', { token: bush.token, form: { image: png(photo('lfw/Bush_3.png')) } });
@@ -124,10 +125,10 @@ test.serial('/identify answers the quality and the 1:N threshold that applied; S
   const self = await api.post('/verify/self', { token: bush.token, form: { image: png(photo('lfw/Bush_3.png')) } });
   t.is(self.body.outcome, 'match', '1:1 still uses MATCH_THRESHOLD');
 
-  // No face: quality null, row without a score.
+  // No face: the whole photo's quality (nothing wrong with it), row without a (face) score.
   const none = await api.post('/identify', { token: operator.token, form: { attestation: 'true', file: png(photo('no_face_fruits.jpg'), 'f.jpg') } });
   t.is(none.body.outcome, 'no_face');
-  t.is(none.body.quality, null);
+  t.deepEqual(none.body.quality.issues, []);
   t.is((await h.deps.db('searchLogs').where({ id: none.body.referenceId }).first()).qualityScore, null);
 });
 
@@ -149,11 +150,16 @@ test.serial('verify-face: quality on the 200 match and on a 422 face outcome; li
   t.is(mismatch.body.error, 'face_mismatch');
   t.is(mismatch.body.outcome, 'face_mismatch');
   t.true(mismatch.body.quality.issues.includes('too_dark'), JSON.stringify(mismatch.body));
-  // No face: the same 422 as before, without quality.
+  // No face: the same 422 as before, with the whole photo's quality (nothing wrong with it).
   const none = await verify(photo('no_face_fruits.jpg'));
   t.is(none.status, 422);
   t.is(none.body.error, 'no_face');
-  t.is(none.body.quality, undefined);
+  t.deepEqual(none.body.quality.issues, []);
+  // A real face made too dark to be found: the 422 says why.
+  const black = await verify(await sharp(photo('lfw/Bush_2.png')).linear(0.08, 0).png().toBuffer());
+  t.is(black.status, 422);
+  t.is(black.body.error, 'no_face');
+  t.deepEqual(black.body.quality.issues, ['too_dark'], JSON.stringify(black.body));
 
   const f = await verify(photo('lfw/Bush_2.png'));
   t.is(f.status, 200, f.text);
@@ -163,6 +169,33 @@ test.serial('verify-face: quality on the 200 match and on a 422 face outcome; li
   t.is(linked.status, 200, linked.text);
   const canonical = await h.deps.db('canonicalEmbeddings').where({ userId: user.userId }).first();
   t.is(canonical.qualityScore, f.body.quality.score);
+});
+
+/**
+ * Real photos degraded until the detector finds no face (the levels of scripts/quality-degradations.ts
+ * beyond which the face is lost): the answer is still `no_face`, and its quality says what to change.
+ */
+test.serial('no_face on a photo too dark, too bright or too blurred for a face to be found says which', async (t) => {
+  const api = client(h.url);
+  const bush = await newConsumer(h);
+  await enrol(bush.userId, photo('lfw/Bush_1.png'));
+  const cases: Array<[string, Buffer, string]> = [
+    ['darkened to 8%', await sharp(photo('lfw/Bush_1.png')).linear(0.08, 0).png().toBuffer(), 'too_dark'],
+    ['over-exposed x5', await sharp(photo('lfw/Bush_1.png')).linear(5, 0).png().toBuffer(), 'too_bright'],
+    ['blurred (sigma 8 px)', await sharp(photo('lfw/Bush_1.png')).blur(8).png().toBuffer(), 'blurred'],
+    ['blurred (sigma 8 px)', await sharp(photo('lfw/Powell_1.png')).blur(8).png().toBuffer(), 'blurred'],
+  ];
+  for (const [what, image, issue] of cases) {
+    const self = await api.post('/verify/self', { token: bush.token, form: { image: png(image) } });
+    t.is(self.status, 200, self.text);
+    t.is(self.body.outcome, 'no_face', what);
+    t.deepEqual(self.body.quality.issues, [issue], `${what}: ${JSON.stringify(self.body.quality)}`);
+    t.true(self.body.quality.score < 50, what);
+    const identified = await api.post('/identify', { token: operator.token, form: { attestation: 'true', file: png(image) } });
+    t.is(identified.body.outcome, 'no_face', what);
+    t.deepEqual(identified.body.quality, self.body.quality, what);
+    t.is((await h.deps.db('searchLogs').where({ id: identified.body.referenceId }).first()).qualityScore, null, 'the stored score is a face\'s');
+  }
 });
 
 test.serial('the OpenAPI document lists the quality issue codes on the three face routes', async (t) => {

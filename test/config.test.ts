@@ -4,19 +4,19 @@ import { ConfigError, describeConfig, loadConfig } from '../shared/config.js';
 
 test('defaults are usable for local development', (t) => {
   const c = loadConfig({});
-  t.is(c.port, 3000);
-  t.is(c.databaseUrl, 'postgres://postgres@127.0.0.1:5432/faceid');
-  t.is(c.registryUrl, 'http://127.0.0.1:3000/api');
-  t.is(c.smsTransport, 'outbox');
-  t.is(c.linkTokenTtlSeconds, 300);
-  t.is(c.proofTokenTtlSeconds, 120);
-  t.is(c.faceJobTimeoutMs, 10000);
-  t.is(c.crossRegistryMismatchPolicy, 'hard-block');
-  t.true(c.highConfidenceThreshold >= c.matchThreshold);
+  t.is(c.http.port, 3000);
+  t.is(c.database.url, 'postgres://postgres@127.0.0.1:5432/faceid');
+  t.is(c.registry.url, 'http://127.0.0.1:3000/api');
+  t.is(c.sms.transport, 'outbox');
+  t.is(c.identity.linkTokenTtlSeconds, 300);
+  t.is(c.identity.proofTokenTtlSeconds, 120);
+  t.is(c.queues.faceJobTimeoutMs, 10000);
+  t.is(c.identity.crossRegistryMismatchPolicy, 'hard-block');
+  t.true(c.face.highConfidenceThreshold >= c.face.matchThreshold);
 });
 
 test('environment values are parsed and every invalid one is reported at once', (t) => {
-  t.is(loadConfig({ PORT: '8080' }).registryUrl, 'http://127.0.0.1:8080/api');
+  t.is(loadConfig({ PORT: '8080' }).registry.url, 'http://127.0.0.1:8080/api');
   const err = t.throws(() => loadConfig({ PORT: 'eighty', OTP_MAX_ATTEMPTS: '0', CROSS_REGISTRY_MISMATCH_POLICY: 'maybe', TRUST_PROXY: 'perhaps', REDIS_URL: 'not a url' }), { instanceOf: ConfigError });
   t.is((err as ConfigError).problems.length, 5);
 });
@@ -29,8 +29,8 @@ test('production refuses the development signing key and the SMS outbox', (t) =>
   // With real settings it starts, and the SMS transport defaults to the webhook.
   const BIOMETRIC_KEYS = `k1:${Buffer.alloc(32, 7).toString('base64')}`;
   const ok = loadConfig({ NODE_ENV: 'production', JWT_PRIVATE_KEY: '-----BEGIN PRIVATE KEY-----x', BIOMETRIC_KEYS, SMS_WEBHOOK_URL: 'https://sms.example/send', REGISTRY_URL: 'https://registry.example/v1' });
-  t.false(ok.registrySimulator, 'the simulator is not mounted in production');
-  t.is(ok.smsTransport, 'webhook');
+  t.false(ok.registry.simulator, 'the simulator is not mounted in production');
+  t.is(ok.sms.transport, 'webhook');
   const base = { NODE_ENV: 'production', JWT_PRIVATE_KEY: 'k', BIOMETRIC_KEYS, SMS_WEBHOOK_URL: 'https://x', REGISTRY_URL: 'https://registry.example/v1' };
   t.throws(() => loadConfig({ ...base, REGISTRY_SIM_FAULT: 'error' }), { instanceOf: ConfigError });
   // The simulator lets anyone enrol an identity: never in production, and never the default registry there.

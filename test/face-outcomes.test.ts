@@ -1,7 +1,7 @@
 /**
  * No change in any outcome: every fixture photo, through the API's face service, the real queues and
  * the real face worker, gives the same outcome, face count and scores (within 0.001) as the values
- * recorded from the code before the face-path performance work (issue 12) changed anything
+ * recorded from the code before the face-path performance work changed anything
  * (test/fixtures/faces/recorded-outcomes.json).
  *
  * Recorded values: per photo and face mode, the liveness stage's result (outcome, faceCount,
@@ -84,7 +84,7 @@ test('every fixture photo gives the recorded outcome and scores (within 0.001)',
   }
   const was = JSON.parse(readFileSync(RECORDED, 'utf8')) as RecordedFile;
   t.deepEqual(Object.keys(now).sort(), Object.keys(was).sort(), 'the same fixture photos');
-  const threshold = h.config.livenessThreshold;
+  const threshold = h.config.face.livenessThreshold;
   const embedded: { key: string; was: number[]; now: number[] }[] = [];
   for (const file of Object.keys(was)) {
     for (const mode of ['single', 'largest'] as const) {
@@ -118,7 +118,7 @@ test('every fixture photo gives the recorded outcome and scores (within 0.001)',
 
 test('the events streams keep 1,000 events: results travel on reply lists and never enter them', async (t) => {
   await h.deps.face.analyseCapture(readFileSync(path.join(FIXTURES, 'lfw/Bush_1.png')), 'single');
-  const meta = (queue: string) => h.deps.redis.hget(`${h.config.redisPrefix}:bull:${queue}:meta`, 'opts.maxLenEvents');
+  const meta = (queue: string) => h.deps.redis.hget(`${h.config.redis.prefix}:bull:${queue}:meta`, 'opts.maxLenEvents');
   t.is(await meta('liveness'), '1000');
   t.is(await meta('embed'), '1000');
 });

@@ -1,5 +1,5 @@
 /**
- * The face path's shortcuts (issue 12) do what they claim, on the real models and fixture photos:
+ * The face path's shortcuts do what they claim, on the real models and fixture photos:
  * the detector's padded pass is skipped only when the first pass found a face well inside the frame,
  * and the embed stage works from the face the liveness stage aligned (and from nothing else), handed
  * over once through Redis.

@@ -42,7 +42,7 @@ async function rejectsWithCode(t: import('ava').ExecutionContext, p: Promise<unk
 }
 
 test('two photos of the same person match; photos of different people do not', async (t) => {
-  const threshold = h.config.matchThreshold;
+  const threshold = h.config.face.matchThreshold;
   const same = await h.deps.face.verifyAgainstPhoto(photo('lfw/Bush_1.png'), photo('lfw/Bush_3.png'));
   t.is(same.outcome, 'match');
   t.true(same.score! >= threshold, `genuine ${same.score}`);
@@ -61,9 +61,9 @@ test('identify finds the enrolled person first and leaves out people below the t
   t.is(r.outcome, 'match');
   t.is(r.candidates[0]?.userId, enrolled['lfw/Bush_2.png']);
   t.is(r.candidates[0]?.rank, 1);
-  t.true(r.candidates.every((c) => c.score >= h.config.matchThreshold));
+  t.true(r.candidates.every((c) => c.score >= h.config.face.matchThreshold));
   t.false(r.candidates.some((c) => c.userId === enrolled['lfw/Powell_2.png'] || c.userId === enrolled['lfw/Chavez_1.png']));
-  t.true(r.candidates.length <= h.config.identifyMaxCandidates);
+  t.true(r.candidates.length <= h.config.face.identifyMaxCandidates);
   // Stage timings as measured by the workers, and the whole call.
   const { liveness, embed, search, total } = r.latencyMs;
   for (const ms of [liveness, embed, search]) t.true(typeof ms === 'number' && ms > 0 && ms < total, JSON.stringify(r.latencyMs));
@@ -75,7 +75,7 @@ test('identify finds the enrolled person first and leaves out people below the t
   const none = await h.deps.face.identify(photo('lfw/Sharon_1.png'));
   t.is(none.outcome, 'no_match');
   t.deepEqual(none.candidates, []);
-  t.true(none.topScore !== null && none.topScore < h.config.matchThreshold);
+  t.true(none.topScore !== null && none.topScore < h.config.face.matchThreshold);
 
   // Stage histograms are fed.
   const metrics = await (await fetch(`${h.url}/metrics`)).text();
@@ -128,7 +128,7 @@ test('a photo without a face gives no_face; a group photo gives multiple_faces f
 test('a capture below the liveness threshold gives liveness_failed and is not searched', async (t) => {
   const r = await h.deps.face.identify(photo('synthetic/grace_hopper_a_held_print.jpg'));
   t.is(r.outcome, 'liveness_failed');
-  t.true(r.livenessScore! < h.config.livenessThreshold);
+  t.true(r.livenessScore! < h.config.face.livenessThreshold);
   t.deepEqual(r.candidates, []);
   t.is(r.latencyMs.search, null);
 });
@@ -137,11 +137,11 @@ test('1:1 against a user: the compare op, without a search', async (t) => {
   const bush = enrolled['lfw/Bush_2.png']!;
   const self = await h.deps.face.verifyAgainstUser(photo('lfw/Bush_3.png'), bush);
   t.is(self.outcome, 'match');
-  t.true(self.score! >= h.config.matchThreshold);
+  t.true(self.score! >= h.config.face.matchThreshold);
   t.true(self.latencyMs.search! >= 0);
   const other = await h.deps.face.verifyAgainstUser(photo('lfw/Powell_1.png'), bush);
   t.is(other.outcome, 'no_match');
-  t.true(other.score! < h.config.matchThreshold);
+  t.true(other.score! < h.config.face.matchThreshold);
 
   const { userId: nobody } = await newConsumer(h);
   const none = await h.deps.face.compareWithUser(self.embedding!.embedding, nobody);
@@ -166,7 +166,7 @@ test('with no face worker, the call fails with 503 face_engine_unavailable withi
     const stale = await h2.deps.jobs.queue('liveness').add('liveness', {
       deadlineAt: Date.now() - 1,
       payload: { imageRef: '00000000-0000-0000-0000-000000000000', mode: 'largest', resultKey: 'k', handOffMinLiveness: 0.5 },
-      replyTo: `${h2.config.redisPrefix}:jobs:reply:gone`,
+      replyTo: `${h2.config.redis.prefix}:jobs:reply:gone`,
     });
 
     const worker = await h2.startFaceWorker();

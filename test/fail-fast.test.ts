@@ -1,5 +1,5 @@
 /**
- * Issue 10, defect 6: fail fast. With no worker on a queue, or Redis unreachable, a face route answers
+ * Fail fast. With no worker on a queue, or Redis unreachable, a face route answers
  * 503 (`face_engine_unavailable` / `dependency_unavailable`) with Retry-After within a second, without
  * enqueueing; a queue over its bound of waiting work answers 503 with Retry-After too. Before, every
  * such request waited the whole FACE_JOB_TIMEOUT_MS.
@@ -14,7 +14,7 @@ import { ROOT, startHarness, type Harness } from './helpers/harness.js';
 import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';
 import { client } from './helpers/http.js';
 import { newOperator } from './helpers/principals.js';
-import { startPrivateRedis } from './helpers/private-redis.js';
+import { startPrivateRedis } from '../scripts/lib/private-services.js';
 
 const ADMISSION = { maxWaiting: 2, sampleMs: 500, checkTimeoutMs: 800, retryAfterSeconds: 5 };
 

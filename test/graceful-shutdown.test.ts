@@ -1,5 +1,5 @@
 /**
- * Issue 10, defect 3: the web process drains on shutdown. It stops accepting connections, answers the
+ * The web process drains on shutdown. It stops accepting connections, answers the
  * requests already in flight (up to the drain timeout), then closes; before, every connection was cut
  * at once and the clients got a reset.
  */

@@ -2,7 +2,7 @@
 import test from 'ava';
 import { useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
-import { startPrivateRedis, type PrivateRedis } from './helpers/private-redis.js';
+import { startPrivateRedis, type PrivateRedis } from '../scripts/lib/private-services.js';
 
 const POLL_MS = 400;
 let redis: PrivateRedis;

@@ -13,7 +13,7 @@ import { createDeps, closeDeps, type AppDeps } from '../api/deps.js';
 import { startWebProcess, type RunningWebProcess } from '../processes/web.js';
 import { removeCanonical } from '../shared/repositories/embeddings.js';
 import { createLogger } from '../shared/logger.js';
-import { freePort } from '../scripts/lib/local-services.js';
+import { freePort } from '../scripts/lib/private-services.js';
 import { useHarness, ROOT } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';
@@ -45,7 +45,7 @@ let faultWeb: ExtraWeb;
 async function extraWeb(env: Record<string, string>): Promise<ExtraWeb> {
   const config = h.configFor({ PORT: String(await freePort()), ...env });
   const deps = createDeps(config, { logger: createLogger({ level: 'silent' }) });
-  const web = await startWebProcess(deps, { port: config.port, poller: false });
+  const web = await startWebProcess(deps, { port: config.http.port, poller: false });
   const e = { url: web.web.url, deps, web };
   extras.push(e);
   return e;
@@ -140,7 +140,7 @@ test.serial('NIN then BVN with reuseCapture: validate, verify-face, link; single
   t.is(f.body.outcome, 'match');
   t.is(typeof f.body.linkToken, 'string');
   t.is(f.body.expiresIn, 300);
-  t.true(f.body.score >= h.config.matchThreshold);
+  t.true(f.body.score >= h.config.face.matchThreshold);
   // The registry photo was dropped with the validation: the token cannot be used again.
   const again = await verifyFace(user.token, 'nin', v.body.validationToken, IMG.bush2);
   t.is(again.status, 404);
@@ -290,7 +290,7 @@ test('a new validation ends the previous one (one cached registry photo per cons
   t.is(stale.status, 404, 'the replaced validation is gone, with its photo');
   t.is(stale.body.error, 'not_found');
   // Up to VALIDATIONS_PER_USER_PER_HOUR (10) in all, counting the two above and unknown numbers.
-  for (let i = 3; i <= h.config.validationsPerUserPerHour; i++) {
+  for (let i = 3; i <= h.config.identity.validationsPerUserPerHour; i++) {
     t.not((await validate(user.token, 'nin', '19999999999')).status, 429, `validation ${i}`);
   }
   const over = await validate(user.token, 'nin', person.nin!);

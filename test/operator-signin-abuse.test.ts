@@ -1,5 +1,5 @@
 /**
- * Issue 10, defect 7: operator sign-in cannot be turned against the organisation. Guessing one
+ * Operator sign-in cannot be turned against the organisation. Guessing one
  * account's password from an office address neither blocks the colleagues behind that address nor
  * leaves the organisation without its last administrator: an administrator's lock lapses after
  * ADMIN_LOCK_SECONDS, and `npm run unlock-operator` unlocks any account without database surgery.

@@ -1,5 +1,5 @@
 /**
- * Issue 10, found by the fault suite: PostgreSQL connections cut under load (pg_terminate_backend on the
+ * Found by the fault suite: PostgreSQL connections cut under load (pg_terminate_backend on the
  * service's backends, and a restart) gave 500s: on PATCH /users/{id}, where node-postgres reports a
  * statement sent on a connection that has just been cut as "Client has encountered a connection error
  * and is not queryable", and on /identify, where objection (the operator lookup of the authorisation)
@@ -11,7 +11,7 @@
 import test from 'ava';
 import { Model } from 'objection';
 import { toAppError } from '../api/middleware/errors.js';
-import { startPrivatePostgres } from '../chaos/lib/private-postgres.js';
+import { startPrivatePostgres } from '../scripts/lib/private-services.js';
 import { createDb } from '../shared/db.js';
 
 class Counter extends Model {

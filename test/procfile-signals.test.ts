@@ -1,5 +1,5 @@
 /**
- * Issue 10, the Procfile layout: a process manager (foreman, honcho, systemd's KillMode=control-group, a
+ * The Procfile layout: a process manager (foreman, honcho, systemd's KillMode=control-group, a
  * terminal's Ctrl-C) sends its stop signal to the whole process group of `npm run start:web`, so the
  * node process receives it once directly and once more relayed by npm → tsx some 30 ms later. That
  * second copy used to count as "a second signal: exit at once" and cut the drain short. Here a process

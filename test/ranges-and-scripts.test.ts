@@ -1,5 +1,5 @@
 /**
- * Issue 10, defect 8 (rest): the analytics range has a documented maximum answered with 400 (before,
+ * The analytics range has a documented maximum answered with 400 (before,
  * /analytics/volume silently cut the days to 3,660 while its totals counted everything), and the
  * scripts a user runs beside the service find it on its port (before, seed-registry called 3000).
  */

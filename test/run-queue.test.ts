@@ -42,7 +42,7 @@ test('a deferred job (upstream) is served by the same runner: its bare payload, 
     t.deepEqual(runner.stats.upstream, { started: 1, completed: 1, failed: 0, skippedExpired: 0 });
   } finally {
     await runner.close();
-    const keys = await redis.keys(`${config.redisPrefix}:*`);
+    const keys = await redis.keys(`${config.redis.prefix}:*`);
     if (keys.length) await redis.del(...keys);
     redis.disconnect();
   }

@@ -23,7 +23,7 @@ const norm = Math.hypot(...probe);
 const unitProbe = probe.map((x) => x / norm);
 
 test.serial('with no search worker, the job holds a ref and a key only, and the sealed probe is gone at the deadline', async (t) => {
-  const redis = createRedis(h.config.redisUrl);
+  const redis = createRedis(h.config.redis.url);
   t.teardown(() => redis.disconnect());
   const deadlineAt = Date.now() + 1500;
   const pending = h.deps.face.compareWithUser(unitProbe, randomUUID(), deadlineAt);
@@ -38,7 +38,7 @@ test.serial('with no search worker, the job holds a ref and a key only, and the 
   const payload = (job.data as { payload: Record<string, unknown> }).payload;
   t.deepEqual(Object.keys(payload).sort(), ['embeddingKey', 'embeddingRef', 'op', 'userId']);
 
-  const valueKey = handoffKey(h.config.redisPrefix, 'embedding', payload.embeddingRef as string);
+  const valueKey = handoffKey(h.config.redis.prefix, 'embedding', payload.embeddingRef as string);
   const sealed = await redis.getBuffer(valueKey);
   if (!sealed) return t.fail('no sealed probe beside the job');
   const clear = encodeEmbedding(unitProbe);
@@ -55,7 +55,7 @@ test.serial('with no search worker, the job holds a ref and a key only, and the 
 });
 
 test.serial('a search worker takes the sealed probe once and answers with it', async (t) => {
-  const redis = createRedis(h.config.redisUrl);
+  const redis = createRedis(h.config.redis.url);
   t.teardown(() => redis.disconnect());
   await h.startSearchWorker();
   const { userId } = await newConsumer(h);
@@ -64,5 +64,5 @@ test.serial('a search worker takes the sealed probe once and answers with it', a
   t.is(same.score, 1);
   const knn = await h.deps.face.searchByEmbedding(unitProbe, 1);
   t.is(knn.hits[0]?.userId, userId);
-  t.deepEqual(await redis.keys(handoffKey(h.config.redisPrefix, 'embedding', '*')), [], 'no probe left in Redis');
+  t.deepEqual(await redis.keys(handoffKey(h.config.redis.prefix, 'embedding', '*')), [], 'no probe left in Redis');
 });

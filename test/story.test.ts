@@ -97,8 +97,8 @@ async function linkNumber(t: import('ava').ExecutionContext, who: Consumer, regi
   const f = await api().post(`/identity/${registry}/verify-face`, { ...bearer(who.token), form });
   t.is(f.status, 200, f.text);
   t.is(f.body.outcome, 'match');
-  t.true(f.body.score >= h.config.matchThreshold);
-  t.is(f.body.expiresIn, h.config.linkTokenTtlSeconds);
+  t.true(f.body.score >= h.config.face.matchThreshold);
+  t.is(f.body.expiresIn, h.config.identity.linkTokenTtlSeconds);
 
   const l = await api().post(`/identity/${registry}/link`, { ...bearer(who.token), json: { linkToken: f.body.linkToken } });
   t.is(l.status, 200, l.text);
@@ -136,9 +136,9 @@ test.serial('verify/self answers a single-use proofToken that changes the phone 
   const self = await api().post('/verify/self', { ...bearer(bush.token), form: { image: face('lfw/Bush_3.png') } });
   t.is(self.status, 200, self.text);
   t.is(self.body.outcome, 'match');
-  t.true(self.body.score >= h.config.matchThreshold);
+  t.true(self.body.score >= h.config.face.matchThreshold);
   t.is(typeof self.body.proofToken, 'string');
-  t.is(self.body.expiresIn, h.config.proofTokenTtlSeconds);
+  t.is(self.body.expiresIn, h.config.identity.proofTokenTtlSeconds);
 
   const change = { proofToken: self.body.proofToken, phone: '+2348037654321' };
   const patched = await api().patch(`/users/${bush.userId}`, { ...bearer(bush.token), json: change });

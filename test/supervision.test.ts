@@ -1,5 +1,5 @@
 /**
- * Issue 10, defects 1 and 2: `npm start` supervises and stops as a whole.
+ * `npm start` supervises and stops as a whole.
  * - The supervisor restarts a child that dies (kill -9) with backoff while the others keep running, and
  *   marks a crash loop in its status file (which GET /health reports as `processes`).
  * - The real `npm start`, started through npm as a user does: kill -9 of the face worker is followed by
@@ -13,7 +13,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Supervisor, type ChildStatus } from '../scripts/supervisor.js';
-import { freePort } from '../scripts/lib/local-services.js';
+import { freePort } from '../scripts/lib/private-services.js';
 import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from './helpers/db.js';
 import { ROOT } from './helpers/harness.js';
 

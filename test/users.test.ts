@@ -104,13 +104,13 @@ test('PATCH without a valid proofToken is 403 proof_token_invalid: missing, unkn
 test('the token is stored only as a hash, with the configured TTL', async (t) => {
   const me = await newConsumer(h);
   const { proofToken, expiresIn } = await issueProofToken(h.deps, me.userId);
-  t.is(expiresIn, h.config.proofTokenTtlSeconds);
+  t.is(expiresIn, h.config.identity.proofTokenTtlSeconds);
   t.true(Buffer.from(proofToken, 'base64url').length >= 16);
   const key = h.deps.keys('proof', createHash('sha256').update(proofToken).digest('hex'));
   t.is(await h.deps.redis.get(key), me.userId);
   const ttl = await h.deps.redis.ttl(key);
-  t.true(ttl > 0 && ttl <= h.config.proofTokenTtlSeconds);
-  const keys = await h.deps.redis.keys(`${h.config.redisPrefix}:*`);
+  t.true(ttl > 0 && ttl <= h.config.identity.proofTokenTtlSeconds);
+  const keys = await h.deps.redis.keys(`${h.config.redis.prefix}:*`);
   t.false(keys.some((k) => k.includes(proofToken)));
 });
 

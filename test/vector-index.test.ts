@@ -201,7 +201,7 @@ test.serial('a restarted search worker starts from its snapshot plus the change 
 });
 
 test.serial('a replica trains once there is enough data, compacts tombstones, and never returns a removed user meanwhile', async (t) => {
-  const db = createDb(h.config.databaseUrl, 2, { bindModels: false });
+  const db = createDb(h.config.database.url, 2, { bindModels: false });
   const logger = createLogger({ level: 'silent' });
   const replica = new IndexReplica(db, { factory: 'IVF8,Flat', nprobe: 8, syncIntervalMs: 0, logger, compactMinDead: 20, compactDeadRatio: 0.01 });
   const ivf = () => replica.index as FaissEngine;

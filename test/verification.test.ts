@@ -44,7 +44,7 @@ test.serial('identify finds the enrolled person from another photo, logs the cal
   t.is(res.body.outcome, 'match');
   t.is(res.body.candidates[0].userId, bush.userId);
   t.is(res.body.candidates[0].rank, 1);
-  t.true(res.body.candidates[0].score >= h.config.matchThreshold);
+  t.true(res.body.candidates[0].score >= h.config.face.matchThreshold);
   t.false(res.body.candidates.some((c: { userId: string }) => c.userId === powell.userId));
   for (const stage of ['liveness', 'embed', 'search', 'total']) t.is(typeof res.body.latencyMs[stage], 'number', stage);
 
@@ -141,9 +141,9 @@ test.serial('verify/self: a match returns a single-use proofToken and logs the c
   const res = await api.post('/verify/self', { token: bush.token, form: { image: file('lfw/Bush_3.png') } });
   t.is(res.status, 200, res.text);
   t.is(res.body.outcome, 'match');
-  t.true(res.body.score >= h.config.matchThreshold);
+  t.true(res.body.score >= h.config.face.matchThreshold);
   t.is(typeof res.body.proofToken, 'string');
-  t.is(res.body.expiresIn, h.config.proofTokenTtlSeconds);
+  t.is(res.body.expiresIn, h.config.identity.proofTokenTtlSeconds);
   const row = await h.deps.db('searchLogs').where({ id: res.body.referenceId }).first();
   t.is(row.kind, 'verify_self');
   t.is(row.userId, bush.userId);
@@ -156,7 +156,7 @@ test.serial('verify/self: another face is no_match without a proofToken; no face
   t.is(other.status, 200);
   t.is(other.body.outcome, 'no_match');
   t.is(other.body.proofToken, undefined);
-  t.true(other.body.score < h.config.matchThreshold);
+  t.true(other.body.score < h.config.face.matchThreshold);
   const fruit = await api.post('/verify/self', { token: powell.token, form: { image: file('no_face_fruits.jpg') } });
   t.is(fruit.body.outcome, 'no_face');
   const print = await api.post('/verify/self', { token: powell.token, form: { image: file('synthetic/grace_hopper_a_held_print.jpg') } });
@@ -170,7 +170,7 @@ test.serial('a high-confidence verify/self refreshes the canonical embedding thr
   const before = await h.deps.db('canonicalEmbeddings').where({ userId: gh.userId }).first();
   const res = await client(h.url).post('/verify/self', { token: gh.token, form: { image: file('grace_hopper_b.jpg') } });
   t.is(res.body.outcome, 'match');
-  t.true(res.body.score >= h.config.highConfidenceThreshold);
+  t.true(res.body.score >= h.config.face.highConfidenceThreshold);
   const after = await h.deps.db('canonicalEmbeddings').where({ userId: gh.userId }).first();
   t.is(after.source, 'verify_self');
   t.notDeepEqual(after.embedding, before.embedding);
@@ -206,7 +206,7 @@ test.serial('no face image, aligned face or embedding lingers in Redis after an 
   const res = await client(h.url).post('/identify', { token: operator.token, form: { attestation: 'true', file: file('lfw/Powell_3.png') } });
   t.is(res.status, 200);
   const redis = h.deps.redis;
-  const prefix = `${h.config.redisPrefix}:bull`;
+  const prefix = `${h.config.redis.prefix}:bull`;
   const keys = await redis.keys(`${prefix}:*`);
   // Only queue bookkeeping remains: no per-job hash (`<queue>:<id>`) of any face queue.
   const jobHashes = keys.filter((k) => /:(liveness|embed|search):\d+$/.test(k));
@@ -227,8 +227,8 @@ test.serial('no face image, aligned face or embedding lingers in Redis after an 
     for (const [, f] of completed) t.is(f[f.indexOf('returnvalue') + 1], 'null', `${queue}: no result in the stream`);
   }
   // The image and the aligned face were taken by the workers that read them, and no reply waits on a list.
-  t.deepEqual(await redis.keys(`${h.config.redisPrefix}:face:*`), []);
-  t.deepEqual(await redis.keys(`${h.config.redisPrefix}:jobs:reply:*`), []);
+  t.deepEqual(await redis.keys(`${h.config.redis.prefix}:face:*`), []);
+  t.deepEqual(await redis.keys(`${h.config.redis.prefix}:jobs:reply:*`), []);
 });
 
 test.serial('identify never returns a deleted account still in the index: ranks renumbered, logged without it, alone it is no_match', async (t) => {

@@ -65,13 +65,13 @@ test.serial('events past WEBHOOK_RETENTION_DAYS go with their log, unless a deli
   const repo = new WebhooksRepository(h.deps.db);
   const admin = await newOperator(h, { role: 'administrator' });
   await client(h.url).post('/webhooks/endpoints', { token: admin.token, json: { url: `${receiver.url}/retention`, events: ['user.deleted'] } });
-  const old = new Date(Date.now() - (h.config.webhookRetentionDays + 1) * 86_400_000);
+  const old = new Date(Date.now() - (h.config.webhooks.retentionDays + 1) * 86_400_000);
   const [done, pending, recent] = await Promise.all([0, 1, 2].map(() => new WebhooksRepository(h.deps.db).recordEvent('user.deleted', { userId: randomUUID() })));
   await repo.dispatchEvents(100);
   await h.deps.db('webhook_events').whereIn('id', [done!, pending!]).update({ createdAt: old });
   await h.deps.db('webhook_deliveries').whereIn('eventId', [done!, recent!]).update({ status: 'succeeded' });
   t.true((await h.deps.db('webhook_deliveries').where({ eventId: pending!, status: 'pending' })).length > 0, 'the pending one has a pending delivery');
-  await repo.purgeEvents(h.config.webhookRetentionDays);
+  await repo.purgeEvents(h.config.webhooks.retentionDays);
   const left = (await h.deps.db('webhook_events').whereIn('id', [done!, pending!, recent!]).select('id')).map((r: { id: string }) => r.id).sort();
   t.deepEqual(left, [pending!, recent!].sort());
   t.is((await h.deps.db('webhook_deliveries').where({ eventId: done! })).length, 0, 'its deliveries went with it');

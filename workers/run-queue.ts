@@ -127,13 +127,13 @@ class RunnerConnections {
     private readonly config: Config,
     logger: Logger,
   ) {
-    this.prefix = bullPrefix(config.redisPrefix);
+    this.prefix = bullPrefix(config.redis.prefix);
     this.redis = this.open(logger);
   }
 
   /** A new connection, closed with the runner. */
   open(log: Logger): Redis {
-    const connection = bullConnection(this.config.redisUrl);
+    const connection = bullConnection(this.config.redis.url);
     connection.on('error', (e) => log.debug({ err: e.message }, 'redis connection error'));
     this.all.push(connection);
     return connection;
@@ -170,7 +170,7 @@ function serveQueue<Q extends QueueName>(
   const processor = JOB_CONTRACTS[queue].delivery === 'deferred' ? deferredProcessor(queue, handler, stats, conns) : awaitedProcessor(queue, handler, stats, conns, log, opts.now ?? Date.now);
   const worker = new Worker(queue, processor, {
     connection: conns.open(log),
-    prefix: bullPrefix(config.redisPrefix),
+    prefix: bullPrefix(config.redis.prefix),
     concurrency: opts.concurrency,
     autorun: true,
   });

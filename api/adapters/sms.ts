@@ -72,9 +72,9 @@ export class WebhookSmsTransport implements SmsTransport {
   }
 }
 
-export function createSmsTransport(config: Pick<Config, 'smsTransport' | 'smsOutboxFile' | 'smsWebhookUrl' | 'smsWebhookToken' | 'smsWebhookTimeoutMs'>): SmsTransport {
-  if (config.smsTransport === 'webhook') {
-    return new WebhookSmsTransport({ url: config.smsWebhookUrl, token: config.smsWebhookToken, timeoutMs: config.smsWebhookTimeoutMs });
+export function createSmsTransport(config: Pick<Config, 'sms'>): SmsTransport {
+  if (config.sms.transport === 'webhook') {
+    return new WebhookSmsTransport({ url: config.sms.webhookUrl, token: config.sms.webhookToken, timeoutMs: config.sms.webhookTimeoutMs });
   }
-  return new OutboxSmsTransport(config.smsOutboxFile);
+  return new OutboxSmsTransport(config.sms.outboxFile);
 }

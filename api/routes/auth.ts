@@ -35,8 +35,8 @@ export default function authRoutes({ config, sessions, otp, operatorAuth }: Pick
       tag: 'Auth',
       summary: 'Send a 6-digit sign-in code by SMS',
       description:
-        `Always \`{ status: "sent" }\` for a valid number, registered or not. Per phone, one request per OTP_COOLDOWN_SECONDS (${config.otpCooldownSeconds} s; else 429 \`otp_cooldown\`); ` +
-        `per client IP, OTP_REQUESTS_PER_IP_PER_HOUR (${config.otpRequestsPerIpPerHour}; else 429 \`rate_limited\`); both with Retry-After. The code lives OTP_TTL_SECONDS (${config.otpTtlSeconds} s).`,
+        `Always \`{ status: "sent" }\` for a valid number, registered or not. Per phone, one request per OTP_COOLDOWN_SECONDS (${config.otp.cooldownSeconds} s; else 429 \`otp_cooldown\`); ` +
+        `per client IP, OTP_REQUESTS_PER_IP_PER_HOUR (${config.otp.requestsPerIpPerHour}; else 429 \`rate_limited\`); both with Retry-After. The code lives OTP_TTL_SECONDS (${config.otp.ttlSeconds} s).`,
       auth: 'none',
       body: Type.Object({ phone: Phone }, Strict),
       responses: { 200: { description: 'Code sent', schema: StatusBody('sent') } },
@@ -52,8 +52,8 @@ export default function authRoutes({ config, sessions, otp, operatorAuth }: Pick
       tag: 'Auth',
       summary: 'Exchange the code for a token pair (creates the user on the first success)',
       description:
-        `Single use: the first correct submission consumes the code. Wrong codes 1-${config.otpMaxAttempts - 1} answer 400 \`otp_invalid\`; ` +
-        `the ${config.otpMaxAttempts}th kills the code and answers 429 \`otp_too_many_attempts\`, as does every submission after it until a new code is requested.`,
+        `Single use: the first correct submission consumes the code. Wrong codes 1-${config.otp.maxAttempts - 1} answer 400 \`otp_invalid\`; ` +
+        `the ${config.otp.maxAttempts}th kills the code and answers 429 \`otp_too_many_attempts\`, as does every submission after it until a new code is requested.`,
       auth: 'none',
       body: Type.Object({ phone: Phone, code: Type.String({ pattern: '^[0-9]{6}$', description: 'The 6-digit code' }) }, Strict),
       responses: { 200: { description: 'Signed in', schema: ConsumerTokenPair } },
@@ -69,7 +69,7 @@ export default function authRoutes({ config, sessions, otp, operatorAuth }: Pick
       tag: 'Auth',
       summary: 'Operator or administrator sign-in',
       description:
-        `The same 401 \`invalid_credentials\` for an unknown identifier and a wrong password. ${config.operatorMaxFailedLogins} failures in a row lock the account ` +
+        `The same 401 \`invalid_credentials\` for an unknown identifier and a wrong password. ${config.operators.maxFailedLogins} failures in a row lock the account ` +
         '(403 `account_locked`, even with the right password) until an administrator resets its password.',
       auth: 'none',
       body: Type.Object(

@@ -20,7 +20,7 @@ export function allRoutes(deps: AppDeps): AnyRoute[] {
   return [
     ...systemRoutes(r),
     ...adminQueueRoutes(r),
-    ...(deps.config.registrySimulator ? registryRoutes(r) : []),
+    ...(deps.config.registry.simulator ? registryRoutes(r) : []),
     ...identityRoutes(r),
     ...userRoutes(r),
     ...disputeRoutes(r),

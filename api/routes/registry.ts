@@ -62,7 +62,7 @@ export default function registryRoutes({ config, registrySimulator }: Pick<Route
 
   /** Hangs or fails the request when a fault is configured or requested. */
   const faultGate = async (ctx: Context) => {
-    const fault = registry.effectiveFault(config.registrySimFault as registry.Fault, ctx.get('x-registry-fault') || undefined, config.isProduction);
+    const fault = registry.effectiveFault(config.registry.simFault as registry.Fault, ctx.get('x-registry-fault') || undefined, config.isProduction);
     if (fault === 'none') return;
     const hungUp = new AbortController();
     const onClose = () => hungUp.abort();

@@ -74,7 +74,7 @@ export default function systemRoutes(deps: Pick<RouteDeps, 'config' | 'health' |
       handler: async function getModels() {
         let faceEngine: unknown = null;
         try {
-          const res = await fetch(`${config.faceEngineUrl}/version`, { signal: AbortSignal.timeout(1500) });
+          const res = await fetch(`${config.face.engineUrl}/version`, { signal: AbortSignal.timeout(1500) });
           if (res.ok) faceEngine = await res.json();
         } catch {
           faceEngine = null;
@@ -82,8 +82,8 @@ export default function systemRoutes(deps: Pick<RouteDeps, 'config' | 'health' |
         return {
           body: {
             face_engine: faceEngine,
-            thresholds: { match: config.matchThreshold, highConfidence: config.highConfidenceThreshold, liveness: config.livenessThreshold },
-            vectorIndex: { factory: config.vectorIndexFactory, metric: 'inner_product' },
+            thresholds: { match: config.face.matchThreshold, highConfidence: config.face.highConfidenceThreshold, liveness: config.face.livenessThreshold },
+            vectorIndex: { factory: config.search.indexFactory, metric: 'inner_product' },
           },
         };
       },

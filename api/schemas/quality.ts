@@ -22,5 +22,12 @@ export const QualityBody = Type.Object(
   },
 );
 
-/** `quality` on a face answer: null when no face was found (no_face) or the engine did not measure it. */
-export const QualityField = Type.Union([QualityBody, Type.Null()]);
+/**
+ * `quality` on a face answer: that of the face used; on `no_face`, that of the whole photo, whose only
+ * possible issues are `too_dark`, `too_bright` and `blurred` (what kept the face from being found);
+ * null when several faces were refused or the engine did not measure it.
+ */
+export const QualityField = Type.Union([QualityBody, Type.Null()], {
+  description:
+    'Capture quality of the face used. On `no_face`, that of the whole photo: `too_dark`, `too_bright` or `blurred` when that is why no face was found, else no issue. Null when the engine did not measure it (or several faces were refused).',
+});

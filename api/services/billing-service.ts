@@ -70,11 +70,11 @@ const minor = (major: number) => Math.round(major * 100);
 const major = (minorUnits: number) => minorUnits / 100;
 
 export class BillingService {
-  constructor(private readonly deps: { searchLogs: SearchLogsRepository; config: Pick<Config, 'billingTiersFile'> }) {}
+  constructor(private readonly deps: { searchLogs: SearchLogsRepository; config: Pick<Config, 'billing'> }) {}
 
   /** The org's bill for a range, from the tier file as it is now (re-read on every call). */
   async report(orgId: string, range: DateRange) {
-    const tiers = await loadTiers(this.deps.config.billingTiersFile);
+    const tiers = await loadTiers(this.deps.config.billing.tiersFile);
     const tierName = Object.prototype.hasOwnProperty.call(tiers.orgs, orgId) ? tiers.orgs[orgId] : undefined;
     if (!tierName) throw new AppError('not_found', 'No contracted tier for this org');
     const tier = tiers.tiers[tierName]!;

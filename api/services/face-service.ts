@@ -30,7 +30,7 @@ import { handoffKey, newHandoffRef } from '../../shared/face-path/handoff.js';
 import { searchEmbeddingValue } from '../../shared/face-path/search-embedding.js';
 import { JobTimeoutError, type JobClient } from '../../shared/face-path/job-client.js';
 import type { DetectedFace, JobContracts, LivenessJobResult, QueueName, SearchHit, SearchRequest, SearchResult } from '../../shared/jobs/index.js';
-import type { QualityAssessment } from '../../shared/face/quality.js';
+import type { QualityAssessment, QualitySummary } from '../../shared/face/quality.js';
 import type { Logger } from '../../shared/logger.js';
 import type { EmbeddingsRepository } from '../../shared/repositories/embeddings.js';
 import { normaliseUpload, type NormalisedImage } from '../../shared/face/image.js';
@@ -68,7 +68,8 @@ export type CaptureAnalysis =
       quality: QualityAssessment | null;
       ms: number;
     }
-  | { outcome: 'no_face' | 'multiple_faces'; image: NormalisedImage; faceCount: number; ms: number };
+  /** `quality`: on `no_face`, whether the whole photo is too dark, too bright or too blurred; else null. */
+  | { outcome: 'no_face' | 'multiple_faces'; image: NormalisedImage; faceCount: number; quality: QualitySummary | null; ms: number };
 
 export type AnalysedFace = Extract<CaptureAnalysis, { face: DetectedFace }>;
 
@@ -88,8 +89,8 @@ export interface IdentifyResult {
   candidates: Candidate[];
   /** The 1:N threshold the candidates were cut at (IDENTIFY_MATCH_THRESHOLD). */
   threshold: number;
-  /** Capture quality of the probe's chosen face; null without a face. */
-  quality: QualityAssessment | null;
+  /** Capture quality of the probe's chosen face; on no_face that of the whole photo (exposure, sharpness). */
+  quality: QualityAssessment | QualitySummary | null;
   latencyMs: LatencyMs;
   /** Best score found (also below the threshold), for SearchLog.topScore; null without a search. */
   topScore: number | null;
@@ -107,8 +108,8 @@ export interface SelfVerification {
   livenessScore: number | null;
   /** The live capture's embedding, when computed (a high-confidence match refreshes the canonical one). */
   embedding: CaptureEmbedding | null;
-  /** Capture quality of the chosen face; null without a face. */
-  quality: QualityAssessment | null;
+  /** Capture quality of the chosen face; on no_face that of the whole photo (exposure, sharpness). */
+  quality: QualityAssessment | QualitySummary | null;
   latencyMs: LatencyMs;
 }
 
@@ -119,8 +120,8 @@ export interface PhotoVerification {
   /** The live capture (normalised image, face) and its embedding, when the live face was usable. */
   capture: AnalysedFace | null;
   embedding: CaptureEmbedding | null;
-  /** Capture quality of the live capture's face (also on liveness_failed); null without a face. */
-  quality: QualityAssessment | null;
+  /** Capture quality of the live capture's face (also on liveness_failed); on no_face that of the whole photo. */
+  quality: QualityAssessment | QualitySummary | null;
   /** Stages of the live capture; `registryPhoto`: both stages on the registry photo; no search stage. */
   latencyMs: LatencyMs & { registryPhoto: number | null };
 }
@@ -132,7 +133,7 @@ export class FaceService {
   constructor(private readonly deps: FaceServiceDeps) {}
 
   private budget(): number {
-    return Date.now() + this.deps.config.faceJobTimeoutMs;
+    return Date.now() + this.deps.config.queues.faceJobTimeoutMs;
   }
 
   /** Runs one job within what is left of the call's time budget. */
@@ -143,7 +144,7 @@ export class FaceService {
     withValues?: { key: string; value: Buffer }[],
   ): Promise<JobContracts[Q]['result']> {
     const remaining = deadlineAt - Date.now();
-    if (remaining <= 0) throw new JobTimeoutError(queue, this.deps.config.faceJobTimeoutMs, false);
+    if (remaining <= 0) throw new JobTimeoutError(queue, this.deps.config.queues.faceJobTimeoutMs, false);
     return this.deps.jobs.run(queue, payload, { timeoutMs: remaining, withValues });
   }
 
@@ -151,7 +152,7 @@ export class FaceService {
   async normalise(input: CaptureInput): Promise<NormalisedImage> {
     if (!Buffer.isBuffer(input)) return input;
     try {
-      return await normaliseUpload(input, { maxPixels: this.deps.config.maxImagePixels });
+      return await normaliseUpload(input, { maxPixels: this.deps.config.http.maxImagePixels });
     } catch (e) {
       if (isFaceError(e)) throw new AppError('invalid_image', e.message);
       throw e;
@@ -167,13 +168,13 @@ export class FaceService {
     mode: FaceMode,
     deadlineAt = this.budget(),
     /** Below this liveness score the aligned face is not kept for an embed stage (a registry photo: 0). */
-    handOffMinLiveness = this.deps.config.livenessThreshold,
+    handOffMinLiveness = this.deps.config.face.livenessThreshold,
   ): Promise<CaptureAnalysis> {
     const image = await this.normalise(input);
     const resultKey = newResultKey();
     // The image goes to the worker as a sealed Redis value beside the job (shared/face-path/handoff.ts).
     const imageRef = newHandoffRef();
-    const imageValue = { key: handoffKey(this.deps.config.redisPrefix, 'image', imageRef), value: sealToBuffer(image.jpeg, resultKey) };
+    const imageValue = { key: handoffKey(this.deps.config.redis.prefix, 'image', imageRef), value: sealToBuffer(image.jpeg, resultKey) };
     const r = await this.job('liveness', { imageRef, mode, resultKey, handOffMinLiveness }, deadlineAt, [imageValue]);
     return this.livenessAnswer(r, image, resultKey);
   }
@@ -196,7 +197,7 @@ export class FaceService {
   ): Promise<{ analysis: CaptureAnalysis; embedding?: CaptureEmbedding; search?: SearchResult }> {
     const [image, request] = await Promise.all([this.normalise(input), opts.search]);
     const remaining = deadlineAt - Date.now();
-    if (remaining <= 0) throw new JobTimeoutError('liveness', this.deps.config.faceJobTimeoutMs, false);
+    if (remaining <= 0) throw new JobTimeoutError('liveness', this.deps.config.queues.faceJobTimeoutMs, false);
     const resultKey = newResultKey();
     const embedKey = newResultKey();
     const imageRef = newHandoffRef();
@@ -207,12 +208,12 @@ export class FaceService {
         imageRef,
         mode,
         resultKey,
-        handOffMinLiveness: opts.requireLive ? this.deps.config.livenessThreshold : 0,
+        handOffMinLiveness: opts.requireLive ? this.deps.config.face.livenessThreshold : 0,
         embedNext: { jobId: ids.embed, resultKey: embedKey, ...(request ? { searchNext: { jobId: ids.search, request } } : {}) },
       },
       {
         timeoutMs: remaining,
-        withValues: [{ key: handoffKey(this.deps.config.redisPrefix, 'image', imageRef), value: sealToBuffer(image.jpeg, resultKey) }],
+        withValues: [{ key: handoffKey(this.deps.config.redis.prefix, 'image', imageRef), value: sealToBuffer(image.jpeg, resultKey) }],
         followOns: [{ queue: 'embed', jobId: ids.embed }, ...(request ? [{ queue: 'search' as const, jobId: ids.search }] : [])],
       },
     );
@@ -237,9 +238,9 @@ export class FaceService {
     this.deps.metrics.stage('liveness', r.ms);
     if (!r.ok) {
       if (r.code === 'invalid_image') throw new AppError('invalid_image', 'The image could not be decoded');
-      return { outcome: r.code, image, faceCount: r.faceCount, ms: r.ms };
+      return { outcome: r.code, image, faceCount: r.faceCount, quality: r.quality ?? null, ms: r.ms };
     }
-    const live = r.livenessScore >= this.deps.config.livenessThreshold;
+    const live = r.livenessScore >= this.deps.config.face.livenessThreshold;
     return {
       outcome: live ? 'ok' : 'liveness_failed',
       image,
@@ -279,7 +280,7 @@ export class FaceService {
   ): Promise<{ hits: SearchHit[]; appliedSeq: string; indexSize: number; ms: number }> {
     const minSeq = await (minSeqRead ?? this.deps.embeddings.currentSeq());
     // The embedding goes sealed beside the job, not in it (shared/face-path/search-embedding.ts).
-    const probe = searchEmbeddingValue(this.deps.config.redisPrefix, embedding);
+    const probe = searchEmbeddingValue(this.deps.config.redis.prefix, embedding);
     const r = await this.job('search', { op: 'knn', ...probe.ref, k, minSeq }, deadlineAt, [probe.value]);
     if (r.op !== 'knn') throw new Error('search worker answered another op');
     this.deps.metrics.stage('search', r.ms);
@@ -293,10 +294,10 @@ export class FaceService {
     const { config } = this.deps;
     // Every write answered before this call is at or below the position read now (read-your-writes);
     // read while the upload is normalised, it costs the call no wait.
-    const request = this.deps.embeddings.currentSeq().then((minSeq): SearchRequest => ({ op: 'knn', k: config.identifyMaxCandidates, minSeq }));
+    const request = this.deps.embeddings.currentSeq().then((minSeq): SearchRequest => ({ op: 'knn', k: config.face.identifyMaxCandidates, minSeq }));
     const { analysis: a, embedding: e, search } = await this.chain(probe, 'largest', deadlineAt, { search: request, requireLive: true });
-    const threshold = config.identifyMatchThreshold;
-    const base = { candidates: [] as Candidate[], topScore: null, faceCount: a.faceCount, threshold, quality: hasFace(a) ? a.quality : null };
+    const threshold = config.face.identifyMatchThreshold;
+    const base = { candidates: [] as Candidate[], topScore: null, faceCount: a.faceCount, threshold, quality: a.quality };
     if (!hasFace(a)) {
       // 'largest' never refuses several faces; a photo without a face is `no_face`.
       return { ...base, outcome: 'no_face', livenessScore: null, engineVersion: null, latencyMs: { liveness: a.ms, embed: null, search: null, total: since(t0) } };
@@ -307,7 +308,7 @@ export class FaceService {
     const scored = search.hits.map((h) => ({ userId: h.userId, score: round4(h.score) }));
     const candidates = scored
       .filter((h) => h.score >= threshold)
-      .slice(0, config.identifyMaxCandidates)
+      .slice(0, config.face.identifyMaxCandidates)
       .map((h, i) => ({ ...h, rank: i + 1 }));
     return {
       outcome: candidates.length > 0 ? 'match' : 'no_match',
@@ -324,7 +325,7 @@ export class FaceService {
 
   /** 1:1 against a user's canonical embedding (the `compare` op; no search). score null: none stored. */
   async compareWithUser(embedding: number[], userId: string, deadlineAt = this.budget()): Promise<{ score: number | null; reason?: 'no_embedding' | 'engine_version_mismatch'; ms: number }> {
-    const probe = searchEmbeddingValue(this.deps.config.redisPrefix, embedding);
+    const probe = searchEmbeddingValue(this.deps.config.redis.prefix, embedding);
     const r = await this.job('search', { op: 'compare', ...probe.ref, userId }, deadlineAt, [probe.value]);
     if (r.op !== 'compare') throw new Error('search worker answered another op');
     this.deps.metrics.stage('search', r.ms);
@@ -342,13 +343,13 @@ export class FaceService {
         score: null,
         livenessScore: a.outcome === 'liveness_failed' ? a.livenessScore : null,
         embedding: null,
-        quality: hasFace(a) ? a.quality : null,
+        quality: a.quality,
         latencyMs: { liveness: a.ms, embed: null, search: null, total: since(t0) },
       };
     }
     const score = c.score === null ? null : round4(c.score);
     return {
-      outcome: score !== null && score >= this.deps.config.matchThreshold ? 'match' : 'no_match',
+      outcome: score !== null && score >= this.deps.config.face.matchThreshold ? 'match' : 'no_match',
       score,
       ...(c.reason ? { reason: c.reason } : {}),
       livenessScore: a.livenessScore,
@@ -382,7 +383,7 @@ export class FaceService {
   async verifyEmbeddingAgainstPhoto(embedding: number[], registryPhoto: Buffer): Promise<{ outcome: 'match' | 'face_mismatch'; score: number; engineVersion: string }> {
     const reg = await this.embedRegistryPhoto(registryPhoto, this.budget());
     const score = round4(cosine(embedding, reg.embedding));
-    return { outcome: score >= this.deps.config.matchThreshold ? 'match' : 'face_mismatch', score, engineVersion: reg.engineVersion };
+    return { outcome: score >= this.deps.config.face.matchThreshold ? 'match' : 'face_mismatch', score, engineVersion: reg.engineVersion };
   }
 
   /**
@@ -406,14 +407,14 @@ export class FaceService {
         livenessScore: live.outcome === 'liveness_failed' ? live.livenessScore : null,
         capture: null,
         embedding: null,
-        quality: hasFace(live) ? live.quality : null,
+        quality: live.quality,
         latencyMs: { liveness: live.ms, embed: null, search: null, total: since(t0), registryPhoto: null },
       };
     }
     const reg = await registry;
     const score = round4(cosine(liveEmb.embedding, reg.embedding));
     return {
-      outcome: score >= this.deps.config.matchThreshold ? 'match' : 'face_mismatch',
+      outcome: score >= this.deps.config.face.matchThreshold ? 'match' : 'face_mismatch',
       score,
       livenessScore: live.livenessScore,
       capture: live,

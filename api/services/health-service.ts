@@ -93,26 +93,26 @@ export class HealthService {
         return undefined;
       }),
       timed(async () => {
-        const body = await getJson(`${config.faceEngineUrl}/health`, CHECK_TIMEOUT_MS);
+        const body = await getJson(`${config.face.engineUrl}/health`, CHECK_TIMEOUT_MS);
         if (body.status !== 'ok') throw new Error(String(body.detail ?? 'face engine not ready'));
         return { engineVersion: body.engineVersion ?? null };
       }),
       timed(async () => {
         // Reachable = answers below 500. `/stats` is the simulator's; a real registry may answer it 404.
-        const res = await fetch(`${config.registryUrl}/stats`, { signal: AbortSignal.timeout(CHECK_TIMEOUT_MS) });
+        const res = await fetch(`${config.registry.url}/stats`, { signal: AbortSignal.timeout(CHECK_TIMEOUT_MS) });
         await res.body?.cancel();
         if (res.status >= 500) throw new Error(`the registry answered ${res.status}`);
         return undefined;
       }),
       timed(async () => {
-        const body = await getJson(`${config.searchHealthUrl}/health`, CHECK_TIMEOUT_MS);
+        const body = await getJson(`${config.search.healthUrl}/health`, CHECK_TIMEOUT_MS);
         if (body.status !== 'ok') throw new Error(String(body.detail ?? 'vector index not ready'));
         return { size: body.size ?? null, appliedSeq: body.appliedSeq ?? null, factory: body.factory ?? null };
       }),
     ]);
     const dependencies = { db: dbStatus, cache, face_engine: faceEngine, identity_registry: registry, vector_index: vectorIndex };
     for (const d of DEPENDENCIES) this.deps.metrics.setDependency(d, dependencies[d].up);
-    const processes = supervisedProcesses(config.supervisorStatusFile);
+    const processes = supervisedProcesses(config.supervisor.statusFile);
     return { status: dbStatus.up && cache.up ? 'ok' : 'degraded', dependencies, ...(processes ? { processes } : {}) };
   }
 

@@ -94,9 +94,9 @@ export class IdentityService {
 
     // Each validation caches a registry photo and buys verify-face attempts: cap them per consumer.
     const { count, resetInSeconds } = await store.countValidation(userId);
-    if (count > config.validationsPerUserPerHour) {
+    if (count > config.identity.validationsPerUserPerHour) {
       metrics.outcome(`validate_${registry}`, 'rate_limited');
-      throw new AppError('rate_limited', `At most ${config.validationsPerUserPerHour} validations per hour; try again later`, { retryAfter: resetInSeconds });
+      throw new AppError('rate_limited', `At most ${config.identity.validationsPerUserPerHour} validations per hour; try again later`, { retryAfter: resetInSeconds });
     }
 
     // Linked to some account already? To another live account: only the date and a coarse device hint.
@@ -130,10 +130,10 @@ export class IdentityService {
     const validationToken = await store.saveValidation(
       { userId, registry, number, record: snapshot(record), photoMime: record.photoMime ?? 'application/octet-stream', issuedAt: new Date().toISOString() },
       record.photo!,
-      config.validationTokenTtlSeconds,
+      config.identity.validationTokenTtlSeconds,
     );
     metrics.outcome(`validate_${registry}`, 'validated');
-    return { validationToken, matchedName: maskName(fullName(record)), expiresIn: config.validationTokenTtlSeconds };
+    return { validationToken, matchedName: maskName(fullName(record)), expiresIn: config.identity.validationTokenTtlSeconds };
   }
 
   async verifyFace(input: VerifyFaceInput): Promise<VerifyFaceMatch> {
@@ -144,9 +144,9 @@ export class IdentityService {
 
     // Every attempt counts, whatever its outcome, before any face work.
     const { attempts, ttlMs } = await store.countAttempt(validationToken);
-    if (attempts > config.verifyFaceMaxAttempts) {
+    if (attempts > config.identity.verifyFaceMaxAttempts) {
       metrics.outcome('verify_face', 'rate_limited');
-      throw new AppError('rate_limited', `At most ${config.verifyFaceMaxAttempts} verify-face attempts per validationToken; validate again later`, {
+      throw new AppError('rate_limited', `At most ${config.identity.verifyFaceMaxAttempts} verify-face attempts per validationToken; validate again later`, {
         retryAfter: Math.max(1, Math.ceil(ttlMs / 1000)),
       });
     }
@@ -161,7 +161,7 @@ export class IdentityService {
     if (input.reuseCapture) {
       const capture = await store.capture(userId);
       if (!capture) {
-        throw new AppError('not_found', `No passing NIN capture of yours within the last ${config.captureReuseSeconds} s to reuse; send a live capture (file)`);
+        throw new AppError('not_found', `No passing NIN capture of yours within the last ${config.identity.captureReuseSeconds} s to reuse; send a live capture (file)`);
       }
       // Still compared against THIS registry's photo.
       const v = await face.verifyEmbeddingAgainstPhoto(capture.embedding, photo);
@@ -196,8 +196,8 @@ export class IdentityService {
       crossRegistryScore = c.score;
       if (c.score === null) {
         logger.info({ userId, registry, reason: c.reason }, 'cross-registry check skipped: no comparable canonical embedding');
-      } else if (c.score < config.matchThreshold) {
-        const policy = config.crossRegistryMismatchPolicy;
+      } else if (c.score < config.face.matchThreshold) {
+        const policy = config.identity.crossRegistryMismatchPolicy;
         const action = policy === 'hard-block' ? 'blocked' : 'flagged';
         await this.deps.auditEvents.record({
           type: 'identity.cross_registry_mismatch',
@@ -206,7 +206,7 @@ export class IdentityService {
           actorId: userId,
           subjectType: 'user',
           subjectId: userId,
-          data: { registry, otherRegistry: OTHER[registry], number: maskTail(meta.number, 3), policy, action, score: c.score, threshold: config.matchThreshold, captureReused: input.reuseCapture },
+          data: { registry, otherRegistry: OTHER[registry], number: maskTail(meta.number, 3), policy, action, score: c.score, threshold: config.face.matchThreshold, captureReused: input.reuseCapture },
         });
         logger.warn(
           { event: 'cross_registry_mismatch', severity: 'high', userId, registry, policy, action, score: c.score },
@@ -223,7 +223,7 @@ export class IdentityService {
     // Pass: the validation (and its registry photo) is dropped; only one concurrent pass gets a linkToken.
     if (!(await store.dropValidation(validationToken))) throw unknownValidation(registry);
 
-    if (registry === 'nin' && !input.reuseCapture) await store.saveCapture(userId, embedding, engineVersion, quality, config.captureReuseSeconds);
+    if (registry === 'nin' && !input.reuseCapture) await store.saveCapture(userId, embedding, engineVersion, quality, config.identity.captureReuseSeconds);
 
     const claims: LinkClaims = {
       userId,
@@ -238,9 +238,9 @@ export class IdentityService {
       captureReused: input.reuseCapture,
       qualityScore: quality?.score ?? null,
     };
-    const linkToken = await store.issueLinkToken(claims, config.linkTokenTtlSeconds);
+    const linkToken = await store.issueLinkToken(claims, config.identity.linkTokenTtlSeconds);
     metrics.outcome('verify_face', 'match');
-    return { outcome: 'match', linkToken, expiresIn: config.linkTokenTtlSeconds, score, quality };
+    return { outcome: 'match', linkToken, expiresIn: config.identity.linkTokenTtlSeconds, score, quality };
   }
 
   async link(input: { userId: string; registry: Registry; linkToken: string; userAgent: string | null }): Promise<LinkResult> {

@@ -31,7 +31,7 @@ export interface OperatorAuthDeps {
   operators: OperatorsRepository;
   sessionRows: SessionsRepository;
   attempts: LoginAttemptStore;
-  config: Pick<Config, 'operatorMaxFailedLogins' | 'operatorLoginsPerIpPerHour' | 'operatorLoginFailuresPerIpPerHour' | 'adminLockSeconds'>;
+  config: Pick<Config, 'operators'>;
   sessions: SessionService;
   metrics?: Metrics;
   logger?: Logger;
@@ -55,13 +55,13 @@ export class OperatorAuthService {
     const address = opts.ip ? ipBucket(opts.ip) : undefined;
     if (address) {
       const failures = await attempts.failures(address);
-      if (failures.count >= config.operatorLoginFailuresPerIpPerHour) {
+      if (failures.count >= config.operators.loginFailuresPerIpPerHour) {
         metrics?.outcome('operator_login', 'rate_limited');
         throw new AppError('rate_limited', 'Too many failed sign-ins from this address; try again later', { retryAfter: Math.max(1, Math.ceil(failures.ttlMs / 1000)) });
       }
       const account = createHash('sha256').update(identifier.normalize('NFC').toLowerCase()).digest('hex').slice(0, 24);
       const { count, resetInSeconds } = await attempts.countAttempt(address, account);
-      if (count > config.operatorLoginsPerIpPerHour) {
+      if (count > config.operators.loginsPerIpPerHour) {
         metrics?.outcome('operator_login', 'rate_limited');
         throw new AppError('rate_limited', 'Too many sign-in attempts for this account from this address; try again later', { retryAfter: resetInSeconds });
       }
@@ -86,9 +86,9 @@ export class OperatorAuthService {
     }
     // An administrator's lock lapses after ADMIN_LOCK_SECONDS: whoever knows an administrator's sign-in
     // name can lock it, and the organisation must not lose its last administrator to that.
-    if (op.lockedAt && op.role === 'administrator' && config.adminLockSeconds > 0 && Date.now() - new Date(op.lockedAt).getTime() >= config.adminLockSeconds * 1000) {
+    if (op.lockedAt && op.role === 'administrator' && config.operators.adminLockSeconds > 0 && Date.now() - new Date(op.lockedAt).getTime() >= config.operators.adminLockSeconds * 1000) {
       if (await operators.unlockIfLockedAt(op.id, op.lockedAt)) {
-        await this.deps.auditEvents.record({ type: 'operator.unlocked', actorType: 'system', actorId: null, subjectType: 'operator', subjectId: op.id, data: { via: 'admin_lock_expired', lockSeconds: config.adminLockSeconds } });
+        await this.deps.auditEvents.record({ type: 'operator.unlocked', actorType: 'system', actorId: null, subjectType: 'operator', subjectId: op.id, data: { via: 'admin_lock_expired', lockSeconds: config.operators.adminLockSeconds } });
       }
       op = Object.assign(op, { lockedAt: null, failedLoginCount: 0 });
     }
@@ -121,7 +121,7 @@ export class OperatorAuthService {
    */
   private async recordFailure(operatorId: string, via: 'login' | 'set_password', sessionId?: string): Promise<never> {
     const { config, metrics } = this.deps;
-    const row = await this.deps.operators.countFailure(operatorId, config.operatorMaxFailedLogins);
+    const row = await this.deps.operators.countFailure(operatorId, config.operators.maxFailedLogins);
     if (!row) throw locked();
     if (row.lockedAt) {
       await this.deps.auditEvents.record({

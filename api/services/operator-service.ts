@@ -216,9 +216,9 @@ export class OperatorService {
    * when unset, when an active administrator exists, or when the identifier is taken (logged). Safe to
    * call from several processes at once. Called by the web process at start-up (api/server.ts).
    */
-  async ensureFirstAdministrator(config: Pick<Config, 'adminIdentifier' | 'adminPassword'>): Promise<{ created: boolean; operatorId?: string; reason?: string }> {
+  async ensureFirstAdministrator(config: Pick<Config, 'operators'>): Promise<{ created: boolean; operatorId?: string; reason?: string }> {
     const { operators, logger } = this.deps;
-    const { adminIdentifier: identifier, adminPassword: password } = config;
+    const { operators: { adminIdentifier: identifier, adminPassword: password } } = config;
     if (!identifier || !password) return { created: false, reason: 'not_configured' };
     if (password.length < 8) throw new Error('ADMIN_PASSWORD must have at least 8 characters');
     // Hash outside the transaction: it takes tens of milliseconds and holds no lock.
@@ -253,5 +253,5 @@ export function operatorServiceOn(db: Knex, logger?: Logger): OperatorService {
  * The first administrator of a deployment (see OperatorService.ensureFirstAdministrator), for the web
  * entry file and the tests, which hold the process's deps.
  */
-export const ensureFirstAdministrator = (deps: { db: Knex; logger?: Logger; config: Pick<Config, 'adminIdentifier' | 'adminPassword'> }) =>
+export const ensureFirstAdministrator = (deps: { db: Knex; logger?: Logger; config: Pick<Config, 'operators'> }) =>
   operatorServiceOn(deps.db, deps.logger).ensureFirstAdministrator(deps.config);

@@ -26,7 +26,7 @@ import { ipBucket } from '../domain/client-address.js';
 import type { TokenService } from './token-service.js';
 
 export interface OtpDeps {
-  config: Pick<Config, 'otpTtlSeconds' | 'otpCooldownSeconds' | 'otpMaxAttempts' | 'otpRequestsPerIpPerHour' | 'otpRequestsPerPhonePerDay'>;
+  config: Pick<Config, 'otp'>;
   users: UsersRepository;
   codes: OtpCodeStore;
   tokens: TokenService;
@@ -64,10 +64,10 @@ export class OtpService {
     const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
 
     const { outcome, seconds } = await codes.issue(phoneId, ipBucket(ip), this.digest(phone, code), {
-      perIpPerHour: config.otpRequestsPerIpPerHour,
-      cooldownSeconds: config.otpCooldownSeconds,
-      ttlSeconds: config.otpTtlSeconds,
-      perPhonePerDay: config.otpRequestsPerPhonePerDay,
+      perIpPerHour: config.otp.requestsPerIpPerHour,
+      cooldownSeconds: config.otp.cooldownSeconds,
+      ttlSeconds: config.otp.ttlSeconds,
+      perPhonePerDay: config.otp.requestsPerPhonePerDay,
     });
 
     if (outcome === 'rate_limited') {
@@ -104,7 +104,7 @@ export class OtpService {
     const { config, codes, metrics } = this.deps;
     const phone = requirePhone(rawPhone);
     const phoneId = this.phoneId(phone);
-    const outcome = await codes.check(phoneId, this.digest(phone, code), config.otpMaxAttempts, config.otpTtlSeconds);
+    const outcome = await codes.check(phoneId, this.digest(phone, code), config.otp.maxAttempts, config.otp.ttlSeconds);
 
     if (outcome === 'killed' || outcome === 'dead') {
       metrics?.outcome('otp_verify', 'too_many_attempts');

@@ -41,7 +41,7 @@ export interface SessionDeps {
   users: UsersRepository;
   operators: OperatorsRepository;
   tokens: TokenService;
-  config: Pick<Config, 'refreshTokenTtlSeconds'>;
+  config: Pick<Config, 'security'>;
   metrics?: Metrics;
   logger?: Logger;
 }
@@ -55,7 +55,7 @@ export class SessionService {
   constructor(private readonly deps: SessionDeps) {}
 
   private get ttl(): number {
-    return this.deps.config.refreshTokenTtlSeconds;
+    return this.deps.config.security.refreshTokenTtlSeconds;
   }
 
   private async insertRefreshToken(sessionId: string): Promise<string> {

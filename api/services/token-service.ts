@@ -42,9 +42,9 @@ export class TokenService {
   private readonly privateKey: KeyObject;
   private readonly publicKey: KeyObject;
 
-  constructor(private readonly config: Pick<Config, 'jwtPrivateKey' | 'jwtIssuer' | 'accessTokenTtlSeconds'>) {
-    this.privateKey = config.jwtPrivateKey
-      ? createPrivateKey(config.jwtPrivateKey.replace(/\\n/g, '\n'))
+  constructor(private readonly config: Pick<Config, 'security'>) {
+    this.privateKey = config.security.jwtPrivateKey
+      ? createPrivateKey(config.security.jwtPrivateKey.replace(/\\n/g, '\n'))
       : loadOrCreateDevKey(DEV_KEY_FILE);
     if (this.privateKey.asymmetricKeyType !== 'ed25519') throw new Error('JWT_PRIVATE_KEY must be an Ed25519 key');
     this.publicKey = createPublicKey(this.privateKey);
@@ -60,16 +60,16 @@ export class TokenService {
   }
 
   get accessTtlSeconds(): number {
-    return this.config.accessTokenTtlSeconds;
+    return this.config.security.accessTokenTtlSeconds;
   }
 
   async signAccess(claims: { sub: string; aud: Audience; sid: string }): Promise<{ token: string; expiresIn: number }> {
-    const expiresIn = this.config.accessTokenTtlSeconds;
+    const expiresIn = this.config.security.accessTokenTtlSeconds;
     const token = await new SignJWT({ sid: claims.sid })
       .setProtectedHeader({ alg: ALG, typ: 'JWT' })
       .setSubject(claims.sub)
       .setAudience(claims.aud)
-      .setIssuer(this.config.jwtIssuer)
+      .setIssuer(this.config.security.jwtIssuer)
       .setIssuedAt()
       .setExpirationTime(`${expiresIn}s`)
       .sign(this.privateKey);
@@ -81,7 +81,7 @@ export class TokenService {
     try {
       const { payload } = await jwtVerify(token, this.publicKey, {
         algorithms: [ALG],
-        issuer: this.config.jwtIssuer,
+        issuer: this.config.security.jwtIssuer,
         audience: [...audiences],
         requiredClaims: ['sub', 'exp', 'sid'],
       });
@@ -105,7 +105,7 @@ export class TokenService {
       .setProtectedHeader({ alg: ALG, typ: 'JWT' })
       .setSubject(sub)
       .setAudience(ADMIN_UI_AUDIENCE)
-      .setIssuer(this.config.jwtIssuer)
+      .setIssuer(this.config.security.jwtIssuer)
       .setIssuedAt()
       .setExpirationTime(`${ttlSeconds}s`)
       .sign(this.privateKey);
@@ -115,7 +115,7 @@ export class TokenService {
     try {
       const { payload } = await jwtVerify(token, this.publicKey, {
         algorithms: [ALG],
-        issuer: this.config.jwtIssuer,
+        issuer: this.config.security.jwtIssuer,
         audience: ADMIN_UI_AUDIENCE,
         requiredClaims: ['sub', 'exp', 'sid'],
       });

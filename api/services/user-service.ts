@@ -24,7 +24,7 @@ import type { ProofTokens } from '../../shared/stores/proof-tokens.js';
 
 export interface UserDeps {
   webhooks: WebhooksRepository;
-  config: Pick<Config, 'bankAccountConfirmDelayMs'>;
+  config: Pick<Config, 'identity'>;
   unitOfWork: UnitOfWork;
   auditEvents: AuditEventsRepository;
   users: UsersRepository;
@@ -130,7 +130,7 @@ export class UserService {
     // 4. The delayed upstream confirmation. If Redis refuses now, the worker's repair sweep re-enqueues it.
     if (requestedAt) {
       try {
-        await enqueueBankAccountConfirm(this.deps.jobs.queue(UPSTREAM_QUEUE), userId, requestedAt, this.deps.config.bankAccountConfirmDelayMs);
+        await enqueueBankAccountConfirm(this.deps.jobs.queue(UPSTREAM_QUEUE), userId, requestedAt, this.deps.config.identity.bankAccountConfirmDelayMs);
       } catch (e) {
         this.deps.logger.warn({ userId, err: (e as Error).message }, 'bankAccount confirmation not enqueued; the repair sweep will retry');
       }

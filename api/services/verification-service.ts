@@ -17,7 +17,7 @@ import type { UsersRepository } from '../../shared/repositories/users.js';
 import type { Metrics } from '../metrics.js';
 import type { ConsumerPrincipal, OperatorPrincipal } from '../domain/principal.js';
 import { decideCanonicalRefresh, type CanonicalRefreshDecision } from '../domain/canonical-refresh.js';
-import { qualitySummary, type QualityAssessment, type QualitySummary } from '../../shared/face/quality.js';
+import { qualitySummary, type QualitySummary } from '../../shared/face/quality.js';
 import type { FaceService } from './face-service.js';
 import type { ProofTokens } from '../../shared/stores/proof-tokens.js';
 
@@ -39,7 +39,7 @@ export interface IdentifyAnswer {
   referenceId: string;
   outcome: 'match' | 'no_match' | 'liveness_failed' | 'no_face';
   candidates: Candidate[];
-  /** Advisory capture quality of the probe; null when no face was found. */
+  /** Advisory capture quality of the probe; on no_face, that of the whole photo (too dark, too bright, too blurred). */
   quality: QualitySummary | null;
   /** The 1:N threshold the candidates were cut at. */
   threshold: { setting: 'IDENTIFY_MATCH_THRESHOLD'; value: number };
@@ -52,7 +52,7 @@ export interface SelfAnswer {
   score: number | null;
   proofToken?: string;
   expiresIn?: number;
-  /** Advisory capture quality; null when no face was found. */
+  /** Advisory capture quality; on no_face, that of the whole photo (too dark, too bright, too blurred). */
   quality: QualitySummary | null;
   /** On a match: whether this capture replaced the canonical embedding, and why (api/domain/canonical-refresh.ts). */
   canonicalRefresh?: CanonicalRefreshDecision;
@@ -90,7 +90,8 @@ export class VerificationService {
         topScore: r.topScore,
         latencyMs: r.latencyMs,
         engineVersion: r.engineVersion,
-        qualityScore: r.quality?.score ?? null,
+        // The stored score is the face's: a photo without one has none (its advice is in the answer only).
+        qualityScore: outcome === 'no_face' ? null : (r.quality?.score ?? null),
       });
       metrics.outcome('identify', outcome);
       return {
@@ -192,14 +193,14 @@ export class VerificationService {
       outcome === 'match' && r.score !== null && embedding
         ? decideCanonicalRefresh({
             score: r.score,
-            highConfidenceThreshold: config.highConfidenceThreshold,
+            highConfidenceThreshold: config.face.highConfidenceThreshold,
             newQuality: quality?.score ?? null,
             storedQuality: enrolled.qualityScore ?? null,
-            floor: config.canonicalRefreshMinQuality,
+            floor: config.face.canonicalRefreshMinQuality,
           })
         : undefined;
     // The log row, the canonical refresh (with its audit row) and the proof token do not depend on each
-    // other: one wait instead of three (issue 12). Any failure still fails the call.
+    // other: one wait instead of three. Any failure still fails the call.
     const [, , proof] = await Promise.all([
       searchLogs.insert({
         id: referenceId,
@@ -210,7 +211,7 @@ export class VerificationService {
         topScore: r.score,
         latencyMs: r.latencyMs,
         engineVersion: embedding?.engineVersion ?? null,
-        qualityScore: quality?.score ?? null,
+        qualityScore: outcome === 'no_face' ? null : (quality?.score ?? null),
       }),
       decision && embedding && r.score !== null
         ? this.applyCanonicalRefresh(consumer.userId, referenceId, decision, { score: r.score, embedding, quality, storedQuality: enrolled.qualityScore ?? null })
@@ -231,7 +232,7 @@ export class VerificationService {
     userId: string,
     referenceId: string,
     decision: CanonicalRefreshDecision,
-    c: { score: number; embedding: { embedding: number[]; engineVersion: string }; quality: QualityAssessment | null; storedQuality: number | null },
+    c: { score: number; embedding: { embedding: number[]; engineVersion: string }; quality: QualitySummary | null; storedQuality: number | null },
   ): Promise<void> {
     const { embeddings, config } = this.deps;
     const audited = decision.reason !== 'below_high_confidence';
@@ -252,7 +253,7 @@ export class VerificationService {
             qualityScore: c.quality?.score ?? null,
             qualityIssues: c.quality?.issues ?? null,
             storedQualityScore: c.storedQuality,
-            floor: config.canonicalRefreshMinQuality,
+            floor: config.face.canonicalRefreshMinQuality,
           },
         }, trx);
       }

@@ -72,7 +72,7 @@ export class WebhookService {
       unitOfWork: UnitOfWork;
       auditEvents: AuditEventsRepository;
       webhooks: WebhooksRepository;
-      config: Pick<Config, 'webhookAllowPrivate' | 'webhookSecretOverlapSeconds'>;
+      config: Pick<Config, 'webhooks'>;
       /** The key endpoint secrets are sealed with (shared/webhook-secrets.ts). */
       secretsKey: Buffer;
     },
@@ -80,7 +80,7 @@ export class WebhookService {
 
   private checkUrl(url: string): void {
     try {
-      checkWebhookUrl(url, this.deps.config.webhookAllowPrivate);
+      checkWebhookUrl(url, this.deps.config.webhooks.allowPrivate);
     } catch (e) {
       if (e instanceof BlockedTargetError) throw new AppError('validation_failed', `url: ${e.message}`, { details: { field: 'url' } });
       throw e;
@@ -188,7 +188,7 @@ export class WebhookService {
   /** A new secret, shown once; the previous one keeps signing (a second signature) for the overlap. */
   async rotateSecret(operatorId: string, id: string): Promise<{ secret: string; previousSecretExpiresAt: string }> {
     const secret = newWebhookSecret();
-    const overlapEnds = new Date(Date.now() + this.deps.config.webhookSecretOverlapSeconds * 1000);
+    const overlapEnds = new Date(Date.now() + this.deps.config.webhooks.secretOverlapSeconds * 1000);
     await this.deps.unitOfWork.run(async (trx) => {
       const before = await this.deps.webhooks.endpoint(id, trx, { forUpdate: true });
       if (!before) throw notFound();

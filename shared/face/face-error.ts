@@ -8,18 +8,23 @@
  * Anything else thrown by the pipeline (a missing model file, an ONNX runtime failure, a programming
  * error) is a plain Error and must be treated as an engine fault, never as a face outcome.
  */
+import type { QualitySummary } from './quality.js';
+
 export type FaceErrorCode = 'invalid_image' | 'no_face' | 'multiple_faces';
 
 export class FaceError extends Error {
   readonly code: FaceErrorCode;
   /** Faces detected, for `no_face` (0) and `multiple_faces`; undefined for `invalid_image`. */
   readonly faceCount?: number;
+  /** For `no_face`: whether the whole photo is too dark, too bright or too blurred (advice, as on a face). */
+  readonly quality?: QualitySummary;
 
-  constructor(code: FaceErrorCode, message?: string, options?: { cause?: unknown; faceCount?: number }) {
+  constructor(code: FaceErrorCode, message?: string, options?: { cause?: unknown; faceCount?: number; quality?: QualitySummary }) {
     super(message ?? defaultMessage(code), options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'FaceError';
     this.code = code;
     if (options?.faceCount !== undefined) this.faceCount = options.faceCount;
+    if (options?.quality !== undefined) this.quality = options.quality;
   }
 }
 

@@ -5,6 +5,7 @@
  * (shared/face-path/handoff.ts).
  */
 import type { FaceErrorCode } from '../face/face-error.js';
+import type { QualitySummary } from '../face/quality.js';
 import type { FaceMode, LivenessResult } from '../face/liveness.js';
 import { awaitedJobContract } from './contract.js';
 import type { EmbedFollowOn } from './embed.js';
@@ -49,6 +50,7 @@ export type LivenessJobResult =
        */
       alignedFaceRef: string | null;
     } & LivenessResult)
-  | { ok: false; code: FaceErrorCode; faceCount: number; ms: number };
+  /** `quality`: on `no_face`, whether the whole photo is too dark, too bright or too blurred. */
+  | { ok: false; code: FaceErrorCode; faceCount: number; quality?: QualitySummary; ms: number };
 
 export const livenessContract = awaitedJobContract<typeof LIVENESS_QUEUE, LivenessJob>(LIVENESS_QUEUE);

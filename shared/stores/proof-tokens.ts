@@ -10,7 +10,7 @@ import type { KeySpace, Redis } from '../redis.js';
 import { SingleUseTokens } from './single-use-token.js';
 
 export interface ProofTokenDeps {
-  config: Pick<Config, 'proofTokenTtlSeconds'>;
+  config: Pick<Config, 'identity'>;
   redis: Redis;
   keys: KeySpace;
 }
@@ -30,7 +30,7 @@ export class ProofTokens {
 
   /** Issues a fresh proofToken bound to `userId` (called by /verify/self on a match). */
   async issue(userId: string): Promise<{ proofToken: string; expiresIn: number }> {
-    const expiresIn = this.deps.config.proofTokenTtlSeconds;
+    const expiresIn = this.deps.config.identity.proofTokenTtlSeconds;
     return { proofToken: await this.tokens.issue(userId, expiresIn, []), expiresIn };
   }
 

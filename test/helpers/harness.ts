@@ -14,7 +14,7 @@ import type { RunningWeb } from '../../api/http-server.js';
 import type { AnyRoute } from '../../api/route-table.js';
 import { createLogger } from '../../shared/logger.js';
 import { startWebProcess } from '../../processes/web.js';
-import { freePort } from '../../scripts/lib/local-services.js';
+import { freePort } from '../../scripts/lib/private-services.js';
 import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL, type TestDatabase } from './db.js';
 
 export const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', '..');
@@ -82,7 +82,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   };
   const configFor = (env: Record<string, string> = {}) => loadConfig({ ...baseEnv, ...env });
   const config = configFor();
-  const logger = createLogger({ level: config.logLevel, name: 'test-web' });
+  const logger = createLogger({ level: config.runtime.logLevel, name: 'test-web' });
   const deps = createDeps(config, { logger });
   const webProcess = await startWebProcess(deps, { poller: opts.poller ?? false, extraRoutes: opts.extraRoutes });
   const web = webProcess.web;
@@ -91,7 +91,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const searchWorkers: RunningWorker[] = [];
   const startFaceWorker = async (env: Record<string, string> = {}) => {
     const { startFaceWorker: start } = await import('../../workers/face/worker.js');
-    const w = await start(configFor(env), { logger: createLogger({ level: config.logLevel, name: 'test-face' }) });
+    const w = await start(configFor(env), { logger: createLogger({ level: config.runtime.logLevel, name: 'test-face' }) });
     faceWorkers.push(w);
     return w;
   };
@@ -99,7 +99,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     const { startSearchWorker: start } = await import('../../workers/search/worker.js');
     // Only the first search worker serves the health port; the others use a free one.
     const extra: Record<string, string> = searchWorkers.length ? { SEARCH_HEALTH_PORT: String(await freePort()) } : {};
-    const w = await start(configFor({ ...extra, ...env }), { logger: createLogger({ level: config.logLevel, name: 'test-search' }) });
+    const w = await start(configFor({ ...extra, ...env }), { logger: createLogger({ level: config.runtime.logLevel, name: 'test-search' }) });
     searchWorkers.push(w);
     return w;
   };

@@ -30,7 +30,7 @@ export async function fuzzPrincipals(h: Harness): Promise<FuzzPrincipals> {
   ]);
   const [dispute] = await h.deps.db('disputes').insert({ searchLogId: selfRef, userId: consumer.userId, reason: 'fuzz', status: 'open' }).returning('id');
 
-  const expiring = new TokenService({ jwtPrivateKey: h.config.jwtPrivateKey, jwtIssuer: h.config.jwtIssuer, accessTokenTtlSeconds: -120 });
+  const expiring = new TokenService({ security: { ...h.config.security, accessTokenTtlSeconds: -120 } });
   const expired = await expiring.signAccess({ sub: consumer.userId, aud: 'consumer', sid: consumer.sessionId });
   const odd = await Promise.all([
     h.deps.tokens.signAccess({ sub: 'not-a-uuid', aud: 'consumer', sid: consumer.sessionId }),

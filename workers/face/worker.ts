@@ -108,7 +108,7 @@ export async function livenessHandler(
     return { ok: true, ...r, alignedFaceRef, ms: elapsed(t0) };
   } catch (e) {
     if (!isFaceError(e)) throw e;
-    return { ok: false, code: e.code, faceCount: e.faceCount ?? 0, ms: elapsed(t0) };
+    return { ok: false, code: e.code, faceCount: e.faceCount ?? 0, ...(e.quality ? { quality: e.quality } : {}), ms: elapsed(t0) };
   }
 }
 
@@ -155,17 +155,17 @@ export async function embedHandler(
 }
 
 export async function startFaceWorker(config: Config, opts: { logger?: Logger } = {}): Promise<RunningFaceWorker> {
-  const logger = opts.logger ?? createLogger({ level: config.logLevel, name: 'face' });
-  const modelsDir = path.resolve(ROOT, config.faceModelsDir);
+  const logger = opts.logger ?? createLogger({ level: config.runtime.logLevel, format: config.runtime.logFormat, name: 'face' });
+  const modelsDir = path.resolve(ROOT, config.face.modelsDir);
   const t0 = performance.now();
-  const engine = await FaceEngine.load(modelsDir, { intraOpThreads: config.faceIntraOpThreads });
-  logger.info({ modelsDir, engineVersion: FACE_ENGINE_VERSION, intraOpThreads: config.faceIntraOpThreads, loadMs: elapsed(t0) }, 'face engine loaded');
+  const engine = await FaceEngine.load(modelsDir, { intraOpThreads: config.face.intraOpThreads });
+  logger.info({ modelsDir, engineVersion: FACE_ENGINE_VERSION, intraOpThreads: config.face.intraOpThreads, loadMs: elapsed(t0) }, 'face engine loaded');
 
   let runner: Awaited<ReturnType<typeof runQueues<'liveness' | 'embed'>>> | undefined;
   let status: StatusServerHandle | undefined;
   const clocks = new WorkerClocks();
   let handoffOnRunner: FaceHandoff | undefined;
-  const handoff = (ctx: JobContext) => (handoffOnRunner ??= new RedisFaceHandoff(ctx.redis, config.redisPrefix));
+  const handoff = (ctx: JobContext) => (handoffOnRunner ??= new RedisFaceHandoff(ctx.redis, config.redis.prefix));
   /** Wraps a stage handler with the worker clocks: wait since the job was created, handler time. */
   const clocked = <P, R>(queue: string, handler: (payload: P, ctx: JobContext, clock: StepClock) => Promise<R>) =>
     async (payload: P, ctx: JobContext): Promise<R> => {
@@ -187,10 +187,10 @@ export async function startFaceWorker(config: Config, opts: { logger?: Logger } 
         liveness: clocked('liveness', (job: LivenessJob, ctx, clock) => livenessHandler(engine, handoff(ctx), job, ctx.deadlineAt, clock, ctx.followOn)),
         embed: clocked('embed', (job: EmbedJob, ctx, clock) => embedHandler(engine, handoff(ctx), job, clock, { followOn: ctx.followOn, deadlineAt: ctx.deadlineAt })),
       },
-      { logger, concurrency: config.faceWorkerConcurrency },
+      { logger, concurrency: config.face.workerConcurrency },
     );
     const stats = runner.stats;
-    status = await startStatusServer(config.faceEnginePort, config.host, {
+    status = await startStatusServer(config.face.enginePort, config.http.host, {
       '/version': () => ({
         body: {
           version: FACE_ENGINE_VERSION,
@@ -200,7 +200,7 @@ export async function startFaceWorker(config: Config, opts: { logger?: Logger } 
       }),
       '/clocks': () => ({ body: { pid: process.pid, cpuMs: (process.cpuUsage().user + process.cpuUsage().system) / 1000, ...clocks.byQueue } }),
       '/health': () => ({
-        body: { status: 'ok', engineVersion: FACE_ENGINE_VERSION, concurrency: config.faceWorkerConcurrency, jobs: stats },
+        body: { status: 'ok', engineVersion: FACE_ENGINE_VERSION, concurrency: config.face.workerConcurrency, jobs: stats },
       }),
     });
   } catch (e) {

@@ -27,26 +27,26 @@ export async function searchHandler(replica: Pick<IndexReplica, 'knn' | 'compare
 }
 
 export async function startSearchWorker(config: Config, opts: { logger?: Logger } = {}): Promise<RunningSearchWorker> {
-  const logger = opts.logger ?? createLogger({ level: config.logLevel, name: 'search' });
-  const db = createDb(config.databaseUrl, Math.min(config.databasePoolMax, 4), { bindModels: false });
+  const logger = opts.logger ?? createLogger({ level: config.runtime.logLevel, format: config.runtime.logFormat, name: 'search' });
+  const db = createDb(config.database.url, Math.min(config.database.poolMax, 4), { bindModels: false });
   const replica = new IndexReplica(db, {
-    factory: config.vectorIndexFactory,
-    nprobe: config.vectorIndexNprobe,
-    syncIntervalMs: config.searchSyncIntervalMs,
-    snapshotDir: config.searchSnapshotDir || null,
-    rerankCandidates: config.searchRerankCandidates,
-    exactCandidates: config.searchExactCandidates,
-    maxBatch: config.searchMaxBatch,
-    retrainGrowth: config.searchRetrainGrowth,
-    pruneIntervalMs: config.searchPruneIntervalMs,
-    replicaStaleMs: config.searchReplicaStaleMs,
+    factory: config.search.indexFactory,
+    nprobe: config.search.indexNprobe,
+    syncIntervalMs: config.search.syncIntervalMs,
+    snapshotDir: config.search.snapshotDir || null,
+    rerankCandidates: config.search.rerankCandidates,
+    exactCandidates: config.search.exactCandidates,
+    maxBatch: config.search.maxBatch,
+    retrainGrowth: config.search.retrainGrowth,
+    pruneIntervalMs: config.search.pruneIntervalMs,
+    replicaStaleMs: config.search.replicaStaleMs,
     logger,
   });
   let runner: QueueRunner<'search'> | undefined;
   let status: StatusServer | undefined;
   try {
     // Health answers (503 `starting`) while a large index builds.
-    status = await startStatusServer(config.searchHealthPort, config.host, {
+    status = await startStatusServer(config.search.healthPort, config.http.host, {
       '/health': () => {
         const h = replica.health();
         return { status: h.status === 'ok' ? 200 : 503, body: { ...h, jobs: runner?.stats.search ?? null } };
@@ -57,9 +57,9 @@ export async function startSearchWorker(config: Config, opts: { logger?: Logger 
       config,
       ['search'],
       {
-        search: (job, ctx) => searchHandler(replica, new RedisFaceHandoff(ctx.redis, config.redisPrefix), job),
+        search: (job, ctx) => searchHandler(replica, new RedisFaceHandoff(ctx.redis, config.redis.prefix), job),
       },
-      { logger, concurrency: config.searchWorkerConcurrency },
+      { logger, concurrency: config.search.workerConcurrency },
     );
   } catch (e) {
     await runner?.close();

@@ -57,7 +57,7 @@ export async function startUpstreamWorker(
     for (const { userId, requestedAt } of await pendingBankAccountChanges(deps.db, SWEEP_BATCH)) {
       const payload: UpstreamJob = { kind: 'bank-account-confirm', userId, requestedAt: requestedAt.toISOString() };
       if (await queue.getJob(upstreamContract.jobId(payload))) continue;
-      await enqueueBankAccountConfirm(queue, userId, requestedAt, requestedAt.getTime() + config.bankAccountConfirmDelayMs - Date.now());
+      await enqueueBankAccountConfirm(queue, userId, requestedAt, requestedAt.getTime() + config.identity.bankAccountConfirmDelayMs - Date.now());
       enqueued++;
     }
     if (enqueued) deps.logger.info({ queue: UPSTREAM_QUEUE, enqueued }, 'upstream repair sweep re-enqueued confirmations');

@@ -45,9 +45,9 @@ export interface WebhookWorkerDeps {
 export async function startWebhookWorker(config: Config, deps: WebhookWorkerDeps): Promise<RunningWebhookWorker> {
   const repo = new WebhooksRepository(deps.db);
   const settings = {
-    retryScheduleSeconds: parseRetrySchedule(config.webhookRetryScheduleSeconds) ?? [],
-    timeoutMs: config.webhookTimeoutMs,
-    allowPrivate: config.webhookAllowPrivate,
+    retryScheduleSeconds: parseRetrySchedule(config.webhooks.retryScheduleSeconds) ?? [],
+    timeoutMs: config.webhooks.timeoutMs,
+    allowPrivate: config.webhooks.allowPrivate,
     secretsKey: deps.secretsKey,
   };
   const log = deps.logger.child({ queue: WEBHOOK_QUEUE });
@@ -94,12 +94,12 @@ export async function startWebhookWorker(config: Config, deps: WebhookWorkerDeps
     return running;
   };
   const tick = () => dispatch().catch((e: unknown) => log.debug({ err: (e as Error).message }, 'webhook dispatch pass failed'));
-  const timer = setInterval(tick, config.webhookDispatchIntervalMs);
+  const timer = setInterval(tick, config.webhooks.dispatchIntervalMs);
   timer.unref();
   void tick();
   const purge = () =>
-    repo.purgeEvents(config.webhookRetentionDays).then(
-      (n) => n && log.info({ purged: n, retentionDays: config.webhookRetentionDays }, 'old webhook events purged'),
+    repo.purgeEvents(config.webhooks.retentionDays).then(
+      (n) => n && log.info({ purged: n, retentionDays: config.webhooks.retentionDays }, 'old webhook events purged'),
       (e: unknown) => log.debug({ err: (e as Error).message }, 'webhook purge failed'),
     );
   const purgeTimer = setInterval(purge, PURGE_INTERVAL_MS);

@@ -27,7 +27,7 @@ import { scoreLiveness, LIVENESS_INPUT_SIZE } from './liveness.js';
 import { embedAligned, embedFace } from './embed.js';
 import { alignFace, ALIGNED_SIZE, type Point } from './align.js';
 import { FACE_ENGINE_VERSION, FACE_MODELS, type FaceModelRole } from '../../../shared/face-models.js';
-import { assessQuality } from './quality.js';
+import { assessQuality, assessWholeImage } from './quality.js';
 import { flushDenormalWeights } from './denormals.js';
 
 /** The loaded model of each role (files and SHA-256 pins: shared/face-models.ts). */
@@ -256,6 +256,8 @@ export class FaceEngine {
     clock?.('decode', t - t0);
     const dets = await detectFaces(this.sessions.detect, img, this.detectOptions);
     clock?.('detect', performance.now() - t);
+    // No face: the advice the photo as a whole allows (too dark, too bright, too blurred to find one).
+    if (dets.length === 0 && opts.quality !== false) throw new FaceError('no_face', undefined, { faceCount: 0, quality: assessWholeImage(img) });
     const chosen = chooseFace(dets, mode);
     // The face is aligned as soon as its landmarks are known, before the anti-spoof model: a caller
     // that hands it on (`onAligned`) lets the embed stage start while this one finishes.

@@ -17,7 +17,7 @@
  */
 import type { RgbImage } from '../../../shared/face/image.js';
 import { ALIGNED_SIZE, ARCFACE_TEMPLATE_112, estimateSimilarity, invertAffine, type Affine, type Point } from './align.js';
-import { QUALITY_ISSUES, type QualityAssessment, type QualityIssue, type QualityMeasures } from '../../../shared/face/quality.js';
+import { QUALITY_ISSUES, type QualityAssessment, type QualityIssue, type QualityMeasures, type QualitySummary } from '../../../shared/face/quality.js';
 
 /**
  * One measure's range: `issueAt` is the limit (outside it the issue is raised), `goodAt` where the
@@ -418,4 +418,86 @@ export function assessQuality(input: QualityInput): QualityAssessment {
     issues: QUALITY_ISSUES.filter((i) => raised.has(i)),
     measures,
   };
+}
+
+// ----------------------------------------------------------------------------------------------
+// The whole photo, when no face was found
+// ----------------------------------------------------------------------------------------------
+
+/** Longest side of the luma the whole-photo measures read (area means of the photo's pixels). */
+export const WHOLE_IMAGE_SIDE = 128;
+
+/**
+ * Ranges of the whole-photo measures, from the fixture photos and their degraded copies
+ * (scripts/quality-degradations.ts degradations, measured where the detector stops finding the face):
+ * - sharpness at WHOLE_IMAGE_SIDE: undegraded photos 0.017 .. 0.96; blurred copies without a face
+ *   0.001 .. 0.008.
+ * - luminance mean: the face's limits (a photo darker than a face may be is too dark for one).
+ * - dark / bright share: higher limits than the face's, since a dark background or a bright sky fills
+ *   much of a good photo (undegraded: up to 0.48 dark, 0.11 bright; darkened or over-exposed copies
+ *   without a face: 0.53 .. 1 dark, 0.85 .. 1 bright).
+ */
+export const WHOLE_IMAGE_RANGES = {
+  sharpness: { goodAt: 0.03, issueAt: 0.01, badAt: 0.002 },
+  darkShare: { goodAt: 0.5, issueAt: 0.8, badAt: 0.98 },
+  brightShare: { goodAt: 0.2, issueAt: 0.5, badAt: 0.9 },
+} as const satisfies Record<string, MeasureRange>;
+
+/** Exposure and sharpness of a whole photo, in the units of QualityMeasures. */
+export function measureWholeImage(img: RgbImage): { luminanceMean: number; darkShare: number; brightShare: number; sharpness: number } {
+  const { data, width: W, height: H } = img;
+  const k = Math.max(1, Math.max(W, H) / WHOLE_IMAGE_SIDE);
+  const w = Math.max(3, Math.floor(W / k)), h = Math.max(3, Math.floor(H / k));
+  const luma = new Float32Array(w * h);
+  for (let y = 0; y < h; y++) {
+    const sy0 = Math.floor((y * H) / h), sy1 = Math.max(sy0 + 1, Math.floor(((y + 1) * H) / h));
+    for (let x = 0; x < w; x++) {
+      const sx0 = Math.floor((x * W) / w), sx1 = Math.max(sx0 + 1, Math.floor(((x + 1) * W) / w));
+      let acc = 0;
+      for (let sy = sy0; sy < sy1; sy++) for (let sx = sx0; sx < sx1; sx++) acc += lumaAt(data, (sy * W + sx) * 3);
+      luma[y * w + x] = acc / ((sy1 - sy0) * (sx1 - sx0));
+    }
+  }
+  let s = 0, ss = 0, n = 0, dark = 0, bright = 0;
+  for (const v of luma) {
+    s += v; ss += v * v; n++;
+    if (v <= 25) dark++;
+    if (v >= 247) bright++;
+  }
+  const mean = s / n;
+  const variance = Math.max(0, ss / n - mean * mean);
+  let lap = 0, lap2 = 0, m = 0;
+  for (let y = 1; y < h - 1; y++) {
+    for (let x = 1; x < w - 1; x++) {
+      const i = y * w + x;
+      const L = luma[i - 1]! + luma[i + 1]! + luma[i - w]! + luma[i + w]! - 4 * luma[i]!;
+      lap += L; lap2 += L * L; m++;
+    }
+  }
+  const lapMean = lap / m;
+  return {
+    luminanceMean: mean / 255,
+    darkShare: dark / n,
+    brightShare: bright / n,
+    sharpness: variance > 1e-6 ? Math.max(0, lap2 / m - lapMean * lapMean) / variance : 0,
+  };
+}
+
+/**
+ * Advice on a photo where no face was found: whether the whole photo is too dark, too bright or too
+ * blurred (the only issues a photo without a face can show). Score as for a face: 100 x the weakest
+ * component, below 50 exactly when an issue is raised.
+ */
+export function assessWholeImage(img: RgbImage): QualitySummary {
+  const m = measureWholeImage(img);
+  const R = QUALITY_RANGES;
+  const judged: Array<{ issue: QualityIssue; c: number }> = [
+    { issue: 'blurred', c: component(m.sharpness, WHOLE_IMAGE_RANGES.sharpness) },
+    { issue: 'too_dark', c: component(m.luminanceMean, R.luminanceMeanLow) },
+    { issue: 'too_dark', c: component(m.darkShare, WHOLE_IMAGE_RANGES.darkShare) },
+    { issue: 'too_bright', c: component(m.luminanceMean, R.luminanceMeanHigh) },
+    { issue: 'too_bright', c: component(m.brightShare, WHOLE_IMAGE_RANGES.brightShare) },
+  ];
+  const raised = new Set(judged.filter((j) => j.c < 0.5).map((j) => j.issue));
+  return { score: Math.floor(100 * Math.min(...judged.map((j) => j.c)) + 1e-9), issues: QUALITY_ISSUES.filter((i) => raised.has(i)) };
 }

@@ -1,0 +1,58 @@
+/**
+ * `npm start`'s process list and stop timing, from one place each: the Procfile and the `start:<name>`
+ * scripts agree with shared/process-list.ts, and the supervisor never kills a process inside its own
+ * stop deadline (the web process drains for SHUTDOWN_DRAIN_MS, then closes the rest).
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import test from 'ava';
+import { loadConfig } from '../shared/config.js';
+import { procfileText, SERVICE_PROCESSES } from '../shared/process-list.js';
+import { supervisorGraceMs, webStopMs, WORKER_STOP_MS } from '../shared/shutdown.js';
+import { Supervisor } from '../scripts/supervisor.js';
+import { ROOT } from './helpers/harness.js';
+
+test('the Procfile is the process list', (t) => {
+  t.is(readFileSync(path.join(ROOT, 'Procfile'), 'utf8'), procfileText());
+});
+
+test('each process of the list has its `npm run start:<name>`', (t) => {
+  const scripts = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+  for (const p of SERVICE_PROCESSES) t.is(scripts[`start:${p.name}`], `tsx ${p.file}`, p.name);
+});
+
+test('the supervisor waits beyond the web process\'s own stop deadline, whatever SHUTDOWN_DRAIN_MS', (t) => {
+  for (const env of [{}, { SHUTDOWN_DRAIN_MS: '20000' }, { SHUTDOWN_DRAIN_MS: '0' }, { SHUTDOWN_DRAIN_MS: '60000' }]) {
+    const c = loadConfig(env);
+    t.true(webStopMs(c) >= c.http.shutdownDrainMs, 'the web process drains for SHUTDOWN_DRAIN_MS');
+    t.true(supervisorGraceMs(c) > webStopMs(c), `SHUTDOWN_DRAIN_MS=${c.http.shutdownDrainMs}: supervisor ${supervisorGraceMs(c)} ms, web ${webStopMs(c)} ms`);
+    t.true(supervisorGraceMs(c) > WORKER_STOP_MS);
+  }
+  // The default configuration: a 15 s drain, so the supervisor's SIGKILL comes after 20 s, not at 15.
+  t.true(supervisorGraceMs(loadConfig({})) > 20_000);
+});
+
+test('a supervised process that uses its whole stop deadline ends by itself, not by SIGKILL', async (t) => {
+  t.timeout(30_000);
+  const c = loadConfig({ SHUTDOWN_DRAIN_MS: '300' });
+  const deadline = webStopMs(c);
+  // A child that stops as the web process does (onShutdown with its deadline) and needs nearly all of it.
+  const child = `
+    const { onShutdown } = await import(${JSON.stringify(path.join(ROOT, 'shared', 'shutdown.ts'))});
+    const { createLogger } = await import(${JSON.stringify(path.join(ROOT, 'shared', 'logger.ts'))});
+    onShutdown(createLogger({ level: 'silent' }), () => new Promise((r) => setTimeout(r, ${deadline - 500})), ${deadline});
+    setInterval(() => {}, 1000);
+    console.log('ready');
+  `;
+  const logs: string[] = [];
+  const sup = new Supervisor({ initialBackoffMs: 100, maxBackoffMs: 100, stableAfterMs: 60_000, crashLoopRestarts: 5, crashLoopWindowMs: 60_000, log: (m) => logs.push(m) });
+  sup.add({ name: 'web', command: process.execPath, args: ['--import', 'tsx', '--input-type=module', '-e', child], env: process.env, cwd: ROOT });
+  await new Promise((r) => setTimeout(r, 1500));
+  const t0 = Date.now();
+  await sup.stop(['web'], supervisorGraceMs(c));
+  const took = Date.now() - t0;
+  const status = sup.status()[0]!;
+  t.is(status.lastExit?.signal, null, `ended by ${status.lastExit?.signal}; ${logs.join(' | ')}`);
+  t.is(status.lastExit?.code, 0);
+  t.true(took >= deadline - 600, `it used its stop time (${took} ms)`);
+});
