@@ -31,7 +31,9 @@ export function createApp(deps: AppDeps, opts: { extraRoutes?: AnyRoute[] } = {}
       summary: 'This document',
       auth: 'none',
       responses: { 200: { description: 'OpenAPI 3.1 document' } },
-      handler: async () => ({ body: openapi }),
+      handler: async function getOpenApi() {
+        return { body: openapi };
+      },
     }),
   );
   openapi = buildOpenApi(routes, { version: VERSION });

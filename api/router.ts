@@ -64,7 +64,7 @@ export function buildRouter(routes: AnyRoute[], deps: RouterDeps): Router {
 
       const authorize = () => deps.authorizer.current(claims, r.auth);
       // 2. Current state, before the body, unless a precheck must answer first.
-      let auth = r.precheck ? undefined : await authorize();
+      let auth = r.precheck ? null : await authorize();
 
       // 3. Body and validation of every part.
       let unreadable: AppError | undefined;
@@ -124,7 +124,8 @@ export function buildRouter(routes: AnyRoute[], deps: RouterDeps): Router {
       if (r.precheck) await r.precheck(input);
       if (unreadable) throw unreadable;
       if (violations.length) throw validationError(violations);
-      auth ??= await authorize();
+      // The principal the route's rule admitted (none for `none`), as route() typed the handler's `auth`.
+      if (auth === null) auth = await authorize();
 
       // 4. The handler.
       const out = await r.handler({ ...input, auth });

@@ -8,6 +8,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import test from 'ava';
 import { issueProofToken, proofTokenKey } from '../shared/stores/proof-tokens.js';
 import { upsertCanonical } from '../shared/repositories/embeddings.js';
+import { isUniqueViolation } from '../shared/repositories/handle.js';
 import { useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';
@@ -284,4 +285,15 @@ test('DELETE of another user\'s id is 403 and deletes nothing', async (t) => {
   t.is(res.status, 403);
   t.is(res.body.error, 'forbidden');
   t.is((await api().get(`/users/${other.userId}`, { token: other.token })).status, 200);
+});
+
+test('a phone taken between the check and the write is still a conflict: the write reports a unique violation', async (t) => {
+  // Two accounts racing for one number both pass the "taken by another live account" check; the partial
+  // unique index then refuses the second write, and the service answers 409 only if it recognises that.
+  const holder = await newConsumer(h);
+  const racer = await newConsumer(h);
+  const { phone } = (await h.deps.db('users').where({ id: holder.userId }).first('phone')) as { phone: string };
+  const error = await t.throwsAsync(h.deps.repos.users.updateLive(racer.userId, { phone }));
+  t.true(isUniqueViolation(error));
+  t.false(isUniqueViolation(new Error('not a database error')));
 });

@@ -59,4 +59,8 @@ export async function newestFirstPage<M extends Model>(
   return { rows, total };
 }
 
-export const isUniqueViolation = (e: unknown) => (e as { code?: string } | null)?.code === '23505';
+/** A unique violation (23505), raised by knex (the driver's error) or by objection (db-errors wraps it: `nativeError`). */
+export const isUniqueViolation = (e: unknown) => {
+  const err = e as { code?: string; nativeError?: { code?: string } } | null;
+  return err?.code === '23505' || err?.nativeError?.code === '23505';
+};
