@@ -23,6 +23,8 @@ import { AnalyticsService } from './services/analytics-service.js';
 import { AuditService } from './services/audit-service.js';
 import { Authorizer } from './services/authorization.js';
 import { BillingService } from './services/billing-service.js';
+import { BiometricAttemptsService } from './services/biometric-attempts-service.js';
+import { BiometricAttemptsStore } from '../shared/stores/biometric-attempts-store.js';
 import { DisputeService } from './services/dispute-service.js';
 import { FaceService } from './services/face-service.js';
 import { HealthService } from './services/health-service.js';
@@ -124,6 +126,13 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
   const face = new FaceService({ config, embeddings: repos.embeddings, jobs, metrics, logger });
   const proofTokens = new ProofTokens({ config, redis, keys });
   const sessions = new SessionService({ db, sessions: repos.sessions, users: repos.users, operators: repos.operators, tokens, config, metrics, logger });
+  const biometric = new BiometricAttemptsService({
+    db,
+    store: new BiometricAttemptsStore(redis, keys, { maxFailures: config.biometricMaxFailures, lockSeconds: config.biometricLockSeconds, maxLockSeconds: config.biometricMaxLockSeconds }),
+    metrics,
+    logger,
+    inFlightTtlMs: config.faceJobTimeoutMs + 5000,
+  });
   const registry = new RegistryClient({ registryUrl: config.registryUrl, registryTimeoutMs: config.registryTimeoutMs, isProduction: config.isProduction, logger });
 
   const services: Services = {
@@ -137,8 +146,8 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     disputes: new DisputeService({ db, searchLogs: repos.searchLogs }),
     analytics: new AnalyticsService({ searchLogs: repos.searchLogs }),
     billing: new BillingService({ searchLogs: repos.searchLogs, config }),
-    identity: new IdentityService({ config, db, users: repos.users, embeddings: repos.embeddings, store: new IdentityTokenStore(redis, keys), metrics, logger, face, registry }),
-    verification: new VerificationService({ config, db, users: repos.users, searchLogs: repos.searchLogs, embeddings: repos.embeddings, proofTokens, face, metrics, logger }),
+    identity: new IdentityService({ config, db, users: repos.users, embeddings: repos.embeddings, store: new IdentityTokenStore(redis, keys), metrics, logger, face, registry, biometric }),
+    verification: new VerificationService({ config, db, users: repos.users, searchLogs: repos.searchLogs, embeddings: repos.embeddings, proofTokens, face, biometric, metrics, logger }),
     registrySimulator: new RegistrySimulator(repos.registryPersons, { maxImagePixels: config.maxImagePixels }),
     audit: new AuditService({ auditEvents: repos.auditEvents }),
   };

@@ -42,7 +42,6 @@ const ModelsBody = Type.Object({
       models: Type.Array(Type.Object({ name: Type.String(), role: Type.String(), sha256: Type.String() })),
     }, { additionalProperties: true }),
   ]),
-  thresholds: Type.Object({ match: Type.Number(), highConfidence: Type.Number(), liveness: Type.Number() }),
   vectorIndex: Type.Object({ factory: Type.String(), metric: Type.Literal('inner_product') }),
 });
 
@@ -69,6 +68,7 @@ export default function systemRoutes(deps: Pick<RouteDeps, 'config' | 'health' |
       operationId: 'getModels',
       tag: 'System',
       summary: 'Deployed face engine version, read live from the face worker',
+      description: 'Versions and model digests only: the decision thresholds are not published (they would tell someone trying faces how close to aim).',
       auth: 'none',
       responses: { 200: { description: 'face_engine is null when the engine is unreachable', schema: ModelsBody } },
       handler: async () => {
@@ -82,7 +82,6 @@ export default function systemRoutes(deps: Pick<RouteDeps, 'config' | 'health' |
         return {
           body: {
             face_engine: faceEngine,
-            thresholds: { match: config.matchThreshold, highConfidence: config.highConfidenceThreshold, liveness: config.livenessThreshold },
             vectorIndex: { factory: config.vectorIndexFactory, metric: 'inner_product' },
           },
         };

@@ -48,7 +48,7 @@ const HistoryItem = Type.Object({
   referenceId: Uuid,
   kind: Type.Union([Type.Literal('identify'), Type.Literal('verify_self')]),
   outcome: Type.String(),
-  score: Type.Union([Type.Number(), Type.Null()], { description: "The user's own score: for /identify this user's candidate score, for /verify/self its score" }),
+  score: Type.Union([Type.Number(), Type.Null()], { description: "The user's own score: for /identify this user's candidate score, for /verify/self its score when it matched (null for a failed comparison: no oracle for someone trying faces)" }),
   createdAt: IsoDateTime,
   disputed: Type.Boolean({ description: 'Whether this user has disputed the entry' }),
 });

@@ -537,7 +537,7 @@ export interface paths {
         put?: never;
         /**
          * Prove with a live capture that your face matches the BVN registry photo
-         * @description At most VERIFY_FACE_MAX_ATTEMPTS (5) attempts per validationToken, then 429 `rate_limited` with Retry-After. The capture must pass liveness, show one face and match the registry photo; when your account has the NIN linked, it must also match your canonical embedding (`cross_registry_mismatch`, behaviour by CROSS_REGISTRY_MISMATCH_POLICY). Face outcomes are 422; every error body echoes its code as `outcome`, and those of a live capture with a face (`liveness_failed`, `face_mismatch`, `cross_registry_mismatch`) carry its advisory `quality` too. `reuseCapture='true'` (without a file) reuses your most recent passing NIN capture within CAPTURE_REUSE_SECONDS, still compared with this registry photo (404 when there is none to reuse). A match drops the registry photo and answers a single-use linkToken.
+         * @description At most VERIFY_FACE_MAX_ATTEMPTS (5) attempts per validationToken, then 429 `rate_limited` with Retry-After. After BIOMETRIC_MAX_FAILURES consecutive failed comparisons of yours (`face_mismatch`, `liveness_failed`, across validation tokens and /verify/self), 429 `biometric_locked` with Retry-After before any image is decoded; a match resets the count. A failed comparison carries no score; a capture over SELFIE_MAX_PIXELS is 400 `invalid_image`. The capture must pass liveness, show one face and match the registry photo; when your account has the NIN linked, it must also match your canonical embedding (`cross_registry_mismatch`, behaviour by CROSS_REGISTRY_MISMATCH_POLICY). Face outcomes are 422; every error body echoes its code as `outcome`, and those of a live capture with a face (`liveness_failed`, `face_mismatch`, `cross_registry_mismatch`) carry its advisory `quality` too. `reuseCapture='true'` (without a file) reuses your most recent passing NIN capture within CAPTURE_REUSE_SECONDS, still compared with this registry photo (404 when there is none to reuse). A match drops the registry photo and answers a single-use linkToken.
          *
          *     **Authorisation:** Consumer bearer token.
          */
@@ -603,7 +603,7 @@ export interface paths {
         put?: never;
         /**
          * Prove with a live capture that your face matches the NIN registry photo
-         * @description At most VERIFY_FACE_MAX_ATTEMPTS (5) attempts per validationToken, then 429 `rate_limited` with Retry-After. The capture must pass liveness, show one face and match the registry photo; when your account has the BVN linked, it must also match your canonical embedding (`cross_registry_mismatch`, behaviour by CROSS_REGISTRY_MISMATCH_POLICY). Face outcomes are 422; every error body echoes its code as `outcome`, and those of a live capture with a face (`liveness_failed`, `face_mismatch`, `cross_registry_mismatch`) carry its advisory `quality` too. `reuseCapture='true'` (without a file) reuses your most recent passing NIN capture within CAPTURE_REUSE_SECONDS, still compared with this registry photo (404 when there is none to reuse). A match drops the registry photo and answers a single-use linkToken.
+         * @description At most VERIFY_FACE_MAX_ATTEMPTS (5) attempts per validationToken, then 429 `rate_limited` with Retry-After. After BIOMETRIC_MAX_FAILURES consecutive failed comparisons of yours (`face_mismatch`, `liveness_failed`, across validation tokens and /verify/self), 429 `biometric_locked` with Retry-After before any image is decoded; a match resets the count. A failed comparison carries no score; a capture over SELFIE_MAX_PIXELS is 400 `invalid_image`. The capture must pass liveness, show one face and match the registry photo; when your account has the BVN linked, it must also match your canonical embedding (`cross_registry_mismatch`, behaviour by CROSS_REGISTRY_MISMATCH_POLICY). Face outcomes are 422; every error body echoes its code as `outcome`, and those of a live capture with a face (`liveness_failed`, `face_mismatch`, `cross_registry_mismatch`) carry its advisory `quality` too. `reuseCapture='true'` (without a file) reuses your most recent passing NIN capture within CAPTURE_REUSE_SECONDS, still compared with this registry photo (404 when there is none to reuse). A match drops the registry photo and answers a single-use linkToken.
          *
          *     **Authorisation:** Consumer bearer token.
          */
@@ -643,7 +643,9 @@ export interface paths {
         };
         /**
          * Deployed face engine version, read live from the face worker
-         * @description **Authorisation:** No token.
+         * @description Versions and model digests only: the decision thresholds are not published (they would tell someone trying faces how close to aim).
+         *
+         *     **Authorisation:** No token.
          */
         get: operations["getModels"];
         put?: never;
@@ -907,7 +909,7 @@ export interface paths {
         put?: never;
         /**
          * 1:1 re-proof against the caller's own canonical embedding
-         * @description A match returns a single-use proofToken (PROOF_TOKEN_TTL_SECONDS); a high-confidence match (HIGH_CONFIDENCE_THRESHOLD) refreshes the canonical embedding when the capture's quality is at least CANONICAL_REFRESH_MIN_QUALITY or not worse than the stored capture's (`canonicalRefresh` says which). `quality` is advisory and never changes the outcome. Every face outcome is 200 with `outcome`; every call writes a SearchLog row. Error bodies echo their code as `outcome`. 409 `conflict` when the caller has no enrolled face yet (no NIN or BVN linked).
+         * @description A match returns a single-use proofToken (PROOF_TOKEN_TTL_SECONDS); a high-confidence match (HIGH_CONFIDENCE_THRESHOLD) refreshes the canonical embedding when the capture's quality is at least CANONICAL_REFRESH_MIN_QUALITY or not worse than the stored capture's (`canonicalRefresh` says which). `quality` is advisory and never changes the outcome. Every face outcome is 200 with `outcome`; `score` only on a match. Error bodies echo their code as `outcome`. Checked before the upload is decoded, in this order: 404 for a deleted user, 409 `conflict` when the caller has no enrolled face yet (no NIN or BVN linked), 429 `biometric_locked` with Retry-After after BIOMETRIC_MAX_FAILURES consecutive `no_match`/`liveness_failed` here or failed verify-face comparisons (the lock lasts BIOMETRIC_LOCK_SECONDS, doubling with each further failure, up to 24 h; no SearchLog row), 429 `rate_limited` while another /verify/self of the same user is in progress. Every call past these checks writes a SearchLog row. A capture over SELFIE_MAX_PIXELS is 400 `invalid_image`.
          *
          *     **Authorisation:** Consumer bearer token.
          */
@@ -2992,7 +2994,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: `rate_limited` */
+            /** @description Error: `rate_limited`, `biometric_locked` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3272,7 +3274,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: `rate_limited` */
+            /** @description Error: `rate_limited`, `biometric_locked` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -3347,11 +3349,6 @@ export interface operations {
                         } & {
                             [key: string]: unknown;
                         });
-                        thresholds: {
-                            highConfidence: number;
-                            liveness: number;
-                            match: number;
-                        };
                         vectorIndex: {
                             factory: string;
                             /** @constant */
@@ -4292,7 +4289,7 @@ export interface operations {
                             outcome: string;
                             /** Format: uuid */
                             referenceId: string;
-                            /** @description The user's own score: for /identify this user's candidate score, for /verify/self its score */
+                            /** @description The user's own score: for /identify this user's candidate score, for /verify/self its score when it matched (null for a failed comparison: no oracle for someone trying faces) */
                             score: number | null;
                         }[];
                         page: number;
@@ -4576,7 +4573,8 @@ export interface operations {
                         } | null;
                         /** Format: uuid */
                         referenceId: string;
-                        score: number | null;
+                        /** @description Cosine with your canonical embedding, on a match only: a failed comparison answers no score */
+                        score?: number;
                     };
                 };
             };
@@ -4618,6 +4616,15 @@ export interface operations {
             };
             /** @description Error: `payload_too_large` */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `biometric_locked`, `rate_limited` */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };
