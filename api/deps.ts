@@ -25,6 +25,8 @@ import { Authorizer } from './services/authorization.js';
 import { BillingService } from './services/billing-service.js';
 import { BiometricAttemptsService } from './services/biometric-attempts-service.js';
 import { BiometricAttemptsStore } from '../shared/stores/biometric-attempts-store.js';
+import { OperatorMfaRepository } from '../shared/repositories/operator-mfa.js';
+import { MfaService } from './services/mfa-service.js';
 import { DisputeService } from './services/dispute-service.js';
 import { FaceService } from './services/face-service.js';
 import { HealthService } from './services/health-service.js';
@@ -71,6 +73,7 @@ export interface Services {
   /** The stand-in national registry, mounted beside the API (api/registry-simulator/). */
   registrySimulator: RegistrySimulator;
   audit: AuditService;
+  mfa: MfaService;
 }
 
 export interface AppDeps {
@@ -133,12 +136,13 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     logger,
     inFlightTtlMs: config.faceJobTimeoutMs + 5000,
   });
+  const mfa = new MfaService({ db, operators: repos.operators, mfa: new OperatorMfaRepository(db), sessionRows: repos.sessions, config, metrics, logger });
   const registry = new RegistryClient({ registryUrl: config.registryUrl, registryTimeoutMs: config.registryTimeoutMs, isProduction: config.isProduction, logger });
 
   const services: Services = {
     sessions,
     otp: new OtpService({ config, users: repos.users, redis, keys, tokens, sessions, sms: createSmsTransport(config), metrics, logger }),
-    operatorAuth: new OperatorAuthService({ db, operators: repos.operators, sessionRows: repos.sessions, redis, keys, config, sessions, metrics, logger }),
+    operatorAuth: new OperatorAuthService({ db, operators: repos.operators, sessionRows: repos.sessions, redis, keys, config, sessions, mfa, metrics, logger }),
     operators: new OperatorService({ db, operators: repos.operators, sessionRows: repos.sessions, searchLogs: repos.searchLogs, logger }),
     users: new UserService({ config, db, users: repos.users, sessionRows: repos.sessions, embeddings: repos.embeddings, proofTokens, jobs, logger }),
     preferences: new PreferencesService({ db, preferences: repos.preferences }),
@@ -150,6 +154,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     verification: new VerificationService({ config, db, users: repos.users, searchLogs: repos.searchLogs, embeddings: repos.embeddings, proofTokens, face, biometric, metrics, logger }),
     registrySimulator: new RegistrySimulator(repos.registryPersons, { maxImagePixels: config.maxImagePixels }),
     audit: new AuditService({ auditEvents: repos.auditEvents }),
+    mfa,
   };
 
   return {
@@ -161,7 +166,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     jobs,
     metrics,
     tokens,
-    authorizer: new Authorizer({ sessions: repos.sessions, users: repos.users, operators: repos.operators }, tokens),
+    authorizer: new Authorizer({ sessions: repos.sessions, users: repos.users, operators: repos.operators }, tokens, { staffMfa: config.staffMfa === 'required' ? 'required' : 'optional' }),
     health: new HealthService({ config, db, redis, metrics }),
     face,
     repos,

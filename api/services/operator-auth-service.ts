@@ -25,6 +25,8 @@ import { ipBucket } from './otp-service.js';
 import { countInWindow, HOUR_MS } from './rate-limit.js';
 import { burnPasswordCheck, hashPassword, needsRehash, verifyPassword } from './passwords.js';
 import type { SessionService, TokenPair } from './session-service.js';
+import type { MfaService } from './mfa-service.js';
+import { weakPasswordReason } from '../domain/password-policy.js';
 
 export interface OperatorAuthDeps {
   db: Knex;
@@ -32,8 +34,9 @@ export interface OperatorAuthDeps {
   sessionRows: SessionsRepository;
   redis: Redis;
   keys: KeySpace;
-  config: Pick<Config, 'operatorMaxFailedLogins' | 'operatorLoginsPerIpPerHour' | 'operatorLoginFailuresPerIpPerHour' | 'adminLockSeconds'>;
+  config: Pick<Config, 'operatorMaxFailedLogins' | 'operatorLoginsPerIpPerHour' | 'operatorLoginFailuresPerIpPerHour' | 'adminLockSeconds' | 'tempPasswordTtlSeconds'>;
   sessions: SessionService;
+  mfa: MfaService;
   metrics?: Metrics;
   logger?: Logger;
 }
@@ -41,6 +44,9 @@ export interface OperatorAuthDeps {
 const invalidCredentials = () => new AppError('invalid_credentials', 'The identifier or the password is wrong');
 const locked = () => new AppError('account_locked', 'This account is locked after too many failed sign-ins; an administrator must reset its password');
 const deactivated = () => new AppError('operator_deactivated', 'This operator account is deactivated');
+const mfaRequired = () => new AppError('mfa_required', 'Enter the current code of your authenticator app (or an unused recovery code) as `otp`');
+
+export type OperatorSignIn = TokenPair & { operatorId: string; mustResetPassword: boolean; mfaSetupRequired?: true };
 
 export class OperatorAuthService {
   constructor(private readonly deps: OperatorAuthDeps) {}
@@ -51,7 +57,7 @@ export class OperatorAuthService {
    * office's NAT does not lock the colleagues behind it out), and failures per address whatever the
    * identifier (password spraying; successes never count, so working operators are not blocked).
    */
-  async login(identifier: string, password: string, opts: { deviceHint?: string | null; ip?: string } = {}): Promise<TokenPair & { operatorId: string; mustResetPassword: boolean }> {
+  async login(identifier: string, password: string, opts: { deviceHint?: string | null; ip?: string; otp?: string } = {}): Promise<OperatorSignIn> {
     const { redis, keys, config, metrics } = this.deps;
     const failuresKey = opts.ip ? keys('login', 'failures', ipBucket(opts.ip)) : undefined;
     if (opts.ip && failuresKey) {
@@ -70,14 +76,14 @@ export class OperatorAuthService {
     try {
       return await this.checkCredentials(identifier, password, opts);
     } catch (e) {
-      if (failuresKey && e instanceof AppError && (e.code === 'invalid_credentials' || e.code === 'account_locked')) {
+      if (failuresKey && e instanceof AppError && (e.code === 'invalid_credentials' || e.code === 'account_locked' || (e.code === 'mfa_required' && opts.otp))) {
         await countInWindow(redis, failuresKey, HOUR_MS).catch(() => {});
       }
       throw e;
     }
   }
 
-  private async checkCredentials(identifier: string, password: string, opts: { deviceHint?: string | null }): Promise<TokenPair & { operatorId: string; mustResetPassword: boolean }> {
+  private async checkCredentials(identifier: string, password: string, opts: { deviceHint?: string | null; otp?: string }): Promise<OperatorSignIn> {
     const { db, operators, metrics, config } = this.deps;
     let op = await operators.findByIdentifier(identifier);
     if (!op) {
@@ -104,6 +110,19 @@ export class OperatorAuthService {
       metrics?.outcome('operator_login', 'deactivated');
       throw deactivated();
     }
+    // A temporary password (new operator, reset) is good for TEMP_PASSWORD_TTL_SECONDS only.
+    if (op.mustResetPassword && Date.now() - new Date(op.passwordSetAt).getTime() > config.tempPasswordTtlSeconds * 1000) {
+      metrics?.outcome('operator_login', 'temporary_password_expired');
+      throw new AppError('temporary_password_expired', 'This temporary password has expired; ask an administrator for a new one');
+    }
+    // The second factor, when enabled: missing → 401 `mfa_required`; wrong → the same, counted as a failed sign-in.
+    if (op.mfaEnabledAt) {
+      if (!opts.otp) {
+        metrics?.outcome('operator_login', 'mfa_required');
+        throw mfaRequired();
+      }
+      if (!(await this.deps.mfa.check(op, opts.otp))) await this.recordFailure(op.id, 'login_otp', undefined, mfaRequired);
+    }
 
     const rehash = needsRehash(op.passwordHash) ? await hashPassword(password) : null;
     // Success clears the counter, unless a concurrent failure locked the account meanwhile.
@@ -113,14 +132,14 @@ export class OperatorAuthService {
 
     const { pair } = await this.deps.sessions.open({ type: 'operator', id: op.id }, { deviceHint: opts.deviceHint });
     metrics?.outcome('operator_login', 'ok');
-    return { ...pair, operatorId: op.id, mustResetPassword: row.mustResetPassword };
+    return { ...pair, operatorId: op.id, mustResetPassword: row.mustResetPassword, ...(this.deps.mfa.setupRequired(op) ? { mfaSetupRequired: true as const } : {}) };
   }
 
   /**
    * Counts one failed password check; throws 401 `invalid_credentials`, or 403 `account_locked` when
    * this failure reached the limit (or the account was locked meanwhile).
    */
-  private async recordFailure(operatorId: string, via: 'login' | 'set_password', sessionId?: string): Promise<never> {
+  private async recordFailure(operatorId: string, via: 'login' | 'login_otp' | 'set_password', sessionId?: string, otherwise: () => AppError = invalidCredentials): Promise<never> {
     const { db, config, metrics } = this.deps;
     const row = await this.deps.operators.countFailure(operatorId, config.operatorMaxFailedLogins);
     if (!row) throw locked();
@@ -140,8 +159,9 @@ export class OperatorAuthService {
       this.deps.logger?.warn({ operatorId, via }, 'operator account locked after failed password checks');
       throw locked();
     }
-    metrics?.outcome(via === 'login' ? 'operator_login' : 'operator_set_password', 'invalid_credentials');
-    throw invalidCredentials();
+    const error = otherwise();
+    metrics?.outcome(via === 'set_password' ? 'operator_set_password' : 'operator_login', error.code);
+    throw error;
   }
 
   /**
@@ -160,6 +180,8 @@ export class OperatorAuthService {
         details: { errors: [{ in: 'body', path: '/newPassword', message: 'must differ from the current password' }] },
       });
     }
+    const weak = weakPasswordReason(newPassword, { identifier: op.identifier });
+    if (weak) throw new AppError('weak_password', `Choose another password: ${weak}`);
     const passwordHash = await hashPassword(newPassword);
     await db.transaction(async (trx) => {
       const updated = await operators.update(operatorId, { passwordHash, mustResetPassword: false, failedLoginCount: 0 }, { unlockedOnly: true }, trx);

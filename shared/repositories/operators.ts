@@ -154,8 +154,8 @@ export class SessionsRepository extends Repository {
     return session.id as string;
   }
 
-  async find(id: string, trx?: Db): Promise<Pick<Session, 'id' | 'subjectType' | 'subjectId' | 'revokedAt'> | undefined> {
-    return this.on(trx)(Session.tableName).where({ id }).first('id', 'subjectType', 'subjectId', 'revokedAt');
+  async find(id: string, trx?: Db): Promise<Pick<Session, 'id' | 'subjectType' | 'subjectId' | 'revokedAt' | 'createdAt'> | undefined> {
+    return this.on(trx)(Session.tableName).where({ id }).first('id', 'subjectType', 'subjectId', 'revokedAt', 'createdAt');
   }
 
   /** The session `id` of this subject, if it exists (revoked or not). */

@@ -231,11 +231,55 @@ export interface paths {
         put?: never;
         /**
          * Operator or administrator sign-in
-         * @description The same 401 `invalid_credentials` for an unknown identifier and a wrong password. 5 failures in a row lock the account (403 `account_locked`, even with the right password) until an administrator resets its password.
+         * @description The same 401 `invalid_credentials` for an unknown identifier and a wrong password. 5 failures in a row lock the account (403 `account_locked`, even with the right password) until an administrator resets its password. With a second factor enabled, a missing or wrong `otp` (the current TOTP code, or an unused recovery code) answers 401 `mfa_required` and no token; a wrong one counts towards the lock; a TOTP code is accepted once. A temporary password older than TEMP_PASSWORD_TTL_SECONDS (86400 s) answers 403 `temporary_password_expired`. Staff sessions end STAFF_SESSION_MAX_SECONDS (43200 s) after sign-in, or after STAFF_SESSION_IDLE_SECONDS (1800 s) without a refresh.
          *
          *     **Authorisation:** No token.
          */
         post: operations["operatorLogin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/operator/mfa/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirm the second factor with its first code; answers 10 single-use recovery codes, once
+         * @description A wrong code is 400 `otp_invalid`; 409 `conflict` without a pending setup. From now on sign-in needs `otp`. The recovery codes are stored hashed and each works once.
+         *
+         *     **Authorisation:** Operator bearer token (active, password not flagged); accepted before a second factor is set up under STAFF_MFA=required.
+         */
+        post: operations["operatorMfaConfirm"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/operator/mfa/setup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start setting up a TOTP second factor (RFC 6238, 6 digits, 30 s)
+         * @description Answers a new secret (base32) and its `otpauth://` URI for an authenticator app (the console shows it as a QR code). It is stored encrypted and pending until /auth/operator/mfa/confirm; a new setup replaces a pending one. 409 `conflict` when a second factor is enabled already (an administrator's reset-mfa clears it).
+         *
+         *     **Authorisation:** Operator bearer token (active, password not flagged); accepted before a second factor is set up under STAFF_MFA=required.
+         */
+        post: operations["operatorMfaSetup"];
         delete?: never;
         options?: never;
         head?: never;
@@ -253,9 +297,9 @@ export interface paths {
         put?: never;
         /**
          * Set one's own password (accepted while flagged for reset); clears the flag
-         * @description A wrong current password is 401 `invalid_credentials` and counts towards the lock. The operator's other sessions end.
+         * @description A wrong current password is 401 `invalid_credentials` and counts towards the lock. A common or breached new password is 400 `weak_password`. The operator's other sessions end.
          *
-         *     **Authorisation:** Operator bearer token; accepted while the password is flagged for reset.
+         *     **Authorisation:** Operator bearer token; accepted while the password is flagged for reset (and, under STAFF_MFA=required, before a second factor is set up).
          */
         post: operations["operatorSetPassword"];
         delete?: never;
@@ -732,6 +776,28 @@ export interface paths {
          *     **Authorisation:** Administrator bearer token.
          */
         patch: operations["updateOperator"];
+        trace?: never;
+    };
+    "/operators/{id}/reset-mfa": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Clear an operator's second factor and recovery codes (lost device)
+         * @description Audited (`operator.mfa_reset`, severity high); every session of the operator ends. Under STAFF_MFA=required the operator sets up a new one at the next sign-in.
+         *
+         *     **Authorisation:** Administrator bearer token.
+         */
+        post: operations["resetOperatorMfa"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/operators/{id}/reset-password": {
@@ -1677,6 +1743,8 @@ export interface operations {
             content: {
                 "application/json": {
                     identifier: string;
+                    /** @description The 6-digit code of the authenticator app, or an unused recovery code; required once a second factor is enabled */
+                    otp?: string;
                     password: string;
                 };
             };
@@ -1693,6 +1761,11 @@ export interface operations {
                         accessToken: string;
                         /** @description Access token lifetime in seconds */
                         expiresIn: number;
+                        /**
+                         * @description STAFF_MFA=required and no second factor yet: every operator route but set-password, mfa/setup and mfa/confirm answers 403 `mfa_setup_required`
+                         * @constant
+                         */
+                        mfaSetupRequired?: true;
                         /** @description When true, every operator route but set-password answers 403 `password_reset_required` */
                         mustResetPassword: boolean;
                         /** Format: uuid */
@@ -1715,7 +1788,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: `invalid_credentials` */
+            /** @description Error: `invalid_credentials`, `mfa_required` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1724,7 +1797,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: `account_locked`, `operator_deactivated` */
+            /** @description Error: `account_locked`, `temporary_password_expired`, `operator_deactivated` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -1735,6 +1808,126 @@ export interface operations {
             };
             /** @description Error: `rate_limited` */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    operatorMfaConfirm: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The current 6-digit code of the authenticator app */
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Enabled */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Single-use; shown only now */
+                        recoveryCodes: string[];
+                        /** @constant */
+                        status: "mfa_enabled";
+                    };
+                };
+            };
+            /** @description Error: `otp_invalid`, `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `operator_deactivated` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `conflict` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    operatorMfaSetup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The secret, once */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description `otpauth://totp/...` */
+                        otpauthUri: string;
+                        /** @description Base32 */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `operator_deactivated` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `conflict` */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1773,7 +1966,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: `validation_failed` */
+            /** @description Error: `weak_password`, `validation_failed` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1959,6 +2152,11 @@ export interface operations {
                         accessToken: string;
                         /** @description Access token lifetime in seconds */
                         expiresIn: number;
+                        /**
+                         * @description STAFF_MFA=required and no second factor yet: every operator route but set-password, mfa/setup and mfa/confirm answers 403 `mfa_setup_required`
+                         * @constant
+                         */
+                        mfaSetupRequired?: true;
                         /** @description When true, every operator route but set-password answers 403 `password_reset_required` */
                         mustResetPassword: boolean;
                         /** Format: uuid */
@@ -3409,6 +3607,8 @@ export interface operations {
                             identifier: string;
                             /** @description Locked after too many failed sign-ins (reset-password unlocks) */
                             locked: boolean;
+                            /** @description A TOTP second factor is confirmed (reset-mfa clears it) */
+                            mfaEnabled: boolean;
                             mustResetPassword: boolean;
                             orgId: string;
                             role: "operator" | "administrator";
@@ -3487,6 +3687,8 @@ export interface operations {
                             identifier: string;
                             /** @description Locked after too many failed sign-ins (reset-password unlocks) */
                             locked: boolean;
+                            /** @description A TOTP second factor is confirmed (reset-mfa clears it) */
+                            mfaEnabled: boolean;
                             mustResetPassword: boolean;
                             orgId: string;
                             role: "operator" | "administrator";
@@ -3564,6 +3766,8 @@ export interface operations {
                             identifier: string;
                             /** @description Locked after too many failed sign-ins (reset-password unlocks) */
                             locked: boolean;
+                            /** @description A TOTP second factor is confirmed (reset-mfa clears it) */
+                            mfaEnabled: boolean;
                             mustResetPassword: boolean;
                             orgId: string;
                             role: "operator" | "administrator";
@@ -3640,6 +3844,8 @@ export interface operations {
                             identifier: string;
                             /** @description Locked after too many failed sign-ins (reset-password unlocks) */
                             locked: boolean;
+                            /** @description A TOTP second factor is confirmed (reset-mfa clears it) */
+                            mfaEnabled: boolean;
                             mustResetPassword: boolean;
                             orgId: string;
                             role: "operator" | "administrator";
@@ -3733,6 +3939,8 @@ export interface operations {
                             identifier: string;
                             /** @description Locked after too many failed sign-ins (reset-password unlocks) */
                             locked: boolean;
+                            /** @description A TOTP second factor is confirmed (reset-mfa clears it) */
+                            mfaEnabled: boolean;
                             mustResetPassword: boolean;
                             orgId: string;
                             role: "operator" | "administrator";
@@ -3781,6 +3989,86 @@ export interface operations {
             };
             /** @description Error: `conflict` */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    resetOperatorMfa: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Operator id (UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Cleared */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        operator: {
+                            /** Format: date-time */
+                            createdAt: string;
+                            displayName: string;
+                            /** Format: uuid */
+                            id: string;
+                            identifier: string;
+                            /** @description Locked after too many failed sign-ins (reset-password unlocks) */
+                            locked: boolean;
+                            /** @description A TOTP second factor is confirmed (reset-mfa clears it) */
+                            mfaEnabled: boolean;
+                            mustResetPassword: boolean;
+                            orgId: string;
+                            role: "operator" | "administrator";
+                            status: "active" | "deactivated";
+                            /** Format: date-time */
+                            updatedAt: string;
+                        };
+                        /** @constant */
+                        status: "mfa_reset";
+                    };
+                };
+            };
+            /** @description Error: `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `forbidden`, `operator_deactivated`, `password_reset_required` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `not_found` */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
