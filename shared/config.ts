@@ -84,7 +84,7 @@ export const SETTINGS = {
   operatorLoginFailuresPerIpPerHour: s({ env: 'OPERATOR_LOGIN_FAILURES_PER_IP_PER_HOUR', kind: 'int', default: 100, min: 1, doc: 'Failed operator sign-ins per client address per hour, whatever the identifier (password spraying), beyond which that address gets 429 `rate_limited`; successes never count.' }),
   adminLockSeconds: s({ env: 'ADMIN_LOCK_SECONDS', kind: 'int', default: 900, min: 0, doc: 'An administrator locked by failed sign-ins is unlocked after this long (0: only a reset or `npm run unlock-operator` unlocks), so nobody can lock the organisation out of its last administrator; operators stay locked until an administrator resets them.' }),
   staffMfa: s({ env: 'STAFF_MFA', kind: 'string', default: (c: Parsed) => (c.nodeEnv === 'production' ? 'required' : 'optional'), enum: ['required', 'optional'] as const, doc: 'Staff second factor (TOTP). `required`: an operator without one signs in with `mfaSetupRequired: true` and gets 403 `mfa_setup_required` on every route but set-password, mfa/setup and mfa/confirm. `optional`: operators may enable it.' }),
-  mfaEncryptionKey: s({ env: 'MFA_ENCRYPTION_KEY', kind: 'string', default: '', secret: true, doc: 'Key (32 bytes, base64 or hex) encrypting staff TOTP secrets at rest (AES-256-GCM). Empty: a fixed development key (refused in production).' }),
+  mfaEncryptionKey: s({ env: 'MFA_ENCRYPTION_KEY', kind: 'string', default: '', secret: true, doc: 'Key (32 bytes, base64 or hex) encrypting staff TOTP secrets at rest (AES-256-GCM). Set it in production, kept apart from the database. Empty: in production a key derived (HKDF) from JWT_PRIVATE_KEY; elsewhere a fixed, public development key.' }),
   staffSessionMaxSeconds: s({ env: 'STAFF_SESSION_MAX_SECONDS', kind: 'int', default: 43_200, min: 1, doc: 'Absolute lifetime of a staff session from its sign-in; past it /auth/refresh answers 401 `invalid_refresh_token`.' }),
   staffSessionIdleSeconds: s({ env: 'STAFF_SESSION_IDLE_SECONDS', kind: 'int', default: 1800, min: 1, doc: 'Idle limit of a staff session: a refresh token not used within this long answers 401 `invalid_refresh_token`.' }),
   tempPasswordTtlSeconds: s({ env: 'TEMP_PASSWORD_TTL_SECONDS', kind: 'int', default: 86_400, min: 1, doc: 'A temporary password (new operator, reset) not replaced within this long answers 403 `temporary_password_expired` at login; an administrator issues a new one.' }),
@@ -192,7 +192,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   out.isProduction = out.nodeEnv === 'production';
   if (out.isProduction) {
-    if (!out.mfaEncryptionKey) problems.push('MFA_ENCRYPTION_KEY must be set in production (the development key is public)');
     if (!out.jwtPrivateKey) problems.push('JWT_PRIVATE_KEY must be set in production (the generated development key is refused)');
     if (out.smsTransport === 'outbox') problems.push('SMS_TRANSPORT=outbox is a development transport and is refused in production');
     if (out.registrySimFault !== 'none') problems.push('REGISTRY_SIM_FAULT is a test setting and is refused in production');

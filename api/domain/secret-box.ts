@@ -3,13 +3,17 @@
  * copy of the database alone (an insider, a backup) does not yield the second factor. Stored as
  * `v1.<iv>.<tag>.<ciphertext>` (base64url). The key comes from MFA_ENCRYPTION_KEY.
  */
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 
 const VERSION = 'v1';
 
-/** The key from its setting: 32 bytes as base64 or hex; empty: the public development key. */
-export function secretBoxKey(setting: string): Buffer {
-  if (!setting) return createHash('sha256').update('faceid development MFA key (public; refused in production)').digest();
+/**
+ * The key from its setting: 32 bytes as base64 or hex. Empty: derived (HKDF-SHA256, its own label) from
+ * `fallbackSecret` (production: the signing key) or, without one, the public development key.
+ */
+export function secretBoxKey(setting: string, fallbackSecret = ''): Buffer {
+  if (!setting && fallbackSecret) return Buffer.from(hkdfSync('sha256', fallbackSecret, 'faceid', 'faceid staff MFA secret box v1', 32));
+  if (!setting) return createHash('sha256').update('faceid development MFA key (public)').digest();
   const key = /^[0-9a-f]{64}$/i.test(setting) ? Buffer.from(setting, 'hex') : Buffer.from(setting, 'base64');
   if (key.length !== 32) throw new Error('MFA_ENCRYPTION_KEY must be 32 bytes (base64 or 64 hex digits)');
   return key;

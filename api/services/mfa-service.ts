@@ -25,7 +25,7 @@ export interface MfaDeps {
   operators: OperatorsRepository;
   mfa: OperatorMfaRepository;
   sessionRows: SessionsRepository;
-  config: Pick<Config, 'mfaEncryptionKey' | 'staffMfa'>;
+  config: Pick<Config, 'mfaEncryptionKey' | 'staffMfa' | 'isProduction' | 'jwtPrivateKey'>;
   metrics?: Metrics;
   logger?: Logger;
 }
@@ -36,7 +36,7 @@ export class MfaService {
   private readonly key: Buffer;
 
   constructor(private readonly deps: MfaDeps) {
-    this.key = secretBoxKey(deps.config.mfaEncryptionKey);
+    this.key = secretBoxKey(deps.config.mfaEncryptionKey, deps.config.isProduction ? deps.config.jwtPrivateKey : '');
   }
 
   /** Whether the policy makes this operator set up a second factor before anything else. */
