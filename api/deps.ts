@@ -139,12 +139,13 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
   const mfa = new MfaService({ db, operators: repos.operators, mfa: new OperatorMfaRepository(db), sessionRows: repos.sessions, config, metrics, logger });
   const registry = new RegistryClient({ registryUrl: config.registryUrl, registryTimeoutMs: config.registryTimeoutMs, isProduction: config.isProduction, logger });
 
+  const sms = createSmsTransport(config);
   const services: Services = {
     sessions,
-    otp: new OtpService({ config, users: repos.users, redis, keys, tokens, sessions, sms: createSmsTransport(config), metrics, logger }),
+    otp: new OtpService({ config, users: repos.users, redis, keys, tokens, sessions, sms, metrics, logger }),
     operatorAuth: new OperatorAuthService({ db, operators: repos.operators, sessionRows: repos.sessions, redis, keys, config, sessions, mfa, metrics, logger }),
     operators: new OperatorService({ db, operators: repos.operators, sessionRows: repos.sessions, searchLogs: repos.searchLogs, logger }),
-    users: new UserService({ config, db, users: repos.users, sessionRows: repos.sessions, embeddings: repos.embeddings, proofTokens, jobs, logger }),
+    users: new UserService({ config, db, users: repos.users, sessionRows: repos.sessions, embeddings: repos.embeddings, proofTokens, jobs, logger, sms }),
     preferences: new PreferencesService({ db, preferences: repos.preferences }),
     history: new HistoryService({ searchLogs: repos.searchLogs }),
     disputes: new DisputeService({ db, searchLogs: repos.searchLogs }),

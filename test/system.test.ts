@@ -77,7 +77,9 @@ test('an unknown route answers the error envelope', async (t) => {
 test('a registry answering 5xx is reported down without making the service degraded', async (t) => {
   const faulty = await startHarness({ env: { REGISTRY_SIM_FAULT: 'error' } });
   try {
-    const res = await client(faulty.url).get('/health');
+    // The detail is for administrators (SPEC 12.3).
+    const admin = await newOperator(faulty, { role: 'administrator' });
+    const res = await client(faulty.url).get('/health', { token: admin.token });
     t.is(res.status, 200);
     t.false(res.body.dependencies.identity_registry.up);
     t.regex(String(res.body.dependencies.identity_registry.detail), /500/);

@@ -14,10 +14,10 @@ import verificationRoutes from './verification.js';
 import consoleRoutes from './console-routes.js';
 
 /** What a route module may receive: the services, and the few process-wide parts routes use themselves. */
-export type RouteDeps = Services & Pick<AppDeps, 'config' | 'metrics' | 'health' | 'tokens'>;
+export type RouteDeps = Services & Pick<AppDeps, 'config' | 'metrics' | 'health' | 'tokens' | 'authorizer'>;
 
 export function allRoutes(deps: AppDeps): AnyRoute[] {
-  const r: RouteDeps = { ...deps.services, config: deps.config, metrics: deps.metrics, health: deps.health, tokens: deps.tokens };
+  const r: RouteDeps = { ...deps.services, config: deps.config, metrics: deps.metrics, health: deps.health, tokens: deps.tokens, authorizer: deps.authorizer };
   return [
     ...systemRoutes(r),
     ...adminQueueRoutes(r),

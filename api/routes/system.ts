@@ -45,8 +45,18 @@ const ModelsBody = Type.Object({
   vectorIndex: Type.Object({ factory: Type.String(), metric: Type.Literal('inner_product') }),
 });
 
-export default function systemRoutes(deps: Pick<RouteDeps, 'config' | 'health' | 'metrics'>): AnyRoute[] {
+export default function systemRoutes(deps: Pick<RouteDeps, 'config' | 'health' | 'metrics' | 'authorizer'>): AnyRoute[] {
   const { config } = deps;
+  /** A valid administrator bearer (anything else, including a bad token, gets the anonymous view). */
+  const isAdministrator = async (authorization: string) => {
+    if (!authorization) return false;
+    try {
+      await deps.authorizer.authorize(authorization, 'administrator', {});
+      return true;
+    } catch {
+      return false;
+    }
+  };
   return [
     route({
       method: 'GET',
@@ -54,11 +64,14 @@ export default function systemRoutes(deps: Pick<RouteDeps, 'config' | 'health' |
       operationId: 'getHealth',
       tag: 'System',
       summary: 'Dependency health',
-      description: '503 `degraded` only when the database or the cache is down; face_engine, identity_registry and vector_index are reported but do not decide.',
+      description:
+        '503 `degraded` only when the database or the cache is down; face_engine, identity_registry and vector_index are reported but do not decide. ' +
+        'Anonymous callers get `status` and each dependency\'s `up` only, from the background poller\'s last result (at most 15 s old; one shared check when there is none). ' +
+        'An administrator bearer token gets a fresh check with `latencyMs`, `detail` and the supervised `processes`.',
       auth: 'none',
       responses: { 200: { description: 'All of db and cache are up', schema: HealthBody }, 503: { description: 'Degraded: db or cache down', schema: HealthBody } },
-      handler: async () => {
-        const report = await deps.health.check();
+      handler: async ({ ctx }) => {
+        const report = (await isAdministrator(ctx.get('authorization'))) ? await deps.health.check() : await deps.health.summary();
         return { status: report.status === 'ok' ? 200 : 503, body: report };
       },
     }),

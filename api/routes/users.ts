@@ -68,6 +68,9 @@ const PatchPreferencesRequest = Type.Object(
   Strict,
 );
 
+/** The consumer session of the request (the proofToken must come from it). */
+const sessionOf = (auth: { kind: string; sessionId?: string }) => auth.sessionId ?? '';
+
 export default function userRoutes({ users, history, preferences }: Pick<RouteDeps, 'users' | 'history' | 'preferences'>): AnyRoute[] {
   return [
     route({
@@ -89,14 +92,15 @@ export default function userRoutes({ users, history, preferences }: Pick<RouteDe
       tag: 'Profile',
       summary: 'Change the phone (applied) or the BVN-linked bankAccount (pending upstream), with a proofToken',
       description:
-        'Strict body: name, dateOfBirth, gender and any other key are 400 `validation_failed`; at least one of phone and bankAccount. The body, the phone and its uniqueness are checked before the proofToken is consumed, so a refused request does not burn it. A bankAccount change answers `pending_upstream`: the old value stays in effect until the upstream confirmation lands (after BANK_ACCOUNT_CONFIRM_DELAY_MS).',
+        'Strict body: name, dateOfBirth, gender and any other key are 400 `validation_failed`; at least one of phone and bankAccount. The body, the phone and its uniqueness are checked before the proofToken is consumed, so a refused request does not burn it. A bankAccount change answers `pending_upstream`: the old value stays in effect until the upstream confirmation lands (after BANK_ACCOUNT_CONFIRM_DELAY_MS). ' +
+        'A phone change is applied at once, an SMS notice goes to the old and the new number, and every other session of the account ends. The proofToken is bound to the session that ran /verify/self: from another session it is 403 `proof_token_invalid`.',
       auth: 'consumer:self',
       params: IdParams,
       body: PatchUserRequest,
       responses: { 200: { description: '`applied` (phone only) or `pending_upstream` (a bankAccount change is included)', schema: PatchUserResponse } },
       errors: ['proof_token_invalid', 'conflict', 'not_found'],
-      handler: async ({ params, body }) => ({
-        body: await users.update(params.id, { proofToken: body.proofToken ?? '', phone: body.phone, bankAccount: body.bankAccount }),
+      handler: async ({ params, body, auth }) => ({
+        body: await users.update(params.id, { proofToken: body.proofToken ?? '', phone: body.phone, bankAccount: body.bankAccount }, sessionOf(auth)),
       }),
     }),
     route({
@@ -112,7 +116,7 @@ export default function userRoutes({ users, history, preferences }: Pick<RouteDe
       body: DeleteUserRequest,
       responses: { 200: { description: 'Deleted', schema: StatusBody('deleted') } },
       errors: ['proof_token_invalid', 'not_found'],
-      handler: async ({ params, body }) => ({ body: await users.delete(params.id, body.proofToken ?? '') }),
+      handler: async ({ params, body, auth }) => ({ body: await users.delete(params.id, body.proofToken ?? '', sessionOf(auth)) }),
     }),
     route({
       method: 'GET',

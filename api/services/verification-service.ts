@@ -222,7 +222,7 @@ export class VerificationService {
       decision && embedding && r.score !== null
         ? this.applyCanonicalRefresh(consumer.userId, referenceId, decision, { score: r.score, embedding, quality, storedQuality: enrolled.qualityScore ?? null })
         : undefined,
-      outcome === 'match' ? this.deps.proofTokens.issue(consumer.userId) : undefined,
+      outcome === 'match' ? this.deps.proofTokens.issue(consumer.userId, consumer.sessionId) : undefined,
     ]);
     await biometric.record(consumer.userId, 'verify_self', outcome);
     metrics.outcome('verify_self', outcome);

@@ -451,7 +451,7 @@ export interface paths {
         };
         /**
          * Dependency health
-         * @description 503 `degraded` only when the database or the cache is down; face_engine, identity_registry and vector_index are reported but do not decide.
+         * @description 503 `degraded` only when the database or the cache is down; face_engine, identity_registry and vector_index are reported but do not decide. Anonymous callers get `status` and each dependency's `up` only, from the background poller's last result (at most 15 s old; one shared check when there is none). An administrator bearer token gets a fresh check with `latencyMs`, `detail` and the supervised `processes`.
          *
          *     **Authorisation:** No token.
          */
@@ -891,7 +891,7 @@ export interface paths {
         head?: never;
         /**
          * Change the phone (applied) or the BVN-linked bankAccount (pending upstream), with a proofToken
-         * @description Strict body: name, dateOfBirth, gender and any other key are 400 `validation_failed`; at least one of phone and bankAccount. The body, the phone and its uniqueness are checked before the proofToken is consumed, so a refused request does not burn it. A bankAccount change answers `pending_upstream`: the old value stays in effect until the upstream confirmation lands (after BANK_ACCOUNT_CONFIRM_DELAY_MS).
+         * @description Strict body: name, dateOfBirth, gender and any other key are 400 `validation_failed`; at least one of phone and bankAccount. The body, the phone and its uniqueness are checked before the proofToken is consumed, so a refused request does not burn it. A bankAccount change answers `pending_upstream`: the old value stays in effect until the upstream confirmation lands (after BANK_ACCOUNT_CONFIRM_DELAY_MS). A phone change is applied at once, an SMS notice goes to the old and the new number, and every other session of the account ends. The proofToken is bound to the session that ran /verify/self: from another session it is 403 `proof_token_invalid`.
          *
          *     **Authorisation:** Consumer bearer token whose subject equals `{id}` (else 403 `forbidden`).
          */
