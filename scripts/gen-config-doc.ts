@@ -3,7 +3,9 @@ import { writeFileSync } from 'node:fs';
 import { SETTINGS, loadConfig } from '../shared/config.js';
 
 export function renderConfigDoc(): string {
-  const defaults = loadConfig({}) as unknown as Record<string, unknown>;
+  // Defaults as a developer sees them (NODE_ENV=development, what `npm start` sets); NODE_ENV's own row
+  // shows its real default, production.
+  const defaults = { ...(loadConfig({ NODE_ENV: 'development' }) as unknown as Record<string, unknown>), nodeEnv: SETTINGS.nodeEnv.default };
   const rows = Object.entries(SETTINGS).map(([key, spec]) => {
     const s = spec as { env: string; doc: string; secret?: boolean; enum?: readonly string[] };
     const d = s.secret ? '(none)' : JSON.stringify(defaults[key]);
@@ -14,8 +16,10 @@ export function renderConfigDoc(): string {
     '# Configuration',
     '',
     'Generated from `shared/config.ts` by `npm run docs:config`; every process reads the same settings, validated at start-up',
-    '(an invalid value stops the process with a list of every problem). `NODE_ENV=production` refuses the development',
-    'signing key, the SMS outbox and the registry fault injection.',
+    '(an invalid value stops the process with a list of every problem). `NODE_ENV=production` (also when NODE_ENV is unset) refuses the development',
+    'signing key, the SMS outbox, the registry simulator and the registry fault injection. The defaults below are those of',
+    '`NODE_ENV=development`, which `npm start`, `npm test` and the developer scripts set when NODE_ENV is not given; settings',
+    'whose default depends on the mode (SMS_TRANSPORT, REGISTRY_SIMULATOR, STAFF_MFA) say so.',
     '',
     '| variable | default | meaning |',
     '|---|---|---|',

@@ -29,7 +29,7 @@ function s<K extends Kind, const E extends readonly string[] | undefined = undef
 }
 
 export const SETTINGS = {
-  nodeEnv: s({ env: 'NODE_ENV', kind: 'string', default: 'development', enum: ['development', 'test', 'production'] as const, doc: 'Runtime mode. `production` refuses development secrets and the SMS outbox.' }),
+  nodeEnv: s({ env: 'NODE_ENV', kind: 'string', default: 'production', enum: ['development', 'test', 'production'] as const, doc: 'Runtime mode. Unset means `production`, which refuses development secrets, the SMS outbox and the registry simulator; `npm start`, `npm test` and the developer scripts set `development` (or `test`) explicitly unless NODE_ENV is given.' }),
   port: s({ env: 'PORT', kind: 'int', default: 3000, min: 0, max: 65535, doc: 'HTTP port of the web process (API and registry simulator).' }),
   host: s({ env: 'HOST', kind: 'string', default: '127.0.0.1', doc: 'Interface the web process listens on.' }),
   faceEnginePort: s({ env: 'FACE_ENGINE_PORT', kind: 'int', default: 3100, min: 0, max: 65535, doc: 'Port of the face worker\'s own `/version` and `/health`.' }),
