@@ -5,7 +5,7 @@ import { SETTINGS, loadConfig } from '../shared/config.js';
 export function renderConfigDoc(): string {
   // Defaults as a developer sees them (NODE_ENV=development, what `npm start` sets); NODE_ENV's own row
   // shows its real default, production.
-  const defaults = { ...(loadConfig({ NODE_ENV: 'development' }) as unknown as Record<string, unknown>), nodeEnv: SETTINGS.nodeEnv.default };
+  const defaults: Record<string, unknown> = { ...(loadConfig({ NODE_ENV: 'development' }) as unknown as Record<string, unknown>), nodeEnv: SETTINGS.nodeEnv.default };
   const rows = Object.entries(SETTINGS).map(([key, spec]) => {
     const s = spec as { env: string; doc: string; secret?: boolean; enum?: readonly string[] };
     const d = s.secret ? '(none)' : JSON.stringify(defaults[key]);
