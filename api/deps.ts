@@ -137,7 +137,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     inFlightTtlMs: config.faceJobTimeoutMs + 5000,
   });
   const mfa = new MfaService({ db, operators: repos.operators, mfa: new OperatorMfaRepository(db), sessionRows: repos.sessions, config, metrics, logger });
-  const registry = new RegistryClient({ registryUrl: config.registryUrl, registryTimeoutMs: config.registryTimeoutMs, isProduction: config.isProduction, logger });
+  const registry = new RegistryClient({ registryUrl: config.registryUrl, registryTimeoutMs: config.registryTimeoutMs, isProduction: config.isProduction, maxBodyBytes: config.registryMaxBodyBytes, logger });
 
   const sms = createSmsTransport(config);
   const services: Services = {

@@ -42,6 +42,7 @@ export const SETTINGS = {
   redisPrefix: s({ env: 'REDIS_PREFIX', kind: 'string', default: 'faceid', doc: 'Prefix of every Redis key and BullMQ queue of this deployment (tests use their own).' }),
   registryUrl: s({ env: 'REGISTRY_URL', kind: 'url', default: (c: Parsed) => `http://127.0.0.1:${c.port}/api`, doc: 'Identity registry base URL (default: this server\'s own simulator).' }),
   registryTimeoutMs: s({ env: 'REGISTRY_TIMEOUT_MS', kind: 'int', default: 5000, min: 50, doc: 'Timeout of one registry call; beyond it validate answers 502 `registry_unavailable`.' }),
+  registryMaxBodyBytes: s({ env: 'REGISTRY_MAX_BODY_BYTES', kind: 'int', default: 16 * 1024 * 1024, min: 1024, doc: 'Largest registry answer read (a record with its base64 photo); a larger one is 502 `registry_unavailable`. Redirects from the registry are never followed.' }),
   registrySimulator: s({ env: 'REGISTRY_SIMULATOR', kind: 'bool', default: (c: Parsed) => c.nodeEnv !== 'production', doc: 'Mount the registry simulator under `/api` (a development stand-in for the national registry: anyone may enrol a person there). Refused in production.' }),
   registrySimFault: s({ env: 'REGISTRY_SIM_FAULT', kind: 'string', default: 'none', enum: ['none', 'timeout', 'error'] as const, doc: 'Fault injection of the registry simulator (tests can also send `X-Registry-Fault`).' }),
   logLevel: s({ env: 'LOG_LEVEL', kind: 'string', default: 'info', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, doc: 'pino log level.' }),
