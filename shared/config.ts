@@ -122,6 +122,7 @@ export const SETTINGS = {
   searchPruneIntervalMs: s({ env: 'SEARCH_PRUNE_INTERVAL_MS', kind: 'int', default: 60_000, min: 0, doc: 'Period at which a search worker prunes change-log rows every live replica (and snapshot) has applied (0: never).' }),
   searchReplicaStaleMs: s({ env: 'SEARCH_REPLICA_STALE_MS', kind: 'int', default: 600_000, min: 1000, doc: 'A replica whose position is older than this no longer holds back change-log pruning (it rebuilds if it comes back behind the pruned point).' }),
   dependencyPollIntervalMs: s({ env: 'DEPENDENCY_POLL_INTERVAL_MS', kind: 'int', default: 15_000, min: 100, doc: 'Refresh period of the `service_dependency_up` gauge.' }),
+  queueDashboardReadOnly: s({ env: 'QUEUE_DASHBOARD_READ_ONLY', kind: 'bool', default: (c: Parsed) => c.nodeEnv === 'production', doc: 'The administrators\' queue dashboard (`/admin/queues`) only shows the queues: no retry, clean, pause or promote (405). Default: on in production, where a job is a person\'s face on its way.' }),
   billingTiersFile: s({ env: 'BILLING_TIERS_FILE', kind: 'string', default: 'config/billing-tiers.json', doc: 'Static contracted-tier file of the billing report.' }),
 } as const;
 
