@@ -51,6 +51,8 @@ export const SETTINGS = {
   maxImagePixels: s({ env: 'MAX_IMAGE_PIXELS', kind: 'int', default: 40_000_000, min: 10_000, doc: 'Largest decoded image (pixels); beyond it 400 `invalid_image`.' }),
 
   jwtPrivateKey: s({ env: 'JWT_PRIVATE_KEY', kind: 'string', default: '', secret: true, doc: 'PKCS#8 PEM EdDSA (Ed25519) key signing access tokens. Empty: a development key is generated in `var/dev-jwt-key.pem` (refused in production).' }),
+  jwtPreviousPublicKeys: s({ env: 'JWT_PREVIOUS_PUBLIC_KEYS', kind: 'string', default: '', doc: 'Key ring for rotation: SPKI PEM public keys (or PKCS#8 private keys) of earlier signing keys, concatenated. Tokens name their key by `kid` (a thumbprint); tokens of these keys stay valid until they expire, so a rotation logs nobody out. Only JWT_PRIVATE_KEY signs.' }),
+  otpSecret: s({ env: 'OTP_SECRET', kind: 'string', default: '', secret: true, doc: 'Secret (at least 32 characters) keying the HMAC of consumer one-time codes, apart from the signing key so that rotating JWT_PRIVATE_KEY leaves pending codes valid. Empty: derived from JWT_PRIVATE_KEY (a rotation then voids pending codes).' }),
   jwtIssuer: s({ env: 'JWT_ISSUER', kind: 'string', default: 'faceid', doc: 'Issuer claim of access tokens.' }),
   accessTokenTtlSeconds: s({ env: 'ACCESS_TOKEN_TTL_SECONDS', kind: 'int', default: 900, min: 30, doc: 'Access token lifetime.' }),
   refreshTokenTtlSeconds: s({ env: 'REFRESH_TOKEN_TTL_SECONDS', kind: 'int', default: 30 * 24 * 3600, min: 60, doc: 'Refresh token lifetime (rotated on every refresh).' }),
@@ -194,6 +196,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   out.isProduction = out.nodeEnv === 'production';
   if (out.isProduction) {
+    if (out.otpSecret && String(out.otpSecret).length < 32) problems.push('OTP_SECRET must have at least 32 characters');
     if (!out.jwtPrivateKey) problems.push('JWT_PRIVATE_KEY must be set in production (the generated development key is refused)');
     if (out.smsTransport === 'outbox') problems.push('SMS_TRANSPORT=outbox is a development transport and is refused in production');
     if (out.registrySimFault !== 'none') problems.push('REGISTRY_SIM_FAULT is a test setting and is refused in production');
