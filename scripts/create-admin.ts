@@ -15,8 +15,10 @@ if (!identifier || identifier.startsWith('-')) {
 }
 
 const cfg = config();
-await ensureDatabase(cfg.databaseUrl);
-const db = createDb(cfg.databaseUrl, 1);
+// It may migrate first: as the owner (MIGRATION_DATABASE_URL) when the application's login has less.
+const ownerUrl = cfg.migrationDatabaseUrl || cfg.databaseUrl;
+await ensureDatabase(ownerUrl);
+const db = createDb(ownerUrl, 1);
 try {
   await migrateLatest(db);
   const { operator, temporaryPassword } = await operatorServiceOn(db).create(

@@ -4,8 +4,10 @@ import { createDb, ensureDatabase } from '../shared/db.js';
 
 const direction = process.argv[2] ?? 'latest';
 const cfg = config();
-await ensureDatabase(cfg.databaseUrl);
-const db = createDb(cfg.databaseUrl, 1);
+// Migrations run as the owner (MIGRATION_DATABASE_URL), the application as its least-privilege role.
+const ownerUrl = cfg.migrationDatabaseUrl || cfg.databaseUrl;
+await ensureDatabase(ownerUrl);
+const db = createDb(ownerUrl, 1);
 try {
   if (direction === 'latest') {
     const [, applied] = (await db.migrate.latest()) as [number, string[]];

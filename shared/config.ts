@@ -37,6 +37,7 @@ export const SETTINGS = {
   searchHealthPort: s({ env: 'SEARCH_HEALTH_PORT', kind: 'int', default: 3101, min: 0, max: 65535, doc: 'Port of the search worker\'s `/health` (index size and applied change sequence).' }),
   searchHealthUrl: s({ env: 'SEARCH_HEALTH_URL', kind: 'url', default: (c: Parsed) => `http://127.0.0.1:${c.searchHealthPort}`, doc: 'Where the API reaches a search worker\'s `/health`.' }),
   databaseUrl: s({ env: 'DATABASE_URL', kind: 'url', default: 'postgres://postgres@127.0.0.1:5432/faceid', doc: 'PostgreSQL, the source of truth.' }),
+  migrationDatabaseUrl: s({ env: 'MIGRATION_DATABASE_URL', kind: 'url', default: '', doc: 'The owner role\'s connection for `npm run migrate` (the Procfile\'s `release`) and `create-admin`, when DATABASE_URL is the application\'s least-privilege login (a member of `faceid_app`, docs/security.md). Empty: DATABASE_URL.' }),
   databasePoolMax: s({ env: 'DATABASE_POOL_MAX', kind: 'int', default: 10, min: 1, max: 200, doc: 'Connections per process.' }),
   redisUrl: s({ env: 'REDIS_URL', kind: 'url', default: 'redis://127.0.0.1:6379', doc: 'Redis: queues, one-time codes, single-use tokens, rate limits.' }),
   redisPrefix: s({ env: 'REDIS_PREFIX', kind: 'string', default: 'faceid', doc: 'Prefix of every Redis key and BullMQ queue of this deployment (tests use their own).' }),
