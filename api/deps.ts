@@ -167,7 +167,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     jobs,
     metrics,
     tokens,
-    authorizer: new Authorizer({ sessions: repos.sessions, users: repos.users, operators: repos.operators }, tokens, { staffMfa: config.staffMfa === 'required' ? 'required' : 'optional' }),
+    authorizer: new Authorizer({ sessions: repos.sessions, users: repos.users, operators: repos.operators }, tokens, { staffMfa: config.staffMfa === 'required' ? 'required' : 'optional', staffSessionMaxSeconds: config.staffSessionMaxSeconds }),
     health: new HealthService({ config, db, redis, metrics }),
     face,
     repos,

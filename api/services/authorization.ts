@@ -52,7 +52,7 @@ export class Authorizer {
     private readonly repos: AuthorizerRepositories,
     private readonly tokens: TokenService,
     /** STAFF_MFA: with `required`, an operator without a second factor may only set it up (and a password). */
-    private readonly policy: { staffMfa: 'required' | 'optional' } = { staffMfa: 'optional' },
+    private readonly policy: { staffMfa: 'required' | 'optional'; staffSessionMaxSeconds?: number } = { staffMfa: 'optional' },
   ) {}
 
   /**
@@ -104,6 +104,9 @@ export class Authorizer {
     if (!op) throw new AppError('unauthorized', 'The operator no longer exists');
     if (op.status !== 'active') throw new AppError('operator_deactivated', 'This operator account is deactivated');
     if (sessionEnded(session)) throw new AppError('unauthorized', 'The session has ended');
+    // A staff session ends STAFF_SESSION_MAX_SECONDS after sign-in, its access tokens with it.
+    const max = this.policy.staffSessionMaxSeconds;
+    if (max && Date.now() - new Date(session!.createdAt).getTime() > max * 1000) throw new AppError('unauthorized', 'The session has reached its maximum lifetime; sign in again');
     if (op.mustResetPassword && rule !== 'operator:flagged-ok') {
       throw new AppError('password_reset_required', 'Set a new password first (POST /auth/operator/set-password)');
     }

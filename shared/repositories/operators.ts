@@ -159,8 +159,8 @@ export class SessionsRepository extends Repository {
   }
 
   /** The session `id` of this subject, if it exists (revoked or not). */
-  async findOf(id: string, subject: SessionSubject, trx?: Db): Promise<Pick<Session, 'revokedAt'> | undefined> {
-    return this.on(trx)(Session.tableName).where({ id, subjectType: subject.type, subjectId: subject.id }).first('revokedAt');
+  async findOf(id: string, subject: SessionSubject, trx?: Db): Promise<Pick<Session, 'revokedAt' | 'createdAt'> | undefined> {
+    return this.on(trx)(Session.tableName).where({ id, subjectType: subject.type, subjectId: subject.id }).first('revokedAt', 'createdAt');
   }
 
   /** Revokes one session: its access tokens stop at the next request, its refresh tokens stop working. */
