@@ -429,6 +429,19 @@ test.serial('staff: turns on two-step sign-in (QR code, recovery codes shown onc
   await page.getByLabel('Code from your authenticator app (or a recovery code)').fill(codeAt(secret, Date.now() + 30_000));
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('heading', { name: 'Identify a person' }).waitFor();
-  t.pass();
   await context.close();
+
+  // An administrator resets the lost factor from the office: grace signs in with the password alone again.
+  const admin = await newPage(DESKTOP);
+  await admin.page.goto('/console/#/staff');
+  await admin.page.getByLabel('Identifier').fill(ADMIN.identifier);
+  await admin.page.getByLabel('Password').fill(ADMIN.password);
+  await admin.page.getByRole('button', { name: 'Sign in' }).click();
+  await admin.page.getByTestId('operators').getByRole('button', { name: 'grace', exact: true }).click();
+  await admin.page.getByTestId('mfa-enabled').waitFor();
+  await admin.page.getByRole('button', { name: 'Reset two-step sign-in' }).click();
+  await admin.page.getByTestId('mfa-enabled').waitFor({ state: 'detached' });
+  const again = await createApiClient(h.url, () => null).POST('/auth/operator/login', { body: { identifier: 'grace', password } });
+  t.is(again.response.status, 200);
+  await admin.context.close();
 });
