@@ -5,6 +5,7 @@ import type { AppDeps } from './deps.js';
 import { consoleStatic } from './middleware/console-static.js';
 import { errorMiddleware } from './middleware/errors.js';
 import { requestContext } from './middleware/request-context.js';
+import { securityHeaders } from './middleware/security-headers.js';
 import { buildOpenApi } from './openapi.js';
 import { route, type AnyRoute } from './route-table.js';
 import { adminQueuesMiddleware } from './queue-dashboard.js';
@@ -40,6 +41,7 @@ export function createApp(deps: AppDeps, opts: { extraRoutes?: AnyRoute[] } = {}
 
   const koa = new Koa({ proxy: deps.config.http.trustProxy });
   koa.use(requestContext(deps.logger, deps.metrics));
+  koa.use(securityHeaders());
   koa.use(errorMiddleware());
   koa.use(adminQueuesMiddleware(deps));
   koa.use(consoleStatic());

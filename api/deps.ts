@@ -32,6 +32,10 @@ import { AnalyticsService } from './services/analytics-service.js';
 import { AuditService } from './services/audit-service.js';
 import { Authorizer } from './services/authorization-service.js';
 import { BillingService } from './services/billing-service.js';
+import { BiometricAttemptsService } from './services/biometric-attempts-service.js';
+import { BiometricAttemptsStore } from '../shared/stores/biometric-attempts-store.js';
+import { OperatorMfaRepository } from '../shared/repositories/operator-mfa.js';
+import { MfaService } from './services/mfa-service.js';
 import { DisputeService } from './services/dispute-service.js';
 import { FaceService } from './services/face-service.js';
 import { HealthService } from './services/health-service.js';
@@ -57,6 +61,7 @@ export interface Repositories {
   registryPersons: RegistryPersonsRepository;
   auditEvents: AuditEventsRepository;
   webhooks: WebhooksRepository;
+  operatorMfa: OperatorMfaRepository;
 }
 
 /** The product's services, as the routes call them. */
@@ -77,6 +82,7 @@ export interface Services {
   registrySimulator: RegistrySimulator;
   audit: AuditService;
   webhooks: WebhookService;
+  mfa: MfaService;
 }
 
 export interface AppDeps {
@@ -106,6 +112,7 @@ function createRepositories(db: Knex): Repositories {
     registryPersons: new RegistryPersonsRepository(db),
     auditEvents: new AuditEventsRepository(db),
     webhooks: new WebhooksRepository(db),
+    operatorMfa: new OperatorMfaRepository(db),
   };
 }
 
@@ -135,24 +142,34 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
   const face = new FaceService({ config, embeddings: repos.embeddings, jobs, metrics, logger });
   const proofTokens = new ProofTokens({ config, redis, keys });
   const sessions = new SessionService({ auditEvents, sessions: repos.sessions, users: repos.users, operators: repos.operators, tokens, config, metrics, logger });
-  const registry = new RegistryClient({ registryUrl: config.registry.url, registryTimeoutMs: config.registry.timeoutMs, isProduction: config.isProduction, logger });
+  const biometric = new BiometricAttemptsService({
+    auditEvents,
+    store: new BiometricAttemptsStore(redis, keys, { maxFailures: config.biometrics.maxFailures, lockSeconds: config.biometrics.lockSeconds, maxLockSeconds: config.biometrics.maxLockSeconds }),
+    metrics,
+    logger,
+    inFlightTtlMs: config.queues.faceJobTimeoutMs + 5000,
+  });
+  const mfa = new MfaService({ unitOfWork, auditEvents, operators: repos.operators, mfa: repos.operatorMfa, sessionRows: repos.sessions, config, metrics, logger });
+  const registry = new RegistryClient({ registryUrl: config.registry.url, registryTimeoutMs: config.registry.timeoutMs, isProduction: config.isProduction, maxBodyBytes: config.registry.maxBodyBytes, logger });
 
+  const sms = createSmsTransport(config);
   const services: Services = {
     sessions,
-    otp: new OtpService({ config, users: repos.users, codes: new OtpCodeStore(redis, keys), tokens, sessions, sms: createSmsTransport(config), metrics, logger }),
-    operatorAuth: new OperatorAuthService({ unitOfWork, auditEvents, operators: repos.operators, sessionRows: repos.sessions, attempts: new LoginAttemptStore(redis, keys), config, sessions, metrics, logger }),
+    otp: new OtpService({ config, users: repos.users, codes: new OtpCodeStore(redis, keys), tokens, sessions, sms, metrics, logger }),
+    operatorAuth: new OperatorAuthService({ unitOfWork, auditEvents, operators: repos.operators, sessionRows: repos.sessions, attempts: new LoginAttemptStore(redis, keys), config, sessions, mfa, metrics, logger }),
     operators: new OperatorService({ unitOfWork, auditEvents, webhooks: repos.webhooks, operators: repos.operators, sessionRows: repos.sessions, searchLogs: repos.searchLogs, logger }),
-    users: new UserService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, users: repos.users, sessionRows: repos.sessions, embeddings: repos.embeddings, proofTokens, jobs, logger }),
+    users: new UserService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, users: repos.users, sessionRows: repos.sessions, embeddings: repos.embeddings, proofTokens, jobs, logger, sms }),
     preferences: new PreferencesService({ unitOfWork, auditEvents, preferences: repos.preferences }),
     history: new HistoryService({ searchLogs: repos.searchLogs }),
     disputes: new DisputeService({ unitOfWork, auditEvents, webhooks: repos.webhooks, searchLogs: repos.searchLogs }),
     analytics: new AnalyticsService({ searchLogs: repos.searchLogs }),
     billing: new BillingService({ searchLogs: repos.searchLogs, config }),
-    identity: new IdentityService({ config, unitOfWork, auditEvents, users: repos.users, embeddings: repos.embeddings, store: new IdentityTokenStore(redis, keys), metrics, logger, face, registry }),
-    verification: new VerificationService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, users: repos.users, searchLogs: repos.searchLogs, embeddings: repos.embeddings, proofTokens, face, metrics, logger }),
+    identity: new IdentityService({ config, unitOfWork, auditEvents, users: repos.users, embeddings: repos.embeddings, store: new IdentityTokenStore(redis, keys), metrics, logger, face, registry, biometric }),
+    verification: new VerificationService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, users: repos.users, searchLogs: repos.searchLogs, embeddings: repos.embeddings, proofTokens, face, biometric, metrics, logger }),
     registrySimulator: new RegistrySimulator(repos.registryPersons, { maxImagePixels: config.http.maxImagePixels }),
     audit: new AuditService({ auditEvents: repos.auditEvents }),
     webhooks: new WebhookService({ unitOfWork, auditEvents, webhooks: repos.webhooks, config, secretsKey: tokens.deriveSecret(WEBHOOK_SECRET_KEY_PURPOSE) }),
+    mfa,
   };
 
   return {
@@ -164,7 +181,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     jobs,
     metrics,
     tokens,
-    authorizer: new Authorizer({ sessions: repos.sessions, users: repos.users, operators: repos.operators }, tokens),
+    authorizer: new Authorizer({ sessions: repos.sessions, users: repos.users, operators: repos.operators }, tokens, { staffMfa: config.operators.staffMfa, staffSessionMaxSeconds: config.operators.staffSessionMaxSeconds }),
     health: new HealthService({ config, database: unitOfWork, redis, metrics }),
     face,
     repos,

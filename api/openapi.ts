@@ -18,7 +18,8 @@ const AUTH_TEXT: Record<AuthRule, string> = {
   consumer: 'Consumer bearer token.',
   'consumer:self': 'Consumer bearer token whose subject equals `{id}` (else 403 `forbidden`).',
   operator: 'Operator bearer token (operator or administrator, active, password not flagged for reset).',
-  'operator:flagged-ok': 'Operator bearer token; accepted while the password is flagged for reset.',
+  'operator:flagged-ok': 'Operator bearer token; accepted while the password is flagged for reset (and, under STAFF_MFA=required, before a second factor is set up).',
+  'operator:mfa-setup': 'Operator bearer token (active, password not flagged); accepted before a second factor is set up under STAFF_MFA=required.',
   administrator: 'Administrator bearer token.',
 };
 

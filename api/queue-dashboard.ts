@@ -9,11 +9,12 @@ import type { AppDeps } from './deps.js';
 import { ADMIN_UI_BASE, ADMIN_UI_COOKIE } from './routes/admin-queues.js';
 
 /** The guard and the board itself, mounted before the API router. */
-export function adminQueuesMiddleware(deps: Pick<AppDeps, 'jobs' | 'tokens' | 'authorizer'>): Middleware {
+export function adminQueuesMiddleware(deps: Pick<AppDeps, 'jobs' | 'tokens' | 'authorizer' | 'config'>): Middleware {
   const serverAdapter = new KoaAdapter();
   serverAdapter.setBasePath(ADMIN_UI_BASE);
   createBullBoard({
-    queues: QUEUE_NAMES.map((name) => new BullMQAdapter(deps.jobs.queue(name), { readOnlyMode: false })),
+    // Read-only (QUEUE_DASHBOARD_READ_ONLY, on in production): looking at the queues, never changing them.
+    queues: QUEUE_NAMES.map((name) => new BullMQAdapter(deps.jobs.queue(name), { readOnlyMode: deps.config.queues.dashboardReadOnly })),
     serverAdapter,
     options: { uiConfig: { boardTitle: 'faceid queues' } },
   });

@@ -15,9 +15,11 @@ import type { AdministratorPrincipal, ConsumerPrincipal, OperatorPrincipal } fro
  * - `consumer:self`: a consumer whose subject equals the `{id}` path parameter (else 403 `forbidden`).
  * - `operator`: an active operator or administrator whose password is not flagged for reset.
  * - `operator:flagged-ok`: the same, but a flagged operator is accepted (set-password only).
+ * - `operator:mfa-setup`: like `operator`, but accepted without a second factor under STAFF_MFA=required
+ *   (mfa/setup and mfa/confirm only; set-password's rule accepts that too).
  * - `administrator`: an active, unflagged administrator.
  */
-export type AuthRule = 'none' | 'consumer' | 'consumer:self' | 'operator' | 'operator:flagged-ok' | 'administrator';
+export type AuthRule = 'none' | 'consumer' | 'consumer:self' | 'operator' | 'operator:flagged-ok' | 'operator:mfa-setup' | 'administrator';
 
 /**
  * The principal a route's handler receives, fixed by its auth rule: the router hands it over only after
@@ -27,7 +29,7 @@ export type PrincipalOf<A extends AuthRule> = A extends 'consumer' | 'consumer:s
   ? ConsumerPrincipal
   : A extends 'administrator'
     ? AdministratorPrincipal
-    : A extends 'operator' | 'operator:flagged-ok'
+    : A extends 'operator' | 'operator:flagged-ok' | 'operator:mfa-setup'
       ? OperatorPrincipal
       : undefined;
 

@@ -90,6 +90,12 @@ export class Operator extends BaseModel {
   createdBy!: string | null;
   createdAt!: Date;
   updatedAt!: Date;
+  /** TOTP secret, encrypted (api/domain/secret-box.ts); null until MFA is confirmed. */
+  mfaSecret!: string | null;
+  mfaPendingSecret!: string | null;
+  mfaEnabledAt!: Date | null;
+  mfaLastStep!: string | number | null;
+  passwordSetAt!: Date;
 
   /** The public shape: never the password hash or the lock counters' internals. */
   toPublic() {
@@ -101,6 +107,7 @@ export class Operator extends BaseModel {
       status: this.status,
       mustResetPassword: this.mustResetPassword,
       locked: this.lockedAt !== null,
+      mfaEnabled: Boolean(this.mfaEnabledAt),
       orgId: this.orgId,
       createdAt: this.createdAt,
       updatedAt: this.updatedAt,

@@ -15,8 +15,10 @@ if (!identifier || identifier.startsWith('-')) {
 }
 
 const cfg = config();
-await ensureDatabase(cfg.database.url);
-const db = createDb(cfg.database.url, 1);
+// It may migrate first: as the owner (MIGRATION_DATABASE_URL) when the application's login has less.
+const ownerUrl = cfg.database.migrationUrl || cfg.database.url;
+await ensureDatabase(ownerUrl);
+const db = createDb(ownerUrl, 1);
 try {
   await migrateLatest(db);
   const { operator, temporaryPassword } = await operatorServiceOn(db).create(

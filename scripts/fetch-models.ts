@@ -34,7 +34,9 @@ export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.
 
 /** The models directory: FACE_MODELS_DIR (absolute, or relative to the project root) or var/models. */
 export function modelsDir(env: NodeJS.ProcessEnv = process.env): string {
-  return path.resolve(PROJECT_ROOT, loadConfig(env).face.modelsDir);
+  // Only FACE_MODELS_DIR is wanted here: read in development mode, so that setup (run at build time,
+  // before the production secrets exist) does not stop on production's refusals.
+  return path.resolve(PROJECT_ROOT, loadConfig({ ...env, NODE_ENV: 'development' }).face.modelsDir);
 }
 
 export type ModelStatus = 'ok' | 'missing' | 'size_mismatch' | 'hash_mismatch';

@@ -1,9 +1,12 @@
 /** Writes docs/configuration.md from the settings table of shared/config.ts (`npm run docs:config`). */
 import { writeFileSync } from 'node:fs';
-import { GROUP_TITLES, eachSetting, loadConfig } from '../shared/config.js';
+import { GROUP_TITLES, SETTINGS, eachSetting, loadConfig } from '../shared/config.js';
 
 export function renderConfigDoc(): string {
-  const defaults = loadConfig({});
+  // Defaults as a developer sees them (NODE_ENV=development, what `npm start` sets); NODE_ENV's own row
+  // shows its real default, production.
+  const developmentDefaults = loadConfig({ NODE_ENV: 'development' });
+  const defaults = { ...developmentDefaults, runtime: { ...developmentDefaults.runtime, nodeEnv: SETTINGS.runtime.nodeEnv.default } };
   const sections = (Object.keys(GROUP_TITLES) as (keyof typeof GROUP_TITLES)[]).flatMap((group) => {
     const rows = eachSetting()
       .filter((s) => s.group === group)
@@ -18,9 +21,11 @@ export function renderConfigDoc(): string {
     '# Configuration',
     '',
     'Generated from `shared/config.ts` by `npm run docs:config`; every process reads the same settings, validated at start-up',
-    '(an invalid value stops the process with a list of every problem). `NODE_ENV=production` refuses the development',
-    'signing key, the SMS outbox and the registry fault injection. In code the settings are read by group: `config.redis.url`,',
-    '`config.face.processes`; nothing else reads the environment.',
+    '(an invalid value stops the process with a list of every problem). `NODE_ENV=production` (also when NODE_ENV is unset) refuses the development',
+    'signing key, the SMS outbox, the registry simulator and the registry fault injection. The defaults below are those of',
+    '`NODE_ENV=development`, which `npm start`, `npm test` and the developer scripts set when NODE_ENV is not given; settings',
+    'whose default depends on the mode (SMS_TRANSPORT, REGISTRY_SIMULATOR, STAFF_MFA) say so. In code the settings are read by',
+    'group: `config.redis.url`, `config.face.processes`; nothing else reads the environment.',
     '',
     ...sections,
   ].join('\n');

@@ -4,8 +4,10 @@ import { createDb, ensureDatabase } from '../shared/db.js';
 
 const direction = process.argv[2] ?? 'latest';
 const cfg = config();
-await ensureDatabase(cfg.database.url);
-const db = createDb(cfg.database.url, 1);
+// Migrations run as the owner (MIGRATION_DATABASE_URL), the application as its least-privilege role.
+const ownerUrl = cfg.database.migrationUrl || cfg.database.url;
+await ensureDatabase(ownerUrl);
+const db = createDb(ownerUrl, 1);
 try {
   if (direction === 'latest') {
     const [, applied] = (await db.migrate.latest()) as [number, string[]];

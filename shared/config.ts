@@ -40,6 +40,7 @@ export const GROUP_TITLES = {
   otp: 'One-time codes',
   sms: 'SMS delivery',
   identity: 'Identity linking and account changes',
+  biometrics: 'Biometric attempt limits and live captures',
   operators: 'Operators and administrators',
   face: 'Face engine and matching',
   queues: 'Queues, fail-fast and the upstream worker',
@@ -52,7 +53,7 @@ export const GROUP_TITLES = {
 /** The settings by group: `config.redis.url`, `config.face.processes`, ... */
 export const SETTINGS = {
   runtime: {
-    nodeEnv: s({ env: 'NODE_ENV', kind: 'string', default: 'development', enum: ['development', 'test', 'production'] as const, doc: 'Runtime mode. `production` refuses development secrets and the SMS outbox.' }),
+    nodeEnv: s({ env: 'NODE_ENV', kind: 'string', default: 'production', enum: ['development', 'test', 'production'] as const, doc: 'Runtime mode. Unset means `production`, which refuses development secrets, the SMS outbox and the registry simulator; `npm start`, `npm test` and the developer scripts set `development` (or `test`) explicitly unless NODE_ENV is given.' }),
     logLevel: s({ env: 'LOG_LEVEL', kind: 'string', default: 'info', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, doc: 'pino log level.' }),
     logFormat: s({ env: 'LOG_FORMAT', kind: 'string', default: (c: Parsed) => (c.runtime?.nodeEnv === 'development' ? 'pretty' : 'json'), enum: ['pretty', 'json'] as const, doc: 'Log lines: `pretty` (pino-pretty: time, level, process, message and fields on one readable line; the default in development) or `json` (one JSON object a line, for log collectors; the default in test and production).' }),
     dependencyPollIntervalMs: s({ env: 'DEPENDENCY_POLL_INTERVAL_MS', kind: 'int', default: 15_000, min: 100, doc: 'Refresh period of the `service_dependency_up` gauge.' }),
@@ -67,6 +68,7 @@ export const SETTINGS = {
   },
   database: {
     url: s({ env: 'DATABASE_URL', kind: 'url', default: 'postgres://postgres@127.0.0.1:5432/faceid', doc: 'PostgreSQL, the source of truth.' }),
+    migrationUrl: s({ env: 'MIGRATION_DATABASE_URL', kind: 'url', default: '', doc: 'The owner role\'s connection for `npm run migrate` (the Procfile\'s `release`) and `create-admin`, when DATABASE_URL is the application\'s least-privilege login (a member of `faceid_app`, docs/security.md). Empty: DATABASE_URL.' }),
     poolMax: s({ env: 'DATABASE_POOL_MAX', kind: 'int', default: 10, min: 1, max: 200, doc: 'Connections per process.' }),
   },
   redis: {
@@ -76,11 +78,13 @@ export const SETTINGS = {
   registry: {
     url: s({ env: 'REGISTRY_URL', kind: 'url', default: (c: Parsed) => `http://127.0.0.1:${c.http?.port}/api`, doc: 'Identity registry base URL (default: this server\'s own simulator).' }),
     timeoutMs: s({ env: 'REGISTRY_TIMEOUT_MS', kind: 'int', default: 5000, min: 50, doc: 'Timeout of one registry call; beyond it validate answers 502 `registry_unavailable`.' }),
+    maxBodyBytes: s({ env: 'REGISTRY_MAX_BODY_BYTES', kind: 'int', default: 16 * 1024 * 1024, min: 1024, doc: 'Largest registry answer read (a record with its base64 photo); a larger one is 502 `registry_unavailable`. Redirects from the registry are never followed.' }),
     simulator: s({ env: 'REGISTRY_SIMULATOR', kind: 'bool', default: (c: Parsed) => c.runtime?.nodeEnv !== 'production', doc: 'Mount the registry simulator under `/api` (a development stand-in for the national registry: anyone may enrol a person there). Refused in production.' }),
     simFault: s({ env: 'REGISTRY_SIM_FAULT', kind: 'string', default: 'none', enum: ['none', 'timeout', 'error'] as const, doc: 'Fault injection of the registry simulator (tests can also send `X-Registry-Fault`).' }),
   },
   security: {
     jwtPrivateKey: s({ env: 'JWT_PRIVATE_KEY', kind: 'string', default: '', secret: true, doc: 'PKCS#8 PEM EdDSA (Ed25519) key signing access tokens. Empty: a development key is generated in `var/dev-jwt-key.pem` (refused in production).' }),
+    jwtPreviousPublicKeys: s({ env: 'JWT_PREVIOUS_PUBLIC_KEYS', kind: 'string', default: '', doc: 'Key ring for rotation: SPKI PEM public keys (or PKCS#8 private keys) of earlier signing keys, concatenated. Tokens name their key by `kid` (a thumbprint); tokens of these keys stay valid until they expire, so a rotation logs nobody out. Only JWT_PRIVATE_KEY signs.' }),
     jwtIssuer: s({ env: 'JWT_ISSUER', kind: 'string', default: 'faceid', doc: 'Issuer claim of access tokens.' }),
     accessTokenTtlSeconds: s({ env: 'ACCESS_TOKEN_TTL_SECONDS', kind: 'int', default: 900, min: 30, doc: 'Access token lifetime.' }),
     biometricKeys: s({ env: 'BIOMETRIC_KEYS', kind: 'string', default: '', secret: true, doc: 'Key ring sealing face templates and stored captures at rest (AES-256-GCM): `kid:base64(32 bytes),kid2:...`. Empty: a fixed development key (refused in production). Rotation: docs/data-protection.md.' }),
@@ -93,6 +97,7 @@ export const SETTINGS = {
     maxAttempts: s({ env: 'OTP_MAX_ATTEMPTS', kind: 'int', default: 5, min: 1, doc: 'Wrong codes before the code dies (429 `otp_too_many_attempts`).' }),
     requestsPerIpPerHour: s({ env: 'OTP_REQUESTS_PER_IP_PER_HOUR', kind: 'int', default: 20, min: 1, doc: 'Per-IP hourly cap on code requests (SMS pumping).' }),
     requestsPerPhonePerDay: s({ env: 'OTP_REQUESTS_PER_PHONE_PER_DAY', kind: 'int', default: 10, min: 1, doc: 'Codes one phone number may be sent per 24 h (429 `rate_limited`): bounds guessing against one number to this × OTP_MAX_ATTEMPTS per day.' }),
+    secret: s({ env: 'OTP_SECRET', kind: 'string', default: '', secret: true, doc: 'Secret (at least 32 characters) keying the HMAC of consumer one-time codes, apart from the signing key so that rotating JWT_PRIVATE_KEY leaves pending codes valid. Empty: derived from JWT_PRIVATE_KEY (a rotation then voids pending codes).' }),
   },
   sms: {
     transport: s({ env: 'SMS_TRANSPORT', kind: 'string', default: (c: Parsed) => (c.runtime?.nodeEnv === 'production' ? 'webhook' : 'outbox'), enum: ['outbox', 'webhook'] as const, doc: '`outbox` appends codes to a file (development, tests); `webhook` POSTs them to the SMS gateway.' }),
@@ -111,11 +116,22 @@ export const SETTINGS = {
     crossRegistryMismatchPolicy: s({ env: 'CROSS_REGISTRY_MISMATCH_POLICY', kind: 'string', default: 'hard-block', enum: ['hard-block', 'flag-and-continue'] as const, doc: 'What verify-face does when the face does not match the account\'s other registry.' }),
     bankAccountConfirmDelayMs: s({ env: 'BANK_ACCOUNT_CONFIRM_DELAY_MS', kind: 'int', default: 30_000, min: 0, doc: 'Delay of the simulated upstream confirmation of a bankAccount change.' }),
   },
+  biometrics: {
+    maxFailures: s({ env: 'BIOMETRIC_MAX_FAILURES', kind: 'int', default: 5, min: 1, max: 100, doc: 'Consecutive failed biometric attempts of one user (`/verify/self` `no_match`/`liveness_failed`, verify-face `face_mismatch`/`liveness_failed`, across validation tokens) that lock their biometric routes (429 `biometric_locked`; NIST SP 800-63B 5.2.3). A match resets the count.' }),
+    lockSeconds: s({ env: 'BIOMETRIC_LOCK_SECONDS', kind: 'int', default: 30, min: 1, doc: 'First biometric lock; each further failure after a lock doubles it, up to BIOMETRIC_MAX_LOCK_SECONDS.' }),
+    maxLockSeconds: s({ env: 'BIOMETRIC_MAX_LOCK_SECONDS', kind: 'int', default: 86_400, min: 1, doc: 'Longest biometric lock (24 h); consecutive failures are also remembered this long after the last one.' }),
+    selfieMaxPixels: s({ env: 'SELFIE_MAX_PIXELS', kind: 'int', default: 16_777_216, min: 10_000, doc: 'Largest live capture (pixels, from the image header, checked before decoding) on `/verify/self` and verify-face; beyond it 400 `invalid_image`. 16 MP holds a 12 MP phone still (4032×3024) and any front camera\'s selfie; the pipeline works on at most 1280 px, and decoding cost grows with pixels (a 40 MP image costs about a second of CPU and 150 MB in the web process), so a consumer cannot buy that with a small upload.' }),
+  },
   operators: {
     maxFailedLogins: s({ env: 'OPERATOR_MAX_FAILED_LOGINS', kind: 'int', default: 5, min: 1, doc: 'Failed logins in a row before an operator is locked.' }),
     loginsPerIpPerHour: s({ env: 'OPERATOR_LOGINS_PER_IP_PER_HOUR', kind: 'int', default: 30, min: 1, doc: 'Operator sign-in attempts per client address AND identifier per hour (429 `rate_limited`), checked before any password hashing: guessing one account from an office\'s address does not block the other operators behind it.' }),
     loginFailuresPerIpPerHour: s({ env: 'OPERATOR_LOGIN_FAILURES_PER_IP_PER_HOUR', kind: 'int', default: 100, min: 1, doc: 'Failed operator sign-ins per client address per hour, whatever the identifier (password spraying), beyond which that address gets 429 `rate_limited`; successes never count.' }),
     adminLockSeconds: s({ env: 'ADMIN_LOCK_SECONDS', kind: 'int', default: 900, min: 0, doc: 'An administrator locked by failed sign-ins is unlocked after this long (0: only a reset or `npm run unlock-operator` unlocks), so nobody can lock the organisation out of its last administrator; operators stay locked until an administrator resets them.' }),
+    staffMfa: s({ env: 'STAFF_MFA', kind: 'string', default: (c: Parsed) => (c.runtime?.nodeEnv === 'production' ? 'required' : 'optional'), enum: ['required', 'optional'] as const, doc: 'Staff second factor (TOTP). `required`: an operator without one signs in with `mfaSetupRequired: true` and gets 403 `mfa_setup_required` on every route but set-password, mfa/setup and mfa/confirm. `optional`: operators may enable it.' }),
+    mfaEncryptionKey: s({ env: 'MFA_ENCRYPTION_KEY', kind: 'string', default: '', secret: true, doc: 'Key (32 bytes, base64 or hex) encrypting staff TOTP secrets at rest (AES-256-GCM). Set it in production, kept apart from the database. Empty: in production a key derived (HKDF) from JWT_PRIVATE_KEY; elsewhere a fixed, public development key.' }),
+    staffSessionMaxSeconds: s({ env: 'STAFF_SESSION_MAX_SECONDS', kind: 'int', default: 43_200, min: 1, doc: 'Absolute lifetime of a staff session from its sign-in; past it /auth/refresh answers 401 `invalid_refresh_token`.' }),
+    staffSessionIdleSeconds: s({ env: 'STAFF_SESSION_IDLE_SECONDS', kind: 'int', default: 1800, min: 1, doc: 'Idle limit of a staff session: a refresh token not used within this long answers 401 `invalid_refresh_token`.' }),
+    tempPasswordTtlSeconds: s({ env: 'TEMP_PASSWORD_TTL_SECONDS', kind: 'int', default: 86_400, min: 1, doc: 'A temporary password (new operator, reset) not replaced within this long answers 403 `temporary_password_expired` at login; an administrator issues a new one.' }),
     adminIdentifier: s({ env: 'ADMIN_IDENTIFIER', kind: 'string', default: '', doc: 'First administrator, created at start-up when no administrator exists.' }),
     adminPassword: s({ env: 'ADMIN_PASSWORD', kind: 'string', default: '', secret: true, doc: 'Password of that first administrator.' }),
   },
@@ -140,6 +156,7 @@ export const SETTINGS = {
     failFastSampleMs: s({ env: 'FAIL_FAST_SAMPLE_MS', kind: 'int', default: 500, min: 0, doc: 'How long a healthy sample of the queues (workers alive, jobs waiting) is reused by the fail-fast check; an unhealthy one is never reused.' }),
     failFastRetryAfterSeconds: s({ env: 'FAIL_FAST_RETRY_AFTER_SECONDS', kind: 'int', default: 5, min: 1, doc: 'Retry-After of the fail-fast 503s (no worker, Redis unreachable, queue full).' }),
     upstreamWorkerInWeb: s({ env: 'UPSTREAM_WORKER_IN_WEB', kind: 'bool', default: true, doc: 'Run the `upstream` queue\'s worker (delayed bankAccount confirmations) inside the web process; `false` when `processes/upstream.ts` (`npm run start:upstream`) runs it instead.' }),
+    dashboardReadOnly: s({ env: 'QUEUE_DASHBOARD_READ_ONLY', kind: 'bool', default: (c: Parsed) => c.runtime?.nodeEnv === 'production', doc: 'The administrators\' queue dashboard (`/admin/queues`) only shows the queues: no retry, clean, pause or promote (405). Default: on in production, where a job is a person\'s face on its way.' }),
   },
   search: {
     processes: s({ env: 'SEARCH_PROCESSES', kind: 'int', default: 2, min: 1, max: 16, doc: '`search` processes (replicas) `npm start` runs. With 2, the death of one is no outage: the other serves while the supervisor restarts it (docs/reliability.md); each holds its own copy of the index codes and ids (about 190 MiB at 1M, docs/vector-index.md). The first answers `/health` on SEARCH_HEALTH_PORT, the others on a free port each.' }),
@@ -258,10 +275,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       into[key] = typeof spec.default === 'function' ? (spec.default as (c: Parsed) => unknown)(out) : spec.default;
     }
   }
-  const { runtime, registry, security, sms, operators, face, webhooks } = out as unknown as Omit<Config, 'isProduction'>;
+  const { runtime, registry, security, otp, sms, operators, face, webhooks } = out as unknown as Omit<Config, 'isProduction'>;
   const isProduction = runtime.nodeEnv === 'production';
   if (isProduction) {
     if (!security.biometricKeys) problems.push('BIOMETRIC_KEYS must be set in production (face templates are sealed at rest under it; the development key is refused)');
+    if (otp.secret && String(otp.secret).length < 32) problems.push('OTP_SECRET must have at least 32 characters');
     if (!security.jwtPrivateKey) problems.push('JWT_PRIVATE_KEY must be set in production (the generated development key is refused)');
     if (sms.transport === 'outbox') problems.push('SMS_TRANSPORT=outbox is a development transport and is refused in production');
     if (registry.simFault !== 'none') problems.push('REGISTRY_SIM_FAULT is a test setting and is refused in production');

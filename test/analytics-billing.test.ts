@@ -206,7 +206,7 @@ test('billing: an org absent from the tier file is 404; administrators only; the
   t.is((await api().get('/billing/acme', { token: op.token })).status, 403);
   t.is((await api().get('/billing/acme')).status, 401);
 
-  const repoFile = loadConfig({}).billing.tiersFile;
+  const repoFile = loadConfig({ NODE_ENV: 'development' }).billing.tiersFile;
   t.is(repoFile, 'config/billing-tiers.json');
   const tiers = await loadTiers(repoFile);
   t.truthy(tiers.orgs.default);

@@ -89,6 +89,10 @@ const DOCUMENTED: Record<string, AuthRule> = {
   'POST /webhooks/endpoints/{id}/rotate-secret': 'administrator',
   'GET /webhooks/endpoints/{id}/deliveries': 'administrator',
   'POST /webhooks/events/{eventId}/replay': 'administrator',
+  // SPEC section 12.2 (third round).
+  'POST /auth/operator/mfa/setup': 'operator:mfa-setup',
+  'POST /auth/operator/mfa/confirm': 'operator:mfa-setup',
+  'POST /operators/{id}/reset-mfa': 'administrator',
 };
 
 /** Routes of this project beyond the document (docs/decisions.md says why each exists). */
@@ -119,6 +123,7 @@ const VALID_SAMPLES: Record<string, Sample> = {
   'POST /auth/operator/set-password': { json: { currentPassword: 'matrix-current', newPassword: 'matrix-new-password' } },
   'POST /operators': { json: { identifier: 'matrix-sample', displayName: 'Matrix Sample' } },
   'PATCH /operators/{id}': { json: { displayName: 'Matrix Sample' } },
+  'POST /auth/operator/mfa/confirm': { json: { code: '000000' } },
   'PATCH /disputes/{id}': { json: { status: 'investigating' } },
   'POST /webhooks/endpoints': { json: { url: 'https://hooks.example.com/matrix', events: ['user.deleted'] } },
   'PATCH /webhooks/endpoints/{id}': { json: { description: 'matrix sample' } },
@@ -153,6 +158,7 @@ function expected(rule: AuthRule, caller: Caller): Expected {
       return caller === 'otherConsumer' ? refuse403('forbidden', false) : unauthorized;
     case 'operator':
     case 'operator:flagged-ok':
+    case 'operator:mfa-setup':
     case 'administrator': {
       if (caller === 'none' || consumerSide) return unauthorized;
       if (caller === 'deactivatedOperator') return refuse403('operator_deactivated', true);

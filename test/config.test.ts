@@ -3,7 +3,7 @@ import test from 'ava';
 import { ConfigError, describeConfig, loadConfig } from '../shared/config.js';
 
 test('defaults are usable for local development', (t) => {
-  const c = loadConfig({});
+  const c = loadConfig({ NODE_ENV: 'development' });
   t.is(c.http.port, 3000);
   t.is(c.database.url, 'postgres://postgres@127.0.0.1:5432/faceid');
   t.is(c.registry.url, 'http://127.0.0.1:3000/api');
@@ -16,8 +16,8 @@ test('defaults are usable for local development', (t) => {
 });
 
 test('environment values are parsed and every invalid one is reported at once', (t) => {
-  t.is(loadConfig({ PORT: '8080' }).registry.url, 'http://127.0.0.1:8080/api');
-  const err = t.throws(() => loadConfig({ PORT: 'eighty', OTP_MAX_ATTEMPTS: '0', CROSS_REGISTRY_MISMATCH_POLICY: 'maybe', TRUST_PROXY: 'perhaps', REDIS_URL: 'not a url' }), { instanceOf: ConfigError });
+  t.is(loadConfig({ NODE_ENV: 'development', PORT: '8080' }).registry.url, 'http://127.0.0.1:8080/api');
+  const err = t.throws(() => loadConfig({ NODE_ENV: 'development', PORT: 'eighty', OTP_MAX_ATTEMPTS: '0', CROSS_REGISTRY_MISMATCH_POLICY: 'maybe', TRUST_PROXY: 'perhaps', REDIS_URL: 'not a url' }), { instanceOf: ConfigError });
   t.is((err as ConfigError).problems.length, 5);
 });
 
@@ -39,8 +39,33 @@ test('production refuses the development signing key and the SMS outbox', (t) =>
   t.regex((noRegistry as ConfigError).problems.join('\n'), /REGISTRY_URL/);
 });
 
+test('NODE_ENV unset means production: without its settings the service refuses to start; with them, no simulator, staff MFA required', (t) => {
+  const err = t.throws(() => loadConfig({}), { instanceOf: ConfigError });
+  const text = (err as ConfigError).problems.join('\n');
+  t.regex(text, /JWT_PRIVATE_KEY/);
+  t.regex(text, /REGISTRY_URL/);
+  t.regex(text, /BIOMETRIC_KEYS/);
+  const c = loadConfig({ JWT_PRIVATE_KEY: 'k', BIOMETRIC_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}`, SMS_WEBHOOK_URL: 'https://sms.example/send', REGISTRY_URL: 'https://registry.example/v1' });
+  t.is(c.runtime.nodeEnv, 'production');
+  t.true(c.isProduction);
+  t.false(c.registry.simulator);
+  t.is(c.sms.transport, 'webhook');
+  t.is(c.operators.staffMfa, 'required');
+  t.is(loadConfig({ NODE_ENV: 'development' }).operators.staffMfa, 'optional');
+});
+
+test('npm start, npm test and the developer scripts say development explicitly (unless NODE_ENV is given)', async (t) => {
+  const { readFileSync } = await import('node:fs');
+  const scripts = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: Record<string, string> }).scripts;
+  for (const name of ['start', 'test', 'start:web', 'start:face', 'start:search', 'migrate', 'create-admin', 'unlock-operator', 'seed:registry', 'bench', 'chaos', 'docs:config', 'gen:client']) {
+    t.true(scripts[name]!.includes('NODE_ENV=${NODE_ENV:-development}'), name);
+  }
+  // The Procfile (production) does not.
+  t.false(readFileSync(new URL('../Procfile', import.meta.url), 'utf8').includes('NODE_ENV'));
+});
+
 test('thresholds must be ordered', (t) => {
-  t.throws(() => loadConfig({ MATCH_THRESHOLD: '0.6', HIGH_CONFIDENCE_THRESHOLD: '0.5' }), { instanceOf: ConfigError });
+  t.throws(() => loadConfig({ NODE_ENV: 'development', MATCH_THRESHOLD: '0.6', HIGH_CONFIDENCE_THRESHOLD: '0.5' }), { instanceOf: ConfigError });
 });
 
 test('docs/configuration.md is generated from the settings table and up to date', async (t) => {
@@ -50,7 +75,7 @@ test('docs/configuration.md is generated from the settings table and up to date'
 });
 
 test('the start-up view of the config hides secrets, URL passwords and URL query strings', (t) => {
-  const view = describeConfig(loadConfig({ DATABASE_URL: 'postgres://app:s3cret@db:5432/faceid', SMS_TRANSPORT: 'webhook', SMS_WEBHOOK_URL: 'https://sms.example/send?api_key=k3y', ADMIN_IDENTIFIER: 'root', ADMIN_PASSWORD: 'admin-pass-123' }));
+  const view = describeConfig(loadConfig({ NODE_ENV: 'development', DATABASE_URL: 'postgres://app:s3cret@db:5432/faceid', SMS_TRANSPORT: 'webhook', SMS_WEBHOOK_URL: 'https://sms.example/send?api_key=k3y', ADMIN_IDENTIFIER: 'root', ADMIN_PASSWORD: 'admin-pass-123' }));
   const text = JSON.stringify(view);
   for (const leak of ['s3cret', 'k3y', 'admin-pass-123']) t.false(text.includes(leak), leak);
   t.regex(String(view.SMS_WEBHOOK_URL), /^https:\/\/sms\.example\/send/);

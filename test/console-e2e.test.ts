@@ -445,3 +445,57 @@ test.serial('consumer: re-proves with the camera, changes the bank account (pend
   t.false(search.data!.candidates.some((c) => c.userId === s.userId), 'operators no longer find the deleted consumer');
   await s.consumerContext?.close();
 });
+
+test.serial('staff: turns on two-step sign-in (QR code, recovery codes shown once), then signs in with the code', async (t) => {
+  const { codeAt } = await import('../api/domain/totp.js');
+  const created = await api.POST('/operators', { body: { identifier: 'grace', displayName: 'Grace Bello' } });
+  t.truthy(created.data, JSON.stringify(created.error));
+  const first = await createApiClient(h.url, () => null).POST('/auth/operator/login', { body: { identifier: 'grace', password: created.data!.temporaryPassword } });
+  const password = 'grace-pass-789';
+  await createApiClient(h.url, () => first.data!.accessToken).POST('/auth/operator/set-password', { body: { currentPassword: created.data!.temporaryPassword, newPassword: password } });
+
+  const { page, context } = await newPage(DESKTOP);
+  await page.goto('/console/#/staff');
+  await page.getByLabel('Identifier').fill('grace');
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Identify a person' }).waitFor();
+  await page.getByRole('button', { name: 'Two-step sign-in' }).click();
+  await page.getByTestId('mfa-qr').waitFor();
+  t.regex((await page.getByTestId('mfa-qr').getAttribute('src')) ?? '', /^data:image\/gif;base64,/);
+  const secret = (await page.getByTestId('mfa-secret').textContent())!.trim();
+  t.regex(secret, /^[A-Z2-7]{32}$/);
+  await checkPage(t, page, 'mfa setup');
+  await screenshots(page, 'staff-mfa-setup', ['desktop']);
+  await page.getByLabel('The 6-digit code your app shows').fill(codeAt(secret));
+  await page.getByRole('button', { name: 'Turn on two-step sign-in' }).click();
+  await page.getByTestId('mfa-recovery-codes').waitFor();
+  t.is(await page.getByTestId('mfa-recovery-codes').locator('li').count(), 10);
+  await page.getByRole('button', { name: 'I have saved them' }).click();
+  await page.getByRole('heading', { name: 'Identify a person' }).waitFor();
+  t.is(await page.getByTestId('mfa-recovery-codes').count(), 0, 'the recovery codes are shown only once');
+
+  // Signing in again asks for the code (the next step's: the confirmation used this one).
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByLabel('Identifier').fill('grace');
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByLabel('Code from your authenticator app (or a recovery code)').fill(codeAt(secret, Date.now() + 30_000));
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Identify a person' }).waitFor();
+  await context.close();
+
+  // An administrator resets the lost factor from the office: grace signs in with the password alone again.
+  const admin = await newPage(DESKTOP);
+  await admin.page.goto('/console/#/staff');
+  await admin.page.getByLabel('Identifier').fill(ADMIN.identifier);
+  await admin.page.getByLabel('Password').fill(ADMIN.password);
+  await admin.page.getByRole('button', { name: 'Sign in' }).click();
+  await admin.page.getByTestId('operators').getByRole('button', { name: 'grace', exact: true }).click();
+  await admin.page.getByTestId('mfa-enabled').waitFor();
+  await admin.page.getByRole('button', { name: 'Reset two-step sign-in' }).click();
+  await admin.page.getByTestId('mfa-enabled').waitFor({ state: 'detached' });
+  const again = await createApiClient(h.url, () => null).POST('/auth/operator/login', { body: { identifier: 'grace', password } });
+  t.is(again.response.status, 200);
+  await admin.context.close();
+});

@@ -2,6 +2,7 @@
 import test from 'ava';
 import { useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
+import { newOperator } from './helpers/principals.js';
 import { startPrivateRedis, type PrivateRedis } from '../scripts/lib/private-services.js';
 
 const POLL_MS = 400;
@@ -46,7 +47,12 @@ test.serial('Redis down: /health is 503 degraded and the gauge drops to 0 withou
   t.is(degraded.body.status, 'degraded');
   t.false(degraded.body.dependencies.cache.up);
   t.true(degraded.body.dependencies.db.up);
-  t.is(typeof degraded.body.dependencies.cache.detail, 'string');
+  // The error text is for administrators (SPEC 12.3): the anonymous answer has `up` only.
+  t.is(degraded.body.dependencies.cache.detail, undefined);
+  const admin = await newOperator(h, { role: 'administrator' });
+  const detailed = await api.get('/health', { token: admin.token });
+  t.is(detailed.status, 503);
+  t.is(typeof detailed.body.dependencies.cache.detail, 'string');
 
   await redis.start();
   await eventually(t, 'cache gauge back to 1', async () => (await gauge('cache')) === '1');

@@ -18,23 +18,23 @@ test('the Procfile is the process list', (t) => {
 
 test('each process of the list has its `npm run start:<name>`', (t) => {
   const scripts = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-  for (const p of SERVICE_PROCESSES) t.is(scripts[`start:${p.name}`], `tsx ${p.file}`, p.name);
+  for (const p of SERVICE_PROCESSES) t.is(scripts[`start:${p.name}`], `NODE_ENV=${'${NODE_ENV:-development}'} tsx ${p.file}`, p.name);
 });
 
 test('the supervisor waits beyond the web process\'s own stop deadline, whatever SHUTDOWN_DRAIN_MS', (t) => {
   for (const env of [{}, { SHUTDOWN_DRAIN_MS: '20000' }, { SHUTDOWN_DRAIN_MS: '0' }, { SHUTDOWN_DRAIN_MS: '60000' }]) {
-    const c = loadConfig(env);
+    const c = loadConfig({ NODE_ENV: 'development', ...env });
     t.true(webStopMs(c) >= c.http.shutdownDrainMs, 'the web process drains for SHUTDOWN_DRAIN_MS');
     t.true(supervisorGraceMs(c) > webStopMs(c), `SHUTDOWN_DRAIN_MS=${c.http.shutdownDrainMs}: supervisor ${supervisorGraceMs(c)} ms, web ${webStopMs(c)} ms`);
     t.true(supervisorGraceMs(c) > WORKER_STOP_MS);
   }
   // The default configuration: a 15 s drain, so the supervisor's SIGKILL comes after 20 s, not at 15.
-  t.true(supervisorGraceMs(loadConfig({})) > 20_000);
+  t.true(supervisorGraceMs(loadConfig({ NODE_ENV: 'development' })) > 20_000);
 });
 
 test('a supervised process that uses its whole stop deadline ends by itself, not by SIGKILL', async (t) => {
   t.timeout(30_000);
-  const c = loadConfig({ SHUTDOWN_DRAIN_MS: '300' });
+  const c = loadConfig({ NODE_ENV: 'development', SHUTDOWN_DRAIN_MS: '300' });
   const deadline = webStopMs(c);
   // A child that stops as the web process does (onShutdown with its deadline) and needs nearly all of it.
   const child = `

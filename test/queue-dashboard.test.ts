@@ -61,3 +61,26 @@ test('the cookie stops working once the administrator is deactivated or logged o
   await h.deps.db('sessions').where({ id: other.sessionId }).update({ revokedAt: new Date() });
   t.is((await api.get('/admin/queues', { headers: { cookie: cookie2 } })).status, 401);
 });
+
+test('QUEUE_DASHBOARD_READ_ONLY (the production default): the board shows the queues and refuses every change with 405', async (t) => {
+  const { startHarness } = await import('./helpers/harness.js');
+  const { loadConfig } = await import('../shared/config.js');
+  t.true(loadConfig({ JWT_PRIVATE_KEY: 'k', BIOMETRIC_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}`, SMS_WEBHOOK_URL: 'https://sms.example/send', REGISTRY_URL: 'https://registry.example/v1' }).queues.dashboardReadOnly, 'on in production');
+  t.false(loadConfig({ NODE_ENV: 'development' }).queues.dashboardReadOnly);
+  const ro = await startHarness({ env: { QUEUE_DASHBOARD_READ_ONLY: 'true' } });
+  try {
+    const api = client(ro.url);
+    const admin = await newOperator(ro, { role: 'administrator' });
+    const cookie = cookieOf(await api.post('/admin/queues/session', { token: admin.token }));
+    const queues = await api.get('/admin/queues/api/queues?activeQueue=liveness&page=1&jobsPerPage=10', { headers: { cookie } });
+    t.is(queues.status, 200);
+    t.true((queues.body.queues as { readOnlyMode: boolean }[]).every((q) => q.readOnlyMode));
+    for (const action of ['pause', 'clean/completed', 'retry/failed']) {
+      const res = await fetch(`${ro.url}/admin/queues/api/queues/liveness/${action}`, { method: 'PUT', headers: { cookie } });
+      t.is(res.status, 405, action);
+    }
+    t.false(await ro.deps.jobs.queue('liveness').isPaused());
+  } finally {
+    await ro.stop();
+  }
+});

@@ -92,15 +92,28 @@ test('npm start: kill -9 of the face worker is survived; SIGTERM to the npm proc
       SUPERVISOR_STATUS_FILE: statusFile,
       FACEID_SERVICE_FILE: path.join(dir, 'service.json'),
       RESTART_BACKOFF_INITIAL_MS: '200',
+      // An administrator: /health gives the supervised processes to administrators only (SPEC 12.3).
+      ADMIN_IDENTIFIER: 'supervision-admin',
+      ADMIN_PASSWORD: 'supervision-admin-pass',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  let adminToken: string | undefined;
   let output = '';
   npm.stdout!.on('data', (d: Buffer) => (output += d.toString()));
   npm.stderr!.on('data', (d: Buffer) => (output += d.toString()));
   const health = async () => {
     try {
-      const res = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(2000) });
+      if (!adminToken) {
+        const login = await fetch(`http://127.0.0.1:${port}/auth/operator/login`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ identifier: 'supervision-admin', password: 'supervision-admin-pass' }),
+          signal: AbortSignal.timeout(2000),
+        });
+        if (login.ok) adminToken = ((await login.json()) as { accessToken: string }).accessToken;
+      }
+      const res = await fetch(`http://127.0.0.1:${port}/health`, { headers: adminToken ? { authorization: `Bearer ${adminToken}` } : {}, signal: AbortSignal.timeout(2000) });
       return (await res.json()) as { dependencies: Record<string, { up: boolean }>; processes?: ChildStatus[] };
     } catch {
       return undefined;

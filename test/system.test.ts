@@ -33,7 +33,9 @@ test('GET /models answers face_engine null while the engine is unreachable', asy
   const res = await client(h.url).get('/models');
   t.is(res.status, 200);
   t.is(res.body.face_engine, null);
-  t.is(typeof res.body.thresholds.match, 'number');
+  // Versions, not thresholds (SPEC 12.1: no oracle for someone trying faces).
+  t.false('thresholds' in res.body);
+  t.false(/threshold/i.test(res.text));
 });
 
 test('GET /settings/attestation-required is for administrators only', async (t) => {
@@ -75,7 +77,9 @@ test('an unknown route answers the error envelope', async (t) => {
 test('a registry answering 5xx is reported down without making the service degraded', async (t) => {
   const faulty = await startHarness({ env: { REGISTRY_SIM_FAULT: 'error' } });
   try {
-    const res = await client(faulty.url).get('/health');
+    // The detail is for administrators (SPEC 12.3).
+    const admin = await newOperator(faulty, { role: 'administrator' });
+    const res = await client(faulty.url).get('/health', { token: admin.token });
     t.is(res.status, 200);
     t.false(res.body.dependencies.identity_registry.up);
     t.regex(String(res.body.dependencies.identity_registry.detail), /500/);

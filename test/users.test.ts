@@ -18,7 +18,7 @@ const CONFIRM_DELAY_MS = 600;
 const h = useHarness(test, { env: { BANK_ACCOUNT_CONFIRM_DELAY_MS: String(CONFIRM_DELAY_MS) } });
 
 const api = () => client(h.url);
-const proof = async (userId: string) => (await issueProofToken(h.deps, userId)).proofToken;
+const proof = async (c: { userId: string; sessionId: string }) => (await issueProofToken(h.deps, c.userId, c.sessionId)).proofToken;
 let phoneCounter = 0;
 /** A fresh valid Nigerian mobile number, in local form and in E.164. */
 const freshPhone = () => {
@@ -54,7 +54,7 @@ test('GET /users/{id} answers the profile of the token\'s subject only', async (
 
 test('PATCH rejects name, dateOfBirth, gender and unknown keys with 400, without burning the proofToken', async (t) => {
   const me = await newConsumer(h);
-  const token = await proof(me.userId);
+  const token = await proof(me);
   const { e164 } = freshPhone();
   for (const extra of [{ name: 'X' }, { dateOfBirth: '2000-01-01' }, { gender: 'M' }, { nickname: 'x' }, { id: me.userId }]) {
     const res = await api().patch(`/users/${me.userId}`, { token: me.token, json: { proofToken: token, phone: e164, ...extra } });
@@ -86,29 +86,30 @@ test('PATCH without a valid proofToken is 403 proof_token_invalid: missing, unkn
   await expect403({ ...body(), proofToken: '' }, 'empty');
   await expect403({ ...body(), proofToken: randomBytes(32).toString('base64url') }, 'never issued');
 
-  const expired = await proof(me.userId);
+  const expired = await proof(me);
   await h.deps.redis.pexpire(proofTokenKey(h.deps, expired), 1);
   await new Promise((r) => setTimeout(r, 20));
   await expect403({ ...body(), proofToken: expired }, 'expired');
 
-  const othersToken = await proof(other.userId);
+  const othersToken = await proof(other);
   await expect403({ ...body(), proofToken: othersToken }, 'another user\'s');
   // ... and presenting it did not burn it for its owner.
   const ownerUse = await api().patch(`/users/${other.userId}`, { token: other.token, json: { ...body(), proofToken: othersToken } });
   t.is(ownerUse.status, 200);
 
-  const once = await proof(me.userId);
+  const once = await proof(me);
   t.is((await api().patch(`/users/${me.userId}`, { token: me.token, json: { ...body(), proofToken: once } })).status, 200);
   await expect403({ ...body(), proofToken: once }, 'reused');
 });
 
 test('the token is stored only as a hash, with the configured TTL', async (t) => {
   const me = await newConsumer(h);
-  const { proofToken, expiresIn } = await issueProofToken(h.deps, me.userId);
+  const { proofToken, expiresIn } = await issueProofToken(h.deps, me.userId, me.sessionId);
   t.is(expiresIn, h.config.identity.proofTokenTtlSeconds);
   t.true(Buffer.from(proofToken, 'base64url').length >= 16);
   const key = h.deps.keys('proof', createHash('sha256').update(proofToken).digest('hex'));
-  t.is(await h.deps.redis.get(key), me.userId);
+  // Bound to the user and to the session that ran /verify/self (SPEC 12.3).
+  t.is(await h.deps.redis.get(key), `${me.userId} ${me.sessionId}`);
   const ttl = await h.deps.redis.ttl(key);
   t.true(ttl > 0 && ttl <= h.config.identity.proofTokenTtlSeconds);
   const keys = await h.deps.redis.keys(`${h.config.redis.prefix}:*`);
@@ -117,7 +118,7 @@ test('the token is stored only as a hash, with the configured TTL', async (t) =>
 
 test('one proofToken, 10 concurrent PATCHes: exactly one succeeds', async (t) => {
   const me = await newConsumer(h);
-  const token = await proof(me.userId);
+  const token = await proof(me);
   const phones = Array.from({ length: 10 }, () => freshPhone().e164);
   const results = await Promise.all(phones.map((phone) => api().patch(`/users/${me.userId}`, { token: me.token, json: { proofToken: token, phone } })));
   const ok = results.filter((r) => r.status === 200);
@@ -132,7 +133,7 @@ test('one proofToken, 10 concurrent PATCHes: exactly one succeeds', async (t) =>
 test('a phone change is normalised, applied at once, audited, and must be free among live users', async (t) => {
   const me = await newConsumer(h);
   const { local, e164 } = freshPhone();
-  const res = await api().patch(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me.userId), phone: local } });
+  const res = await api().patch(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me), phone: local } });
   t.is(res.status, 200);
   t.is(res.body.status, 'applied');
   t.is(res.body.user.phone, e164);
@@ -145,7 +146,7 @@ test('a phone change is normalised, applied at once, audited, and must be free a
 
   // Taken by another live account: 409, and the token survives for another try.
   const other = await newConsumer(h);
-  const token = await proof(other.userId);
+  const token = await proof(other);
   const taken = await api().patch(`/users/${other.userId}`, { token: other.token, json: { proofToken: token, phone: e164 } });
   t.is(taken.status, 409);
   t.is(taken.body.error, 'conflict');
@@ -157,7 +158,7 @@ test('a bankAccount change is pending_upstream, the old value stays in effect, a
   const me = await newConsumer(h);
   await h.deps.db('users').where({ id: me.userId }).update({ bankAccount: '0000000001' });
   const started = Date.now();
-  const res = await api().patch(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me.userId), bankAccount: '2222222222' } });
+  const res = await api().patch(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me), bankAccount: '2222222222' } });
   t.is(res.status, 200);
   t.is(res.body.status, 'pending_upstream');
   t.is(res.body.user.bankAccount, '0000000001');
@@ -180,9 +181,9 @@ test('a bankAccount change is pending_upstream, the old value stays in effect, a
 
 test('a superseded bankAccount change never lands over the newer one', async (t) => {
   const me = await newConsumer(h);
-  await api().patch(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me.userId), bankAccount: '3333333333' } });
+  await api().patch(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me), bankAccount: '3333333333' } });
   await new Promise((r) => setTimeout(r, 300));
-  const second = await api().patch(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me.userId), bankAccount: '4444444444', phone: freshPhone().e164 } });
+  const second = await api().patch(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me), bankAccount: '4444444444', phone: freshPhone().e164 } });
   t.is(second.status, 200);
   t.is(second.body.status, 'pending_upstream', 'a request including a bankAccount is pending as a whole');
   // The first confirmation fires ~300 ms before the second: it must not land the superseded value.
@@ -217,7 +218,7 @@ test('DELETE: the embedding leaves the index and the account is soft-deleted tog
   t.is(extraKey.status, 400);
   t.truthy(await h.deps.db('canonicalEmbeddings').where({ userId: me.userId }).first());
 
-  const res = await api().delete(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me.userId) } });
+  const res = await api().delete(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me) } });
   t.is(res.status, 200);
   t.deepEqual(res.body, { status: 'deleted' });
 
@@ -241,7 +242,7 @@ test('DELETE: the embedding leaves the index and the account is soft-deleted tog
     t.is(r.status, 404, path);
     t.is(r.body.error, 'not_found');
   }
-  const again = await api().delete(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me.userId) } });
+  const again = await api().delete(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me) } });
   t.is(again.status, 404);
 
   // The phone is free again for a new account.
@@ -259,7 +260,7 @@ test('DELETE cut short by PostgreSQL going away leaves the account whole (embedd
   await h.deps.db.raw(`CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.deleted_at IS NOT NULL AND OLD.id = '${me.userId}' THEN RAISE EXCEPTION 'terminating connection due to administrator command' USING ERRCODE = '57P01'; END IF; RETURN NEW; END $$`);
   await h.deps.db.raw(`CREATE TRIGGER ${fn} BEFORE UPDATE ON users FOR EACH ROW EXECUTE FUNCTION ${fn}()`);
   try {
-    const cut = await api().delete(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me.userId) } });
+    const cut = await api().delete(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me) } });
     t.is(cut.status, 503, cut.text);
     t.is(cut.body.error, 'dependency_unavailable');
     t.truthy(cut.headers.get('retry-after'));
@@ -272,7 +273,7 @@ test('DELETE cut short by PostgreSQL going away leaves the account whole (embedd
   t.truthy(await h.deps.db('canonicalEmbeddings').where({ userId: me.userId }).first(), 'the embedding must not be gone without the deletion');
   t.falsy(await h.deps.db('embeddingChanges').where({ userId: me.userId, op: 'delete' }).first());
 
-  const retried = await api().delete(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me.userId) } });
+  const retried = await api().delete(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me) } });
   t.is(retried.status, 200, retried.text);
   t.falsy(await h.deps.db('canonicalEmbeddings').where({ userId: me.userId }).first());
   t.truthy((await h.deps.db('users').where({ id: me.userId }).first()).deletedAt);
@@ -281,7 +282,7 @@ test('DELETE cut short by PostgreSQL going away leaves the account whole (embedd
 test('DELETE of another user\'s id is 403 and deletes nothing', async (t) => {
   const me = await newConsumer(h);
   const other = await newConsumer(h);
-  const res = await api().delete(`/users/${other.userId}`, { token: me.token, json: { proofToken: await proof(me.userId) } });
+  const res = await api().delete(`/users/${other.userId}`, { token: me.token, json: { proofToken: await proof(me) } });
   t.is(res.status, 403);
   t.is(res.body.error, 'forbidden');
   t.is((await api().get(`/users/${other.userId}`, { token: other.token })).status, 200);

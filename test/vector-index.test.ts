@@ -12,7 +12,7 @@ import { currentChangeSeq, removeCanonical, upsertCanonical } from '../shared/re
 import { FaissEngine, describeFactory } from '../workers/search/faiss-engine.js';
 import { IndexReplica } from '../workers/search/replica.js';
 import { useHarness, type Harness } from './helpers/harness.js';
-import { newConsumer } from './helpers/principals.js';
+import { newConsumer, newOperator } from './helpers/principals.js';
 
 const DIM = 512;
 
@@ -169,7 +169,9 @@ test.serial('the API /health reports the vector index size and applied sequence'
   await upsertCanonical(h.deps.db, keep.userId, unit(300), 'verify_self', FACE_ENGINE_VERSION);
   const head = await currentChangeSeq(h.deps.db);
   await searchOnBoth(unit(300)); // the first worker (the one at SEARCH_HEALTH_URL) has now applied the head
-  const res = await fetch(`${h.url}/health`);
+  // The detail is for administrators (SPEC 12.3).
+  const admin = await newOperator(h, { role: 'administrator' });
+  const res = await fetch(`${h.url}/health`, { headers: { authorization: `Bearer ${admin.token}` } });
   const body = (await res.json()) as any;
   t.true(body.dependencies.vector_index.up);
   t.like(body.dependencies.vector_index.detail, { size: 1, appliedSeq: head, factory: 'BinarySketch512' });

@@ -156,12 +156,14 @@ test.serial('verify/self: another face is no_match without a proofToken; no face
   t.is(other.status, 200);
   t.is(other.body.outcome, 'no_match');
   t.is(other.body.proofToken, undefined);
-  t.true(other.body.score < h.config.face.matchThreshold);
+  // SPEC 12.1: a failed comparison carries no score (no oracle to climb on).
+  t.false('score' in other.body);
   const fruit = await api.post('/verify/self', { token: powell.token, form: { image: file('no_face_fruits.jpg') } });
   t.is(fruit.body.outcome, 'no_face');
   const print = await api.post('/verify/self', { token: powell.token, form: { image: file('synthetic/grace_hopper_a_held_print.jpg') } });
   t.is(print.body.outcome, 'liveness_failed');
   t.is(print.body.proofToken, undefined);
+  t.false('score' in print.body);
 });
 
 test.serial('a high-confidence verify/self refreshes the canonical embedding through the change path', async (t) => {

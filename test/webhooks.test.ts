@@ -125,12 +125,12 @@ test.serial('each event type arrives once, signed, with a thin body (no phone, n
   // user.bank_account.updated: the pending change lands through the upstream worker
   const patched = await api().patch(`/users/${consumer.userId}`, {
     token: consumer.token,
-    json: { proofToken: (await issueProofToken(h.deps, consumer.userId)).proofToken, bankAccount: '9876543210' },
+    json: { proofToken: (await issueProofToken(h.deps, consumer.userId, consumer.sessionId)).proofToken, bankAccount: '9876543210' },
   });
   t.is(patched.status, 200);
   t.is(patched.body.status, 'pending_upstream');
   // user.deleted
-  const deleted = await api().delete(`/users/${other.userId}`, { token: other.token, json: { proofToken: (await issueProofToken(h.deps, other.userId)).proofToken } });
+  const deleted = await api().delete(`/users/${other.userId}`, { token: other.token, json: { proofToken: (await issueProofToken(h.deps, other.userId, other.sessionId)).proofToken } });
   t.is(deleted.status, 200);
 
   const expected = ['dispute.created', 'dispute.updated', 'identify.escalated', 'operator.deactivated', 'user.bank_account.updated', 'user.deleted'];

@@ -2,11 +2,14 @@
  * The service's only way to the identity registry: HTTP to REGISTRY_URL (by default this server's own
  * simulator under /api; a real registry adapter replaces it by changing that URL). Every call has the
  * REGISTRY_TIMEOUT_MS deadline; a timeout, a refused connection, a 5xx or an answer that is not what
- * the contract says becomes 502 `registry_unavailable`. A 404 is "no such number" (null).
+ * the contract says becomes 502 `registry_unavailable`. A 404 is "no such number" (null). Redirects are
+ * not followed (a registry that sends us elsewhere is misconfigured or hijacked: the number and the
+ * photo must not travel to another host), and the body is read up to REGISTRY_MAX_BODY_BYTES only.
  */
 import { AppError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { Registry } from '../../shared/repositories/users.js';
+import { BodyTooLargeError, readBoundedText } from './bounded-body.js';
 
 export type { Registry };
 
@@ -33,8 +36,12 @@ export interface RegistryClientOptions {
   registryUrl: string;
   registryTimeoutMs: number;
   isProduction: boolean;
+  /** Largest answer read (a record with its photo, base64); beyond it 502. */
+  maxBodyBytes?: number;
   logger?: Logger;
 }
+
+const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
 
 const NUMBER = /^[0-9]{11}$/;
 
@@ -58,9 +65,15 @@ export class RegistryClient {
     try {
       // One deadline for the whole exchange, body included: a registry that stalls mid-answer is down too.
       const signal = AbortSignal.timeout(this.opts.registryTimeoutMs);
-      res = await fetch(url, { headers, signal });
-      text = await res.text();
+      res = await fetch(url, { headers, signal, redirect: 'manual' });
+      if (res.status >= 300 && res.status < 400) {
+        await res.body?.cancel().catch(() => {});
+        throw this.unavailable(registry, `answered a redirect (${res.status}), which is not followed`);
+      }
+      text = await readBoundedText(res, this.opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
     } catch (e) {
+      if (e instanceof AppError) throw e;
+      if (e instanceof BodyTooLargeError) throw this.unavailable(registry, e.message);
       const name = (e as Error)?.name;
       throw this.unavailable(registry, name === 'TimeoutError' || name === 'AbortError' ? `timeout after ${this.opts.registryTimeoutMs} ms` : 'connection failed');
     }

@@ -15,6 +15,8 @@ export interface SmsTransport {
   readonly name: 'outbox' | 'webhook';
   /** Resolves once the message is handed over; rejects with SmsDeliveryError otherwise. */
   sendCode(to: string, code: string): Promise<void>;
+  /** A message without a code (a security notice); same delivery rules. */
+  sendNotice(to: string, message: string): Promise<void>;
 }
 
 export class SmsDeliveryError extends Error {
@@ -33,11 +35,20 @@ export class OutboxSmsTransport implements SmsTransport {
   constructor(private readonly file: string) {}
 
   async sendCode(to: string, code: string): Promise<void> {
+    await this.append({ to, code, sentAt: new Date().toISOString() });
+  }
+
+  /** A notice is a line `{ to, kind: "notice", message, sentAt }` (no `code`). */
+  async sendNotice(to: string, message: string): Promise<void> {
+    await this.append({ to, kind: 'notice', message, sentAt: new Date().toISOString() });
+  }
+
+  private async append(line: Record<string, string>): Promise<void> {
     this.dirReady ??= mkdir(path.dirname(path.resolve(this.file)), { recursive: true });
     try {
       await this.dirReady;
       // One write of one line: appends from concurrent requests do not interleave.
-      await appendFile(this.file, `${JSON.stringify({ to, code, sentAt: new Date().toISOString() })}\n`, { encoding: 'utf8', mode: 0o600 });
+      await appendFile(this.file, `${JSON.stringify(line)}\n`, { encoding: 'utf8', mode: 0o600 });
     } catch (e) {
       this.dirReady = null;
       throw new SmsDeliveryError(this.name, (e as NodeJS.ErrnoException).code ?? 'write failed');
@@ -51,6 +62,14 @@ export class WebhookSmsTransport implements SmsTransport {
   constructor(private readonly opts: { url: string; token: string; timeoutMs: number }) {}
 
   async sendCode(to: string, code: string): Promise<void> {
+    await this.post({ to, message: otpMessage(code), code, sentAt: new Date().toISOString() });
+  }
+
+  async sendNotice(to: string, message: string): Promise<void> {
+    await this.post({ to, message, kind: 'notice', sentAt: new Date().toISOString() });
+  }
+
+  private async post(payload: Record<string, string>): Promise<void> {
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (this.opts.token) headers.authorization = `Bearer ${this.opts.token}`;
     let res: Response;
@@ -58,7 +77,7 @@ export class WebhookSmsTransport implements SmsTransport {
       res = await fetch(this.opts.url, {
         method: 'POST',
         headers,
-        body: JSON.stringify({ to, message: otpMessage(code), code, sentAt: new Date().toISOString() }),
+        body: JSON.stringify(payload),
         signal: AbortSignal.timeout(this.opts.timeoutMs),
         redirect: 'error',
       });

@@ -23,9 +23,10 @@ const OperatorTokenPair = Type.Object({
   ...TokenPairFields,
   operatorId: Uuid,
   mustResetPassword: Type.Boolean({ description: 'When true, every operator route but set-password answers 403 `password_reset_required`' }),
+  mfaSetupRequired: Type.Optional(Type.Literal(true, { description: 'STAFF_MFA=required and no second factor yet: every operator route but set-password, mfa/setup and mfa/confirm answers 403 `mfa_setup_required`' })),
 });
 
-export default function authRoutes({ config, sessions, otp, operatorAuth }: Pick<RouteDeps, 'config' | 'sessions' | 'otp' | 'operatorAuth'>): AnyRoute[] {
+export default function authRoutes({ config, sessions, otp, operatorAuth, mfa }: Pick<RouteDeps, 'config' | 'sessions' | 'otp' | 'operatorAuth' | 'mfa'>): AnyRoute[] {
 
   return [
     route({
@@ -70,19 +71,23 @@ export default function authRoutes({ config, sessions, otp, operatorAuth }: Pick
       summary: 'Operator or administrator sign-in',
       description:
         `The same 401 \`invalid_credentials\` for an unknown identifier and a wrong password. ${config.operators.maxFailedLogins} failures in a row lock the account ` +
-        '(403 `account_locked`, even with the right password) until an administrator resets its password.',
+        '(403 `account_locked`, even with the right password) until an administrator resets its password. ' +
+        'With a second factor enabled, a missing or wrong `otp` (the current TOTP code, or an unused recovery code) answers 401 `mfa_required` and no token; a wrong one counts towards the lock; a TOTP code is accepted once. ' +
+        `A temporary password older than TEMP_PASSWORD_TTL_SECONDS (${config.operators.tempPasswordTtlSeconds} s) answers 403 \`temporary_password_expired\`. ` +
+        `Staff sessions end STAFF_SESSION_MAX_SECONDS (${config.operators.staffSessionMaxSeconds} s) after sign-in, or after STAFF_SESSION_IDLE_SECONDS (${config.operators.staffSessionIdleSeconds} s) without a refresh.`,
       auth: 'none',
       body: Type.Object(
         {
           identifier: Type.String({ minLength: 1, maxLength: 256 }),
           password: Type.String({ minLength: 1, maxLength: 1024 }),
+          otp: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'The 6-digit code of the authenticator app, or an unused recovery code; required once a second factor is enabled' })),
         },
         Strict,
       ),
       responses: { 200: { description: 'Signed in', schema: OperatorTokenPair } },
-      errors: ['invalid_credentials', 'account_locked', 'operator_deactivated', 'rate_limited'],
+      errors: ['invalid_credentials', 'mfa_required', 'account_locked', 'temporary_password_expired', 'operator_deactivated', 'rate_limited'],
       handler: async function operatorLogin({ body, userAgent, ip }) {
-        return { body: await operatorAuth.login(body.identifier, body.password, { deviceHint: userAgent, ip }), headers: NO_STORE };
+        return { body: await operatorAuth.login(body.identifier, body.password, { deviceHint: userAgent, ip, otp: body.otp }), headers: NO_STORE };
       },
     }),
     route({
@@ -91,7 +96,7 @@ export default function authRoutes({ config, sessions, otp, operatorAuth }: Pick
       operationId: 'operatorSetPassword',
       tag: 'Auth',
       summary: 'Set one\'s own password (accepted while flagged for reset); clears the flag',
-      description: 'A wrong current password is 401 `invalid_credentials` and counts towards the lock. The operator\'s other sessions end.',
+      description: 'A wrong current password is 401 `invalid_credentials` and counts towards the lock. A common or breached new password is 400 `weak_password`. The operator\'s other sessions end.',
       auth: 'operator:flagged-ok',
       body: Type.Object(
         {
@@ -101,9 +106,45 @@ export default function authRoutes({ config, sessions, otp, operatorAuth }: Pick
         Strict,
       ),
       responses: { 200: { description: 'Password set', schema: StatusBody('password_set') } },
-      errors: ['invalid_credentials', 'account_locked'],
+      errors: ['invalid_credentials', 'account_locked', 'weak_password'],
       handler: async function operatorSetPassword({ body, auth }) {
         return { body: await operatorAuth.setPassword(auth.operatorId, auth.sessionId, body.currentPassword, body.newPassword) };
+      },
+    }),
+    route({
+      method: 'POST',
+      path: '/auth/operator/mfa/setup',
+      operationId: 'operatorMfaSetup',
+      tag: 'Auth',
+      summary: 'Start setting up a TOTP second factor (RFC 6238, 6 digits, 30 s)',
+      description:
+        'Answers a new secret (base32) and its `otpauth://` URI for an authenticator app (the console shows it as a QR code). It is stored encrypted and pending until ' +
+        '/auth/operator/mfa/confirm; a new setup replaces a pending one. 409 `conflict` when a second factor is enabled already (an administrator\'s reset-mfa clears it).',
+      auth: 'operator:mfa-setup',
+      responses: { 200: { description: 'The secret, once', schema: Type.Object({ secret: Type.String({ description: 'Base32' }), otpauthUri: Type.String({ description: '`otpauth://totp/...`' }) }) } },
+      errors: ['conflict'],
+      handler: async function operatorMfaSetup({ auth }) {
+        return { headers: NO_STORE, body: await mfa.setup(auth.operatorId) };
+      },
+    }),
+    route({
+      method: 'POST',
+      path: '/auth/operator/mfa/confirm',
+      operationId: 'operatorMfaConfirm',
+      tag: 'Auth',
+      summary: 'Confirm the second factor with its first code; answers 10 single-use recovery codes, once',
+      description: 'A wrong code is 400 `otp_invalid`; 409 `conflict` without a pending setup. From now on sign-in needs `otp`. The recovery codes are stored hashed and each works once.',
+      auth: 'operator:mfa-setup',
+      body: Type.Object({ code: Type.String({ pattern: '^[0-9]{6}$', description: 'The current 6-digit code of the authenticator app' }) }, Strict),
+      responses: {
+        200: {
+          description: 'Enabled',
+          schema: Type.Object({ status: Type.Literal('mfa_enabled'), recoveryCodes: Type.Array(Type.String(), { minItems: 10, maxItems: 10, description: 'Single-use; shown only now' }) }),
+        },
+      },
+      errors: ['otp_invalid', 'conflict'],
+      handler: async function operatorMfaConfirm({ body, auth }) {
+        return { headers: NO_STORE, body: await mfa.confirm(auth.operatorId, body.code) };
       },
     }),
     route({

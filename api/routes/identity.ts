@@ -83,7 +83,9 @@ export default function identityRoutes({ config, identity }: Pick<RouteDeps, 'co
       tag: TAG,
       summary: `Prove with a live capture that your face matches the ${LABEL[registry]} registry photo`,
       description:
-        `At most VERIFY_FACE_MAX_ATTEMPTS (5) attempts per validationToken, then 429 \`rate_limited\` with Retry-After. The capture must pass liveness, show one face and match the registry photo; ` +
+        `At most VERIFY_FACE_MAX_ATTEMPTS (5) attempts per validationToken, then 429 \`rate_limited\` with Retry-After. ` +
+        'After BIOMETRIC_MAX_FAILURES consecutive failed comparisons of yours (`face_mismatch`, `liveness_failed`, across validation tokens and /verify/self), 429 `biometric_locked` with Retry-After before any image is decoded; a match resets the count. A failed comparison carries no score; a capture over SELFIE_MAX_PIXELS is 400 `invalid_image`. ' +
+        `The capture must pass liveness, show one face and match the registry photo; ` +
         `when your account has the ${LABEL[OTHER[registry]]} linked, it must also match your canonical embedding (\`cross_registry_mismatch\`, behaviour by CROSS_REGISTRY_MISMATCH_POLICY). ` +
         "Face outcomes are 422; every error body echoes its code as `outcome`, and those of a live capture with a face (`liveness_failed`, `face_mismatch`, `cross_registry_mismatch`) carry its advisory `quality` too. `reuseCapture='true'` (without a file) reuses your most recent passing NIN capture within CAPTURE_REUSE_SECONDS, " +
         'still compared with this registry photo (404 when there is none to reuse). A match drops the registry photo and answers a single-use linkToken.',
@@ -95,7 +97,7 @@ export default function identityRoutes({ config, identity }: Pick<RouteDeps, 'co
       },
       responses: { 200: { description: 'The face matches', schema: VerifyFaceAnswer } },
       errors: [
-        'not_found', 'rate_limited', 'liveness_failed', 'face_mismatch', 'cross_registry_mismatch', 'no_face', 'multiple_faces',
+        'not_found', 'rate_limited', 'biometric_locked', 'liveness_failed', 'face_mismatch', 'cross_registry_mismatch', 'no_face', 'multiple_faces',
         'invalid_image', 'unsupported_media_type', 'registry_unavailable', 'face_engine_unavailable',
       ],
       precheck: ({ fields, files }) => {

@@ -16,7 +16,7 @@ import type { RouteDeps } from './route-deps.js';
 import webhookRoutes from './webhooks.js';
 
 export function allRoutes(deps: AppDeps): AnyRoute[] {
-  const r: RouteDeps = { ...deps.services, config: deps.config, metrics: deps.metrics, health: deps.health, tokens: deps.tokens };
+  const r: RouteDeps = { ...deps.services, config: deps.config, metrics: deps.metrics, health: deps.health, tokens: deps.tokens, authorizer: deps.authorizer };
   return [
     ...systemRoutes(r),
     ...adminQueueRoutes(r),

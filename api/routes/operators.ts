@@ -25,6 +25,7 @@ const OperatorBody = Type.Object({
   status: Status,
   mustResetPassword: Type.Boolean(),
   locked: Type.Boolean({ description: 'Locked after too many failed sign-ins (reset-password unlocks)' }),
+  mfaEnabled: Type.Boolean({ description: 'A TOTP second factor is confirmed (reset-mfa clears it)' }),
   orgId: Type.String(),
   createdAt: IsoDateTime,
   updatedAt: IsoDateTime,
@@ -44,7 +45,7 @@ function actorOf(auth: OperatorPrincipal): Actor {
   return { type: 'operator', id: auth.operatorId };
 }
 
-export default function operatorRoutes({ operators }: Pick<RouteDeps, 'operators'>): AnyRoute[] {
+export default function operatorRoutes({ operators, mfa }: Pick<RouteDeps, 'operators' | 'mfa'>): AnyRoute[] {
   return [
     route({
       method: 'GET',
@@ -71,6 +72,21 @@ export default function operatorRoutes({ operators }: Pick<RouteDeps, 'operators
       errors: ['not_found'],
       handler: async function getOperator({ params }) {
         return { body: { operator: (await operators.get(params.id)).toPublic() } };
+      },
+    }),
+    route({
+      method: 'POST',
+      path: '/operators/{id}/reset-mfa',
+      operationId: 'resetOperatorMfa',
+      tag: 'Operators',
+      summary: 'Clear an operator\'s second factor and recovery codes (lost device)',
+      description: 'Audited (`operator.mfa_reset`, severity high); every session of the operator ends. Under STAFF_MFA=required the operator sets up a new one at the next sign-in.',
+      auth: 'administrator',
+      params: OperatorParams,
+      responses: { 200: { description: 'Cleared', schema: Type.Object({ status: Type.Literal('mfa_reset'), operator: OperatorBody }) } },
+      errors: ['not_found'],
+      handler: async function resetOperatorMfa({ params, auth }) {
+        return { body: { status: 'mfa_reset' as const, operator: (await mfa.reset(params.id, { operatorId: auth.operatorId })).toPublic() } };
       },
     }),
     route({

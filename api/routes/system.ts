@@ -42,12 +42,21 @@ const ModelsBody = Type.Object({
       models: Type.Array(Type.Object({ name: Type.String(), role: Type.String(), sha256: Type.String() })),
     }, { additionalProperties: true }),
   ]),
-  thresholds: Type.Object({ match: Type.Number(), highConfidence: Type.Number(), liveness: Type.Number() }),
   vectorIndex: Type.Object({ factory: Type.String(), metric: Type.Literal('inner_product') }),
 });
 
-export default function systemRoutes(deps: Pick<RouteDeps, 'config' | 'health' | 'metrics'>): AnyRoute[] {
+export default function systemRoutes(deps: Pick<RouteDeps, 'config' | 'health' | 'metrics' | 'authorizer'>): AnyRoute[] {
   const { config } = deps;
+  /** A valid administrator bearer (anything else, including a bad token, gets the anonymous view). */
+  const isAdministrator = async (authorization: string) => {
+    if (!authorization) return false;
+    try {
+      await deps.authorizer.current(await deps.authorizer.verify(authorization, 'administrator', {}), 'administrator');
+      return true;
+    } catch {
+      return false;
+    }
+  };
   return [
     route({
       method: 'GET',
@@ -55,11 +64,14 @@ export default function systemRoutes(deps: Pick<RouteDeps, 'config' | 'health' |
       operationId: 'getHealth',
       tag: 'System',
       summary: 'Dependency health',
-      description: '503 `degraded` only when the database or the cache is down; face_engine, identity_registry and vector_index are reported but do not decide.',
+      description:
+        '503 `degraded` only when the database or the cache is down; face_engine, identity_registry and vector_index are reported but do not decide. ' +
+        'Anonymous callers get `status` and each dependency\'s `up` only, from the background poller\'s last result (at most 15 s old; one shared check when there is none). ' +
+        'An administrator bearer token gets a fresh check with `latencyMs`, `detail` and the supervised `processes`.',
       auth: 'none',
       responses: { 200: { description: 'All of db and cache are up', schema: HealthBody }, 503: { description: 'Degraded: db or cache down', schema: HealthBody } },
-      handler: async function getHealth() {
-        const report = await deps.health.check();
+      handler: async function getHealth({ ctx }) {
+        const report = (await isAdministrator(ctx.get('authorization'))) ? await deps.health.check() : await deps.health.summary();
         return { status: report.status === 'ok' ? 200 : 503, body: report };
       },
     }),
@@ -69,6 +81,7 @@ export default function systemRoutes(deps: Pick<RouteDeps, 'config' | 'health' |
       operationId: 'getModels',
       tag: 'System',
       summary: 'Deployed face engine version, read live from the face worker',
+      description: 'Versions and model digests only: the decision thresholds are not published (they would tell someone trying faces how close to aim).',
       auth: 'none',
       responses: { 200: { description: 'face_engine is null when the engine is unreachable', schema: ModelsBody } },
       handler: async function getModels() {
@@ -82,7 +95,6 @@ export default function systemRoutes(deps: Pick<RouteDeps, 'config' | 'health' |
         return {
           body: {
             face_engine: faceEngine,
-            thresholds: { match: config.face.matchThreshold, highConfidence: config.face.highConfidenceThreshold, liveness: config.face.livenessThreshold },
             vectorIndex: { factory: config.search.indexFactory, metric: 'inner_product' },
           },
         };

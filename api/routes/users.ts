@@ -48,7 +48,7 @@ const HistoryItem = Type.Object({
   referenceId: Uuid,
   kind: Type.Union([Type.Literal('identify'), Type.Literal('verify_self')]),
   outcome: Type.String(),
-  score: Type.Union([Type.Number(), Type.Null()], { description: "The user's own score: for /identify this user's candidate score, for /verify/self its score" }),
+  score: Type.Union([Type.Number(), Type.Null()], { description: "The user's own score: for /identify this user's candidate score, for /verify/self its score when it matched (null for a failed comparison: no oracle for someone trying faces)" }),
   createdAt: IsoDateTime,
   disputed: Type.Boolean({ description: 'Whether this user has disputed the entry' }),
 });
@@ -91,15 +91,16 @@ export default function userRoutes({ users, history, preferences }: Pick<RouteDe
       tag: 'Profile',
       summary: 'Change the phone (applied) or the BVN-linked bankAccount (pending upstream), with a proofToken',
       description:
-        'Strict body: name, dateOfBirth, gender and any other key are 400 `validation_failed`; at least one of phone and bankAccount. The body, the phone and its uniqueness are checked before the proofToken is consumed, so a refused request does not burn it. A bankAccount change answers `pending_upstream`: the old value stays in effect until the upstream confirmation lands (after BANK_ACCOUNT_CONFIRM_DELAY_MS).',
+        'Strict body: name, dateOfBirth, gender and any other key are 400 `validation_failed`; at least one of phone and bankAccount. The body, the phone and its uniqueness are checked before the proofToken is consumed, so a refused request does not burn it. A bankAccount change answers `pending_upstream`: the old value stays in effect until the upstream confirmation lands (after BANK_ACCOUNT_CONFIRM_DELAY_MS). ' +
+        'A phone change is applied at once, an SMS notice goes to the old and the new number, and every other session of the account ends. The proofToken is bound to the session that ran /verify/self: from another session it is 403 `proof_token_invalid`.',
       auth: 'consumer:self',
       params: IdParams,
       body: PatchUserRequest,
       responses: { 200: { description: '`applied` (phone only) or `pending_upstream` (a bankAccount change is included)', schema: PatchUserResponse } },
       errors: ['proof_token_invalid', 'conflict', 'not_found'],
-      handler: async function patchUser({ params, body }) {
+      handler: async function patchUser({ params, body, auth }) {
         return {
-          body: await users.update(params.id, { proofToken: body.proofToken ?? '', phone: body.phone, bankAccount: body.bankAccount }),
+          body: await users.update(params.id, { proofToken: body.proofToken ?? '', phone: body.phone, bankAccount: body.bankAccount }, auth.sessionId),
         };
       },
     }),
@@ -116,8 +117,8 @@ export default function userRoutes({ users, history, preferences }: Pick<RouteDe
       body: DeleteUserRequest,
       responses: { 200: { description: 'Deleted', schema: StatusBody('deleted') } },
       errors: ['proof_token_invalid', 'not_found'],
-      handler: async function deleteUser({ params, body }) {
-        return { body: await users.delete(params.id, body.proofToken ?? '') };
+      handler: async function deleteUser({ params, body, auth }) {
+        return { body: await users.delete(params.id, body.proofToken ?? '', auth.sessionId) };
       },
     }),
     route({

@@ -34,7 +34,7 @@ const IdentifyBody = Type.Object({
 const SelfBody = Type.Object({
   referenceId: Uuid,
   outcome: Type.Union([Type.Literal('match'), Type.Literal('no_match'), Type.Literal('liveness_failed'), Type.Literal('no_face')]),
-  score: Type.Union([Type.Number(), Type.Null()]),
+  score: Type.Optional(Type.Number({ description: 'Cosine with your canonical embedding, on a match only: a failed comparison answers no score' })),
   proofToken: Type.Optional(Type.String({ description: 'Single-use; required by PATCH and DELETE /users/{id}' })),
   expiresIn: Type.Optional(Type.Integer({ description: 'Seconds (PROOF_TOKEN_TTL_SECONDS)' })),
   quality: QualityField,
@@ -103,7 +103,9 @@ export default function verificationRoutes(deps: Pick<RouteDeps, 'verification' 
       summary: "1:1 re-proof against the caller's own canonical embedding",
       description:
         "A match returns a single-use proofToken (PROOF_TOKEN_TTL_SECONDS); a high-confidence match (HIGH_CONFIDENCE_THRESHOLD) refreshes the canonical embedding when the capture's quality is at least CANONICAL_REFRESH_MIN_QUALITY or not worse than the stored capture's (`canonicalRefresh` says which). `quality` is advisory and never changes the outcome. " +
-        'Every face outcome is 200 with `outcome`; every call writes a SearchLog row. Error bodies echo their code as `outcome`. 409 `conflict` when the caller has no enrolled face yet (no NIN or BVN linked).',
+        'Every face outcome is 200 with `outcome`; `score` only on a match. Error bodies echo their code as `outcome`. Checked before the upload is decoded, in this order: 404 for a deleted user, 409 `conflict` when the caller has no enrolled face yet (no NIN or BVN linked), ' +
+        '429 `biometric_locked` with Retry-After after BIOMETRIC_MAX_FAILURES consecutive `no_match`/`liveness_failed` here or failed verify-face comparisons (the lock lasts BIOMETRIC_LOCK_SECONDS, doubling with each further failure, up to 24 h; no SearchLog row), ' +
+        '429 `rate_limited` while another /verify/self of the same user is in progress. Every call past these checks writes a SearchLog row. A capture over SELFIE_MAX_PIXELS is 400 `invalid_image`.',
       auth: 'consumer',
       outcomeInErrors: true,
       multipart: {
@@ -111,7 +113,7 @@ export default function verificationRoutes(deps: Pick<RouteDeps, 'verification' 
         files: { image: { required: true, description: 'The live capture (JPEG, PNG or WebP)' } },
       },
       responses: { 200: { description: 'The outcome; proofToken on a match', schema: SelfBody } },
-      errors: ['not_found', 'conflict', 'invalid_image', 'face_engine_unavailable', 'dependency_unavailable'],
+      errors: ['not_found', 'conflict', 'biometric_locked', 'rate_limited', 'invalid_image', 'face_engine_unavailable', 'dependency_unavailable'],
       handler: async function verifySelf({ auth, files }) {
         return { body: await service.verifySelf(auth, files.image!.data) };
       },

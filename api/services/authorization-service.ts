@@ -15,6 +15,7 @@ const AUDIENCE_OF: Record<Exclude<AuthRule, 'none'>, Audience> = {
   'consumer:self': 'consumer',
   operator: 'operator',
   'operator:flagged-ok': 'operator',
+  'operator:mfa-setup': 'operator',
   administrator: 'operator',
 };
 
@@ -30,6 +31,8 @@ export class Authorizer {
   constructor(
     private readonly repos: AuthorizerRepositories,
     private readonly tokens: TokenService,
+    /** STAFF_MFA: with `required`, an operator without a second factor may only set it up (and a password). */
+    private readonly policy: { staffMfa: 'required' | 'optional'; staffSessionMaxSeconds?: number } = { staffMfa: 'optional' },
   ) {}
 
   /**
@@ -71,7 +74,7 @@ export class Authorizer {
    * An operator's session as it is right now, against an operator rule: what every operator route
    * and the queue dashboard's cookie (api/queue-dashboard.ts) are checked with.
    */
-  async operatorNow(operatorId: string, sessionId: string, rule: Extract<AuthRule, 'operator' | 'operator:flagged-ok' | 'administrator'>): Promise<OperatorPrincipal> {
+  async operatorNow(operatorId: string, sessionId: string, rule: Extract<AuthRule, 'operator' | 'operator:flagged-ok' | 'operator:mfa-setup' | 'administrator'>): Promise<OperatorPrincipal> {
     const [session, op] = await Promise.all([
       this.repos.sessions.findOf(sessionId, { type: 'operator', id: operatorId }),
       this.repos.operators.find(operatorId),
@@ -79,8 +82,14 @@ export class Authorizer {
     if (!op) throw new AppError('unauthorized', 'The operator no longer exists');
     if (op.status !== 'active') throw new AppError('operator_deactivated', 'This operator account is deactivated');
     if (sessionEnded(session)) throw new AppError('unauthorized', 'The session has ended');
+    // A staff session ends STAFF_SESSION_MAX_SECONDS after sign-in, its access tokens with it.
+    const max = this.policy.staffSessionMaxSeconds;
+    if (max && Date.now() - new Date(session!.createdAt).getTime() > max * 1000) throw new AppError('unauthorized', 'The session has reached its maximum lifetime; sign in again');
     if (op.mustResetPassword && rule !== 'operator:flagged-ok') {
       throw new AppError('password_reset_required', 'Set a new password first (POST /auth/operator/set-password)');
+    }
+    if (this.policy.staffMfa === 'required' && !op.mfaEnabledAt && rule !== 'operator:flagged-ok' && rule !== 'operator:mfa-setup') {
+      throw new AppError('mfa_setup_required', 'Set up a second factor first (POST /auth/operator/mfa/setup, then /auth/operator/mfa/confirm)');
     }
     if (rule === 'administrator' && op.role !== 'administrator') {
       throw new AppError('forbidden', 'Administrators only');

@@ -148,11 +148,15 @@ export class FaceService {
     return this.deps.jobs.run(queue, payload, { timeoutMs: remaining, withValues });
   }
 
-  /** Normalises an upload once (EXIF rotation, bounded size, JPEG); 400 `invalid_image` otherwise. */
-  async normalise(input: CaptureInput): Promise<NormalisedImage> {
+  /**
+   * Normalises an upload once (EXIF rotation, bounded size, JPEG); 400 `invalid_image` otherwise.
+   * `maxPixels`: a tighter limit than MAX_IMAGE_PIXELS (a consumer's selfie: SELFIE_MAX_PIXELS), read
+   * from the header before any pixel is decoded.
+   */
+  async normalise(input: CaptureInput, opts: { maxPixels?: number } = {}): Promise<NormalisedImage> {
     if (!Buffer.isBuffer(input)) return input;
     try {
-      return await normaliseUpload(input, { maxPixels: this.deps.config.http.maxImagePixels });
+      return await normaliseUpload(input, { maxPixels: Math.min(opts.maxPixels ?? Infinity, this.deps.config.http.maxImagePixels) });
     } catch (e) {
       if (isFaceError(e)) throw new AppError('invalid_image', e.message);
       throw e;

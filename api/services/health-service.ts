@@ -73,8 +73,21 @@ async function getJson(url: string, ms: number): Promise<Record<string, unknown>
   return (await res.json()) as Record<string, unknown>;
 }
 
+/** What an anonymous caller sees: the status and each dependency's `up`, nothing else. */
+export interface HealthSummary {
+  status: 'ok' | 'degraded';
+  dependencies: Record<Dependency, { up: boolean }>;
+}
+
+/** How old the last check may be when an anonymous /health is answered from it (SPEC 12.3). */
+export const HEALTH_SUMMARY_MAX_AGE_MS = 15_000;
+
 export class HealthService {
   private timer: NodeJS.Timeout | undefined;
+  /** The last check (the poller's, or one made on demand) and when it finished. */
+  private last: { report: HealthReport; at: number } | undefined;
+  /** A check in progress for anonymous callers: one at a time, whatever their number. */
+  private inFlight: Promise<HealthReport> | undefined;
 
   constructor(
     private readonly deps: { config: Config; database: Pick<UnitOfWork, 'ping'>; redis: Redis; metrics: Metrics },
@@ -113,7 +126,27 @@ export class HealthService {
     const dependencies = { db: dbStatus, cache, face_engine: faceEngine, identity_registry: registry, vector_index: vectorIndex };
     for (const d of DEPENDENCIES) this.deps.metrics.setDependency(d, dependencies[d].up);
     const processes = supervisedProcesses(config.supervisor.statusFile);
-    return { status: dbStatus.up && cache.up ? 'ok' : 'degraded', dependencies, ...(processes ? { processes } : {}) };
+    const report: HealthReport = { status: dbStatus.up && cache.up ? 'ok' : 'degraded', dependencies, ...(processes ? { processes } : {}) };
+    this.last = { report, at: Date.now() };
+    return report;
+  }
+
+  /**
+   * The anonymous view, from the last check when it is at most HEALTH_SUMMARY_MAX_AGE_MS old (the
+   * poller keeps it fresh), else from one shared check: a stranger polling /health in a loop never
+   * makes this process call its dependencies, workers and the registry per request, and learns no
+   * counts, process ids or error text.
+   */
+  async summary(): Promise<HealthSummary> {
+    let report = this.last && Date.now() - this.last.at <= HEALTH_SUMMARY_MAX_AGE_MS ? this.last.report : undefined;
+    if (!report) {
+      this.inFlight ??= this.check().finally(() => {
+        this.inFlight = undefined;
+      });
+      report = await this.inFlight;
+    }
+    const dependencies = Object.fromEntries(DEPENDENCIES.map((d) => [d, { up: report.dependencies[d].up }])) as HealthSummary['dependencies'];
+    return { status: report.status, dependencies };
   }
 
   /** Starts the background poller of the dependency gauge. */

@@ -22,6 +22,7 @@ import type { FaceService } from './face-service.js';
 import type { IdentityTokenStore, LinkClaims } from '../../shared/stores/identity-tokens.js';
 import type { Registry, RegistryClient } from '../adapters/registry-client.js';
 import { deviceHint, fullName, maskName, recordDisagreements, snapshot } from '../domain/registry-records.js';
+import type { BiometricAttemptsService } from './biometric-attempts-service.js';
 
 export type { Registry } from '../adapters/registry-client.js';
 
@@ -36,6 +37,7 @@ export interface IdentityDeps {
   logger: Logger;
   face: FaceService;
   registry: RegistryClient;
+  biometric: BiometricAttemptsService;
 }
 
 export type FaceOutcome = 'match' | 'liveness_failed' | 'face_mismatch' | 'cross_registry_mismatch' | 'no_face' | 'multiple_faces';
@@ -151,6 +153,10 @@ export class IdentityService {
       });
     }
 
+    // The user's biometric lock (consecutive failures across validation tokens and /verify/self),
+    // before any image is decoded.
+    await this.deps.biometric.assertNotLocked(userId, 'verify_face');
+
     const photo = await store.validationPhoto(validationToken);
     if (!photo) throw unknownValidation(registry);
 
@@ -173,13 +179,17 @@ export class IdentityService {
       score = v.score;
       quality = capture.quality;
       if (v.outcome !== 'match') {
+        await this.deps.biometric.record(userId, 'verify_face', 'face_mismatch');
         metrics.outcome('verify_face', 'face_mismatch');
         throw faceError('face_mismatch', undefined, quality);
       }
     } else {
-      const v = await face.verifyAgainstPhoto(input.file!, photo);
+      // A live capture is a selfie: SELFIE_MAX_PIXELS, checked from the header before decoding.
+      const capture = await face.normalise(input.file!, { maxPixels: config.biometrics.selfieMaxPixels });
+      const v = await face.verifyAgainstPhoto(capture, photo);
       quality = qualitySummary(v.quality);
       if (v.outcome !== 'match') {
+        await this.deps.biometric.record(userId, 'verify_face', v.outcome);
         metrics.outcome('verify_face', v.outcome);
         throw faceError(v.outcome, undefined, quality);
       }
@@ -239,6 +249,7 @@ export class IdentityService {
       qualityScore: quality?.score ?? null,
     };
     const linkToken = await store.issueLinkToken(claims, config.identity.linkTokenTtlSeconds);
+    await this.deps.biometric.record(userId, 'verify_face', 'match');
     metrics.outcome('verify_face', 'match');
     return { outcome: 'match', linkToken, expiresIn: config.identity.linkTokenTtlSeconds, score, quality };
   }

@@ -24,6 +24,8 @@ import { ipBucket } from '../domain/client-address.js';
 import type { Metrics } from '../metrics.js';
 import { burnPasswordCheck, hashPassword, needsRehash, verifyPassword } from '../domain/passwords.js';
 import type { SessionService, TokenPair } from './session-service.js';
+import type { MfaService } from './mfa-service.js';
+import { weakPasswordReason } from '../domain/password-policy.js';
 
 export interface OperatorAuthDeps {
   unitOfWork: UnitOfWork;
@@ -33,6 +35,7 @@ export interface OperatorAuthDeps {
   attempts: LoginAttemptStore;
   config: Pick<Config, 'operators'>;
   sessions: SessionService;
+  mfa: MfaService;
   metrics?: Metrics;
   logger?: Logger;
 }
@@ -40,6 +43,9 @@ export interface OperatorAuthDeps {
 const invalidCredentials = () => new AppError('invalid_credentials', 'The identifier or the password is wrong');
 const locked = () => new AppError('account_locked', 'This account is locked after too many failed sign-ins; an administrator must reset its password');
 const deactivated = () => new AppError('operator_deactivated', 'This operator account is deactivated');
+const mfaRequired = () => new AppError('mfa_required', 'Enter the current code of your authenticator app (or an unused recovery code) as `otp`');
+
+export type OperatorSignIn = TokenPair & { operatorId: string; mustResetPassword: boolean; mfaSetupRequired?: true };
 
 export class OperatorAuthService {
   constructor(private readonly deps: OperatorAuthDeps) {}
@@ -50,7 +56,7 @@ export class OperatorAuthService {
    * office's NAT does not lock the colleagues behind it out), and failures per address whatever the
    * identifier (password spraying; successes never count, so working operators are not blocked).
    */
-  async login(identifier: string, password: string, opts: { deviceHint?: string | null; ip?: string } = {}): Promise<TokenPair & { operatorId: string; mustResetPassword: boolean }> {
+  async login(identifier: string, password: string, opts: { deviceHint?: string | null; ip?: string; otp?: string } = {}): Promise<OperatorSignIn> {
     const { attempts, config, metrics } = this.deps;
     const address = opts.ip ? ipBucket(opts.ip) : undefined;
     if (address) {
@@ -69,14 +75,14 @@ export class OperatorAuthService {
     try {
       return await this.checkCredentials(identifier, password, opts);
     } catch (e) {
-      if (address && e instanceof AppError && (e.code === 'invalid_credentials' || e.code === 'account_locked')) {
+      if (address && e instanceof AppError && (e.code === 'invalid_credentials' || e.code === 'account_locked' || (e.code === 'mfa_required' && opts.otp))) {
         await attempts.countFailure(address).catch(() => {});
       }
       throw e;
     }
   }
 
-  private async checkCredentials(identifier: string, password: string, opts: { deviceHint?: string | null }): Promise<TokenPair & { operatorId: string; mustResetPassword: boolean }> {
+  private async checkCredentials(identifier: string, password: string, opts: { deviceHint?: string | null; otp?: string }): Promise<OperatorSignIn> {
     const { operators, metrics, config } = this.deps;
     let op = await operators.findByIdentifier(identifier);
     if (!op) {
@@ -103,6 +109,19 @@ export class OperatorAuthService {
       metrics?.outcome('operator_login', 'deactivated');
       throw deactivated();
     }
+    // A temporary password (new operator, reset) is good for TEMP_PASSWORD_TTL_SECONDS only.
+    if (op.mustResetPassword && Date.now() - new Date(op.passwordSetAt).getTime() > config.operators.tempPasswordTtlSeconds * 1000) {
+      metrics?.outcome('operator_login', 'temporary_password_expired');
+      throw new AppError('temporary_password_expired', 'This temporary password has expired; ask an administrator for a new one');
+    }
+    // The second factor, when enabled: missing → 401 `mfa_required`; wrong → the same, counted as a failed sign-in.
+    if (op.mfaEnabledAt) {
+      if (!opts.otp) {
+        metrics?.outcome('operator_login', 'mfa_required');
+        throw mfaRequired();
+      }
+      if (!(await this.deps.mfa.check(op, opts.otp))) await this.recordFailure(op.id, 'login_otp', undefined, mfaRequired);
+    }
 
     const rehash = needsRehash(op.passwordHash) ? await hashPassword(password) : null;
     // Success clears the counter, unless a concurrent failure locked the account meanwhile.
@@ -112,14 +131,14 @@ export class OperatorAuthService {
 
     const { pair } = await this.deps.sessions.open({ type: 'operator', id: op.id }, { deviceHint: opts.deviceHint });
     metrics?.outcome('operator_login', 'ok');
-    return { ...pair, operatorId: op.id, mustResetPassword: row.mustResetPassword };
+    return { ...pair, operatorId: op.id, mustResetPassword: row.mustResetPassword, ...(this.deps.mfa.setupRequired(op) ? { mfaSetupRequired: true as const } : {}) };
   }
 
   /**
    * Counts one failed password check; throws 401 `invalid_credentials`, or 403 `account_locked` when
    * this failure reached the limit (or the account was locked meanwhile).
    */
-  private async recordFailure(operatorId: string, via: 'login' | 'set_password', sessionId?: string): Promise<never> {
+  private async recordFailure(operatorId: string, via: 'login' | 'login_otp' | 'set_password', sessionId?: string, otherwise: () => AppError = invalidCredentials): Promise<never> {
     const { config, metrics } = this.deps;
     const row = await this.deps.operators.countFailure(operatorId, config.operators.maxFailedLogins);
     if (!row) throw locked();
@@ -139,8 +158,9 @@ export class OperatorAuthService {
       this.deps.logger?.warn({ operatorId, via }, 'operator account locked after failed password checks');
       throw locked();
     }
-    metrics?.outcome(via === 'login' ? 'operator_login' : 'operator_set_password', 'invalid_credentials');
-    throw invalidCredentials();
+    const error = otherwise();
+    metrics?.outcome(via === 'set_password' ? 'operator_set_password' : 'operator_login', error.code);
+    throw error;
   }
 
   /**
@@ -159,6 +179,8 @@ export class OperatorAuthService {
         details: { errors: [{ in: 'body', path: '/newPassword', message: 'must differ from the current password' }] },
       });
     }
+    const weak = weakPasswordReason(newPassword, { identifier: op.identifier });
+    if (weak) throw new AppError('weak_password', `Choose another password: ${weak}`);
     const passwordHash = await hashPassword(newPassword);
     await this.deps.unitOfWork.run(async (trx) => {
       const updated = await operators.update(operatorId, { passwordHash, mustResetPassword: false, failedLoginCount: 0 }, { unlockedOnly: true }, trx);

@@ -5,8 +5,8 @@
  *   cooldown, stores a fresh 6-digit code from the CSPRNG and hands it to the SMS transport. The
  *   answer never depends on whether the number has an account (the users table is not even read).
  * - Codes live only in Redis (shared/stores/otp-codes.ts), as HMAC-SHA256(secret, phone:code) with
- *   their TTL, under a key derived from the phone's HMAC (no phone number appears in a key). The secret is derived from the JWT
- *   signing key (TokenService.deriveSecret): one secret to configure.
+ *   their TTL, under a key derived from the phone's HMAC (no phone number appears in a key). The
+ *   secret is OTP_SECRET, or, when that is unset, derived from the JWT signing key (TokenService.otpSecret).
  * - Verification is one Lua script: a correct code is deleted in the same step that recognises it,
  *   so of any number of concurrent submissions exactly one succeeds. Wrong codes count; the
  *   OTP_MAX_ATTEMPTS-th wrong code kills the code, and every later submission is refused with 429
@@ -40,7 +40,7 @@ export class OtpService {
   private readonly secret: Buffer;
 
   constructor(private readonly deps: OtpDeps) {
-    this.secret = deps.tokens.deriveSecret('otp');
+    this.secret = deps.tokens.otpSecret();
   }
 
   private mac(...parts: string[]): string {

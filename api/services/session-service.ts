@@ -41,7 +41,7 @@ export interface SessionDeps {
   users: UsersRepository;
   operators: OperatorsRepository;
   tokens: TokenService;
-  config: Pick<Config, 'security'>;
+  config: Pick<Config, 'security' | 'operators'>;
   metrics?: Metrics;
   logger?: Logger;
 }
@@ -54,29 +54,39 @@ export const pruneExpiredRefreshTokens = (db: Knex, graceDays?: number) => new S
 export class SessionService {
   constructor(private readonly deps: SessionDeps) {}
 
-  private get ttl(): number {
-    return this.deps.config.security.refreshTokenTtlSeconds;
+  /**
+   * Seconds a new refresh token of this session lives. A staff session's token lives only the idle
+   * limit (an unused session dies after STAFF_SESSION_IDLE_SECONDS) and never past the session's
+   * absolute end (STAFF_SESSION_MAX_SECONDS after sign-in): one stolen staff token is not 30 days of
+   * 1:N search. Consumers keep REFRESH_TOKEN_TTL_SECONDS.
+   */
+  private ttlMsFor(subjectType: SessionSubject['type'], sessionCreatedAt: Date): number {
+    const { security: { refreshTokenTtlSeconds }, operators: { staffSessionIdleSeconds, staffSessionMaxSeconds } } = this.deps.config;
+    if (subjectType !== 'operator') return refreshTokenTtlSeconds * 1000;
+    const leftOfSession = sessionCreatedAt.getTime() + staffSessionMaxSeconds * 1000 - Date.now();
+    return Math.max(0, Math.min(refreshTokenTtlSeconds * 1000, staffSessionIdleSeconds * 1000, leftOfSession));
   }
 
-  private async insertRefreshToken(sessionId: string): Promise<string> {
+  private async insertRefreshToken(sessionId: string, ttlMs: number): Promise<string> {
     const token = newToken();
-    await this.deps.sessions.insertRefreshToken(sessionId, hashToken(token), new Date(Date.now() + this.ttl * 1000));
+    await this.deps.sessions.insertRefreshToken(sessionId, hashToken(token), new Date(Date.now() + ttlMs));
     return token;
   }
 
-  private async pair(subject: SessionSubject, sessionId: string, refreshToken: string): Promise<TokenPair> {
+  private async pair(subject: SessionSubject, sessionId: string, refreshToken: string, refreshTtlMs: number): Promise<TokenPair> {
     const { token, expiresIn } = await this.deps.tokens.signAccess({ sub: subject.id, aud: subject.type, sid: sessionId });
-    return { accessToken: token, refreshToken, tokenType: 'Bearer', expiresIn, refreshExpiresIn: this.ttl };
+    return { accessToken: token, refreshToken, tokenType: 'Bearer', expiresIn, refreshExpiresIn: Math.floor(refreshTtlMs / 1000) };
   }
 
   /** Opens a new session for a subject that has just proven who it is, and returns its first pair. */
   async open(subject: SessionSubject, opts: { deviceHint?: string | null } = {}): Promise<{ pair: TokenPair; sessionId: string }> {
+    const ttl = this.ttlMsFor(subject.type, new Date());
     const refreshToken = newToken();
     const sessionId = await this.deps.sessions.openWithRefreshToken(subject, coarseDeviceHint(opts.deviceHint), {
       tokenHash: hashToken(refreshToken),
-      expiresAt: new Date(Date.now() + this.ttl * 1000),
+      expiresAt: new Date(Date.now() + ttl),
     });
-    return { pair: await this.pair(subject, sessionId, refreshToken), sessionId };
+    return { pair: await this.pair(subject, sessionId, refreshToken, ttl), sessionId };
   }
 
   /**
@@ -107,13 +117,15 @@ export class SessionService {
     const session = await sessions.find(consumed.sessionId);
     if (!session) throw invalidRefresh();
     const subject = await this.currentSubject(session);
-    if (session.revokedAt || new Date(consumed.expiresAt).getTime() <= Date.now()) {
+    // Past its idle limit the token has expired; past the absolute limit a staff session has no time left.
+    const ttl = this.ttlMsFor(session.subjectType, new Date(session.createdAt));
+    if (session.revokedAt || new Date(consumed.expiresAt).getTime() <= Date.now() || ttl <= 0) {
       metrics?.outcome('auth_refresh', 'refused');
       throw invalidRefresh();
     }
 
-    const next = await this.insertRefreshToken(session.id);
-    const pair = await this.pair({ type: session.subjectType, id: session.subjectId }, session.id, next);
+    const next = await this.insertRefreshToken(session.id, ttl);
+    const pair = await this.pair({ type: session.subjectType, id: session.subjectId }, session.id, next, ttl);
     metrics?.outcome('auth_refresh', 'ok');
     return { pair, subject };
   }

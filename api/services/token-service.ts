@@ -3,11 +3,16 @@
  * `sid` names the session, checked against PostgreSQL on every request so that logout, deactivation
  * and deletion take effect at once, not at expiry. A development key is generated when none is
  * configured; production refuses to start without JWT_PRIVATE_KEY (shared/config.ts).
+ *
+ * A key ring: every token names its signing key in the `kid` header (an RFC 7638 thumbprint); the
+ * current key signs, the current and JWT_PREVIOUS_PUBLIC_KEYS verify, so a rotation logs nobody out.
+ * A token naming an unknown key is refused; one without `kid` (issued before the ring) is checked
+ * against the current key.
  */
-import { createPrivateKey, createPublicKey, generateKeyPairSync, hkdfSync, type KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, hkdfSync, type KeyObject } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
+import { SignJWT, jwtVerify, errors as joseErrors, type JWTHeaderParameters } from 'jose';
 import type { Config } from '../../shared/config.js';
 import { AppError } from '../../shared/errors.js';
 
@@ -38,16 +43,54 @@ function loadOrCreateDevKey(file: string): KeyObject {
   return privateKey;
 }
 
+/** RFC 7638 thumbprint of an Ed25519 public key (its JWK `crv`, `kty`, `x`), base64url: the `kid`. */
+export function keyId(publicKey: KeyObject): string {
+  const jwk = publicKey.export({ format: 'jwk' }) as { crv: string; x: string };
+  return createHash('sha256').update(JSON.stringify({ crv: jwk.crv, kty: 'OKP', x: jwk.x })).digest('base64url');
+}
+
+/** Public keys from concatenated PEM blocks (public or private). */
+function previousKeys(pems: string): KeyObject[] {
+  const blocks = pems.replace(/\\n/g, '\n').match(/-----BEGIN [A-Z ]+-----[\s\S]+?-----END [A-Z ]+-----/g) ?? [];
+  return blocks.map((pem) => (pem.includes('PRIVATE KEY') ? createPublicKey(createPrivateKey(pem)) : createPublicKey(pem)));
+}
+
 export class TokenService {
   private readonly privateKey: KeyObject;
   private readonly publicKey: KeyObject;
+  private readonly kid: string;
+  /** Every key that verifies, by `kid`: the current one and the previous ones. */
+  private readonly ring = new Map<string, KeyObject>();
 
-  constructor(private readonly config: Pick<Config, 'security'>) {
+  constructor(private readonly config: Pick<Config, 'security'> & Partial<Pick<Config, 'otp'>>) {
     this.privateKey = config.security.jwtPrivateKey
       ? createPrivateKey(config.security.jwtPrivateKey.replace(/\\n/g, '\n'))
       : loadOrCreateDevKey(DEV_KEY_FILE);
     if (this.privateKey.asymmetricKeyType !== 'ed25519') throw new Error('JWT_PRIVATE_KEY must be an Ed25519 key');
     this.publicKey = createPublicKey(this.privateKey);
+    this.kid = keyId(this.publicKey);
+    for (const k of previousKeys(config.security.jwtPreviousPublicKeys ?? '')) {
+      if (k.asymmetricKeyType !== 'ed25519') throw new Error('JWT_PREVIOUS_PUBLIC_KEYS must hold Ed25519 keys');
+      this.ring.set(keyId(k), k);
+    }
+    this.ring.set(this.kid, this.publicKey);
+  }
+
+  /** The verifying key a token names (no `kid`: the current key); an unknown `kid` is refused. */
+  private readonly verifyingKey = (header: JWTHeaderParameters): KeyObject => {
+    if (header.kid === undefined) return this.publicKey;
+    const key = this.ring.get(header.kid);
+    if (!key) throw new Error('unknown kid');
+    return key;
+  };
+
+  /**
+   * The key of consumer one-time codes: OTP_SECRET when set (a signing-key rotation leaves pending codes
+   * valid), else derived from the signing key.
+   */
+  otpSecret(): Buffer {
+    const own = this.config.otp?.secret;
+    return own ? Buffer.from(hkdfSync('sha256', own, 'faceid/otp-secret/v1', 'otp', 32)) : this.deriveSecret('otp');
   }
 
   /**
@@ -66,7 +109,7 @@ export class TokenService {
   async signAccess(claims: { sub: string; aud: Audience; sid: string }): Promise<{ token: string; expiresIn: number }> {
     const expiresIn = this.config.security.accessTokenTtlSeconds;
     const token = await new SignJWT({ sid: claims.sid })
-      .setProtectedHeader({ alg: ALG, typ: 'JWT' })
+      .setProtectedHeader({ alg: ALG, typ: 'JWT', kid: this.kid })
       .setSubject(claims.sub)
       .setAudience(claims.aud)
       .setIssuer(this.config.security.jwtIssuer)
@@ -79,7 +122,7 @@ export class TokenService {
   /** Verifies signature (EdDSA only: `alg: none` and other algorithms are refused), issuer, expiry and audience. */
   async verifyAccess(token: string, audiences: readonly Audience[]): Promise<AccessClaims> {
     try {
-      const { payload } = await jwtVerify(token, this.publicKey, {
+      const { payload } = await jwtVerify(token, this.verifyingKey, {
         algorithms: [ALG],
         issuer: this.config.security.jwtIssuer,
         audience: [...audiences],
@@ -102,7 +145,7 @@ export class TokenService {
   /** A short-lived token for the administrators' browser UI cookie (Bull Board). */
   async signAdminUi(sub: string, sid: string, ttlSeconds: number): Promise<string> {
     return new SignJWT({ sid })
-      .setProtectedHeader({ alg: ALG, typ: 'JWT' })
+      .setProtectedHeader({ alg: ALG, typ: 'JWT', kid: this.kid })
       .setSubject(sub)
       .setAudience(ADMIN_UI_AUDIENCE)
       .setIssuer(this.config.security.jwtIssuer)
@@ -113,7 +156,7 @@ export class TokenService {
 
   async verifyAdminUi(token: string): Promise<{ sub: string; sid: string }> {
     try {
-      const { payload } = await jwtVerify(token, this.publicKey, {
+      const { payload } = await jwtVerify(token, this.verifyingKey, {
         algorithms: [ALG],
         issuer: this.config.security.jwtIssuer,
         audience: ADMIN_UI_AUDIENCE,

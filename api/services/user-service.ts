@@ -21,6 +21,8 @@ import type { UserRow, UsersRepository } from '../../shared/repositories/users.j
 import { validationError } from '../validation.js';
 import { requirePhone } from '../domain/phone.js';
 import type { ProofTokens } from '../../shared/stores/proof-tokens.js';
+import { phoneChangeNotices } from '../domain/phone-change-notice.js';
+import type { SmsTransport } from '../adapters/sms.js';
 
 export interface UserDeps {
   webhooks: WebhooksRepository;
@@ -33,6 +35,8 @@ export interface UserDeps {
   proofTokens: ProofTokens;
   jobs: JobClient;
   logger: Logger;
+  /** Notices of a phone change go to the old and the new number. */
+  sms: SmsTransport;
 }
 
 /** The profile as the API answers it: the repository's row with the instant as an ISO string. */
@@ -77,6 +81,7 @@ export class UserService {
   async update(
     userId: string,
     change: UserChange,
+    sessionId: string,
   ): Promise<{ status: 'applied' | 'pending_upstream'; user: UserView }> {
     // 1. Everything refusable without side effects, before the token is spent.
     if (change.phone === undefined && change.bankAccount === undefined) {
@@ -93,9 +98,11 @@ export class UserService {
     }
 
     // 2. The proof: exactly one request can spend a token.
-    await this.deps.proofTokens.consume(userId, change.proofToken);
+    await this.deps.proofTokens.consume(userId, sessionId, change.proofToken);
 
-    // 3. The change and its audit row, together.
+    // 3. The change and its audit row, together; a new phone also ends every other session (whoever
+    //    held one, with the old number, is out).
+    let otherSessionsRevoked = 0;
     const requestedAt = change.bankAccount !== undefined ? new Date() : null;
     try {
       await this.deps.unitOfWork.run(async (trx) => {
@@ -105,6 +112,7 @@ export class UserService {
           trx,
         );
         if (!updated) throw notFound();
+        if (phoneChanges) otherSessionsRevoked = await this.deps.sessionRows.revokeAllOf({ type: 'consumer', id: userId }, 'phone_changed', { exceptSessionId: sessionId }, trx);
         const fields = [...(phone !== undefined ? ['phone'] : []), ...(requestedAt ? ['bankAccount'] : [])];
         await this.deps.auditEvents.record({
           type: 'profile.changed',
@@ -114,7 +122,7 @@ export class UserService {
           subjectId: userId,
           data: {
             fields,
-            ...(phone !== undefined ? { phone: { from: maskTail(current.phone), to: maskTail(phone), applied: true } } : {}),
+            ...(phone !== undefined ? { phone: { from: maskTail(current.phone), to: maskTail(phone), applied: true }, otherSessionsRevoked } : {}),
             ...(requestedAt
               ? { bankAccount: { from: maskTail(current.bankAccount), to: maskTail(change.bankAccount), status: 'pending_upstream', requestedAt: requestedAt.toISOString() } }
               : {}),
@@ -127,7 +135,17 @@ export class UserService {
       throw e;
     }
 
-    // 4. The delayed upstream confirmation. If Redis refuses now, the worker's repair sweep re-enqueues it.
+    // 4. The owner hears of a phone change on both numbers (a SIM swap shows on the old one). Sent after
+    //    the commit; a failed notice is logged, the change stands.
+    if (phoneChanges) {
+      await Promise.all(
+        phoneChangeNotices(current.phone, phone!).map((n) =>
+          this.deps.sms.sendNotice(n.to, n.message).catch((e: unknown) => this.deps.logger.warn({ userId, err: (e as Error).message }, 'phone change notice not sent')),
+        ),
+      );
+    }
+
+    // 5. The delayed upstream confirmation. If Redis refuses now, the worker's repair sweep re-enqueues it.
     if (requestedAt) {
       try {
         await enqueueBankAccountConfirm(this.deps.jobs.queue(UPSTREAM_QUEUE), userId, requestedAt, this.deps.config.identity.bankAccountConfirmDelayMs);
@@ -151,9 +169,9 @@ export class UserService {
    * The sessions themselves stay un-revoked on purpose: the authorisation layer answers a deleted
    * user's still-valid access token with 404 `not_found` (interface document), not 401.
    */
-  async delete(userId: string, proofToken: string): Promise<{ status: 'deleted' }> {
+  async delete(userId: string, proofToken: string, sessionId: string): Promise<{ status: 'deleted' }> {
     const { users, sessionRows, embeddings } = this.deps;
-    await this.deps.proofTokens.consume(userId, proofToken);
+    await this.deps.proofTokens.consume(userId, sessionId, proofToken);
 
     await this.deps.unitOfWork.run(async (trx) => {
       await embeddings.remove(userId, trx);

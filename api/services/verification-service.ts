@@ -20,6 +20,7 @@ import { decideCanonicalRefresh, type CanonicalRefreshDecision } from '../domain
 import { qualitySummary, type QualitySummary } from '../../shared/face/quality.js';
 import type { FaceService } from './face-service.js';
 import type { ProofTokens } from '../../shared/stores/proof-tokens.js';
+import type { BiometricAttemptsService } from './biometric-attempts-service.js';
 
 export interface VerificationDeps {
   webhooks: WebhooksRepository;
@@ -31,6 +32,7 @@ export interface VerificationDeps {
   embeddings: EmbeddingsRepository;
   proofTokens: ProofTokens;
   face: FaceService;
+  biometric: BiometricAttemptsService;
   metrics: Metrics;
   logger: Logger;
 }
@@ -49,7 +51,8 @@ export interface IdentifyAnswer {
 export interface SelfAnswer {
   referenceId: string;
   outcome: 'match' | 'no_match' | 'liveness_failed' | 'no_face';
-  score: number | null;
+  /** On a match only: a failed comparison answers no score (it would guide someone trying faces). */
+  score?: number;
   proofToken?: string;
   expiresIn?: number;
   /** Advisory capture quality; on no_face, that of the whole photo (too dark, too bright, too blurred). */
@@ -150,14 +153,15 @@ export class VerificationService {
     });
   }
 
-  /** POST /verify/self: one comparison with the caller's own canonical embedding. */
+  /**
+   * POST /verify/self: one comparison with the caller's own canonical embedding. Checked in this order
+   * before the upload is decoded (the route already checked the token and the deleted user): enrolment
+   * (409), the biometric lock (429 `biometric_locked`, no SearchLog row), one face request of the user
+   * at a time (429 `rate_limited`).
+   */
   async verifySelf(consumer: ConsumerPrincipal, image: Buffer): Promise<SelfAnswer> {
-    const { searchLogs, embeddings, face, metrics, config } = this.deps;
+    const { searchLogs, embeddings, metrics, biometric } = this.deps;
     const t0 = performance.now();
-    // Normalising the upload takes no face capacity: it runs while the enrolment is read. The 409 of a
-    // consumer with nothing enrolled still comes first; an undecodable upload is logged below.
-    const normalised = face.normalise(image);
-    normalised.catch(() => {});
     const enrolled = await embeddings.enrolment(consumer.userId);
     if (!enrolled) {
       // Nothing to compare with: the consumer has not linked a NIN or BVN yet. Logged like any call.
@@ -173,9 +177,16 @@ export class VerificationService {
       metrics.outcome('verify_self', 'not_enrolled');
       throw new AppError('conflict', 'No enrolled face to verify against: link a NIN or BVN first');
     }
+    await biometric.assertNotLocked(consumer.userId, 'verify_self');
+    return biometric.oneAtATime(consumer.userId, 'verify_self', () => this.compareSelf(consumer, image, enrolled, t0));
+  }
+
+  private async compareSelf(consumer: ConsumerPrincipal, image: Buffer, enrolled: { qualityScore?: number | null }, t0: number): Promise<SelfAnswer> {
+    const { searchLogs, face, metrics, config, biometric } = this.deps;
     let r;
     try {
-      r = await face.verifyAgainstUser(await normalised, consumer.userId, 'largest');
+      const normalised = await face.normalise(image, { maxPixels: config.biometrics.selfieMaxPixels });
+      r = await face.verifyAgainstUser(normalised, consumer.userId, 'largest');
     } catch (e) {
       await this.logFailure(e, t0, { kind: 'verify_self', userId: consumer.userId });
       throw e;
@@ -216,10 +227,12 @@ export class VerificationService {
       decision && embedding && r.score !== null
         ? this.applyCanonicalRefresh(consumer.userId, referenceId, decision, { score: r.score, embedding, quality, storedQuality: enrolled.qualityScore ?? null })
         : undefined,
-      outcome === 'match' ? this.deps.proofTokens.issue(consumer.userId) : undefined,
+      outcome === 'match' ? this.deps.proofTokens.issue(consumer.userId, consumer.sessionId) : undefined,
     ]);
+    await biometric.record(consumer.userId, 'verify_self', outcome);
     metrics.outcome('verify_self', outcome);
-    const answer: SelfAnswer = { referenceId, outcome, score: r.score, quality: qualitySummary(r.quality), latencyMs: r.latencyMs };
+    const answer: SelfAnswer = { referenceId, outcome, quality: qualitySummary(r.quality), latencyMs: r.latencyMs };
+    if (outcome === 'match' && r.score !== null) answer.score = r.score;
     if (decision) answer.canonicalRefresh = decision;
     return Object.assign(answer, proof);
   }

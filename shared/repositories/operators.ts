@@ -157,13 +157,13 @@ export class SessionsRepository extends Repository {
     });
   }
 
-  async find(id: string, trx?: Db): Promise<Pick<Session, 'id' | 'subjectType' | 'subjectId' | 'revokedAt'> | undefined> {
-    return Session.query(this.on(trx)).findById(id).select('id', 'subjectType', 'subjectId', 'revokedAt');
+  async find(id: string, trx?: Db): Promise<Pick<Session, 'id' | 'subjectType' | 'subjectId' | 'revokedAt' | 'createdAt'> | undefined> {
+    return Session.query(this.on(trx)).findById(id).select('id', 'subjectType', 'subjectId', 'revokedAt', 'createdAt');
   }
 
-  /** The session `id` of this subject, if it exists (revoked or not). */
-  async findOf(id: string, subject: SessionSubject, trx?: Db): Promise<Pick<Session, 'revokedAt'> | undefined> {
-    return Session.query(this.on(trx)).findById(id).where({ subjectType: subject.type, subjectId: subject.id }).select('revokedAt');
+  /** The session `id` of this subject, if it exists (revoked or not), and when it was opened. */
+  async findOf(id: string, subject: SessionSubject, trx?: Db): Promise<Pick<Session, 'revokedAt' | 'createdAt'> | undefined> {
+    return Session.query(this.on(trx)).findById(id).where({ subjectType: subject.type, subjectId: subject.id }).select('revokedAt', 'createdAt');
   }
 
   /** Revokes one session: its access tokens stop at the next request, its refresh tokens stop working. */

@@ -156,11 +156,13 @@ export class SearchLogsRepository extends Repository {
         's.outcome',
         's.createdAt',
         this.db.raw('s.created_at::text AS cursor_ts'),
-        // The user's own score: their candidate score for an /identify, the score of a /verify/self.
+        // The user's own score: their candidate score for an /identify, the score of a /verify/self that
+        // matched (a failed comparison's score is never shown: it would guide someone trying faces).
         this.db.raw(
           `CASE WHEN s.kind = 'identify'
              THEN (SELECT (c->>'score')::float8 FROM jsonb_array_elements(s.candidates) c WHERE c->>'userId' = ? LIMIT 1)
-             ELSE round(s.top_score::numeric, 4)::float8 END AS score`,
+             WHEN s.outcome = 'match' THEN round(s.top_score::numeric, 4)::float8
+             ELSE NULL END AS score`,
           [userId],
         ),
         this.db.raw(`EXISTS (SELECT 1 FROM ${Dispute.tableName} d WHERE d.search_log_id = s.id AND d.user_id = ?) AS disputed`, [userId]),

@@ -231,11 +231,55 @@ export interface paths {
         put?: never;
         /**
          * Operator or administrator sign-in
-         * @description The same 401 `invalid_credentials` for an unknown identifier and a wrong password. 5 failures in a row lock the account (403 `account_locked`, even with the right password) until an administrator resets its password.
+         * @description The same 401 `invalid_credentials` for an unknown identifier and a wrong password. 5 failures in a row lock the account (403 `account_locked`, even with the right password) until an administrator resets its password. With a second factor enabled, a missing or wrong `otp` (the current TOTP code, or an unused recovery code) answers 401 `mfa_required` and no token; a wrong one counts towards the lock; a TOTP code is accepted once. A temporary password older than TEMP_PASSWORD_TTL_SECONDS (86400 s) answers 403 `temporary_password_expired`. Staff sessions end STAFF_SESSION_MAX_SECONDS (43200 s) after sign-in, or after STAFF_SESSION_IDLE_SECONDS (1800 s) without a refresh.
          *
          *     **Authorisation:** No token.
          */
         post: operations["operatorLogin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/operator/mfa/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirm the second factor with its first code; answers 10 single-use recovery codes, once
+         * @description A wrong code is 400 `otp_invalid`; 409 `conflict` without a pending setup. From now on sign-in needs `otp`. The recovery codes are stored hashed and each works once.
+         *
+         *     **Authorisation:** Operator bearer token (active, password not flagged); accepted before a second factor is set up under STAFF_MFA=required.
+         */
+        post: operations["operatorMfaConfirm"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/operator/mfa/setup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start setting up a TOTP second factor (RFC 6238, 6 digits, 30 s)
+         * @description Answers a new secret (base32) and its `otpauth://` URI for an authenticator app (the console shows it as a QR code). It is stored encrypted and pending until /auth/operator/mfa/confirm; a new setup replaces a pending one. 409 `conflict` when a second factor is enabled already (an administrator's reset-mfa clears it).
+         *
+         *     **Authorisation:** Operator bearer token (active, password not flagged); accepted before a second factor is set up under STAFF_MFA=required.
+         */
+        post: operations["operatorMfaSetup"];
         delete?: never;
         options?: never;
         head?: never;
@@ -253,9 +297,9 @@ export interface paths {
         put?: never;
         /**
          * Set one's own password (accepted while flagged for reset); clears the flag
-         * @description A wrong current password is 401 `invalid_credentials` and counts towards the lock. The operator's other sessions end.
+         * @description A wrong current password is 401 `invalid_credentials` and counts towards the lock. A common or breached new password is 400 `weak_password`. The operator's other sessions end.
          *
-         *     **Authorisation:** Operator bearer token; accepted while the password is flagged for reset.
+         *     **Authorisation:** Operator bearer token; accepted while the password is flagged for reset (and, under STAFF_MFA=required, before a second factor is set up).
          */
         post: operations["operatorSetPassword"];
         delete?: never;
@@ -407,7 +451,7 @@ export interface paths {
         };
         /**
          * Dependency health
-         * @description 503 `degraded` only when the database or the cache is down; face_engine, identity_registry and vector_index are reported but do not decide.
+         * @description 503 `degraded` only when the database or the cache is down; face_engine, identity_registry and vector_index are reported but do not decide. Anonymous callers get `status` and each dependency's `up` only, from the background poller's last result (at most 15 s old; one shared check when there is none). An administrator bearer token gets a fresh check with `latencyMs`, `detail` and the supervised `processes`.
          *
          *     **Authorisation:** No token.
          */
@@ -537,7 +581,7 @@ export interface paths {
         put?: never;
         /**
          * Prove with a live capture that your face matches the BVN registry photo
-         * @description At most VERIFY_FACE_MAX_ATTEMPTS (5) attempts per validationToken, then 429 `rate_limited` with Retry-After. The capture must pass liveness, show one face and match the registry photo; when your account has the NIN linked, it must also match your canonical embedding (`cross_registry_mismatch`, behaviour by CROSS_REGISTRY_MISMATCH_POLICY). Face outcomes are 422; every error body echoes its code as `outcome`, and those of a live capture with a face (`liveness_failed`, `face_mismatch`, `cross_registry_mismatch`) carry its advisory `quality` too. `reuseCapture='true'` (without a file) reuses your most recent passing NIN capture within CAPTURE_REUSE_SECONDS, still compared with this registry photo (404 when there is none to reuse). A match drops the registry photo and answers a single-use linkToken.
+         * @description At most VERIFY_FACE_MAX_ATTEMPTS (5) attempts per validationToken, then 429 `rate_limited` with Retry-After. After BIOMETRIC_MAX_FAILURES consecutive failed comparisons of yours (`face_mismatch`, `liveness_failed`, across validation tokens and /verify/self), 429 `biometric_locked` with Retry-After before any image is decoded; a match resets the count. A failed comparison carries no score; a capture over SELFIE_MAX_PIXELS is 400 `invalid_image`. The capture must pass liveness, show one face and match the registry photo; when your account has the NIN linked, it must also match your canonical embedding (`cross_registry_mismatch`, behaviour by CROSS_REGISTRY_MISMATCH_POLICY). Face outcomes are 422; every error body echoes its code as `outcome`, and those of a live capture with a face (`liveness_failed`, `face_mismatch`, `cross_registry_mismatch`) carry its advisory `quality` too. `reuseCapture='true'` (without a file) reuses your most recent passing NIN capture within CAPTURE_REUSE_SECONDS, still compared with this registry photo (404 when there is none to reuse). A match drops the registry photo and answers a single-use linkToken.
          *
          *     **Authorisation:** Consumer bearer token.
          */
@@ -603,7 +647,7 @@ export interface paths {
         put?: never;
         /**
          * Prove with a live capture that your face matches the NIN registry photo
-         * @description At most VERIFY_FACE_MAX_ATTEMPTS (5) attempts per validationToken, then 429 `rate_limited` with Retry-After. The capture must pass liveness, show one face and match the registry photo; when your account has the BVN linked, it must also match your canonical embedding (`cross_registry_mismatch`, behaviour by CROSS_REGISTRY_MISMATCH_POLICY). Face outcomes are 422; every error body echoes its code as `outcome`, and those of a live capture with a face (`liveness_failed`, `face_mismatch`, `cross_registry_mismatch`) carry its advisory `quality` too. `reuseCapture='true'` (without a file) reuses your most recent passing NIN capture within CAPTURE_REUSE_SECONDS, still compared with this registry photo (404 when there is none to reuse). A match drops the registry photo and answers a single-use linkToken.
+         * @description At most VERIFY_FACE_MAX_ATTEMPTS (5) attempts per validationToken, then 429 `rate_limited` with Retry-After. After BIOMETRIC_MAX_FAILURES consecutive failed comparisons of yours (`face_mismatch`, `liveness_failed`, across validation tokens and /verify/self), 429 `biometric_locked` with Retry-After before any image is decoded; a match resets the count. A failed comparison carries no score; a capture over SELFIE_MAX_PIXELS is 400 `invalid_image`. The capture must pass liveness, show one face and match the registry photo; when your account has the BVN linked, it must also match your canonical embedding (`cross_registry_mismatch`, behaviour by CROSS_REGISTRY_MISMATCH_POLICY). Face outcomes are 422; every error body echoes its code as `outcome`, and those of a live capture with a face (`liveness_failed`, `face_mismatch`, `cross_registry_mismatch`) carry its advisory `quality` too. `reuseCapture='true'` (without a file) reuses your most recent passing NIN capture within CAPTURE_REUSE_SECONDS, still compared with this registry photo (404 when there is none to reuse). A match drops the registry photo and answers a single-use linkToken.
          *
          *     **Authorisation:** Consumer bearer token.
          */
@@ -643,7 +687,9 @@ export interface paths {
         };
         /**
          * Deployed face engine version, read live from the face worker
-         * @description **Authorisation:** No token.
+         * @description Versions and model digests only: the decision thresholds are not published (they would tell someone trying faces how close to aim).
+         *
+         *     **Authorisation:** No token.
          */
         get: operations["getModels"];
         put?: never;
@@ -730,6 +776,28 @@ export interface paths {
          *     **Authorisation:** Administrator bearer token.
          */
         patch: operations["updateOperator"];
+        trace?: never;
+    };
+    "/operators/{id}/reset-mfa": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Clear an operator's second factor and recovery codes (lost device)
+         * @description Audited (`operator.mfa_reset`, severity high); every session of the operator ends. Under STAFF_MFA=required the operator sets up a new one at the next sign-in.
+         *
+         *     **Authorisation:** Administrator bearer token.
+         */
+        post: operations["resetOperatorMfa"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/operators/{id}/reset-password": {
@@ -823,7 +891,7 @@ export interface paths {
         head?: never;
         /**
          * Change the phone (applied) or the BVN-linked bankAccount (pending upstream), with a proofToken
-         * @description Strict body: name, dateOfBirth, gender and any other key are 400 `validation_failed`; at least one of phone and bankAccount. The body, the phone and its uniqueness are checked before the proofToken is consumed, so a refused request does not burn it. A bankAccount change answers `pending_upstream`: the old value stays in effect until the upstream confirmation lands (after BANK_ACCOUNT_CONFIRM_DELAY_MS).
+         * @description Strict body: name, dateOfBirth, gender and any other key are 400 `validation_failed`; at least one of phone and bankAccount. The body, the phone and its uniqueness are checked before the proofToken is consumed, so a refused request does not burn it. A bankAccount change answers `pending_upstream`: the old value stays in effect until the upstream confirmation lands (after BANK_ACCOUNT_CONFIRM_DELAY_MS). A phone change is applied at once, an SMS notice goes to the old and the new number, and every other session of the account ends. The proofToken is bound to the session that ran /verify/self: from another session it is 403 `proof_token_invalid`.
          *
          *     **Authorisation:** Consumer bearer token whose subject equals `{id}` (else 403 `forbidden`).
          */
@@ -907,7 +975,7 @@ export interface paths {
         put?: never;
         /**
          * 1:1 re-proof against the caller's own canonical embedding
-         * @description A match returns a single-use proofToken (PROOF_TOKEN_TTL_SECONDS); a high-confidence match (HIGH_CONFIDENCE_THRESHOLD) refreshes the canonical embedding when the capture's quality is at least CANONICAL_REFRESH_MIN_QUALITY or not worse than the stored capture's (`canonicalRefresh` says which). `quality` is advisory and never changes the outcome. Every face outcome is 200 with `outcome`; every call writes a SearchLog row. Error bodies echo their code as `outcome`. 409 `conflict` when the caller has no enrolled face yet (no NIN or BVN linked).
+         * @description A match returns a single-use proofToken (PROOF_TOKEN_TTL_SECONDS); a high-confidence match (HIGH_CONFIDENCE_THRESHOLD) refreshes the canonical embedding when the capture's quality is at least CANONICAL_REFRESH_MIN_QUALITY or not worse than the stored capture's (`canonicalRefresh` says which). `quality` is advisory and never changes the outcome. Every face outcome is 200 with `outcome`; `score` only on a match. Error bodies echo their code as `outcome`. Checked before the upload is decoded, in this order: 404 for a deleted user, 409 `conflict` when the caller has no enrolled face yet (no NIN or BVN linked), 429 `biometric_locked` with Retry-After after BIOMETRIC_MAX_FAILURES consecutive `no_match`/`liveness_failed` here or failed verify-face comparisons (the lock lasts BIOMETRIC_LOCK_SECONDS, doubling with each further failure, up to 24 h; no SearchLog row), 429 `rate_limited` while another /verify/self of the same user is in progress. Every call past these checks writes a SearchLog row. A capture over SELFIE_MAX_PIXELS is 400 `invalid_image`.
          *
          *     **Authorisation:** Consumer bearer token.
          */
@@ -1989,6 +2057,8 @@ export interface operations {
             content: {
                 "application/json": {
                     identifier: string;
+                    /** @description The 6-digit code of the authenticator app, or an unused recovery code; required once a second factor is enabled */
+                    otp?: string;
                     password: string;
                 };
             };
@@ -2005,6 +2075,11 @@ export interface operations {
                         accessToken: string;
                         /** @description Access token lifetime in seconds */
                         expiresIn: number;
+                        /**
+                         * @description STAFF_MFA=required and no second factor yet: every operator route but set-password, mfa/setup and mfa/confirm answers 403 `mfa_setup_required`
+                         * @constant
+                         */
+                        mfaSetupRequired?: true;
                         /** @description When true, every operator route but set-password answers 403 `password_reset_required` */
                         mustResetPassword: boolean;
                         /** Format: uuid */
@@ -2027,7 +2102,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: `invalid_credentials` */
+            /** @description Error: `invalid_credentials`, `mfa_required` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2036,7 +2111,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: `account_locked`, `operator_deactivated` */
+            /** @description Error: `account_locked`, `temporary_password_expired`, `operator_deactivated` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2065,6 +2140,189 @@ export interface operations {
             };
             /** @description Error: `rate_limited` */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `dependency_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    operatorMfaConfirm: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The current 6-digit code of the authenticator app */
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Enabled */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Single-use; shown only now */
+                        recoveryCodes: string[];
+                        /** @constant */
+                        status: "mfa_enabled";
+                    };
+                };
+            };
+            /** @description Error: `otp_invalid`, `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `operator_deactivated` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `conflict` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `dependency_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    operatorMfaSetup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The secret, once */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description `otpauth://totp/...` */
+                        otpauthUri: string;
+                        /** @description Base32 */
+                        secret: string;
+                    };
+                };
+            };
+            /** @description Error: `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `operator_deactivated` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `conflict` */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2121,7 +2379,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: `validation_failed` */
+            /** @description Error: `weak_password`, `validation_failed` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2406,6 +2664,11 @@ export interface operations {
                         accessToken: string;
                         /** @description Access token lifetime in seconds */
                         expiresIn: number;
+                        /**
+                         * @description STAFF_MFA=required and no second factor yet: every operator route but set-password, mfa/setup and mfa/confirm answers 403 `mfa_setup_required`
+                         * @constant
+                         */
+                        mfaSetupRequired?: true;
                         /** @description When true, every operator route but set-password answers 403 `password_reset_required` */
                         mustResetPassword: boolean;
                         /** Format: uuid */
@@ -3731,7 +3994,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: `rate_limited` */
+            /** @description Error: `rate_limited`, `biometric_locked` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4093,7 +4356,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: `rate_limited` */
+            /** @description Error: `rate_limited`, `biometric_locked` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -4204,11 +4467,6 @@ export interface operations {
                         } & {
                             [key: string]: unknown;
                         });
-                        thresholds: {
-                            highConfidence: number;
-                            liveness: number;
-                            match: number;
-                        };
                         vectorIndex: {
                             factory: string;
                             /** @constant */
@@ -4323,6 +4581,8 @@ export interface operations {
                             identifier: string;
                             /** @description Locked after too many failed sign-ins (reset-password unlocks) */
                             locked: boolean;
+                            /** @description A TOTP second factor is confirmed (reset-mfa clears it) */
+                            mfaEnabled: boolean;
                             mustResetPassword: boolean;
                             orgId: string;
                             role: "operator" | "administrator";
@@ -4419,6 +4679,8 @@ export interface operations {
                             identifier: string;
                             /** @description Locked after too many failed sign-ins (reset-password unlocks) */
                             locked: boolean;
+                            /** @description A TOTP second factor is confirmed (reset-mfa clears it) */
+                            mfaEnabled: boolean;
                             mustResetPassword: boolean;
                             orgId: string;
                             role: "operator" | "administrator";
@@ -4532,6 +4794,8 @@ export interface operations {
                             identifier: string;
                             /** @description Locked after too many failed sign-ins (reset-password unlocks) */
                             locked: boolean;
+                            /** @description A TOTP second factor is confirmed (reset-mfa clears it) */
+                            mfaEnabled: boolean;
                             mustResetPassword: boolean;
                             orgId: string;
                             role: "operator" | "administrator";
@@ -4626,6 +4890,8 @@ export interface operations {
                             identifier: string;
                             /** @description Locked after too many failed sign-ins (reset-password unlocks) */
                             locked: boolean;
+                            /** @description A TOTP second factor is confirmed (reset-mfa clears it) */
+                            mfaEnabled: boolean;
                             mustResetPassword: boolean;
                             orgId: string;
                             role: "operator" | "administrator";
@@ -4737,6 +5003,8 @@ export interface operations {
                             identifier: string;
                             /** @description Locked after too many failed sign-ins (reset-password unlocks) */
                             locked: boolean;
+                            /** @description A TOTP second factor is confirmed (reset-mfa clears it) */
+                            mfaEnabled: boolean;
                             mustResetPassword: boolean;
                             orgId: string;
                             role: "operator" | "administrator";
@@ -4803,6 +5071,104 @@ export interface operations {
             };
             /** @description Error: `unsupported_media_type` */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `dependency_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    resetOperatorMfa: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Operator id (UUID) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Cleared */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        operator: {
+                            /** Format: date-time */
+                            createdAt: string;
+                            displayName: string;
+                            /** Format: uuid */
+                            id: string;
+                            identifier: string;
+                            /** @description Locked after too many failed sign-ins (reset-password unlocks) */
+                            locked: boolean;
+                            /** @description A TOTP second factor is confirmed (reset-mfa clears it) */
+                            mfaEnabled: boolean;
+                            mustResetPassword: boolean;
+                            orgId: string;
+                            role: "operator" | "administrator";
+                            status: "active" | "deactivated";
+                            /** Format: date-time */
+                            updatedAt: string;
+                        };
+                        /** @constant */
+                        status: "mfa_reset";
+                    };
+                };
+            };
+            /** @description Error: `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `forbidden`, `operator_deactivated`, `password_reset_required` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `not_found` */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5500,7 +5866,7 @@ export interface operations {
                             outcome: string;
                             /** Format: uuid */
                             referenceId: string;
-                            /** @description The user's own score: for /identify this user's candidate score, for /verify/self its score */
+                            /** @description The user's own score: for /identify this user's candidate score, for /verify/self its score when it matched (null for a failed comparison: no oracle for someone trying faces) */
                             score: number | null;
                         }[];
                         page: number;
@@ -5875,7 +6241,8 @@ export interface operations {
                         } | null;
                         /** Format: uuid */
                         referenceId: string;
-                        score: number | null;
+                        /** @description Cosine with your canonical embedding, on a match only: a failed comparison answers no score */
+                        score?: number;
                     };
                 };
             };
@@ -5926,6 +6293,15 @@ export interface operations {
             };
             /** @description Error: `unsupported_media_type` */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `biometric_locked`, `rate_limited` */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -31,7 +31,7 @@ export function AdminOffice(props: { session: Session; me: StaffIdentity }) {
   );
 }
 
-type Operator = { id: string; identifier: string; displayName: string; role: 'operator' | 'administrator'; status: 'active' | 'deactivated'; mustResetPassword: boolean; locked: boolean; orgId: string; createdAt: string };
+type Operator = { id: string; identifier: string; displayName: string; role: 'operator' | 'administrator'; status: 'active' | 'deactivated'; mustResetPassword: boolean; locked: boolean; mfaEnabled?: boolean; orgId: string; createdAt: string };
 
 function Operators(props: { session: Session; me: StaffIdentity }) {
   const api = props.session.api;
@@ -68,7 +68,7 @@ function Operators(props: { session: Session; me: StaffIdentity }) {
     await load();
   };
 
-  const act = async (what: 'reset' | 'deactivate' | 'activate' | 'role') => {
+  const act = async (what: 'reset' | 'reset-mfa' | 'deactivate' | 'activate' | 'role') => {
     if (!selected) return;
     setError(null);
     setSecret(null);
@@ -76,6 +76,7 @@ function Operators(props: { session: Session; me: StaffIdentity }) {
     const path = { params: { path: { id } } };
     const { data, error: err } =
       what === 'reset' ? await api.POST('/operators/{id}/reset-password', path)
+        : what === 'reset-mfa' ? await api.POST('/operators/{id}/reset-mfa', path)
         : what === 'deactivate' ? await api.DELETE('/operators/{id}', path)
           : what === 'activate' ? await api.PATCH('/operators/{id}', { ...path, body: { status: 'active' } })
             : await api.PATCH('/operators/{id}', { ...path, body: { role: selected.role === 'operator' ? 'administrator' : 'operator' } });
@@ -145,7 +146,7 @@ function Operators(props: { session: Session; me: StaffIdentity }) {
   );
 }
 
-function OperatorDetail(props: { session: Session; operator: Operator; self: boolean; act: (what: 'reset' | 'deactivate' | 'activate' | 'role') => Promise<void> }) {
+function OperatorDetail(props: { session: Session; operator: Operator; self: boolean; act: (what: 'reset' | 'reset-mfa' | 'deactivate' | 'activate' | 'role') => Promise<void> }) {
   const o = props.operator;
   const [sessions, setSessions] = useState<{ items: { id: string; outcome: string; topScore: number | null; escalatedAt: string | null; createdAt: string }[]; page: number; pageSize: number; total: number } | null>(null);
   const [page, setPage] = useState(1);
@@ -157,10 +158,12 @@ function OperatorDetail(props: { session: Session; operator: Operator; self: boo
       <h2>{o.displayName} <small>({o.identifier})</small></h2>
       <p>
         <span class="badge">{o.role}</span> <span class={o.status === 'active' ? 'badge ok' : 'badge warn'} data-testid="operator-status">{o.status}</span>
-        {o.mustResetPassword && <span class="badge" data-testid="must-reset">must set a password</span>} <small>created {fmtDate(o.createdAt)}</small>
+        {o.mustResetPassword && <span class="badge" data-testid="must-reset">must set a password</span>}
+        {o.mfaEnabled && <span class="badge ok" data-testid="mfa-enabled">two-step sign-in on</span>} <small>created {fmtDate(o.createdAt)}</small>
       </p>
       <div class="row wrap">
         <button type="button" class="secondary" onClick={() => void props.act('reset')}>Reset password</button>
+        {o.mfaEnabled && <button type="button" class="secondary" onClick={() => void props.act('reset-mfa')}>Reset two-step sign-in</button>}
         <button type="button" class="secondary" disabled={props.self} onClick={() => void props.act('role')}>Make {o.role === 'operator' ? 'administrator' : 'operator'}</button>
         {o.status === 'active'
           ? <button type="button" class="danger" disabled={props.self} onClick={() => void props.act('deactivate')}>Deactivate</button>

@@ -1,25 +1,35 @@
 /** The staff console: the operator's search desk and, for administrators, the office. English only (staff pages). */
 import { useEffect, useState } from 'preact/hooks';
-import { createApiClient, multipart } from '../api/client.js';
+import { createApiClient, multipart, type ApiError } from '../api/client.js';
 import { Session } from '../session.js';
 import { Capture, Note, Pager, QualityAdvice, fmtDate, fmtScore, type QualityIssue } from '../ui/common.js';
 import { AdminOffice } from './Admin.js';
 import { problem, type StaffIdentity } from './staff-common.js';
+import { MfaSetup } from './Mfa.js';
+
+type OperatorPair = { accessToken: string; refreshToken: string; expiresIn: number; operatorId: string; mustResetPassword: boolean; mfaSetupRequired?: true };
 
 export function StaffConsole() {
   const [session, setSession] = useState<Session | null>(null);
   const [me, setMe] = useState<StaffIdentity | null>(null);
   const [mustReset, setMustReset] = useState<{ currentPassword: string } | null>(null);
   const [tab, setTab] = useState<'desk' | 'office'>('desk');
+  // null: no MFA screen; 'required': the policy asks before anything else; 'chosen': opened by the operator.
+  const [mfa, setMfa] = useState<'required' | 'chosen' | null>(null);
 
-  const signedIn = async (pair: { accessToken: string; refreshToken: string; expiresIn: number; operatorId: string; mustResetPassword: boolean }, identifier: string, password: string) => {
+  const signedIn = async (pair: OperatorPair, identifier: string, password: string) => {
     const s = new Session(pair, () => {
       setSession(null);
       setMe(null);
     });
     setSession(s);
+    setMfa(pair.mfaSetupRequired ? 'required' : null);
     if (pair.mustResetPassword) {
       setMustReset({ currentPassword: password });
+      setMe({ operatorId: pair.operatorId, identifier, administrator: false });
+      return;
+    }
+    if (pair.mfaSetupRequired) {
       setMe({ operatorId: pair.operatorId, identifier, administrator: false });
       return;
     }
@@ -37,19 +47,22 @@ export function StaffConsole() {
     <div class="staff">
       <header class="bar">
         <strong>faceid staff</strong>
-        {me && !mustReset && (
+        {me && !mustReset && !mfa && (
           <nav class="tabs" aria-label="Sections">
             <button type="button" class={tab === 'desk' ? '' : 'secondary outline'} aria-current={tab === 'desk' ? 'page' : undefined} onClick={() => setTab('desk')}>Search desk</button>
             {me.administrator && <button type="button" class={tab === 'office' ? '' : 'secondary outline'} aria-current={tab === 'office' ? 'page' : undefined} onClick={() => setTab('office')}>Office</button>}
           </nav>
         )}
+        {session && me && !mustReset && !mfa && <button type="button" class="secondary outline small" onClick={() => setMfa('chosen')}>Two-step sign-in</button>}
         {session && <span class="who">{me?.identifier} <button type="button" class="secondary outline small" onClick={() => void session.signOut()}>Sign out</button></span>}
       </header>
       <main class="container">
         {!session || !me ? (
           <StaffSignIn onSignedIn={signedIn} />
         ) : mustReset ? (
-          <SetPassword session={session} currentPassword={mustReset.currentPassword} done={async () => { setMustReset(null); await whoAmI(session, me.operatorId, me.identifier); }} />
+          <SetPassword session={session} currentPassword={mustReset.currentPassword} done={async () => { setMustReset(null); if (mfa !== 'required') await whoAmI(session, me.operatorId, me.identifier); }} />
+        ) : mfa ? (
+          <MfaSetup session={session} required={mfa === 'required'} done={async () => { setMfa(null); await whoAmI(session, me.operatorId, me.identifier); }} />
         ) : tab === 'desk' ? (
           <SearchDesk session={session} />
         ) : (
@@ -60,15 +73,24 @@ export function StaffConsole() {
   );
 }
 
-function StaffSignIn(props: { onSignedIn: (pair: { accessToken: string; refreshToken: string; expiresIn: number; operatorId: string; mustResetPassword: boolean }, identifier: string, password: string) => Promise<void> }) {
+function StaffSignIn(props: { onSignedIn: (pair: OperatorPair, identifier: string, password: string) => Promise<void> }) {
   const [identifier, setIdentifier] = useState('');
   const [password, setPassword] = useState('');
+  // Asked once the service answers `mfa_required`: the authenticator's code or a recovery code.
+  const [otp, setOtp] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const submit = async (e: Event) => {
     e.preventDefault();
     setError(null);
-    const { data, error: err } = await createApiClient('').POST('/auth/operator/login', { body: { identifier, password } });
-    if (!data) return setError(problem(err));
+    const { data, error: err } = await createApiClient('').POST('/auth/operator/login', { body: { identifier, password, ...(otp ? { otp } : {}) } });
+    if (!data) {
+      if ((err as ApiError | undefined)?.error === 'mfa_required') {
+        if (otp) setError('That code was not accepted. Enter the current code of your app, or an unused recovery code.');
+        setOtp('');
+        return;
+      }
+      return setError(problem(err));
+    }
     await props.onSignedIn(data, identifier, password);
   };
   return (
@@ -83,6 +105,12 @@ function StaffSignIn(props: { onSignedIn: (pair: { accessToken: string; refreshT
           Password
           <input name="password" type="password" autocomplete="current-password" required value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
         </label>
+        {otp !== null && (
+          <label>
+            Code from your authenticator app (or a recovery code)
+            <input name="otp" autocomplete="one-time-code" required autoFocus value={otp} onInput={(e) => setOtp(e.currentTarget.value)} />
+          </label>
+        )}
         <button type="submit">Sign in</button>
       </form>
       {error && <Note kind="warn">{error}</Note>}

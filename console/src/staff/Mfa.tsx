@@ -1,0 +1,78 @@
+/**
+ * Staff second factor in the console: setup shows the otpauth URI as a QR code (qrcode-generator, drawn
+ * locally: the secret never leaves the page) with the secret in text for manual entry, asks for the
+ * first code, then shows the 10 recovery codes once.
+ */
+import { useEffect, useState } from 'preact/hooks';
+import qrcode from 'qrcode-generator';
+import type { Session } from '../session.js';
+import { Note } from '../ui/common.js';
+import { problem } from './staff-common.js';
+
+/** The QR code of an otpauth URI, as an image (a data URL: the console's CSP allows `data:` images). */
+function otpauthQr(uri: string): string {
+  const qr = qrcode(0, 'M');
+  qr.addData(uri);
+  qr.make();
+  return qr.createDataURL(4, 4);
+}
+
+export function MfaSetup(props: { session: Session; required: boolean; done: () => void | Promise<void> }) {
+  const [setup, setSetup] = useState<{ secret: string; otpauthUri: string } | null>(null);
+  const [code, setCode] = useState('');
+  const [recoveryCodes, setRecoveryCodes] = useState<string[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+
+  useEffect(() => {
+    void (async () => {
+      const { data, error: err } = await props.session.api.POST('/auth/operator/mfa/setup', {});
+      if (!data) return setError(problem(err));
+      setSetup(data);
+    })();
+  }, [props.session]);
+
+  const confirm = async (e: Event) => {
+    e.preventDefault();
+    setError(null);
+    const { data, error: err } = await props.session.api.POST('/auth/operator/mfa/confirm', { body: { code } });
+    if (!data) return setError(problem(err));
+    setRecoveryCodes(data.recoveryCodes);
+  };
+
+  if (recoveryCodes) {
+    return (
+      <article class="narrow" data-testid="mfa-recovery-codes">
+        <h1>Recovery codes</h1>
+        <Note kind="warn">Write these down or store them in your password manager now: they are shown only once. Each signs you in once if you lose your authenticator.</Note>
+        <ol class="recovery-codes">
+          {recoveryCodes.map((c) => <li key={c}><code>{c}</code></li>)}
+        </ol>
+        <button type="button" onClick={() => void props.done()}>I have saved them</button>
+      </article>
+    );
+  }
+  return (
+    <article class="narrow" data-testid="mfa-setup">
+      <h1>Two-step sign-in</h1>
+      {props.required && <Note>Your organisation requires a second factor for staff. Set it up before anything else.</Note>}
+      {setup && (
+        <>
+          <p>Scan this code with an authenticator app (a TOTP app), or type the key in it.</p>
+          <img src={otpauthQr(setup.otpauthUri)} alt="QR code of your authenticator key" data-testid="mfa-qr" width={200} height={200} />
+          <p>
+            Key: <code data-testid="mfa-secret">{setup.secret}</code>
+          </p>
+          <form onSubmit={confirm}>
+            <label>
+              The 6-digit code your app shows
+              <input name="code" inputMode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxLength={6} required value={code} onInput={(e) => setCode(e.currentTarget.value)} />
+            </label>
+            <button type="submit">Turn on two-step sign-in</button>
+          </form>
+        </>
+      )}
+      {error && <Note kind="warn">{error}</Note>}
+      {!props.required && <button type="button" class="secondary outline" onClick={() => void props.done()}>Back</button>}
+    </article>
+  );
+}
