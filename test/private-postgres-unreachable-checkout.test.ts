@@ -89,6 +89,8 @@ test('as root, `npm start -- --embedded` from a clone in a directory other users
       cwd: checkout,
       env: {
         PATH: process.env.PATH,
+        // What `npm start` sets when NODE_ENV is not given (unset means production).
+        NODE_ENV: 'development',
         REDIS_URL: TEST_REDIS_URL,
         REDIS_PREFIX: testRedisPrefix(),
         PORT: String(port),
