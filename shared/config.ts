@@ -75,6 +75,10 @@ export const SETTINGS = {
   linkTokenTtlSeconds: s({ env: 'LINK_TOKEN_TTL_SECONDS', kind: 'int', default: 300, min: 5, doc: 'linkToken lifetime.' }),
   proofTokenTtlSeconds: s({ env: 'PROOF_TOKEN_TTL_SECONDS', kind: 'int', default: 120, min: 5, doc: 'proofToken lifetime.' }),
   crossRegistryMismatchPolicy: s({ env: 'CROSS_REGISTRY_MISMATCH_POLICY', kind: 'string', default: 'hard-block', enum: ['hard-block', 'flag-and-continue'] as const, doc: 'What verify-face does when the face does not match the account\'s other registry.' }),
+  dedupeThreshold: s({ env: 'DEDUPE_THRESHOLD', kind: 'number', default: 0.6, min: -1, max: 1, doc: 'Cosine at or above which a link\'s face found under another live account is a `duplicate` (1:N against everyone enrolled, and the watch-list). Set it for your population: FPIR ≈ N × FMR (docs/dedupe.md, docs/evaluation.md).' }),
+  dedupeReviewThreshold: s({ env: 'DEDUPE_REVIEW_THRESHOLD', kind: 'number', default: 0.45, min: -1, max: 1, doc: 'Cosine from which (up to DEDUPE_THRESHOLD) a link\'s face found under another live account is a `possible_duplicate`, a case for review that never blocks (docs/dedupe.md).' }),
+  dedupePolicy: s({ env: 'DEDUPE_POLICY', kind: 'string', default: 'flag-and-continue', enum: ['flag-and-continue', 'hard-block'] as const, doc: '`flag-and-continue`: a link whose face is a duplicate or on the watch-list links and opens a case; `hard-block`: it answers 422 `duplicate_identity`, links nothing and opens a case (a `possible_duplicate` never blocks).' }),
+  dedupeCaptureRetentionDays: s({ env: 'DEDUPE_CAPTURE_RETENTION_DAYS', kind: 'int', default: 30, min: 0, doc: 'Days a decided duplicate-identity case keeps its sealed live capture for the record; then the capture is deleted (the case stays).' }),
   bankAccountConfirmDelayMs: s({ env: 'BANK_ACCOUNT_CONFIRM_DELAY_MS', kind: 'int', default: 30_000, min: 0, doc: 'Delay of the simulated upstream confirmation of a bankAccount change.' }),
   upstreamWorkerInWeb: s({ env: 'UPSTREAM_WORKER_IN_WEB', kind: 'bool', default: true, doc: 'Run the `upstream` queue\'s worker (delayed bankAccount confirmations) inside the web process; `false` when `processes/upstream.ts` (`npm run start:upstream`) runs it instead.' }),
 
@@ -191,6 +195,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
   }
   out.isProduction = out.nodeEnv === 'production';
+  if (typeof out.dedupeReviewThreshold === 'number' && typeof out.dedupeThreshold === 'number' && out.dedupeReviewThreshold > out.dedupeThreshold) {
+    problems.push('DEDUPE_REVIEW_THRESHOLD must not be above DEDUPE_THRESHOLD (the review band lies below the duplicate band)');
+  }
   if (out.isProduction) {
     if (!out.biometricKeys) problems.push('BIOMETRIC_KEYS must be set in production (face templates are sealed at rest under it; the development key is refused)');
     if (!out.jwtPrivateKey) problems.push('JWT_PRIVATE_KEY must be set in production (the generated development key is refused)');
