@@ -39,6 +39,7 @@ const h = useHarness(
       const deps = createDeps(config, { logger: createLogger({ level: 'silent' }) });
       const web = await startWebProcess(deps, { port: config.port, poller: false });
       hardBlock = { url: web.web.url, deps, web };
+      admin = await newOperator(harness, { role: 'administrator' });
     },
     beforeStop: async () => {
       await hardBlock.web.close();
@@ -78,10 +79,6 @@ let admin: { token: string; operatorId: string };
 let powellUser: { userId: string; token: string };
 let bushUser: { userId: string; token: string };
 
-test.before(async () => {
-  admin = await newOperator(h, { role: 'administrator' });
-});
-
 test.serial('NIN then BVN of one person opens no case; a different human opens none either', async (t) => {
   const powell = await enrol(IMG.powell1, POWELL);
   powellUser = await newConsumer(h);
@@ -113,9 +110,9 @@ test.serial('the same human under a second identity links (flag-and-continue) an
 
   const [row] = await casesOf(fraud.userId);
   t.truthy(row);
-  // The consumer never sees cases.
-  t.is((await api().get('/dedupe/cases', { token: fraud.token })).status, 403);
-  t.is((await api().get(`/dedupe/cases/${row.id}`, { token: fraud.token })).status, 403);
+  // The consumer never sees cases (a consumer token is not an operator's: 401); nor does an operator.
+  t.is((await api().get('/dedupe/cases', { token: fraud.token })).status, 401);
+  t.is((await api().get(`/dedupe/cases/${row.id}`, { token: fraud.token })).status, 401);
   const operator = await newOperator(h);
   t.is((await api().get('/dedupe/cases', { token: operator.token })).status, 403);
 
@@ -200,7 +197,7 @@ test.serial('the watch-list: an administrator lists a face from a photo; a link 
   const noFace = await api().post('/watchlist', { token: admin.token, form: { reason: 'no face', file: { data: IMG.fruit, filename: 'f.jpg', type: 'image/jpeg' } } });
   t.is(noFace.status, 422, noFace.text);
   t.is(noFace.body.error, 'no_face');
-  t.is((await api().post('/watchlist', { token: powellUser.token, form: { reason: 'x', file: { data: IMG.powell1, filename: 'p.png', type: 'image/png' } } })).status, 403);
+  t.is((await api().post('/watchlist', { token: powellUser.token, form: { reason: 'x', file: { data: IMG.powell1, filename: 'p.png', type: 'image/png' } } })).status, 401);
 
   const added = await api().post('/watchlist', { token: admin.token, form: { reason: 'known fraudster', file: { data: IMG.powell3, filename: 'p.png', type: 'image/png' } } });
   t.is(added.status, 201, added.text);

@@ -114,6 +114,14 @@ export interface DedupeDeps {
 }
 
 export class DedupeService {
+  /**
+   * The watch-list's templates, decrypted once and kept while the list does not change (checked on
+   * every link by one aggregate query): decrypting a thousand sealed templates on every link would
+   * cost ~20 ms (bench/dedupe.ts). Only this process's memory holds them in clear, as the search
+   * replicas hold the canonical embeddings.
+   */
+  private watchlistCache: { engineVersion: string; stamp: string; templates: { id: string; vector: Float32Array }[] } | null = null;
+
   constructor(private readonly deps: DedupeDeps) {}
 
   // ---- at link -------------------------------------------------------------------------------
@@ -134,13 +142,21 @@ export class DedupeService {
     return [...hits, ...listed];
   }
 
+  private async watchlistTemplates(engineVersion: string): Promise<{ id: string; vector: Float32Array }[]> {
+    const { dedupe, keyRing } = this.deps;
+    const stamp = await dedupe.watchlistStamp(engineVersion);
+    const cached = this.watchlistCache;
+    if (cached && cached.engineVersion === engineVersion && cached.stamp === stamp) return cached.templates;
+    const templates = (await dedupe.watchlistTemplates(engineVersion)).map((t) => ({ id: t.id, vector: decodeEmbedding(keyRing.decrypt(t.embeddingSealed, watchlistSubject(t.id))) }));
+    this.watchlistCache = { engineVersion, stamp, templates };
+    return templates;
+  }
+
   private async watchlistHits(embedding: number[], engineVersion: string): Promise<DedupeHit[]> {
-    const { config, dedupe, keyRing } = this.deps;
     const hits: DedupeHit[] = [];
-    for (const t of await dedupe.watchlistTemplates(engineVersion)) {
-      const listed = decodeEmbedding(keyRing.decrypt(t.embeddingSealed, watchlistSubject(t.id)));
-      const score = cosine(embedding, listed);
-      if (score >= config.dedupeReviewThreshold) hits.push({ kind: 'watchlist', score: round4(score), matchedUserId: null, watchlistEntryId: t.id });
+    for (const t of await this.watchlistTemplates(engineVersion)) {
+      const score = cosine(embedding, t.vector);
+      if (score >= this.deps.config.dedupeReviewThreshold) hits.push({ kind: 'watchlist', score: round4(score), matchedUserId: null, watchlistEntryId: t.id });
     }
     return hits;
   }

@@ -130,6 +130,12 @@ export class DedupeRepository extends Repository {
     return this.on(trx)(WATCHLIST).where({ engineVersion }).select('id', 'embeddingSealed');
   }
 
+  /** Changes whenever an entry of this engine version is added or removed (a cache's validity check). */
+  async watchlistStamp(engineVersion: string, trx?: Db): Promise<string> {
+    const row = await this.on(trx)(WATCHLIST).where({ engineVersion }).first(this.db.raw("count(*)::text || ':' || coalesce(max(created_at)::text, '') || ':' || coalesce(max(id::text), '') as stamp"));
+    return String((row as { stamp?: string } | undefined)?.stamp ?? '');
+  }
+
   async removeWatchlistEntry(id: string, trx?: Db): Promise<boolean> {
     return (await this.on(trx)(WATCHLIST).where({ id }).del()) > 0;
   }
