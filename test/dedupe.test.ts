@@ -16,6 +16,8 @@ import { freePort } from '../scripts/lib/local-services.js';
 import { useHarness, ROOT } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';
+import { ensureFirstAdministrator } from '../api/services/operator-service.js';
+import { CSP_RECORDER, DESKTOP, cspViolations, launchChromium, screenshots, seriousViolations } from './helpers/browser.js';
 
 const photo = (f: string) => readFileSync(path.join(ROOT, 'test/fixtures/faces', f));
 const IMG = {
@@ -31,7 +33,7 @@ const IMG = {
 let hardBlock: { url: string; deps: AppDeps; web: RunningWebProcess };
 const h = useHarness(
   test,
-  { face: true, search: 1 },
+  { face: true, search: 1, env: { ADMIN_IDENTIFIER: 'dedupe-admin', ADMIN_PASSWORD: 'dedupe-admin-pass-1' } },
   {
     ready: async (harness) => {
       // A second web process of the same deployment with DEDUPE_POLICY=hard-block.
@@ -39,6 +41,8 @@ const h = useHarness(
       const deps = createDeps(config, { logger: createLogger({ level: 'silent' }) });
       const web = await startWebProcess(deps, { port: config.port, poller: false });
       hardBlock = { url: web.web.url, deps, web };
+      const first = await ensureFirstAdministrator(harness.deps);
+      if (!first.created) throw new Error(`first administrator not created: ${first.reason}`);
       admin = await newOperator(harness, { role: 'administrator' });
     },
     beforeStop: async () => {
@@ -237,4 +241,47 @@ test.serial("a confirmed case's capture joins the watch-list", async (t) => {
   t.is((await h.deps.db('watchlistEntries').where({ id: added.body.entry.id }).first()).sourceCaseId, confirmed.id);
   const [open] = await h.deps.db('dedupeCases').where({ status: 'open' });
   t.is((await api().post(`/dedupe/cases/${open.id}/watchlist`, { token: admin.token, json: { reason: 'not yet' } })).status, 409);
+});
+
+test.serial('console: an administrator reviews a case (capture, both masked accounts, score and band) and dismisses it with a note', async (t) => {
+  const browser = await launchChromium();
+  try {
+    const context = await browser.newContext({ viewport: DESKTOP, baseURL: h.url, locale: 'en-GB', reducedMotion: 'reduce' });
+    await context.addInitScript(CSP_RECORDER);
+    const page = await context.newPage();
+    page.setDefaultTimeout(30_000);
+    await page.goto('/console/#/staff');
+    await page.getByLabel('Identifier').fill('dedupe-admin');
+    await page.getByLabel('Password').fill('dedupe-admin-pass-1');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Operators' }).waitFor();
+    await page.getByRole('button', { name: 'Duplicate identities' }).click();
+    await page.getByRole('heading', { name: 'Duplicate identities' }).waitFor();
+
+    // An open duplicate case with a capture: the first row of the (open) list.
+    const [open] = await h.deps.db('dedupeCases').where({ status: 'open', kind: 'duplicate' }).whereNotNull('captureSealed').orderBy('createdAt', 'desc');
+    t.truthy(open);
+    await page.getByLabel('Kind').selectOption('duplicate');
+    await page.getByTestId('dedupe-cases').locator('tbody tr').first().getByRole('button').click();
+    await page.getByTestId('case-capture').waitFor();
+    t.true(await page.getByTestId('case-capture').evaluate((img) => (img as HTMLImageElement).complete && (img as HTMLImageElement).naturalWidth > 0));
+    const detail = await api().get(`/dedupe/cases/${open.id}`, { token: admin.token });
+    await page.getByTestId('case-matched-user').getByText(detail.body.accounts.matchedUser.name).waitFor();
+    await page.getByTestId('case-user').getByText(detail.body.accounts.user.nin).waitFor();
+    t.regex((await page.getByTestId('case-score').textContent()) ?? '', /^0\.\d{3}$|^1\.000$/);
+    await page.getByRole('heading', { name: /Duplicate \(at or above/ }).waitFor();
+    t.deepEqual(await seriousViolations(page), []);
+    t.deepEqual(await cspViolations(page), []);
+    await screenshots(page, 'admin-dedupe-case', ['desktop']);
+
+    await page.getByLabel('Note').fill('different people, same studio photo');
+    await page.getByRole('button', { name: 'Dismiss' }).click();
+    await page.getByTestId('case-decision').getByText(/dismissed.*different people/).waitFor();
+    const decided = await h.deps.db('dedupeCases').where({ id: open.id }).first();
+    t.is(decided.status, 'dismissed');
+    t.is(decided.note, 'different people, same studio photo');
+    await context.close();
+  } finally {
+    await browser.close();
+  }
 });
