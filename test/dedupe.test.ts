@@ -30,24 +30,33 @@ const IMG = {
   fruit: photo('no_face_fruits.jpg'),
 };
 
-let hardBlock: { url: string; deps: AppDeps; web: RunningWebProcess };
+interface ExtraWeb { url: string; deps: AppDeps; web: RunningWebProcess }
+let hardBlock: ExtraWeb;
+/** hard-block with a duplicate band no two photographs reach: a second photo of one face is a possible_duplicate. */
+let reviewOnly: ExtraWeb;
 const h = useHarness(
   test,
   { face: true, search: 1, env: { ADMIN_IDENTIFIER: 'dedupe-admin', ADMIN_PASSWORD: 'dedupe-admin-pass-1' } },
   {
     ready: async (harness) => {
-      // A second web process of the same deployment with DEDUPE_POLICY=hard-block.
-      const config = harness.configFor({ PORT: String(await freePort()), DEDUPE_POLICY: 'hard-block' });
-      const deps = createDeps(config, { logger: createLogger({ level: 'silent' }) });
-      const web = await startWebProcess(deps, { port: config.port, poller: false });
-      hardBlock = { url: web.web.url, deps, web };
+      // Other web processes of the same deployment (database, Redis, workers), other settings.
+      const extra = async (env: Record<string, string>): Promise<ExtraWeb> => {
+        const config = harness.configFor({ PORT: String(await freePort()), ...env });
+        const deps = createDeps(config, { logger: createLogger({ level: 'silent' }) });
+        const web = await startWebProcess(deps, { port: config.port, poller: false });
+        return { url: web.web.url, deps, web };
+      };
+      hardBlock = await extra({ DEDUPE_POLICY: 'hard-block' });
+      reviewOnly = await extra({ DEDUPE_POLICY: 'hard-block', DEDUPE_THRESHOLD: '0.99' });
       const first = await ensureFirstAdministrator(harness.deps);
       if (!first.created) throw new Error(`first administrator not created: ${first.reason}`);
       admin = await newOperator(harness, { role: 'administrator' });
     },
     beforeStop: async () => {
-      await hardBlock.web.close();
-      await closeDeps(hardBlock.deps);
+      for (const e of [hardBlock, reviewOnly]) {
+        await e.web.close();
+        await closeDeps(e.deps);
+      }
     },
   },
 );
@@ -195,6 +204,25 @@ test.serial('hard-block: the same human under another identity is refused 422 du
   t.true(cases.every((c) => c.blocked));
   t.true(cases.some((c) => c.kind === 'duplicate' && c.matchedUserId === bushUser.userId));
   t.truthy(await h.deps.db('auditEvents').where({ type: 'identity.link_refused', subjectId: fraud.userId }).first());
+});
+
+test.serial('a possible_duplicate (another photograph of the face, in the review band) opens a case and never blocks, even under hard-block', async (t) => {
+  const other = await enrol(IMG.bush1, { ...BUSH, firstName: 'Prescott', dateOfBirth: '1958-08-08' });
+  const user = await newConsumer(h);
+  const l = await linkWith(user.token, 'nin', other.nin, IMG.bush3, reviewOnly.url);
+  t.is(l.status, 200, l.text);
+  t.is(l.body.status, 'linked');
+  const cases = await casesOf(user.userId);
+  t.true(cases.length >= 1);
+  t.true(cases.some((c) => c.matchedUserId === bushUser.userId));
+  for (const c of cases) {
+    t.is(c.kind, 'possible_duplicate');
+    t.false(c.blocked);
+    t.true(c.score >= h.config.dedupeReviewThreshold && c.score < 0.99, String(c.score));
+  }
+  const listed = await api().get('/dedupe/cases?kind=possible_duplicate', { token: admin.token });
+  t.true(listed.body.items.every((c: { kind: string }) => c.kind === 'possible_duplicate'));
+  t.true(listed.body.items.some((c: { userId: string }) => c.userId === user.userId));
 });
 
 test.serial('the watch-list: an administrator lists a face from a photo; a link with that face opens a watchlist case; removal', async (t) => {
