@@ -13,6 +13,8 @@ import { createRedis, keySpace, type KeySpace, type Redis } from '../shared/redi
 import { AuditEventsRepository } from '../shared/repositories/audit.js';
 import { UnitOfWork } from '../shared/repositories/handle.js';
 import { EmbeddingsRepository } from '../shared/repositories/embeddings.js';
+import { DedupeRepository } from '../shared/repositories/dedupe.js';
+import { BiometricKeyRing } from '../shared/crypto/key-ring.js';
 import { OperatorsRepository, SessionsRepository } from '../shared/repositories/operators.js';
 import { PreferencesRepository } from '../shared/repositories/preferences.js';
 import { RegistryPersonsRepository } from '../shared/repositories/registry-persons.js';
@@ -33,6 +35,7 @@ import { AuditService } from './services/audit-service.js';
 import { Authorizer } from './services/authorization-service.js';
 import { BillingService } from './services/billing-service.js';
 import { DisputeService } from './services/dispute-service.js';
+import { DedupeService } from './services/dedupe-service.js';
 import { FaceService } from './services/face-service.js';
 import { HealthService } from './services/health-service.js';
 import { HistoryService } from './services/history-service.js';
@@ -57,6 +60,7 @@ export interface Repositories {
   registryPersons: RegistryPersonsRepository;
   auditEvents: AuditEventsRepository;
   webhooks: WebhooksRepository;
+  dedupe: DedupeRepository;
 }
 
 /** The product's services, as the routes call them. */
@@ -77,6 +81,7 @@ export interface Services {
   registrySimulator: RegistrySimulator;
   audit: AuditService;
   webhooks: WebhookService;
+  dedupe: DedupeService;
 }
 
 export interface AppDeps {
@@ -106,6 +111,7 @@ function createRepositories(db: Knex): Repositories {
     registryPersons: new RegistryPersonsRepository(db),
     auditEvents: new AuditEventsRepository(db),
     webhooks: new WebhooksRepository(db),
+    dedupe: new DedupeRepository(db),
   };
 }
 
@@ -135,6 +141,8 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
   const face = new FaceService({ config, embeddings: repos.embeddings, jobs, metrics, logger });
   const proofTokens = new ProofTokens({ config, redis, keys });
   const sessions = new SessionService({ auditEvents, sessions: repos.sessions, users: repos.users, operators: repos.operators, tokens, config, metrics, logger });
+  const keyRing = BiometricKeyRing.from(config.security);
+  const dedupe = new DedupeService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, dedupe: repos.dedupe, keyRing, face, metrics, logger });
   const registry = new RegistryClient({ registryUrl: config.registry.url, registryTimeoutMs: config.registry.timeoutMs, isProduction: config.isProduction, logger });
 
   const services: Services = {
@@ -148,10 +156,11 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     disputes: new DisputeService({ unitOfWork, auditEvents, webhooks: repos.webhooks, searchLogs: repos.searchLogs }),
     analytics: new AnalyticsService({ searchLogs: repos.searchLogs }),
     billing: new BillingService({ searchLogs: repos.searchLogs, config }),
-    identity: new IdentityService({ config, unitOfWork, auditEvents, users: repos.users, embeddings: repos.embeddings, store: new IdentityTokenStore(redis, keys), metrics, logger, face, registry }),
+    identity: new IdentityService({ config, unitOfWork, auditEvents, users: repos.users, embeddings: repos.embeddings, store: new IdentityTokenStore(redis, keys), metrics, logger, face, registry, dedupe, keyRing }),
     verification: new VerificationService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, users: repos.users, searchLogs: repos.searchLogs, embeddings: repos.embeddings, proofTokens, face, metrics, logger }),
     registrySimulator: new RegistrySimulator(repos.registryPersons, { maxImagePixels: config.http.maxImagePixels }),
     audit: new AuditService({ auditEvents: repos.auditEvents }),
+    dedupe,
     webhooks: new WebhookService({ unitOfWork, auditEvents, webhooks: repos.webhooks, config, secretsKey: tokens.deriveSecret(WEBHOOK_SECRET_KEY_PURPOSE) }),
   };
 

@@ -47,6 +47,7 @@ export const GROUP_TITLES = {
   supervisor: '`npm start` supervision',
   billing: 'Billing',
   webhooks: 'Webhooks',
+  dedupe: 'Duplicate identities',
 } as const;
 
 /** The settings by group: `config.redis.url`, `config.face.processes`, ... */
@@ -178,6 +179,12 @@ export const SETTINGS = {
     retentionDays: s({ env: 'WEBHOOK_RETENTION_DAYS', kind: 'int', default: 30, min: 1, doc: 'Webhook events older than this, with no delivery still pending, are deleted with their deliveries and delivery log (hourly, by the webhook worker); a purged event can no longer be replayed.' }),
     dispatchIntervalMs: s({ env: 'WEBHOOK_DISPATCH_INTERVAL_MS', kind: 'int', default: 1000, min: 50, doc: 'Period at which the webhook dispatcher scans the event outbox and the due deliveries (PostgreSQL) and queues their attempts; also how soon deliveries resume after a Redis outage.' }),
   },
+  dedupe: {
+    threshold: s({ env: 'DEDUPE_THRESHOLD', kind: 'number', default: 0.6, min: -1, max: 1, doc: 'Cosine at or above which a link\'s face found under another live account is a `duplicate` (1:N against everyone enrolled, and the watch-list). Set it for your population: FPIR ≈ N × FMR (docs/dedupe.md, docs/evaluation.md).' }),
+    reviewThreshold: s({ env: 'DEDUPE_REVIEW_THRESHOLD', kind: 'number', default: 0.45, min: -1, max: 1, doc: 'Cosine from which (up to DEDUPE_THRESHOLD) a link\'s face found under another live account is a `possible_duplicate`, a case for review that never blocks (docs/dedupe.md).' }),
+    policy: s({ env: 'DEDUPE_POLICY', kind: 'string', default: 'flag-and-continue', enum: ['flag-and-continue', 'hard-block'] as const, doc: '`flag-and-continue`: a link whose face is a duplicate or on the watch-list links and opens a case; `hard-block`: it answers 422 `duplicate_identity`, links nothing and opens a case (a `possible_duplicate` never blocks).' }),
+    captureRetentionDays: s({ env: 'DEDUPE_CAPTURE_RETENTION_DAYS', kind: 'int', default: 30, min: 0, doc: 'Days a decided duplicate-identity case keeps its sealed live capture for the record; then the capture is deleted (the case stays).' }),
+  },
 } as const;
 
 type Table = typeof SETTINGS;
@@ -258,8 +265,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       into[key] = typeof spec.default === 'function' ? (spec.default as (c: Parsed) => unknown)(out) : spec.default;
     }
   }
-  const { runtime, registry, security, sms, operators, face, webhooks } = out as unknown as Omit<Config, 'isProduction'>;
+  const { runtime, registry, security, sms, operators, face, webhooks, dedupe } = out as unknown as Omit<Config, 'isProduction'>;
   const isProduction = runtime.nodeEnv === 'production';
+  if (dedupe.reviewThreshold > dedupe.threshold) {
+    problems.push('DEDUPE_REVIEW_THRESHOLD must not be above DEDUPE_THRESHOLD (the review band lies below the duplicate band)');
+  }
   if (isProduction) {
     if (!security.biometricKeys) problems.push('BIOMETRIC_KEYS must be set in production (face templates are sealed at rest under it; the development key is refused)');
     if (!security.jwtPrivateKey) problems.push('JWT_PRIVATE_KEY must be set in production (the generated development key is refused)');

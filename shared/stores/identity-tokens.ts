@@ -14,6 +14,9 @@
  *   holding the linkToken's claims. Binding the user and the registry into the key means another user's
  *   (or the other route's) token is simply not found, and is not burnt for its owner.
  * - validate-rate `identity:validate-rate:<userId>`: validations per consumer per hour.
+ * - live capture `identity:live-capture:<userId>`: the user's most recent passing live capture (JPEG),
+ *   sealed by the biometric key ring by the caller, kept as long as a link may still use it: the
+ *   review evidence of a duplicate-identity case the link opens.
  */
 import type { QualitySummary } from '../face/quality.js';
 import type { RegistryRecordSnapshot } from '../../models/index.js';
@@ -133,6 +136,16 @@ export class IdentityTokenStore {
       engineVersion: engineVersion.toString('utf8'),
       quality: quality ? (JSON.parse(quality.toString('utf8')) as QualitySummary) : null,
     };
+  }
+
+  // ---- the sealed live capture (review evidence) ----------------------------------------
+
+  async saveLiveCapture(userId: string, sealed: Buffer, ttlSeconds: number): Promise<void> {
+    await this.redis.set(this.keys('identity', 'live-capture', userId), sealed, 'EX', Math.max(1, ttlSeconds));
+  }
+
+  liveCapture(userId: string): Promise<Buffer | null> {
+    return this.redis.getBuffer(this.keys('identity', 'live-capture', userId));
   }
 
   // ---- link tokens -------------------------------------------------------------------------

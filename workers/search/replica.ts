@@ -309,8 +309,8 @@ export class IndexReplica {
   // ---- searching --------------------------------------------------------------------------------
 
   /** The `knn` op: the k best live users for `embedding`, after applying every change up to `minSeq`. */
-  knn(embedding: ArrayLike<number>, k: number, minSeq: string): Promise<Extract<SearchResult, { op: 'knn' }>> {
-    return this.searches.knn(embedding, k, minSeq);
+  knn(embedding: ArrayLike<number>, k: number, minSeq: string, excludeUserId: string | null = null): Promise<Extract<SearchResult, { op: 'knn' }>> {
+    return this.searches.knn(embedding, k, minSeq, excludeUserId);
   }
 
   /** The `compare` op: cosine with the user's canonical embedding, read from PostgreSQL (always current). */

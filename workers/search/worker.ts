@@ -23,7 +23,7 @@ export interface RunningSearchWorker {
 /** One search job: its probe embedding taken (once) from beside the job, then the op on the replica. */
 export async function searchHandler(replica: Pick<IndexReplica, 'knn' | 'compare'>, handoff: RedisFaceHandoff, job: SearchJob): Promise<SearchResult> {
   const embedding = await takeSearchEmbedding(handoff, job);
-  return job.op === 'knn' ? replica.knn(embedding, job.k, job.minSeq) : replica.compare(embedding, job.userId);
+  return job.op === 'knn' ? replica.knn(embedding, job.k, job.minSeq, job.excludeUserId ?? null) : replica.compare(embedding, job.userId);
 }
 
 export async function startSearchWorker(config: Config, opts: { logger?: Logger } = {}): Promise<RunningSearchWorker> {
