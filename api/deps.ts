@@ -9,7 +9,7 @@ import type { Config } from '../shared/config.js';
 import { createDb } from '../shared/db.js';
 import { JobClient } from '../shared/job-client.js';
 import { createLogger, type Logger } from '../shared/logger.js';
-import { createRedis, keySpace, type KeySpace, type Redis } from '../shared/redis.js';
+import { createRedis, keySpace, redisTarget, type KeySpace, type Redis } from '../shared/redis.js';
 import { AuditEventsRepository } from '../shared/repositories/audit.js';
 import { EmbeddingsRepository } from '../shared/repositories/embeddings.js';
 import { OperatorsRepository, SessionsRepository } from '../shared/repositories/operators.js';
@@ -103,13 +103,13 @@ function createRepositories(db: Knex): Repositories {
 export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppDeps {
   const logger = opts.logger ?? createLogger({ level: config.logLevel, name: 'web' });
   const db = createDb(config.databaseUrl, config.databasePoolMax);
-  const redis = createRedis(config.redisUrl);
+  const redis = createRedis(redisTarget(config));
   redis.on('error', (e) => logger.debug({ err: e.message }, 'redis connection error'));
   const keys = keySpace(config.redisPrefix);
   const metrics = new Metrics();
   const tokens = new TokenService(config);
   const jobs = new JobClient({
-    redisUrl: config.redisUrl,
+    redisUrl: redisTarget(config),
     redisPrefix: config.redisPrefix,
     timeoutMs: config.faceJobTimeoutMs,
     admission: config.failFast ? {

@@ -39,6 +39,8 @@ export const SETTINGS = {
   databaseUrl: s({ env: 'DATABASE_URL', kind: 'url', default: 'postgres://postgres@127.0.0.1:5432/faceid', doc: 'PostgreSQL, the source of truth.' }),
   databasePoolMax: s({ env: 'DATABASE_POOL_MAX', kind: 'int', default: 10, min: 1, max: 200, doc: 'Connections per process.' }),
   redisUrl: s({ env: 'REDIS_URL', kind: 'url', default: 'redis://127.0.0.1:6379', doc: 'Redis: queues, one-time codes, single-use tokens, rate limits.' }),
+  redisSentinels: s({ env: 'REDIS_SENTINELS', kind: 'string', default: '', doc: 'Redis Sentinels as `host:port,host:port,...`: when set, every Redis connection (queues, workers, tokens, rate limits) asks them for the master of REDIS_SENTINEL_NAME and follows it across a failover; REDIS_URL then gives only the password, database and `rediss://` (TLS), not the address (docs/deployment.md).' }),
+  redisSentinelName: s({ env: 'REDIS_SENTINEL_NAME', kind: 'string', default: 'faceid', doc: 'Name of the master the Sentinels monitor (`sentinel monitor <name> ...`), used with REDIS_SENTINELS.' }),
   redisPrefix: s({ env: 'REDIS_PREFIX', kind: 'string', default: 'faceid', doc: 'Prefix of every Redis key and BullMQ queue of this deployment (tests use their own).' }),
   registryUrl: s({ env: 'REGISTRY_URL', kind: 'url', default: (c: Parsed) => `http://127.0.0.1:${c.port}/api`, doc: 'Identity registry base URL (default: this server\'s own simulator).' }),
   registryTimeoutMs: s({ env: 'REGISTRY_TIMEOUT_MS', kind: 'int', default: 5000, min: 50, doc: 'Timeout of one registry call; beyond it validate answers 502 `registry_unavailable`.' }),
@@ -192,6 +194,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (out.smsTransport === 'webhook' && !out.smsWebhookUrl) problems.push('SMS_WEBHOOK_URL is required with SMS_TRANSPORT=webhook');
   if ((out.adminIdentifier === '') !== (out.adminPassword === '')) problems.push('ADMIN_IDENTIFIER and ADMIN_PASSWORD are set together or not at all');
+  for (const entry of String(out.redisSentinels).split(',').filter((e) => e.trim() !== '')) {
+    if (!/^[^\s:]+:\d{1,5}$/.test(entry.trim())) problems.push(`REDIS_SENTINELS=${JSON.stringify(out.redisSentinels)}: expected host:port,host:port,...`);
+  }
   if (Number(out.highConfidenceThreshold) < Number(out.matchThreshold)) problems.push('HIGH_CONFIDENCE_THRESHOLD must be >= MATCH_THRESHOLD');
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze(out) as unknown as Config;

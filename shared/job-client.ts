@@ -16,13 +16,14 @@ import { AppError } from './errors.js';
 import { QUEUE_OPTIONS, type AwaitedJobContract } from './jobs/contract.js';
 import { parseReply, replyListKey } from './jobs/reply.js';
 import { AWAITED_QUEUE_NAMES, JOB_CONTRACTS, type JobContracts, type JobEnvelope, type QueueName } from './jobs/index.js';
-import { bullConnection } from './redis.js';
+import { bullConnection, type RedisTarget } from './redis.js';
 import { JobAdmission, type AdmissionOptions, type QueueState } from './job-admission.js';
 
 export const bullPrefix = (redisPrefix: string) => `${redisPrefix}:bull`;
 
 export interface JobClientOptions {
-  redisUrl: string;
+  /** A URL, or Sentinels naming the master (shared/redis.ts `redisTarget`). */
+  redisUrl: RedisTarget;
   redisPrefix: string;
   timeoutMs: number;
   /** Fail fast (shared/job-admission.ts): no worker, Redis down or too much waiting work is a 503 before enqueueing. */

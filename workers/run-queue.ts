@@ -25,7 +25,7 @@ import { AWAITED_QUEUE_NAMES, JOB_CONTRACTS, QUEUE_NAMES, type AwaitedQueueName,
 import { QUEUE_OPTIONS, type AwaitedJobContract } from '../shared/jobs/contract.js';
 import { pushReply } from '../shared/jobs/reply.js';
 import type { Logger } from '../shared/logger.js';
-import { bullConnection, type Redis } from '../shared/redis.js';
+import { bullConnection, redisTarget, type Redis } from '../shared/redis.js';
 
 export interface JobContext {
   job: Job;
@@ -105,7 +105,7 @@ export async function runQueues<Q extends QueueName>(
   const workers: Worker[] = [];
   const connections: ReturnType<typeof bullConnection>[] = [];
   // Replies and handlers' side values: one non-blocking connection (each Worker blocks its own).
-  const replyConnection = bullConnection(config.redisUrl);
+  const replyConnection = bullConnection(redisTarget(config));
   replyConnection.on('error', (e) => opts.logger.debug({ err: e.message }, 'redis connection error'));
   connections.push(replyConnection);
 
@@ -180,7 +180,7 @@ export async function runQueues<Q extends QueueName>(
       await pushReply(replyConnection, replyTo, { id: job.id!, ok: true, result });
       return null;
     };
-    const connection = bullConnection(config.redisUrl);
+    const connection = bullConnection(redisTarget(config));
     connection.on('error', (e) => log.debug({ err: e.message }, 'redis connection error'));
     connections.push(connection);
     const worker = new Worker(queue, processor, {
