@@ -127,6 +127,21 @@ export function bullConnection(target: RedisTarget): Redis {
   return connect(target, { maxRetriesPerRequest: null, enableOfflineQueue: true, connectTimeout: 2000, retryStrategy: (a) => Math.min(a * 200, 2000) });
 }
 
+/** How long a write waits for the replica's acknowledgement before it is answered anyway. */
+export const REPLICA_ACK_TIMEOUT_MS = 250;
+
+/**
+ * With Sentinels (a replicated Redis), waits until one replica has every write made so far on this
+ * connection (`WAIT 1`), so that an answered write survives the master's loss. Without a replica
+ * answering within REPLICA_ACK_TIMEOUT_MS it gives up and the write is answered anyway: a master
+ * already alone cannot do better, and refusing would make one failure an outage (docs/deployment.md).
+ * With a single Redis (no Sentinels) nothing to wait for.
+ */
+export async function replicaAcknowledged(redis: Redis): Promise<void> {
+  if (!redis.options.sentinels?.length) return;
+  await redis.wait(1, REPLICA_ACK_TIMEOUT_MS);
+}
+
 export type KeySpace = (...parts: string[]) => string;
 export const keySpace = (prefix: string): KeySpace => (...parts) => [prefix, ...parts].join(':');
 

@@ -14,6 +14,7 @@ import { loadConfig } from '../shared/config.js';
 import { JobClient } from '../shared/job-client.js';
 import { createLogger } from '../shared/logger.js';
 import { createRedis, redisTarget } from '../shared/redis.js';
+import { SingleUseTokens } from '../shared/single-use-token.js';
 import { runQueues, type HandlerMap } from '../workers/run-queue.js';
 import { startSentinelTopology } from '../scripts/lib/ha/redis-sentinel.js';
 import { testRedisPrefix } from './helpers/db.js';
@@ -84,7 +85,14 @@ test('after a Sentinel failover, and after the new master is killed, workers kee
     for (let i = 0; i < 5; i++) t.is((await ask()).port, second);
     t.is(await tokenWrite(`${config.redisPrefix}:k1`), second);
 
-    // 2. The new master dies (SIGKILL): the Sentinels promote the first node back.
+    // 2. The new master dies (SIGKILL) right after answering: a single-use token it issued, and one
+    //    it saw taken, are on the node the Sentinels promote (WAIT 1 before answering).
+    for (let i = 0; i < 100 && !/slave0:.*state=online/.test(await redis.info('replication')); i++) await sleep(100);
+    t.regex(await redis.info('replication'), /slave0:.*state=online/, 'the demoted master replicates from the new one');
+    const tokens = new SingleUseTokens<[]>(redis, (hash) => `${config.redisPrefix}:t:${hash}`);
+    const held = await tokens.issue('held', 300, []);
+    const used = await tokens.issue('used', 300, []);
+    t.like(await tokens.take(used, []), { value: 'used' });
     topo.replica.child.kill('SIGKILL');
     const third = await topo.waitForNewMaster(second, 20_000);
     t.is(third, topo.master.port);
@@ -92,6 +100,8 @@ test('after a Sentinel failover, and after the new master is killed, workers kee
     t.log(`first answer ${afterKill.afterMs} ms after the switch`);
     for (let i = 0; i < 5; i++) t.is((await ask()).port, third);
     t.is(await tokenWrite(`${config.redisPrefix}:k2`), third);
+    t.like(await tokens.take(held, []), { value: 'held' }, 'the token issued before the kill is still there');
+    t.is(await tokens.take(used, []), null, 'the token taken before the kill stays taken');
     t.true(served.length >= n - 2, 'every answered job was run by the worker');
   } finally {
     const bounded = (p: Promise<unknown>) => Promise.race([p.catch(() => {}), sleep(5000)]);
