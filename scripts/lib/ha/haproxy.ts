@@ -1,0 +1,100 @@
+/**
+ * HAProxy (Debian `haproxy`) in front of the web processes and of PostgreSQL, one process, one file.
+ *
+ * PostgreSQL: one address for the application; a server is in service only while its Patroni answers
+ * 200 on `GET /primary` (so after a failover the proxy sends connections to the promoted standby, and
+ * it cuts the sessions still open to a server that is marked down).
+ * Web: round robin over the web processes, checked on `GET /health`; a request
+ * that cannot reach a web process is sent to another (`retry-on conn-failure`: only when nothing was
+ * sent, so a write is never replayed). The proxy's own error answers (no server, a server that died
+ * mid-request) are 503 with Retry-After, like the service's own (errorfiles).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+export interface Backend {
+  name: string;
+  port: number;
+  /** Port of the health check when it is not the server's own. */
+  checkPort?: number;
+}
+
+export interface HaproxyOptions {
+  dir: string;
+  webPort: number;
+  webs: Backend[];
+  pgPort: number;
+  postgres: Backend[];
+  log?: (line: string) => void;
+}
+
+const RETRY_AFTER_SECONDS = 2;
+
+function errorFile(dir: string, status: number): string {
+  const file = path.join(dir, `error-${status}.http`);
+  const body = JSON.stringify({ error: { code: 'service_unavailable', message: 'The service is briefly unavailable: retry after the delay given.' } });
+  writeFileSync(file, [
+    'HTTP/1.1 503 Service Unavailable',
+    'Content-Type: application/json',
+    `Retry-After: ${RETRY_AFTER_SECONDS}`,
+    'Cache-Control: no-store',
+    'Connection: close',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    '',
+    body,
+  ].join('\r\n'));
+  return file;
+}
+
+export function haproxyConfig(o: HaproxyOptions): string {
+  return [
+    'global',
+    '  maxconn 4096',
+    '',
+    'defaults',
+    '  timeout connect 2s',
+    '  timeout client 60s',
+    '  timeout server 60s',
+    '  timeout check 1s',
+    '',
+    'frontend web',
+    '  mode http',
+    `  bind 127.0.0.1:${o.webPort}`,
+    '  option forwardfor',
+    ...[502, 503, 504].map((s) => `  errorfile ${s} ${errorFile(o.dir, s)}`),
+    '  default_backend webs',
+    '',
+    'backend webs',
+    '  mode http',
+    '  balance roundrobin',
+    '  option httpchk GET /health',
+    // /health answers 503 while a dependency is down: the process still serves, so both count as alive.
+    '  http-check expect rstatus ^(200|503)$',
+    '  retries 3',
+    '  retry-on conn-failure',
+    '  option redispatch 1',
+    ...[502, 503, 504].map((s) => `  errorfile ${s} ${path.join(o.dir, `error-${s}.http`)}`),
+    '  default-server inter 1s fall 2 rise 1',
+    ...o.webs.map((w) => `  server ${w.name} 127.0.0.1:${w.port} check`),
+    '',
+    'listen postgres',
+    '  mode tcp',
+    `  bind 127.0.0.1:${o.pgPort}`,
+    '  timeout client 30m',
+    '  timeout server 30m',
+    '  option httpchk GET /primary',
+    '  http-check expect status 200',
+    '  default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions',
+    ...o.postgres.map((p) => `  server ${p.name} 127.0.0.1:${p.port} check port ${p.checkPort}`),
+    '',
+  ].join('\n');
+}
+
+export function startHaproxy(o: HaproxyOptions): ChildProcess {
+  const file = path.join(o.dir, 'haproxy.cfg');
+  writeFileSync(file, haproxyConfig(o));
+  const child = spawn('haproxy', ['-db', '-f', file], { stdio: ['ignore', 'ignore', 'pipe'] });
+  child.stderr?.on('data', (d: Buffer) => o.log?.(`haproxy: ${d.toString().trim()}`));
+  return child;
+}
