@@ -11,7 +11,7 @@
  * breaks the bar (other 5xx, 503 without Retry-After, hangs, lost writes, no recovery).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -73,7 +73,11 @@ async function main(): Promise<void> {
   rmSync(LAYOUT_FILE, { force: true });
   const started = Date.now();
   const ha = spawn(process.execPath, ['--import', 'tsx', 'scripts/start-ha.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // CHAOS_LOG_DIR: the layout's own output (its error logs name the cause of any 5xx).
+  const logFile = process.env.CHAOS_LOG_DIR ? createWriteStream(path.join(process.env.CHAOS_LOG_DIR, 'start-ha.log')) : null;
+  ha.stderr!.on('data', (d: Buffer) => logFile?.write(d));
   ha.stdout!.on('data', (d: Buffer) => {
+    logFile?.write(d);
     for (const line of d.toString().split('\n')) if (line.startsWith('[start:ha]') && !line.includes('haproxy:')) say(line);
   });
   const url = `http://127.0.0.1:${port}`;

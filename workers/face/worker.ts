@@ -20,6 +20,7 @@ import { FaceEngine, type StepClock } from './pipeline/engine.js';
 import { decodeAlignedFace, encodeAlignedFace } from './pipeline/embed.js';
 import { runQueues, type JobContext } from '../run-queue.js';
 import { startStatusServer } from '../status-server.js';
+import { loadWithProvider, providerMetric, type ExecutionProvider } from './execution-provider.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -154,8 +155,9 @@ export async function startFaceWorker(config: Config, opts: { logger?: Logger } 
   const logger = opts.logger ?? createLogger({ level: config.logLevel, name: 'face' });
   const modelsDir = path.resolve(ROOT, config.faceModelsDir);
   const t0 = performance.now();
-  const engine = await FaceEngine.load(modelsDir, { intraOpThreads: config.faceIntraOpThreads });
-  logger.info({ modelsDir, engineVersion: FACE_ENGINE_VERSION, intraOpThreads: config.faceIntraOpThreads, loadMs: elapsed(t0) }, 'face engine loaded');
+  const loaded = await loadWithProvider((o) => FaceEngine.load(modelsDir, { ...o, intraOpThreads: config.faceIntraOpThreads }), config.faceExecutionProvider as ExecutionProvider, logger);
+  const { engine } = loaded;
+  logger.info({ modelsDir, engineVersion: FACE_ENGINE_VERSION, intraOpThreads: config.faceIntraOpThreads, executionProvider: loaded.provider, loadMs: elapsed(t0) }, 'face engine loaded');
 
   let runner: Awaited<ReturnType<typeof runQueues<'liveness' | 'embed'>>> | undefined;
   let status: StatusServerHandle | undefined;
@@ -192,11 +194,13 @@ export async function startFaceWorker(config: Config, opts: { logger?: Logger } 
           version: FACE_ENGINE_VERSION,
           models: FACE_MODELS.map((m) => ({ name: m.name, role: m.role, file: m.file, sha256: m.sha256 })),
           intraOpThreads: engine.intraOpThreads,
+          executionProvider: loaded.provider,
         },
       }),
+      '/metrics': () => ({ body: null, text: providerMetric(loaded) }),
       '/clocks': () => ({ body: { pid: process.pid, cpuMs: (process.cpuUsage().user + process.cpuUsage().system) / 1000, ...clocks.byQueue } }),
       '/health': () => ({
-        body: { status: 'ok', engineVersion: FACE_ENGINE_VERSION, concurrency: config.faceWorkerConcurrency, jobs: stats },
+        body: { status: 'ok', engineVersion: FACE_ENGINE_VERSION, executionProvider: loaded.provider, concurrency: config.faceWorkerConcurrency, jobs: stats },
       }),
     });
   } catch (e) {
