@@ -50,7 +50,11 @@ function errorFile(dir: string, status: number): string {
 export function haproxyConfig(o: HaproxyOptions): string {
   return [
     'global',
-    '  maxconn 4096',
+    // Requests up to 256 KB (a capture photo) are read whole before they go to a web process
+    // (`http-buffer-request`): when that process dies mid-request the client, having sent everything,
+    // reads the 503; with part of its upload unread, closing the connection would reset it instead.
+    '  tune.bufsize 262144',
+    '  maxconn 2000',
     '',
     'defaults',
     '  timeout connect 2s',
@@ -67,6 +71,7 @@ export function haproxyConfig(o: HaproxyOptions): string {
     '',
     'backend webs',
     '  mode http',
+    '  option http-buffer-request',
     '  balance roundrobin',
     '  option httpchk GET /health',
     // /health answers 503 while a dependency is down: the process still serves, so both count as alive.
