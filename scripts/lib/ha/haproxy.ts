@@ -5,9 +5,10 @@
  * 200 on `GET /primary` (so after a failover the proxy sends connections to the promoted standby, and
  * it cuts the sessions still open to a server that is marked down).
  * Web: round robin over the web processes, checked on `GET /health`; a request
- * that cannot reach a web process is sent to another (`retry-on conn-failure`: only when nothing was
- * sent, so a write is never replayed). The proxy's own error answers (no server, a server that died
- * mid-request) are 503 with Retry-After, like the service's own (errorfiles).
+ * that cannot reach a web process is sent to another (`retry-on conn-failure`: nothing was sent), and
+ * so is a GET or HEAD whose process died before answering (`empty-response`); a write is never
+ * replayed. The proxy's own error answers (no server in service, a first request on a connection
+ * whose server died) are 503 with Retry-After, like the service's own (errorfiles).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -55,8 +56,12 @@ export function haproxyConfig(o: HaproxyOptions): string {
     // reads the 503; with part of its upload unread, closing the connection would reset it instead.
     '  tune.bufsize 262144',
     '  maxconn 2000',
+    // Only what went wrong (a server dying mid-request, no server, a cut connection) is logged.
+    '  log stderr format raw local0 warning',
     '',
     'defaults',
+    '  log global',
+    '  option dontlog-normal',
     '  timeout connect 2s',
     '  timeout client 60s',
     '  timeout server 60s',
@@ -64,6 +69,7 @@ export function haproxyConfig(o: HaproxyOptions): string {
     '',
     'frontend web',
     '  mode http',
+    '  option httplog',
     `  bind 127.0.0.1:${o.webPort}`,
     '  option forwardfor',
     ...[502, 503, 504].map((s) => `  errorfile ${s} ${errorFile(o.dir, s)}`),
@@ -77,7 +83,12 @@ export function haproxyConfig(o: HaproxyOptions): string {
     // /health answers 503 while a dependency is down: the process still serves, so both count as alive.
     '  http-check expect rstatus ^(200|503)$',
     '  retries 3',
-    '  retry-on conn-failure',
+    // A request that reached a process which then died without answering: HAProxy does not answer a
+    // keep-alive client then, it closes the connection so that the client retries (measured:
+    // docs/reliability.md). It retries itself, on the other process, only what is safe to repeat
+    // (GET, HEAD); a write might have been applied before the process died.
+    '  retry-on conn-failure empty-response',
+    '  http-request disable-l7-retry unless METH_GET || METH_HEAD',
     '  option redispatch 1',
     ...[502, 503, 504].map((s) => `  errorfile ${s} ${path.join(o.dir, `error-${s}.http`)}`),
     '  default-server inter 1s fall 2 rise 1',
