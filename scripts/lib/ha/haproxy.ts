@@ -78,6 +78,10 @@ export function haproxyConfig(o: HaproxyOptions): string {
     'backend webs',
     '  mode http',
     '  option http-buffer-request',
+    // A fresh server connection per request: after a web process dies, the next request finds its
+    // port closed (a connection failure, retried on the other process whatever the method) instead of
+    // being sent down a kept-alive connection to the dead process. Costs one loopback/LAN connect.
+    '  option http-server-close',
     '  balance roundrobin',
     '  option httpchk GET /health',
     // /health answers 503 while a dependency is down: the process still serves, so both count as alive.
