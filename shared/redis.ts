@@ -71,9 +71,11 @@ class SwitchWatch {
   }
 
   private constructor(target: Exclude<RedisTarget, string>, private readonly onEmpty: () => void) {
-    const password = new URL(target.url).password || undefined;
+    const url = new URL(target.url);
+    const password = url.password || undefined;
     this.subscribers = target.sentinels.map((s) => {
-      const sub = new Redis({ host: s.host, port: s.port, password: password && decodeURIComponent(password), connectTimeout: 2000, maxRetriesPerRequest: null, retryStrategy: (a) => Math.min(a * 200, 2000) });
+      // Like the clients' own Sentinel connections: the URL's password, and TLS with `rediss://`.
+      const sub = new Redis({ host: s.host, port: s.port, password: password && decodeURIComponent(password), ...(url.protocol === 'rediss:' ? { tls: {} } : {}), connectTimeout: 2000, maxRetriesPerRequest: null, retryStrategy: (a) => Math.min(a * 200, 2000) });
       sub.on('error', () => {}); // a Sentinel away is normal; the others still tell
       sub.subscribe('+switch-master').catch(() => {});
       sub.on('message', (_channel: string, message: string) => {
