@@ -7,7 +7,8 @@
  *   3. one web process (HAProxy sends new requests to the other; the supervisor restarts it);
  *   4. one face process, 5. one search process (the other serves; the supervisor restarts it).
  * Then every answered write is read back from PostgreSQL (chaos/lib/verify.ts) through the proxy,
- * on the promoted node. Prints the fault table and one JSON report on stdout; exits 1 when a figure
+ * on the promoted node, and read-your-writes of the search replicas is checked across the fail-over
+ * (an /identify sent after a link was answered lists that user). Prints the fault table and one JSON report on stdout; exits 1 when a figure
  * breaks the bar (other 5xx, 503 without Retry-After, hangs, lost writes, no recovery).
  */
 import { spawn } from 'node:child_process';
@@ -18,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { createDb } from '../shared/db.js';
 import { freePort } from '../scripts/lib/local-services.js';
 import { FACE_KINDS, PG_KINDS, failures, finish, healthy, makeLoad, phase, waitFor, type Layout } from './faults.js';
-import { JOB_TIMEOUT_MS, type Kind, type Sample } from './lib/load.js';
+import { JOB_TIMEOUT_MS, type AnsweredWrites, type Kind, type Sample } from './lib/load.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const LAYOUT_FILE = path.join(ROOT, 'var', 'ha', 'layout.json');
@@ -45,6 +46,35 @@ function longestGapMs(samples: Sample[], from: number, to: number): number {
     prev = e;
   }
   return Math.max(gap, to - prev);
+}
+
+/**
+ * Read-your-writes of the search replicas, across the PostgreSQL fail-over: every /identify answered
+ * 200 that was sent after a link was answered must list that user (every account links the same
+ * face as the probe; IDENTIFY_MAX_CANDIDATES is above the accounts' number), unless the user's
+ * deletion was answered before the /identify was sent.
+ */
+function readYourWrites(w: AnsweredWrites, pgFaultAt: number): { checked: number; missed: number; checkedAfterPgFailover: number; missedAfterPgFailover: number } {
+  const deletedAt = new Map(w.deletions.map((d) => [d.userId, d.doneAt]));
+  let checked = 0;
+  let missed = 0;
+  let checkedAfter = 0;
+  let missedAfter = 0;
+  for (const link of w.links) {
+    for (const idf of w.identify) {
+      if (idf.sentAt <= link.doneAt) continue;
+      const gone = deletedAt.get(link.userId);
+      if (gone !== undefined && gone <= idf.sentAt + 10_000) continue; // deleted around or before it
+      const listed = idf.candidates.includes(link.userId);
+      checked++;
+      if (!listed) missed++;
+      if (pgFaultAt && link.doneAt < pgFaultAt && idf.sentAt > pgFaultAt) {
+        checkedAfter++;
+        if (!listed) missedAfter++;
+      }
+    }
+  }
+  return { checked, missed, checkedAfterPgFailover: checkedAfter, missedAfterPgFailover: missedAfter };
 }
 
 async function main(): Promise<void> {
@@ -90,6 +120,7 @@ async function main(): Promise<void> {
     const layout = readLayout();
     db = createDb(layout.env.DATABASE_URL!, 2, { bindModels: false });
     const l: Layout = { name: 'ha', env: { ...env, ...layout.env }, url, dbName: 'faceid', db };
+    let pgFaultAt = 0;
     const made = await makeLoad(l);
     const load = made.load;
     load.start();
@@ -108,6 +139,7 @@ async function main(): Promise<void> {
       return { killed: `redis-server :${lay.redis.master.port}` };
     }, FACE_KINDS);
     await run('kill -9 PostgreSQL primary (node: Patroni + PostgreSQL)', (lay) => {
+      pgFaultAt = Date.now();
       const p = lay.postgres.primary;
       // The node's process group: runuser, Patroni and the PostgreSQL it started.
       if (p.patroniPid) process.kill(-p.patroniPid, 'SIGKILL');
@@ -132,6 +164,9 @@ async function main(): Promise<void> {
     await db.destroy();
     db = createDb(layout.env.DATABASE_URL!, 2, { bindModels: false });
     await finish(report, { ...l, db }, load);
+    report.readYourWrites = readYourWrites(load.writes, pgFaultAt);
+    say(`read-your-writes of the search replicas: ${JSON.stringify(report.readYourWrites)}`);
+    if ((report.readYourWrites as { missed: number }).missed) failures.push(`an /identify sent after a link was answered did not list that user (${JSON.stringify(report.readYourWrites)})`);
     report.finalLayout = readLayout();
   } catch (e) {
     failures.push(`the suite itself failed: ${e instanceof Error ? e.stack : String(e)}`);
