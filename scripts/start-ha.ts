@@ -32,7 +32,33 @@ const SENTINEL_NAME = 'faceid';
 
 interface Part { port: number; pid: number | null }
 
+/**
+ * Waits until HAProxy sends connections only to the primary: it starts with every server in service
+ * and takes the standby out after its first failed checks (`fall 2`, one a second), so a connection
+ * made in the first seconds may reach the standby. Ready after 10 connections in a row reach a node
+ * out of recovery.
+ */
+async function waitForPrimaryOnly(proxyPort: number): Promise<void> {
+  await sleep(2500);
+  let inARow = 0;
+  for (let i = 0; i < 300 && inARow < 10; i++) {
+    const c = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:${proxyPort}/postgres`, connectionTimeoutMillis: 1000 });
+    try {
+      await c.connect();
+      const r = await c.query('SELECT pg_is_in_recovery() AS standby');
+      inARow = r.rows[0]?.standby === false ? inARow + 1 : 0;
+    } catch {
+      inARow = 0;
+    } finally {
+      await c.end().catch(() => {});
+    }
+    if (inARow < 10) await sleep(100);
+  }
+  if (inARow < 10) throw new Error('the PostgreSQL proxy does not lead to the primary alone');
+}
+
 async function createDatabase(proxyPort: number): Promise<void> {
+  await waitForPrimaryOnly(proxyPort);
   for (let i = 0; i < 100; i++) {
     const c = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:${proxyPort}/postgres`, connectionTimeoutMillis: 1000 });
     try {
