@@ -9,7 +9,7 @@ import type { Config } from '../shared/config.js';
 import { createDb } from '../shared/db.js';
 import { JobClient } from '../shared/face-path/job-client.js';
 import { createLogger, type Logger } from '../shared/logger.js';
-import { createRedis, keySpace, type KeySpace, type Redis } from '../shared/redis.js';
+import { createRedis, keySpace, redisTarget, type KeySpace, type Redis } from '../shared/redis.js';
 import { AuditEventsRepository } from '../shared/repositories/audit.js';
 import { UnitOfWork } from '../shared/repositories/handle.js';
 import { EmbeddingsRepository } from '../shared/repositories/embeddings.js';
@@ -118,13 +118,13 @@ function createRepositories(db: Knex): Repositories {
 export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppDeps {
   const logger = opts.logger ?? createLogger({ level: config.runtime.logLevel, format: config.runtime.logFormat, name: 'web' });
   const db = createDb(config.database.url, config.database.poolMax);
-  const redis = createRedis(config.redis.url);
+  const redis = createRedis(redisTarget(config.redis));
   redis.on('error', (e) => logger.debug({ err: e.message }, 'redis connection error'));
   const keys = keySpace(config.redis.prefix);
   const metrics = new Metrics();
   const tokens = new TokenService(config);
   const jobs = new JobClient({
-    redisUrl: config.redis.url,
+    redisUrl: redisTarget(config.redis),
     redisPrefix: config.redis.prefix,
     timeoutMs: config.queues.faceJobTimeoutMs,
     admission: config.queues.failFast ? {

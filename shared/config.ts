@@ -73,6 +73,8 @@ export const SETTINGS = {
   redis: {
     url: s({ env: 'REDIS_URL', kind: 'url', default: 'redis://127.0.0.1:6379', doc: 'Redis: queues, one-time codes, single-use tokens, rate limits.' }),
     prefix: s({ env: 'REDIS_PREFIX', kind: 'string', default: 'faceid', doc: 'Prefix of every Redis key and BullMQ queue of this deployment (tests use their own).' }),
+    sentinels: s({ env: 'REDIS_SENTINELS', kind: 'string', default: '', doc: 'Redis Sentinels as `host:port,host:port,...`: when set, every Redis connection (queues, workers, tokens, rate limits) asks them for the master of REDIS_SENTINEL_NAME and follows it across a failover; REDIS_URL then gives only the password, database and `rediss://` (TLS), not the address (docs/deployment.md).' }),
+    sentinelName: s({ env: 'REDIS_SENTINEL_NAME', kind: 'string', default: 'faceid', doc: 'Name of the master the Sentinels monitor (`sentinel monitor <name> ...`), used with REDIS_SENTINELS.' }),
   },
   registry: {
     url: s({ env: 'REGISTRY_URL', kind: 'url', default: (c: Parsed) => `http://127.0.0.1:${c.http?.port}/api`, doc: 'Identity registry base URL (default: this server\'s own simulator).' }),
@@ -133,6 +135,7 @@ export const SETTINGS = {
     workerConcurrency: s({ env: 'FACE_WORKER_CONCURRENCY', kind: 'int', default: 1, min: 1, max: 64, doc: 'Jobs one face worker process runs at once.' }),
     enginePort: s({ env: 'FACE_ENGINE_PORT', kind: 'int', default: 3100, min: 0, max: 65535, doc: 'Port of the face worker\'s own `/version` and `/health`.' }),
     engineUrl: s({ env: 'FACE_ENGINE_URL', kind: 'url', default: (c: Parsed) => `http://127.0.0.1:${c.face?.enginePort}`, doc: 'Where the API reaches the face worker\'s `/version` and `/health`.' }),
+    executionProvider: s({ env: 'FACE_EXECUTION_PROVIDER', kind: 'string', default: 'cpu', enum: ['cpu', 'cuda'] as const, doc: 'onnxruntime execution provider of the face models. `cuda` runs them on an NVIDIA GPU when onnxruntime-node\'s CUDA provider and the CUDA runtime are installed (docs/face-engine.md, "GPU face workers"); when they are not, the face process logs why and runs on the CPU. Which one runs: the face process\'s `/version`, `/health` and `/metrics` (`faceid_face_execution_provider`).' }),
   },
   queues: {
     faceJobTimeoutMs: s({ env: 'FACE_JOB_TIMEOUT_MS', kind: 'int', default: 10_000, min: 100, doc: 'How long the API awaits a face or search job before 503 `face_engine_unavailable`.' }),
@@ -265,7 +268,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       into[key] = typeof spec.default === 'function' ? (spec.default as (c: Parsed) => unknown)(out) : spec.default;
     }
   }
-  const { runtime, registry, security, sms, operators, face, webhooks, dedupe } = out as unknown as Omit<Config, 'isProduction'>;
+  const { runtime, registry, security, sms, operators, face, webhooks, dedupe, redis } = out as unknown as Omit<Config, 'isProduction'>;
   const isProduction = runtime.nodeEnv === 'production';
   if (dedupe.reviewThreshold > dedupe.threshold) {
     problems.push('DEDUPE_REVIEW_THRESHOLD must not be above DEDUPE_THRESHOLD (the review band lies below the duplicate band)');
@@ -289,6 +292,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (Number(face.highConfidenceThreshold) < Number(face.matchThreshold)) problems.push('HIGH_CONFIDENCE_THRESHOLD must be >= MATCH_THRESHOLD');
   if (parseRetrySchedule(String(webhooks.retryScheduleSeconds)) === undefined) problems.push('WEBHOOK_RETRY_SCHEDULE_SECONDS must be comma-separated non-negative numbers of seconds');
+  for (const entry of String(redis.sentinels).split(',').filter((e) => e.trim() !== '')) {
+    if (!/^[^\s:]+:\d{1,5}$/.test(entry.trim())) problems.push(`REDIS_SENTINELS=${JSON.stringify(redis.sentinels)}: expected host:port,host:port,...`);
+  }
   if (problems.length) throw new ConfigError(problems);
   for (const group of Object.values(out)) Object.freeze(group);
   return Object.freeze({ ...out, isProduction }) as unknown as Config;
