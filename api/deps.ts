@@ -13,6 +13,7 @@ import { createRedis, keySpace, type KeySpace, type Redis } from '../shared/redi
 import { AuditEventsRepository } from '../shared/repositories/audit.js';
 import { UnitOfWork } from '../shared/repositories/handle.js';
 import { EmbeddingsRepository } from '../shared/repositories/embeddings.js';
+import { BiometricKeyRing } from '../shared/crypto/key-ring.js';
 import { OperatorsRepository, SessionsRepository } from '../shared/repositories/operators.js';
 import { PreferencesRepository } from '../shared/repositories/preferences.js';
 import { RegistryPersonsRepository } from '../shared/repositories/registry-persons.js';
@@ -95,13 +96,13 @@ export interface AppDeps {
   services: Services;
 }
 
-function createRepositories(db: Knex): Repositories {
+function createRepositories(db: Knex, keyRing: BiometricKeyRing): Repositories {
   return {
     users: new UsersRepository(db),
     operators: new OperatorsRepository(db),
     sessions: new SessionsRepository(db),
     searchLogs: new SearchLogsRepository(db),
-    embeddings: new EmbeddingsRepository(db),
+    embeddings: new EmbeddingsRepository(db, keyRing),
     preferences: new PreferencesRepository(db),
     registryPersons: new RegistryPersonsRepository(db),
     auditEvents: new AuditEventsRepository(db),
@@ -129,7 +130,8 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
       onSample: (queue, state) => metrics.queueState(queue, state),
     } : undefined,
   });
-  const repos = createRepositories(db);
+  const keyRing = BiometricKeyRing.from(config);
+  const repos = createRepositories(db, keyRing);
   const unitOfWork = new UnitOfWork(db);
   const auditEvents = repos.auditEvents;
   const face = new FaceService({ config, embeddings: repos.embeddings, jobs, metrics, logger });

@@ -30,6 +30,7 @@ import { IndexLoader } from './index-loader.js';
 import { errMessage, newReplicaStats, type ReplicaState } from './replica-state.js';
 import { DEFAULT_EXACT_CANDIDATES, SKETCH_FACTORY, SketchKind } from './sketch-engine.js';
 import { SnapshotStore } from './snapshot-store.js';
+import type { BiometricKeyRing } from '../../shared/crypto/key-ring.js';
 
 export type { BuildStats } from './replica-state.js';
 
@@ -71,6 +72,8 @@ export interface ReplicaOptions {
   /** Automatic rebuilds (compaction, fold, retraining) after a catch-up; tests turn it off to drive them. */
   autoRebuild?: boolean;
   source?: ChangeLogSource;
+  /** The ring that opens the sealed templates (default: the process's, from BIOMETRIC_KEYS). */
+  keyRing?: BiometricKeyRing;
   dim?: number;
 }
 
@@ -100,7 +103,7 @@ export class IndexReplica {
   constructor(db: Knex, private readonly opts: ReplicaOptions) {
     const dim = opts.dim ?? EMBEDDING_DIM;
     this.kind = engineKindFor(opts.factory, { nprobe: opts.nprobe, rerankCandidates: opts.rerankCandidates ?? 2000, exactCandidates: opts.exactCandidates, dim });
-    this.source = opts.source ?? new PgChangeLogSource(db);
+    this.source = opts.source ?? new PgChangeLogSource(db, opts.keyRing);
     this.snapshots = this.kind.snapshots && opts.snapshotDir ? new SnapshotStore(opts.snapshotDir) : null;
     this.engineVersion = opts.engineVersion ?? FACE_ENGINE_VERSION;
     this.replicaId = opts.replicaId ?? `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
