@@ -14,6 +14,8 @@ import { AuditEventsRepository } from '../shared/repositories/audit.js';
 import { UnitOfWork } from '../shared/repositories/handle.js';
 import { EmbeddingsRepository } from '../shared/repositories/embeddings.js';
 import { BiometricKeyRing } from '../shared/crypto/key-ring.js';
+import { NumberHasher } from '../shared/crypto/number-hash.js';
+import { ErasuresRepository } from '../shared/repositories/erasures.js';
 import { OperatorsRepository, SessionsRepository } from '../shared/repositories/operators.js';
 import { PreferencesRepository } from '../shared/repositories/preferences.js';
 import { RegistryPersonsRepository } from '../shared/repositories/registry-persons.js';
@@ -58,6 +60,7 @@ export interface Repositories {
   registryPersons: RegistryPersonsRepository;
   auditEvents: AuditEventsRepository;
   webhooks: WebhooksRepository;
+  erasures: ErasuresRepository;
 }
 
 /** The product's services, as the routes call them. */
@@ -96,9 +99,10 @@ export interface AppDeps {
   services: Services;
 }
 
-function createRepositories(db: Knex, keyRing: BiometricKeyRing): Repositories {
+function createRepositories(db: Knex, keyRing: BiometricKeyRing, numberHasher: NumberHasher): Repositories {
   return {
-    users: new UsersRepository(db),
+    erasures: new ErasuresRepository(db),
+    users: new UsersRepository(db, numberHasher),
     operators: new OperatorsRepository(db),
     sessions: new SessionsRepository(db),
     searchLogs: new SearchLogsRepository(db),
@@ -131,7 +135,8 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     } : undefined,
   });
   const keyRing = BiometricKeyRing.from(config);
-  const repos = createRepositories(db, keyRing);
+  const repos = createRepositories(db, keyRing, NumberHasher.from(config));
+  const identityTokens = new IdentityTokenStore(redis, keys, keyRing);
   const unitOfWork = new UnitOfWork(db);
   const auditEvents = repos.auditEvents;
   const face = new FaceService({ config, embeddings: repos.embeddings, jobs, metrics, logger });
@@ -144,13 +149,13 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     otp: new OtpService({ config, users: repos.users, codes: new OtpCodeStore(redis, keys), tokens, sessions, sms: createSmsTransport(config), metrics, logger }),
     operatorAuth: new OperatorAuthService({ unitOfWork, auditEvents, operators: repos.operators, sessionRows: repos.sessions, attempts: new LoginAttemptStore(redis, keys), config, sessions, metrics, logger }),
     operators: new OperatorService({ unitOfWork, auditEvents, webhooks: repos.webhooks, operators: repos.operators, sessionRows: repos.sessions, searchLogs: repos.searchLogs, logger }),
-    users: new UserService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, users: repos.users, sessionRows: repos.sessions, embeddings: repos.embeddings, proofTokens, jobs, logger }),
+    users: new UserService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, users: repos.users, sessionRows: repos.sessions, embeddings: repos.embeddings, erasures: repos.erasures, identityTokens, proofTokens, jobs, logger }),
     preferences: new PreferencesService({ unitOfWork, auditEvents, preferences: repos.preferences }),
     history: new HistoryService({ searchLogs: repos.searchLogs }),
     disputes: new DisputeService({ unitOfWork, auditEvents, webhooks: repos.webhooks, searchLogs: repos.searchLogs }),
     analytics: new AnalyticsService({ searchLogs: repos.searchLogs }),
     billing: new BillingService({ searchLogs: repos.searchLogs, config }),
-    identity: new IdentityService({ config, unitOfWork, auditEvents, users: repos.users, embeddings: repos.embeddings, store: new IdentityTokenStore(redis, keys), metrics, logger, face, registry }),
+    identity: new IdentityService({ config, unitOfWork, auditEvents, users: repos.users, embeddings: repos.embeddings, store: identityTokens, metrics, logger, face, registry }),
     verification: new VerificationService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, users: repos.users, searchLogs: repos.searchLogs, embeddings: repos.embeddings, proofTokens, face, metrics, logger }),
     registrySimulator: new RegistrySimulator(repos.registryPersons, { maxImagePixels: config.maxImagePixels }),
     audit: new AuditService({ auditEvents: repos.auditEvents }),

@@ -53,6 +53,12 @@ export const SETTINGS = {
   jwtPrivateKey: s({ env: 'JWT_PRIVATE_KEY', kind: 'string', default: '', secret: true, doc: 'PKCS#8 PEM EdDSA (Ed25519) key signing access tokens. Empty: a development key is generated in `var/dev-jwt-key.pem` (refused in production).' }),
   biometricKeys: s({ env: 'BIOMETRIC_KEYS', kind: 'string', default: '', secret: true, doc: 'Key ring sealing face templates and stored captures at rest (AES-256-GCM): `kid:base64(32 bytes),kid2:...`. Empty: a fixed development key (refused in production). Rotation: docs/data-protection.md.' }),
   biometricActiveKeyId: s({ env: 'BIOMETRIC_ACTIVE_KEY_ID', kind: 'string', default: '', doc: 'The key of BIOMETRIC_KEYS that seals new data (default: the last one listed); the others only decrypt.' }),
+  linkNumberHashKey: s({ env: 'LINK_NUMBER_HASH_KEY', kind: 'string', default: '', secret: true, doc: 'Key (base64, 32 bytes) of the keyed hash (HMAC-SHA256) that link rows keep of a NIN/BVN: an erased account keeps only this hash, so the number is still recognised. Never rotated (a new key forgets every erased number). Empty: a fixed development key (refused in production).' }),
+  erasureMaxSeconds: s({ env: 'ERASURE_MAX_SECONDS', kind: 'int', default: 300, min: 1, doc: 'Longest time a deleted user\'s template may stay in a search snapshot on disk: each search worker rewrites its snapshot (and removes the older ones) within this after a deletion.' }),
+  retentionDaysSearchLogs: s({ env: 'RETENTION_DAYS_SEARCH_LOGS', kind: 'int', default: 400, min: 1, doc: 'Days a SearchLog row is kept (billing is monthly and disputes refer to calls: 13 months covers a year of invoices and their disputes). Purged by the retention job.' }),
+  retentionDaysDisputes: s({ env: 'RETENTION_DAYS_DISPUTES', kind: 'int', default: 2190, min: 1, doc: 'Days a resolved or rejected dispute is kept after its last change (6 years: the limitation period for a contract claim). Open disputes are never purged.' }),
+  retentionDaysAuditEvents: s({ env: 'RETENTION_DAYS_AUDIT_EVENTS', kind: 'int', default: 2190, min: 1, doc: 'Days an AuditEvent is kept (6 years: accountability for processing, NDPA 2023 s.39, and the limitation period).' }),
+  retentionSweepIntervalSeconds: s({ env: 'RETENTION_SWEEP_INTERVAL_SECONDS', kind: 'int', default: 3600, min: 1, doc: 'How often the retention job (a BullMQ repeatable job on the upstream worker) purges records past their RETENTION_DAYS_*.' }),
   jwtIssuer: s({ env: 'JWT_ISSUER', kind: 'string', default: 'faceid', doc: 'Issuer claim of access tokens.' }),
   accessTokenTtlSeconds: s({ env: 'ACCESS_TOKEN_TTL_SECONDS', kind: 'int', default: 900, min: 30, doc: 'Access token lifetime.' }),
   refreshTokenTtlSeconds: s({ env: 'REFRESH_TOKEN_TTL_SECONDS', kind: 'int', default: 30 * 24 * 3600, min: 60, doc: 'Refresh token lifetime (rotated on every refresh).' }),
@@ -193,6 +199,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   out.isProduction = out.nodeEnv === 'production';
   if (out.isProduction) {
     if (!out.biometricKeys) problems.push('BIOMETRIC_KEYS must be set in production (face templates are sealed at rest under it; the development key is refused)');
+    if (!out.linkNumberHashKey) problems.push('LINK_NUMBER_HASH_KEY must be set in production (link rows of erased accounts keep a keyed hash of the number under it; the development key is refused)');
     if (!out.jwtPrivateKey) problems.push('JWT_PRIVATE_KEY must be set in production (the generated development key is refused)');
     if (out.smsTransport === 'outbox') problems.push('SMS_TRANSPORT=outbox is a development transport and is refused in production');
     if (out.registrySimFault !== 'none') problems.push('REGISTRY_SIM_FAULT is a test setting and is refused in production');
@@ -210,6 +217,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (Number(out.highConfidenceThreshold) < Number(out.matchThreshold)) problems.push('HIGH_CONFIDENCE_THRESHOLD must be >= MATCH_THRESHOLD');
   if (parseRetrySchedule(String(out.webhookRetryScheduleSeconds)) === undefined) problems.push('WEBHOOK_RETRY_SCHEDULE_SECONDS must be comma-separated non-negative numbers of seconds');
+  if (out.linkNumberHashKey && Buffer.from(String(out.linkNumberHashKey), 'base64').length !== 32) problems.push('LINK_NUMBER_HASH_KEY must be 32 bytes of base64');
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze(out) as unknown as Config;
 }

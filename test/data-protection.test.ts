@@ -5,7 +5,7 @@
  */
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { BiometricKeyRing, KeyRingError } from '../shared/crypto/key-ring.js';
 import { rotateTemplates } from '../shared/crypto/rotation.js';
@@ -15,6 +15,7 @@ import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
 import { useHarness, ROOT } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer } from './helpers/principals.js';
+import { issueProofToken } from '../shared/stores/proof-tokens.js';
 
 const FACES = path.join(ROOT, 'test/fixtures/faces');
 const photo = (f: string) => readFileSync(path.join(FACES, f));
@@ -23,7 +24,14 @@ const IMG = { bush1: photo('lfw/Bush_1.png'), bush2: photo('lfw/Bush_2.png'), po
 const K1 = randomBytes(32).toString('base64');
 const K2 = randomBytes(32).toString('base64');
 
-const h = useHarness(test, { face: true, search: 1, env: { BIOMETRIC_KEYS: `k1:${K1}`, BIOMETRIC_ACTIVE_KEY_ID: 'k1' } });
+const h = useHarness(test, { face: true, search: 1, env: { BIOMETRIC_KEYS: `k1:${K1}`, BIOMETRIC_ACTIVE_KEY_ID: 'k1', ERASURE_MAX_SECONDS: '3' } });
+
+/** Files of that name in every snapshot of the search worker's directory. */
+function snapshotFiles(name: string): string[] {
+  const dir = h.config.searchSnapshotDir;
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir).filter((d) => d.startsWith('snap-')).map((d) => path.join(dir, d, name)).filter((f) => existsSync(f));
+}
 const api = () => client(h.url);
 
 let seq = 0;
@@ -112,6 +120,150 @@ test.serial('no template in clear anywhere in the database after enrolments thro
   // A blob copied onto another user's row does not decrypt (the user id is the associated data).
   t.throws(() => ring.decrypt(rows[0].embedding, rows[1].userId), { instanceOf: KeyRingError });
 });
+
+/** Every row of every table as text (what a database dump holds), except the simulated national registry's. */
+async function databaseDump(): Promise<string> {
+  const tables = (await h.deps.db.raw("SELECT table_name::text AS t FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'")).rows as { t: string }[];
+  const out: string[] = [];
+  // registry_persons is the registry simulator's store (the national registry's data, not the service's).
+  for (const { t: table } of tables.filter((x) => x.t !== 'registry_persons')) {
+    const rows = (await h.deps.db.raw(`SELECT row_to_json(x)::text AS j FROM "${table}" x`)).rows as { j: string }[];
+    out.push(...rows.map((r) => `${table}: ${r.j}`));
+  }
+  return out.join('\n');
+}
+
+async function redisKeys(): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, found] = await h.deps.redis.scan(cursor, 'MATCH', `${h.config.redisPrefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    keys.push(...found);
+  } while (cursor !== '0');
+  return keys;
+}
+
+test.serial('erasure: DELETE leaves no phone, name, number or bank account in the database, purges Redis and the snapshots, then audits user.erased; the number can be linked again and is recognised', async (t) => {
+  const user = await linkedConsumer(t, IMG.bush1, IMG.bush2, { firstName: 'Erasable', lastName: 'Person' });
+  const { phone } = await h.deps.db('users').where({ id: user.userId }).first('phone');
+  await h.deps.db('users').where({ id: user.userId }).update({ bankAccount: '0123456789' });
+  // Redis copies: a pending BVN validation (registry photo) and the reusable NIN capture.
+  const v = await api().post('/identity/bvn/validate', { token: user.token, json: { bvn: user.person.bvn } });
+  t.is(v.status, 200, v.text);
+  const before = (await redisKeys()).filter((k) => k.includes(user.userId));
+  t.true(before.some((k) => k.includes(':identity:capture:')), before.join(','));
+  t.true(before.some((k) => k.includes(':identity:current-validation:')), before.join(','));
+  const dumpBefore = await databaseDump();
+  for (const value of [phone, 'Erasable', user.person.nin, '0123456789']) t.true(dumpBefore.includes(value), `the dump holds ${value} before`);
+  const validationKeys = (await redisKeys()).filter((k) => k.includes(':identity:validation:'));
+
+  const { proofToken } = await issueProofToken(h.deps, user.userId);
+  const del = await api().delete(`/users/${user.userId}`, { token: user.token, json: { proofToken } });
+  t.is(del.status, 200, del.text);
+  t.is(del.body.status, 'deleted');
+
+  const dump = await databaseDump();
+  for (const value of [phone, phone.slice(1), 'Erasable', user.person.nin, user.person.bvn, '0123456789']) t.false(dump.includes(value), `the dump still holds ${value}`);
+  const links = await h.deps.db('ninLinks').where({ userId: user.userId });
+  t.is(links.length, 1);
+  t.is(links[0].nin, null);
+  t.is(links[0].registryRecord, null);
+  t.regex(links[0].numberHash, /^[0-9a-f]{64}$/);
+  t.deepEqual((await redisKeys()).filter((k) => k.includes(user.userId) || validationKeys.includes(k)), []);
+
+  // The receipt once the snapshots on disk are rewritten (ERASURE_MAX_SECONDS is 3 here).
+  const t0 = Date.now();
+  let receipt;
+  while (!(receipt = await h.deps.db('auditEvents').where({ type: 'user.erased', subjectId: user.userId }).first()) && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 200));
+  t.truthy(receipt, 'user.erased within the erasure deadline');
+  t.deepEqual(receipt.data.steps, ['postgresql', 'redis', 'search_snapshots']);
+  const snapshotIds = snapshotFiles('ids.txt').map((f) => readFileSync(f, 'utf8'));
+  t.true(snapshotIds.length >= 1, 'the search worker writes snapshots');
+  t.false(snapshotIds.some((ids) => ids.includes(user.userId)), 'no snapshot on disk lists the erased user');
+  t.is((await h.deps.db('auditEvents').where({ type: 'user.erased', subjectId: user.userId })).length, 1);
+  t.truthy(await h.deps.db('webhookEvents').where({ type: 'user.deleted' }).whereRaw("data->>'userId' = ?", [user.userId]).first());
+
+  // The released number: another account links it; the erased row is recognised by its hash and released.
+  const other = await newConsumer(h);
+  const v2 = await api().post('/identity/nin/validate', { token: other.token, json: { nin: user.person.nin } });
+  t.is(v2.status, 200, v2.text);
+  t.truthy(v2.body.validationToken, 'not reported as linked to a live account');
+  const f2 = await api().post('/identity/nin/verify-face', { token: other.token, form: { validationToken: v2.body.validationToken, file: { data: IMG.bush2, filename: 'selfie.png', type: 'image/png' } } });
+  t.is(f2.status, 200, f2.text);
+  const l2 = await api().post('/identity/nin/link', { token: other.token, json: { linkToken: f2.body.linkToken } });
+  t.is(l2.status, 200, l2.text);
+  const released = await h.deps.db('auditEvents').where({ type: 'identity.link_released', subjectId: user.userId }).first();
+  t.truthy(released, 'the erased holder is recognised by the keyed hash');
+  t.is((await h.deps.db('ninLinks').where({ userId: user.userId })).length, 0);
+});
+
+/** Every value under the test's prefix (strings and hash fields), as raw bytes. */
+async function redisValues(): Promise<Map<string, Buffer[]>> {
+  const out = new Map<string, Buffer[]>();
+  for (const key of await redisKeys()) {
+    const type = await h.deps.redis.type(key);
+    if (type === 'string') out.set(key, [(await h.deps.redis.getBuffer(key))!]);
+    else if (type === 'hash') out.set(key, Object.values(await h.deps.redis.hgetallBuffer(key)));
+  }
+  return out;
+}
+
+const IMAGE_MAGIC = [Buffer.from([0x89, 0x50, 0x4e, 0x47]), Buffer.from([0xff, 0xd8, 0xff])];
+
+test.serial('Redis holds no face: the registry photo of a validation, the reusable capture and the link-token embedding are sealed, and the key is not in Redis', async (t) => {
+  const person = await enrolPerson(IMG.bush1, { firstName: 'Sealed', lastName: 'Redis' });
+  const user = await newConsumer(h);
+  const v = await api().post('/identity/nin/validate', { token: user.token, json: { nin: person.nin } });
+  t.is(v.status, 200, v.text);
+  const afterValidate = await redisValues();
+  const validation = [...afterValidate.entries()].find(([k]) => k.includes(':identity:validation:'));
+  t.truthy(validation, 'the validation is in Redis');
+  const photoField = (await h.deps.redis.hgetBuffer(validation![0], 'photo'))!;
+  t.false(IMAGE_MAGIC.some((m) => photoField.subarray(0, m.length).equals(m)), 'the registry photo is not stored as an image');
+  t.is(BiometricKeyRing.keyIdOf(photoField), 'k1');
+
+  const f = await api().post('/identity/nin/verify-face', { token: user.token, form: { validationToken: v.body.validationToken, file: { data: IMG.bush2, filename: 'selfie.png', type: 'image/png' } } });
+  t.is(f.status, 200, f.text);
+  const values = await redisValues();
+  const capture = [...values.entries()].find(([k]) => k.includes(`:identity:capture:${user.userId}`));
+  t.truthy(capture, 'the reusable capture is in Redis');
+  const link = [...values.entries()].find(([k]) => k.includes(`:identity:link:nin:${user.userId}:`));
+  t.truthy(link, 'the link token is in Redis');
+  const claims = JSON.parse(link![1][0]!.toString('utf8'));
+  t.is(BiometricKeyRing.keyIdOf(Buffer.from(claims.embedding, 'base64')), 'k1');
+  // No value anywhere in Redis holds a template in clear, an image, or the key that seals them.
+  const key = Buffer.from(K1, 'base64');
+  for (const [k, bufs] of values) {
+    for (const b of bufs) {
+      t.false(holdsClearTemplate(b) || holdsClearTemplate(b.toString('utf8')), `${k} holds a template in clear`);
+      t.false(holdsClearTemplate(Object.values(tryJson(b))), `${k} holds a template in clear (JSON)`);
+      t.false(b.includes(key) || b.toString('utf8').includes(K1), `${k} holds the sealing key`);
+      t.false(IMAGE_MAGIC.some((m) => b.subarray(0, m.length).equals(m)), `${k} holds an image`);
+    }
+  }
+  // The check is not blind: opened with the key, the capture is a template.
+  const ring = BiometricKeyRing.from({ biometricKeys: `k1:${K1}`, biometricActiveKeyId: 'k1' });
+  const sealedCapture = (await h.deps.redis.hgetBuffer(capture![0], 'embedding'))!;
+  t.true(holdsClearTemplate(ring.decrypt(sealedCapture, `capture:${user.userId}`)));
+  // And the workflow still works on the sealed values: the link lands, the BVN reuses the capture.
+  const l = await api().post('/identity/nin/link', { token: user.token, json: { linkToken: f.body.linkToken } });
+  t.is(l.status, 200, l.text);
+  const vb = await api().post('/identity/bvn/validate', { token: user.token, json: { bvn: person.bvn } });
+  t.is(vb.status, 200, vb.text);
+  const fb = await api().post('/identity/bvn/verify-face', { token: user.token, form: { validationToken: vb.body.validationToken, reuseCapture: 'true' } });
+  t.is(fb.status, 200, fb.text);
+  t.is(fb.body.outcome, 'match');
+});
+
+function tryJson(b: Buffer): Record<string, unknown> {
+  try {
+    const v = JSON.parse(b.toString('utf8'));
+    return v && typeof v === 'object' ? v : {};
+  } catch {
+    return {};
+  }
+}
 
 test.serial('rotation: with both keys configured every template is re-encrypted, then a ring holding only the new key opens them all', async (t) => {
   await linkedConsumer(t, IMG.bush1, IMG.bush2, { firstName: 'George', lastName: 'Bush' });

@@ -42,6 +42,7 @@ export async function startSearchWorker(config: Config, opts: { logger?: Logger 
     pruneIntervalMs: config.searchPruneIntervalMs,
     replicaStaleMs: config.searchReplicaStaleMs,
     keyRing: BiometricKeyRing.from(config),
+    erasureMaxSeconds: config.erasureMaxSeconds,
     logger,
   });
   let runner: QueueRunner<'search'> | undefined;
