@@ -5,7 +5,7 @@
  */
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { BiometricKeyRing, KeyRingError } from '../shared/crypto/key-ring.js';
 import { rotateTemplates } from '../shared/crypto/rotation.js';
@@ -264,6 +264,17 @@ function tryJson(b: Buffer): Record<string, unknown> {
     return {};
   }
 }
+
+test.serial('search snapshots are private: the directory and each snapshot 0700, every file 0600', async (t) => {
+  const dir = h.config.searchSnapshotDir;
+  const snaps = readdirSync(dir).filter((d) => d.startsWith('snap-'));
+  t.true(snaps.length >= 1, 'the search worker has written a snapshot');
+  t.is(statSync(dir).mode & 0o777, 0o700);
+  for (const snap of snaps) {
+    t.is(statSync(path.join(dir, snap)).mode & 0o777, 0o700, snap);
+    for (const f of readdirSync(path.join(dir, snap))) t.is(statSync(path.join(dir, snap, f)).mode & 0o777, 0o600, `${snap}/${f}`);
+  }
+});
 
 test.serial('rotation: with both keys configured every template is re-encrypted, then a ring holding only the new key opens them all', async (t) => {
   await linkedConsumer(t, IMG.bush1, IMG.bush2, { firstName: 'George', lastName: 'Bush' });
