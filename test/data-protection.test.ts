@@ -4,6 +4,8 @@
  * and search workers, and the registry simulator.
  */
 import test from 'ava';
+import { Queue } from 'bullmq';
+import { bullPrefix } from '../shared/jobs/contract.js';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -24,7 +26,7 @@ const IMG = { bush1: photo('lfw/Bush_1.png'), bush2: photo('lfw/Bush_2.png'), po
 const K1 = randomBytes(32).toString('base64');
 const K2 = randomBytes(32).toString('base64');
 
-const h = useHarness(test, { face: true, search: 1, env: { BIOMETRIC_KEYS: `k1:${K1}`, BIOMETRIC_ACTIVE_KEY_ID: 'k1', ERASURE_MAX_SECONDS: '3' } });
+const h = useHarness(test, { face: true, search: 1, env: { BIOMETRIC_KEYS: `k1:${K1}`, BIOMETRIC_ACTIVE_KEY_ID: 'k1', ERASURE_MAX_SECONDS: '3', RETENTION_SWEEP_INTERVAL_SECONDS: '1' } });
 
 /** Files of that name in every snapshot of the search worker's directory. */
 function snapshotFiles(name: string): string[] {
@@ -274,6 +276,47 @@ test.serial('search snapshots are private: the directory and each snapshot 0700,
     t.is(statSync(path.join(dir, snap)).mode & 0o777, 0o700, snap);
     for (const f of readdirSync(path.join(dir, snap))) t.is(statSync(path.join(dir, snap, f)).mode & 0o777, 0o600, `${snap}/${f}`);
   }
+});
+
+test.serial('retention: the repeatable BullMQ job purges search logs, closed disputes and audit events past their RETENTION_DAYS_*, keeps the rest, and audits the counts', async (t) => {
+  const user = await newConsumer(h);
+  const daysAgo = (d: number) => new Date(Date.now() - d * 86_400_000);
+  const log = async (createdAt: Date) =>
+    (await h.deps.db('searchLogs').insert({ kind: 'verify_self', userId: user.userId, outcome: 'match', latencyMs: JSON.stringify({ total: 1 }), createdAt }).returning('id'))[0].id as string;
+  const oldLog = await log(daysAgo(500));
+  const recentLog = await log(daysAgo(10));
+  const oldLogOfOpenDispute = await log(daysAgo(500));
+  const oldLogOfClosedDispute = await log(daysAgo(500));
+  const [openDispute] = await h.deps.db('disputes').insert({ searchLogId: oldLogOfOpenDispute, userId: user.userId, status: 'open', createdAt: daysAgo(3000), updatedAt: daysAgo(3000) }).returning('id');
+  const [closedDispute] = await h.deps.db('disputes').insert({ searchLogId: oldLogOfClosedDispute, userId: user.userId, status: 'resolved', createdAt: daysAgo(3000), updatedAt: daysAgo(2500) }).returning('id');
+  const [oldAudit] = await h.deps.db('auditEvents').insert({ type: 'profile.changed', actorType: 'consumer', actorId: user.userId, subjectType: 'user', subjectId: user.userId, data: {}, createdAt: daysAgo(2500) }).returning('id');
+
+  const connection = h.deps.redis.duplicate();
+  const queue = new Queue('upstream', { connection, prefix: bullPrefix(h.config.redisPrefix) });
+  try {
+    const schedulers = await queue.getJobSchedulers();
+    t.true(schedulers.some((s) => s.key === 'retention-sweep'), 'the retention job is a repeatable job');
+  } finally {
+    await queue.close();
+    connection.disconnect();
+  }
+  // RETENTION_SWEEP_INTERVAL_SECONDS is 1 here: wait for a run after the fixtures.
+  const t0 = new Date();
+  let run;
+  for (let i = 0; i < 100 && !run; i++) {
+    await new Promise((r) => setTimeout(r, 200));
+    run = (await h.deps.db('auditEvents').where({ type: 'retention.purged' }).where('createdAt', '>', t0).whereRaw("(data->'counts'->>'searchLogs')::int >= 2").first());
+  }
+  t.truthy(run, 'a retention run purged the fixtures');
+  const left = async (table: string, id: string) => Boolean(await h.deps.db(table).where({ id }).first());
+  t.false(await left('searchLogs', oldLog));
+  t.true(await left('searchLogs', recentLog));
+  t.true(await left('disputes', openDispute.id), 'an open dispute is never purged');
+  t.true(await left('searchLogs', oldLogOfOpenDispute), 'the log of a kept dispute stays with it');
+  t.false(await left('disputes', closedDispute.id));
+  t.false(await left('searchLogs', oldLogOfClosedDispute));
+  t.false(await left('auditEvents', oldAudit.id));
+  t.deepEqual(Object.keys(run.data.counts).sort(), ['auditEvents', 'disputes', 'searchLogs']);
 });
 
 test.serial('rotation: with both keys configured every template is re-encrypted, then a ring holding only the new key opens them all', async (t) => {

@@ -24,6 +24,17 @@ export class ErasuresRepository extends Repository {
     await this.db('erasures').where({ userId }).whereNull('redisPurgedAt').update({ redisPurgedAt: this.db.fn.now() });
   }
 
+  /** Erasures whose Redis purge has not been confirmed after `graceMs` (the DELETE's purge failed). */
+  async awaitingRedisPurge(graceMs: number, limit = 500): Promise<string[]> {
+    const rows = await this.db('erasures')
+      .whereNull('redisPurgedAt')
+      .where('requestedAt', '<', new Date(Date.now() - graceMs))
+      .orderBy('requestedAt')
+      .limit(limit)
+      .select('userId');
+    return rows.map((r: { userId: string }) => r.userId);
+  }
+
   /**
    * The smallest removal seq still to be covered by a snapshot above `snapshotSeq` (a replica whose
    * snapshot is older must rewrite it), or null.
