@@ -39,6 +39,7 @@ import { DisputeService } from './services/dispute-service.js';
 import { FaceService } from './services/face-service.js';
 import { HealthService } from './services/health-service.js';
 import { HistoryService } from './services/history-service.js';
+import { DataExportService } from './services/data-export-service.js';
 import { IdentityService } from './services/identity-service.js';
 import { OperatorAuthService } from './services/operator-auth-service.js';
 import { OperatorService } from './services/operator-service.js';
@@ -73,6 +74,7 @@ export interface Services {
   preferences: PreferencesService;
   history: HistoryService;
   disputes: DisputeService;
+  dataExport: DataExportService;
   analytics: AnalyticsService;
   billing: BillingService;
   identity: IdentityService;
@@ -144,14 +146,18 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
   const sessions = new SessionService({ auditEvents, sessions: repos.sessions, users: repos.users, operators: repos.operators, tokens, config, metrics, logger });
   const registry = new RegistryClient({ registryUrl: config.registryUrl, registryTimeoutMs: config.registryTimeoutMs, isProduction: config.isProduction, logger });
 
+  const userService = new UserService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, users: repos.users, sessionRows: repos.sessions, embeddings: repos.embeddings, erasures: repos.erasures, identityTokens, proofTokens, jobs, logger });
+  const preferencesService = new PreferencesService({ unitOfWork, auditEvents, preferences: repos.preferences });
+  const historyService = new HistoryService({ searchLogs: repos.searchLogs });
   const services: Services = {
     sessions,
     otp: new OtpService({ config, users: repos.users, codes: new OtpCodeStore(redis, keys), tokens, sessions, sms: createSmsTransport(config), metrics, logger }),
     operatorAuth: new OperatorAuthService({ unitOfWork, auditEvents, operators: repos.operators, sessionRows: repos.sessions, attempts: new LoginAttemptStore(redis, keys), config, sessions, metrics, logger }),
     operators: new OperatorService({ unitOfWork, auditEvents, webhooks: repos.webhooks, operators: repos.operators, sessionRows: repos.sessions, searchLogs: repos.searchLogs, logger }),
-    users: new UserService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, users: repos.users, sessionRows: repos.sessions, embeddings: repos.embeddings, erasures: repos.erasures, identityTokens, proofTokens, jobs, logger }),
-    preferences: new PreferencesService({ unitOfWork, auditEvents, preferences: repos.preferences }),
-    history: new HistoryService({ searchLogs: repos.searchLogs }),
+    users: userService,
+    preferences: preferencesService,
+    history: historyService,
+    dataExport: new DataExportService({ userService, users: repos.users, embeddings: repos.embeddings, searchLogs: repos.searchLogs, history: historyService, preferences: preferencesService }),
     disputes: new DisputeService({ unitOfWork, auditEvents, webhooks: repos.webhooks, searchLogs: repos.searchLogs }),
     analytics: new AnalyticsService({ searchLogs: repos.searchLogs }),
     billing: new BillingService({ searchLogs: repos.searchLogs, config }),

@@ -319,6 +319,39 @@ test.serial('retention: the repeatable BullMQ job purges search logs, closed dis
   t.deepEqual(Object.keys(run.data.counts).sort(), ['auditEvents', 'disputes', 'searchLogs']);
 });
 
+test.serial('GET /users/{id}/export: everything held about the consumer, numbers masked, never a template; own id only', async (t) => {
+  const user = await linkedConsumer(t, IMG.powell1, IMG.powell2, { firstName: 'Export', lastName: 'Me' });
+  const v = await api().post('/verify/self', { token: user.token, form: { image: { data: IMG.powell2, filename: 'selfie.png', type: 'image/png' } } });
+  t.is(v.status, 200, v.text);
+  const d = await api().post('/disputes', { token: user.token, json: { referenceId: v.body.referenceId, reason: 'not me' } });
+  t.is(d.status, 201, d.text);
+
+  const res = await api().get(`/users/${user.userId}/export`, { token: user.token });
+  t.is(res.status, 200, res.text);
+  t.regex(String(res.headers.get('content-disposition')), /attachment/);
+  const body = res.body;
+  t.is(body.profile.id, user.userId);
+  t.is(body.profile.name, 'Export Me');
+  t.is(body.links.length, 1);
+  t.is(body.links[0].registry, 'nin');
+  t.is(body.links[0].number, `••••••••${user.person.nin.slice(-3)}`);
+  t.is(body.links[0].registryRecord.firstName, 'Export');
+  t.deepEqual(Object.keys(body.preferences).sort(), ['language', 'marketingOptIn', 'notifyChannel']);
+  t.true(body.history.some((h: { referenceId: string }) => h.referenceId === v.body.referenceId));
+  t.is(body.disputes.length, 1);
+  t.is(body.disputes[0].reason, 'not me');
+  t.true(body.biometric.templateEnrolled);
+  // No full number, no template anywhere in the document.
+  t.false(res.text.includes(user.person.nin));
+  t.false(holdsClearTemplate(body));
+  t.false(/embedding/i.test(JSON.stringify(Object.keys(body.biometric))));
+
+  // Another consumer's id: 403; a deleted user: 404.
+  const other = await newConsumer(h);
+  t.is((await api().get(`/users/${user.userId}/export`, { token: other.token })).status, 403);
+  t.is((await api().get(`/users/${user.userId}/export`)).status, 401);
+});
+
 test.serial('rotation: with both keys configured every template is re-encrypted, then a ring holding only the new key opens them all', async (t) => {
   await linkedConsumer(t, IMG.bush1, IMG.bush2, { firstName: 'George', lastName: 'Bush' });
   const both = BiometricKeyRing.from({ biometricKeys: `k1:${K1},k2:${K2}`, biometricActiveKeyId: 'k2' });

@@ -116,6 +116,11 @@ export class EmbeddingsRepository extends Repository {
     return { userId: row.userId, embedding: openTemplate(this.ring, row.userId, row.embedding), engineVersion: row.engineVersion };
   }
 
+  /** What is held about the user's template, without the template (their data export). */
+  async describe(userId: string, trx?: Db): Promise<Pick<CanonicalEmbedding, 'source' | 'engineVersion' | 'qualityScore' | 'updatedAt'> | undefined> {
+    return CanonicalEmbedding.query(this.on(trx)).findById(userId).select('source', 'engineVersion', 'qualityScore', 'updatedAt');
+  }
+
   async find(userId: string, trx?: Db): Promise<StoredEmbedding | undefined> {
     const row = await this.on(trx)(CanonicalEmbedding.tableName).where({ userId }).first('userId', 'embedding', 'engineVersion');
     return row ? this.open(row) : undefined;

@@ -137,6 +137,16 @@ export class UsersRepository extends Repository {
     return true;
   }
 
+  /** The user's links as their data export shows them (the number is masked by the caller). */
+  async linksOf(userId: string, trx?: Db): Promise<{ registry: Registry; number: string | null; linkedAt: Date; deviceHint: string | null; crossRegistryFlagged: boolean; registryRecord: RegistryRecordSnapshot | null }[]> {
+    const out = [];
+    for (const registry of ['nin', 'bvn'] as const) {
+      const rows = await this.on(trx)(LINK_TABLE[registry]).where({ userId }).select(`${registry} as number`, 'linkedAt', 'deviceHint', 'crossRegistryFlagged', 'registryRecord');
+      out.push(...rows.map((r: { number: string | null; linkedAt: Date; deviceHint: string | null; crossRegistryFlagged: boolean; registryRecord: RegistryRecordSnapshot | null }) => ({ registry, ...r })));
+    }
+    return out;
+  }
+
   /** The keyed hash of a number (what a link row keeps). */
   numberHash(registry: Registry, number: string): string {
     return this.hasher.hash(registry, number);
