@@ -1,7 +1,7 @@
 /**
  * Retention (docs/data-protection.md, "How long"): records older than their family's RETENTION_DAYS_*
  * are deleted by the retention job (a BullMQ repeatable job on the `upstream` queue), in batches, and
- * each run writes an AuditEvent `retention.purged` with the counts and the cut-offs.
+ * each run that purged something writes an AuditEvent `retention.purged` with the counts and the cut-offs.
  *
  * Families: search logs (by created_at; a log still referenced by a kept dispute stays with it),
  * disputes (resolved or rejected, by updated_at; open or investigating ones are never purged), audit
@@ -51,6 +51,8 @@ export class RetentionRepository extends Repository {
     );
     const auditEvents = await this.inBatches(`DELETE FROM audit_events WHERE id IN (SELECT id FROM audit_events WHERE created_at < ? LIMIT ?)`, [cutoff(days.auditEvents)]);
     const counts = { searchLogs, disputes, auditEvents };
+    // A run that purged nothing leaves no row: the hourly no-op would otherwise fill the log it keeps short.
+    if (searchLogs + disputes + auditEvents === 0) return counts;
     await new AuditEventsRepository(this.db).record({
       type: 'retention.purged',
       actorType: 'system',
