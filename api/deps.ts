@@ -15,6 +15,8 @@ import { UnitOfWork } from '../shared/repositories/handle.js';
 import { EmbeddingsRepository } from '../shared/repositories/embeddings.js';
 import { DedupeRepository } from '../shared/repositories/dedupe.js';
 import { BiometricKeyRing } from '../shared/crypto/key-ring.js';
+import { NumberHasher } from '../shared/crypto/number-hash.js';
+import { ErasuresRepository } from '../shared/repositories/erasures.js';
 import { OperatorsRepository, SessionsRepository } from '../shared/repositories/operators.js';
 import { PreferencesRepository } from '../shared/repositories/preferences.js';
 import { RegistryPersonsRepository } from '../shared/repositories/registry-persons.js';
@@ -39,6 +41,7 @@ import { DedupeService } from './services/dedupe-service.js';
 import { FaceService } from './services/face-service.js';
 import { HealthService } from './services/health-service.js';
 import { HistoryService } from './services/history-service.js';
+import { DataExportService } from './services/data-export-service.js';
 import { IdentityService } from './services/identity-service.js';
 import { OperatorAuthService } from './services/operator-auth-service.js';
 import { OperatorService } from './services/operator-service.js';
@@ -61,6 +64,7 @@ export interface Repositories {
   auditEvents: AuditEventsRepository;
   webhooks: WebhooksRepository;
   dedupe: DedupeRepository;
+  erasures: ErasuresRepository;
 }
 
 /** The product's services, as the routes call them. */
@@ -73,6 +77,7 @@ export interface Services {
   preferences: PreferencesService;
   history: HistoryService;
   disputes: DisputeService;
+  dataExport: DataExportService;
   analytics: AnalyticsService;
   billing: BillingService;
   identity: IdentityService;
@@ -100,13 +105,14 @@ export interface AppDeps {
   services: Services;
 }
 
-function createRepositories(db: Knex): Repositories {
+function createRepositories(db: Knex, keyRing: BiometricKeyRing, numberHasher: NumberHasher): Repositories {
   return {
-    users: new UsersRepository(db),
+    erasures: new ErasuresRepository(db),
+    users: new UsersRepository(db, numberHasher),
     operators: new OperatorsRepository(db),
     sessions: new SessionsRepository(db),
     searchLogs: new SearchLogsRepository(db),
-    embeddings: new EmbeddingsRepository(db),
+    embeddings: new EmbeddingsRepository(db, keyRing),
     preferences: new PreferencesRepository(db),
     registryPersons: new RegistryPersonsRepository(db),
     auditEvents: new AuditEventsRepository(db),
@@ -135,28 +141,33 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
       onSample: (queue, state) => metrics.queueState(queue, state),
     } : undefined,
   });
-  const repos = createRepositories(db);
+  const keyRing = BiometricKeyRing.from(config.security);
+  const repos = createRepositories(db, keyRing, NumberHasher.from(config.security));
+  const identityTokens = new IdentityTokenStore(redis, keys, keyRing);
   const unitOfWork = new UnitOfWork(db);
   const auditEvents = repos.auditEvents;
   const face = new FaceService({ config, embeddings: repos.embeddings, jobs, metrics, logger });
   const proofTokens = new ProofTokens({ config, redis, keys });
   const sessions = new SessionService({ auditEvents, sessions: repos.sessions, users: repos.users, operators: repos.operators, tokens, config, metrics, logger });
-  const keyRing = BiometricKeyRing.from(config.security);
   const dedupe = new DedupeService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, dedupe: repos.dedupe, keyRing, face, metrics, logger });
   const registry = new RegistryClient({ registryUrl: config.registry.url, registryTimeoutMs: config.registry.timeoutMs, isProduction: config.isProduction, logger });
 
+  const userService = new UserService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, users: repos.users, sessionRows: repos.sessions, embeddings: repos.embeddings, erasures: repos.erasures, identityTokens, proofTokens, jobs, logger });
+  const preferencesService = new PreferencesService({ unitOfWork, auditEvents, preferences: repos.preferences });
+  const historyService = new HistoryService({ searchLogs: repos.searchLogs });
   const services: Services = {
     sessions,
     otp: new OtpService({ config, users: repos.users, codes: new OtpCodeStore(redis, keys), tokens, sessions, sms: createSmsTransport(config), metrics, logger }),
     operatorAuth: new OperatorAuthService({ unitOfWork, auditEvents, operators: repos.operators, sessionRows: repos.sessions, attempts: new LoginAttemptStore(redis, keys), config, sessions, metrics, logger }),
     operators: new OperatorService({ unitOfWork, auditEvents, webhooks: repos.webhooks, operators: repos.operators, sessionRows: repos.sessions, searchLogs: repos.searchLogs, logger }),
-    users: new UserService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, users: repos.users, sessionRows: repos.sessions, embeddings: repos.embeddings, proofTokens, jobs, logger }),
-    preferences: new PreferencesService({ unitOfWork, auditEvents, preferences: repos.preferences }),
-    history: new HistoryService({ searchLogs: repos.searchLogs }),
+    users: userService,
+    preferences: preferencesService,
+    history: historyService,
+    dataExport: new DataExportService({ userService, users: repos.users, embeddings: repos.embeddings, searchLogs: repos.searchLogs, history: historyService, preferences: preferencesService }),
     disputes: new DisputeService({ unitOfWork, auditEvents, webhooks: repos.webhooks, searchLogs: repos.searchLogs }),
     analytics: new AnalyticsService({ searchLogs: repos.searchLogs }),
     billing: new BillingService({ searchLogs: repos.searchLogs, config }),
-    identity: new IdentityService({ config, unitOfWork, auditEvents, users: repos.users, embeddings: repos.embeddings, store: new IdentityTokenStore(redis, keys), metrics, logger, face, registry, dedupe, keyRing }),
+    identity: new IdentityService({ config, unitOfWork, auditEvents, users: repos.users, embeddings: repos.embeddings, store: identityTokens, metrics, logger, face, registry, dedupe, keyRing }),
     verification: new VerificationService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, users: repos.users, searchLogs: repos.searchLogs, embeddings: repos.embeddings, proofTokens, face, metrics, logger }),
     registrySimulator: new RegistrySimulator(repos.registryPersons, { maxImagePixels: config.http.maxImagePixels }),
     audit: new AuditService({ auditEvents: repos.auditEvents }),

@@ -48,6 +48,7 @@ export const GROUP_TITLES = {
   billing: 'Billing',
   webhooks: 'Webhooks',
   dedupe: 'Duplicate identities',
+  protection: 'Biometric data protection, erasure and retention',
 } as const;
 
 /** The settings by group: `config.redis.url`, `config.face.processes`, ... */
@@ -89,6 +90,7 @@ export const SETTINGS = {
     biometricKeys: s({ env: 'BIOMETRIC_KEYS', kind: 'string', default: '', secret: true, doc: 'Key ring sealing face templates and stored captures at rest (AES-256-GCM): `kid:base64(32 bytes),kid2:...`. Empty: a fixed development key (refused in production). Rotation: docs/data-protection.md.' }),
     biometricActiveKeyId: s({ env: 'BIOMETRIC_ACTIVE_KEY_ID', kind: 'string', default: '', doc: 'The key of BIOMETRIC_KEYS that seals new data (default: the last one listed); the others only decrypt.' }),
     refreshTokenTtlSeconds: s({ env: 'REFRESH_TOKEN_TTL_SECONDS', kind: 'int', default: 30 * 24 * 3600, min: 60, doc: 'Refresh token lifetime (rotated on every refresh).' }),
+    linkNumberHashKey: s({ env: 'LINK_NUMBER_HASH_KEY', kind: 'string', default: '', secret: true, doc: 'Key (base64, 32 bytes) of the keyed hash (HMAC-SHA256) that link rows keep of a NIN/BVN: an erased account keeps only this hash, so the number is still recognised. Never rotated (a new key forgets every erased number). Empty: a fixed development key (refused in production).' }),
   },
   otp: {
     ttlSeconds: s({ env: 'OTP_TTL_SECONDS', kind: 'int', default: 300, min: 10, doc: 'One-time code lifetime.' }),
@@ -188,6 +190,13 @@ export const SETTINGS = {
     policy: s({ env: 'DEDUPE_POLICY', kind: 'string', default: 'flag-and-continue', enum: ['flag-and-continue', 'hard-block'] as const, doc: '`flag-and-continue`: a link whose face is a duplicate or on the watch-list links and opens a case; `hard-block`: it answers 422 `duplicate_identity`, links nothing and opens a case (a `possible_duplicate` never blocks).' }),
     captureRetentionDays: s({ env: 'DEDUPE_CAPTURE_RETENTION_DAYS', kind: 'int', default: 30, min: 0, doc: 'Days a decided duplicate-identity case keeps its sealed live capture for the record; then the capture is deleted (the case stays).' }),
   },
+  protection: {
+    erasureMaxSeconds: s({ env: 'ERASURE_MAX_SECONDS', kind: 'int', default: 300, min: 1, doc: 'Longest time a deleted user\'s template may stay in a search snapshot on disk: each search worker rewrites its snapshot (and removes the older ones) within this after a deletion.' }),
+    retentionDaysSearchLogs: s({ env: 'RETENTION_DAYS_SEARCH_LOGS', kind: 'int', default: 400, min: 1, doc: 'Days a SearchLog row is kept (billing is monthly and disputes refer to calls: 13 months covers a year of invoices and their disputes). Purged by the retention job.' }),
+    retentionDaysDisputes: s({ env: 'RETENTION_DAYS_DISPUTES', kind: 'int', default: 2190, min: 1, doc: 'Days a resolved or rejected dispute is kept after its last change (6 years: the limitation period for a contract claim). Open disputes are never purged.' }),
+    retentionDaysAuditEvents: s({ env: 'RETENTION_DAYS_AUDIT_EVENTS', kind: 'int', default: 2190, min: 1, doc: 'Days an AuditEvent is kept (6 years: accountability for processing, NDPA 2023 s.39, and the limitation period).' }),
+    retentionSweepIntervalSeconds: s({ env: 'RETENTION_SWEEP_INTERVAL_SECONDS', kind: 'int', default: 3600, min: 1, doc: 'How often the retention job (a BullMQ repeatable job on the upstream worker) purges records past their RETENTION_DAYS_*.' }),
+  },
 } as const;
 
 type Table = typeof SETTINGS;
@@ -274,6 +283,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push('DEDUPE_REVIEW_THRESHOLD must not be above DEDUPE_THRESHOLD (the review band lies below the duplicate band)');
   }
   if (isProduction) {
+    if (!security.linkNumberHashKey) problems.push('LINK_NUMBER_HASH_KEY must be set in production (link rows of erased accounts keep a keyed hash of the number under it; the development key is refused)');
     if (!security.biometricKeys) problems.push('BIOMETRIC_KEYS must be set in production (face templates are sealed at rest under it; the development key is refused)');
     if (!security.jwtPrivateKey) problems.push('JWT_PRIVATE_KEY must be set in production (the generated development key is refused)');
     if (sms.transport === 'outbox') problems.push('SMS_TRANSPORT=outbox is a development transport and is refused in production');

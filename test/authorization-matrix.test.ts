@@ -80,6 +80,8 @@ const DOCUMENTED: Record<string, AuthRule> = {
   'GET /operators': 'administrator',
   'GET /operators/{id}': 'administrator',
   'GET /audit-events': 'administrator',
+  // SPEC section 12.4: the right of access.
+  'GET /users/{id}/export': 'consumer:self',
   // SPEC section 12.6: webhooks.
   'POST /webhooks/endpoints': 'administrator',
   'GET /webhooks/endpoints': 'administrator',

@@ -14,6 +14,7 @@ import { createLogger, type Logger } from '../../shared/logger.js';
 import { runQueues, type QueueRunner } from '../run-queue.js';
 import { startStatusServer, type StatusServer } from '../status-server.js';
 import { IndexReplica } from './replica.js';
+import { BiometricKeyRing } from '../../shared/crypto/key-ring.js';
 
 export interface RunningSearchWorker {
   url: string;
@@ -40,6 +41,8 @@ export async function startSearchWorker(config: Config, opts: { logger?: Logger 
     retrainGrowth: config.search.retrainGrowth,
     pruneIntervalMs: config.search.pruneIntervalMs,
     replicaStaleMs: config.search.replicaStaleMs,
+    keyRing: BiometricKeyRing.from(config.security),
+    erasureMaxSeconds: config.protection.erasureMaxSeconds,
     logger,
   });
   let runner: QueueRunner<'search'> | undefined;

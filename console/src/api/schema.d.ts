@@ -918,6 +918,28 @@ export interface paths {
         patch: operations["patchUser"];
         trace?: never;
     };
+    "/users/{id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Everything held about the consumer, as one JSON document (the right of access)
+         * @description Profile, links (numbers masked to their last 3 digits, with the registry record they were made with), preferences, the whole history, disputes, and what is held about the face (whether a template is enrolled, its source and date). Never a template, a photo, a full NIN/BVN or a token. Served with `Content-Disposition: attachment`.
+         *
+         *     **Authorisation:** Consumer bearer token whose subject equals `{id}` (else 403 `forbidden`).
+         */
+        get: operations["exportUserData"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/users/{id}/history": {
         parameters: {
             query?: never;
@@ -6175,6 +6197,156 @@ export interface operations {
             };
             /** @description Error: `unsupported_media_type` */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `dependency_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exportUserData: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The data export */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What is held about the face; never the template itself */
+                        biometric: {
+                            engineVersion: string | null;
+                            note: string;
+                            qualityScore: number | null;
+                            source: string | null;
+                            templateEnrolled: boolean;
+                            updatedAt: string | null;
+                        };
+                        disputes: {
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: uuid */
+                            id: string;
+                            kind: "identify" | "verify_self";
+                            note: string | null;
+                            reason: string | null;
+                            /** Format: uuid */
+                            referenceId: string;
+                            status: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                        /** Format: date-time */
+                        exportedAt: string;
+                        /** @description The whole history, newest first */
+                        history: {
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** @description Whether this user has disputed the entry */
+                            disputed: boolean;
+                            kind: "identify" | "verify_self";
+                            outcome: string;
+                            /** Format: uuid */
+                            referenceId: string;
+                            /** @description The user's own score: for /identify this user's candidate score, for /verify/self its score */
+                            score: number | null;
+                        }[];
+                        links: {
+                            crossRegistryFlagged: boolean;
+                            deviceHint: string | null;
+                            /** Format: date-time */
+                            linkedAt: string;
+                            number: string | null;
+                            registry: "nin" | "bvn";
+                            registryRecord: {
+                                dateOfBirth: string;
+                                firstName: string;
+                                gender: string;
+                                lastName: string;
+                                middleName: string | null;
+                            } | null;
+                        }[];
+                        preferences: {
+                            language: "en" | "ha" | "ig" | "yo" | "pcm";
+                            marketingOptIn: boolean;
+                            notifyChannel: "sms" | "none";
+                        };
+                        profile: {
+                            bankAccount: string | null;
+                            bvnLinked: boolean;
+                            /** Format: date-time */
+                            createdAt: string;
+                            dateOfBirth: string | null;
+                            gender: string | null;
+                            /** Format: uuid */
+                            id: string;
+                            name: string | null;
+                            ninLinked: boolean;
+                            pendingBankAccount: string | null;
+                            /** @description E.164 */
+                            phone: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `not_found` */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
