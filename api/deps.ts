@@ -9,10 +9,14 @@ import type { Config } from '../shared/config.js';
 import { createDb } from '../shared/db.js';
 import { JobClient } from '../shared/face-path/job-client.js';
 import { createLogger, type Logger } from '../shared/logger.js';
-import { createRedis, keySpace, type KeySpace, type Redis } from '../shared/redis.js';
+import { createRedis, keySpace, redisTarget, type KeySpace, type Redis } from '../shared/redis.js';
 import { AuditEventsRepository } from '../shared/repositories/audit.js';
 import { UnitOfWork } from '../shared/repositories/handle.js';
 import { EmbeddingsRepository } from '../shared/repositories/embeddings.js';
+import { DedupeRepository } from '../shared/repositories/dedupe.js';
+import { BiometricKeyRing } from '../shared/crypto/key-ring.js';
+import { NumberHasher } from '../shared/crypto/number-hash.js';
+import { ErasuresRepository } from '../shared/repositories/erasures.js';
 import { OperatorsRepository, SessionsRepository } from '../shared/repositories/operators.js';
 import { PreferencesRepository } from '../shared/repositories/preferences.js';
 import { RegistryPersonsRepository } from '../shared/repositories/registry-persons.js';
@@ -37,9 +41,11 @@ import { BiometricAttemptsStore } from '../shared/stores/biometric-attempts-stor
 import { OperatorMfaRepository } from '../shared/repositories/operator-mfa.js';
 import { MfaService } from './services/mfa-service.js';
 import { DisputeService } from './services/dispute-service.js';
+import { DedupeService } from './services/dedupe-service.js';
 import { FaceService } from './services/face-service.js';
 import { HealthService } from './services/health-service.js';
 import { HistoryService } from './services/history-service.js';
+import { DataExportService } from './services/data-export-service.js';
 import { IdentityService } from './services/identity-service.js';
 import { OperatorAuthService } from './services/operator-auth-service.js';
 import { OperatorService } from './services/operator-service.js';
@@ -62,6 +68,8 @@ export interface Repositories {
   auditEvents: AuditEventsRepository;
   webhooks: WebhooksRepository;
   operatorMfa: OperatorMfaRepository;
+  dedupe: DedupeRepository;
+  erasures: ErasuresRepository;
 }
 
 /** The product's services, as the routes call them. */
@@ -74,6 +82,7 @@ export interface Services {
   preferences: PreferencesService;
   history: HistoryService;
   disputes: DisputeService;
+  dataExport: DataExportService;
   analytics: AnalyticsService;
   billing: BillingService;
   identity: IdentityService;
@@ -83,6 +92,7 @@ export interface Services {
   audit: AuditService;
   webhooks: WebhookService;
   mfa: MfaService;
+  dedupe: DedupeService;
 }
 
 export interface AppDeps {
@@ -101,31 +111,33 @@ export interface AppDeps {
   services: Services;
 }
 
-function createRepositories(db: Knex): Repositories {
+function createRepositories(db: Knex, keyRing: BiometricKeyRing, numberHasher: NumberHasher): Repositories {
   return {
-    users: new UsersRepository(db),
+    erasures: new ErasuresRepository(db),
+    users: new UsersRepository(db, numberHasher),
     operators: new OperatorsRepository(db),
     sessions: new SessionsRepository(db),
     searchLogs: new SearchLogsRepository(db),
-    embeddings: new EmbeddingsRepository(db),
+    embeddings: new EmbeddingsRepository(db, keyRing),
     preferences: new PreferencesRepository(db),
     registryPersons: new RegistryPersonsRepository(db),
     auditEvents: new AuditEventsRepository(db),
     webhooks: new WebhooksRepository(db),
     operatorMfa: new OperatorMfaRepository(db),
+    dedupe: new DedupeRepository(db),
   };
 }
 
 export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppDeps {
   const logger = opts.logger ?? createLogger({ level: config.runtime.logLevel, format: config.runtime.logFormat, name: 'web' });
   const db = createDb(config.database.url, config.database.poolMax);
-  const redis = createRedis(config.redis.url);
+  const redis = createRedis(redisTarget(config.redis));
   redis.on('error', (e) => logger.debug({ err: e.message }, 'redis connection error'));
   const keys = keySpace(config.redis.prefix);
   const metrics = new Metrics();
   const tokens = new TokenService(config);
   const jobs = new JobClient({
-    redisUrl: config.redis.url,
+    redisUrl: redisTarget(config.redis),
     redisPrefix: config.redis.prefix,
     timeoutMs: config.queues.faceJobTimeoutMs,
     admission: config.queues.failFast ? {
@@ -136,7 +148,9 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
       onSample: (queue, state) => metrics.queueState(queue, state),
     } : undefined,
   });
-  const repos = createRepositories(db);
+  const keyRing = BiometricKeyRing.from(config.security);
+  const repos = createRepositories(db, keyRing, NumberHasher.from(config.security));
+  const identityTokens = new IdentityTokenStore(redis, keys, keyRing);
   const unitOfWork = new UnitOfWork(db);
   const auditEvents = repos.auditEvents;
   const face = new FaceService({ config, embeddings: repos.embeddings, jobs, metrics, logger });
@@ -153,21 +167,28 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
   const registry = new RegistryClient({ registryUrl: config.registry.url, registryTimeoutMs: config.registry.timeoutMs, isProduction: config.isProduction, maxBodyBytes: config.registry.maxBodyBytes, logger });
 
   const sms = createSmsTransport(config);
+  const dedupe = new DedupeService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, dedupe: repos.dedupe, keyRing, face, metrics, logger });
+
+  const userService = new UserService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, users: repos.users, sessionRows: repos.sessions, embeddings: repos.embeddings, erasures: repos.erasures, identityTokens, proofTokens, jobs, logger, sms });
+  const preferencesService = new PreferencesService({ unitOfWork, auditEvents, preferences: repos.preferences });
+  const historyService = new HistoryService({ searchLogs: repos.searchLogs });
   const services: Services = {
     sessions,
     otp: new OtpService({ config, users: repos.users, codes: new OtpCodeStore(redis, keys), tokens, sessions, sms, metrics, logger }),
     operatorAuth: new OperatorAuthService({ unitOfWork, auditEvents, operators: repos.operators, sessionRows: repos.sessions, attempts: new LoginAttemptStore(redis, keys), config, sessions, mfa, metrics, logger }),
     operators: new OperatorService({ unitOfWork, auditEvents, webhooks: repos.webhooks, operators: repos.operators, sessionRows: repos.sessions, searchLogs: repos.searchLogs, logger }),
-    users: new UserService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, users: repos.users, sessionRows: repos.sessions, embeddings: repos.embeddings, proofTokens, jobs, logger, sms }),
-    preferences: new PreferencesService({ unitOfWork, auditEvents, preferences: repos.preferences }),
-    history: new HistoryService({ searchLogs: repos.searchLogs }),
+    users: userService,
+    preferences: preferencesService,
+    history: historyService,
+    dataExport: new DataExportService({ userService, users: repos.users, embeddings: repos.embeddings, searchLogs: repos.searchLogs, history: historyService, preferences: preferencesService }),
     disputes: new DisputeService({ unitOfWork, auditEvents, webhooks: repos.webhooks, searchLogs: repos.searchLogs }),
     analytics: new AnalyticsService({ searchLogs: repos.searchLogs }),
     billing: new BillingService({ searchLogs: repos.searchLogs, config }),
-    identity: new IdentityService({ config, unitOfWork, auditEvents, users: repos.users, embeddings: repos.embeddings, store: new IdentityTokenStore(redis, keys), metrics, logger, face, registry, biometric }),
+    identity: new IdentityService({ config, unitOfWork, auditEvents, users: repos.users, embeddings: repos.embeddings, store: identityTokens, metrics, logger, face, registry, dedupe, keyRing, biometric }),
     verification: new VerificationService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, users: repos.users, searchLogs: repos.searchLogs, embeddings: repos.embeddings, proofTokens, face, biometric, metrics, logger }),
     registrySimulator: new RegistrySimulator(repos.registryPersons, { maxImagePixels: config.http.maxImagePixels }),
     audit: new AuditService({ auditEvents: repos.auditEvents }),
+    dedupe,
     webhooks: new WebhookService({ unitOfWork, auditEvents, webhooks: repos.webhooks, config, secretsKey: tokens.deriveSecret(WEBHOOK_SECRET_KEY_PURPOSE) }),
     mfa,
   };

@@ -18,6 +18,8 @@ export class Metrics {
   private readonly queueJobs: client.Gauge<'queue' | 'state'>;
   private readonly queueWorkers: client.Gauge<'queue'>;
   private readonly webhookAttempts: client.Counter<'outcome'>;
+  private readonly dedupeCasesOpened: client.Counter<'kind'>;
+  private readonly dedupeDecisions: client.Counter<'status'>;
 
   constructor() {
     client.collectDefaultMetrics({ register: this.registry });
@@ -73,6 +75,20 @@ export class Metrics {
       registers: [this.registry],
     });
     for (const outcome of ['succeeded', 'retry', 'failed']) this.webhookAttempts.inc({ outcome }, 0);
+    this.dedupeCasesOpened = new client.Counter({
+      name: 'dedupe_cases_opened_total',
+      help: 'Duplicate-identity cases opened at link, by kind: duplicate, possible_duplicate, watchlist',
+      labelNames: ['kind'],
+      registers: [this.registry],
+    });
+    for (const kind of ['duplicate', 'possible_duplicate', 'watchlist']) this.dedupeCasesOpened.inc({ kind }, 0);
+    this.dedupeDecisions = new client.Counter({
+      name: 'dedupe_case_decisions_total',
+      help: 'Duplicate-identity cases decided by an administrator, by decision: confirmed, dismissed',
+      labelNames: ['status'],
+      registers: [this.registry],
+    });
+    for (const status of ['confirmed', 'dismissed']) this.dedupeDecisions.inc({ status }, 0);
     this.queueWorkers = new client.Gauge({
       name: 'face_queue_workers',
       help: 'Workers connected to each face/search queue, as last sampled by the fail-fast admission check',
@@ -84,6 +100,14 @@ export class Metrics {
   /** One webhook delivery attempt ended: succeeded, retry (failed, another attempt follows) or failed (the last). */
   webhookAttempt(outcome: 'succeeded' | 'retry' | 'failed'): void {
     this.webhookAttempts.inc({ outcome });
+  }
+
+  dedupeCaseOpened(kind: 'duplicate' | 'possible_duplicate' | 'watchlist'): void {
+    this.dedupeCasesOpened.inc({ kind });
+  }
+
+  dedupeCaseDecided(status: 'confirmed' | 'dismissed'): void {
+    this.dedupeDecisions.inc({ status });
   }
 
   queueState(queue: string, state: { waiting: number; active: number; workers: number }): void {

@@ -37,6 +37,9 @@ import { freePort, startPrivateRedis } from '../scripts/lib/private-services.js'
 import { adminQuery, dbUrl, procCpuSeconds, startProcess, stopProcess, waitHealthy } from './identify-e2e.js';
 import { ROOT, closedLoop, enrolledVector, fmt, machine, saveResults, summarise, syntheticUserId, table } from './lib.js';
 import { fixturePhotos } from './stages.js';
+import { processKeyRing } from '../shared/crypto/templates.js';
+
+const ring = processKeyRing();
 
 const SECONDS = Number(process.env.BENCH_FP_SECONDS ?? 20);
 // 100 calls: with 40, the p99 was the slowest call itself.
@@ -92,10 +95,11 @@ export async function runFacePathBench(): Promise<string> {
     const params: unknown[] = [];
     const values: string[] = [];
     for (let i = start; i < Math.min(ENROLLED, start + 1000); i++) {
-      params.push(syntheticUserId(i), Buffer.from(enrolledVector(i).buffer));
-      values.push(`($${params.length - 1}, $${params.length}, 'link_nin', '${FACE_ENGINE_VERSION}')`);
+      const uid = syntheticUserId(i);
+      params.push(uid, ring.encrypt(Buffer.from(enrolledVector(i).buffer), uid)); // sealed as the API seals it
+      values.push(`($${params.length - 1}, $${params.length}, '${ring.activeKeyId}', 'link_nin', '${FACE_ENGINE_VERSION}')`);
     }
-    await c.query(`INSERT INTO canonical_embeddings (user_id, embedding, source, engine_version) VALUES ${values.join(',')}`, params);
+    await c.query(`INSERT INTO canonical_embeddings (user_id, embedding, key_id, source, engine_version) VALUES ${values.join(',')}`, params);
   }
   await c.end();
 

@@ -39,6 +39,9 @@ import { createLogger } from '../shared/logger.js';
 import { createRedis } from '../shared/redis.js';
 import { ROOT, closedLoop, enrolledVector, fmt, machine, saveResults, summarise, syntheticUserId, table } from './lib.js';
 import { fixturePhotos } from './stages.js';
+import { processKeyRing } from '../shared/crypto/templates.js';
+
+const ring = processKeyRing();
 
 const SECONDS = Number(process.env.BENCH_E2E_SECONDS ?? 30);
 const ENROLLED = Number(process.env.BENCH_E2E_ENROLLED ?? 10_000);
@@ -150,10 +153,11 @@ export async function runIdentifyE2eBench(): Promise<string> {
     const params: unknown[] = [];
     const values: string[] = [];
     for (let i = start; i < Math.min(ENROLLED, start + 1000); i++) {
-      params.push(syntheticUserId(i), Buffer.from(enrolledVector(i).buffer));
-      values.push(`($${params.length - 1}, $${params.length}, 'link_nin', '${FACE_ENGINE_VERSION}')`);
+      const uid = syntheticUserId(i);
+      params.push(uid, ring.encrypt(Buffer.from(enrolledVector(i).buffer), uid)); // sealed as the API seals it
+      values.push(`($${params.length - 1}, $${params.length}, '${ring.activeKeyId}', 'link_nin', '${FACE_ENGINE_VERSION}')`);
     }
-    await c.query(`INSERT INTO canonical_embeddings (user_id, embedding, source, engine_version) VALUES ${values.join(',')}`, params);
+    await c.query(`INSERT INTO canonical_embeddings (user_id, embedding, key_id, source, engine_version) VALUES ${values.join(',')}`, params);
   }
   await c.end();
   await migrator.destroy();

@@ -5,6 +5,7 @@
  *   npm run bench -- stages            # per-stage latency and pipeline throughput (real models, fixture photos)
  *   npm run bench -- search            # 1:N search at 1M, both generators (BENCH_N=100000 for a quick run; --dataset DIR)
  *   npm run bench -- identify-e2e      # identify through the queues + SearchLog vs the raw engine
+ *   npm run bench -- dedupe            # the search a link adds for duplicate detection, at 1M (BENCH_N)
  *   npm run bench -- face-path         # /verify/self and /identify vs the raw engine, one client and 4 in flight
  *
  * Each prints Markdown tables and writes its figures to var/bench/<name>.json. Run them on an idle
@@ -18,6 +19,7 @@ const BENCHES: Record<string, () => Promise<string | { markdown: string; lastLin
   search: async () => (await import('./search.js')).runSearchBench(),
   'identify-e2e': async () => (await import('./identify-e2e.js')).runIdentifyE2eBench(),
   'face-path': async () => (await import('./face-path.js')).runFacePathBench(),
+  dedupe: async () => (await import('./dedupe.js')).runDedupeBench(),
 };
 
 // Options with a value (`--dataset DIR`) are the benchmarks' own: skip them and their value.

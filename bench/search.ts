@@ -35,6 +35,9 @@ import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
 import { config } from '../shared/config.js';
 import { generateDataset, openDataset, readGallery, type Generator } from './search-data.js';
 import { DIM, ROOT, fmt, machine, saveResults, syntheticUserId, table } from './lib.js';
+import { processKeyRing } from '../shared/crypto/templates.js';
+
+const ring = processKeyRing();
 
 const env = process.env;
 const N = Number(env.BENCH_N ?? 1_000_000);
@@ -98,11 +101,13 @@ async function loadIntoPostgres(dir: string, log: (s: string) => void): Promise<
       const params: unknown[] = [];
       const values: string[] = [];
       for (let i = 0; i < rows.length / DIM; i++) {
-        params.push(syntheticUserId(r0 + i), Buffer.from(rows.buffer, rows.byteOffset + i * DIM * 4, DIM * 4));
-        values.push(`($${params.length - 1}, $${params.length}, 'link_nin', '${FACE_ENGINE_VERSION}')`);
+        const uid = syntheticUserId(r0 + i);
+        // Sealed as the API seals it (templates are never stored in clear).
+        params.push(uid, ring.encrypt(Buffer.from(rows.buffer, rows.byteOffset + i * DIM * 4, DIM * 4), uid));
+        values.push(`($${params.length - 1}, $${params.length}, '${ring.activeKeyId}', 'link_nin', '${FACE_ENGINE_VERSION}')`);
       }
       const c = clients[turn++ % 2]!;
-      inflight.push(c.query(`INSERT INTO canonical_embeddings (user_id, embedding, source, engine_version) VALUES ${values.join(',')}`, params));
+      inflight.push(c.query(`INSERT INTO canonical_embeddings (user_id, embedding, key_id, source, engine_version) VALUES ${values.join(',')}`, params));
       if (inflight.length >= 2) await inflight.shift();
       if (r0 % 200_000 === 0 && r0) log(`  inserted ${r0.toLocaleString('en')} rows (${fmt((performance.now() - t0) / 1000)} s)`);
     });

@@ -50,14 +50,14 @@ const say = (m: string) => console.error(`[chaos] ${m}`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const photo = (name: string): Photo => ({ data: readFileSync(path.join(ROOT, 'test', 'fixtures', 'faces', 'lfw', name)), type: 'image/png', name });
 const REGISTRY_PHOTO = photo('Bush_1.png');
-const FACE_KINDS: Kind[] = ['identify', 'verify-face', 'verify-self'];
+export const FACE_KINDS: Kind[] = ['identify', 'verify-face', 'verify-self'];
 /** The routes that need PostgreSQL (an OTP request needs only Redis: it may succeed while PostgreSQL is away). */
-const PG_KINDS: Kind[] = ['identify', 'preferences', 'otp-verify', 'validate', 'verify-face', 'link', 'verify-self', 'phone', 'delete'];
+export const PG_KINDS: Kind[] = ['identify', 'preferences', 'otp-verify', 'validate', 'verify-face', 'link', 'verify-self', 'phone', 'delete'];
 
 type Report = Record<string, unknown>;
-const failures: string[] = [];
+export const failures: string[] = [];
 
-interface Layout {
+export interface Layout {
   name: string;
   env: NodeJS.ProcessEnv;
   url: string;
@@ -107,7 +107,7 @@ async function getJson(u: string): Promise<Record<string, unknown> | null> {
   }
 }
 
-async function waitFor(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
+export async function waitFor(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
   const until = Date.now() + ms;
   while (Date.now() < until) {
     if (await check()) return;
@@ -116,7 +116,7 @@ async function waitFor(check: () => boolean | Promise<boolean>, ms: number, what
   throw new Error(`timed out waiting for ${what}`);
 }
 
-const healthy = (url: string) => async () => {
+export const healthy = (url: string) => async () => {
   const h = await getJson(`${url}/health`);
   const deps = h?.dependencies as Record<string, { up: boolean }> | undefined;
   return !!deps && !!deps.face_engine?.up && !!deps.vector_index?.up && !!deps.db?.up;
@@ -126,7 +126,7 @@ const healthy = (url: string) => async () => {
 const letters = (n: number) => Array.from(String(n).padStart(4, '0'), (d) => 'abcdefghij'[Number(d)]).join('');
 
 /** The principals and registry persons the load uses, then the load itself (not started). */
-async function makeLoad(l: Layout): Promise<{ load: Load; ninsLeft: () => number }> {
+export async function makeLoad(l: Layout): Promise<{ load: Load; ninsLeft: () => number }> {
   const tokens = new TokenService(loadConfig({ ...l.env }));
   const [op] = await l.db('operators').insert({ identifier: `chaos-${randomUUID().slice(0, 8)}`, displayName: 'Chaos', role: 'operator', status: 'active', mustResetPassword: false, passwordHash: 'x', orgId: 'default' }).returning('id');
   const [opSession] = await l.db('sessions').insert({ subjectType: 'operator', subjectId: op.id }).returning('id');
@@ -173,7 +173,7 @@ async function makeLoad(l: Layout): Promise<{ load: Load; ninsLeft: () => number
  * back (`backAt`; undefined when it never left); the phase then waits for the first 200 of `kinds`
  * sent after the fault (and after `backAt`), and settles.
  */
-async function phase(
+export async function phase(
   report: Report,
   load: Load,
   name: string,
@@ -206,7 +206,7 @@ async function phase(
   return r;
 }
 
-async function finish(report: Report, l: Layout, load: Load): Promise<void> {
+export async function finish(report: Report, l: Layout, load: Load): Promise<void> {
   // CHAOS_SAMPLES_DIR: every request of the run (time sent, kind, status, ms, Retry-After), for a closer look.
   if (process.env.CHAOS_SAMPLES_DIR) writeFileSync(path.join(process.env.CHAOS_SAMPLES_DIR, `${l.name}-samples.json`), JSON.stringify(load.samples));
   const w = await verifyWrites(l.db, load.writes);
@@ -443,4 +443,5 @@ async function main(): Promise<void> {
   if (failures.length) process.exitCode = 1;
 }
 
-await main();
+// Run when executed (chaos/run.ts); chaos/ha.ts imports the load, phase and read-back from here.
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await main();

@@ -4,7 +4,8 @@
  *   2. the fault suite (chaos/faults.ts) against the real processes, under `npm start` and under the
  *      Procfile layout, on a private PostgreSQL and a private Redis.
  * `npm run chaos -- fuzz` or `npm run chaos -- faults` runs one of them; `npm run chaos -- faults start`
- * (or `procfile`) one layout of the fault suite. Run it under `nice -n 10` on a
+ * (or `procfile`) one layout of the fault suite; `npm run chaos -- ha` the faults of the high-availability
+ * layout (chaos/ha.ts, `npm run start:ha`). Run it under `nice -n 10` on a
  * shared machine. Figures and commands are recorded in docs/reliability.md.
  */
 import { spawnSync } from 'node:child_process';
@@ -25,6 +26,12 @@ if (!only || only === 'faults') {
   console.error('[chaos] fault suite');
   const layout = only === 'faults' ? process.argv.slice(3) : [];
   const r = spawnSync(process.execPath, ['--import', 'tsx', 'chaos/faults.ts', ...layout], { cwd: ROOT, stdio: 'inherit' });
+  failed ||= r.status !== 0;
+}
+if (only === 'ha') {
+  // Only when asked: it brings up the whole high-availability layout (chaos/ha.ts).
+  console.error('[chaos] high availability: npm run start:ha under load, one part killed after another');
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'chaos/ha.ts'], { cwd: ROOT, stdio: 'inherit' });
   failed ||= r.status !== 0;
 }
 process.exit(failed ? 1 : 0);

@@ -55,7 +55,10 @@ export class CanonicalEmbedding extends BaseModel {
   static override tableName = 'canonical_embeddings';
   static override idColumn = 'userId';
   userId!: string;
+  /** A key-ring blob (AES-256-GCM, the user id as associated data), never the template in clear. */
   embedding!: Buffer;
+  /** The key that sealed `embedding` (a rotation re-encrypts the rows of other keys). */
+  keyId!: string;
   source!: 'link_nin' | 'link_bvn' | 'verify_self';
   engineVersion!: string;
   /** Capture quality (0..100) of the capture behind this embedding; null before migration 20261123. */

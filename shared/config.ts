@@ -48,6 +48,8 @@ export const GROUP_TITLES = {
   supervisor: '`npm start` supervision',
   billing: 'Billing',
   webhooks: 'Webhooks',
+  dedupe: 'Duplicate identities',
+  protection: 'Biometric data protection, erasure and retention',
 } as const;
 
 /** The settings by group: `config.redis.url`, `config.face.processes`, ... */
@@ -74,6 +76,8 @@ export const SETTINGS = {
   redis: {
     url: s({ env: 'REDIS_URL', kind: 'url', default: 'redis://127.0.0.1:6379', doc: 'Redis: queues, one-time codes, single-use tokens, rate limits.' }),
     prefix: s({ env: 'REDIS_PREFIX', kind: 'string', default: 'faceid', doc: 'Prefix of every Redis key and BullMQ queue of this deployment (tests use their own).' }),
+    sentinels: s({ env: 'REDIS_SENTINELS', kind: 'string', default: '', doc: 'Redis Sentinels as `host:port,host:port,...`: when set, every Redis connection (queues, workers, tokens, rate limits) asks them for the master of REDIS_SENTINEL_NAME and follows it across a failover; REDIS_URL then gives only the password, database and `rediss://` (TLS), not the address (docs/deployment.md).' }),
+    sentinelName: s({ env: 'REDIS_SENTINEL_NAME', kind: 'string', default: 'faceid', doc: 'Name of the master the Sentinels monitor (`sentinel monitor <name> ...`), used with REDIS_SENTINELS.' }),
   },
   registry: {
     url: s({ env: 'REGISTRY_URL', kind: 'url', default: (c: Parsed) => `http://127.0.0.1:${c.http?.port}/api`, doc: 'Identity registry base URL (default: this server\'s own simulator).' }),
@@ -90,6 +94,7 @@ export const SETTINGS = {
     biometricKeys: s({ env: 'BIOMETRIC_KEYS', kind: 'string', default: '', secret: true, doc: 'Key ring sealing face templates and stored captures at rest (AES-256-GCM): `kid:base64(32 bytes),kid2:...`. Empty: a fixed development key (refused in production). Rotation: docs/data-protection.md.' }),
     biometricActiveKeyId: s({ env: 'BIOMETRIC_ACTIVE_KEY_ID', kind: 'string', default: '', doc: 'The key of BIOMETRIC_KEYS that seals new data (default: the last one listed); the others only decrypt.' }),
     refreshTokenTtlSeconds: s({ env: 'REFRESH_TOKEN_TTL_SECONDS', kind: 'int', default: 30 * 24 * 3600, min: 60, doc: 'Refresh token lifetime (rotated on every refresh).' }),
+    linkNumberHashKey: s({ env: 'LINK_NUMBER_HASH_KEY', kind: 'string', default: '', secret: true, doc: 'Key (base64, 32 bytes) of the keyed hash (HMAC-SHA256) that link rows keep of a NIN/BVN: an erased account keeps only this hash, so the number is still recognised. Never rotated (a new key forgets every erased number). Empty: a fixed development key (refused in production).' }),
   },
   otp: {
     ttlSeconds: s({ env: 'OTP_TTL_SECONDS', kind: 'int', default: 300, min: 10, doc: 'One-time code lifetime.' }),
@@ -148,6 +153,7 @@ export const SETTINGS = {
     workerConcurrency: s({ env: 'FACE_WORKER_CONCURRENCY', kind: 'int', default: 1, min: 1, max: 64, doc: 'Jobs one face worker process runs at once.' }),
     enginePort: s({ env: 'FACE_ENGINE_PORT', kind: 'int', default: 3100, min: 0, max: 65535, doc: 'Port of the face worker\'s own `/version` and `/health`.' }),
     engineUrl: s({ env: 'FACE_ENGINE_URL', kind: 'url', default: (c: Parsed) => `http://127.0.0.1:${c.face?.enginePort}`, doc: 'Where the API reaches the face worker\'s `/version` and `/health`.' }),
+    executionProvider: s({ env: 'FACE_EXECUTION_PROVIDER', kind: 'string', default: 'cpu', enum: ['cpu', 'cuda'] as const, doc: 'onnxruntime execution provider of the face models. `cuda` runs them on an NVIDIA GPU when onnxruntime-node\'s CUDA provider and the CUDA runtime are installed (docs/face-engine.md, "GPU face workers"); when they are not, the face process logs why and runs on the CPU. Which one runs: the face process\'s `/version`, `/health` and `/metrics` (`faceid_face_execution_provider`).' }),
   },
   queues: {
     faceJobTimeoutMs: s({ env: 'FACE_JOB_TIMEOUT_MS', kind: 'int', default: 10_000, min: 100, doc: 'How long the API awaits a face or search job before 503 `face_engine_unavailable`.' }),
@@ -194,6 +200,19 @@ export const SETTINGS = {
     allowPrivate: s({ env: 'WEBHOOK_ALLOW_PRIVATE', kind: 'bool', default: (c: Parsed) => c.runtime?.nodeEnv !== 'production', doc: 'Allow webhook endpoints on http and on private, loopback or link-local addresses (default: outside production only). Off: only https to public addresses, checked against what the name resolves to when each attempt is sent, redirects not followed (docs/security.md).' }),
     retentionDays: s({ env: 'WEBHOOK_RETENTION_DAYS', kind: 'int', default: 30, min: 1, doc: 'Webhook events older than this, with no delivery still pending, are deleted with their deliveries and delivery log (hourly, by the webhook worker); a purged event can no longer be replayed.' }),
     dispatchIntervalMs: s({ env: 'WEBHOOK_DISPATCH_INTERVAL_MS', kind: 'int', default: 1000, min: 50, doc: 'Period at which the webhook dispatcher scans the event outbox and the due deliveries (PostgreSQL) and queues their attempts; also how soon deliveries resume after a Redis outage.' }),
+  },
+  dedupe: {
+    threshold: s({ env: 'DEDUPE_THRESHOLD', kind: 'number', default: 0.6, min: -1, max: 1, doc: 'Cosine at or above which a link\'s face found under another live account is a `duplicate` (1:N against everyone enrolled, and the watch-list). Set it for your population: FPIR ≈ N × FMR (docs/dedupe.md, docs/evaluation.md).' }),
+    reviewThreshold: s({ env: 'DEDUPE_REVIEW_THRESHOLD', kind: 'number', default: 0.45, min: -1, max: 1, doc: 'Cosine from which (up to DEDUPE_THRESHOLD) a link\'s face found under another live account is a `possible_duplicate`, a case for review that never blocks (docs/dedupe.md).' }),
+    policy: s({ env: 'DEDUPE_POLICY', kind: 'string', default: 'flag-and-continue', enum: ['flag-and-continue', 'hard-block'] as const, doc: '`flag-and-continue`: a link whose face is a duplicate or on the watch-list links and opens a case; `hard-block`: it answers 422 `duplicate_identity`, links nothing and opens a case (a `possible_duplicate` never blocks).' }),
+    captureRetentionDays: s({ env: 'DEDUPE_CAPTURE_RETENTION_DAYS', kind: 'int', default: 30, min: 0, doc: 'Days a decided duplicate-identity case keeps its sealed live capture for the record; then the capture is deleted (the case stays).' }),
+  },
+  protection: {
+    erasureMaxSeconds: s({ env: 'ERASURE_MAX_SECONDS', kind: 'int', default: 300, min: 1, doc: 'Longest time a deleted user\'s template may stay in a search snapshot on disk: each search worker rewrites its snapshot (and removes the older ones) within this after a deletion.' }),
+    retentionDaysSearchLogs: s({ env: 'RETENTION_DAYS_SEARCH_LOGS', kind: 'int', default: 400, min: 1, doc: 'Days a SearchLog row is kept (billing is monthly and disputes refer to calls: 13 months covers a year of invoices and their disputes). Purged by the retention job.' }),
+    retentionDaysDisputes: s({ env: 'RETENTION_DAYS_DISPUTES', kind: 'int', default: 2190, min: 1, doc: 'Days a resolved or rejected dispute is kept after its last change (6 years: the limitation period for a contract claim). Open disputes are never purged.' }),
+    retentionDaysAuditEvents: s({ env: 'RETENTION_DAYS_AUDIT_EVENTS', kind: 'int', default: 2190, min: 1, doc: 'Days an AuditEvent is kept (6 years: accountability for processing, NDPA 2023 s.39, and the limitation period).' }),
+    retentionSweepIntervalSeconds: s({ env: 'RETENTION_SWEEP_INTERVAL_SECONDS', kind: 'int', default: 3600, min: 1, doc: 'How often the retention job (a BullMQ repeatable job on the upstream worker) purges records past their RETENTION_DAYS_*.' }),
   },
 } as const;
 
@@ -275,9 +294,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       into[key] = typeof spec.default === 'function' ? (spec.default as (c: Parsed) => unknown)(out) : spec.default;
     }
   }
-  const { runtime, registry, security, otp, sms, operators, face, webhooks } = out as unknown as Omit<Config, 'isProduction'>;
+  const { runtime, registry, security, otp, sms, operators, face, webhooks, dedupe, redis } = out as unknown as Omit<Config, 'isProduction'>;
   const isProduction = runtime.nodeEnv === 'production';
+  if (dedupe.reviewThreshold > dedupe.threshold) {
+    problems.push('DEDUPE_REVIEW_THRESHOLD must not be above DEDUPE_THRESHOLD (the review band lies below the duplicate band)');
+  }
   if (isProduction) {
+    if (!security.linkNumberHashKey) problems.push('LINK_NUMBER_HASH_KEY must be set in production (link rows of erased accounts keep a keyed hash of the number under it; the development key is refused)');
     if (!security.biometricKeys) problems.push('BIOMETRIC_KEYS must be set in production (face templates are sealed at rest under it; the development key is refused)');
     if (otp.secret && String(otp.secret).length < 32) problems.push('OTP_SECRET must have at least 32 characters');
     if (!security.jwtPrivateKey) problems.push('JWT_PRIVATE_KEY must be set in production (the generated development key is refused)');
@@ -297,6 +320,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (Number(face.highConfidenceThreshold) < Number(face.matchThreshold)) problems.push('HIGH_CONFIDENCE_THRESHOLD must be >= MATCH_THRESHOLD');
   if (parseRetrySchedule(String(webhooks.retryScheduleSeconds)) === undefined) problems.push('WEBHOOK_RETRY_SCHEDULE_SECONDS must be comma-separated non-negative numbers of seconds');
+  for (const entry of String(redis.sentinels).split(',').filter((e) => e.trim() !== '')) {
+    if (!/^[^\s:]+:\d{1,5}$/.test(entry.trim())) problems.push(`REDIS_SENTINELS=${JSON.stringify(redis.sentinels)}: expected host:port,host:port,...`);
+  }
   if (problems.length) throw new ConfigError(problems);
   for (const group of Object.values(out)) Object.freeze(group);
   return Object.freeze({ ...out, isProduction }) as unknown as Config;

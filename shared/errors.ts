@@ -32,6 +32,7 @@ export const ERROR_STATUS = {
   liveness_failed: 422,
   face_mismatch: 422,
   cross_registry_mismatch: 422,
+  duplicate_identity: 422,
   no_face: 422,
   multiple_faces: 422,
   otp_cooldown: 429,

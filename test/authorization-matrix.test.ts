@@ -80,6 +80,8 @@ const DOCUMENTED: Record<string, AuthRule> = {
   'GET /operators': 'administrator',
   'GET /operators/{id}': 'administrator',
   'GET /audit-events': 'administrator',
+  // SPEC section 12.4: the right of access.
+  'GET /users/{id}/export': 'consumer:self',
   // SPEC section 12.6: webhooks.
   'POST /webhooks/endpoints': 'administrator',
   'GET /webhooks/endpoints': 'administrator',
@@ -93,6 +95,13 @@ const DOCUMENTED: Record<string, AuthRule> = {
   'POST /auth/operator/mfa/setup': 'operator:mfa-setup',
   'POST /auth/operator/mfa/confirm': 'operator:mfa-setup',
   'POST /operators/{id}/reset-mfa': 'administrator',
+  // SPEC section 12.5: duplicate identities and the watch-list.
+  'GET /dedupe/cases': 'administrator',
+  'GET /dedupe/cases/{id}': 'administrator',
+  'PATCH /dedupe/cases/{id}': 'administrator',
+  'POST /watchlist': 'administrator',
+  'GET /watchlist': 'administrator',
+  'DELETE /watchlist/{id}': 'administrator',
 };
 
 /** Routes of this project beyond the document (docs/decisions.md says why each exists). */
@@ -102,6 +111,9 @@ const PROJECT_ROUTES: Record<string, AuthRule> = {
   'DELETE /admin/queues/session': 'none',
   // The search desk's own past searches (docs/console.md).
   'GET /identify/mine': 'operator',
+  // A case's review evidence, and listing a confirmed case's face (docs/dedupe.md).
+  'GET /dedupe/cases/{id}/capture': 'administrator',
+  'POST /dedupe/cases/{id}/watchlist': 'administrator',
 };
 
 /** The one route whose answer is fixed whoever calls. */
@@ -127,6 +139,9 @@ const VALID_SAMPLES: Record<string, Sample> = {
   'PATCH /disputes/{id}': { json: { status: 'investigating' } },
   'POST /webhooks/endpoints': { json: { url: 'https://hooks.example.com/matrix', events: ['user.deleted'] } },
   'PATCH /webhooks/endpoints/{id}': { json: { description: 'matrix sample' } },
+  'PATCH /dedupe/cases/{id}': { json: { status: 'dismissed' } },
+  'POST /dedupe/cases/{id}/watchlist': { json: { reason: 'matrix sample' } },
+  'POST /watchlist': { form: { reason: 'matrix sample', file: { data: PNG_1X1, filename: 'face.png', type: 'image/png' } } },
   'POST /identify': { form: { attestation: 'true', file: { data: PNG_1X1, filename: 'probe.png', type: 'image/png' } } },
 };
 

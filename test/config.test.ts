@@ -28,15 +28,19 @@ test('production refuses the development signing key and the SMS outbox', (t) =>
   t.regex(text, /outbox/);
   // With real settings it starts, and the SMS transport defaults to the webhook.
   const BIOMETRIC_KEYS = `k1:${Buffer.alloc(32, 7).toString('base64')}`;
-  const ok = loadConfig({ NODE_ENV: 'production', JWT_PRIVATE_KEY: '-----BEGIN PRIVATE KEY-----x', BIOMETRIC_KEYS, SMS_WEBHOOK_URL: 'https://sms.example/send', REGISTRY_URL: 'https://registry.example/v1' });
+  const LINK_NUMBER_HASH_KEY = Buffer.alloc(32, 9).toString('base64');
+  const ok = loadConfig({ NODE_ENV: 'production', JWT_PRIVATE_KEY: '-----BEGIN PRIVATE KEY-----x', BIOMETRIC_KEYS, LINK_NUMBER_HASH_KEY, SMS_WEBHOOK_URL: 'https://sms.example/send', REGISTRY_URL: 'https://registry.example/v1' });
   t.false(ok.registry.simulator, 'the simulator is not mounted in production');
   t.is(ok.sms.transport, 'webhook');
-  const base = { NODE_ENV: 'production', JWT_PRIVATE_KEY: 'k', BIOMETRIC_KEYS, SMS_WEBHOOK_URL: 'https://x', REGISTRY_URL: 'https://registry.example/v1' };
+  const base = { NODE_ENV: 'production', JWT_PRIVATE_KEY: 'k', BIOMETRIC_KEYS, LINK_NUMBER_HASH_KEY, SMS_WEBHOOK_URL: 'https://x', REGISTRY_URL: 'https://registry.example/v1' };
   t.throws(() => loadConfig({ ...base, REGISTRY_SIM_FAULT: 'error' }), { instanceOf: ConfigError });
   // The simulator lets anyone enrol an identity: never in production, and never the default registry there.
   t.throws(() => loadConfig({ ...base, REGISTRY_SIMULATOR: 'true' }), { instanceOf: ConfigError });
   const noRegistry = t.throws(() => loadConfig({ ...base, REGISTRY_URL: '' }), { instanceOf: ConfigError });
   t.regex((noRegistry as ConfigError).problems.join('\n'), /REGISTRY_URL/);
+  // Erased accounts keep a keyed hash of their numbers: never under the public development key.
+  const noHashKey = t.throws(() => loadConfig({ ...base, LINK_NUMBER_HASH_KEY: '' }), { instanceOf: ConfigError });
+  t.regex((noHashKey as ConfigError).problems.join('\n'), /LINK_NUMBER_HASH_KEY/);
 });
 
 test('NODE_ENV unset means production: without its settings the service refuses to start; with them, no simulator, staff MFA required', (t) => {

@@ -12,12 +12,12 @@ import path from 'node:path';
 import type { Knex } from 'knex';
 import { createDb } from '../shared/db.js';
 import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
-import { encodeEmbedding } from '../shared/embeddings.js';
 import { createLogger } from '../shared/logger.js';
 import { currentChangeSeq, removeCanonical, upsertCanonical } from '../shared/repositories/embeddings.js';
 import { IndexReplica, type ReplicaOptions } from '../workers/search/replica.js';
 import { SketchEngine } from '../workers/search/sketch-engine.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
+import { processKeyRing, sealTemplate } from '../shared/crypto/templates.js';
 
 const DIM = 512;
 function rng(seed: number) {
@@ -46,6 +46,7 @@ function near(v: number[], seed: number, c = 0.7): number[] {
 let tdb: TestDatabase;
 let db: Knex;
 const logger = createLogger({ level: 'silent' });
+const ring = processKeyRing();
 const replicas: IndexReplica[] = [];
 
 test.before(async () => {
@@ -72,7 +73,8 @@ async function bulk(n: number, seed0: number): Promise<{ id: string; seed: numbe
   for (let i = 0; i < n; i += 500) {
     const m = Math.min(500, n - i);
     const ids = (await db.raw(`INSERT INTO users (phone) SELECT '+2' || (g + ?)::text FROM generate_series(1, ?) g RETURNING id`, [seed0 + i, m])).rows.map((r: { id: string }) => r.id) as string[];
-    await db('canonicalEmbeddings').insert(ids.map((id, j) => ({ userId: id, embedding: encodeEmbedding(vec(seed0 + i + j)), source: 'link_nin', engineVersion: FACE_ENGINE_VERSION })));
+    // Sealed as the API seals them (templates are never stored in clear).
+    await db('canonicalEmbeddings').insert(ids.map((id, j) => ({ userId: id, embedding: sealTemplate(ring, id, vec(seed0 + i + j)), keyId: ring.activeKeyId, source: 'link_nin', engineVersion: FACE_ENGINE_VERSION })));
     ids.forEach((id, j) => out.push({ id, seed: seed0 + i + j }));
   }
   return out;

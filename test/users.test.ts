@@ -217,6 +217,7 @@ test('DELETE: the embedding leaves the index and the account is soft-deleted tog
   const extraKey = await api().delete(`/users/${me.userId}`, { token: me.token, json: { proofToken: 'x', reason: 'bye' } });
   t.is(extraKey.status, 400);
   t.truthy(await h.deps.db('canonicalEmbeddings').where({ userId: me.userId }).first());
+  const { phone } = await h.deps.db('users').where({ id: me.userId }).first('phone');
 
   const res = await api().delete(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me) } });
   t.is(res.status, 200);
@@ -245,9 +246,10 @@ test('DELETE: the embedding leaves the index and the account is soft-deleted tog
   const again = await api().delete(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me) } });
   t.is(again.status, 404);
 
-  // The phone is free again for a new account.
-  const reborn = await newConsumer(h, { phone: user.phone });
-  t.is((await api().get(`/users/${reborn.userId}`, { token: reborn.token })).body.phone, user.phone);
+  // The phone left the erased row, and is free again for a new account.
+  t.is(user.phone, null);
+  const reborn = await newConsumer(h, { phone });
+  t.is((await api().get(`/users/${reborn.userId}`, { token: reborn.token })).body.phone, phone);
 });
 
 test('DELETE cut short by PostgreSQL going away leaves the account whole (embedding kept), so the consumer can prove and retry', async (t) => {

@@ -27,7 +27,7 @@ const h = useHarness(test, async () => {
 const strict = { timeoutMs: 2000, allowPrivate: false };
 
 test('production default: private targets are not allowed', (t) => {
-  t.false(loadConfig({ NODE_ENV: 'production', JWT_PRIVATE_KEY: 'k', BIOMETRIC_KEYS: `k1:${Buffer.alloc(32, 1).toString('base64')}`, SMS_WEBHOOK_URL: 'https://x', REGISTRY_URL: 'https://r.example' }).webhooks.allowPrivate);
+  t.false(loadConfig({ NODE_ENV: 'production', JWT_PRIVATE_KEY: 'k', BIOMETRIC_KEYS: `k1:${Buffer.alloc(32, 1).toString('base64')}`, LINK_NUMBER_HASH_KEY: Buffer.alloc(32, 9).toString('base64'), SMS_WEBHOOK_URL: 'https://x', REGISTRY_URL: 'https://r.example' }).webhooks.allowPrivate);
   t.true(loadConfig({ NODE_ENV: 'development' }).webhooks.allowPrivate);
 });
 

@@ -20,7 +20,7 @@ import { EXPIRED_REASON, serveAwaitedJob, type FollowOn } from '../shared/face-p
 import { AWAITED_QUEUE_NAMES, JOB_CONTRACTS, QUEUE_NAMES, type JobContracts, type QueueName } from '../shared/jobs/index.js';
 import { bullPrefix, QUEUE_OPTIONS } from '../shared/jobs/contract.js';
 import type { Logger } from '../shared/logger.js';
-import { bullConnection, type Redis } from '../shared/redis.js';
+import { bullConnection, redisTarget, type Redis } from '../shared/redis.js';
 
 export interface JobContext {
   job: Job;
@@ -133,7 +133,7 @@ class RunnerConnections {
 
   /** A new connection, closed with the runner. */
   open(log: Logger): Redis {
-    const connection = bullConnection(this.config.redis.url);
+    const connection = bullConnection(redisTarget(this.config.redis));
     connection.on('error', (e) => log.debug({ err: e.message }, 'redis connection error'));
     this.all.push(connection);
     return connection;

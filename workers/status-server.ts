@@ -1,8 +1,10 @@
-/** The tiny HTTP server of a worker process: a few GET routes answering JSON (health, version). */
+/** The tiny HTTP server of a worker process: a few GET routes answering JSON (health, version), or text (metrics). */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export type StatusRoute = () => { status?: number; body: unknown } | Promise<{ status?: number; body: unknown }>;
+/** `body` is sent as JSON; `text` (Prometheus exposition) as plain text instead. */
+type StatusAnswer = { status?: number; body: unknown; text?: string };
+export type StatusRoute = () => StatusAnswer | Promise<StatusAnswer>;
 
 export interface StatusServer {
   server: Server;
@@ -25,7 +27,11 @@ export async function startStatusServer(port: number, host: string, routes: Reco
     }
     Promise.resolve()
       .then(route)
-      .then((r) => send(r.status ?? 200, r.body))
+      .then((r) => {
+        if (r.text === undefined) return send(r.status ?? 200, r.body);
+        res.writeHead(r.status ?? 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'content-length': Buffer.byteLength(r.text) });
+        res.end(r.text);
+      })
       .catch((e: unknown) => send(500, { status: 'error', detail: e instanceof Error ? e.message : String(e) }));
   });
   server.keepAliveTimeout = 5000;

@@ -12,7 +12,8 @@ const PG_CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 
  * A PostgreSQL connection cut between knex's acquire and the next statement (pg_terminate_backend, a
  * restart) surfaces as node-postgres' "Client has encountered a connection error and is not queryable",
  * and through objection as a DBError whose driver error (57P01, 57P03) is its `nativeError`
- * (test/pg-connection-cut.test.ts).
+ * (test/pg-connection-cut.test.ts). node-postgres' own connect timeout says only "timeout expired"
+ * (behind a proxy with no primary in service, during a fail-over: docs/deployment.md).
  */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
@@ -23,7 +24,7 @@ export function toAppError(err: unknown): AppError {
   if (
     (e?.code && PG_CONNECTION_CODES.has(e.code)) ||
     (native?.code && PG_CONNECTION_CODES.has(native.code)) ||
-    /Knex: Timeout acquiring a connection|Connection terminated|is not queryable|connect ECONNREFUSED|Stream isn't writeable|Connection is closed|enableOfflineQueue|Reached the max retries per request/i.test(message)
+    /Knex: Timeout acquiring a connection|Connection terminated|^timeout expired$|is not queryable|connect ECONNREFUSED|Stream isn't writeable|Connection is closed|enableOfflineQueue|Reached the max retries per request/i.test(message)
   ) {
     return new AppError('dependency_unavailable', 'A backing service (database or cache) is unavailable');
   }

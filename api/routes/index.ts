@@ -7,6 +7,7 @@ import authRoutes from './auth.js';
 import identityRoutes from './identity.js';
 import registryRoutes from './registry.js';
 import disputeRoutes from './disputes.js';
+import dedupeRoutes from './dedupe.js';
 import operatorRoutes from './operators.js';
 import reportRoutes from './reports.js';
 import systemRoutes from './system.js';
@@ -24,6 +25,7 @@ export function allRoutes(deps: AppDeps): AnyRoute[] {
     ...identityRoutes(r),
     ...userRoutes(r),
     ...disputeRoutes(r),
+    ...dedupeRoutes(r),
     ...reportRoutes(r),
     ...authRoutes(r),
     ...operatorRoutes(r),

@@ -68,8 +68,68 @@ const PatchPreferencesRequest = Type.Object(
   Strict,
 );
 
-export default function userRoutes({ users, history, preferences }: Pick<RouteDeps, 'users' | 'history' | 'preferences'>): AnyRoute[] {
+const Masked = Type.Union([Type.String(), Type.Null()]);
+const DataExportBody = Type.Object({
+  exportedAt: IsoDateTime,
+  profile: UserBody,
+  links: Type.Array(
+    Type.Object({
+      registry: Type.Union([Type.Literal('nin'), Type.Literal('bvn')]),
+      number: Type.Union([Type.String({ description: 'Masked: the last 3 digits only' }), Type.Null()]),
+      linkedAt: IsoDateTime,
+      deviceHint: Masked,
+      crossRegistryFlagged: Type.Boolean(),
+      registryRecord: Type.Union([
+        Type.Object({ firstName: Type.String(), middleName: Masked, lastName: Type.String(), dateOfBirth: Type.String(), gender: Type.String() }, { description: 'What the registry returned when the link was made' }),
+        Type.Null(),
+      ]),
+    }),
+  ),
+  preferences: PreferencesBody,
+  history: Type.Array(HistoryItem, { description: 'The whole history, newest first' }),
+  disputes: Type.Array(
+    Type.Object({
+      id: Uuid,
+      referenceId: Uuid,
+      kind: Type.Union([Type.Literal('identify'), Type.Literal('verify_self')]),
+      reason: Masked,
+      status: Type.String(),
+      note: Masked,
+      createdAt: IsoDateTime,
+      updatedAt: IsoDateTime,
+    }),
+  ),
+  biometric: Type.Object(
+    {
+      templateEnrolled: Type.Boolean(),
+      source: Masked,
+      engineVersion: Masked,
+      qualityScore: Type.Union([Type.Number(), Type.Null()]),
+      updatedAt: Type.Union([IsoDateTime, Type.Null()]),
+      note: Type.String(),
+    },
+    { description: 'What is held about the face; never the template itself' },
+  ),
+});
+
+export default function userRoutes({ users, history, preferences, dataExport }: Pick<RouteDeps, 'users' | 'history' | 'preferences' | 'dataExport'>): AnyRoute[] {
   return [
+    route({
+      method: 'GET',
+      path: '/users/{id}/export',
+      operationId: 'exportUserData',
+      tag: 'Profile',
+      summary: 'Everything held about the consumer, as one JSON document (the right of access)',
+      description:
+        'Profile, links (numbers masked to their last 3 digits, with the registry record they were made with), preferences, the whole history, disputes, and what is held about the face (whether a template is enrolled, its source and date). Never a template, a photo, a full NIN/BVN or a token. Served with `Content-Disposition: attachment`.',
+      auth: 'consumer:self',
+      params: IdParams,
+      responses: { 200: { description: 'The data export', schema: DataExportBody } },
+      errors: ['not_found'],
+      handler: async function exportUserData({ params }) {
+        return { headers: { 'Content-Disposition': `attachment; filename="my-data-${params.id}.json"` }, body: await dataExport.export(params.id) };
+      },
+    }),
     route({
       method: 'GET',
       path: '/users/{id}',

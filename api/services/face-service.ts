@@ -281,11 +281,13 @@ export class FaceService {
     deadlineAt = this.budget(),
     /** The change-log position read at the call's start or later (read-your-writes); read now if not given. */
     minSeqRead?: Promise<string>,
+    /** A user left out of the hits (the one linking, in a duplicate check). */
+    excludeUserId?: string,
   ): Promise<{ hits: SearchHit[]; appliedSeq: string; indexSize: number; ms: number }> {
     const minSeq = await (minSeqRead ?? this.deps.embeddings.currentSeq());
     // The embedding goes sealed beside the job, not in it (shared/face-path/search-embedding.ts).
     const probe = searchEmbeddingValue(this.deps.config.redis.prefix, embedding);
-    const r = await this.job('search', { op: 'knn', ...probe.ref, k, minSeq }, deadlineAt, [probe.value]);
+    const r = await this.job('search', { op: 'knn', ...probe.ref, k, minSeq, ...(excludeUserId ? { excludeUserId } : {}) }, deadlineAt, [probe.value]);
     if (r.op !== 'knn') throw new Error('search worker answered another op');
     this.deps.metrics.stage('search', r.ms);
     return { hits: r.hits, appliedSeq: r.appliedSeq, indexSize: r.indexSize, ms: r.ms };
@@ -380,6 +382,16 @@ export class FaceService {
     }
     const { analysis, embedding } = await this.chain(image, 'largest', deadlineAt, { requireLive: false });
     if (!hasFace(analysis) || !embedding) throw unusable(analysis.outcome);
+    return { ...embedding, ms: analysis.ms + embedding.ms };
+  }
+
+  /**
+   * A reference photograph's largest face, embedded (no liveness decision: a watch-list photo is a
+   * photograph by nature). A photo without a face is 422 `no_face`.
+   */
+  async embedPhoto(photo: Buffer): Promise<CaptureEmbedding> {
+    const { analysis, embedding } = await this.chain(photo, 'largest', this.budget(), { requireLive: false });
+    if (!hasFace(analysis) || !embedding) throw new AppError('no_face', 'No face was found in the photo', { extra: { outcome: 'no_face' } });
     return { ...embedding, ms: analysis.ms + embedding.ms };
   }
 

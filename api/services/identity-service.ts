@@ -21,6 +21,8 @@ import type { Metrics } from '../metrics.js';
 import type { FaceService } from './face-service.js';
 import type { IdentityTokenStore, LinkClaims } from '../../shared/stores/identity-tokens.js';
 import type { Registry, RegistryClient } from '../adapters/registry-client.js';
+import type { BiometricKeyRing } from '../../shared/crypto/key-ring.js';
+import type { DedupeService } from './dedupe-service.js';
 import { deviceHint, fullName, maskName, recordDisagreements, snapshot } from '../domain/registry-records.js';
 import type { BiometricAttemptsService } from './biometric-attempts-service.js';
 
@@ -38,7 +40,12 @@ export interface IdentityDeps {
   face: FaceService;
   registry: RegistryClient;
   biometric: BiometricAttemptsService;
+  dedupe: DedupeService;
+  keyRing: BiometricKeyRing;
 }
+
+/** Associated data of a consumer's sealed live capture (a blob of one user cannot pass for another's). */
+const liveCaptureSubject = (userId: string) => `live-capture:${userId}`;
 
 export type FaceOutcome = 'match' | 'liveness_failed' | 'face_mismatch' | 'cross_registry_mismatch' | 'no_face' | 'multiple_faces';
 
@@ -89,6 +96,17 @@ export interface LinkResult {
 
 export class IdentityService {
   constructor(private readonly deps: IdentityDeps) {}
+
+  /** The user's sealed live capture (JPEG) from verify-face, when still kept; null otherwise. */
+  private async liveCapture(userId: string): Promise<Buffer | null> {
+    const sealed = await this.deps.store.liveCapture(userId);
+    if (!sealed) return null;
+    try {
+      return this.deps.keyRing.decrypt(sealed, liveCaptureSubject(userId));
+    } catch {
+      return null;
+    }
+  }
 
   async validate(input: { userId: string; registry: Registry; number: string; fault?: string | null }): Promise<ValidateResult> {
     const { config, users, store, metrics } = this.deps;
@@ -196,6 +214,10 @@ export class IdentityService {
       embedding = v.embedding!.embedding;
       engineVersion = v.embedding!.engineVersion;
       score = v.score!;
+      // Kept (sealed) for as long as a link may use this capture: the evidence of a case the link opens.
+      if (v.capture) {
+        await store.saveLiveCapture(userId, this.deps.keyRing.encrypt(v.capture.image.jpeg, liveCaptureSubject(userId)), Math.max(config.identity.linkTokenTtlSeconds, config.identity.captureReuseSeconds));
+      }
     }
 
     // Cross-registry: when the other registry is linked, the face must also match the canonical embedding.
@@ -265,8 +287,32 @@ export class IdentityService {
     const { claims } = got;
     const hint = deviceHint(input.userAgent);
     const embedding = Array.from(decodeEmbedding(Buffer.from(claims.embedding, 'base64')));
+    const { dedupe } = this.deps;
 
     try {
+      // One person, one identity: the face against every other account and the watch-list.
+      const hits = await dedupe.screen(userId, embedding, claims.engineVersion);
+      const capture = hits.length ? await this.liveCapture(userId) : null;
+      if (dedupe.blocks(hits)) {
+        const caseIds = await this.deps.unitOfWork.run(async (trx) => {
+          const ids = await dedupe.openCases({ userId, registry, hits, capture, blocked: true }, trx);
+          await this.deps.auditEvents.record({
+            type: 'identity.link_refused',
+            severity: 'high',
+            actorType: 'consumer',
+            actorId: userId,
+            subjectType: 'user',
+            subjectId: userId,
+            data: { registry, number: maskTail(claims.number, 3), reason: 'duplicate_identity', caseIds: ids },
+          }, trx);
+          return ids;
+        });
+        dedupe.casesOpened(hits, caseIds, userId);
+        metrics.outcome('link', 'duplicate_identity');
+        // Nothing about the other account (or the watch-list) reaches the consumer.
+        throw new AppError('duplicate_identity', 'This identity cannot be linked to your account; contact support', { extra: { outcome: 'duplicate_identity' } });
+      }
+      let caseIds: string[] = [];
       const linkedAt = await this.deps.unitOfWork.run(async (trx) => {
         // A number still held by a deleted account is free again (as its phone number is): the stale
         // link row gives way, and an AuditEvent keeps the release on the deleted account's record.
@@ -309,10 +355,12 @@ export class IdentityService {
             profileFilled: !otherLinked,
           },
         }, trx);
+        caseIds = await dedupe.openCases({ userId, registry, hits, capture, blocked: false }, trx);
         // Last: the change-log lock is held until the transaction ends.
         await embeddings.upsert(userId, embedding, registry === 'nin' ? 'link_nin' : 'link_bvn', claims.engineVersion, trx, claims.qualityScore ?? null);
         return row.linkedAt;
       });
+      dedupe.casesOpened(hits, caseIds, userId);
       metrics.outcome('link', 'linked');
       this.deps.logger.info({ userId, registry, crossRegistryFlagged: claims.crossRegistryFlagged }, 'identity linked');
       return { status: 'linked', registry, linkedAt: new Date(linkedAt).toISOString() };
@@ -321,6 +369,8 @@ export class IdentityService {
         metrics.outcome('link', 'conflict');
         throw new AppError('conflict', `This ${LABEL[registry]} was linked to an account meanwhile, or your account already has one`);
       }
+      // A refused link stays refused: the token is spent.
+      if (e instanceof AppError && e.code === 'duplicate_identity') throw e;
       // Nothing was linked (the transaction rolled back): give the token back for a retry.
       await store.restoreLinkToken(input.linkToken, registry, userId, got.taken).catch(() => {});
       throw e;

@@ -15,6 +15,8 @@ import { maskTail, type AuditEventsRepository } from '../../shared/repositories/
 import type { UnitOfWork } from '../../shared/repositories/handle.js';
 import type { WebhooksRepository } from '../../shared/repositories/webhooks.js';
 import type { EmbeddingsRepository } from '../../shared/repositories/embeddings.js';
+import type { ErasuresRepository } from '../../shared/repositories/erasures.js';
+import type { IdentityTokenStore } from '../../shared/stores/identity-tokens.js';
 import { isUniqueViolation } from '../../shared/repositories/handle.js';
 import type { SessionsRepository } from '../../shared/repositories/operators.js';
 import type { UserRow, UsersRepository } from '../../shared/repositories/users.js';
@@ -32,6 +34,8 @@ export interface UserDeps {
   users: UsersRepository;
   sessionRows: SessionsRepository;
   embeddings: EmbeddingsRepository;
+  erasures: ErasuresRepository;
+  identityTokens: IdentityTokenStore;
   proofTokens: ProofTokens;
   jobs: JobClient;
   logger: Logger;
@@ -170,11 +174,10 @@ export class UserService {
    * user's still-valid access token with 404 `not_found` (interface document), not 401.
    */
   async delete(userId: string, proofToken: string, sessionId: string): Promise<{ status: 'deleted' }> {
-    const { users, sessionRows, embeddings } = this.deps;
+    const { users, sessionRows, embeddings, erasures } = this.deps;
     await this.deps.proofTokens.consume(userId, sessionId, proofToken);
 
     await this.deps.unitOfWork.run(async (trx) => {
-      await embeddings.remove(userId, trx);
       if (!(await users.softDelete(userId, trx))) throw notFound();
       const revoked = await sessionRows.expireRefreshTokensOf({ type: 'consumer', id: userId }, trx);
       await this.deps.auditEvents.record({
@@ -186,7 +189,20 @@ export class UserService {
         data: { embeddingRemoved: true, refreshTokensRevoked: revoked },
       }, trx);
       await this.deps.webhooks.recordEvent('user.deleted', { userId }, trx);
+      // Last: the change-log lock is held until the transaction ends.
+      const { seq } = await embeddings.remove(userId, trx);
+      await erasures.begin(userId, seq, trx);
     });
+    // The copies outside PostgreSQL: Redis now; the search snapshots are rewritten by the search
+    // workers within ERASURE_MAX_SECONDS, and the last of them writes the receipt (`user.erased`).
+    // A failure here leaves the erasure pending: the retention job's sweep finishes it.
+    try {
+      await this.deps.identityTokens.purgeUser(userId);
+      await erasures.markRedisPurged(userId);
+      await erasures.completeCovered();
+    } catch (e) {
+      this.deps.logger.warn({ userId, err: (e as Error).message }, 'erasure: Redis purge deferred to the sweep');
+    }
     return { status: 'deleted' };
   }
 }

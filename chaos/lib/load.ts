@@ -161,7 +161,10 @@ export class Load {
       this.samples.push(sample);
       return { status: res.status, body: parsed, retryAfter };
     } catch (e) {
-      this.samples.push({ at, kind, status: 0, ms: Date.now() - at, retryAfter: null, error: (e as Error).name });
+      // fetch's TypeError says little; its cause (a reset, a closed socket) says what the client met.
+      const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+      const error = cause ? `${(e as Error).name}: ${cause.code ?? cause.message ?? ''}` : (e as Error).name;
+      this.samples.push({ at, kind, status: 0, ms: Date.now() - at, retryAfter: null, error });
       return { status: 0, body: {}, retryAfter: null };
     } finally {
       this.pending.delete(id);

@@ -15,13 +15,14 @@ import type { Redis } from 'ioredis';
 import { AppError } from '../errors.js';
 import { bullPrefix, QUEUE_OPTIONS, type AwaitedJobContract } from '../jobs/contract.js';
 import { AWAITED_QUEUE_NAMES, JOB_CONTRACTS, type JobContracts, type JobEnvelope, type QueueName } from '../jobs/index.js';
-import { bullConnection } from '../redis.js';
+import { bullConnection, type RedisTarget } from '../redis.js';
 import { JobAdmission, type AdmissionOptions, type QueueState } from './admission.js';
 import { DeadlineError, msUntil, withDeadline, withdraw } from './deadline.js';
 import { parseReply, replyListKey } from './replies.js';
 
 export interface JobClientOptions {
-  redisUrl: string;
+  /** A URL, or Sentinels naming the master (shared/redis.ts `redisTarget`). */
+  redisUrl: RedisTarget;
   redisPrefix: string;
   timeoutMs: number;
   /** Fail fast (./admission.ts): no worker, Redis down or too much waiting work is a 503 before enqueueing. */

@@ -15,6 +15,11 @@ export type SearchRequest =
        * so every write that answered before this search is visible to it, on any replica (read-your-writes).
        */
       minSeq: string;
+      /**
+       * Left out of the hits (the k best OTHER users): a duplicate check at link searches everyone but
+       * the user linking, whose own canonical embedding (a NIN linked before a BVN) is no duplicate.
+       */
+      excludeUserId?: string;
     }
   | {
       op: 'compare';

@@ -20,11 +20,30 @@ export interface BankAccountConfirmJob {
   requestedAt: string;
 }
 
-export type UpstreamJob = BankAccountConfirmJob;
+/**
+ * The retention job (docs/data-protection.md): purges records past their RETENTION_DAYS_* and finishes
+ * erasures whose Redis purge failed. Repeatable (a BullMQ job scheduler every
+ * RETENTION_SWEEP_INTERVAL_SECONDS): however many upstream workers run, one run at a time is scheduled.
+ */
+export interface RetentionSweepJob {
+  kind: 'retention-sweep';
+}
+
+export type UpstreamJob = BankAccountConfirmJob | RetentionSweepJob;
+
+export const RETENTION_SCHEDULER_ID = 'retention-sweep';
+
+/** Creates (or updates) the repeatable retention job. */
+export async function scheduleRetentionSweep(queue: Queue, everyMs: number): Promise<void> {
+  await queue.upsertJobScheduler(RETENTION_SCHEDULER_ID, { every: everyMs }, { name: 'retention-sweep', data: { kind: 'retention-sweep' } satisfies RetentionSweepJob, opts: { removeOnComplete: true, removeOnFail: { age: 7 * 24 * 3600 } } });
+}
 
 export interface UpstreamResult {
   /** false when the change had been superseded, already applied, or the user deleted. */
   applied: boolean;
+  /** A retention sweep: rows purged per family, and erasures finished. */
+  purged?: { searchLogs: number; disputes: number; auditEvents: number };
+  erasuresFinished?: number;
 }
 
 /** The BullMQ job id of a confirmation: one per (user, request instant), so re-enqueueing is a no-op. */
@@ -41,7 +60,7 @@ export const upstreamContract = deferredJobContract<typeof UPSTREAM_QUEUE, Upstr
     removeOnFail: { age: 7 * 24 * 3600 },
   },
   jobName: (job) => job.kind,
-  jobId: (job) => bankAccountConfirmJobId(job.userId, new Date(job.requestedAt)),
+  jobId: (job) => (job.kind === 'bank-account-confirm' ? bankAccountConfirmJobId(job.userId, new Date(job.requestedAt)) : `${job.kind}-${Date.now()}`),
 });
 
 /** Enqueues the delayed confirmation of one pending change (idempotent by job id). */

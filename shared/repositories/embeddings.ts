@@ -11,7 +11,9 @@
  * embedding write last, and keep the rest of that transaction short.
  */
 import type { Knex } from 'knex';
-import { encodeEmbedding } from '../embeddings.js';
+import { assertEmbedding } from '../embeddings.js';
+import { BiometricKeyRing } from '../crypto/key-ring.js';
+import { openTemplate, processKeyRing, sealTemplate } from '../crypto/templates.js';
 import { CanonicalEmbedding, EmbeddingChange } from '../../models/index.js';
 import { Repository, type Db } from './handle.js';
 
@@ -22,11 +24,20 @@ export const EMBEDDING_CHANGES_LOCK = [0x66616365 /* 'face' */, 6 /* SPEC sectio
 
 export interface StoredEmbedding {
   userId: string;
-  embedding: Buffer;
+  /** The decrypted template (plaintext lives only in memory: the row holds a key-ring blob). */
+  embedding: Float32Array;
   engineVersion: string;
 }
 
+/**
+ * The `embedding` column holds a key-ring blob (shared/crypto/templates.ts) bound to the user id, and
+ * `key_id` names the key that sealed it (a rotation finds the rows still under an old key by index).
+ */
 export class EmbeddingsRepository extends Repository {
+  constructor(db: Knex, private readonly ring: BiometricKeyRing = processKeyRing()) {
+    super(db);
+  }
+
   private async appendChange(trx: Knex.Transaction, userId: string, op: EmbeddingChange['op']): Promise<string> {
     const [row] = await trx(EmbeddingChange.tableName).insert({ userId, op }).returning('seq');
     return String((row as { seq: string | number }).seq);
@@ -39,11 +50,8 @@ export class EmbeddingsRepository extends Repository {
   // ---- writer ------------------------------------------------------------------------------
 
   /**
-   * Sets the user's canonical embedding (512 finite numbers, stored as given in float32 LE) and logs
-   * the change. Returns the change sequence.
-   */
-  /**
-   * Sets the user's canonical embedding and logs the change. `qualityScore`: the capture quality
+   * Sets the user's canonical embedding (512 finite numbers, sealed under the active key) and logs the
+   * change. Returns the change sequence. `qualityScore`: the capture quality
    * (0..100) of the capture it came from, null when unknown (the /verify/self refresh rule compares
    * against it).
    */
@@ -55,13 +63,14 @@ export class EmbeddingsRepository extends Repository {
     trx?: Knex.Transaction,
     qualityScore: number | null = null,
   ): Promise<{ seq: string }> {
-    const bytes = encodeEmbedding(embedding); // validates before any lock is taken
+    assertEmbedding(embedding); // validates before any lock is taken
+    const blob = sealTemplate(this.ring, userId, embedding);
     return this.transaction(async (t) => {
       await this.lockChanges(t);
       await t(CanonicalEmbedding.tableName)
-        .insert({ userId, embedding: bytes, source, engineVersion, qualityScore, updatedAt: t.fn.now() })
+        .insert({ userId, embedding: blob, keyId: this.ring.activeKeyId, source, engineVersion, qualityScore, updatedAt: t.fn.now() })
         .onConflict('userId')
-        .merge(['embedding', 'source', 'engineVersion', 'qualityScore', 'updatedAt']);
+        .merge(['embedding', 'keyId', 'source', 'engineVersion', 'qualityScore', 'updatedAt']);
       return { seq: await this.appendChange(t, userId, 'upsert') };
     }, trx);
   }
@@ -103,22 +112,65 @@ export class EmbeddingsRepository extends Repository {
     return CanonicalEmbedding.query(this.on(trx)).findById(userId).select('qualityScore');
   }
 
+  private open(row: { userId: string; embedding: Buffer; engineVersion: string }): StoredEmbedding {
+    return { userId: row.userId, embedding: openTemplate(this.ring, row.userId, row.embedding), engineVersion: row.engineVersion };
+  }
+
+  /** What is held about the user's template, without the template (their data export). */
+  async describe(userId: string, trx?: Db): Promise<Pick<CanonicalEmbedding, 'source' | 'engineVersion' | 'qualityScore' | 'updatedAt'> | undefined> {
+    return CanonicalEmbedding.query(this.on(trx)).findById(userId).select('source', 'engineVersion', 'qualityScore', 'updatedAt');
+  }
+
   async find(userId: string, trx?: Db): Promise<StoredEmbedding | undefined> {
-    return this.on(trx)(CanonicalEmbedding.tableName).where({ userId }).first('userId', 'embedding', 'engineVersion');
+    const row = await this.on(trx)(CanonicalEmbedding.tableName).where({ userId }).first('userId', 'embedding', 'engineVersion');
+    return row ? this.open(row) : undefined;
   }
 
   /** The stored embeddings of some users (of one engine version, when given). */
   async findMany(userIds: string[], opts: { engineVersion?: string } = {}, trx?: Db): Promise<StoredEmbedding[]> {
     const q = this.on(trx)(CanonicalEmbedding.tableName).whereIn('userId', userIds);
     if (opts.engineVersion) q.where({ engineVersion: opts.engineVersion });
-    return q.select('userId', 'embedding', 'engineVersion');
+    return (await q.select('userId', 'embedding', 'engineVersion')).map((r) => this.open(r));
   }
 
   /** One page of an engine version's embeddings by user id (an index build reads them all in pages). */
-  async page(engineVersion: string, after: string | null, limit: number, trx?: Db): Promise<{ userId: string; embedding: Buffer }[]> {
-    const q = this.on(trx)(CanonicalEmbedding.tableName).where({ engineVersion }).orderBy('userId').limit(limit).select('userId', 'embedding');
+  async page(engineVersion: string, after: string | null, limit: number, trx?: Db): Promise<{ userId: string; embedding: Float32Array }[]> {
+    const q = this.on(trx)(CanonicalEmbedding.tableName).where({ engineVersion }).orderBy('userId').limit(limit).select('userId', 'embedding', 'engineVersion');
     if (after) q.where('userId', '>', after);
-    return q;
+    return (await q).map((r) => this.open(r));
+  }
+
+  // ---- key rotation --------------------------------------------------------------------------
+
+  /**
+   * Re-encrypts up to `limit` templates still sealed by another key than the active one, and says how
+   * many it did. Each batch is its own short transaction that skips rows a writer holds (a concurrent
+   * upsert seals under the active key anyway), so the service keeps running; the plaintext does not
+   * change, so no change-log entry is written and no replica rebuilds. Resumable by construction: the
+   * rows still to do are exactly those whose key_id is not the active one.
+   */
+  async rotateBatch(limit: number): Promise<{ rotated: number }> {
+    return this.db.transaction(async (t) => {
+      const rows = (await t(CanonicalEmbedding.tableName)
+        .whereNot({ keyId: this.ring.activeKeyId })
+        .orderBy('userId')
+        .limit(limit)
+        .forUpdate()
+        .skipLocked()
+        .select('userId', 'embedding')) as { userId: string; embedding: Buffer }[];
+      for (const r of rows) {
+        const plain = this.ring.decrypt(r.embedding, r.userId);
+        await t(CanonicalEmbedding.tableName).where({ userId: r.userId }).update({ embedding: this.ring.encrypt(plain, r.userId), keyId: this.ring.activeKeyId });
+        plain.fill(0);
+      }
+      return { rotated: rows.length };
+    });
+  }
+
+  /** Templates per sealing key (what a rotation has left, and when an old key can be dropped). */
+  async countByKey(trx?: Db): Promise<Record<string, number>> {
+    const rows = (await this.on(trx)(CanonicalEmbedding.tableName).select('keyId').count({ n: '*' }).groupBy('keyId')) as { keyId: string; n: string | number }[];
+    return Object.fromEntries(rows.map((r) => [r.keyId, Number(r.n)]));
   }
 
   /** Rows of this engine version, and of any other (a replica reports the latter). */

@@ -268,4 +268,9 @@ export class SearchLogsRepository extends Repository {
       .offset((page - 1) * pageSize);
     return { rows, total: Number(countRow?.count ?? 0) };
   }
+
+  /** Every dispute the user opened, newest first (their data export). */
+  async disputesOf(userId: string): Promise<DisputeRow[]> {
+    return this.disputes(this.db).where('d.userId', userId).orderBy(newestFirst('d'));
+  }
 }

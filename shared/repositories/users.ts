@@ -5,6 +5,8 @@
 import type { Knex } from 'knex';
 import { BvnLink, NinLink, User, type RegistryRecordSnapshot } from '../../models/index.js';
 import { fn } from 'objection';
+import { config } from '../config.js';
+import { NumberHasher } from '../crypto/number-hash.js';
 import { Repository, type Db } from './handle.js';
 
 export type Registry = 'nin' | 'bvn';
@@ -47,7 +49,16 @@ export interface ProfileChange {
   pendingBankAccountRequestedAt?: Date;
 }
 
+/**
+ * Link rows carry `number_hash` (the keyed hash of the number, shared/crypto/number-hash.ts) beside the
+ * number: a number is looked up, held once, and released by its hash, so an erased row (which keeps the
+ * hash alone) is still recognised.
+ */
 export class UsersRepository extends Repository {
+  constructor(db: Knex, private readonly hasher: NumberHasher = NumberHasher.from(config().security)) {
+    super(db);
+  }
+
   // ---- users -------------------------------------------------------------------------------
 
   /** A live (not deleted) user's profile and link flags, or null. */
@@ -98,13 +109,47 @@ export class UsersRepository extends Repository {
     return updated > 0;
   }
 
-  /** Soft-deletes a live user (a pending change goes with it); false when there is none. */
+  /**
+   * Soft-deletes a live user and erases what identifies them: phone, name, date of birth, gender, bank
+   * account (and a pending change) leave the row; the link rows keep their keyed hash and nothing else
+   * personal (no number, no registry record, no device hint). False when there is no live user.
+   */
   async softDelete(userId: string, trx?: Db): Promise<boolean> {
-    const deleted = await User.query(this.on(trx))
+    const db = this.on(trx);
+    const deleted = await User.query(db)
       .findById(userId)
       .whereNull('deletedAt')
-      .patch({ deletedAt: fn.now(), updatedAt: fn.now(), pendingBankAccount: null, pendingBankAccountRequestedAt: null });
-    return deleted > 0;
+      .patch({
+        deletedAt: fn.now(),
+        updatedAt: fn.now(),
+        phone: null as unknown as string, // erased rows only: live rows always have a phone
+        name: null,
+        dateOfBirth: null,
+        gender: null,
+        bankAccount: null,
+        pendingBankAccount: null,
+        pendingBankAccountRequestedAt: null,
+      });
+    if (deleted === 0) return false;
+    for (const registry of ['nin', 'bvn'] as const) {
+      await db(LINK_TABLE[registry]).where({ userId }).update({ [registry]: null, registryRecord: null, deviceHint: null });
+    }
+    return true;
+  }
+
+  /** The user's links as their data export shows them (the number is masked by the caller). */
+  async linksOf(userId: string, trx?: Db): Promise<{ registry: Registry; number: string | null; linkedAt: Date; deviceHint: string | null; crossRegistryFlagged: boolean; registryRecord: RegistryRecordSnapshot | null }[]> {
+    const out = [];
+    for (const registry of ['nin', 'bvn'] as const) {
+      const rows = await this.on(trx)(LINK_TABLE[registry]).where({ userId }).select(`${registry} as number`, 'linkedAt', 'deviceHint', 'crossRegistryFlagged', 'registryRecord');
+      out.push(...rows.map((r: { number: string | null; linkedAt: Date; deviceHint: string | null; crossRegistryFlagged: boolean; registryRecord: RegistryRecordSnapshot | null }) => ({ registry, ...r })));
+    }
+    return out;
+  }
+
+  /** The keyed hash of a number (what a link row keeps). */
+  numberHash(registry: Registry, number: string): string {
+    return this.hasher.hash(registry, number);
   }
 
   /** Name, date of birth and gender from a registry record (the first link fills the profile). */
@@ -142,7 +187,7 @@ export class UsersRepository extends Repository {
     const t = LINK_TABLE[registry];
     return this.on(trx)(t)
       .join(User.tableName, `${User.tableName}.id`, `${t}.userId`)
-      .where(`${t}.${registry}`, number)
+      .where((q) => q.where(`${t}.${registry}`, number).orWhere(`${t}.numberHash`, this.hasher.hash(registry, number)))
       .first(`${t}.userId as userId`, `${t}.linkedAt as linkedAt`, `${t}.deviceHint as deviceHint`, `${User.tableName}.deletedAt as deletedAt`);
   }
 
@@ -162,7 +207,7 @@ export class UsersRepository extends Repository {
    */
   async releaseFromDeletedAccounts(registry: Registry, number: string, trx: Knex.Transaction): Promise<{ userId: string; linkedAt: Date }[]> {
     return trx(LINK_TABLE[registry])
-      .where(registry, number)
+      .where((q) => q.where(registry, number).orWhere('numberHash', this.hasher.hash(registry, number)))
       .whereIn('userId', trx(User.tableName).select('id').whereNotNull('deletedAt'))
       .del()
       .returning(['userId', 'linkedAt']);
@@ -174,6 +219,7 @@ export class UsersRepository extends Repository {
       .insert({
         userId: link.userId,
         [registry]: link.number,
+        numberHash: this.hasher.hash(registry, link.number),
         registryRecord: JSON.stringify(link.registryRecord),
         deviceHint: link.deviceHint,
         matchScore: link.matchScore,

@@ -14,11 +14,21 @@
  *   holding the linkToken's claims. Binding the user and the registry into the key means another user's
  *   (or the other route's) token is simply not found, and is not burnt for its owner.
  * - validate-rate `identity:validate-rate:<userId>`: validations per consumer per hour.
+ * - live capture `identity:live-capture:<userId>`: the user's most recent passing live capture (JPEG),
+ *   sealed by the biometric key ring by the caller, kept as long as a link may still use it: the
+ *   review evidence of a duplicate-identity case the link opens.
+ *
+ * The biometric values among them (the registry photo, the capture's embedding, the embedding inside
+ * link-token claims) are sealed with the process's biometric key ring (AES-256-GCM, bound to the key
+ * they live under): the key is held by the processes and never written to Redis, so a Redis dump, an
+ * RDB/AOF file or a replica holds no face.
  */
 import type { QualitySummary } from '../face/quality.js';
 import type { RegistryRecordSnapshot } from '../../models/index.js';
 import { decodeEmbedding, encodeEmbedding } from '../embeddings.js';
 import type { KeySpace, Redis } from '../redis.js';
+import type { BiometricKeyRing } from '../crypto/key-ring.js';
+import { processKeyRing } from '../crypto/templates.js';
 import { hashToken, newToken, SingleUseTokens, type TakenToken } from './single-use-token.js';
 import { countInWindow, HOUR_MS } from './window-counter.js';
 import type { Registry } from '../repositories/users.js';
@@ -62,6 +72,7 @@ export class IdentityTokenStore {
   constructor(
     private readonly redis: Redis,
     private readonly keys: KeySpace,
+    private readonly ring: BiometricKeyRing = processKeyRing(),
   ) {
     this.linkTokens = new SingleUseTokens(redis, (hash, registry, userId) => keys('identity', 'link', registry, userId, hash));
   }
@@ -83,7 +94,8 @@ export class IdentityTokenStore {
     const validationToken = newToken('vt');
     const tokenHash = hashToken(validationToken);
     const key = this.validationKey(tokenHash);
-    await this.redis.multi().hset(key, 'meta', JSON.stringify(meta), 'photo', photo).expire(key, ttlSeconds).exec();
+    const sealed = this.ring.encrypt(photo, `validation-photo:${tokenHash}`);
+    await this.redis.multi().hset(key, 'meta', JSON.stringify(meta), 'photo', sealed).expire(key, ttlSeconds).exec();
     const previous = (await this.redis.set(this.currentValidationKey(meta.userId, meta.registry), tokenHash, 'EX', ttlSeconds, 'GET')) as string | null;
     if (previous && previous !== tokenHash) await this.redis.del(this.validationKey(previous));
     return validationToken;
@@ -95,7 +107,9 @@ export class IdentityTokenStore {
   }
 
   async validationPhoto(validationToken: string): Promise<Buffer | null> {
-    return this.redis.hgetBuffer(this.validationKey(hashToken(validationToken)), 'photo');
+    const tokenHash = hashToken(validationToken);
+    const sealed = await this.redis.hgetBuffer(this.validationKey(tokenHash), 'photo');
+    return sealed ? this.ring.decrypt(sealed, `validation-photo:${tokenHash}`) : null;
   }
 
   /** Counts one verify-face attempt of a validation: how many so far, and the milliseconds they stay counted. */
@@ -119,7 +133,7 @@ export class IdentityTokenStore {
     await this.redis
       .multi()
       .del(key)
-      .hset(key, 'embedding', encodeEmbedding(embedding), 'engineVersion', engineVersion, 'capturedAt', new Date().toISOString(), ...(quality ? ['quality', JSON.stringify(quality)] : []))
+      .hset(key, 'embedding', this.ring.encrypt(encodeEmbedding(embedding), `capture:${userId}`), 'engineVersion', engineVersion, 'capturedAt', new Date().toISOString(), ...(quality ? ['quality', JSON.stringify(quality)] : []))
       .expire(key, Math.max(1, ttlSeconds))
       .exec();
   }
@@ -129,22 +143,62 @@ export class IdentityTokenStore {
     const [emb, engineVersion, quality] = await this.redis.hmgetBuffer(this.captureKey(userId), 'embedding', 'engineVersion', 'quality');
     if (!emb || !engineVersion) return null;
     return {
-      embedding: Array.from(decodeEmbedding(emb)),
+      embedding: Array.from(decodeEmbedding(this.ring.decrypt(emb, `capture:${userId}`))),
       engineVersion: engineVersion.toString('utf8'),
       quality: quality ? (JSON.parse(quality.toString('utf8')) as QualitySummary) : null,
     };
   }
 
+  // ---- the sealed live capture (review evidence) ----------------------------------------
+
+  async saveLiveCapture(userId: string, sealed: Buffer, ttlSeconds: number): Promise<void> {
+    await this.redis.set(this.keys('identity', 'live-capture', userId), sealed, 'EX', Math.max(1, ttlSeconds));
+  }
+
+  liveCapture(userId: string): Promise<Buffer | null> {
+    return this.redis.getBuffer(this.keys('identity', 'live-capture', userId));
+  }
+
+  // ---- erasure -------------------------------------------------------------------------------
+
+  /**
+   * Deletes every key of the user (an erasure): the current validations with their registry photo and
+   * attempt counts, the reusable capture, the link tokens (found by SCAN: their key names the user),
+   * the validation counter. Returns how many keys went.
+   */
+  async purgeUser(userId: string): Promise<number> {
+    const keys: string[] = [this.captureKey(userId), this.keys('identity', 'validate-rate', userId), this.keys('identity', 'live-capture', userId)];
+    for (const registry of ['nin', 'bvn'] as const) {
+      const current = this.currentValidationKey(userId, registry);
+      const hash = await this.redis.get(current);
+      keys.push(current);
+      if (hash) keys.push(this.validationKey(hash), this.attemptsKey(hash));
+      let cursor = '0';
+      do {
+        const [next, found] = await this.redis.scan(cursor, 'MATCH', this.keys('identity', 'link', registry, userId, '*'), 'COUNT', 500);
+        cursor = next;
+        keys.push(...found);
+      } while (cursor !== '0');
+    }
+    return this.redis.del(...keys);
+  }
+
   // ---- link tokens -------------------------------------------------------------------------
 
   issueLinkToken(claims: LinkClaims, ttlSeconds: number): Promise<string> {
-    return this.linkTokens.issue(JSON.stringify(claims), ttlSeconds, [claims.registry, claims.userId], { prefix: 'lt' });
+    const sealed = this.ring.encrypt(Buffer.from(claims.embedding, 'base64'), this.linkEmbeddingBinding(claims.registry, claims.userId)).toString('base64');
+    return this.linkTokens.issue(JSON.stringify({ ...claims, embedding: sealed }), ttlSeconds, [claims.registry, claims.userId], { prefix: 'lt' });
   }
+
+  private linkEmbeddingBinding = (registry: Registry, userId: string) => `link-embedding:${registry}:${userId}`;
 
   /** Takes a link token once; null when unknown, expired, used, or another user's or registry's. */
   async takeLinkToken(linkToken: string, registry: Registry, userId: string): Promise<{ claims: LinkClaims; taken: TakenToken } | null> {
     const taken = await this.linkTokens.take(linkToken, [registry, userId]);
-    return taken ? { claims: JSON.parse(taken.value) as LinkClaims, taken } : null;
+    if (!taken) return null;
+    const claims = JSON.parse(taken.value) as LinkClaims;
+    const embedding = this.ring.decrypt(Buffer.from(claims.embedding, 'base64'), this.linkEmbeddingBinding(registry, userId));
+    return { claims: { ...claims, embedding: embedding.toString('base64') }, taken };
   }
 
   /** Gives a taken link token back for a retry (nothing was linked). */

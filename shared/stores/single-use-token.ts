@@ -9,7 +9,7 @@
  * lifetime (`restore`), so a failed step does not cost the user a new token.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { Redis } from '../redis.js';
+import { replicaAcknowledged, type Redis } from '../redis.js';
 
 const TOKEN_BYTES = 32;
 
@@ -56,12 +56,16 @@ export class SingleUseTokens<K extends unknown[] = []> {
   async issue(value: string, ttlSeconds: number, scope: K, opts: { prefix?: string } = {}): Promise<string> {
     const token = newToken(opts.prefix);
     await this.redis.set(this.key(token, ...scope), value, 'EX', ttlSeconds);
+    // A token a client holds must survive a Redis failover (docs/deployment.md).
+    await replicaAcknowledged(this.redis);
     return token;
   }
 
   /** Takes the token once (atomic under concurrency); null when it is not there or bound to another. */
   async take(token: string, scope: K, opts: { expect?: string } = {}): Promise<TakenToken | null> {
     const got = (await this.redis.eval(TAKE_LUA, 1, this.key(token, ...scope), opts.expect ?? '')) as [string, number] | null;
+    // ... and so must its taking: a failover must not bring a used token back for a second use.
+    if (got) await replicaAcknowledged(this.redis);
     return got ? { value: got[0], pttlMs: Number(got[1]) } : null;
   }
 

@@ -21,6 +21,7 @@ import { FaceEngine, type StepClock } from './pipeline/engine.js';
 import { decodeAlignedFace, encodeAlignedFace } from './pipeline/embed.js';
 import { runQueues, type JobContext } from '../run-queue.js';
 import { startStatusServer } from '../status-server.js';
+import { loadWithProvider, providerMetric, type ExecutionProvider } from './execution-provider.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -158,8 +159,9 @@ export async function startFaceWorker(config: Config, opts: { logger?: Logger } 
   const logger = opts.logger ?? createLogger({ level: config.runtime.logLevel, format: config.runtime.logFormat, name: 'face' });
   const modelsDir = path.resolve(ROOT, config.face.modelsDir);
   const t0 = performance.now();
-  const engine = await FaceEngine.load(modelsDir, { intraOpThreads: config.face.intraOpThreads });
-  logger.info({ modelsDir, engineVersion: FACE_ENGINE_VERSION, intraOpThreads: config.face.intraOpThreads, loadMs: elapsed(t0) }, 'face engine loaded');
+  const loaded = await loadWithProvider((o) => FaceEngine.load(modelsDir, { ...o, intraOpThreads: config.face.intraOpThreads }), config.face.executionProvider as ExecutionProvider, logger);
+  const { engine } = loaded;
+  logger.info({ modelsDir, engineVersion: FACE_ENGINE_VERSION, intraOpThreads: config.face.intraOpThreads, executionProvider: loaded.provider, loadMs: elapsed(t0) }, 'face engine loaded');
 
   let runner: Awaited<ReturnType<typeof runQueues<'liveness' | 'embed'>>> | undefined;
   let status: StatusServerHandle | undefined;
@@ -196,11 +198,13 @@ export async function startFaceWorker(config: Config, opts: { logger?: Logger } 
           version: FACE_ENGINE_VERSION,
           models: FACE_MODELS.map((m) => ({ name: m.name, role: m.role, file: m.file, sha256: m.sha256 })),
           intraOpThreads: engine.intraOpThreads,
+          executionProvider: loaded.provider,
         },
       }),
+      '/metrics': () => ({ body: null, text: providerMetric(loaded) }),
       '/clocks': () => ({ body: { pid: process.pid, cpuMs: (process.cpuUsage().user + process.cpuUsage().system) / 1000, ...clocks.byQueue } }),
       '/health': () => ({
-        body: { status: 'ok', engineVersion: FACE_ENGINE_VERSION, concurrency: config.face.workerConcurrency, jobs: stats },
+        body: { status: 'ok', engineVersion: FACE_ENGINE_VERSION, executionProvider: loaded.provider, concurrency: config.face.workerConcurrency, jobs: stats },
       }),
     });
   } catch (e) {

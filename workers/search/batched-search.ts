@@ -17,6 +17,7 @@ interface PendingSearch {
   query: Float32Array;
   k: number;
   minSeq: bigint;
+  excludeUserId: string | null;
   t0: number;
   resolve: (r: KnnResult) => void;
   reject: (e: unknown) => void;
@@ -44,7 +45,7 @@ export class BatchedSearch {
   constructor(private readonly opts: BatchedSearchOptions) {}
 
   /** The `knn` op: the k best live users for `embedding`, after applying every change up to `minSeq`. */
-  knn(embedding: ArrayLike<number>, k: number, minSeq: string): Promise<KnnResult> {
+  knn(embedding: ArrayLike<number>, k: number, minSeq: string, excludeUserId: string | null = null): Promise<KnnResult> {
     const t0 = performance.now();
     try {
       assertEmbedding(embedding, 'query embedding');
@@ -54,7 +55,7 @@ export class BatchedSearch {
       return Promise.reject(e);
     }
     return new Promise((resolve, reject) => {
-      this.pending.push({ query: normalised(embedding), k, minSeq: BigInt(minSeq), t0, resolve, reject });
+      this.pending.push({ query: normalised(embedding), k, minSeq: BigInt(minSeq), excludeUserId, t0, resolve, reject });
       if (this.pending.length === 1 && !this.flushing) setImmediate(() => void this.flush());
     });
   }
@@ -89,7 +90,8 @@ export class BatchedSearch {
     const minSeq = batch.reduce((m, p) => (p.minSeq > m ? p.minSeq : m), 0n);
     const { results, appliedSeq, size, exact } = await this.opts.withAppliedAtLeast(minSeq, (s) => {
       const exactEngine = s.engine.exact;
-      const kk = Math.max(...batch.map((p) => (exactEngine ? p.k : p.k * refineFactor)));
+      // One more hit for a search that excludes a user, who may be among the best.
+      const kk = Math.max(...batch.map((p) => (exactEngine ? p.k : p.k * refineFactor) + (p.excludeUserId ? 1 : 0)));
       return { results: s.engine.searchMany(batch.map((p) => p.query), kk), appliedSeq: s.appliedSeq, size: s.engine.size, exact: exactEngine };
     });
     stats.batches++;
@@ -98,7 +100,8 @@ export class BatchedSearch {
     await Promise.all(
       batch.map(async (p, i) => {
         try {
-          const hits = exact ? results[i]!.slice(0, p.k) : (await this.rescore(p.query, results[i]!)).slice(0, p.k);
+          const found = results[i]!.filter((h) => h.userId !== p.excludeUserId);
+          const hits = exact ? found.slice(0, p.k) : (await this.rescore(p.query, found)).slice(0, p.k);
           p.resolve({ op: 'knn', hits, appliedSeq: String(appliedSeq), indexSize: size, ms: elapsed(p.t0) });
         } catch (e) {
           p.reject(e);

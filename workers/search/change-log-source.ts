@@ -6,7 +6,8 @@
  * shared/repositories/embeddings.ts), search_state and search_replicas (migration 20261123000100_search_replicas).
  */
 import type { Knex } from 'knex';
-import { decodeEmbedding } from '../../shared/embeddings.js';
+import type { BiometricKeyRing } from '../../shared/crypto/key-ring.js';
+import { openTemplate, processKeyRing } from '../../shared/crypto/templates.js';
 
 export interface SourceRow {
   userId: string;
@@ -62,8 +63,15 @@ export interface ChangeLogSource {
   prune(staleMs: number): Promise<{ through: bigint; deleted: number }>;
 }
 
+/**
+ * Templates are sealed at rest (shared/crypto/templates.ts): this source decrypts each row as it is
+ * read, so a replica's index holds plaintext only in memory.
+ */
 export class PgChangeLogSource implements ChangeLogSource {
-  constructor(private readonly db: Knex) {}
+  constructor(
+    private readonly db: Knex,
+    private readonly ring: BiometricKeyRing = processKeyRing(),
+  ) {}
 
   async logId(): Promise<string> {
     const r = await this.db.raw(`SELECT log_id::text || '-' || (SELECT oid FROM pg_database WHERE datname = current_database())::text AS lid FROM search_state WHERE id = 1`);
@@ -105,7 +113,7 @@ export class PgChangeLogSource implements ChangeLogSource {
         const rows = r.rows as { uid: string; emb: Buffer }[];
         if (rows.length) after = rows[rows.length - 1]!.uid;
         read += rows.length;
-        return rows.map((x) => ({ userId: x.uid, vector: decodeEmbedding(x.emb) }));
+        return rows.map((x) => ({ userId: x.uid, vector: openTemplate(this.ring, x.uid, x.emb) }));
       };
       const first = await page(Math.max(1, opts.firstRows));
       await onFirst(first, total);
@@ -144,14 +152,14 @@ export class PgChangeLogSource implements ChangeLogSource {
       `{${userIds.join(',')}}`,
       engineVersion,
     ]);
-    for (const x of r.rows as { uid: string; emb: Buffer }[]) out.set(x.uid, decodeEmbedding(x.emb));
+    for (const x of r.rows as { uid: string; emb: Buffer }[]) out.set(x.uid, openTemplate(this.ring, x.uid, x.emb));
     return out;
   }
 
   async readOne(userId: string): Promise<{ vector: Float32Array; engineVersion: string } | undefined> {
     const r = await this.db.raw('SELECT embedding AS emb, engine_version AS ev FROM canonical_embeddings WHERE user_id = ?', [userId]);
     const row = r.rows[0] as { emb: Buffer; ev: string } | undefined;
-    return row ? { vector: decodeEmbedding(row.emb), engineVersion: row.ev } : undefined;
+    return row ? { vector: openTemplate(this.ring, userId, row.emb), engineVersion: row.ev } : undefined;
   }
 
   async reportPosition(replicaId: string, appliedSeq: bigint, snapshotSeq: bigint | null): Promise<void> {

@@ -139,13 +139,17 @@ export class IndexLoader {
     }
   }
 
-  /** Removes old snapshots of this log and engine, keeping the two newest, `keepDir` and the serving one. */
-  async retireSnapshots(keepDir: string): Promise<void> {
+  /**
+   * Removes old snapshots of this log and engine, keeping the `keep` newest (two: a damaged newest
+   * falls back to the one before), `keepDir` and the serving one. An erasure keeps one: the older
+   * snapshots hold the erased vector.
+   */
+  async retireSnapshots(keepDir: string, keep = 2): Promise<void> {
     if (!this.opts.snapshots) return;
     const inUse = new Set<string>([keepDir]);
     const serving = this.opts.servingDir();
     if (serving) inUse.add(serving);
-    await this.opts.snapshots.retire(this.logId!, this.opts.kind.snapshotKey, 2, inUse).catch(() => 0);
+    await this.opts.snapshots.retire(this.logId!, this.opts.kind.snapshotKey, keep, inUse).catch(() => 0);
   }
 
   private noteBuild(t0: number, trainMs: number, engine: IndexEngine, reason: string, from: BuildStats['from'], snapshotSeq: bigint | null): void {

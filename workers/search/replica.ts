@@ -30,6 +30,8 @@ import { IndexLoader } from './index-loader.js';
 import { errMessage, newReplicaStats, type ReplicaState } from './replica-state.js';
 import { DEFAULT_EXACT_CANDIDATES, SKETCH_FACTORY, SketchKind } from './sketch-engine.js';
 import { SnapshotStore } from './snapshot-store.js';
+import type { BiometricKeyRing } from '../../shared/crypto/key-ring.js';
+import { ErasuresRepository } from '../../shared/repositories/erasures.js';
 
 export type { BuildStats } from './replica-state.js';
 
@@ -71,6 +73,10 @@ export interface ReplicaOptions {
   /** Automatic rebuilds (compaction, fold, retraining) after a catch-up; tests turn it off to drive them. */
   autoRebuild?: boolean;
   source?: ChangeLogSource;
+  /** Longest time a deleted user's vector may stay in a snapshot on disk (ERASURE_MAX_SECONDS). */
+  erasureMaxSeconds?: number;
+  /** The ring that opens the sealed templates (default: the process's, from BIOMETRIC_KEYS). */
+  keyRing?: BiometricKeyRing;
   dim?: number;
 }
 
@@ -90,6 +96,7 @@ export class IndexReplica {
   readonly snapshots: SnapshotStore | null;
   readonly engineVersion: string;
   readonly replicaId: string;
+  private readonly erasures: ErasuresRepository;
   private readonly policy: RebuildPolicy;
   private readonly loader: IndexLoader;
   private readonly catchUp: CatchUp;
@@ -100,7 +107,8 @@ export class IndexReplica {
   constructor(db: Knex, private readonly opts: ReplicaOptions) {
     const dim = opts.dim ?? EMBEDDING_DIM;
     this.kind = engineKindFor(opts.factory, { nprobe: opts.nprobe, rerankCandidates: opts.rerankCandidates ?? 2000, exactCandidates: opts.exactCandidates, dim });
-    this.source = opts.source ?? new PgChangeLogSource(db);
+    this.source = opts.source ?? new PgChangeLogSource(db, opts.keyRing);
+    this.erasures = new ErasuresRepository(db);
     this.snapshots = this.kind.snapshots && opts.snapshotDir ? new SnapshotStore(opts.snapshotDir) : null;
     this.engineVersion = opts.engineVersion ?? FACE_ENGINE_VERSION;
     this.replicaId = opts.replicaId ?? `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
@@ -180,6 +188,35 @@ export class IndexReplica {
       });
     }
     if ((this.opts.pruneIntervalMs ?? 0) > 0) this.every(this.opts.pruneIntervalMs!, () => this.prune().then(() => {}));
+    if (this.snapshots) {
+      // A third of the erasure deadline: a snapshot rewrite (seconds at 1M) fits twice in what is left.
+      const ms = Math.max(200, Math.min(60_000, ((this.opts.erasureMaxSeconds ?? 300) * 1000) / 3));
+      this.every(ms, () => this.eraseFromSnapshots().then(() => {}));
+    }
+  }
+
+  /**
+   * Erasure on disk: when an erased user's removal (erasures table) is newer than this replica's
+   * snapshot, the snapshot still holds their vector. Writes a new snapshot past the removal (live
+   * rows only), deletes every older one, reports the new snapshot seq, and completes the erasures
+   * that no replica holds any more (the `user.erased` receipt). Returns whether it rewrote.
+   */
+  async eraseFromSnapshots(): Promise<boolean> {
+    const s = this.state;
+    if (!this.snapshots || !s || s.invalid || s.snapshotSeq === null) return false;
+    const pending = await this.erasures.oldestPendingAfter(s.snapshotSeq);
+    if (pending === null) {
+      await this.erasures.completeCovered();
+      return false;
+    }
+    if (pending > s.appliedSeq) await this.catchUp.request(s);
+    await this.rebuild(this.loader.buildsFromOwnState ? 'compact' : 'full');
+    const next = this.state;
+    if (next?.snapshotDir) await this.loader.retireSnapshots(next.snapshotDir, 1);
+    await this.report(true);
+    const done = await this.erasures.completeCovered();
+    this.opts.logger.info({ snapshotSeq: String(next?.snapshotSeq ?? ''), erasuresCompleted: done.length }, 'snapshot rewritten for erasure');
+    return true;
   }
 
   private every(ms: number, fn: () => Promise<void>): void {
@@ -309,8 +346,8 @@ export class IndexReplica {
   // ---- searching --------------------------------------------------------------------------------
 
   /** The `knn` op: the k best live users for `embedding`, after applying every change up to `minSeq`. */
-  knn(embedding: ArrayLike<number>, k: number, minSeq: string): Promise<Extract<SearchResult, { op: 'knn' }>> {
-    return this.searches.knn(embedding, k, minSeq);
+  knn(embedding: ArrayLike<number>, k: number, minSeq: string, excludeUserId: string | null = null): Promise<Extract<SearchResult, { op: 'knn' }>> {
+    return this.searches.knn(embedding, k, minSeq, excludeUserId);
   }
 
   /** The `compare` op: cosine with the user's canonical embedding, read from PostgreSQL (always current). */

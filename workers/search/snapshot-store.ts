@@ -8,10 +8,13 @@
  * place, so a reader never sees a half-written snapshot; a reader checks every size and hash before
  * using one, so a damaged snapshot is skipped (the replica then takes an older one or builds in full),
  * never loaded.
+ *
+ * Private: the directory (and each snapshot's) is 0700 and every file 0600, since a snapshot holds
+ * every enrolled user's template (docs/data-protection.md).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 export interface SnapshotMeta {
@@ -41,9 +44,10 @@ export class SnapshotStore {
 
   /** A fresh temporary directory for an engine to write into. */
   async begin(): Promise<string> {
-    await mkdir(this.dir, { recursive: true });
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    await chmod(this.dir, 0o700); // an existing directory made before snapshots were private
     const tmp = path.join(this.dir, `.tmp-${Date.now()}-${randomBytes(4).toString('hex')}`);
-    await mkdir(tmp);
+    await mkdir(tmp, { mode: 0o700 });
     return tmp;
   }
 
@@ -57,12 +61,13 @@ export class SnapshotStore {
     for (const name of (await readdir(tmp)).sort()) {
       const file = path.join(tmp, name);
       files[name] = { bytes: (await stat(file)).size, sha256: await sha256(file) };
+      await chmod(file, 0o600);
       const fh = await open(file, 'r+');
       await fh.sync();
       await fh.close();
     }
     const meta: SnapshotMeta = { format: 1, ...m, createdAt: new Date().toISOString(), files };
-    await writeFile(path.join(tmp, 'meta.json'), JSON.stringify(meta));
+    await writeFile(path.join(tmp, 'meta.json'), JSON.stringify(meta), { mode: 0o600 });
     const dir = path.join(this.dir, `snap-${m.logId}-${m.seq.padStart(20, '0')}-${randomBytes(4).toString('hex')}`);
     await rename(tmp, dir);
     return { dir, meta };

@@ -14,6 +14,7 @@ import { createLogger, type Logger } from '../../shared/logger.js';
 import { runQueues, type QueueRunner } from '../run-queue.js';
 import { startStatusServer, type StatusServer } from '../status-server.js';
 import { IndexReplica } from './replica.js';
+import { BiometricKeyRing } from '../../shared/crypto/key-ring.js';
 
 export interface RunningSearchWorker {
   url: string;
@@ -23,7 +24,7 @@ export interface RunningSearchWorker {
 /** One search job: its probe embedding taken (once) from beside the job, then the op on the replica. */
 export async function searchHandler(replica: Pick<IndexReplica, 'knn' | 'compare'>, handoff: RedisFaceHandoff, job: SearchJob): Promise<SearchResult> {
   const embedding = await takeSearchEmbedding(handoff, job);
-  return job.op === 'knn' ? replica.knn(embedding, job.k, job.minSeq) : replica.compare(embedding, job.userId);
+  return job.op === 'knn' ? replica.knn(embedding, job.k, job.minSeq, job.excludeUserId ?? null) : replica.compare(embedding, job.userId);
 }
 
 export async function startSearchWorker(config: Config, opts: { logger?: Logger } = {}): Promise<RunningSearchWorker> {
@@ -40,6 +41,8 @@ export async function startSearchWorker(config: Config, opts: { logger?: Logger 
     retrainGrowth: config.search.retrainGrowth,
     pruneIntervalMs: config.search.pruneIntervalMs,
     replicaStaleMs: config.search.replicaStaleMs,
+    keyRing: BiometricKeyRing.from(config.security),
+    erasureMaxSeconds: config.protection.erasureMaxSeconds,
     logger,
   });
   let runner: QueueRunner<'search'> | undefined;

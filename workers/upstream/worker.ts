@@ -12,7 +12,9 @@
  */
 import type { Knex } from 'knex';
 import type { Config } from '../../shared/config.js';
-import { UPSTREAM_QUEUE, enqueueBankAccountConfirm, upstreamContract, type UpstreamJob, type UpstreamResult } from '../../shared/jobs/upstream.js';
+import { UPSTREAM_QUEUE, enqueueBankAccountConfirm, scheduleRetentionSweep, upstreamContract, type UpstreamJob, type UpstreamResult } from '../../shared/jobs/upstream.js';
+import { createRedis } from '../../shared/redis.js';
+import { runRetentionSweep } from './retention-sweep.js';
 import type { Logger } from '../../shared/logger.js';
 import { runQueues } from '../run-queue.js';
 import { confirmBankAccount, pendingBankAccountChanges } from './bank-account-confirmation.js';
@@ -28,8 +30,13 @@ export interface RunningUpstreamWorker {
   sweep(): Promise<number>;
 }
 
-async function upstreamHandler(db: Knex, logger: Logger, job: UpstreamJob): Promise<UpstreamResult> {
+async function upstreamHandler(db: Knex, logger: Logger, job: UpstreamJob, retention: () => Promise<UpstreamResult>): Promise<UpstreamResult> {
   switch (job.kind) {
+    case 'retention-sweep': {
+      const result = await retention();
+      logger.info({ queue: UPSTREAM_QUEUE, job: job.kind, purged: result.purged, erasuresFinished: result.erasuresFinished }, 'retention sweep done');
+      return result;
+    }
     case 'bank-account-confirm': {
       const result = await confirmBankAccount(db, job);
       logger.info({ queue: UPSTREAM_QUEUE, job: job.kind, userId: job.userId, applied: result.applied }, 'upstream confirmation processed');
@@ -44,13 +51,18 @@ export async function startUpstreamWorker(
   config: Config,
   deps: { db: Knex; logger: Logger },
 ): Promise<RunningUpstreamWorker> {
+  // The retention job purges the user keys of unfinished erasures: its own connection.
+  const redis = createRedis(config.redis.url);
   const runner = await runQueues(
     config,
     [UPSTREAM_QUEUE],
-    { [UPSTREAM_QUEUE]: (job) => upstreamHandler(deps.db, deps.logger, job) },
+    { [UPSTREAM_QUEUE]: (job) => upstreamHandler(deps.db, deps.logger, job, () => runRetentionSweep(deps.db, redis, config)) },
     { logger: deps.logger, concurrency: UPSTREAM_CONCURRENCY },
   );
   const queue = runner.queue(UPSTREAM_QUEUE);
+  await scheduleRetentionSweep(queue, config.protection.retentionSweepIntervalSeconds * 1000).catch((e: unknown) =>
+    deps.logger.warn({ err: (e as Error).message }, 'retention job not scheduled (Redis away?); the next start schedules it'),
+  );
 
   const sweep = async (): Promise<number> => {
     let enqueued = 0;
@@ -74,6 +86,7 @@ export async function startUpstreamWorker(
       clearInterval(timer);
       await initial;
       await runner.close();
+      redis.disconnect();
     },
   };
 }

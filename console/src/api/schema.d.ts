@@ -396,6 +396,94 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/dedupe/cases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Duplicate-identity cases, newest first
+         * @description **Authorisation:** Administrator bearer token.
+         */
+        get: operations["listDedupeCases"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dedupe/cases/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A case, with the masked details of both accounts
+         * @description **Authorisation:** Administrator bearer token.
+         */
+        get: operations["getDedupeCase"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Decide an open case: confirmed (the same person under two identities) or dismissed
+         * @description Audited (`dedupe.case_decided`); emits the webhook event `dedupe.case.decided` (without the note). A decided case answers 409 `conflict`.
+         *
+         *     **Authorisation:** Administrator bearer token.
+         */
+        patch: operations["decideDedupeCase"];
+        trace?: never;
+    };
+    "/dedupe/cases/{id}/capture": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The case's live capture (JPEG), kept sealed until the case is decided plus DEDUPE_CAPTURE_RETENTION_DAYS
+         * @description Every read is audited (`dedupe.capture_viewed`). 404 when the case keeps no capture.
+         *
+         *     **Authorisation:** Administrator bearer token.
+         */
+        get: operations["getDedupeCaseCapture"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dedupe/cases/{id}/watchlist": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add a confirmed case's live capture to the watch-list
+         * @description **Authorisation:** Administrator bearer token.
+         */
+        post: operations["watchlistDedupeCase"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/disputes": {
         parameters: {
             query?: never;
@@ -898,6 +986,28 @@ export interface paths {
         patch: operations["patchUser"];
         trace?: never;
     };
+    "/users/{id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Everything held about the consumer, as one JSON document (the right of access)
+         * @description Profile, links (numbers masked to their last 3 digits, with the registry record they were made with), preferences, the whole history, disputes, and what is held about the face (whether a template is enrolled, its source and date). Never a template, a photo, a full NIN/BVN or a token. Served with `Content-Disposition: attachment`.
+         *
+         *     **Authorisation:** Consumer bearer token whose subject equals `{id}` (else 403 `forbidden`).
+         */
+        get: operations["exportUserData"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/users/{id}/history": {
         parameters: {
             query?: never;
@@ -981,6 +1091,52 @@ export interface paths {
          */
         post: operations["verifySelf"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/watchlist": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The watch-list, newest first (no faces)
+         * @description **Authorisation:** Administrator bearer token.
+         */
+        get: operations["listWatchlist"];
+        put?: never;
+        /**
+         * List a face: the largest face of the photo is embedded by the face workers and stored sealed
+         * @description The photo itself is not kept. A link whose face matches an entry opens a `watchlist` case. Audited.
+         *
+         *     **Authorisation:** Administrator bearer token.
+         */
+        post: operations["addWatchlistEntry"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/watchlist/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove an entry (its sealed template is deleted); audited
+         * @description **Authorisation:** Administrator bearer token.
+         */
+        delete: operations["removeWatchlistEntry"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2848,6 +3004,604 @@ export interface operations {
                 };
             };
             /** @description Error: `dependency_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listDedupeCases: {
+        parameters: {
+            query: {
+                kind?: "duplicate" | "possible_duplicate" | "watchlist";
+                page: number;
+                pageSize: number;
+                status?: "open" | "confirmed" | "dismissed";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of cases */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            /** @description The link was refused (DEDUPE_POLICY=hard-block) */
+                            blocked: boolean;
+                            /** @description The live capture is still kept: GET /dedupe/cases/{id}/capture */
+                            captureAvailable: boolean;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            decidedAt?: string;
+                            /** Format: uuid */
+                            decidedBy?: string;
+                            /** Format: uuid */
+                            id: string;
+                            kind: "duplicate" | "possible_duplicate" | "watchlist";
+                            /**
+                             * Format: uuid
+                             * @description The account already enrolled with the face (duplicate, possible_duplicate)
+                             */
+                            matchedUserId?: string;
+                            note?: string;
+                            /** @description What was being linked */
+                            registry: "nin" | "bvn";
+                            /** @description Cosine similarity of the two faces */
+                            score: number;
+                            status: "open" | "confirmed" | "dismissed";
+                            /**
+                             * Format: uuid
+                             * @description The account that was linking
+                             */
+                            userId: string;
+                            /**
+                             * Format: uuid
+                             * @description The watch-list entry the face matched (watchlist)
+                             */
+                            watchlistEntryId?: string;
+                        }[];
+                        page: number;
+                        pageSize: number;
+                        total: number;
+                    };
+                };
+            };
+            /** @description Error: `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `forbidden`, `operator_deactivated`, `password_reset_required` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `dependency_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDedupeCase: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The case */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        accounts: {
+                            matchedUser: {
+                                bvn: string | null;
+                                bvnLinkedAt: string | null;
+                                deleted: boolean;
+                                name: string | null;
+                                nin: string | null;
+                                ninLinkedAt: string | null;
+                                phone: string | null;
+                                /** Format: uuid */
+                                userId: string;
+                            } | null;
+                            user: {
+                                bvn: string | null;
+                                bvnLinkedAt: string | null;
+                                deleted: boolean;
+                                name: string | null;
+                                nin: string | null;
+                                ninLinkedAt: string | null;
+                                phone: string | null;
+                                /** Format: uuid */
+                                userId: string;
+                            };
+                        };
+                        case: {
+                            /** @description The link was refused (DEDUPE_POLICY=hard-block) */
+                            blocked: boolean;
+                            /** @description The live capture is still kept: GET /dedupe/cases/{id}/capture */
+                            captureAvailable: boolean;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            decidedAt?: string;
+                            /** Format: uuid */
+                            decidedBy?: string;
+                            /** Format: uuid */
+                            id: string;
+                            kind: "duplicate" | "possible_duplicate" | "watchlist";
+                            /**
+                             * Format: uuid
+                             * @description The account already enrolled with the face (duplicate, possible_duplicate)
+                             */
+                            matchedUserId?: string;
+                            note?: string;
+                            /** @description What was being linked */
+                            registry: "nin" | "bvn";
+                            /** @description Cosine similarity of the two faces */
+                            score: number;
+                            status: "open" | "confirmed" | "dismissed";
+                            /**
+                             * Format: uuid
+                             * @description The account that was linking
+                             */
+                            userId: string;
+                            /**
+                             * Format: uuid
+                             * @description The watch-list entry the face matched (watchlist)
+                             */
+                            watchlistEntryId?: string;
+                        };
+                        watchlistReason: string | null;
+                    };
+                };
+            };
+            /** @description Error: `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `forbidden`, `operator_deactivated`, `password_reset_required` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `dependency_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    decideDedupeCase: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    note?: string;
+                    status: "confirmed" | "dismissed";
+                };
+            };
+        };
+        responses: {
+            /** @description The decided case */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        case: {
+                            /** @description The link was refused (DEDUPE_POLICY=hard-block) */
+                            blocked: boolean;
+                            /** @description The live capture is still kept: GET /dedupe/cases/{id}/capture */
+                            captureAvailable: boolean;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            decidedAt?: string;
+                            /** Format: uuid */
+                            decidedBy?: string;
+                            /** Format: uuid */
+                            id: string;
+                            kind: "duplicate" | "possible_duplicate" | "watchlist";
+                            /**
+                             * Format: uuid
+                             * @description The account already enrolled with the face (duplicate, possible_duplicate)
+                             */
+                            matchedUserId?: string;
+                            note?: string;
+                            /** @description What was being linked */
+                            registry: "nin" | "bvn";
+                            /** @description Cosine similarity of the two faces */
+                            score: number;
+                            status: "open" | "confirmed" | "dismissed";
+                            /**
+                             * Format: uuid
+                             * @description The account that was linking
+                             */
+                            userId: string;
+                            /**
+                             * Format: uuid
+                             * @description The watch-list entry the face matched (watchlist)
+                             */
+                            watchlistEntryId?: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `forbidden`, `operator_deactivated`, `password_reset_required` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `conflict` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `dependency_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDedupeCaseCapture: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The capture */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/jpeg": string;
+                };
+            };
+            /** @description Error: `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `forbidden`, `operator_deactivated`, `password_reset_required` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `dependency_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    watchlistDedupeCase: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Why the face is listed */
+                    reason: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Listed */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        entry: {
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: uuid */
+                            id: string;
+                            reason: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `forbidden`, `operator_deactivated`, `password_reset_required` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `conflict` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `no_face` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `face_engine_unavailable`, `dependency_unavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5836,6 +6590,156 @@ export interface operations {
             };
         };
     };
+    exportUserData: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The data export */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description What is held about the face; never the template itself */
+                        biometric: {
+                            engineVersion: string | null;
+                            note: string;
+                            qualityScore: number | null;
+                            source: string | null;
+                            templateEnrolled: boolean;
+                            updatedAt: string | null;
+                        };
+                        disputes: {
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: uuid */
+                            id: string;
+                            kind: "identify" | "verify_self";
+                            note: string | null;
+                            reason: string | null;
+                            /** Format: uuid */
+                            referenceId: string;
+                            status: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                        /** Format: date-time */
+                        exportedAt: string;
+                        /** @description The whole history, newest first */
+                        history: {
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** @description Whether this user has disputed the entry */
+                            disputed: boolean;
+                            kind: "identify" | "verify_self";
+                            outcome: string;
+                            /** Format: uuid */
+                            referenceId: string;
+                            /** @description The user's own score: for /identify this user's candidate score, for /verify/self its score when it matched (null for a failed comparison: no oracle for someone trying faces) */
+                            score: number | null;
+                        }[];
+                        links: {
+                            crossRegistryFlagged: boolean;
+                            deviceHint: string | null;
+                            /** Format: date-time */
+                            linkedAt: string;
+                            number: string | null;
+                            registry: "nin" | "bvn";
+                            registryRecord: {
+                                dateOfBirth: string;
+                                firstName: string;
+                                gender: string;
+                                lastName: string;
+                                middleName: string | null;
+                            } | null;
+                        }[];
+                        preferences: {
+                            language: "en" | "ha" | "ig" | "yo" | "pcm";
+                            marketingOptIn: boolean;
+                            notifyChannel: "sms" | "none";
+                        };
+                        profile: {
+                            bankAccount: string | null;
+                            bvnLinked: boolean;
+                            /** Format: date-time */
+                            createdAt: string;
+                            dateOfBirth: string | null;
+                            gender: string | null;
+                            /** Format: uuid */
+                            id: string;
+                            name: string | null;
+                            ninLinked: boolean;
+                            pendingBankAccount: string | null;
+                            /** @description E.164 */
+                            phone: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `dependency_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getUserHistory: {
         parameters: {
             query: {
@@ -6319,6 +7223,262 @@ export interface operations {
                 };
             };
             /** @description Error: `face_engine_unavailable`, `dependency_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listWatchlist: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every entry */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: uuid */
+                            id: string;
+                            reason: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Error: `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `forbidden`, `operator_deactivated`, `password_reset_required` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `dependency_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    addWatchlistEntry: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /** @description A photo of the face (JPEG, PNG or WebP) */
+                    file: string;
+                    /** @description Why the face is listed */
+                    reason: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Listed */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        entry: {
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: uuid */
+                            id: string;
+                            reason: string;
+                        };
+                    };
+                };
+            };
+            /** @description Error: `invalid_image`, `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `forbidden`, `operator_deactivated`, `password_reset_required` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `no_face` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `face_engine_unavailable`, `dependency_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    removeWatchlistEntry: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Error: `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `forbidden`, `operator_deactivated`, `password_reset_required` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `dependency_unavailable` */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -387,6 +387,17 @@ function Settings(props: { t: Translate; session: Session; userId: string; onLan
     void api.GET('/users/{id}/preferences', { params: { path: { id: props.userId } } }).then(({ data }) => data && setPrefs(data));
   }, []);
   if (!prefs) return <p aria-busy="true" />;
+  // The right of access: everything the service holds about the consumer, as a JSON file.
+  const downloadMyData = async () => {
+    const { data } = await api.GET('/users/{id}/export', { params: { path: { id: props.userId } }, parseAs: 'blob' });
+    if (!data) return;
+    const url = URL.createObjectURL(data);
+    const a = document.createElement('a');
+    a.href = url;
+    a.download = `my-data-${props.userId}.json`;
+    a.click();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+  };
   const save = async (e: Event) => {
     e.preventDefault();
     const { data } = await api.PATCH('/users/{id}/preferences', { params: { path: { id: props.userId } }, body: prefs });
@@ -421,7 +432,10 @@ function Settings(props: { t: Translate; session: Session; userId: string; onLan
         <button type="submit">{t('save')}</button>
       </form>
       {saved && <Note kind="ok" testid="prefs-saved">{t('saved')}</Note>}
-      <button type="button" class="secondary outline" onClick={props.back}>{t('back')}</button>
+      <div class="row">
+        <button type="button" class="secondary" data-testid="download-my-data" onClick={() => void downloadMyData()}>{t('downloadMyData')}</button>
+        <button type="button" class="secondary outline" onClick={props.back}>{t('back')}</button>
+      </div>
     </>
   );
 }

@@ -5,15 +5,16 @@ import type { Session } from '../session.js';
 import { Note, Pager, fmtDate, fmtScore } from '../ui/common.js';
 import { problem, type StaffIdentity } from './staff-common.js';
 import { Webhooks } from './Webhooks.js';
+import { DedupeCases } from './DedupeCases.js';
 
 Chart.register(BarController, BarElement, CategoryScale, LinearScale, Tooltip, Legend);
 
-type Section = 'operators' | 'disputes' | 'analytics' | 'audit' | 'webhooks' | 'queues';
+type Section = 'operators' | 'disputes' | 'dedupe' | 'analytics' | 'audit' | 'webhooks' | 'queues';
 const pagerLabels = { prev: 'Previous', next: 'Next', of: (a: number, b: number) => `Page ${a} of ${b}` };
 
 export function AdminOffice(props: { session: Session; me: StaffIdentity }) {
   const [section, setSection] = useState<Section>('operators');
-  const labels: Record<Section, string> = { operators: 'Operators', disputes: 'Disputes', analytics: 'Analytics & billing', audit: 'Audit events', webhooks: 'Webhooks', queues: 'Queues' };
+  const labels: Record<Section, string> = { operators: 'Operators', disputes: 'Disputes', dedupe: 'Duplicate identities', analytics: 'Analytics & billing', audit: 'Audit events', webhooks: 'Webhooks', queues: 'Queues' };
   return (
     <>
       <nav class="subnav" aria-label="Office">
@@ -23,6 +24,7 @@ export function AdminOffice(props: { session: Session; me: StaffIdentity }) {
       </nav>
       {section === 'operators' && <Operators session={props.session} me={props.me} />}
       {section === 'disputes' && <Disputes session={props.session} />}
+      {section === 'dedupe' && <DedupeCases session={props.session} />}
       {section === 'analytics' && <Analytics session={props.session} />}
       {section === 'audit' && <Audit session={props.session} />}
       {section === 'webhooks' && <Webhooks session={props.session} />}

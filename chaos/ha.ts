@@ -1,0 +1,244 @@
+/**
+ * `npm run chaos -- ha`: the high-availability layout (`npm run start:ha`, scripts/start-ha.ts) under
+ * the fault suite's bounded load (chaos/lib/load.ts), one SIGKILL after another:
+ *   1. the Redis master (the Sentinels promote the replica);
+ *   2. the PostgreSQL primary: its node, Patroni and PostgreSQL together (Patroni promotes the
+ *      synchronous standby once the leader key expires; HAProxy follows Patroni's `/primary`);
+ *   3. one web process (HAProxy sends new requests to the other; the supervisor restarts it);
+ *   4. one face process, 5. one search process (the other serves; the supervisor restarts it).
+ * Then every answered write is read back from PostgreSQL (chaos/lib/verify.ts) through the proxy,
+ * on the promoted node, and read-your-writes of the search replicas is checked across the fail-over
+ * (an /identify sent after a link was answered lists that user). Prints the fault table and one JSON report on stdout; exits 1 when a figure
+ * breaks the bar (other 5xx, 503 without Retry-After, hangs, lost writes, no recovery).
+ */
+import { spawn } from 'node:child_process';
+import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { createDb } from '../shared/db.js';
+import { freePort } from '../scripts/lib/private-services.js';
+import { FACE_KINDS, PG_KINDS, failures, finish, healthy, makeLoad, phase, waitFor, type Layout } from './faults.js';
+import { JOB_TIMEOUT_MS, type AnsweredWrites, type Kind, type Sample } from './lib/load.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const LAYOUT_FILE = path.join(ROOT, 'var', 'ha', 'layout.json');
+const say = (m: string) => console.error(`[chaos:ha] ${m}`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const ALL_KINDS: Kind[] = ['identify', 'preferences', 'otp-request', 'otp-verify', 'validate', 'verify-face', 'link', 'verify-self', 'phone', 'delete'];
+
+interface Part { port: number; pid: number | null }
+interface HaLayout {
+  web: Part[]; face: Part[]; search: Part[];
+  redis: { master: Part; replica: Part; sentinels: Part[] };
+  postgres: { primary: Part & { name: string; patroniPid: number | null }; standby: Part & { name: string }; proxy: Part };
+  env: Record<string, string>;
+}
+const readLayout = () => JSON.parse(readFileSync(LAYOUT_FILE, 'utf8')) as HaLayout;
+
+/** The longest time, within the phase, between two consecutive answers 200 (by when they were answered). */
+function longestGapMs(samples: Sample[], from: number, to: number): number {
+  const ends = samples.filter((s) => s.status === 200 && s.at + s.ms >= from && s.at + s.ms <= to).map((s) => s.at + s.ms).sort((a, b) => a - b);
+  let gap = 0;
+  let prev = from;
+  for (const e of ends) {
+    gap = Math.max(gap, e - prev);
+    prev = e;
+  }
+  return Math.max(gap, to - prev);
+}
+
+/**
+ * From the fault to the first answer 200 (of the routes the fault concerns) that ended after the last
+ * failure (no answer, or 5xx) of a request sent after the fault: the time to answer again, not fooled by a request that
+ * was answered from a part's last moments.
+ */
+function answeredAgain(samples: Sample[], kinds: Kind[], faultAt: number, until: number): number | null {
+  const end = (x: Sample) => x.at + x.ms;
+  const inPhase = samples.filter((x) => x.at >= faultAt - 15_000 && x.at < until);
+  // Failures of requests sent after the fault: the part is still away. (A request in flight at the
+  // fault may fail later, at its deadline, while the others are answered again: not counted here.)
+  const lastBad = Math.max(faultAt, ...inPhase.filter((x) => (x.status === 0 || x.status >= 500) && x.at >= faultAt).map(end));
+  const ok = inPhase.filter((x) => kinds.includes(x.kind) && x.status === 200 && end(x) > lastBad).sort((a, b) => end(a) - end(b))[0];
+  return ok ? end(ok) - faultAt : null;
+}
+
+/** Waits until a connection through the proxy reaches a node out of recovery; returns when. */
+async function primaryThroughProxy(url: string, timeoutMs: number): Promise<number> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+    try {
+      await c.connect();
+      const r = await c.query('SELECT pg_is_in_recovery() AS standby');
+      if (r.rows[0]?.standby === false) return Date.now();
+    } catch {
+      // no node in service yet
+    } finally {
+      await c.end().catch(() => {});
+    }
+    await sleep(200);
+  }
+  throw new Error(`no primary through the proxy within ${timeoutMs} ms`);
+}
+
+/**
+ * Read-your-writes of the search replicas, across the PostgreSQL fail-over: every /identify answered
+ * 200 that was sent after a link was answered must list that user (every account links the same
+ * face as the probe; IDENTIFY_MAX_CANDIDATES is above the accounts' number), unless the user's
+ * deletion was answered before the /identify was sent.
+ */
+function readYourWrites(w: AnsweredWrites, pgFaultAt: number): { checked: number; missed: number; checkedAfterPgFailover: number; missedAfterPgFailover: number } {
+  const deletedAt = new Map(w.deletions.map((d) => [d.userId, d.doneAt]));
+  let checked = 0;
+  let missed = 0;
+  let checkedAfter = 0;
+  let missedAfter = 0;
+  for (const link of w.links) {
+    for (const idf of w.identify) {
+      if (idf.sentAt <= link.doneAt) continue;
+      const gone = deletedAt.get(link.userId);
+      if (gone !== undefined && gone <= idf.sentAt + 10_000) continue; // deleted around or before it
+      const listed = idf.candidates.includes(link.userId);
+      checked++;
+      if (!listed) missed++;
+      if (pgFaultAt && link.doneAt < pgFaultAt && idf.sentAt > pgFaultAt) {
+        checkedAfter++;
+        if (!listed) missedAfter++;
+      }
+    }
+  }
+  return { checked, missed, checkedAfterPgFailover: checkedAfter, missedAfterPgFailover: missedAfter };
+}
+
+async function main(): Promise<void> {
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'faceid-chaos-ha-'));
+  const port = await freePort();
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    NODE_ENV: 'development',
+    PORT: String(port),
+    LOG_LEVEL: 'warn',
+    REDIS_PREFIX: 'chaos_ha',
+    FACE_JOB_TIMEOUT_MS: String(JOB_TIMEOUT_MS),
+    SMS_OUTBOX_FILE: path.join(tmp, 'sms-outbox.jsonl'),
+    SEARCH_SNAPSHOT_DIR: path.join(tmp, 'search-snapshots'),
+    // The load signs many accounts in from one address: the abuse caps would answer 429, not the faults.
+    OTP_COOLDOWN_SECONDS: '0',
+    OTP_REQUESTS_PER_IP_PER_HOUR: '100000',
+    OTP_REQUESTS_PER_PHONE_PER_DAY: '1000',
+    VALIDATIONS_PER_USER_PER_HOUR: '1000',
+    OPERATOR_LOGINS_PER_IP_PER_HOUR: '100000',
+    IDENTIFY_MAX_CANDIDATES: '100',
+  };
+  for (const k of ['DATABASE_URL', 'REDIS_URL', 'REDIS_SENTINELS', 'SUPERVISOR_STATUS_FILE', 'FACEID_SERVICE_FILE']) delete env[k];
+  const report: Record<string, unknown> = { startedAt: new Date().toISOString(), cores: os.cpus().length, loadAverageAtStart: os.loadavg().map((x) => Number(x.toFixed(2))) };
+
+  rmSync(LAYOUT_FILE, { force: true });
+  const started = Date.now();
+  const ha = spawn(process.execPath, ['--import', 'tsx', 'scripts/start-ha.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // CHAOS_LOG_DIR: the layout's own output (its error logs name the cause of any 5xx).
+  const logFile = process.env.CHAOS_LOG_DIR ? createWriteStream(path.join(process.env.CHAOS_LOG_DIR, 'start-ha.log')) : null;
+  ha.stderr!.on('data', (d: Buffer) => logFile?.write(d));
+  ha.stdout!.on('data', (d: Buffer) => {
+    logFile?.write(d);
+    for (const line of d.toString().split('\n')) if (line.startsWith('[start:ha]') && !line.includes('haproxy:')) say(line);
+  });
+  const url = `http://127.0.0.1:${port}`;
+  let db: ReturnType<typeof createDb> | undefined;
+  const rows: { fault: string; figures: Awaited<ReturnType<typeof phase>>; gapMs: number; answeredAgainMs: number | null }[] = [];
+  try {
+    await waitFor(() => existsSync(LAYOUT_FILE), 300_000, 'var/ha/layout.json');
+    await waitFor(healthy(url), 300_000, 'start:ha to be healthy');
+    report.startupMs = Date.now() - started;
+    const layout = readLayout();
+    db = createDb(layout.env.DATABASE_URL!, 2, { bindModels: false });
+    const l: Layout = { name: 'ha', env: { ...env, ...layout.env }, url, dbName: 'faceid', db };
+    let pgFaultAt = 0;
+    const made = await makeLoad(l);
+    const load = made.load;
+    load.start();
+
+    /** `limitMs`: the contract's bound on the time to answer again (SPEC 12.7). */
+    /**
+     * `kill` does the fault and may wait until the part is back (`backAt`: the phase then waits for a
+     * 200 sent after it, so that a straggler answered just after the fault does not end it early).
+     * `limitMs`: the contract's bound on the time to answer again (SPEC 12.7).
+     */
+    const run = async (fault: string, kill: (layout: HaLayout) => Promise<{ backAt?: number; notes: Record<string, unknown> }>, kinds: Kind[], limitMs = 10_000) => {
+      const phaseStart = Date.now();
+      let faultAt = 0;
+      const figures = await phase(report, load, fault, async () => {
+        faultAt = Date.now();
+        return kill(readLayout());
+      }, kinds);
+      const answeredAgainMs = answeredAgain(load.samples, kinds, faultAt, Date.now());
+      (report[fault] as Record<string, unknown>).answeredAgainMs = answeredAgainMs;
+      if (answeredAgainMs === null) failures.push(`${fault}: no 200 after the outage`);
+      else if (answeredAgainMs > limitMs) failures.push(`${fault}: answered again after ${answeredAgainMs} ms (bound ${limitMs} ms)`);
+      rows.push({ fault, figures, gapMs: longestGapMs(load.samples, phaseStart + 3000, Date.now() - 3000), answeredAgainMs });
+      // The layout settles (a killed process restarted, the roles rewritten) before the next fault.
+      await sleep(5000);
+    };
+    await run('kill -9 Redis master', async (lay) => {
+      process.kill(lay.redis.master.pid!, 'SIGKILL');
+      return { notes: { killed: `redis-server :${lay.redis.master.port}` } };
+    }, FACE_KINDS);
+    await run('kill -9 PostgreSQL primary (node: Patroni + PostgreSQL)', async (lay) => {
+      pgFaultAt = Date.now();
+      const p = lay.postgres.primary;
+      // The node's process group: runuser, Patroni and the PostgreSQL it started.
+      if (p.patroniPid) process.kill(-p.patroniPid, 'SIGKILL');
+      if (p.pid) try { process.kill(p.pid, 'SIGKILL'); } catch { /* gone with its group */ }
+      // Back when the proxy leads to a node out of recovery (the promoted standby).
+      const promotedAt = await primaryThroughProxy(lay.env.DATABASE_URL!, 60_000);
+      return { backAt: promotedAt, notes: { killed: `${p.name} :${p.port}`, promotedAfterMs: promotedAt - pgFaultAt } };
+    }, PG_KINDS, 30_000);
+    await run('kill -9 one web process', async (lay) => {
+      process.kill(lay.web[0]!.pid!, 'SIGKILL');
+      return { notes: { killed: `web :${lay.web[0]!.port}` } };
+    }, ALL_KINDS);
+    await run('kill -9 one face process', async (lay) => {
+      process.kill(lay.face[0]!.pid!, 'SIGKILL');
+      return { notes: { killed: `face :${lay.face[0]!.port}` } };
+    }, FACE_KINDS);
+    await run('kill -9 one search process', async (lay) => {
+      process.kill(lay.search[0]!.pid!, 'SIGKILL');
+      return { notes: { killed: `search :${lay.search[0]!.port}` } };
+    }, ['identify']);
+    await load.identifyOnce();
+    await load.stop();
+    // The read-back goes through the proxy to whichever node is primary now.
+    await db.destroy();
+    db = createDb(layout.env.DATABASE_URL!, 2, { bindModels: false });
+    await finish(report, { ...l, db }, load);
+    report.readYourWrites = readYourWrites(load.writes, pgFaultAt);
+    say(`read-your-writes of the search replicas: ${JSON.stringify(report.readYourWrites)}`);
+    if ((report.readYourWrites as { missed: number }).missed) failures.push(`an /identify sent after a link was answered did not list that user (${JSON.stringify(report.readYourWrites)})`);
+    report.finalLayout = readLayout();
+  } catch (e) {
+    failures.push(`the suite itself failed: ${e instanceof Error ? e.stack : String(e)}`);
+  } finally {
+    await db?.destroy().catch(() => {});
+    ha.kill('SIGINT');
+    await Promise.race([new Promise((r) => ha.once('exit', r)), sleep(60_000)]);
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  const lost = (report.lostWrites as { lost?: number } | undefined)?.lost;
+  const table = [
+    '| fault | longest gap without a 200 | 503 (all with Retry-After?) | other 5xx | hangs | time to answer again |',
+    '|---|---|---|---|---|---|',
+    ...rows.map(({ fault, figures: f, gapMs, answeredAgainMs }) =>
+      `| ${fault} | ${(gapMs / 1000).toFixed(1)} s | ${f.unavailable} (${f.unavailableWithoutRetryAfter === 0 ? 'yes' : `${f.unavailableWithoutRetryAfter} without`}) | ${f.other5xx} | ${f.hangs} | ${answeredAgainMs === null ? 'none' : `${(answeredAgainMs / 1000).toFixed(1)} s`} |`),
+    '',
+    `answered writes lost (read back after all faults): ${lost ?? 'not checked'}`,
+  ].join('\n');
+  report.loadAverageAtEnd = os.loadavg().map((x) => Number(x.toFixed(2)));
+  report.failures = failures;
+  console.error(`\n${table}\n`);
+  console.log(JSON.stringify({ ...report, table }, null, 2));
+  if (failures.length) process.exitCode = 1;
+}
+
+await main();

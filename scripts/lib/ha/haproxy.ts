@@ -1,0 +1,120 @@
+/**
+ * HAProxy (Debian `haproxy`) in front of the web processes and of PostgreSQL, one process, one file.
+ *
+ * PostgreSQL: one address for the application; a server is in service only while its Patroni answers
+ * 200 on `GET /primary` (so after a failover the proxy sends connections to the promoted standby, and
+ * it cuts the sessions still open to a server that is marked down).
+ * Web: round robin over the web processes, checked on `GET /health`; a request
+ * that cannot reach a web process is sent to another (`retry-on conn-failure`: nothing was sent), and
+ * so is a GET or HEAD whose process died before answering (`empty-response`); a write is never
+ * replayed. The proxy's own error answers (no server in service, a first request on a connection
+ * whose server died) are 503 with Retry-After, like the service's own (errorfiles).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+export interface Backend {
+  name: string;
+  port: number;
+  /** Port of the health check when it is not the server's own. */
+  checkPort?: number;
+}
+
+export interface HaproxyOptions {
+  dir: string;
+  webPort: number;
+  webs: Backend[];
+  pgPort: number;
+  postgres: Backend[];
+  log?: (line: string) => void;
+}
+
+const RETRY_AFTER_SECONDS = 2;
+
+function errorFile(dir: string, status: number): string {
+  const file = path.join(dir, `error-${status}.http`);
+  const body = JSON.stringify({ error: { code: 'service_unavailable', message: 'The service is briefly unavailable: retry after the delay given.' } });
+  writeFileSync(file, [
+    'HTTP/1.1 503 Service Unavailable',
+    'Content-Type: application/json',
+    `Retry-After: ${RETRY_AFTER_SECONDS}`,
+    'Cache-Control: no-store',
+    'Connection: close',
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    '',
+    body,
+  ].join('\r\n'));
+  return file;
+}
+
+export function haproxyConfig(o: HaproxyOptions): string {
+  return [
+    'global',
+    // Requests up to 256 KB (a capture photo) are read whole before they go to a web process
+    // (`http-buffer-request`): when that process dies mid-request the client, having sent everything,
+    // reads the 503; with part of its upload unread, closing the connection would reset it instead.
+    '  tune.bufsize 262144',
+    '  maxconn 2000',
+    // Only what went wrong (a server dying mid-request, no server, a cut connection) is logged.
+    '  log stderr format raw local0 warning',
+    '',
+    'defaults',
+    '  log global',
+    '  option dontlog-normal',
+    '  timeout connect 2s',
+    '  timeout client 60s',
+    '  timeout server 60s',
+    '  timeout check 1s',
+    '',
+    'frontend web',
+    '  mode http',
+    '  option httplog',
+    `  bind 127.0.0.1:${o.webPort}`,
+    '  option forwardfor',
+    ...[502, 503, 504].map((s) => `  errorfile ${s} ${errorFile(o.dir, s)}`),
+    '  default_backend webs',
+    '',
+    'backend webs',
+    '  mode http',
+    '  option http-buffer-request',
+    // A fresh server connection per request: after a web process dies, the next request finds its
+    // port closed (a connection failure, retried on the other process whatever the method) instead of
+    // being sent down a kept-alive connection to the dead process. Costs one loopback/LAN connect.
+    '  option http-server-close',
+    '  balance roundrobin',
+    '  option httpchk GET /health',
+    // /health answers 503 while a dependency is down: the process still serves, so both count as alive.
+    '  http-check expect rstatus ^(200|503)$',
+    '  retries 3',
+    // A request that reached a process which then died without answering: HAProxy does not answer a
+    // keep-alive client then, it closes the connection so that the client retries (measured:
+    // docs/reliability.md). It retries itself, on the other process, only what is safe to repeat
+    // (GET, HEAD); a write might have been applied before the process died.
+    '  retry-on conn-failure empty-response',
+    '  http-request disable-l7-retry unless METH_GET || METH_HEAD',
+    '  option redispatch 1',
+    ...[502, 503, 504].map((s) => `  errorfile ${s} ${path.join(o.dir, `error-${s}.http`)}`),
+    '  default-server inter 1s fall 2 rise 1',
+    ...o.webs.map((w) => `  server ${w.name} 127.0.0.1:${w.port} check`),
+    '',
+    'listen postgres',
+    '  mode tcp',
+    `  bind 127.0.0.1:${o.pgPort}`,
+    '  timeout client 30m',
+    '  timeout server 30m',
+    '  option httpchk GET /primary',
+    '  http-check expect status 200',
+    '  default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions',
+    ...o.postgres.map((p) => `  server ${p.name} 127.0.0.1:${p.port} check port ${p.checkPort}`),
+    '',
+  ].join('\n');
+}
+
+export function startHaproxy(o: HaproxyOptions): ChildProcess {
+  const file = path.join(o.dir, 'haproxy.cfg');
+  writeFileSync(file, haproxyConfig(o));
+  const child = spawn('haproxy', ['-db', '-f', file], { stdio: ['ignore', 'ignore', 'pipe'] });
+  child.stderr?.on('data', (d: Buffer) => o.log?.(`haproxy: ${d.toString().trim()}`));
+  return child;
+}

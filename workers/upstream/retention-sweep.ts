@@ -1,0 +1,33 @@
+/**
+ * One run of the retention job: records past their RETENTION_DAYS_* are purged (counts audited as
+ * `retention.purged`), and erasures whose Redis purge failed at DELETE time are finished (their keys
+ * purged, then the receipt `user.erased` once no search snapshot holds them).
+ */
+import type { Knex } from 'knex';
+import type { Config } from '../../shared/config.js';
+import { BiometricKeyRing } from '../../shared/crypto/key-ring.js';
+import type { UpstreamResult } from '../../shared/jobs/upstream.js';
+import { keySpace, type Redis } from '../../shared/redis.js';
+import { ErasuresRepository } from '../../shared/repositories/erasures.js';
+import { RetentionRepository } from '../../shared/repositories/retention.js';
+import { IdentityTokenStore } from '../../shared/stores/identity-tokens.js';
+
+/** A DELETE purges Redis itself right after its commit; the sweep takes over only after this. */
+const REDIS_PURGE_GRACE_MS = 60_000;
+
+export async function runRetentionSweep(db: Knex, redis: Redis, config: Config): Promise<UpstreamResult> {
+  const purged = await new RetentionRepository(db).purge({
+    searchLogs: config.protection.retentionDaysSearchLogs,
+    disputes: config.protection.retentionDaysDisputes,
+    auditEvents: config.protection.retentionDaysAuditEvents,
+  });
+  const erasures = new ErasuresRepository(db);
+  const store = new IdentityTokenStore(redis, keySpace(config.redis.prefix), BiometricKeyRing.from(config.security));
+  const late = await erasures.awaitingRedisPurge(REDIS_PURGE_GRACE_MS);
+  for (const userId of late) {
+    await store.purgeUser(userId);
+    await erasures.markRedisPurged(userId);
+  }
+  const finished = await erasures.completeCovered();
+  return { applied: true, purged, erasuresFinished: finished.length };
+}
