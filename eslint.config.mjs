@@ -12,10 +12,7 @@ import tseslint from 'typescript-eslint';
 /** An import specifier that reaches into one of the named top-level layers, relative or not. */
 const layerImport = (...layers) => `^(\\.{1,2}/)+(${layers.join('|')})(/|$)`;
 
-const boundary = (layers, why) => [
-  'error',
-  { patterns: [{ regex: layerImport(...layers), message: why }] },
-];
+const boundary = (layers, why) => ['error', { patterns: [{ regex: layerImport(...layers), message: why }] }];
 
 export default tseslint.config(
   {
@@ -50,7 +47,7 @@ export default tseslint.config(
       'no-restricted-syntax': [
         'error',
         {
-          selector: "CallExpression[callee.property.name=/^(eval|evalsha|defineCommand)$/]",
+          selector: 'CallExpression[callee.property.name=/^(eval|evalsha|defineCommand)$/]',
           message: 'No Redis script under api/: give the store in shared/stores/ a method (docs/architecture.md).',
         },
       ],
@@ -63,7 +60,10 @@ export default tseslint.config(
   {
     files: ['shared/**/*.ts'],
     rules: {
-      'no-restricted-imports': boundary(['api', 'workers', 'processes'], 'shared/ is the ground layer: it imports neither api/, workers/ nor processes/ (docs/architecture.md).'),
+      'no-restricted-imports': boundary(
+        ['api', 'workers', 'processes'],
+        'shared/ is the ground layer: it imports neither api/, workers/ nor processes/ (docs/architecture.md).',
+      ),
     },
   },
   {

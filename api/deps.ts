@@ -140,13 +140,15 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     redisUrl: redisTarget(config.redis),
     redisPrefix: config.redis.prefix,
     timeoutMs: config.queues.faceJobTimeoutMs,
-    admission: config.queues.failFast ? {
-      maxWaiting: config.queues.maxWaiting,
-      sampleMs: config.queues.failFastSampleMs,
-      checkTimeoutMs: 800,
-      retryAfterSeconds: config.queues.failFastRetryAfterSeconds,
-      onSample: (queue, state) => metrics.queueState(queue, state),
-    } : undefined,
+    admission: config.queues.failFast
+      ? {
+          maxWaiting: config.queues.maxWaiting,
+          sampleMs: config.queues.failFastSampleMs,
+          checkTimeoutMs: 800,
+          retryAfterSeconds: config.queues.failFastRetryAfterSeconds,
+          onSample: (queue, state) => metrics.queueState(queue, state),
+        }
+      : undefined,
   });
   const keyRing = BiometricKeyRing.from(config.security);
   const repos = createRepositories(db, keyRing, NumberHasher.from(config.security));
@@ -155,37 +157,132 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
   const auditEvents = repos.auditEvents;
   const face = new FaceService({ config, embeddings: repos.embeddings, jobs, metrics, logger });
   const proofTokens = new ProofTokens({ config, redis, keys });
-  const sessions = new SessionService({ auditEvents, sessions: repos.sessions, users: repos.users, operators: repos.operators, tokens, config, metrics, logger });
+  const sessions = new SessionService({
+    auditEvents,
+    sessions: repos.sessions,
+    users: repos.users,
+    operators: repos.operators,
+    tokens,
+    config,
+    metrics,
+    logger,
+  });
   const biometric = new BiometricAttemptsService({
     auditEvents,
-    store: new BiometricAttemptsStore(redis, keys, { maxFailures: config.biometrics.maxFailures, lockSeconds: config.biometrics.lockSeconds, maxLockSeconds: config.biometrics.maxLockSeconds }),
+    store: new BiometricAttemptsStore(redis, keys, {
+      maxFailures: config.biometrics.maxFailures,
+      lockSeconds: config.biometrics.lockSeconds,
+      maxLockSeconds: config.biometrics.maxLockSeconds,
+    }),
     metrics,
     logger,
     inFlightTtlMs: config.queues.faceJobTimeoutMs + 5000,
   });
-  const mfa = new MfaService({ unitOfWork, auditEvents, operators: repos.operators, mfa: repos.operatorMfa, sessionRows: repos.sessions, config, metrics, logger });
-  const registry = new RegistryClient({ registryUrl: config.registry.url, registryTimeoutMs: config.registry.timeoutMs, isProduction: config.isProduction, maxBodyBytes: config.registry.maxBodyBytes, logger });
+  const mfa = new MfaService({
+    unitOfWork,
+    auditEvents,
+    operators: repos.operators,
+    mfa: repos.operatorMfa,
+    sessionRows: repos.sessions,
+    config,
+    metrics,
+    logger,
+  });
+  const registry = new RegistryClient({
+    registryUrl: config.registry.url,
+    registryTimeoutMs: config.registry.timeoutMs,
+    isProduction: config.isProduction,
+    maxBodyBytes: config.registry.maxBodyBytes,
+    logger,
+  });
 
   const sms = createSmsTransport(config);
   const dedupe = new DedupeService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, dedupe: repos.dedupe, keyRing, face, metrics, logger });
 
-  const userService = new UserService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, users: repos.users, sessionRows: repos.sessions, embeddings: repos.embeddings, erasures: repos.erasures, identityTokens, proofTokens, jobs, logger, sms });
+  const userService = new UserService({
+    config,
+    unitOfWork,
+    auditEvents,
+    webhooks: repos.webhooks,
+    users: repos.users,
+    sessionRows: repos.sessions,
+    embeddings: repos.embeddings,
+    erasures: repos.erasures,
+    identityTokens,
+    proofTokens,
+    jobs,
+    logger,
+    sms,
+  });
   const preferencesService = new PreferencesService({ unitOfWork, auditEvents, preferences: repos.preferences });
   const historyService = new HistoryService({ searchLogs: repos.searchLogs });
   const services: Services = {
     sessions,
     otp: new OtpService({ config, users: repos.users, codes: new OtpCodeStore(redis, keys), tokens, sessions, sms, metrics, logger }),
-    operatorAuth: new OperatorAuthService({ unitOfWork, auditEvents, operators: repos.operators, sessionRows: repos.sessions, attempts: new LoginAttemptStore(redis, keys), config, sessions, mfa, metrics, logger }),
-    operators: new OperatorService({ unitOfWork, auditEvents, webhooks: repos.webhooks, operators: repos.operators, sessionRows: repos.sessions, searchLogs: repos.searchLogs, logger }),
+    operatorAuth: new OperatorAuthService({
+      unitOfWork,
+      auditEvents,
+      operators: repos.operators,
+      sessionRows: repos.sessions,
+      attempts: new LoginAttemptStore(redis, keys),
+      config,
+      sessions,
+      mfa,
+      metrics,
+      logger,
+    }),
+    operators: new OperatorService({
+      unitOfWork,
+      auditEvents,
+      webhooks: repos.webhooks,
+      operators: repos.operators,
+      sessionRows: repos.sessions,
+      searchLogs: repos.searchLogs,
+      logger,
+    }),
     users: userService,
     preferences: preferencesService,
     history: historyService,
-    dataExport: new DataExportService({ userService, users: repos.users, embeddings: repos.embeddings, searchLogs: repos.searchLogs, history: historyService, preferences: preferencesService }),
+    dataExport: new DataExportService({
+      userService,
+      users: repos.users,
+      embeddings: repos.embeddings,
+      searchLogs: repos.searchLogs,
+      history: historyService,
+      preferences: preferencesService,
+    }),
     disputes: new DisputeService({ unitOfWork, auditEvents, webhooks: repos.webhooks, searchLogs: repos.searchLogs }),
     analytics: new AnalyticsService({ searchLogs: repos.searchLogs }),
     billing: new BillingService({ searchLogs: repos.searchLogs, config }),
-    identity: new IdentityService({ config, unitOfWork, auditEvents, users: repos.users, embeddings: repos.embeddings, store: identityTokens, metrics, logger, face, registry, dedupe, keyRing, biometric }),
-    verification: new VerificationService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, users: repos.users, searchLogs: repos.searchLogs, embeddings: repos.embeddings, proofTokens, face, biometric, metrics, logger }),
+    identity: new IdentityService({
+      config,
+      unitOfWork,
+      auditEvents,
+      users: repos.users,
+      embeddings: repos.embeddings,
+      store: identityTokens,
+      metrics,
+      logger,
+      face,
+      registry,
+      dedupe,
+      keyRing,
+      biometric,
+    }),
+    verification: new VerificationService({
+      config,
+      unitOfWork,
+      auditEvents,
+      webhooks: repos.webhooks,
+      users: repos.users,
+      searchLogs: repos.searchLogs,
+      embeddings: repos.embeddings,
+      proofTokens,
+      face,
+      biometric,
+      metrics,
+      logger,
+    }),
     registrySimulator: new RegistrySimulator(repos.registryPersons, { maxImagePixels: config.http.maxImagePixels }),
     audit: new AuditService({ auditEvents: repos.auditEvents }),
     dedupe,
@@ -202,7 +299,10 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     jobs,
     metrics,
     tokens,
-    authorizer: new Authorizer({ sessions: repos.sessions, users: repos.users, operators: repos.operators }, tokens, { staffMfa: config.operators.staffMfa, staffSessionMaxSeconds: config.operators.staffSessionMaxSeconds }),
+    authorizer: new Authorizer({ sessions: repos.sessions, users: repos.users, operators: repos.operators }, tokens, {
+      staffMfa: config.operators.staffMfa,
+      staffSessionMaxSeconds: config.operators.staffSessionMaxSeconds,
+    }),
     health: new HealthService({ config, database: unitOfWork, redis, metrics }),
     face,
     repos,

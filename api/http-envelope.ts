@@ -12,11 +12,11 @@ import type { Duplex } from 'node:stream';
 export function clientErrorAnswer(errCode: string | undefined): { status: number; error: string; message: string } {
   switch (errCode) {
     case 'HPE_HEADER_OVERFLOW':
-      return { status: 431, error: 'headers_too_large', message: 'The request line and headers exceed the server\'s limit' };
+      return { status: 431, error: 'headers_too_large', message: "The request line and headers exceed the server's limit" };
     case 'ERR_HTTP_REQUEST_TIMEOUT':
       return { status: 408, error: 'request_timeout', message: 'The request was not received in time' };
     case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
-      return { status: 413, error: 'payload_too_large', message: 'A chunk extension exceeds the server\'s limit' };
+      return { status: 413, error: 'payload_too_large', message: "A chunk extension exceeds the server's limit" };
     default:
       return { status: 400, error: 'bad_request', message: 'The request is not well-formed HTTP' };
   }

@@ -55,7 +55,8 @@ export async function startWeb(deps: AppDeps, opts: StartWebOptions = {}): Promi
   const url = `http://127.0.0.1:${port}`;
   if (opts.poller !== false) deps.health.startPoller(deps.config.runtime.dependencyPollIntervalMs);
   // Housekeeping: long-expired refresh-token rows go, hourly (every web replica may run it; it is idempotent).
-  const prune = () => pruneExpiredRefreshTokens(deps.db).catch((e: unknown) => deps.logger.debug({ err: (e as Error).message }, 'refresh-token pruning failed'));
+  const prune = () =>
+    pruneExpiredRefreshTokens(deps.db).catch((e: unknown) => deps.logger.debug({ err: (e as Error).message }, 'refresh-token pruning failed'));
   const pruneTimer = setInterval(prune, 3600_000);
   pruneTimer.unref();
   return {
@@ -82,7 +83,10 @@ export async function startWeb(deps: AppDeps, opts: StartWebOptions = {}): Promi
             resolve();
           });
         });
-        deps.logger.info({ drainedMs: Date.now() - started, leftInFlight: inFlight }, inFlight ? 'drain timeout: closing the remaining connections' : 'drained');
+        deps.logger.info(
+          { drainedMs: Date.now() - started, leftInFlight: inFlight },
+          inFlight ? 'drain timeout: closing the remaining connections' : 'drained',
+        );
       }
       server.closeAllConnections?.();
       await closed;

@@ -18,7 +18,8 @@ const AUTH_TEXT: Record<AuthRule, string> = {
   consumer: 'Consumer bearer token.',
   'consumer:self': 'Consumer bearer token whose subject equals `{id}` (else 403 `forbidden`).',
   operator: 'Operator bearer token (operator or administrator, active, password not flagged for reset).',
-  'operator:flagged-ok': 'Operator bearer token; accepted while the password is flagged for reset (and, under STAFF_MFA=required, before a second factor is set up).',
+  'operator:flagged-ok':
+    'Operator bearer token; accepted while the password is flagged for reset (and, under STAFF_MFA=required, before a second factor is set up).',
   'operator:mfa-setup': 'Operator bearer token (active, password not flagged); accepted before a second factor is set up under STAFF_MFA=required.',
   administrator: 'Administrator bearer token.',
 };
@@ -100,7 +101,11 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string; server
       const contentType = spec.contentType ?? 'application/json';
       responses[status] = {
         description: spec.description,
-        ...(spec.schema ? { content: { [contentType]: { schema: plain(spec.schema) } } } : contentType !== 'application/json' ? { content: { [contentType]: { schema: { type: 'string' } } } } : {}),
+        ...(spec.schema
+          ? { content: { [contentType]: { schema: plain(spec.schema) } } }
+          : contentType !== 'application/json'
+            ? { content: { [contentType]: { schema: { type: 'string' } } } }
+            : {}),
       };
     }
     for (const [status, codes] of errorStatuses(r)) {
@@ -110,7 +115,8 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string; server
         content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
       };
     }
-    if (Object.keys(responses).length === 0) responses.default = { description: 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+    if (Object.keys(responses).length === 0)
+      responses.default = { description: 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
     const p = (paths[r.path] ??= {});
     p[r.method.toLowerCase()] = op;
   }

@@ -34,4 +34,3 @@ export function adminQueuesMiddleware(deps: Pick<AppDeps, 'jobs' | 'tokens' | 'a
     await board(ctx, next);
   };
 }
-

@@ -83,7 +83,15 @@ export interface HandlerOutput {
 }
 
 // Guards keep TypeScript from expanding Static<TSchema> (infinitely deep) while it infers a route's types.
-type Infer<S> = 0 extends 1 & S ? any : [S] extends [undefined] ? Record<string, never> : [TSchema] extends [S] ? unknown : S extends TSchema ? Static<S> : never;
+type Infer<S> = 0 extends 1 & S
+  ? any
+  : [S] extends [undefined]
+    ? Record<string, never>
+    : [TSchema] extends [S]
+      ? unknown
+      : S extends TSchema
+        ? Static<S>
+        : never;
 
 export interface RouteSpec<
   B extends TSchema | undefined = undefined,

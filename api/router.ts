@@ -30,7 +30,12 @@ export interface RouterDeps {
  */
 export function clientIp(ctx: Context, trustProxy: boolean): string {
   if (trustProxy) {
-    const fwd = ctx.get('x-forwarded-for').split(',').map((p) => p.trim()).filter(Boolean).at(-1);
+    const fwd = ctx
+      .get('x-forwarded-for')
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean)
+      .at(-1);
     if (fwd) return fwd;
   }
   return ctx.socket.remoteAddress ?? 'unknown';
@@ -55,87 +60,95 @@ export function buildRouter(routes: AnyRoute[], deps: RouterDeps): Router {
     seen.add(key);
     const parseBody = r.multipart ? multipartBody(deps.config.http.maxUploadBytes) : r.body ? jsonBody() : null;
 
-    router.register(koaPath(r.path), [r.method], [...(r.outcomeInErrors ? [echoOutcome] : []), async (ctx: Context) => {
-      ctx.state.routeTemplate = r.path;
-      const params: Record<string, string> = { ...(ctx.params as Record<string, string>) };
+    router.register(
+      koaPath(r.path),
+      [r.method],
+      [
+        ...(r.outcomeInErrors ? [echoOutcome] : []),
+        async (ctx: Context) => {
+          ctx.state.routeTemplate = r.path;
+          const params: Record<string, string> = { ...(ctx.params as Record<string, string>) };
 
-      // 1. Stateless token check first: an anonymous or foreign-audience caller learns nothing more.
-      const claims = await deps.authorizer.verify(ctx.get('authorization') || undefined, r.auth, params);
+          // 1. Stateless token check first: an anonymous or foreign-audience caller learns nothing more.
+          const claims = await deps.authorizer.verify(ctx.get('authorization') || undefined, r.auth, params);
 
-      const authorize = () => deps.authorizer.current(claims, r.auth);
-      // 2. Current state, before the body, unless a precheck must answer first.
-      let auth = r.precheck ? null : await authorize();
+          const authorize = () => deps.authorizer.current(claims, r.auth);
+          // 2. Current state, before the body, unless a precheck must answer first.
+          let auth = r.precheck ? null : await authorize();
 
-      // 3. Body and validation of every part.
-      let unreadable: AppError | undefined;
-      if (parseBody) {
-        try {
-          await parseBody(ctx, async () => {});
-        } catch (e) {
-          // Not of the route's content type at all (e.g. /identify without a multipart body): there are no
-          // parts, and a precheck judges that first (400 `attestation_required`); else the 415 stands.
-          if (!(r.precheck && e instanceof AppError && e.code === 'unsupported_media_type')) throw e;
-          unreadable = e;
-        }
-      }
-      const violations: Violation[] = [];
-      const query: Record<string, unknown> = { ...ctx.query };
-      if (r.params) violations.push(...check(r.params, 'params', params));
-      if (r.query) violations.push(...check(r.query, 'query', query));
-      else if (Object.keys(query).length) violations.push(...Object.keys(query).map((k) => ({ in: 'query' as const, path: `/${k}`, message: 'is not an accepted parameter' })));
-      let body: unknown = undefined;
-      if (r.body) {
-        body = ctx.request.body ?? {};
-        violations.push(...check(r.body, 'body', body));
-      }
-      const fields: Record<string, unknown> = {};
-      const files: Record<string, UploadedFile | undefined> = {};
-      if (r.multipart) {
-        const rawFields = (ctx.request.body ?? {}) as Record<string, unknown>;
-        for (const [k, v] of Object.entries(rawFields)) {
-          if (Array.isArray(v)) violations.push({ in: 'fields', path: `/${k}`, message: 'must be sent once' });
-          else fields[k] = v;
-        }
-        violations.push(...check(r.multipart.fields, 'fields', fields));
-        const uploads = uploadedFiles(ctx);
-        for (const [name, list] of Object.entries(uploads)) {
-          if (!(name in r.multipart.files)) violations.push({ in: 'fields', path: `/${name}`, message: 'is not an accepted file field' });
-          else if (list.length > 1) violations.push({ in: 'fields', path: `/${name}`, message: 'must be sent once' });
-          else files[name] = list[0];
-        }
-        for (const [name, spec] of Object.entries(r.multipart.files)) {
-          const required = typeof spec.required === 'function' ? spec.required(fields) : spec.required;
-          if (required && !files[name]) violations.push({ in: 'fields', path: `/${name}`, message: 'is required (a file part)' });
-        }
-      }
-      const input = {
-        body,
-        query,
-        params,
-        fields,
-        files,
-        ip: clientIp(ctx, deps.config.http.trustProxy),
-        requestId: String(ctx.state.requestId),
-        userAgent: ctx.get('user-agent') || null,
-        ctx,
-      };
+          // 3. Body and validation of every part.
+          let unreadable: AppError | undefined;
+          if (parseBody) {
+            try {
+              await parseBody(ctx, async () => {});
+            } catch (e) {
+              // Not of the route's content type at all (e.g. /identify without a multipart body): there are no
+              // parts, and a precheck judges that first (400 `attestation_required`); else the 415 stands.
+              if (!(r.precheck && e instanceof AppError && e.code === 'unsupported_media_type')) throw e;
+              unreadable = e;
+            }
+          }
+          const violations: Violation[] = [];
+          const query: Record<string, unknown> = { ...ctx.query };
+          if (r.params) violations.push(...check(r.params, 'params', params));
+          if (r.query) violations.push(...check(r.query, 'query', query));
+          else if (Object.keys(query).length)
+            violations.push(...Object.keys(query).map((k) => ({ in: 'query' as const, path: `/${k}`, message: 'is not an accepted parameter' })));
+          let body: unknown = undefined;
+          if (r.body) {
+            body = ctx.request.body ?? {};
+            violations.push(...check(r.body, 'body', body));
+          }
+          const fields: Record<string, unknown> = {};
+          const files: Record<string, UploadedFile | undefined> = {};
+          if (r.multipart) {
+            const rawFields = (ctx.request.body ?? {}) as Record<string, unknown>;
+            for (const [k, v] of Object.entries(rawFields)) {
+              if (Array.isArray(v)) violations.push({ in: 'fields', path: `/${k}`, message: 'must be sent once' });
+              else fields[k] = v;
+            }
+            violations.push(...check(r.multipart.fields, 'fields', fields));
+            const uploads = uploadedFiles(ctx);
+            for (const [name, list] of Object.entries(uploads)) {
+              if (!(name in r.multipart.files)) violations.push({ in: 'fields', path: `/${name}`, message: 'is not an accepted file field' });
+              else if (list.length > 1) violations.push({ in: 'fields', path: `/${name}`, message: 'must be sent once' });
+              else files[name] = list[0];
+            }
+            for (const [name, spec] of Object.entries(r.multipart.files)) {
+              const required = typeof spec.required === 'function' ? spec.required(fields) : spec.required;
+              if (required && !files[name]) violations.push({ in: 'fields', path: `/${name}`, message: 'is required (a file part)' });
+            }
+          }
+          const input = {
+            body,
+            query,
+            params,
+            fields,
+            files,
+            ip: clientIp(ctx, deps.config.http.trustProxy),
+            requestId: String(ctx.state.requestId),
+            userAgent: ctx.get('user-agent') || null,
+            ctx,
+          };
 
-      // A precheck answers before anything touches a dependency (raw, unvalidated parts).
-      if (r.precheck) await r.precheck(input);
-      if (unreadable) throw unreadable;
-      if (violations.length) throw validationError(violations);
-      // The principal the route's rule admitted (none for `none`), as route() typed the handler's `auth`.
-      if (auth === null) auth = await authorize();
+          // A precheck answers before anything touches a dependency (raw, unvalidated parts).
+          if (r.precheck) await r.precheck(input);
+          if (unreadable) throw unreadable;
+          if (violations.length) throw validationError(violations);
+          // The principal the route's rule admitted (none for `none`), as route() typed the handler's `auth`.
+          if (auth === null) auth = await authorize();
 
-      // 4. The handler.
-      const out = await r.handler({ ...input, auth });
-      if (out) {
-        if (out.headers) for (const [h, v] of Object.entries(out.headers)) ctx.set(h, v);
-        ctx.status = out.status ?? 200;
-        if (out.body !== undefined) ctx.body = out.body;
-        else if (ctx.status !== 204) ctx.body = {};
-      }
-    }]);
+          // 4. The handler.
+          const out = await r.handler({ ...input, auth });
+          if (out) {
+            if (out.headers) for (const [h, v] of Object.entries(out.headers)) ctx.set(h, v);
+            ctx.status = out.status ?? 200;
+            if (out.body !== undefined) ctx.body = out.body;
+            else if (ctx.status !== 204) ctx.body = {};
+          }
+        },
+      ],
+    );
   }
   return router;
 }

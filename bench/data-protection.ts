@@ -14,7 +14,8 @@ const v = Array.from({ length: 512 }, (_, i) => Math.sin(i + 1) / 16);
 const ids = Array.from({ length: 1000 }, () => crypto.randomUUID());
 
 // Per request: median of 2000 seals and opens.
-const seal: number[] = [], open: number[] = [];
+const seal: number[] = [],
+  open: number[] = [];
 for (let i = 0; i < 2000; i++) {
   const id = ids[i % ids.length]!;
   let t = process.hrtime.bigint();
@@ -31,7 +32,13 @@ const blobs = ids.map((id) => sealTemplate(ring, id, v));
 const t0 = performance.now();
 for (let i = 0; i < N; i++) openTemplate(ring, ids[i % ids.length]!, blobs[i % blobs.length]!);
 const ms = performance.now() - t0;
-const result = { sealP50Us: +p50(seal).toFixed(1), openP50Us: +p50(open).toFixed(1), n: N, openAllMs: Math.round(ms), extrapolated1MS: +((ms / N) * 1e6 / 1000).toFixed(2) };
+const result = {
+  sealP50Us: +p50(seal).toFixed(1),
+  openP50Us: +p50(open).toFixed(1),
+  n: N,
+  openAllMs: Math.round(ms),
+  extrapolated1MS: +(((ms / N) * 1e6) / 1000).toFixed(2),
+};
 console.log(JSON.stringify(result));
 
 // `--snapshot M`: the erasure's snapshot rewrite at M enrolled (a scratch database; BinarySketch512).
@@ -54,14 +61,28 @@ if (at > 0) {
   try {
     for (let i = 0; i < M; i += 1000) {
       const m = Math.min(1000, M - i);
-      const users = (await db.raw(`INSERT INTO users (phone) SELECT '+9' || (g + ?)::text FROM generate_series(1, ?) g RETURNING id`, [i, m])).rows as { id: string }[];
-      await db('canonicalEmbeddings').insert(users.map(({ id }, j) => {
-        const w = Array.from({ length: 512 }, (_, k) => Math.sin((i + j + 1) * (k + 1)));
-        return { userId: id, embedding: sealTemplate(ring, id, w), keyId: ring.activeKeyId, source: 'link_nin', engineVersion: FACE_ENGINE_VERSION };
-      }));
+      const users = (await db.raw(`INSERT INTO users (phone) SELECT '+9' || (g + ?)::text FROM generate_series(1, ?) g RETURNING id`, [i, m])).rows as {
+        id: string;
+      }[];
+      await db('canonicalEmbeddings').insert(
+        users.map(({ id }, j) => {
+          const w = Array.from({ length: 512 }, (_, k) => Math.sin((i + j + 1) * (k + 1)));
+          return { userId: id, embedding: sealTemplate(ring, id, w), keyId: ring.activeKeyId, source: 'link_nin', engineVersion: FACE_ENGINE_VERSION };
+        }),
+      );
     }
     const logger = createLogger({ level: 'silent' });
-    const make = () => new IndexReplica(db, { factory: 'BinarySketch512', nprobe: 1, syncIntervalMs: 0, pruneIntervalMs: 0, autoRebuild: false, snapshotDir: dir, keyRing: ring, logger });
+    const make = () =>
+      new IndexReplica(db, {
+        factory: 'BinarySketch512',
+        nprobe: 1,
+        syncIntervalMs: 0,
+        pruneIntervalMs: 0,
+        autoRebuild: false,
+        snapshotDir: dir,
+        keyRing: ring,
+        logger,
+      });
     let t = performance.now();
     const first = make();
     await first.start();
@@ -80,7 +101,14 @@ if (at > 0) {
     await second.start();
     const snapshotStartMs = performance.now() - t;
     await second.stop();
-    console.log(JSON.stringify({ enrolled: M, fullBuildWithDecryptMs: Math.round(fullBuildMs), erasureSnapshotRewriteMs: Math.round(rewriteMs), coldStartFromSnapshotMs: Math.round(snapshotStartMs) }));
+    console.log(
+      JSON.stringify({
+        enrolled: M,
+        fullBuildWithDecryptMs: Math.round(fullBuildMs),
+        erasureSnapshotRewriteMs: Math.round(rewriteMs),
+        coldStartFromSnapshotMs: Math.round(snapshotStartMs),
+      }),
+    );
   } finally {
     await db.destroy();
     await tdb.drop();

@@ -30,7 +30,12 @@ export async function runDedupeBench(): Promise<string> {
   const q = Number(env.BENCH_PROBES ?? 200);
   const w = Number(env.BENCH_WATCHLIST ?? 1000);
   const config = loadConfig({ ...env, NODE_ENV: 'development' });
-  const kind = engineKindFor(config.search.indexFactory, { nprobe: config.search.indexNprobe, rerankCandidates: config.search.rerankCandidates, exactCandidates: config.search.exactCandidates, dim: DIM });
+  const kind = engineKindFor(config.search.indexFactory, {
+    nprobe: config.search.indexNprobe,
+    rerankCandidates: config.search.rerankCandidates,
+    exactCandidates: config.search.exactCandidates,
+    dim: DIM,
+  });
 
   const t0 = performance.now();
   const sampleSize = Math.min(n, kind.sampleSize || 20_000);
@@ -64,7 +69,10 @@ export async function runDedupeBench(): Promise<string> {
     engine.searchMany([probe], 5);
     knn.push(performance.now() - t);
     t = performance.now();
-    const hits = engine.searchMany([probe], 6)[0]!.filter((h) => h.userId !== own).slice(0, 5);
+    const hits = engine
+      .searchMany([probe], 6)[0]!
+      .filter((h) => h.userId !== own)
+      .slice(0, 5);
     dedupe.push(performance.now() - t);
     if (engine.searchMany([probe], 1)[0]![0]?.userId === own) ownFirst++;
     if (hits.some((h) => h.score >= config.dedupe.reviewThreshold)) othersAbove++;
@@ -72,7 +80,10 @@ export async function runDedupeBench(): Promise<string> {
 
   // The watch-list: sealed templates, decrypted and compared on every link.
   const ring = BiometricKeyRing.from(config.security);
-  const sealed = Array.from({ length: w }, (_, i) => ({ id: `watch-${i}`, blob: ring.encrypt(encodeEmbedding(enrolledVector(n + i)), `watchlist:watch-${i}`) }));
+  const sealed = Array.from({ length: w }, (_, i) => ({
+    id: `watch-${i}`,
+    blob: ring.encrypt(encodeEmbedding(enrolledVector(n + i)), `watchlist:watch-${i}`),
+  }));
   const cold: number[] = [];
   const warm: number[] = [];
   const templates = sealed.map((x) => ({ id: x.id, vector: decodeEmbedding(ring.decrypt(x.blob, `watchlist:${x.id}`)) }));
@@ -97,12 +108,15 @@ export async function runDedupeBench(): Promise<string> {
   const markdown = [
     `${machine()}; N = ${n.toLocaleString('en')} enrolled, ${engine.effectiveFactory}, ${q} probes (genuine mates at cosine 0.6, the mate excluded), watch-list of ${w}; build ${fmt(buildS)} s.`,
     '',
-    table(['search', 'p50 ms', 'p99 ms', 'mean ms'], [
-      ['knn k=5 (/identify, for comparison)', fmt(k.p50, 2), fmt(k.p99, 2), fmt(k.mean, 2)],
-      ['dedupe k=5 excluding the linking user', fmt(d.p50, 2), fmt(d.p99, 2), fmt(d.mean, 2)],
-      [`watch-list screen, ${w} templates kept decrypted (every link)`, fmt(sw.p50, 2), fmt(sw.p99, 2), fmt(sw.mean, 2)],
-      [`watch-list screen, ${w} templates decrypted (first link after a list change)`, fmt(sc.p50, 2), fmt(sc.p99, 2), fmt(sc.mean, 2)],
-    ]),
+    table(
+      ['search', 'p50 ms', 'p99 ms', 'mean ms'],
+      [
+        ['knn k=5 (/identify, for comparison)', fmt(k.p50, 2), fmt(k.p99, 2), fmt(k.mean, 2)],
+        ['dedupe k=5 excluding the linking user', fmt(d.p50, 2), fmt(d.p99, 2), fmt(d.mean, 2)],
+        [`watch-list screen, ${w} templates kept decrypted (every link)`, fmt(sw.p50, 2), fmt(sw.p99, 2), fmt(sw.mean, 2)],
+        [`watch-list screen, ${w} templates decrypted (first link after a list change)`, fmt(sc.p50, 2), fmt(sc.p99, 2), fmt(sc.mean, 2)],
+      ],
+    ),
     '',
     `The user's own row was the best hit for ${ownFirst}/${ids.length} probes and was excluded every time; other identities at or above DEDUPE_REVIEW_THRESHOLD: ${othersAbove}/${ids.length}.`,
   ].join('\n');

@@ -81,7 +81,13 @@ const loop = await closedLoop(1, args.seconds, photos, (p) => pipeline(engine, p
 await engine.release();
 process.stdout.write(
   `${JSON.stringify({
-    one: { wall: oneWall, steps: oneSteps, normalise: summarise(oneStages.normalise).p50, liveness: summarise(oneStages.liveness).p50, embed: summarise(oneStages.embed).p50 },
+    one: {
+      wall: oneWall,
+      steps: oneSteps,
+      normalise: summarise(oneStages.normalise).p50,
+      liveness: summarise(oneStages.liveness).p50,
+      embed: summarise(oneStages.embed).p50,
+    },
     perPhoto,
     loop: { done: loop.done, perSecond: loop.perSecond, cpuMs: loop.cpuMsPerCall },
   })}\n`,

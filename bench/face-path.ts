@@ -68,7 +68,13 @@ function commandStats(info: string): Record<string, number> {
   return out;
 }
 
-async function post(url: string, token: string, field: string, photo: Buffer, extra: Record<string, string> = {}): Promise<{ outcome: string; latencyMs: Record<string, number | null>; wall: number }> {
+async function post(
+  url: string,
+  token: string,
+  field: string,
+  photo: Buffer,
+  extra: Record<string, string> = {},
+): Promise<{ outcome: string; latencyMs: Record<string, number | null>; wall: number }> {
   const form = new FormData();
   for (const [k, v] of Object.entries(extra)) form.append(k, v);
   form.append(field, new Blob([new Uint8Array(photo)], { type: 'application/octet-stream' }), 'photo');
@@ -81,7 +87,9 @@ async function post(url: string, token: string, field: string, photo: Buffer, ex
 }
 
 export async function runFacePathBench(): Promise<string> {
-  console.log(`face-path bench on ${machine()}: ${FACE_PROCESSES} face process(es), ${ENROLLED} enrolled, one client ${CALLS} calls, ${IN_FLIGHT} in flight ${SECONDS} s; load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
+  console.log(
+    `face-path bench on ${machine()}: ${FACE_PROCESSES} face process(es), ${ENROLLED} enrolled, one client ${CALLS} calls, ${IN_FLIGHT} in flight ${SECONDS} s; load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
+  );
   const redis = await startPrivateRedis();
   await adminQuery(`DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`);
   await adminQuery(`CREATE DATABASE "${DB_NAME}"`);
@@ -104,7 +112,9 @@ export async function runFacePathBench(): Promise<string> {
   await c.end();
 
   const portrait = await sharp(path.join(ROOT, 'test/fixtures/faces/grace_hopper_b.jpg')).resize(258, 282, { fit: 'cover' }).jpeg({ quality: 90 }).toBuffer();
-  const photos = fixturePhotos().filter((p) => !p.kind.startsWith('no face')).map((p) => p.data);
+  const photos = fixturePhotos()
+    .filter((p) => !p.kind.startsWith('no face'))
+    .map((p) => p.data);
 
   const [webPort, searchPort, ...facePorts] = await Promise.all([freePort(), freePort(), ...Array.from({ length: FACE_PROCESSES }, freePort)]);
   const env: Record<string, string> = {
@@ -123,7 +133,9 @@ export async function runFacePathBench(): Promise<string> {
   const webUrl = `http://127.0.0.1:${webPort}`;
   // One entry file per process (processes/*.ts; older trees, measured for comparison: their main files).
   const entry = (name: 'web' | 'face' | 'search') =>
-    existsSync(path.join(ROOT, 'processes', `${name}.ts`)) ? `processes/${name}.ts` : { web: 'api/server.ts', face: 'workers/face/main.ts', search: 'workers/search/main.ts' }[name];
+    existsSync(path.join(ROOT, 'processes', `${name}.ts`))
+      ? `processes/${name}.ts`
+      : { web: 'api/server.ts', face: 'workers/face/main.ts', search: 'workers/search/main.ts' }[name];
   const faces = facePorts.map((port) => startProcess(entry('face'), { ...env, FACE_ENGINE_PORT: String(port) }));
   const children: Record<string, ChildProcess[]> = {
     web: [startProcess(entry('web'), env)],
@@ -132,9 +144,20 @@ export async function runFacePathBench(): Promise<string> {
   };
   const deps = createDeps(config, { logger: createLogger({ level: 'warn', name: 'bench-client' }) });
   try {
-    await Promise.all([...facePorts.map((p) => waitHealthy(`http://127.0.0.1:${p}/health`)), waitHealthy(`${config.search.healthUrl}/health`), waitHealthy(`${webUrl}/openapi.json`)]);
-    const [op] = await deps.db('operators')
-      .insert({ identifier: `bench-${Date.now()}`, displayName: 'Bench operator', role: 'operator', mustResetPassword: false, passwordHash: 'not-a-login-account' })
+    await Promise.all([
+      ...facePorts.map((p) => waitHealthy(`http://127.0.0.1:${p}/health`)),
+      waitHealthy(`${config.search.healthUrl}/health`),
+      waitHealthy(`${webUrl}/openapi.json`),
+    ]);
+    const [op] = await deps
+      .db('operators')
+      .insert({
+        identifier: `bench-${Date.now()}`,
+        displayName: 'Bench operator',
+        role: 'operator',
+        mustResetPassword: false,
+        passwordHash: 'not-a-login-account',
+      })
       .returning('id');
     const [opSession] = await deps.db('sessions').insert({ subjectType: 'operator', subjectId: op.id }).returning('id');
     const opToken = (await deps.tokens.signAccess({ sub: op.id, aud: 'operator', sid: opSession.id })).token;
@@ -150,14 +173,27 @@ export async function runFacePathBench(): Promise<string> {
     };
     await enrolFace(readFileSync(path.join(ROOT, 'test/fixtures/faces/grace_hopper_a.jpg')), user.id);
     for (const file of ['lfw/Bush_2.png', 'lfw/Powell_2.png', 'astronaut.png']) {
-      const [u] = await deps.db('users').insert({ phone: `+2348031${String(file.length).padStart(6, '0')}` }).returning('id');
+      const [u] = await deps
+        .db('users')
+        .insert({ phone: `+2348031${String(file.length).padStart(6, '0')}` })
+        .returning('id');
       await enrolFace(readFileSync(path.join(ROOT, 'test/fixtures/faces', file)), u.id);
     }
 
     const rawRun = (): RawResult => {
-      const args = { seconds: SECONDS / 2, threads: config.face.intraOpThreads, oneCalls: CALLS, onePhotoB64: portrait.toString('base64'), photosB64: photos.map((p) => p.toString('base64')) };
+      const args = {
+        seconds: SECONDS / 2,
+        threads: config.face.intraOpThreads,
+        oneCalls: CALLS,
+        onePhotoB64: portrait.toString('base64'),
+        photosB64: photos.map((p) => p.toString('base64')),
+      };
       const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/face-path-raw-child.ts')], {
-        input: JSON.stringify(args), cwd: ROOT, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env: { ...process.env, FACE_MODELS_DIR: path.resolve(ROOT, config.face.modelsDir) },
+        input: JSON.stringify(args),
+        cwd: ROOT,
+        encoding: 'utf8',
+        maxBuffer: 64 * 1024 * 1024,
+        env: { ...process.env, FACE_MODELS_DIR: path.resolve(ROOT, config.face.modelsDir) },
       });
       if (r.status !== 0) throw new Error(`face-path-raw-child failed: ${r.error?.message ?? r.stderr}`);
       return JSON.parse(r.stdout.trim().split('\n').pop()!) as RawResult;
@@ -166,7 +202,10 @@ export async function runFacePathBench(): Promise<string> {
 
     // One client, sequential.
     const oneClient = async (route: 'verify/self' | 'identify') => {
-      const call = () => (route === 'identify' ? post(`${webUrl}/identify`, opToken, 'file', portrait, { attestation: 'true' }) : post(`${webUrl}/verify/self`, userToken, 'image', portrait));
+      const call = () =>
+        route === 'identify'
+          ? post(`${webUrl}/identify`, opToken, 'file', portrait, { attestation: 'true' })
+          : post(`${webUrl}/verify/self`, userToken, 'image', portrait);
       for (let i = 0; i < 10; i++) await call();
       const rows: Awaited<ReturnType<typeof post>>[] = [];
       for (let i = 0; i < CALLS; i++) rows.push(await call());
@@ -176,10 +215,27 @@ export async function runFacePathBench(): Promise<string> {
         .sort((a, b) => b.wall - a.wall)
         .slice(0, 3)
         .map((r) => `${fmt(r.wall)} (total ${r.latencyMs.total}: liveness ${r.latencyMs.liveness}, embed ${r.latencyMs.embed}, search ${r.latencyMs.search})`);
-      return { wall: summarise(rows.map((r) => r.wall)), total: summarise(rows.map((r) => r.latencyMs.total ?? 0)), liveness: stage('liveness'), embed: stage('embed'), search: stage('search'), outcomes: [...new Set(rows.map((r) => r.outcome))], slowest };
+      return {
+        wall: summarise(rows.map((r) => r.wall)),
+        total: summarise(rows.map((r) => r.latencyMs.total ?? 0)),
+        liveness: stage('liveness'),
+        embed: stage('embed'),
+        search: stage('search'),
+        outcomes: [...new Set(rows.map((r) => r.outcome))],
+        slowest,
+      };
     };
     // (A tree without the clocks, e.g. an older commit measured for comparison, gives none.)
-    const clocksNow = async () => Promise.all(facePorts.map(async (p) => ((await fetch(`http://127.0.0.1:${p}/clocks`).then((r) => (r.ok ? r.json() : {}), () => ({})))) as Clocks));
+    const clocksNow = async () =>
+      Promise.all(
+        facePorts.map(
+          async (p) =>
+            (await fetch(`http://127.0.0.1:${p}/clocks`).then(
+              (r) => (r.ok ? r.json() : {}),
+              () => ({}),
+            )) as Clocks,
+        ),
+      );
     const clockDelta = (before: Clocks[], after: Clocks[]) => {
       const rows: string[][] = [];
       for (const queue of ['liveness', 'embed']) {
@@ -193,7 +249,14 @@ export async function runFacePathBench(): Promise<string> {
           jobs += q1.jobs - base.jobs;
           for (const [k, v] of Object.entries(q1.msByStep)) steps[k] = (steps[k] ?? 0) + v - (base.msByStep[k] ?? 0);
         });
-        if (jobs > 0) rows.push([queue, String(jobs), Object.entries(steps).map(([k, v]) => `${k} ${fmt(v / jobs, 1)}`).join(', ')]);
+        if (jobs > 0)
+          rows.push([
+            queue,
+            String(jobs),
+            Object.entries(steps)
+              .map(([k, v]) => `${k} ${fmt(v / jobs, 1)}`)
+              .join(', '),
+          ]);
       }
       return rows;
     };
@@ -203,11 +266,15 @@ export async function runFacePathBench(): Promise<string> {
     const ident1 = await oneClient('identify');
 
     // Load: IN_FLIGHT identifies at a time over the fixture photos.
-    const pids = (await deps.db.raw('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()')).rows as { pid: number }[];
+    const pids = (await deps.db.raw('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()')).rows as {
+      pid: number;
+    }[];
     const cpuNow = async () => {
       const parts: Record<string, number> = {};
       for (const [name, cs] of Object.entries(children)) parts[name] = cs.reduce((a, ch) => a + (procCpuSeconds(ch.pid!) ?? 0), 0);
-      const live = (await deps.db.raw('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()')).rows as { pid: number }[];
+      const live = (await deps.db.raw('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()')).rows as {
+        pid: number;
+      }[];
       for (const p of live) if (!pids.some((q) => q.pid === p.pid)) pids.push(p);
       parts.postgres = pids.reduce((a, r) => a + (procCpuSeconds(r.pid) ?? 0), 0);
       parts.redis = procCpuSeconds(redis.pid()!) ?? 0;
@@ -236,7 +303,9 @@ export async function runFacePathBench(): Promise<string> {
       .filter(([, v]) => v >= 0.05)
       .sort((a, b) => b[1] - a[1]);
     const clockRows = [...selfClocks, ...clockDelta(clocks0, clocks1).map(([q, j, st]) => [`${q} (${IN_FLIGHT} in flight)`, j!, st!])];
-    const rawSteps = Object.entries(rawBefore.one.steps).map(([k, v]) => `${k} ${fmt(v, 1)}`).join(', ');
+    const rawSteps = Object.entries(rawBefore.one.steps)
+      .map(([k, v]) => `${k} ${fmt(v, 1)}`)
+      .join(', ');
 
     const goals = {
       selfP50: self.wall.p50,
@@ -247,7 +316,14 @@ export async function runFacePathBench(): Promise<string> {
     };
     const stagesRow = (name: string, r: typeof self) => {
       const inStages = r.liveness + r.embed + r.search;
-      return [name, `${fmt(r.wall.p50)} / ${fmt(r.wall.p99)}`, `liveness ${fmt(r.liveness)} + embed ${fmt(r.embed)} + search ${fmt(r.search)} = ${fmt(inStages)}`, fmt(r.total.p50), `${fmt(100 * (1 - inStages / r.wall.p50), 0)} %`, r.outcomes.join(', ')];
+      return [
+        name,
+        `${fmt(r.wall.p50)} / ${fmt(r.wall.p99)}`,
+        `liveness ${fmt(r.liveness)} + embed ${fmt(r.embed)} + search ${fmt(r.search)} = ${fmt(inStages)}`,
+        fmt(r.total.p50),
+        `${fmt(100 * (1 - inStages / r.wall.p50), 0)} %`,
+        r.outcomes.join(', '),
+      ];
     };
     const md = [
       `Machine: ${machine()}; load average at the end ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}; ${FACE_PROCESSES} face process(es), ` +
@@ -257,9 +333,21 @@ export async function runFacePathBench(): Promise<string> {
         ['figure', 'measured', 'goal'],
         [
           ['one client, /verify/self p50 wall', `${fmt(goals.selfP50)} ms`, '≤ 60 ms'],
-          ['one client, wall ÷ the engine\'s own time for the same photo', `${fmt(goals.wallOverEngine, 2)}× (${fmt(self.wall.p50)} / ${fmt(rawOne.p50)} ms)`, '≤ 1.15×'],
-          [`CPU per identify ÷ raw engine CPU per image, ${IN_FLIGHT} in flight`, `${fmt(goals.cpuRatio, 2)} (${fmt(systemCpuMs, 1)} / ${fmt(rawCpuMs, 1)} ms)`, '≤ 1.10'],
-          ['identifies per second on 2 cores ÷ raw engine images per core-second', `${fmt(goals.throughputRatio, 2)} (${fmt(load.perSecond, 1)} / ${fmt(rawPerCoreSecond, 1)})`, '≥ 1.7'],
+          [
+            "one client, wall ÷ the engine's own time for the same photo",
+            `${fmt(goals.wallOverEngine, 2)}× (${fmt(self.wall.p50)} / ${fmt(rawOne.p50)} ms)`,
+            '≤ 1.15×',
+          ],
+          [
+            `CPU per identify ÷ raw engine CPU per image, ${IN_FLIGHT} in flight`,
+            `${fmt(goals.cpuRatio, 2)} (${fmt(systemCpuMs, 1)} / ${fmt(rawCpuMs, 1)} ms)`,
+            '≤ 1.10',
+          ],
+          [
+            'identifies per second on 2 cores ÷ raw engine images per core-second',
+            `${fmt(goals.throughputRatio, 2)} (${fmt(load.perSecond, 1)} / ${fmt(rawPerCoreSecond, 1)})`,
+            '≥ 1.7',
+          ],
           ['p99 ÷ p50 at one client (/verify/self)', `${fmt(goals.p99OverP50, 2)} (${fmt(self.wall.p99)} / ${fmt(self.wall.p50)} ms)`, '≤ 1.3'],
         ],
       ),
@@ -274,17 +362,39 @@ export async function runFacePathBench(): Promise<string> {
       `Raw engine, same photo, one call at a time: ${fmt(rawOne.p50)} / ${fmt(rawOne.p99)} ms p50 / p99 (normalise ${fmt(rawBefore.one.normalise)}, liveness ${fmt(rawBefore.one.liveness)}, embed ${fmt(rawBefore.one.embed)} ms p50, first run); ` +
         `raw loop over the fixture photos: ${fmt(rawBefore.loop.perSecond, 1)} and ${fmt(rawAfter.loop.perSecond, 1)} images/s, ${fmt(rawBefore.loop.cpuMs, 1)} and ${fmt(rawAfter.loop.cpuMs, 1)} CPU ms per image (before and after the system).`,
       '',
-      `${IN_FLIGHT} in flight: ${fmt(load.perSecond, 1)} identifies/s, ${fmt(summarise(load.samples).p50)} / ${fmt(summarise(load.samples).p99)} ms p50 / p99, ${n} requests (${Object.entries(outcomes).map(([k, v]) => `${k} ${v}`).join(', ')}).`,
+      `${IN_FLIGHT} in flight: ${fmt(load.perSecond, 1)} identifies/s, ${fmt(summarise(load.samples).p50)} / ${fmt(summarise(load.samples).p99)} ms p50 / p99, ${n} requests (${Object.entries(
+        outcomes,
+      )
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}).`,
       '',
       table(['CPU ms per identify', ...Object.keys(cpuParts), 'total'], [['', ...Object.values(cpuParts).map((v) => fmt(v, 1)), fmt(systemCpuMs, 1)]]),
       '',
-      `Redis commands per identify: ${redisCalls.map(([k, v]) => `${k} ${fmt(v, 1)}`).join(', ')} (total ${fmt(redisCalls.reduce((a, [, v]) => a + v, 0), 1)}).`,
+      `Redis commands per identify: ${redisCalls.map(([k, v]) => `${k} ${fmt(v, 1)}`).join(', ')} (total ${fmt(
+        redisCalls.reduce((a, [, v]) => a + v, 0),
+        1,
+      )}).`,
       '',
       table(['face worker clocks (ms per job, mean)', 'jobs', 'steps'], clockRows),
       '',
       `Raw engine steps, same photo (ms per call, mean): ${rawSteps}.`,
     ].join('\n');
-    saveResults('face-path', { faceProcesses: FACE_PROCESSES, enrolled: ENROLLED, inFlight: IN_FLIGHT, seconds: SECONDS, goals, self, identify: ident1, rawBefore: { ...rawBefore, one: { ...rawBefore.one, wall: summarise(rawBefore.one.wall) } }, rawAfter: { ...rawAfter, one: { ...rawAfter.one, wall: summarise(rawAfter.one.wall) } }, load: { ...load, samples: summarise(load.samples) }, cpuParts, redisCalls, clockRows, outcomes });
+    saveResults('face-path', {
+      faceProcesses: FACE_PROCESSES,
+      enrolled: ENROLLED,
+      inFlight: IN_FLIGHT,
+      seconds: SECONDS,
+      goals,
+      self,
+      identify: ident1,
+      rawBefore: { ...rawBefore, one: { ...rawBefore.one, wall: summarise(rawBefore.one.wall) } },
+      rawAfter: { ...rawAfter, one: { ...rawAfter.one, wall: summarise(rawAfter.one.wall) } },
+      load: { ...load, samples: summarise(load.samples) },
+      cpuParts,
+      redisCalls,
+      clockRows,
+      outcomes,
+    });
     console.log(`\n${md}`);
     return md;
   } finally {

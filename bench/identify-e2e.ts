@@ -84,7 +84,11 @@ export async function waitHealthy(url: string, ms = 60_000): Promise<void> {
 /** BENCH_PROFILE_DIR=<dir>: the web and worker processes write V8 CPU profiles there. */
 export function startProcess(script: string, env: Record<string, string>): ChildProcess {
   const profile = process.env.BENCH_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE_DIR}`] : [];
-  return spawn(process.execPath, [...profile, '--import', 'tsx', path.join(ROOT, script)], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  return spawn(process.execPath, [...profile, '--import', 'tsx', path.join(ROOT, script)], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
 }
 
 export async function stopProcess(child: ChildProcess): Promise<void> {
@@ -140,7 +144,9 @@ async function identifyOnce(webUrl: string, token: string, photo: Buffer): Promi
 }
 
 export async function runIdentifyE2eBench(): Promise<string> {
-  console.log(`identify-e2e bench on ${machine()}: ${SECONDS} s each, ${ENROLLED} synthetic enrolled, face worker concurrency ${FACE_CONCURRENCY}, ${IN_FLIGHT} requests in flight`);
+  console.log(
+    `identify-e2e bench on ${machine()}: ${SECONDS} s each, ${ENROLLED} synthetic enrolled, face worker concurrency ${FACE_CONCURRENCY}, ${IN_FLIGHT} requests in flight`,
+  );
   await adminQuery(`DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`);
   await adminQuery(`CREATE DATABASE "${DB_NAME}"`);
   const migrator = createDb(dbUrl(DB_NAME), 1, { bindModels: false });
@@ -186,9 +192,20 @@ export async function runIdentifyE2eBench(): Promise<string> {
   // This process's own deps: enrolment and the operator's token only (idle while measuring).
   const deps = createDeps(config, { logger: createLogger({ level: 'warn', name: 'bench-client' }) });
   try {
-    await Promise.all([waitHealthy(`${config.face.engineUrl}/health`), waitHealthy(`${config.search.healthUrl}/health`), waitHealthy(`${webUrl}/openapi.json`)]);
-    const [op] = await deps.db('operators')
-      .insert({ identifier: `bench-${Date.now()}`, displayName: 'Bench operator', role: 'operator', mustResetPassword: false, passwordHash: 'not-a-login-account' })
+    await Promise.all([
+      waitHealthy(`${config.face.engineUrl}/health`),
+      waitHealthy(`${config.search.healthUrl}/health`),
+      waitHealthy(`${webUrl}/openapi.json`),
+    ]);
+    const [op] = await deps
+      .db('operators')
+      .insert({
+        identifier: `bench-${Date.now()}`,
+        displayName: 'Bench operator',
+        role: 'operator',
+        mustResetPassword: false,
+        passwordHash: 'not-a-login-account',
+      })
       .returning('id');
     const [session] = await deps.db('sessions').insert({ subjectType: 'operator', subjectId: op.id }).returning('id');
     const { token } = await deps.tokens.signAccess({ sub: op.id, aud: 'operator', sid: session.id });
@@ -198,7 +215,10 @@ export async function runIdentifyE2eBench(): Promise<string> {
       const a = await deps.face.analyseCapture(photos.find((p) => p.file === file)!.data, 'single');
       if (a.outcome !== 'ok') throw new Error(`${file}: ${a.outcome}`);
       const e = await deps.face.embedCapture(a);
-      const [u] = await deps.db('users').insert({ phone: `+2${file.length}${Date.now() % 1e6}` }).returning('id');
+      const [u] = await deps
+        .db('users')
+        .insert({ phone: `+2${file.length}${Date.now() % 1e6}` })
+        .returning('id');
       await upsertCanonical(deps.db, u.id, e.embedding, 'link_nin', e.engineVersion);
     }
     const data = photos.map((p) => p.data);
@@ -210,7 +230,10 @@ export async function runIdentifyE2eBench(): Promise<string> {
     const rawRun = () => {
       const args = { seconds: SECONDS / 2, inFlight: FACE_CONCURRENCY, threads: config.face.intraOpThreads };
       const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/raw-engine-child.ts'), JSON.stringify(args)], {
-        cwd: ROOT, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env: { ...process.env, FACE_MODELS_DIR: path.resolve(ROOT, config.face.modelsDir) },
+        cwd: ROOT,
+        encoding: 'utf8',
+        maxBuffer: 64 * 1024 * 1024,
+        env: { ...process.env, FACE_MODELS_DIR: path.resolve(ROOT, config.face.modelsDir) },
       });
       if (r.status !== 0) throw new Error(`raw-engine-child failed: ${r.stderr}`);
       return JSON.parse(r.stdout.trim().split('\n').pop()!) as { done: number; perSecond: number; cpuMs: number; samples: number[] };
@@ -239,13 +262,29 @@ export async function runIdentifyE2eBench(): Promise<string> {
 
     const wallRatio = system.perSecond / raw.perSecond;
     const cpuRatio = rawCpuMs / systemCpuMs;
-    const parts = Object.entries(systemCpuParts).map(([k, v]) => `${k} ${fmt((1000 * v) / system.done, 1)}`).join(', ');
+    const parts = Object.entries(systemCpuParts)
+      .map(([k, v]) => `${k} ${fmt((1000 * v) / system.done, 1)}`)
+      .join(', ');
     const md = [
       table(
         ['path', 'in flight', 'per second (wall)', 'latency ms p50 / p99', 'CPU ms per request', 'requests'],
         [
-          ['POST /identify (HTTP, queues, search, SearchLog)', String(IN_FLIGHT), fmt(system.perSecond, 2), `${fmt(systemLatency.p50)} / ${fmt(systemLatency.p99)}`, fmt(systemCpuMs, 1), String(system.done)],
-          ['raw FaceEngine (normalise + liveness + embed)', String(FACE_CONCURRENCY), fmt(raw.perSecond, 2), `${fmt(raw.latency.p50)} / ${fmt(raw.latency.p99)}`, fmt(rawCpuMs, 1), String(raw.done)],
+          [
+            'POST /identify (HTTP, queues, search, SearchLog)',
+            String(IN_FLIGHT),
+            fmt(system.perSecond, 2),
+            `${fmt(systemLatency.p50)} / ${fmt(systemLatency.p99)}`,
+            fmt(systemCpuMs, 1),
+            String(system.done),
+          ],
+          [
+            'raw FaceEngine (normalise + liveness + embed)',
+            String(FACE_CONCURRENCY),
+            fmt(raw.perSecond, 2),
+            `${fmt(raw.latency.p50)} / ${fmt(raw.latency.p99)}`,
+            fmt(rawCpuMs, 1),
+            String(raw.done),
+          ],
         ],
       ),
       '',
@@ -256,14 +295,25 @@ export async function runIdentifyE2eBench(): Promise<string> {
       `System CPU ms per request by process: ${parts}. Face worker concurrency ${FACE_CONCURRENCY}, ` +
         `${ENROLLED.toLocaleString('en')} synthetic + 4 real enrolled (\`${config.search.indexFactory}\`), system ${SECONDS} s, raw ${SECONDS / 2} s before and after ` +
         `(CPU ms per image ${fmt(rawBefore.cpuMs, 1)} and ${fmt(rawAfter.cpuMs, 1)}). ` +
-        `Outcomes: ${Object.entries(outcomes).map(([k, v]) => `${k} ${v}`).join(', ')}; SearchLog rows ${logged}.`,
+        `Outcomes: ${Object.entries(outcomes)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')}; SearchLog rows ${logged}.`,
     ].join('\n');
     saveResults('identify-e2e', {
-      seconds: SECONDS, enrolled: ENROLLED, faceConcurrency: FACE_CONCURRENCY, inFlight: IN_FLIGHT,
-      system: { done: system.done, perSecond: system.perSecond, latency: systemLatency }, raw,
+      seconds: SECONDS,
+      enrolled: ENROLLED,
+      faceConcurrency: FACE_CONCURRENCY,
+      inFlight: IN_FLIGHT,
+      system: { done: system.done, perSecond: system.perSecond, latency: systemLatency },
+      raw,
       rawRuns: [rawBefore, rawAfter].map((r) => ({ done: r.done, perSecond: r.perSecond, cpuMsPerImage: r.cpuMs })),
-      systemCpuMsPerRequest: systemCpuMs, systemCpuMsByProcess: Object.fromEntries(Object.entries(systemCpuParts).map(([k, v]) => [k, (1000 * v) / system.done])),
-      rawCpuMsPerImage: rawCpuMs, cpuRatio, wallRatio, outcomes, logged,
+      systemCpuMsPerRequest: systemCpuMs,
+      systemCpuMsByProcess: Object.fromEntries(Object.entries(systemCpuParts).map(([k, v]) => [k, (1000 * v) / system.done])),
+      rawCpuMsPerImage: rawCpuMs,
+      cpuRatio,
+      wallRatio,
+      outcomes,
+      logged,
     });
     console.log(`\n${md}`);
     return md;

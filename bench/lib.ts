@@ -67,10 +67,13 @@ export function longRng(seed: number): () => number {
     t = Math.imul(t, 0x735a2d97);
     return (t ^ (t >>> 15)) >>> 0;
   };
-  let a = splitmix(), b = splitmix(), c = splitmix(), d = splitmix();
+  let a = splitmix(),
+    b = splitmix(),
+    c = splitmix(),
+    d = splitmix();
   if ((a | b | c | d) === 0) a = 1;
   return () => {
-    const r = Math.imul(((Math.imul(b, 5) << 7) | (Math.imul(b, 5) >>> 25)), 9) >>> 0;
+    const r = Math.imul((Math.imul(b, 5) << 7) | (Math.imul(b, 5) >>> 25), 9) >>> 0;
     const t = b << 9;
     c ^= a;
     d ^= b;

@@ -27,7 +27,9 @@ if (!file) {
 const p = JSON.parse(readFileSync(file, 'utf8')) as Profile;
 const byId = new Map(p.nodes.map((n) => [n.id, n]));
 const where = (n: ProfileNode) =>
-  (n.callFrame.url || '(native)').replace(/^file:\/\/.*?\/(api|shared|workers|bench|scripts)\//, '$1/').replace(/.*node_modules\/(@[^/]+\/[^/]+|[^/]+)\/.*/, 'npm:$1');
+  (n.callFrame.url || '(native)')
+    .replace(/^file:\/\/.*?\/(api|shared|workers|bench|scripts)\//, '$1/')
+    .replace(/.*node_modules\/(@[^/]+\/[^/]+|[^/]+)\/.*/, 'npm:$1');
 
 let t = 0;
 const busyPerSecond: number[] = [];
@@ -56,7 +58,15 @@ const group = (key: (n: ProfileNode) => string) => {
   return [...m].sort((a, b) => b[1] - a[1]);
 };
 const show = (rows: [string, number][], n: number) =>
-  rows.slice(0, n).map(([k, us]) => `${((100 * us) / total).toFixed(1).padStart(5)} %  ${(us / 1000).toFixed(0).padStart(6)} ms  ${k}`).join('\n');
+  rows
+    .slice(0, n)
+    .map(([k, us]) => `${((100 * us) / total).toFixed(1).padStart(5)} %  ${(us / 1000).toFixed(0).padStart(6)} ms  ${k}`)
+    .join('\n');
 console.log(`${file}: ${(total / 1e6).toFixed(2)} s busy in [${from}, ${to}] s`);
 console.log(`-- self time by file or package\n${show(group(where), 15)}`);
-console.log(`-- self time by function\n${show(group((n) => `${n.callFrame.functionName || '(anonymous)'} ${where(n)}`), 25)}`);
+console.log(
+  `-- self time by function\n${show(
+    group((n) => `${n.callFrame.functionName || '(anonymous)'} ${where(n)}`),
+    25,
+  )}`,
+);

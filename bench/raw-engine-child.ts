@@ -23,7 +23,9 @@ async function pipeline(engine: FaceEngine, photo: Buffer): Promise<void> {
 }
 
 const engine = await FaceEngine.load(path.resolve(ROOT, process.env.FACE_MODELS_DIR ?? 'var/models'), { intraOpThreads: threads });
-const photos = fixturePhotos().filter((p) => !p.kind.startsWith('no face')).map((p) => p.data);
+const photos = fixturePhotos()
+  .filter((p) => !p.kind.startsWith('no face'))
+  .map((p) => p.data);
 for (const p of photos) await pipeline(engine, p); // warm
 const run = await closedLoop(inFlight, seconds, photos, (p) => pipeline(engine, p));
 await engine.release();

@@ -36,7 +36,7 @@ const c0 = process.cpuUsage();
 const fd = openSync(path.join(dir, 'gallery.f32'), 'r');
 const readRows = (r0: number, m: number) => {
   const bytes = new Uint8Array(m * DIM * 4);
-  for (let o = 0; o < bytes.length; ) o += readSync(fd, bytes, o, bytes.length - o, r0 * DIM * 4 + o);
+  for (let o = 0; o < bytes.length;) o += readSync(fd, bytes, o, bytes.length - o, r0 * DIM * 4 + o);
   return new Float32Array(bytes.buffer);
 };
 const sample = readRows(0, Math.min(50_000, ds.n));
@@ -65,7 +65,8 @@ const rssAfter = process.memoryUsage().rss;
 console.error(`engine ready (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
 const probe = (j: number) => ds.probes.subarray(j * DIM, (j + 1) * DIM);
 for (let j = 0; j < 3; j++) engine.searchMany([probe(j)], 10);
-const lat: number[] = [], cpu: number[] = [];
+const lat: number[] = [],
+  cpu: number[] = [];
 const top1: number[] = [];
 const nq = Math.min(ds.q, probesWanted);
 for (let j = 0; j < nq; j++) {
@@ -78,7 +79,8 @@ for (let j = 0; j < nq; j++) {
   top1.push(hits[0] ? Number(hits[0].userId.slice(24)) : -1);
 }
 // 8 at once in one engine call vs one at a time.
-let seq = 0, batch = 0;
+let seq = 0,
+  batch = 0;
 for (let round = 0; round < Number(process.env.BENCH_SPEEDUP_ROUNDS ?? 10); round++) {
   const eight = Array.from({ length: 8 }, (_, i) => probe((round * 8 + i) % nq));
   let t = performance.now();
@@ -101,7 +103,10 @@ for (let j = 0; j < eq; j++) {
 }
 const exact = store.exactSearch(qs, 1);
 const exactS = (performance.now() - te) / 1000;
-let mate = 0, withMate = 0, exactMate = 0, both = 0;
+let mate = 0,
+  withMate = 0,
+  exactMate = 0,
+  both = 0;
 for (let j = 0; j < nq; j++) {
   if (ds.mates[j]! < 0) continue;
   withMate++;
@@ -111,13 +116,29 @@ for (let j = 0; j < nq; j++) {
     if (top1[j] === ds.mates[j]) both++;
   }
 }
-const s = summarise(lat), sc = summarise(cpu);
+const s = summarise(lat),
+  sc = summarise(cpu);
 console.log(
   JSON.stringify({
-    n: ds.n, factory: 'BinarySketch512', candidates, p50Ms: s.p50, p99Ms: s.p99, cpuP50Ms: sc.p50, cpuP99Ms: sc.p99,
-    mateAt1: mate / withMate, mateAt1Exact: exactMate / Math.max(1, Math.min(eq, withMate)), recallVsExact: exactMate ? both / exactMate : null,
-    exactProbes: eq, exactS, indexMiB: engine.memoryBytes() / 2 ** 20, rssGrowthMiB: (rssAfter - rss0) / 2 ** 20,
-    encodeS, encodeCpuS: (encodeCpu.user + encodeCpu.system) / 1e6, buildS, batchedSpeedup: seq / batch, loadAverage: os.loadavg(),
+    n: ds.n,
+    factory: 'BinarySketch512',
+    candidates,
+    p50Ms: s.p50,
+    p99Ms: s.p99,
+    cpuP50Ms: sc.p50,
+    cpuP99Ms: sc.p99,
+    mateAt1: mate / withMate,
+    mateAt1Exact: exactMate / Math.max(1, Math.min(eq, withMate)),
+    recallVsExact: exactMate ? both / exactMate : null,
+    exactProbes: eq,
+    exactS,
+    indexMiB: engine.memoryBytes() / 2 ** 20,
+    rssGrowthMiB: (rssAfter - rss0) / 2 ** 20,
+    encodeS,
+    encodeCpuS: (encodeCpu.user + encodeCpu.system) / 1e6,
+    buildS,
+    batchedSpeedup: seq / batch,
+    loadAverage: os.loadavg(),
   }),
 );
 process.exit(0);

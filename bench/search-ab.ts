@@ -21,7 +21,11 @@ import { openDataset } from './search-data.js';
 import { DIM, summarise } from './lib.js';
 
 interface OldAddon {
-  SketchIndex: new (d: number, nbits: number, seed: number) => {
+  SketchIndex: new (
+    d: number,
+    nbits: number,
+    seed: number,
+  ) => {
     setMean(m: Float32Array): void;
     addCodes(c: Uint8Array): number;
     search(q: Float32Array, k: number): { labels: Int32Array };
@@ -31,7 +35,10 @@ interface OldAddon {
 const [oldPath, ...dirs] = process.argv.slice(2);
 if (!oldPath || !dirs.length) throw new Error('usage: search-ab.ts OLD_ADDON DIR [DIR...]');
 const old = createRequire(import.meta.url)(path.resolve(oldPath)) as OldAddon;
-const CANDIDATES = 2000, K = 10, ROUNDS = Number(process.env.BENCH_SPEEDUP_ROUNDS ?? 30), PROBES = Number(process.env.BENCH_PROBES ?? 200);
+const CANDIDATES = 2000,
+  K = 10,
+  ROUNDS = Number(process.env.BENCH_SPEEDUP_ROUNDS ?? 30),
+  PROBES = Number(process.env.BENCH_PROBES ?? 200);
 const cpuMs = (c: NodeJS.CpuUsage) => (c.user + c.system) / 1000;
 
 function unit(qs: readonly Float32Array[]): Float32Array {
@@ -81,16 +88,30 @@ for (const dirArg of dirs) {
   const sk = new SketchIndex(DIM, 512, 1_234_567);
   sk.setMean(mean);
   sk.addCodes(codes);
-  const engine = new SketchEngine('BinarySketch512', 512, { dim: DIM, candidates: CANDIDATES, exactCandidates: DEFAULT_EXACT_CANDIDATES }, sk, new VectorStore(DIM, path.join(dir, 'gallery.f32'), ds.n), 1, ds.n, dir, ids);
+  const engine = new SketchEngine(
+    'BinarySketch512',
+    512,
+    { dim: DIM, candidates: CANDIDATES, exactCandidates: DEFAULT_EXACT_CANDIDATES },
+    sk,
+    new VectorStore(DIM, path.join(dir, 'gallery.f32'), ds.n),
+    1,
+    ds.n,
+    dir,
+    ids,
+  );
   const after = (queries: Float32Array[]): number[][] => engine.searchMany(queries, K).map((hits) => hits.map((h) => Number(h.userId)));
   const variants = { before, after } as const;
   const probe = (j: number) => ds.probes.subarray(j * DIM, (j + 1) * DIM);
   for (const f of Object.values(variants)) for (let j = 0; j < 5; j++) f([probe(j)]);
-  const single: Record<string, { ms: number[]; cpu: number[]; top1: number[] }> = { before: { ms: [], cpu: [], top1: [] }, after: { ms: [], cpu: [], top1: [] } };
+  const single: Record<string, { ms: number[]; cpu: number[]; top1: number[] }> = {
+    before: { ms: [], cpu: [], top1: [] },
+    after: { ms: [], cpu: [], top1: [] },
+  };
   const nq = Math.min(ds.q, PROBES);
   for (let j = 0; j < nq; j++) {
     for (const [name, f] of j % 2 ? Object.entries(variants) : Object.entries(variants).reverse()) {
-      const t = performance.now(), c = process.cpuUsage();
+      const t = performance.now(),
+        c = process.cpuUsage();
       const r = f([probe(j)])[0]!;
       single[name]!.cpu.push(cpuMs(process.cpuUsage(c)));
       single[name]!.ms.push(performance.now() - t);
@@ -103,7 +124,8 @@ for (const dirArg of dirs) {
     const qs = Array.from({ length: 8 }, (_, i) => probe((round * 8 + i) % ds.q));
     for (const [name, f] of round % 2 ? Object.entries(variants) : Object.entries(variants).reverse()) {
       const e = eight[name]!;
-      let t = performance.now(), c = process.cpuUsage();
+      let t = performance.now(),
+        c = process.cpuUsage();
       const one = qs.map((q) => f([q])[0]!);
       e.seqCpu += cpuMs(process.cpuUsage(c));
       e.seq += performance.now() - t;
@@ -115,16 +137,42 @@ for (const dirArg of dirs) {
       if (JSON.stringify(one) !== JSON.stringify(many)) e.same = false;
     }
   }
-  let agree = 0, mateB = 0, mateA = 0;
+  let agree = 0,
+    mateB = 0,
+    mateA = 0;
   for (let j = 0; j < nq; j++) {
     if (single.before!.top1[j] === single.after!.top1[j]) agree++;
     if (single.before!.top1[j] === ds.mates[j]) mateB++;
     if (single.after!.top1[j] === ds.mates[j]) mateA++;
   }
   const fig = (name: string) => {
-    const s = summarise(single[name]!.ms), c = summarise(single[name]!.cpu), e = eight[name]!;
-    return { p50Ms: s.p50, p99Ms: s.p99, cpuP50Ms: c.p50, cpuP99Ms: c.p99, seqMsPer8: e.seq / ROUNDS, batchMsPer8: e.batch / ROUNDS, batchedSpeedup: e.seq / e.batch, batchedSpeedupCpu: e.seqCpu / e.batchCpu, batchEqualsSingle: e.same, mateAt1: (name === 'before' ? mateB : mateA) / nq };
+    const s = summarise(single[name]!.ms),
+      c = summarise(single[name]!.cpu),
+      e = eight[name]!;
+    return {
+      p50Ms: s.p50,
+      p99Ms: s.p99,
+      cpuP50Ms: c.p50,
+      cpuP99Ms: c.p99,
+      seqMsPer8: e.seq / ROUNDS,
+      batchMsPer8: e.batch / ROUNDS,
+      batchedSpeedup: e.seq / e.batch,
+      batchedSpeedupCpu: e.seqCpu / e.batchCpu,
+      batchEqualsSingle: e.same,
+      mateAt1: (name === 'before' ? mateB : mateA) / nq,
+    };
   };
-  console.log(JSON.stringify({ dataset: path.basename(dir), n: ds.n, probes: nq, rounds: ROUNDS, before: fig('before'), after: fig('after'), top1SameBeforeAfter: agree / nq, loadAverage: os.loadavg() }));
+  console.log(
+    JSON.stringify({
+      dataset: path.basename(dir),
+      n: ds.n,
+      probes: nq,
+      rounds: ROUNDS,
+      before: fig('before'),
+      after: fig('after'),
+      top1SameBeforeAfter: agree / nq,
+      loadAverage: os.loadavg(),
+    }),
+  );
 }
 process.exit(0);

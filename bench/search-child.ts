@@ -76,7 +76,9 @@ if (args.mode === 'cold') {
   const top1: string[] = [];
   for (let j = 0; j < args.check.length; j++) top1.push((await replica.knn(probe(j), K, '0')).hits[0]?.userId ?? '');
   const same = top1.every((u, j) => u === args.check[j]);
-  process.stdout.write(`${JSON.stringify({ readyMs, readyCpuMs: (readyCpu.user + readyCpu.system) / 1000, buildMs, from: replica.stats.lastBuild?.from, same, checked: top1.length, refused: replica.stats.snapshotsRefused })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ readyMs, readyCpuMs: (readyCpu.user + readyCpu.system) / 1000, buildMs, from: replica.stats.lastBuild?.from, same, checked: top1.length, refused: replica.stats.snapshotsRefused })}\n`,
+  );
 } else {
   const q = Math.min(ds.q, args.probes);
   // Warm-up (page cache of the re-rank rows, JIT).
@@ -84,7 +86,8 @@ if (args.mode === 'cold') {
   const lat: number[] = [];
   const cpu: number[] = [];
   const top1: string[] = [];
-  let mate = 0, withMate = 0;
+  let mate = 0,
+    withMate = 0;
   for (let j = 0; j < q; j++) {
     const t = performance.now();
     const c0 = process.cpuUsage();
@@ -99,7 +102,10 @@ if (args.mode === 'cold') {
     }
   }
   // 8 concurrent searches vs the same 8 one after the other, through the job path.
-  let seqMs = 0, concMs = 0, seqCpu = 0, concCpu = 0;
+  let seqMs = 0,
+    concMs = 0,
+    seqCpu = 0,
+    concCpu = 0;
   for (let round = 0; round < args.speedupRounds; round++) {
     const eight = Array.from({ length: 8 }, (_, i) => probe((round * 8 + i) % q));
     let t = performance.now();
@@ -118,7 +124,10 @@ if (args.mode === 'cold') {
   // Exact reference over the same (normalised) rows.
   const eq = Math.min(q, args.exactProbes);
   const te = performance.now();
-  let exactMate = 0, exactWithMate = 0, bothMate = 0, agree = 0;
+  let exactMate = 0,
+    exactWithMate = 0,
+    bothMate = 0,
+    agree = 0;
   const store = engine instanceof SketchEngine ? engine.store : null;
   const userAt = (p: number) => (engine instanceof SketchEngine ? engine.userAt(p) : null);
   if (store) {
@@ -148,11 +157,13 @@ if (args.mode === 'cold') {
   }
   const exactMs = performance.now() - te;
   const approxMateOnExactSet = (() => {
-    let m = 0, w = 0;
-    for (let j = 0; j < eq; j++) if (ds.mates[j]! >= 0) {
-      w++;
-      if (top1[j] === syntheticUserId(ds.mates[j]!)) m++;
-    }
+    let m = 0,
+      w = 0;
+    for (let j = 0; j < eq; j++)
+      if (ds.mates[j]! >= 0) {
+        w++;
+        if (top1[j] === syntheticUserId(ds.mates[j]!)) m++;
+      }
     return w ? m / w : null;
   })();
   const s = summarise(lat);

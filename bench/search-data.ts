@@ -71,16 +71,20 @@ function identitySampler(gen: Generator, seed: number): (out: Float32Array) => F
       return unitInPlace(out);
     };
   }
-  const LATENT = 16, EPS = 1.22;
+  const LATENT = 16,
+    EPS = 1.22;
   const ga = gaussian(rng(0x5eed));
   const A = new Float32Array(LATENT * DIM);
   for (let i = 0; i < A.length; i++) A[i] = ga();
-  const base = new Float32Array(DIM), noise = new Float32Array(DIM), z = new Float32Array(LATENT);
+  const base = new Float32Array(DIM),
+    noise = new Float32Array(DIM),
+    z = new Float32Array(LATENT);
   return (out) => {
     for (let i = 0; i < LATENT; i++) z[i] = g();
     base.fill(0);
     for (let i = 0; i < LATENT; i++) {
-      const zi = z[i]!, o = i * DIM;
+      const zi = z[i]!,
+        o = i * DIM;
       for (let j = 0; j < DIM; j++) base[j]! += zi * A[o + j]!;
     }
     unitInPlace(base);
@@ -112,7 +116,7 @@ export function generateDataset(dir: string, gen: Generator, n: number, q: numbe
       if (wanted.has(r0 + i)) kept.set(r0 + i, Float32Array.from(v));
     }
     const bytes = new Uint8Array(buf.buffer, 0, m * DIM * 4);
-    for (let o = 0; o < bytes.length; ) o += writeSync(fd, bytes, o, bytes.length - o);
+    for (let o = 0; o < bytes.length;) o += writeSync(fd, bytes, o, bytes.length - o);
     if ((r0 / CH) % 128 === 0 && r0) log(`  generated ${r0.toLocaleString('en')} / ${n.toLocaleString('en')} (${Math.round((Date.now() - t0) / 1000)} s)`);
   }
   closeSync(fd);
@@ -138,7 +142,7 @@ export function generateDataset(dir: string, gen: Generator, n: number, q: numbe
 
 function writeAll(file: string, bytes: Uint8Array): void {
   const fd = openSync(file, 'w');
-  for (let o = 0; o < bytes.length; ) o += writeSync(fd, bytes, o, bytes.length - o);
+  for (let o = 0; o < bytes.length;) o += writeSync(fd, bytes, o, bytes.length - o);
   closeSync(fd);
 }
 
@@ -146,7 +150,7 @@ function readAll(file: string): Uint8Array {
   const fd = openSync(file, 'r');
   const size = fstatSync(fd).size;
   const out = new Uint8Array(size);
-  for (let o = 0; o < size; ) {
+  for (let o = 0; o < size;) {
     const got = readSync(fd, out, o, size - o, o);
     if (got <= 0) throw new Error(`short read of ${file}`);
     o += got;
@@ -175,7 +179,7 @@ export async function readGallery(ds: Dataset, chunk: number, onRows: (first: nu
     for (let r0 = 0; r0 < ds.n; r0 += chunk) {
       const m = Math.min(chunk, ds.n - r0);
       const bytes = new Uint8Array(m * DIM * 4);
-      for (let o = 0; o < bytes.length; ) {
+      for (let o = 0; o < bytes.length;) {
         const got = readSync(fd, bytes, o, bytes.length - o, r0 * DIM * 4 + o);
         if (got <= 0) throw new Error('short read of gallery.f32');
         o += got;

@@ -55,14 +55,27 @@ async function one(dir: string) {
   }
   const store = new VectorStore(DIM, path.join(dir, 'gallery.f32'), ds.n);
   const ids = Array.from({ length: ds.n }, (_, i) => String(i));
-  const engine = new SketchEngine('BinarySketch512', 512, { dim: DIM, candidates: CANDIDATES, exactCandidates: EXACT_CANDIDATES }, sketch, store, 50_000, ds.n, dir, ids);
+  const engine = new SketchEngine(
+    'BinarySketch512',
+    512,
+    { dim: DIM, candidates: CANDIDATES, exactCandidates: EXACT_CANDIDATES },
+    sketch,
+    store,
+    50_000,
+    ds.n,
+    dir,
+    ids,
+  );
   const loadS = (performance.now() - t0) / 1000;
   const probe = (j: number) => ds.probes.subarray(j * DIM, (j + 1) * DIM);
   const nq = Math.min(ds.q, PROBES);
   for (let j = 0; j < 5; j++) engine.searchMany([probe(j)], 10);
 
   // Where one search's time goes: the native scan + selection, the re-rank reads + dot products, the rest.
-  const scanMs: number[] = [], rerankMs: number[] = [], totalMs: number[] = [], totalCpu: number[] = [];
+  const scanMs: number[] = [],
+    rerankMs: number[] = [],
+    totalMs: number[] = [],
+    totalCpu: number[] = [];
   const ru0 = process.resourceUsage();
   for (let j = 0; j < nq; j++) {
     const q = probe(j);
@@ -85,7 +98,11 @@ async function one(dir: string) {
     top1.push(hits[0] ? Number(hits[0].userId) : -1);
   }
   // 8 at once (one engine call) vs the same 8 one after the other; identical answers required.
-  let seqMs = 0, batchMs = 0, seqCpu = 0, batchCpu = 0, same = true;
+  let seqMs = 0,
+    batchMs = 0,
+    seqCpu = 0,
+    batchCpu = 0,
+    same = true;
   for (let round = 0; round < ROUNDS; round++) {
     const eight = Array.from({ length: 8 }, (_, i) => probe((round * 8 + i) % ds.q));
     let t = performance.now();
@@ -101,7 +118,8 @@ async function one(dir: string) {
     if (JSON.stringify(one) !== JSON.stringify(many)) same = false;
   }
   // The batch's two native stages alone: the shared scan, then the per-query re-rank.
-  let scan8 = 0, rerank8 = 0;
+  let scan8 = 0,
+    rerank8 = 0;
   for (let round = 0; round < ROUNDS; round++) {
     const eight = new Float32Array(8 * DIM);
     for (let i = 0; i < 8; i++) eight.set(probe((round * 8 + i) % ds.q), i * DIM);
@@ -125,7 +143,8 @@ async function one(dir: string) {
   }
   const maxC = Math.max(...RECALL_AT);
   const rankOfExact: number[] = [];
-  let mateExact = 0, mateAt1 = 0;
+  let mateExact = 0,
+    mateAt1 = 0;
   for (let j = 0; j < rq; j++) {
     const { labels } = sketch.search(probe(j), maxC);
     rankOfExact.push(labels.indexOf(exactTop1[j]!));
@@ -137,38 +156,71 @@ async function one(dir: string) {
   // `refine`): is the exact top 1 (and the whole exact top 10) still among them?
   const REFINE = (env.BENCH_REFINE ?? '50,100,200,500').split(',').map(Number);
   const top10 = existsSync(exactFile) ? new Int32Array(new Uint8Array(readFileSync(exactFile)).buffer) : null;
-  const top10s = existsSync(path.join(dir, 'exact-top10.f32')) ? new Float32Array(new Uint8Array(readFileSync(path.join(dir, 'exact-top10.f32'))).buffer) : null;
+  const top10s = existsSync(path.join(dir, 'exact-top10.f32'))
+    ? new Float32Array(new Uint8Array(readFileSync(path.join(dir, 'exact-top10.f32'))).buffer)
+    : null;
   const refined: Record<number, { top1: number; top10: number; above03: number | null }> = {};
   for (const m of [...REFINE, 0]) {
-    let t1 = 0, t10 = 0, hi = 0, hiFound = 0;
+    let t1 = 0,
+      t10 = 0,
+      hi = 0,
+      hiFound = 0;
     for (let j = 0; j < rq; j++) {
       const { labels } = sketch.search(probe(j), CANDIDATES, m);
       const set = new Set(labels);
       if (set.has(exactTop1[j]!)) t1++;
       if (top10 && Array.from(top10.subarray(j * 10, j * 10 + 10)).every((r) => set.has(r))) t10++;
       // Exact top-10 hits at cosine >= 0.3 (anything a threshold could accept), found?
-      if (top10 && top10s) for (let i = 0; i < 10; i++) if (top10s[j * 10 + i]! >= 0.3) {
-        hi++;
-        if (set.has(top10[j * 10 + i]!)) hiFound++;
-      }
+      if (top10 && top10s)
+        for (let i = 0; i < 10; i++)
+          if (top10s[j * 10 + i]! >= 0.3) {
+            hi++;
+            if (set.has(top10[j * 10 + i]!)) hiFound++;
+          }
     }
     refined[m] = { top1: t1 / rq, top10: t10 / rq, above03: hi ? hiFound / hi : null };
   }
   const found = rankOfExact.filter((r) => r >= 0);
   const recall = Object.fromEntries(RECALL_AT.map((c) => [c, rankOfExact.filter((r) => r >= 0 && r < c).length / rq]));
-  const s = summarise(totalMs), sc = summarise(totalCpu), ss = summarise(scanMs), sr = summarise(rerankMs);
+  const s = summarise(totalMs),
+    sc = summarise(totalCpu),
+    ss = summarise(scanMs),
+    sr = summarise(rerankMs);
   return {
-    dataset: path.basename(dir), n: ds.n, candidates: CANDIDATES, exactCandidates: EXACT_CANDIDATES, fastIsa, scanIsa, loadS,
-    searchP50Ms: s.p50, searchP99Ms: s.p99, cpuP50Ms: sc.p50, cpuP99Ms: sc.p99,
-    scanSelectP50Ms: ss.p50, scanSelectMeanMs: ss.mean, rerankP50Ms: sr.p50, rerankMeanMs: sr.mean,
+    dataset: path.basename(dir),
+    n: ds.n,
+    candidates: CANDIDATES,
+    exactCandidates: EXACT_CANDIDATES,
+    fastIsa,
+    scanIsa,
+    loadS,
+    searchP50Ms: s.p50,
+    searchP99Ms: s.p99,
+    cpuP50Ms: sc.p50,
+    cpuP99Ms: sc.p99,
+    scanSelectP50Ms: ss.p50,
+    scanSelectMeanMs: ss.mean,
+    rerankP50Ms: sr.p50,
+    rerankMeanMs: sr.mean,
     rerankMinorFaultsPerSearch: (ru1.minorPageFault - ru0.minorPageFault) / nq,
     rerankMajorFaultsPerSearch: (ru1.majorPageFault - ru0.majorPageFault) / nq,
-    seqMsPer8: seqMs / ROUNDS, batchMsPer8: batchMs / ROUNDS, batchedSpeedup: seqMs / batchMs, batchedSpeedupCpu: seqCpu / batchCpu, batchEqualsSingle: same,
-    batchScanMsPer8: scan8 / ROUNDS, batchRerankMsPer8: rerank8 / ROUNDS,
-    recallProbes: rq, mateAt1Exact: mateExact / rq, mateAt1: mateAt1 / rq,
-    exactTop1InCandidates: recall, worstRankOfExactTop1: found.length ? Math.max(...found) : null, missing: rq - found.length,
+    seqMsPer8: seqMs / ROUNDS,
+    batchMsPer8: batchMs / ROUNDS,
+    batchedSpeedup: seqMs / batchMs,
+    batchedSpeedupCpu: seqCpu / batchCpu,
+    batchEqualsSingle: same,
+    batchScanMsPer8: scan8 / ROUNDS,
+    batchRerankMsPer8: rerank8 / ROUNDS,
+    recallProbes: rq,
+    mateAt1Exact: mateExact / rq,
+    mateAt1: mateAt1 / rq,
+    exactTop1InCandidates: recall,
+    worstRankOfExactTop1: found.length ? Math.max(...found) : null,
+    missing: rq - found.length,
     exactInRefined: refined,
-    populated: store.populated(), rescans: sketch.rescans(), loadAverage: os.loadavg(),
+    populated: store.populated(),
+    rescans: sketch.rescans(),
+    loadAverage: os.loadavg(),
   };
 }
 

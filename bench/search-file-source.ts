@@ -10,7 +10,10 @@ import { openDataset, readGallery } from './search-data.js';
 import { DIM, syntheticUserId } from './lib.js';
 
 export class FileChangeLogSource implements ChangeLogSource {
-  constructor(private readonly dir: string, private readonly id = 'file') {}
+  constructor(
+    private readonly dir: string,
+    private readonly id = 'file',
+  ) {}
   async logId(): Promise<string> {
     return this.id;
   }

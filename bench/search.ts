@@ -43,7 +43,10 @@ const env = process.env;
 const N = Number(env.BENCH_N ?? 1_000_000);
 const PROBES = Number(env.BENCH_PROBES ?? 1000);
 const EXACT_PROBES = Number(env.BENCH_EXACT_PROBES ?? 1000);
-const GENERATORS = (env.BENCH_GENERATORS ?? 'uniform,clustered').split(',').map((s) => s.trim()).filter(Boolean) as Generator[];
+const GENERATORS = (env.BENCH_GENERATORS ?? 'uniform,clustered')
+  .split(',')
+  .map((s) => s.trim())
+  .filter(Boolean) as Generator[];
 const SOURCE = (env.BENCH_SOURCE ?? 'postgres') as 'postgres' | 'file';
 const WORK = path.resolve(env.BENCH_WORK_DIR ?? path.join(ROOT, 'var', 'bench', 'search-work'));
 const BASE = env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -120,13 +123,17 @@ async function loadIntoPostgres(dir: string, log: (s: string) => void): Promise<
 }
 
 function runChild(args: Record<string, unknown>): any {
-  const r = spawnSync(process.execPath, ['--expose-gc', '--max-old-space-size=8192', '--import', 'tsx', path.join(ROOT, 'bench/search-child.ts'), JSON.stringify(args)], {
-    cwd: ROOT,
-    encoding: 'utf8',
-    maxBuffer: 64 * 1024 * 1024,
-    // One core: no BLAS or OpenMP helper threads (the issue's figures are per core).
-    env: { ...process.env, LOG_LEVEL: 'silent', OPENBLAS_NUM_THREADS: '1', OMP_NUM_THREADS: '1' },
-  });
+  const r = spawnSync(
+    process.execPath,
+    ['--expose-gc', '--max-old-space-size=8192', '--import', 'tsx', path.join(ROOT, 'bench/search-child.ts'), JSON.stringify(args)],
+    {
+      cwd: ROOT,
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
+      // One core: no BLAS or OpenMP helper threads (the issue's figures are per core).
+      env: { ...process.env, LOG_LEVEL: 'silent', OPENBLAS_NUM_THREADS: '1', OMP_NUM_THREADS: '1' },
+    },
+  );
   if (r.status !== 0) throw new Error(`search-child ${String(args.mode)} failed (${r.status ?? r.signal}):\n${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop()!);
 }
@@ -161,7 +168,9 @@ async function benchDataset(name: string, dir: string, log: (s: string) => void)
   const snapshotDir = path.join(WORK, `snapshots-${name}`);
   rmSync(snapshotDir, { recursive: true, force: true });
   const common = { source: SOURCE, db: dbUrl(DB_NAME), dataset: dir, factory, candidates, exactCandidates, snapshotDir };
-  log(`${name}: full build + ${Math.min(PROBES, ds.q)} searches + exact reference (${factory}, ${candidates} Hamming candidates, ${exactCandidates || candidates} re-ranked exactly)`);
+  log(
+    `${name}: full build + ${Math.min(PROBES, ds.q)} searches + exact reference (${factory}, ${candidates} Hamming candidates, ${exactCandidates || candidates} re-ranked exactly)`,
+  );
   const t1 = performance.now();
   const b = runChild({ ...common, mode: 'build', probes: PROBES, exactProbes: EXACT_PROBES, speedupRounds: 30, check: [] });
   log(`${name}: done in ${fmt((performance.now() - t1) / 1000)} s; cold start from the snapshot`);
@@ -169,7 +178,16 @@ async function benchDataset(name: string, dir: string, log: (s: string) => void)
   if (c.from !== 'snapshot' || !c.same) throw new Error(`the cold start did not serve from the snapshot with the same answers: ${JSON.stringify(c)}`);
   if (!env.BENCH_KEEP) rmSync(snapshotDir, { recursive: true, force: true });
   const { check: _check, ...rest } = b;
-  return { ...rest, dataset: name, loadS, buildS: b.buildMs / 1000, coldStartS: c.readyMs / 1000, coldStartCpuS: c.readyCpuMs / 1000, coldLoadS: c.buildMs / 1000, coldFrom: c.from };
+  return {
+    ...rest,
+    dataset: name,
+    loadS,
+    buildS: b.buildMs / 1000,
+    coldStartS: c.readyMs / 1000,
+    coldStartCpuS: c.readyCpuMs / 1000,
+    coldLoadS: c.buildMs / 1000,
+    coldFrom: c.from,
+  };
 }
 
 const pct = (x: number | null | undefined) => (x == null ? '–' : `${fmt(100 * x, 1)} %`);
@@ -178,7 +196,9 @@ export async function runSearchBench(): Promise<{ markdown: string; lastLine: st
   const t0 = performance.now();
   const log = (s: string) => console.log(s);
   const given = datasetArg();
-  console.log(`search bench on ${machine()}: ${given ? `dataset ${given}` : `generated ${GENERATORS.join(' + ')} at ${N.toLocaleString('en')}`}, source ${SOURCE}`);
+  console.log(
+    `search bench on ${machine()}: ${given ? `dataset ${given}` : `generated ${GENERATORS.join(' + ')} at ${N.toLocaleString('en')}`}, source ${SOURCE}`,
+  );
   mkdirSync(WORK, { recursive: true });
   const sets: { name: string; dir: string; generated: boolean }[] = given
     ? [{ name: path.basename(given), dir: given, generated: false }]
@@ -201,12 +221,36 @@ export async function runSearchBench(): Promise<{ markdown: string; lastLine: st
     if (!env.BENCH_KEEP && !given) for (const s of sets) rmSync(s.dir, { recursive: true, force: true });
   }
   const rows = figures.map((f) => [
-    f.dataset, f.n.toLocaleString('en'), `\`${f.factory}\` (${f.candidates as number} / ${(f.exactCandidates as number) || (f.candidates as number)} candidates)`,
-    `${fmt(f.p50Ms, 2)} / ${fmt(f.p99Ms, 2)}`, `${fmt(f.cpuP50Ms as number, 2)} / ${fmt(f.cpuP99Ms as number, 2)}`, pct(f.mateAt1), pct(f.mateAt1Exact), pct(f.recallVsExact),
-    fmt(f.indexMiB, 0), fmt(f.rssGrowthMiB as number, 0), fmt(f.buildS as number, 1), fmt(f.coldStartS, 1), `${fmt(f.batchedSpeedup, 2)} (CPU ${fmt(f.batchedSpeedupCpu as number, 2)})`,
+    f.dataset,
+    f.n.toLocaleString('en'),
+    `\`${f.factory}\` (${f.candidates as number} / ${(f.exactCandidates as number) || (f.candidates as number)} candidates)`,
+    `${fmt(f.p50Ms, 2)} / ${fmt(f.p99Ms, 2)}`,
+    `${fmt(f.cpuP50Ms as number, 2)} / ${fmt(f.cpuP99Ms as number, 2)}`,
+    pct(f.mateAt1),
+    pct(f.mateAt1Exact),
+    pct(f.recallVsExact),
+    fmt(f.indexMiB, 0),
+    fmt(f.rssGrowthMiB as number, 0),
+    fmt(f.buildS as number, 1),
+    fmt(f.coldStartS, 1),
+    `${fmt(f.batchedSpeedup, 2)} (CPU ${fmt(f.batchedSpeedupCpu as number, 2)})`,
   ]);
   const md = table(
-    ['dataset', 'n', 'index', 'search job ms p50 / p99', 'CPU ms per search p50 / p99', 'mate@1', 'mate@1 exact', 'recall vs exact', 'index MiB', 'RSS growth MiB', 'full build s', 'cold start s', '8 concurrent vs sequential'],
+    [
+      'dataset',
+      'n',
+      'index',
+      'search job ms p50 / p99',
+      'CPU ms per search p50 / p99',
+      'mate@1',
+      'mate@1 exact',
+      'recall vs exact',
+      'index MiB',
+      'RSS growth MiB',
+      'full build s',
+      'cold start s',
+      '8 concurrent vs sequential',
+    ],
     rows,
   );
   const worst = <K extends keyof Figures>(k: K, dir: 'max' | 'min') => {

@@ -34,7 +34,13 @@ export function fixturePhotos(): { file: string; kind: string; data: Buffer }[] 
   walk('');
   return list.sort().map((file) => ({
     file,
-    kind: file.startsWith('lfw/') ? 'close-up (LFW tile ~126x172)' : file.startsWith('group/') ? 'group photo (1280 px after normalising)' : file.includes('no_face') ? 'no face' : 'portrait (~512 px)',
+    kind: file.startsWith('lfw/')
+      ? 'close-up (LFW tile ~126x172)'
+      : file.startsWith('group/')
+        ? 'group photo (1280 px after normalising)'
+        : file.includes('no_face')
+          ? 'no face'
+          : 'portrait (~512 px)',
     data: readFileSync(path.join(FIXTURES, file)),
   }));
 }
@@ -65,7 +71,14 @@ async function pipeline(engine: FaceEngine, data: Buffer): Promise<PipelineOut> 
 
 async function throughput(engine: FaceEngine, photos: Buffer[], inFlight: number, seconds: number) {
   const run = await closedLoop(inFlight, seconds, photos, (p) => pipeline(engine, p));
-  return { inFlight, images: run.done, wallSeconds: run.wallSeconds, perSecond: run.perSecond, cpuMsPerImage: run.cpuMsPerCall, perCoreSecond: 1000 / run.cpuMsPerCall };
+  return {
+    inFlight,
+    images: run.done,
+    wallSeconds: run.wallSeconds,
+    perSecond: run.perSecond,
+    cpuMsPerImage: run.cpuMsPerCall,
+    perCoreSecond: 1000 / run.cpuMsPerCall,
+  };
 }
 
 /**
@@ -74,7 +87,10 @@ async function throughput(engine: FaceEngine, photos: Buffer[], inFlight: number
  */
 async function qualityOverhead(engine: FaceEngine, photos: Buffer[], rounds: number) {
   const jpegs = await Promise.all(photos.map(async (p) => (await normaliseUpload(p)).jpeg));
-  const withQ: number[] = [], withoutQ: number[] = [], added: number[] = [], own: number[] = [];
+  const withQ: number[] = [],
+    withoutQ: number[] = [],
+    added: number[] = [],
+    own: number[] = [];
   const time = async (jpeg: Buffer, quality: boolean) => {
     const t = performance.now();
     const r = await engine.liveness(jpeg, 'largest', { quality });
@@ -154,9 +170,13 @@ export async function runStagesBench(): Promise<string> {
     ),
   ].join('\n');
   saveResults('stages', {
-    threads, rounds, loadMs,
+    threads,
+    rounds,
+    loadMs,
     stages: { normalise: summarise(all.normalise), liveness: summarise(all.liveness), embed: summarise(all.embed), total: summarise(all.total) },
-    byKind: Object.fromEntries([...byKind].map(([k, v]) => [k, { normalise: summarise(v.normalise), liveness: summarise(v.liveness), embed: summarise(v.embed) }])),
+    byKind: Object.fromEntries(
+      [...byKind].map(([k, v]) => [k, { normalise: summarise(v.normalise), liveness: summarise(v.liveness), embed: summarise(v.embed) }]),
+    ),
     throughput: [tp1, tp2],
     quality,
   });

@@ -36,15 +36,22 @@ async function main(): Promise<void> {
     const operators = [await newOperator(h), await newOperator(h)];
     const side = Math.floor(Math.sqrt(h.config.biometrics.selfieMaxPixels)) - 16;
     const uploads = [
-      await sharp({ create: { width: side, height: side, channels: 3, background: '#7f7f7f' } }).png({ compressionLevel: 9 }).toBuffer(),
-      await sharp({ create: { width: 8000, height: 5000, channels: 3, background: '#7f7f7f' } }).png({ compressionLevel: 9 }).toBuffer(),
+      await sharp({ create: { width: side, height: side, channels: 3, background: '#7f7f7f' } })
+        .png({ compressionLevel: 9 })
+        .toBuffer(),
+      await sharp({ create: { width: 8000, height: 5000, channels: 3, background: '#7f7f7f' } })
+        .png({ compressionLevel: 9 })
+        .toBuffer(),
     ];
     const probe = photo('lfw/Bush_2.png');
 
     const identifyLoop = async (until: number, token: string, out: { ms: number[]; errors: number; total: number }) => {
       while (Date.now() < until) {
         const t0 = performance.now();
-        const res = await client(h.url).post('/identify', { token, form: { attestation: 'true', file: { data: probe, filename: 'p.png', type: 'image/png' } } });
+        const res = await client(h.url).post('/identify', {
+          token,
+          form: { attestation: 'true', file: { data: probe, filename: 'p.png', type: 'image/png' } },
+        });
         out.total++;
         if (res.status === 200) out.ms.push(performance.now() - t0);
         else out.errors++;
@@ -62,8 +69,17 @@ async function main(): Promise<void> {
           floodStatus[key] = (floodStatus[key] ?? 0) + 1;
         }
       };
-      await Promise.all([...operators.map((o) => identifyLoop(until, o.token, ops)), ...(flood ? Array.from({ length: PARALLEL }, (_, i) => floodLoop(i)) : [])]);
-      return { p50: Math.round(pct(ops.ms, 50)), p99: Math.round(pct(ops.ms, 99)), identifies: ops.total, errorRate: ops.total ? +(ops.errors / ops.total).toFixed(3) : NaN, flood: floodStatus };
+      await Promise.all([
+        ...operators.map((o) => identifyLoop(until, o.token, ops)),
+        ...(flood ? Array.from({ length: PARALLEL }, (_, i) => floodLoop(i)) : []),
+      ]);
+      return {
+        p50: Math.round(pct(ops.ms, 50)),
+        p99: Math.round(pct(ops.ms, 99)),
+        identifies: ops.total,
+        errorRate: ops.total ? +(ops.errors / ops.total).toFixed(3) : NaN,
+        flood: floodStatus,
+      };
     };
     await phase(false); // warm-up
     const without = await phase(false);

@@ -128,10 +128,24 @@ const letters = (n: number) => Array.from(String(n).padStart(4, '0'), (d) => 'ab
 /** The principals and registry persons the load uses, then the load itself (not started). */
 export async function makeLoad(l: Layout): Promise<{ load: Load; ninsLeft: () => number }> {
   const tokens = new TokenService(loadConfig({ ...l.env }));
-  const [op] = await l.db('operators').insert({ identifier: `chaos-${randomUUID().slice(0, 8)}`, displayName: 'Chaos', role: 'operator', status: 'active', mustResetPassword: false, passwordHash: 'x', orgId: 'default' }).returning('id');
+  const [op] = await l
+    .db('operators')
+    .insert({
+      identifier: `chaos-${randomUUID().slice(0, 8)}`,
+      displayName: 'Chaos',
+      role: 'operator',
+      status: 'active',
+      mustResetPassword: false,
+      passwordHash: 'x',
+      orgId: 'default',
+    })
+    .returning('id');
   const [opSession] = await l.db('sessions').insert({ subjectType: 'operator', subjectId: op.id }).returning('id');
   const operatorToken = (await tokens.signAccess({ sub: op.id, aud: 'operator', sid: opSession.id })).token;
-  const [user] = await l.db('users').insert({ phone: `+234807${String(randomInt(1e6, 1e7))}` }).returning('id');
+  const [user] = await l
+    .db('users')
+    .insert({ phone: `+234807${String(randomInt(1e6, 1e7))}` })
+    .returning('id');
   const [userSession] = await l.db('sessions').insert({ subjectType: 'consumer', subjectId: user.id }).returning('id');
   const consumerToken = (await tokens.signAccess({ sub: user.id, aud: 'consumer', sid: userSession.id })).token;
 
@@ -263,44 +277,77 @@ async function runNpmStart(pg: PrivatePostgres, redis: PrivateRedis): Promise<Re
     report.processes = status().processes.map((p) => p.name);
     const restarts = () => Object.fromEntries(status().processes.map((p) => [p.name, p.restarts]));
 
-    const phaseWithRestarts = async (name: string, fault: () => Promise<{ backAt?: number; notes?: Record<string, unknown> }>, kinds: Kind[], failFast = false) => {
+    const phaseWithRestarts = async (
+      name: string,
+      fault: () => Promise<{ backAt?: number; notes?: Record<string, unknown> }>,
+      kinds: Kind[],
+      failFast = false,
+    ) => {
       const before = restarts();
       const figures = await phase(report, load!, name, fault, kinds, failFast);
       const after = restarts();
-      const changed = Object.fromEntries(Object.entries(after).filter(([k, v]) => v !== before[k]).map(([k, v]) => [k, v - (before[k] ?? 0)]));
+      const changed = Object.fromEntries(
+        Object.entries(after)
+          .filter(([k, v]) => v !== before[k])
+          .map(([k, v]) => [k, v - (before[k] ?? 0)]),
+      );
       (report[name] as Record<string, unknown>).restartsDuringPhase = changed;
       return figures;
     };
 
-    await phaseWithRestarts('kill -9 one face process (npm start, FACE_PROCESSES=2)', async () => {
-      process.kill(pidOf('face'), 'SIGKILL');
-      return {};
-    }, FACE_KINDS, true);
-    await phaseWithRestarts('kill -9 search worker (npm start)', async () => {
-      process.kill(pidOf('search'), 'SIGKILL');
-      return {};
-    }, ['identify'], true);
-    await phaseWithRestarts('private Redis stopped 5 s, restarted (npm start)', async () => {
-      await redis.stop();
-      await sleep(DOWN_MS);
-      await redis.start();
-      return { backAt: Date.now() };
-    }, FACE_KINDS);
-    await phaseWithRestarts('PostgreSQL connections cut: pg_terminate_backend (npm start)', async () => {
-      const terminated = await pg.terminateBackends(l.dbName);
-      return { notes: { backendsTerminated: terminated } };
-    }, PG_KINDS);
-    await phaseWithRestarts('private PostgreSQL restarted, down 5 s (npm start)', async () => {
-      await pg.stop();
-      await sleep(DOWN_MS);
-      await pg.start();
-      return { backAt: Date.now() };
-    }, PG_KINDS);
+    await phaseWithRestarts(
+      'kill -9 one face process (npm start, FACE_PROCESSES=2)',
+      async () => {
+        process.kill(pidOf('face'), 'SIGKILL');
+        return {};
+      },
+      FACE_KINDS,
+      true,
+    );
+    await phaseWithRestarts(
+      'kill -9 search worker (npm start)',
+      async () => {
+        process.kill(pidOf('search'), 'SIGKILL');
+        return {};
+      },
+      ['identify'],
+      true,
+    );
+    await phaseWithRestarts(
+      'private Redis stopped 5 s, restarted (npm start)',
+      async () => {
+        await redis.stop();
+        await sleep(DOWN_MS);
+        await redis.start();
+        return { backAt: Date.now() };
+      },
+      FACE_KINDS,
+    );
+    await phaseWithRestarts(
+      'PostgreSQL connections cut: pg_terminate_backend (npm start)',
+      async () => {
+        const terminated = await pg.terminateBackends(l.dbName);
+        return { notes: { backendsTerminated: terminated } };
+      },
+      PG_KINDS,
+    );
+    await phaseWithRestarts(
+      'private PostgreSQL restarted, down 5 s (npm start)',
+      async () => {
+        await pg.stop();
+        await sleep(DOWN_MS);
+        await pg.start();
+        return { backAt: Date.now() };
+      },
+      PG_KINDS,
+    );
     await load.identifyOnce(); // once the faults are over: no deleted user may come back
 
     // SIGTERM under load: the tree stops (web drains first); nothing is left running.
     const stopAt = Date.now();
-    const pids = status().processes.map((p) => p.pid).filter((p): p is number => !!p);
+    const pids = status()
+      .processes.map((p) => p.pid)
+      .filter((p): p is number => !!p);
     say('SIGTERM to the supervisor under load');
     supervisor.kill('SIGTERM');
     await new Promise((r) => supervisor!.once('exit', r));
@@ -354,7 +401,10 @@ async function runProcfile(pg: PrivatePostgres, redis: PrivateRedis): Promise<Re
       await sleep(Math.max(0, DOWN_MS - exitSeenMs));
       const restartAt = Date.now();
       pm.start(name);
-      return { backAt: restartAt, notes: { killedPid: pid, exitSeenByProcessManagerMs: exitSeenMs, exitStatus: exit.signal ?? exit.code, downMs: restartAt - killedAt } };
+      return {
+        backAt: restartAt,
+        notes: { killedPid: pid, exitSeenByProcessManagerMs: exitSeenMs, exitStatus: exit.signal ?? exit.code, downMs: restartAt - killedAt },
+      };
     };
     await phase(report, load, 'kill -9 face worker (Procfile), restarted by the process manager after 5 s', killAndRestart('face'), FACE_KINDS, true);
     await phase(report, load, 'kill -9 search worker (Procfile), restarted by the process manager after 5 s', killAndRestart('search'), ['identify'], true);
@@ -366,13 +416,21 @@ async function runProcfile(pg: PrivatePostgres, redis: PrivateRedis): Promise<Re
       (report[name] as Record<string, unknown>).processesExited = exited;
       if (exited.length) failures.push(`${name}: ${exited.join(', ')} exited (nothing restarts them under the Procfile layout)`);
     };
-    await exitsDuring('PostgreSQL connections cut: pg_terminate_backend (Procfile)', async () => ({ notes: { backendsTerminated: await pg.terminateBackends(l.dbName) } }), PG_KINDS);
-    await exitsDuring('private PostgreSQL restarted, down 5 s (Procfile)', async () => {
-      await pg.stop();
-      await sleep(DOWN_MS);
-      await pg.start();
-      return { backAt: Date.now() };
-    }, PG_KINDS);
+    await exitsDuring(
+      'PostgreSQL connections cut: pg_terminate_backend (Procfile)',
+      async () => ({ notes: { backendsTerminated: await pg.terminateBackends(l.dbName) } }),
+      PG_KINDS,
+    );
+    await exitsDuring(
+      'private PostgreSQL restarted, down 5 s (Procfile)',
+      async () => {
+        await pg.stop();
+        await sleep(DOWN_MS);
+        await pg.start();
+        return { backAt: Date.now() };
+      },
+      PG_KINDS,
+    );
     await load.identifyOnce(); // once the faults are over: no deleted user may come back
 
     // Stop as a process manager does, in the documented order: SIGTERM to web's process group; when the
@@ -385,7 +443,10 @@ async function runProcfile(pg: PrivatePostgres, redis: PrivateRedis): Promise<Re
     await pm.stop(['web'], 20_000);
     const webExitSeenMs = Date.now() - stopAt;
     const webStillRunning = webTree.filter(isAlive).map(cmdline);
-    await pm.stop(pm.processNames().filter((n) => n !== 'web'), 20_000);
+    await pm.stop(
+      pm.processNames().filter((n) => n !== 'web'),
+      20_000,
+    );
     const workersExitSeenMs = Date.now() - stopAt;
     await waitFor(() => trees.every((p) => !isAlive(p)), 25_000, 'every process to be gone').catch(() => {});
     const stoppedMs = Date.now() - stopAt;

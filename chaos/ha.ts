@@ -28,9 +28,14 @@ const say = (m: string) => console.error(`[chaos:ha] ${m}`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ALL_KINDS: Kind[] = ['identify', 'preferences', 'otp-request', 'otp-verify', 'validate', 'verify-face', 'link', 'verify-self', 'phone', 'delete'];
 
-interface Part { port: number; pid: number | null }
+interface Part {
+  port: number;
+  pid: number | null;
+}
 interface HaLayout {
-  web: Part[]; face: Part[]; search: Part[];
+  web: Part[];
+  face: Part[];
+  search: Part[];
   redis: { master: Part; replica: Part; sentinels: Part[] };
   postgres: { primary: Part & { name: string; patroniPid: number | null }; standby: Part & { name: string }; proxy: Part };
   env: Record<string, string>;
@@ -39,7 +44,10 @@ const readLayout = () => JSON.parse(readFileSync(LAYOUT_FILE, 'utf8')) as HaLayo
 
 /** The longest time, within the phase, between two consecutive answers 200 (by when they were answered). */
 function longestGapMs(samples: Sample[], from: number, to: number): number {
-  const ends = samples.filter((s) => s.status === 200 && s.at + s.ms >= from && s.at + s.ms <= to).map((s) => s.at + s.ms).sort((a, b) => a - b);
+  const ends = samples
+    .filter((s) => s.status === 200 && s.at + s.ms >= from && s.at + s.ms <= to)
+    .map((s) => s.at + s.ms)
+    .sort((a, b) => a - b);
   let gap = 0;
   let prev = from;
   for (const e of ends) {
@@ -89,7 +97,10 @@ async function primaryThroughProxy(url: string, timeoutMs: number): Promise<numb
  * face as the probe; IDENTIFY_MAX_CANDIDATES is above the accounts' number), unless the user's
  * deletion was answered before the /identify was sent.
  */
-function readYourWrites(w: AnsweredWrites, pgFaultAt: number): { checked: number; missed: number; checkedAfterPgFailover: number; missedAfterPgFailover: number } {
+function readYourWrites(
+  w: AnsweredWrites,
+  pgFaultAt: number,
+): { checked: number; missed: number; checkedAfterPgFailover: number; missedAfterPgFailover: number } {
   const deletedAt = new Map(w.deletions.map((d) => [d.userId, d.doneAt]));
   let checked = 0;
   let missed = 0;
@@ -133,7 +144,11 @@ async function main(): Promise<void> {
     IDENTIFY_MAX_CANDIDATES: '100',
   };
   for (const k of ['DATABASE_URL', 'REDIS_URL', 'REDIS_SENTINELS', 'SUPERVISOR_STATUS_FILE', 'FACEID_SERVICE_FILE']) delete env[k];
-  const report: Record<string, unknown> = { startedAt: new Date().toISOString(), cores: os.cpus().length, loadAverageAtStart: os.loadavg().map((x) => Number(x.toFixed(2))) };
+  const report: Record<string, unknown> = {
+    startedAt: new Date().toISOString(),
+    cores: os.cpus().length,
+    loadAverageAtStart: os.loadavg().map((x) => Number(x.toFixed(2))),
+  };
 
   rmSync(LAYOUT_FILE, { force: true });
   const started = Date.now();
@@ -166,13 +181,24 @@ async function main(): Promise<void> {
      * 200 sent after it, so that a straggler answered just after the fault does not end it early).
      * `limitMs`: the contract's bound on the time to answer again (SPEC 12.7).
      */
-    const run = async (fault: string, kill: (layout: HaLayout) => Promise<{ backAt?: number; notes: Record<string, unknown> }>, kinds: Kind[], limitMs = 10_000) => {
+    const run = async (
+      fault: string,
+      kill: (layout: HaLayout) => Promise<{ backAt?: number; notes: Record<string, unknown> }>,
+      kinds: Kind[],
+      limitMs = 10_000,
+    ) => {
       const phaseStart = Date.now();
       let faultAt = 0;
-      const figures = await phase(report, load, fault, async () => {
-        faultAt = Date.now();
-        return kill(readLayout());
-      }, kinds);
+      const figures = await phase(
+        report,
+        load,
+        fault,
+        async () => {
+          faultAt = Date.now();
+          return kill(readLayout());
+        },
+        kinds,
+      );
       const answeredAgainMs = answeredAgain(load.samples, kinds, faultAt, Date.now());
       (report[fault] as Record<string, unknown>).answeredAgainMs = answeredAgainMs;
       if (answeredAgainMs === null) failures.push(`${fault}: no 200 after the outage`);
@@ -181,32 +207,58 @@ async function main(): Promise<void> {
       // The layout settles (a killed process restarted, the roles rewritten) before the next fault.
       await sleep(5000);
     };
-    await run('kill -9 Redis master', async (lay) => {
-      process.kill(lay.redis.master.pid!, 'SIGKILL');
-      return { notes: { killed: `redis-server :${lay.redis.master.port}` } };
-    }, FACE_KINDS);
-    await run('kill -9 PostgreSQL primary (node: Patroni + PostgreSQL)', async (lay) => {
-      pgFaultAt = Date.now();
-      const p = lay.postgres.primary;
-      // The node's process group: runuser, Patroni and the PostgreSQL it started.
-      if (p.patroniPid) process.kill(-p.patroniPid, 'SIGKILL');
-      if (p.pid) try { process.kill(p.pid, 'SIGKILL'); } catch { /* gone with its group */ }
-      // Back when the proxy leads to a node out of recovery (the promoted standby).
-      const promotedAt = await primaryThroughProxy(lay.env.DATABASE_URL!, 60_000);
-      return { backAt: promotedAt, notes: { killed: `${p.name} :${p.port}`, promotedAfterMs: promotedAt - pgFaultAt } };
-    }, PG_KINDS, 30_000);
-    await run('kill -9 one web process', async (lay) => {
-      process.kill(lay.web[0]!.pid!, 'SIGKILL');
-      return { notes: { killed: `web :${lay.web[0]!.port}` } };
-    }, ALL_KINDS);
-    await run('kill -9 one face process', async (lay) => {
-      process.kill(lay.face[0]!.pid!, 'SIGKILL');
-      return { notes: { killed: `face :${lay.face[0]!.port}` } };
-    }, FACE_KINDS);
-    await run('kill -9 one search process', async (lay) => {
-      process.kill(lay.search[0]!.pid!, 'SIGKILL');
-      return { notes: { killed: `search :${lay.search[0]!.port}` } };
-    }, ['identify']);
+    await run(
+      'kill -9 Redis master',
+      async (lay) => {
+        process.kill(lay.redis.master.pid!, 'SIGKILL');
+        return { notes: { killed: `redis-server :${lay.redis.master.port}` } };
+      },
+      FACE_KINDS,
+    );
+    await run(
+      'kill -9 PostgreSQL primary (node: Patroni + PostgreSQL)',
+      async (lay) => {
+        pgFaultAt = Date.now();
+        const p = lay.postgres.primary;
+        // The node's process group: runuser, Patroni and the PostgreSQL it started.
+        if (p.patroniPid) process.kill(-p.patroniPid, 'SIGKILL');
+        if (p.pid)
+          try {
+            process.kill(p.pid, 'SIGKILL');
+          } catch {
+            /* gone with its group */
+          }
+        // Back when the proxy leads to a node out of recovery (the promoted standby).
+        const promotedAt = await primaryThroughProxy(lay.env.DATABASE_URL!, 60_000);
+        return { backAt: promotedAt, notes: { killed: `${p.name} :${p.port}`, promotedAfterMs: promotedAt - pgFaultAt } };
+      },
+      PG_KINDS,
+      30_000,
+    );
+    await run(
+      'kill -9 one web process',
+      async (lay) => {
+        process.kill(lay.web[0]!.pid!, 'SIGKILL');
+        return { notes: { killed: `web :${lay.web[0]!.port}` } };
+      },
+      ALL_KINDS,
+    );
+    await run(
+      'kill -9 one face process',
+      async (lay) => {
+        process.kill(lay.face[0]!.pid!, 'SIGKILL');
+        return { notes: { killed: `face :${lay.face[0]!.port}` } };
+      },
+      FACE_KINDS,
+    );
+    await run(
+      'kill -9 one search process',
+      async (lay) => {
+        process.kill(lay.search[0]!.pid!, 'SIGKILL');
+        return { notes: { killed: `search :${lay.search[0]!.port}` } };
+      },
+      ['identify'],
+    );
     await load.identifyOnce();
     await load.stop();
     // The read-back goes through the proxy to whichever node is primary now.
@@ -215,7 +267,8 @@ async function main(): Promise<void> {
     await finish(report, { ...l, db }, load);
     report.readYourWrites = readYourWrites(load.writes, pgFaultAt);
     say(`read-your-writes of the search replicas: ${JSON.stringify(report.readYourWrites)}`);
-    if ((report.readYourWrites as { missed: number }).missed) failures.push(`an /identify sent after a link was answered did not list that user (${JSON.stringify(report.readYourWrites)})`);
+    if ((report.readYourWrites as { missed: number }).missed)
+      failures.push(`an /identify sent after a link was answered did not list that user (${JSON.stringify(report.readYourWrites)})`);
     report.finalLayout = readLayout();
   } catch (e) {
     failures.push(`the suite itself failed: ${e instanceof Error ? e.stack : String(e)}`);
@@ -229,8 +282,10 @@ async function main(): Promise<void> {
   const table = [
     '| fault | longest gap without a 200 | 503 (all with Retry-After?) | other 5xx | hangs | time to answer again |',
     '|---|---|---|---|---|---|',
-    ...rows.map(({ fault, figures: f, gapMs, answeredAgainMs }) =>
-      `| ${fault} | ${(gapMs / 1000).toFixed(1)} s | ${f.unavailable} (${f.unavailableWithoutRetryAfter === 0 ? 'yes' : `${f.unavailableWithoutRetryAfter} without`}) | ${f.other5xx} | ${f.hangs} | ${answeredAgainMs === null ? 'none' : `${(answeredAgainMs / 1000).toFixed(1)} s`} |`),
+    ...rows.map(
+      ({ fault, figures: f, gapMs, answeredAgainMs }) =>
+        `| ${fault} | ${(gapMs / 1000).toFixed(1)} s | ${f.unavailable} (${f.unavailableWithoutRetryAfter === 0 ? 'yes' : `${f.unavailableWithoutRetryAfter} without`}) | ${f.other5xx} | ${f.hangs} | ${answeredAgainMs === null ? 'none' : `${(answeredAgainMs / 1000).toFixed(1)} s`} |`,
+    ),
     '',
     `answered writes lost (read back after all faults): ${lost ?? 'not checked'}`,
   ].join('\n');

@@ -19,7 +19,11 @@ let failed = false;
 if (!only || only === 'fuzz') {
   const runs = process.env.FUZZ_RUNS ?? '20000';
   console.error(`[chaos] fuzzing: ${runs} requests`);
-  const r = spawnSync(path.join(ROOT, 'node_modules', '.bin', 'ava'), ['--timeout=60m', '--verbose', 'test/fuzz.test.ts'], { cwd: ROOT, env: { ...process.env, FUZZ_RUNS: runs }, stdio: 'inherit' });
+  const r = spawnSync(path.join(ROOT, 'node_modules', '.bin', 'ava'), ['--timeout=60m', '--verbose', 'test/fuzz.test.ts'], {
+    cwd: ROOT,
+    env: { ...process.env, FUZZ_RUNS: runs },
+    stdio: 'inherit',
+  });
   failed ||= r.status !== 0;
 }
 if (!only || only === 'faults') {

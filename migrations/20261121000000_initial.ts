@@ -169,8 +169,19 @@ export async function up(knex: Knex): Promise<void> {
 
 export async function down(knex: Knex): Promise<void> {
   for (const table of [
-    'registry_persons', 'preferences', 'audit_events', 'disputes', 'search_logs', 'refresh_tokens', 'sessions',
-    'operators', 'embedding_changes', 'canonical_embeddings', 'bvn_links', 'nin_links', 'users',
+    'registry_persons',
+    'preferences',
+    'audit_events',
+    'disputes',
+    'search_logs',
+    'refresh_tokens',
+    'sessions',
+    'operators',
+    'embedding_changes',
+    'canonical_embeddings',
+    'bvn_links',
+    'nin_links',
+    'users',
   ]) {
     await knex.schema.dropTableIfExists(table);
   }

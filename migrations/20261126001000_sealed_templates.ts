@@ -12,7 +12,11 @@ import { processKeyRing } from '../shared/crypto/templates.js';
 
 const BATCH = 1000;
 
-async function convert(knex: Knex, where: (q: Knex.QueryBuilder) => void, change: (userId: string, bytes: Buffer) => { embedding: Buffer; key_id: string | null }): Promise<void> {
+async function convert(
+  knex: Knex,
+  where: (q: Knex.QueryBuilder) => void,
+  change: (userId: string, bytes: Buffer) => { embedding: Buffer; key_id: string | null },
+): Promise<void> {
   let after = '';
   for (;;) {
     const q = knex('canonical_embeddings').select('user_id', 'embedding').orderBy('user_id').limit(BATCH);
@@ -44,7 +48,11 @@ export async function up(knex: Knex): Promise<void> {
 
 export async function down(knex: Knex): Promise<void> {
   const ring: BiometricKeyRing = processKeyRing();
-  await convert(knex, () => undefined, (userId, blob) => ({ embedding: ring.decrypt(blob, userId), key_id: null }));
+  await convert(
+    knex,
+    () => undefined,
+    (userId, blob) => ({ embedding: ring.decrypt(blob, userId), key_id: null }),
+  );
   await knex.schema.alterTable('canonical_embeddings', (t) => {
     t.dropColumn('key_id');
   });

@@ -19,7 +19,10 @@ export async function up(knex: Knex): Promise<void> {
       t.text('number_hash');
     });
     const rows = (await knex(table).select('id', registry)) as { id: string; [k: string]: string }[];
-    for (const r of rows) await knex(table).where({ id: r.id }).update({ number_hash: hasher.hash(registry, r[registry]!) });
+    for (const r of rows)
+      await knex(table)
+        .where({ id: r.id })
+        .update({ number_hash: hasher.hash(registry, r[registry]!) });
     await knex.raw(`ALTER TABLE ${table} ALTER COLUMN ${registry} DROP NOT NULL, ALTER COLUMN registry_record DROP NOT NULL`);
     await knex.raw(`CREATE UNIQUE INDEX ${table}_number_hash_uq ON ${table} (number_hash)`);
   }

@@ -71,12 +71,19 @@ export const SYNTHETIC_ATTACKS: Record<string, { doc: string; make: (photo: Buff
     doc: 'the photo printed at 45% of the frame with a 12 px paper-white border, held in front of a dark room wall',
     make: async (photo) => {
       const { width: W, height: H } = await rawRgb(photo);
-      const w = Math.round(W * 0.45), h = Math.round(H * 0.45), b = 12;
-      const print = await sharp(photo).rotate().removeAlpha().resize(w, h, { fit: 'fill' })
-        .extend({ top: b, bottom: b, left: b, right: b, background: '#f4f4f0' }).toBuffer();
+      const w = Math.round(W * 0.45),
+        h = Math.round(H * 0.45),
+        b = 12;
+      const print = await sharp(photo)
+        .rotate()
+        .removeAlpha()
+        .resize(w, h, { fit: 'fill' })
+        .extend({ top: b, bottom: b, left: b, right: b, background: '#f4f4f0' })
+        .toBuffer();
       return sharp({ create: { width: W, height: H, channels: 3, background: '#3a3530' } })
         .composite([{ input: print, left: Math.round((W - w) / 2) - b, top: Math.round((H - h) / 2) - b }])
-        .jpeg({ quality: 90 }).toBuffer();
+        .jpeg({ quality: 90 })
+        .toBuffer();
     },
   },
   'screen-in-frame': {
@@ -84,12 +91,13 @@ export const SYNTHETIC_ATTACKS: Record<string, { doc: string; make: (photo: Buff
     make: async (photo) => {
       const { width: W, height: H } = await rawRgb(photo);
       const screen = await SYNTHETIC_ATTACKS['screen']!.make(photo);
-      const w = Math.round(W * 0.5), h = Math.round(H * 0.5);
-      const framed = await sharp(screen).resize(w, h, { fit: 'fill' })
-        .extend({ top: 20, bottom: 30, left: 10, right: 10, background: '#050505' }).toBuffer();
+      const w = Math.round(W * 0.5),
+        h = Math.round(H * 0.5);
+      const framed = await sharp(screen).resize(w, h, { fit: 'fill' }).extend({ top: 20, bottom: 30, left: 10, right: 10, background: '#050505' }).toBuffer();
       return sharp({ create: { width: W, height: H, channels: 3, background: '#8a8070' } })
         .composite([{ input: framed, left: Math.round((W - w) / 2) - 10, top: Math.round((H - h) / 2) - 20 }])
-        .jpeg({ quality: 90 }).toBuffer();
+        .jpeg({ quality: 90 })
+        .toBuffer();
     },
   },
   screen: {
@@ -97,7 +105,8 @@ export const SYNTHETIC_ATTACKS: Record<string, { doc: string; make: (photo: Buff
     make: async (photo) => {
       const S = 3;
       const src = await rawRgb(photo);
-      const W = src.width * S, H = src.height * S;
+      const W = src.width * S,
+        H = src.height * S;
       const up = await rawRgb(await fromRgb(src.data, src.width, src.height).resize(W, H, { kernel: 'nearest' }).png().toBuffer());
       const out = new Uint8Array(W * H * 3);
       for (let y = 0; y < H; y++) {
@@ -109,7 +118,11 @@ export const SYNTHETIC_ATTACKS: Record<string, { doc: string; make: (photo: Buff
           }
         }
       }
-      return fromRgb(out, W, H).rotate(3, { background: '#101010' }).resize(Math.round(src.width * 1.07)).jpeg({ quality: 85 }).toBuffer();
+      return fromRgb(out, W, H)
+        .rotate(3, { background: '#101010' })
+        .resize(Math.round(src.width * 1.07))
+        .jpeg({ quality: 85 })
+        .toBuffer();
     },
   },
   halftone: {
@@ -125,7 +138,8 @@ export const SYNTHETIC_ATTACKS: Record<string, { doc: string; make: (photo: Buff
             const a = angles[c]!;
             const u = (x * Math.cos(a) + y * Math.sin(a)) / pitch;
             const v = (-x * Math.sin(a) + y * Math.cos(a)) / pitch;
-            const du = u - Math.round(u), dv = v - Math.round(v);
+            const du = u - Math.round(u),
+              dv = v - Math.round(v);
             const r = Math.sqrt(du * du + dv * dv) / Math.SQRT1_2;
             const ink = 1 - data[(y * W + x) * 3 + c]! / 255;
             out[(y * W + x) * 3 + c] = r < Math.sqrt(ink) ? 40 : 240;
@@ -139,7 +153,12 @@ export const SYNTHETIC_ATTACKS: Record<string, { doc: string; make: (photo: Buff
     doc: 'recapture at a quarter of the resolution (JPEG q40), scaled back up (JPEG q80)',
     make: async (photo) => {
       const { width: W } = await rawRgb(photo);
-      const small = await sharp(photo).rotate().removeAlpha().resize(Math.max(8, Math.round(W / 4))).jpeg({ quality: 40 }).toBuffer();
+      const small = await sharp(photo)
+        .rotate()
+        .removeAlpha()
+        .resize(Math.max(8, Math.round(W / 4)))
+        .jpeg({ quality: 40 })
+        .toBuffer();
       return sharp(small).resize(W).jpeg({ quality: 80 }).toBuffer();
     },
   },
@@ -157,7 +176,8 @@ export const SYNTHETIC_FIXTURES: Array<{ out: string; from: string; attack: keyo
 function quantile(sorted: number[], q: number): number {
   if (sorted.length === 0) return NaN;
   const pos = (sorted.length - 1) * q;
-  const lo = Math.floor(pos), hi = Math.ceil(pos);
+  const lo = Math.floor(pos),
+    hi = Math.ceil(pos);
   return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (pos - lo);
 }
 
@@ -199,11 +219,15 @@ export function chooseThresholds(genuine: number[], impostor: number[], chosenLi
   const raw = maxImp + 0.6 * (minGen - maxImp);
   let match = round05(raw);
   if (!(match > maxImp && match < minGen)) match = r2(raw);
-  reasons.push(`match ${match}: gap (${f3(maxImp)}, ${f3(minGen)}) between highest impostor and lowest genuine; 60% point ${f3(raw)}; margins ${f3(match - maxImp)} above the impostor, ${f3(minGen - match)} below the genuine`);
+  reasons.push(
+    `match ${match}: gap (${f3(maxImp)}, ${f3(minGen)}) between highest impostor and lowest genuine; 60% point ${f3(raw)}; margins ${f3(match - maxImp)} above the impostor, ${f3(minGen - match)} below the genuine`,
+  );
   const genSorted = [...genuine].sort((a, b) => a - b);
   const p75 = quantile(genSorted, 0.75);
   const highConfidence = Math.max(ceil05(p75), r2(match + 0.2));
-  reasons.push(`highConfidence ${highConfidence}: 75th percentile of genuine ${f3(p75)} rounded up to 0.05, and >= match + 0.2; genuine pairs at or above it: ${genuine.filter((g) => g >= highConfidence).length}/${genuine.length}`);
+  reasons.push(
+    `highConfidence ${highConfidence}: 75th percentile of genuine ${f3(p75)} rounded up to 0.05, and >= match + 0.2; genuine pairs at or above it: ${genuine.filter((g) => g >= highConfidence).length}/${genuine.length}`,
+  );
   const minLive = Math.min(...chosenLive);
   const liveness = Math.min(0.5, floor05(minLive - 0.1));
   reasons.push(`liveness ${liveness}: 0.5 unless the lowest chosen live fixture face (${f3(minLive)}) needs it lower to pass with a 0.1 margin`);
@@ -223,7 +247,10 @@ async function loadPhoto(file: string): Promise<Buffer> {
 }
 
 function median(xs: number[]): number {
-  return quantile([...xs].sort((a, b) => a - b), 0.5);
+  return quantile(
+    [...xs].sort((a, b) => a - b),
+    0.5,
+  );
 }
 
 /** Per-stage timings of one engine (one intra-op thread count) in this process. */
@@ -235,11 +262,15 @@ async function benchEngine(threads: number): Promise<Record<string, unknown>> {
   for (let k = 0; k < photos.length; k++) {
     const jpeg = jpegs[k]!;
     const meta = await sharp(jpeg).metadata();
-    const live: number[] = [], embed: number[] = [];
+    const live: number[] = [],
+      embed: number[] = [];
     for (let i = 0; i < 11; i++) {
       const l = await engine.liveness(jpeg, 'largest');
       const m = await engine.embed(jpeg, l.face.landmarks5);
-      if (i >= 2) { live.push(l.ms); embed.push(m.ms); }
+      if (i >= 2) {
+        live.push(l.ms);
+        embed.push(m.ms);
+      }
     }
     rows.push({ photo: photos[k]!.file, size: `${meta.width}x${meta.height}`, liveness: median(live), embed: median(embed) });
   }
@@ -265,27 +296,55 @@ async function bench(out: Record<string, unknown>): Promise<void> {
   console.log('\n== Timing: wall clock per stage, median of 9 runs after 2 warm-up runs; one process per thread count ==');
   // One child process per setting: idle onnxruntime threads of one engine (they spin) would slow the other.
   const results = [1, 2].map((threads) => {
-    const r = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--bench-engine', String(threads)], { encoding: 'utf8', env: process.env });
+    const r = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--bench-engine', String(threads)], {
+      encoding: 'utf8',
+      env: process.env,
+    });
     if (r.status !== 0) throw new Error(`bench child failed: ${r.stderr}`);
-    return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { threads: number; rows: Array<{ photo: string; size: string; liveness: number; embed: number }>; photosPerSecondTwoInFlight: number };
+    return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as {
+      threads: number;
+      rows: Array<{ photo: string; size: string; liveness: number; embed: number }>;
+      photosPerSecondTwoInFlight: number;
+    };
   });
   const [one, two] = results as [(typeof results)[0], (typeof results)[0]];
-  console.log(`${'photo'.padEnd(22)} ${'size'.padEnd(10)} ${'liveness 1t'.padStart(12)} ${'liveness 2t'.padStart(12)} ${'embed 1t'.padStart(10)} ${'embed 2t'.padStart(10)}`);
+  console.log(
+    `${'photo'.padEnd(22)} ${'size'.padEnd(10)} ${'liveness 1t'.padStart(12)} ${'liveness 2t'.padStart(12)} ${'embed 1t'.padStart(10)} ${'embed 2t'.padStart(10)}`,
+  );
   one.rows.forEach((r, i) => {
     const q = two.rows[i]!;
-    console.log(`${r.photo.padEnd(22)} ${r.size.padEnd(10)} ${r.liveness.toFixed(1).padStart(12)} ${q.liveness.toFixed(1).padStart(12)} ${r.embed.toFixed(1).padStart(10)} ${q.embed.toFixed(1).padStart(10)}`);
+    console.log(
+      `${r.photo.padEnd(22)} ${r.size.padEnd(10)} ${r.liveness.toFixed(1).padStart(12)} ${q.liveness.toFixed(1).padStart(12)} ${r.embed.toFixed(1).padStart(10)} ${q.embed.toFixed(1).padStart(10)}`,
+    );
   });
   const med = (rs: typeof one.rows, k: 'liveness' | 'embed') => median(rs.map((r) => r[k])).toFixed(1);
-  console.log(`${'median over photos'.padEnd(33)} ${med(one.rows, 'liveness').padStart(12)} ${med(two.rows, 'liveness').padStart(12)} ${med(one.rows, 'embed').padStart(10)} ${med(two.rows, 'embed').padStart(10)}`);
-  console.log(`photos per second (liveness + embed) with 2 requests in flight: intra-op 1 thread ${one.photosPerSecondTwoInFlight}, 2 threads ${two.photosPerSecondTwoInFlight}`);
+  console.log(
+    `${'median over photos'.padEnd(33)} ${med(one.rows, 'liveness').padStart(12)} ${med(two.rows, 'liveness').padStart(12)} ${med(one.rows, 'embed').padStart(10)} ${med(two.rows, 'embed').padStart(10)}`,
+  );
+  console.log(
+    `photos per second (liveness + embed) with 2 requests in flight: intra-op 1 thread ${one.photosPerSecondTwoInFlight}, 2 threads ${two.photosPerSecondTwoInFlight}`,
+  );
   const modelRows: Array<Record<string, unknown>> = [];
   console.log('\n== Model run time alone (ms per run, median of 30, fixed pseudo-random input) ==');
   for (const m of FACE_MODELS) {
     const shape: number[] = [...m.inputShape];
-    const input = new ort.Tensor('float32', Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, (_, i) => Math.sin(i) * 0.5), shape);
+    const input = new ort.Tensor(
+      'float32',
+      Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, (_, i) => Math.sin(i) * 0.5),
+      shape,
+    );
     const row: Record<string, unknown> = { model: m.file };
-    for (const [level, threads] of [['extended', 1], ['extended', 2], ['all', 1]] as const) {
-      const s = await ort.InferenceSession.create(path.join(modelsDir(), m.file), { graphOptimizationLevel: level, intraOpNumThreads: threads, interOpNumThreads: 1, executionMode: 'sequential' });
+    for (const [level, threads] of [
+      ['extended', 1],
+      ['extended', 2],
+      ['all', 1],
+    ] as const) {
+      const s = await ort.InferenceSession.create(path.join(modelsDir(), m.file), {
+        graphOptimizationLevel: level,
+        intraOpNumThreads: threads,
+        interOpNumThreads: 1,
+        executionMode: 'sequential',
+      });
       for (let i = 0; i < 5; i++) await s.run({ [m.inputName]: input });
       const t: number[] = [];
       for (let i = 0; i < 30; i++) {
@@ -297,7 +356,12 @@ async function bench(out: Record<string, unknown>): Promise<void> {
       await s.release();
     }
     modelRows.push(row);
-    console.log(`${m.file.padEnd(18)} ${Object.entries(row).slice(1).map(([k, v]) => `${k} ${String(v).padStart(6)}`).join('   ')}`);
+    console.log(
+      `${m.file.padEnd(18)} ${Object.entries(row)
+        .slice(1)
+        .map(([k, v]) => `${k} ${String(v).padStart(6)}`)
+        .join('   ')}`,
+    );
   }
   out.timing = { engines: results, perModel: modelRows };
 }
@@ -339,7 +403,12 @@ async function main(): Promise<void> {
     a.faces.forEach((f, k) => {
       const identity = p.group ? `${p.file}#${k}` : k === 0 ? p.identity! : `${p.file}#${k}?`;
       faces.push({ ...f, id: `${p.file}#${k}`, photo: p, identity, chosen: k === 0 });
-      console.log(`${(k === 0 ? p.file : '').padEnd(22)} ${k === 0 ? `${a.width}x${a.height}`.padEnd(9) : ''.padEnd(9)} #${k} box ${f.box.map((v) => Math.round(v)).join(',').padEnd(16)} det ${f.detScore.toFixed(3)}  live ${f.livenessScore.toFixed(4)}${k === 0 ? '  chosen' : ''}`);
+      console.log(
+        `${(k === 0 ? p.file : '').padEnd(22)} ${k === 0 ? `${a.width}x${a.height}`.padEnd(9) : ''.padEnd(9)} #${k} box ${f.box
+          .map((v) => Math.round(v))
+          .join(',')
+          .padEnd(16)} det ${f.detScore.toFixed(3)}  live ${f.livenessScore.toFixed(4)}${k === 0 ? '  chosen' : ''}`,
+      );
     });
     // the request path gives the same numbers as the analysis
     if (!p.group) {
@@ -366,20 +435,29 @@ async function main(): Promise<void> {
     }
   }
   const of = (k: PairKind) => pairs.filter((p) => p.kind === k).sort((x, y) => y.cosine - x.cosine);
-  const genuine = of('genuine'), samePhoto = of('same-photo'), impostor = of('impostor'), unlabelled = of('unlabelled');
-  const show = (s: ReturnType<typeof summary>) => `n=${s.n} min ${f3(s.min)} p25 ${f3(s.p25)} median ${f3(s.median)} p75 ${f3(s.p75)} max ${f3(s.max)} mean ${f3(s.mean)} sd ${f3(s.sd)}`;
+  const genuine = of('genuine'),
+    samePhoto = of('same-photo'),
+    impostor = of('impostor'),
+    unlabelled = of('unlabelled');
+  const show = (s: ReturnType<typeof summary>) =>
+    `n=${s.n} min ${f3(s.min)} p25 ${f3(s.p25)} median ${f3(s.median)} p75 ${f3(s.p75)} max ${f3(s.max)} mean ${f3(s.mean)} sd ${f3(s.sd)}`;
   console.log('\n== Cosine similarity ==');
   console.log(`genuine (different photos of one person): ${show(summary(genuine.map((p) => p.cosine)))}`);
   for (const p of genuine) console.log(`   ${f3(p.cosine)}  ${p.a} ~ ${p.b}`);
   console.log(`same photograph, two crops (not independent evidence): ${samePhoto.map((p) => `${f3(p.cosine)} ${p.a} ~ ${p.b}`).join('; ')}`);
   console.log(`impostor (different people): ${show(summary(impostor.map((p) => p.cosine)))}`);
   for (const p of impostor.slice(0, 6)) console.log(`   ${f3(p.cosine)}  ${p.a} ~ ${p.b}`);
-  console.log(`unlabelled (faces of different group photos: the same model may appear in several; excluded): ${unlabelled.length > 0 ? show(summary(unlabelled.map((p) => p.cosine))) : 'none'}`);
+  console.log(
+    `unlabelled (faces of different group photos: the same model may appear in several; excluded): ${unlabelled.length > 0 ? show(summary(unlabelled.map((p) => p.cosine))) : 'none'}`,
+  );
   for (const p of unlabelled.slice(0, 3)) console.log(`   ${f3(p.cosine)}  ${p.a} ~ ${p.b}`);
   const histogram = (vals: number[]) => {
     const bins = new Map<number, number>();
     for (const v of vals) bins.set(Math.floor(v * 10), (bins.get(Math.floor(v * 10)) ?? 0) + 1);
-    return [...bins.entries()].sort((a, b) => a[0] - b[0]).map(([b, n]) => `[${(b / 10).toFixed(1)},${((b + 1) / 10).toFixed(1)}): ${n}`).join('  ');
+    return [...bins.entries()]
+      .sort((a, b) => a[0] - b[0])
+      .map(([b, n]) => `[${(b / 10).toFixed(1)},${((b + 1) / 10).toFixed(1)}): ${n}`)
+      .join('  ');
   };
   console.log(`impostor histogram: ${histogram(impostor.map((p) => p.cosine))}`);
   console.log(`genuine histogram:  ${histogram(genuine.map((p) => p.cosine))}`);
@@ -395,7 +473,7 @@ async function main(): Promise<void> {
   }
 
   // --- synthetic attacks ---
-  console.log('\n== Synthetic presentation attacks: liveness of the chosen face (mode \'largest\') ==');
+  console.log("\n== Synthetic presentation attacks: liveness of the chosen face (mode 'largest') ==");
   const attackNames = Object.keys(SYNTHETIC_ATTACKS);
   for (const n of attackNames) console.log(`   ${n}: ${SYNTHETIC_ATTACKS[n]!.doc}`);
   console.log(`${'photo'.padEnd(22)}${'live'.padStart(9)}${attackNames.map((n) => n.padStart(17)).join('')}`);
@@ -432,10 +510,15 @@ async function main(): Promise<void> {
     const meta = await sharp(path.join(FIXTURES_DIR, file)).metadata();
     const cells: string[] = [];
     for (const margin of [-0.15, 0, 0.1, 0.3, 0.6]) {
-      const l = Math.max(0, Math.round(bx - bw * margin)), t = Math.max(0, Math.round(by - bh * margin));
-      const r = Math.min(meta.width!, Math.round(bx + bw * (1 + margin))), b = Math.min(meta.height!, Math.round(by + bh * (1 + margin)));
-      const crop = await sharp(path.join(FIXTURES_DIR, file)).extract({ left: l, top: t, width: r - l, height: b - t })
-        .resize({ width: 600, height: 600, fit: 'inside' }).jpeg({ quality: 92 }).toBuffer();
+      const l = Math.max(0, Math.round(bx - bw * margin)),
+        t = Math.max(0, Math.round(by - bh * margin));
+      const r = Math.min(meta.width!, Math.round(bx + bw * (1 + margin))),
+        b = Math.min(meta.height!, Math.round(by + bh * (1 + margin)));
+      const crop = await sharp(path.join(FIXTURES_DIR, file))
+        .extract({ left: l, top: t, width: r - l, height: b - t })
+        .resize({ width: 600, height: 600, fit: 'inside' })
+        .jpeg({ quality: 92 })
+        .toBuffer();
       try {
         const jpeg = (await normaliseUpload(crop)).jpeg;
         const lr = await engine.liveness(jpeg, 'single');
@@ -454,18 +537,31 @@ async function main(): Promise<void> {
   out.closeUps = closeUps;
 
   // --- thresholds ---
-  const choice = chooseThresholds(genuine.map((p) => p.cosine), impostor.map((p) => p.cosine), chosenLive);
+  const choice = chooseThresholds(
+    genuine.map((p) => p.cosine),
+    impostor.map((p) => p.cosine),
+    chosenLive,
+  );
   console.log('\n== Thresholds ==');
   for (const r of choice.reasons) console.log(`   ${r}`);
   const failLive = faces.filter((f) => f.livenessScore < choice.liveness);
-  console.log(`   live fixture faces below the liveness threshold: chosen ${failLive.filter((f) => f.chosen).length}/${chosenLive.length}, all ${failLive.length}/${allLive.length}${failLive.length ? ` (${failLive.map((f) => `${f.id} ${f.livenessScore}`).join(', ')})` : ''}`);
+  console.log(
+    `   live fixture faces below the liveness threshold: chosen ${failLive.filter((f) => f.chosen).length}/${chosenLive.length}, all ${failLive.length}/${allLive.length}${failLive.length ? ` (${failLive.map((f) => `${f.id} ${f.livenessScore}`).join(', ')})` : ''}`,
+  );
   for (const n of attackNames) {
     const s = attackScores[n]!;
-    console.log(`   synthetic ${n}: ${s.filter((v) => v < choice.liveness).length}/${s.length} rejected by liveness${attackMisses[n] ? `, ${attackMisses[n]} more gave no face` : ''}`);
+    console.log(
+      `   synthetic ${n}: ${s.filter((v) => v < choice.liveness).length}/${s.length} rejected by liveness${attackMisses[n] ? `, ${attackMisses[n]} more gave no face` : ''}`,
+    );
   }
-  const same = choice.match === CALIBRATED_THRESHOLDS.match && choice.highConfidence === CALIBRATED_THRESHOLDS.highConfidence && choice.liveness === CALIBRATED_THRESHOLDS.liveness;
+  const same =
+    choice.match === CALIBRATED_THRESHOLDS.match &&
+    choice.highConfidence === CALIBRATED_THRESHOLDS.highConfidence &&
+    choice.liveness === CALIBRATED_THRESHOLDS.liveness;
   console.log(`\nMATCH_THRESHOLD=${choice.match} HIGH_CONFIDENCE_THRESHOLD=${choice.highConfidence} LIVENESS_THRESHOLD=${choice.liveness}`);
-  console.log(`shared/thresholds.ts: ${JSON.stringify(CALIBRATED_THRESHOLDS)} ${same ? '(agrees)' : '<-- DIFFERS: update shared/thresholds.ts and docs/face-engine.md'}`);
+  console.log(
+    `shared/thresholds.ts: ${JSON.stringify(CALIBRATED_THRESHOLDS)} ${same ? '(agrees)' : '<-- DIFFERS: update shared/thresholds.ts and docs/face-engine.md'}`,
+  );
 
   Object.assign(out, {
     engine: engine.version,

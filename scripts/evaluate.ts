@@ -36,7 +36,15 @@ export interface GroupReport {
   table: ThresholdRow[];
   target: TargetThreshold;
   /** FPIR at each population at the configured thresholds (identify, and dedupe when configured). */
-  configured: Array<{ name: string; threshold: number; fmr: number; fmrUpper95: number; fnmr: number; fpir: Record<string, number>; fpirUpper95: Record<string, number> }>;
+  configured: Array<{
+    name: string;
+    threshold: number;
+    fmr: number;
+    fmrUpper95: number;
+    fnmr: number;
+    fpir: Record<string, number>;
+    fpirUpper95: Record<string, number>;
+  }>;
 }
 
 interface Options {
@@ -102,18 +110,24 @@ const pct = (x: number) => (Number.isNaN(x) ? 'n/a' : x === 0 ? '0' : x < 1e-4 ?
 
 function print(r: GroupReport, populations: number[]): void {
   const n = populations.at(-1)!;
-  console.log(`\n== ${r.group}: ${r.genuinePairs} same-person pairs, ${r.impostorPairs} different-person pairs` +
-    (r.genuineMin !== null ? `; lowest same-person score ${r.genuineMin.toFixed(3)}` : '') +
-    (r.impostorMax !== null ? `; highest different-person score ${r.impostorMax.toFixed(3)}` : ''));
+  console.log(
+    `\n== ${r.group}: ${r.genuinePairs} same-person pairs, ${r.impostorPairs} different-person pairs` +
+      (r.genuineMin !== null ? `; lowest same-person score ${r.genuineMin.toFixed(3)}` : '') +
+      (r.impostorMax !== null ? `; highest different-person score ${r.impostorMax.toFixed(3)}` : ''),
+  );
   console.log(`threshold  FMR     (95% upper)  FNMR    (95% upper)  FPIR at N=${n.toLocaleString('en')} (from the upper bound)`);
   for (const row of r.table) {
-    console.log(`  ${row.threshold.toFixed(3)}   ${pct(row.fmr.rate)}  (${pct(row.fmr.upper95)})     ${pct(row.fnmr.rate)}  (${pct(row.fnmr.upper95)})     ${pct(row.fpir)} (${pct(row.fpirUpper95)})`);
+    console.log(
+      `  ${row.threshold.toFixed(3)}   ${pct(row.fmr.rate)}  (${pct(row.fmr.upper95)})     ${pct(row.fnmr.rate)}  (${pct(row.fnmr.upper95)})     ${pct(row.fpir)} (${pct(row.fpirUpper95)})`,
+    );
   }
   for (const c of r.configured) {
     const fp = populations.map((p) => `N=${p.toLocaleString('en')}: ${pct(c.fpir[String(p)]!).trim()} (≤ ${pct(c.fpirUpper95[String(p)]!).trim()})`).join(', ');
     console.log(`  configured ${c.name} ${c.threshold}: FMR ${pct(c.fmr).trim()} (≤ ${pct(c.fmrUpper95).trim()}), FNMR ${pct(c.fnmr).trim()}; FPIR ${fp}`);
   }
-  console.log(r.target.threshold !== null ? `  threshold for the target FMR: ${r.target.threshold}` : `  threshold for the target FMR: none (${r.target.reason})`);
+  console.log(
+    r.target.threshold !== null ? `  threshold for the target FMR: ${r.target.threshold}` : `  threshold for the target FMR: none (${r.target.reason})`,
+  );
 }
 
 export async function evaluate(o: Options, engine: FaceEngine): Promise<{ groups: GroupReport[]; failedImages: Record<string, string>; pairsSkipped: number }> {
@@ -122,7 +136,8 @@ export async function evaluate(o: Options, engine: FaceEngine): Promise<{ groups
   const scored: Array<{ same: boolean; score: number; group?: string }> = [];
   let skipped = 0;
   for (const p of o.pairs) {
-    const a = embeddings.get(p.a), b = embeddings.get(p.b);
+    const a = embeddings.get(p.a),
+      b = embeddings.get(p.b);
     if (!a || !b) {
       skipped++;
       continue;
@@ -131,7 +146,13 @@ export async function evaluate(o: Options, engine: FaceEngine): Promise<{ groups
   }
   const groups = [report('all', scored, o)];
   for (const g of [...new Set(scored.map((s) => s.group).filter((g): g is string => !!g))].sort()) {
-    groups.push(report(g, scored.filter((s) => s.group === g), o));
+    groups.push(
+      report(
+        g,
+        scored.filter((s) => s.group === g),
+        o,
+      ),
+    );
   }
   return { groups, failedImages: Object.fromEntries([...failed].map(([f, c]) => [path.relative(ROOT, f), c])), pairsSkipped: skipped };
 }
@@ -157,7 +178,10 @@ async function main(): Promise<void> {
     { name: 'IDENTIFY_MATCH_THRESHOLD', threshold: cfg.face.identifyMatchThreshold },
     ...(['dedupeThreshold', 'dedupeReviewThreshold'] as const)
       .filter((k) => typeof (cfg as unknown as Record<string, unknown>)[k] === 'number')
-      .map((k) => ({ name: k === 'dedupeThreshold' ? 'DEDUPE_THRESHOLD' : 'DEDUPE_REVIEW_THRESHOLD', threshold: (cfg as unknown as Record<string, number>)[k]! })),
+      .map((k) => ({
+        name: k === 'dedupeThreshold' ? 'DEDUPE_THRESHOLD' : 'DEDUPE_REVIEW_THRESHOLD',
+        threshold: (cfg as unknown as Record<string, number>)[k]!,
+      })),
   ];
   const grid = Array.from({ length: 13 }, (_, i) => Number((0.2 + 0.05 * i).toFixed(2)));
   const thresholds = [...new Set(parseList(values.thresholds, [...grid, ...configured.map((c) => c.threshold)]))].sort((a, b) => a - b);
@@ -168,13 +192,26 @@ async function main(): Promise<void> {
   const t0 = Date.now();
   const result = await evaluate({ pairs, populations, targetFmr, thresholds, configured }, engine);
   await engine.release();
-  console.log(`evaluated ${pairs.length} pairs of ${new Set(pairs.flatMap((p) => [p.a, p.b])).size} images in ${((Date.now() - t0) / 1000).toFixed(1)} s` +
-    `; target FMR ${targetFmr}; ${Object.keys(result.failedImages).length} images without a usable face (${result.pairsSkipped} pairs skipped)`);
+  console.log(
+    `evaluated ${pairs.length} pairs of ${new Set(pairs.flatMap((p) => [p.a, p.b])).size} images in ${((Date.now() - t0) / 1000).toFixed(1)} s` +
+      `; target FMR ${targetFmr}; ${Object.keys(result.failedImages).length} images without a usable face (${result.pairsSkipped} pairs skipped)`,
+  );
   for (const [f, code] of Object.entries(result.failedImages)) console.log(`  failure to acquire: ${f} (${code})`);
   for (const g of result.groups) print(g, populations);
   if (values.json) writeFileSync(values.json, JSON.stringify({ targetFmr, populations, ...result }, null, 2));
   const all = result.groups[0]!;
-  console.log(JSON.stringify({ pairs: pairs.length, genuinePairs: all.genuinePairs, impostorPairs: all.impostorPairs, genuineMin: all.genuineMin, impostorMax: all.impostorMax, targetFmr, thresholdForTarget: all.target.threshold, configured: all.configured }));
+  console.log(
+    JSON.stringify({
+      pairs: pairs.length,
+      genuinePairs: all.genuinePairs,
+      impostorPairs: all.impostorPairs,
+      genuineMin: all.genuineMin,
+      impostorMax: all.impostorMax,
+      targetFmr,
+      thresholdForTarget: all.target.threshold,
+      configured: all.configured,
+    }),
+  );
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -20,12 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { loadConfig } from '../shared/config.js';
 
-import {
-  FACE_MODEL_PACKAGE,
-  FACE_MODEL_PACKAGE_DIR,
-  FACE_MODELS,
-  type FaceModel,
-} from '../shared/face-models.js';
+import { FACE_MODEL_PACKAGE, FACE_MODEL_PACKAGE_DIR, FACE_MODELS, type FaceModel } from '../shared/face-models.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -100,9 +95,7 @@ export async function assertModels(dir: string = modelsDir()): Promise<ModelsVer
   const result = await verifyModels(dir);
   if (!result.ok) {
     const bad = result.checks.filter((c) => c.status !== 'ok').map(describeCheck);
-    throw new Error(
-      `face models in ${result.dir} are not usable: ${bad.join('; ')}. Run: npx tsx scripts/fetch-models.ts`,
-    );
+    throw new Error(`face models in ${result.dir} are not usable: ${bad.join('; ')}. Run: npx tsx scripts/fetch-models.ts`);
   }
   return result;
 }
@@ -176,7 +169,10 @@ export async function fetchModels(dir: string = modelsDir(), log: (line: string)
     if (!after.ok) {
       for (const c of after.checks) if (c.status !== 'ok') await rm(c.path, { force: true });
       throw new Error(
-        `face models still wrong after fetching: ${after.checks.filter((c) => c.status !== 'ok').map(describeCheck).join('; ')}`,
+        `face models still wrong after fetching: ${after.checks
+          .filter((c) => c.status !== 'ok')
+          .map(describeCheck)
+          .join('; ')}`,
       );
     }
     return { fetched, verification: after };
@@ -208,8 +204,7 @@ async function main(argv: string[]): Promise<number> {
     console.log(`fetch-models: ${verification.checks.length} models present and verified (sha256) in ${where}`);
   } else {
     console.log(
-      `fetch-models: fetched ${fetched.join(', ')} into ${where}; all ${verification.checks.length} verified ` +
-        `(sha256) in ${Date.now() - started} ms`,
+      `fetch-models: fetched ${fetched.join(', ')} into ${where}; all ${verification.checks.length} verified ` + `(sha256) in ${Date.now() - started} ms`,
     );
   }
   return 0;

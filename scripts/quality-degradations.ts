@@ -113,8 +113,10 @@ export const DEGRADATIONS: Degradation[] = [
     levels: [0.15, 0.25, 0.35, 0.5],
     apply: (buf, g, h) => {
       const [l, r] = g.eyes;
-      const x = Math.round(l[0] - 0.45 * g.ied), w = Math.round(r[0] - l[0] + 0.9 * g.ied);
-      const cy = (l[1] + r[1]) / 2, hh = Math.max(2, Math.round(h * g.ied));
+      const x = Math.round(l[0] - 0.45 * g.ied),
+        w = Math.round(r[0] - l[0] + 0.9 * g.ied);
+      const cy = (l[1] + r[1]) / 2,
+        hh = Math.max(2, Math.round(h * g.ied));
       const svg = `<svg width="${g.width}" height="${g.height}"><rect x="${x}" y="${Math.round(cy - hh / 2)}" width="${w}" height="${hh}" fill="#101010"/></svg>`;
       return png(sharp(buf).composite([{ input: Buffer.from(svg), top: 0, left: 0 }]));
     },
@@ -135,9 +137,20 @@ export const GENUINE_PROBES: Array<{ probe: string; mates: string[] }> = [
 
 /** Every single-face fixture photo (and the group photos' largest face): no issue when undegraded. */
 export const CLEAN_PHOTOS = [
-  'lfw/Bush_1.png', 'lfw/Bush_2.png', 'lfw/Bush_3.png', 'lfw/Chavez_1.png', 'lfw/Powell_1.png', 'lfw/Powell_2.png',
-  'lfw/Powell_3.png', 'lfw/Sharon_1.png', 'grace_hopper_a.jpg', 'grace_hopper_b.jpg', 'astronaut.png',
-  'group/sample1.jpg', 'group/sample2.jpg', 'group/sample3.jpg',
+  'lfw/Bush_1.png',
+  'lfw/Bush_2.png',
+  'lfw/Bush_3.png',
+  'lfw/Chavez_1.png',
+  'lfw/Powell_1.png',
+  'lfw/Powell_2.png',
+  'lfw/Powell_3.png',
+  'lfw/Sharon_1.png',
+  'grace_hopper_a.jpg',
+  'grace_hopper_b.jpg',
+  'astronaut.png',
+  'group/sample1.jpg',
+  'group/sample2.jpg',
+  'group/sample3.jpg',
 ];
 
 export interface Analysed {
@@ -166,7 +179,10 @@ export async function geometry(engine: FaceEngine, original: Buffer): Promise<Fa
   const live = await engine.liveness(n.jpeg, 'largest');
   const k = meta.width! / n.width;
   const [l, r] = live.face.landmarks5 as [[number, number], [number, number]];
-  const eyes: FaceGeometry['eyes'] = [[l[0] * k, l[1] * k], [r[0] * k, r[1] * k]];
+  const eyes: FaceGeometry['eyes'] = [
+    [l[0] * k, l[1] * k],
+    [r[0] * k, r[1] * k],
+  ];
   return {
     width: meta.width!,
     height: meta.height!,
@@ -215,7 +231,9 @@ export async function degradationTable(engine: FaceEngine): Promise<LevelRow[]> 
     for (const level of [0, ...d.levels]) {
       const genuine: number[] = [];
       const qualities: number[] = [];
-      let noFace = 0, flagged = 0, pairs = 0;
+      let noFace = 0,
+        flagged = 0,
+        pairs = 0;
       for (const { probe, mates } of GENUINE_PROBES) {
         const upload = level === 0 ? fixture(probe) : await d.apply(fixture(probe), geo.get(probe)!, level);
         const a = level === 0 ? clean.get(probe)! : await analyse(engine, upload);

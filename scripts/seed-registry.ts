@@ -71,7 +71,8 @@ interface Row {
 const MIME: Record<string, string> = { '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.webp': 'image/webp' };
 const fullName = (p: { firstName: string; middleName?: string | null; lastName: string }) => [p.firstName, p.middleName, p.lastName].filter(Boolean).join(' ');
 const sameName = (a: string | null | undefined, b: string | null | undefined) => (a ?? '').trim().toLowerCase() === (b ?? '').trim().toLowerCase();
-const samePerson = (p: Person, d: Demo) => sameName(p.firstName, d.firstName) && sameName(p.lastName, d.lastName) && sameName(p.middleName, d.middleName) && p.dateOfBirth === d.dateOfBirth;
+const samePerson = (p: Person, d: Demo) =>
+  sameName(p.firstName, d.firstName) && sameName(p.lastName, d.lastName) && sameName(p.middleName, d.middleName) && p.dateOfBirth === d.dateOfBirth;
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(name);
@@ -95,7 +96,14 @@ function httpBackend(baseUrl: string): Backend {
     },
     async enrol(d, photo) {
       const form = new FormData();
-      for (const [k, v] of Object.entries({ firstName: d.firstName, middleName: d.middleName, lastName: d.lastName, dateOfBirth: d.dateOfBirth, gender: d.gender, issue: 'both' })) {
+      for (const [k, v] of Object.entries({
+        firstName: d.firstName,
+        middleName: d.middleName,
+        lastName: d.lastName,
+        dateOfBirth: d.dateOfBirth,
+        gender: d.gender,
+        issue: 'both',
+      })) {
         if (v) form.append(k, v);
       }
       form.append('photo', new Blob([new Uint8Array(photo)], { type: MIME[path.extname(d.photo)] ?? 'application/octet-stream' }), path.basename(d.photo));
@@ -121,7 +129,15 @@ async function directBackend(): Promise<Backend> {
 }
 
 function printTable(rows: Row[]): void {
-  const headers: Record<keyof Row, string> = { name: 'Name', dateOfBirth: 'Date of birth', nin: 'NIN', bvn: 'BVN', photo: 'Registry photo', selfie: 'Try as selfie', status: 'Status' };
+  const headers: Record<keyof Row, string> = {
+    name: 'Name',
+    dateOfBirth: 'Date of birth',
+    nin: 'NIN',
+    bvn: 'BVN',
+    photo: 'Registry photo',
+    selfie: 'Try as selfie',
+    status: 'Status',
+  };
   const keys = Object.keys(headers) as (keyof Row)[];
   const width = (k: keyof Row) => Math.max(headers[k].length, ...rows.map((r) => r[k].length));
   const line = (cells: Record<keyof Row, string>) => keys.map((k) => cells[k].padEnd(width(k))).join('  ');
@@ -164,13 +180,23 @@ async function main(): Promise<void> {
       let person = await backend.find(d);
       const status = person ? 'existing' : 'enrolled';
       person ??= await backend.enrol(d, photo);
-      rows.push({ name: fullName(d), dateOfBirth: d.dateOfBirth, nin: person.nin ?? '-', bvn: person.bvn ?? '-', photo: d.photo, selfie: d.selfie ?? '-', status });
+      rows.push({
+        name: fullName(d),
+        dateOfBirth: d.dateOfBirth,
+        nin: person.nin ?? '-',
+        bvn: person.bvn ?? '-',
+        photo: d.photo,
+        selfie: d.selfie ?? '-',
+        status,
+      });
     }
   } catch (e) {
     const err = e as Error;
     // fetch rejects with a TypeError ('fetch failed') when nothing answers, a TimeoutError when it hangs.
     if (!direct && (err.name === 'TypeError' || err.name === 'TimeoutError')) {
-      console.error(`The registry at ${baseUrl} is not reachable (${err.name === 'TimeoutError' ? 'timed out' : 'no answer'}). Start the server (npm start) or use --direct.`);
+      console.error(
+        `The registry at ${baseUrl} is not reachable (${err.name === 'TimeoutError' ? 'timed out' : 'no answer'}). Start the server (npm start) or use --direct.`,
+      );
     } else {
       console.error(err.message);
     }
@@ -179,7 +205,9 @@ async function main(): Promise<void> {
     await backend.close();
   }
   if (rows.length) {
-    console.log(`Registry ${direct ? '(direct, PostgreSQL)' : baseUrl}: ${rows.filter((r) => r.status === 'enrolled').length} enrolled, ${rows.filter((r) => r.status === 'existing').length} already present. Photos under test/fixtures/faces/.`);
+    console.log(
+      `Registry ${direct ? '(direct, PostgreSQL)' : baseUrl}: ${rows.filter((r) => r.status === 'enrolled').length} enrolled, ${rows.filter((r) => r.status === 'existing').length} already present. Photos under test/fixtures/faces/.`,
+    );
     printTable(rows);
   }
 }

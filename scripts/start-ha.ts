@@ -31,7 +31,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const nodeArgs = (file: string) => ['--import', 'tsx', file];
 const SENTINEL_NAME = 'faceid';
 
-interface Part { port: number; pid: number | null }
+interface Part {
+  port: number;
+  pid: number | null;
+}
 
 /**
  * Waits until HAProxy sends connections only to the primary: it starts with every server in service
@@ -93,7 +96,10 @@ async function main(): Promise<void> {
     say(`stopping (${why}): web first (it drains), then the workers, the balancer, PostgreSQL, Redis...`);
     const grace = Number(process.env.SHUTDOWN_DRAIN_MS ?? 10_000) + 5_000;
     if (supervisor) {
-      await supervisor.stop(supervisor.names().filter((n) => n.startsWith('web')), grace);
+      await supervisor.stop(
+        supervisor.names().filter((n) => n.startsWith('web')),
+        grace,
+      );
       await supervisor.stop(supervisor.names(), grace);
     }
     balancer?.kill('SIGTERM');
@@ -109,7 +115,13 @@ async function main(): Promise<void> {
 
   try {
     say('Redis: master + replica + 3 Sentinels');
-    redis = await startSentinelTopology({ dir: path.join(HA_DIR, 'redis'), name: SENTINEL_NAME, downAfterMs: 2000, failoverTimeoutMs: 10_000, appendOnly: true });
+    redis = await startSentinelTopology({
+      dir: path.join(HA_DIR, 'redis'),
+      name: SENTINEL_NAME,
+      downAfterMs: 2000,
+      failoverTimeoutMs: 10_000,
+      appendOnly: true,
+    });
     say(`Redis: master :${redis.master.port}, replica :${redis.replica.port}, Sentinels ${redis.sentinelList}`);
 
     say('PostgreSQL: Patroni (etcd) primary + synchronous standby');
@@ -151,9 +163,27 @@ async function main(): Promise<void> {
 
     supervisor = new Supervisor({ ...supervisorOptions(loadConfig(env)), statusFile: env.SUPERVISOR_STATUS_FILE, log: say });
     const sup = supervisor;
-    webPorts.forEach((p, i) => sup.add({ name: `web-${i + 1}`, command: process.execPath, args: nodeArgs('processes/web.ts'), env: { ...env, PORT: String(p) }, cwd: ROOT }));
-    facePorts.forEach((p, i) => sup.add({ name: `face-${i + 1}`, command: process.execPath, args: nodeArgs('processes/face.ts'), env: { ...env, FACE_ENGINE_PORT: String(p) }, cwd: ROOT }));
-    searchPorts.forEach((p, i) => sup.add({ name: `search-${i + 1}`, command: process.execPath, args: nodeArgs('processes/search.ts'), env: { ...env, SEARCH_HEALTH_PORT: String(p) }, cwd: ROOT }));
+    webPorts.forEach((p, i) =>
+      sup.add({ name: `web-${i + 1}`, command: process.execPath, args: nodeArgs('processes/web.ts'), env: { ...env, PORT: String(p) }, cwd: ROOT }),
+    );
+    facePorts.forEach((p, i) =>
+      sup.add({
+        name: `face-${i + 1}`,
+        command: process.execPath,
+        args: nodeArgs('processes/face.ts'),
+        env: { ...env, FACE_ENGINE_PORT: String(p) },
+        cwd: ROOT,
+      }),
+    );
+    searchPorts.forEach((p, i) =>
+      sup.add({
+        name: `search-${i + 1}`,
+        command: process.execPath,
+        args: nodeArgs('processes/search.ts'),
+        env: { ...env, SEARCH_HEALTH_PORT: String(p) },
+        cwd: ROOT,
+      }),
+    );
 
     const r = redis;
     const pgc = postgres;
@@ -161,14 +191,24 @@ async function main(): Promise<void> {
     const writeLayout = async () => {
       const masterPort = (await r.currentMasterPort()) ?? r.master.port;
       const dataNodes = [r.master, r.replica];
-      const part = (n: { port: number; child: ChildProcess }): Part => ({ port: n.port, pid: n.child.pid && isAlive(n.child.pid) && n.child.exitCode === null && n.child.signalCode === null ? n.child.pid : null });
+      const part = (n: { port: number; child: ChildProcess }): Part => ({
+        port: n.port,
+        pid: n.child.pid && isAlive(n.child.pid) && n.child.exitCode === null && n.child.signalCode === null ? n.child.pid : null,
+      });
       const master = dataNodes.find((n) => n.port === masterPort) ?? r.master;
       const replica = dataNodes.find((n) => n !== master)!;
       const roles = await Promise.all(pgc.nodes.map((n) => n.role()));
       const primaryAt = roles.indexOf('primary');
       const primary = pgc.nodes[primaryAt >= 0 ? primaryAt : 0]!;
       const standby = pgc.nodes.find((n) => n !== primary)!;
-      const pgPart = (n: typeof primary, role: string) => ({ name: n.name, port: n.pgPort, pid: n.postmasterPid() ?? null, patroniPort: n.restPort, patroniPid: n.patroni.pid ?? null, role });
+      const pgPart = (n: typeof primary, role: string) => ({
+        name: n.name,
+        port: n.pgPort,
+        pid: n.postmasterPid() ?? null,
+        patroniPort: n.restPort,
+        patroniPid: n.patroni.pid ?? null,
+        role,
+      });
       const procs = (prefix: string, ports: number[]) => ports.map((p, i) => ({ name: `${prefix}-${i + 1}`, port: p, pid: sup.pid(`${prefix}-${i + 1}`) }));
       const layout = {
         updatedAt: new Date().toISOString(),
@@ -197,9 +237,14 @@ async function main(): Promise<void> {
     tick.unref();
 
     for (let i = 0; i < 600 && !stopping; i++) {
-      const ok = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(1000) }).then((res) => res.status === 200, () => false);
+      const ok = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(1000) }).then(
+        (res) => res.status === 200,
+        () => false,
+      );
       if (ok) {
-        say(`ready: http://127.0.0.1:${port} (HAProxy over ${webPorts.length} web processes); layout in ${path.relative(ROOT, LAYOUT_FILE)}. Ctrl-C stops everything.`);
+        say(
+          `ready: http://127.0.0.1:${port} (HAProxy over ${webPorts.length} web processes); layout in ${path.relative(ROOT, LAYOUT_FILE)}. Ctrl-C stops everything.`,
+        );
         break;
       }
       await sleep(500);

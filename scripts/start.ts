@@ -23,7 +23,15 @@ import { fileURLToPath } from 'node:url';
 import { givenSettings, loadConfig } from '../shared/config.js';
 import { SERVICE_PROCESSES } from '../shared/process-list.js';
 import { supervisorGraceMs } from '../shared/shutdown.js';
-import { freePort, persistentPostgresDataDir, postgresAnswers, redisAnswers, redisServerBinary, startPrivatePostgres, startPrivateRedis } from './lib/private-services.js';
+import {
+  freePort,
+  persistentPostgresDataDir,
+  postgresAnswers,
+  redisAnswers,
+  redisServerBinary,
+  startPrivatePostgres,
+  startPrivateRedis,
+} from './lib/private-services.js';
 import { Supervisor, supervisorOptions } from './supervisor.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -49,7 +57,9 @@ async function choosePostgres(): Promise<string> {
     say('stopping the embedded PostgreSQL');
     await epg.stop();
   });
-  say(`PostgreSQL: ${forceEmbedded ? '--embedded given' : 'nothing answered on 127.0.0.1:5432'}, started an embedded PostgreSQL on port ${epg.port} (data in ${dataDir})`);
+  say(
+    `PostgreSQL: ${forceEmbedded ? '--embedded given' : 'nothing answered on 127.0.0.1:5432'}, started an embedded PostgreSQL on port ${epg.port} (data in ${dataDir})`,
+  );
   return epg.url('faceid');
 }
 
@@ -96,7 +106,13 @@ async function main(): Promise<void> {
     const copies = p.copies?.(childCfg) ?? 1;
     for (let i = 0; i < copies; i++) {
       const name = i === 0 ? p.name : `${p.name}-${i + 1}`;
-      supervisor.add({ name, command: process.execPath, args: nodeArgs(p.file), env: i === 0 || !p.healthPortEnv ? env : { ...env, [p.healthPortEnv]: '0' }, cwd: ROOT });
+      supervisor.add({
+        name,
+        command: process.execPath,
+        args: nodeArgs(p.file),
+        env: i === 0 || !p.healthPortEnv ? env : { ...env, [p.healthPortEnv]: '0' },
+        cwd: ROOT,
+      });
     }
   }
   const port = childCfg.http.port;
@@ -126,7 +142,10 @@ async function main(): Promise<void> {
     // Beyond each child's own stop deadline (web: SHUTDOWN_DRAIN_MS, then its closing): a child ends by itself.
     const grace = supervisorGraceMs(childCfg);
     await supervisor.stop(['web'], grace);
-    await supervisor.stop(supervisor.names().filter((n) => n !== 'web'), grace);
+    await supervisor.stop(
+      supervisor.names().filter((n) => n !== 'web'),
+      grace,
+    );
     removeServiceFile();
     for (const cleanup of cleanups.reverse()) await cleanup().catch((e) => say(`cleanup failed: ${e}`));
     say('stopped');

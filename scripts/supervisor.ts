@@ -79,7 +79,11 @@ class Supervised {
 
   start(): void {
     const started = Date.now();
-    const child = spawn(this.spec.command, this.spec.args, { cwd: this.spec.cwd, env: { ...this.spec.env, SUPERVISOR_PID: String(process.pid) }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(this.spec.command, this.spec.args, {
+      cwd: this.spec.cwd,
+      env: { ...this.spec.env, SUPERVISOR_PID: String(process.pid) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     this.child = child;
     this.status = { ...this.status, state: 'running', pid: child.pid ?? null, startedAt: new Date(started).toISOString(), nextRestartAt: null };
     const prefix = `[${this.spec.name}] `;
@@ -107,7 +111,13 @@ class Supervised {
         this.restartTimes = [...this.restartTimes.filter((t) => now - t < this.opts.crashLoopWindowMs), now];
         const crashLoop = this.restartTimes.length >= this.opts.crashLoopRestarts;
         const delay = Math.min(this.opts.maxBackoffMs, this.opts.initialBackoffMs * 2 ** (this.failuresInRow - 1));
-        this.status = { ...this.status, state: 'restarting', restarts: this.status.restarts + 1, crashLoop, nextRestartAt: new Date(now + delay).toISOString() };
+        this.status = {
+          ...this.status,
+          state: 'restarting',
+          restarts: this.status.restarts + 1,
+          crashLoop,
+          nextRestartAt: new Date(now + delay).toISOString(),
+        };
         this.opts.log(
           `${this.spec.name} exited (${signal ?? code}) after ${(upMs / 1000).toFixed(1)} s; restarting in ${delay} ms` +
             (crashLoop ? ` — CRASH LOOP: ${this.restartTimes.length} restarts in ${Math.round(this.opts.crashLoopWindowMs / 1000)} s` : ''),

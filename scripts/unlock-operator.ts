@@ -27,9 +27,23 @@ try {
   } else {
     await db.transaction(async (trx) => {
       await operators.unlock(op.id, trx);
-      await new AuditEventsRepository(db).record({ type: 'operator.unlocked', actorType: 'system', actorId: null, subjectType: 'operator', subjectId: op.id, data: { via: 'cli', wasLocked: op.lockedAt !== null } }, trx);
+      await new AuditEventsRepository(db).record(
+        {
+          type: 'operator.unlocked',
+          actorType: 'system',
+          actorId: null,
+          subjectType: 'operator',
+          subjectId: op.id,
+          data: { via: 'cli', wasLocked: op.lockedAt !== null },
+        },
+        trx,
+      );
     });
-    console.log(op.lockedAt ? `${op.role} "${op.identifier}" unlocked (it had ${op.failedLoginCount} failed sign-ins).` : `${op.role} "${op.identifier}" was not locked; failure count cleared.`);
+    console.log(
+      op.lockedAt
+        ? `${op.role} "${op.identifier}" unlocked (it had ${op.failedLoginCount} failed sign-ins).`
+        : `${op.role} "${op.identifier}" was not locked; failure count cleared.`,
+    );
   }
 } finally {
   await db.destroy();

@@ -41,7 +41,10 @@ function parseEnd(value: string, end: 'from' | 'to'): Date {
 export function parseDateRange(from: string | undefined, to: string | undefined): DateRange {
   const start = from ? parseEnd(from, 'from') : null;
   const endExclusive = to ? parseEnd(to, 'to') : null;
-  for (const [name, v, d] of [['from', from, start], ['to', to, endExclusive]] as const) {
+  for (const [name, v, d] of [
+    ['from', from, start],
+    ['to', to, endExclusive],
+  ] as const) {
     if (v && d && Number.isNaN(d.getTime())) throw invalidQuery(`/${name}`, 'is not a valid ISO date');
   }
   if (start && endExclusive && start.getTime() >= endExclusive.getTime()) {

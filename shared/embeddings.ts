@@ -69,9 +69,12 @@ export function dot(a: ArrayLike<number>, b: ArrayLike<number>): number {
 export function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
   if (a.length !== b.length) throw new RangeError(`dimension mismatch: ${a.length} vs ${b.length}`);
   if (a.length === 0) throw new RangeError('empty vectors');
-  let dotProduct = 0, na = 0, nb = 0;
+  let dotProduct = 0,
+    na = 0,
+    nb = 0;
   for (let i = 0; i < a.length; i++) {
-    const x = a[i]!, y = b[i]!;
+    const x = a[i]!,
+      y = b[i]!;
     dotProduct += x * y;
     na += x * x;
     nb += y * y;

@@ -64,7 +64,11 @@ export class AppError extends Error {
   readonly extra?: Record<string, unknown>;
   readonly retryAfter?: number;
 
-  constructor(readonly code: ErrorCode, message: string, opts: AppErrorOptions = {}) {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    opts: AppErrorOptions = {},
+  ) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = 'AppError';
     this.status = ERROR_STATUS[code];

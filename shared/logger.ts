@@ -6,15 +6,40 @@ import pino, { type Logger } from 'pino';
 import pretty from 'pino-pretty';
 
 const SENSITIVE_KEYS = [
-  'authorization', 'cookie', 'set-cookie', 'password', 'currentPassword', 'newPassword', 'temporaryPassword',
-  'passwordHash', 'code', 'otp', 'accessToken', 'refreshToken', 'token', 'proofToken', 'linkToken',
-  'validationToken', 'image', 'imageB64', 'alignedFace', 'file', 'photo', 'embedding', 'jpeg', 'probe', 'privateKey', 'jwtPrivateKey',
+  'authorization',
+  'cookie',
+  'set-cookie',
+  'password',
+  'currentPassword',
+  'newPassword',
+  'temporaryPassword',
+  'passwordHash',
+  'code',
+  'otp',
+  'accessToken',
+  'refreshToken',
+  'token',
+  'proofToken',
+  'linkToken',
+  'validationToken',
+  'image',
+  'imageB64',
+  'alignedFace',
+  'file',
+  'photo',
+  'embedding',
+  'jpeg',
+  'probe',
+  'privateKey',
+  'jwtPrivateKey',
   'adminPassword',
 ];
 
 // pino's redact paths: each key at the top level and up to three levels down.
 const REDACT_PATHS = SENSITIVE_KEYS.flatMap((k) => [k, `*.${k}`, `*.*.${k}`, `*.*.*.${k}`]).concat([
-  'req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]',
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'res.headers["set-cookie"]',
 ]);
 
 const CENSOR = '[redacted]';

@@ -23,8 +23,20 @@ export interface ServiceProcess {
 /** In start order; `npm start` stops web first (it drains its in-flight requests), then the workers. */
 export const SERVICE_PROCESSES: readonly ServiceProcess[] = [
   { name: 'web', file: 'processes/web.ts', role: 'the API, the consoles and the registry simulator' },
-  { name: 'face', file: 'processes/face.ts', role: 'the face worker (liveness and embed queues)', copies: (c) => c.face.processes, healthPortEnv: 'FACE_ENGINE_PORT' },
-  { name: 'search', file: 'processes/search.ts', role: 'a search replica (search queue)', copies: (c) => c.search.processes, healthPortEnv: 'SEARCH_HEALTH_PORT' },
+  {
+    name: 'face',
+    file: 'processes/face.ts',
+    role: 'the face worker (liveness and embed queues)',
+    copies: (c) => c.face.processes,
+    healthPortEnv: 'FACE_ENGINE_PORT',
+  },
+  {
+    name: 'search',
+    file: 'processes/search.ts',
+    role: 'a search replica (search queue)',
+    copies: (c) => c.search.processes,
+    healthPortEnv: 'SEARCH_HEALTH_PORT',
+  },
 ];
 
 /** Runs once before the processes start, to completion (the Procfile's `release`). */

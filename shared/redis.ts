@@ -70,12 +70,23 @@ class SwitchWatch {
     watch.add(client);
   }
 
-  private constructor(target: Exclude<RedisTarget, string>, private readonly onEmpty: () => void) {
+  private constructor(
+    target: Exclude<RedisTarget, string>,
+    private readonly onEmpty: () => void,
+  ) {
     const url = new URL(target.url);
     const password = url.password || undefined;
     this.subscribers = target.sentinels.map((s) => {
       // Like the clients' own Sentinel connections: the URL's password, and TLS with `rediss://`.
-      const sub = new Redis({ host: s.host, port: s.port, password: password && decodeURIComponent(password), ...(url.protocol === 'rediss:' ? { tls: {} } : {}), connectTimeout: 2000, maxRetriesPerRequest: null, retryStrategy: (a) => Math.min(a * 200, 2000) });
+      const sub = new Redis({
+        host: s.host,
+        port: s.port,
+        password: password && decodeURIComponent(password),
+        ...(url.protocol === 'rediss:' ? { tls: {} } : {}),
+        connectTimeout: 2000,
+        maxRetriesPerRequest: null,
+        retryStrategy: (a) => Math.min(a * 200, 2000),
+      });
       sub.on('error', () => {}); // a Sentinel away is normal; the others still tell
       sub.subscribe('+switch-master').catch(() => {});
       sub.on('message', (_channel: string, message: string) => {
@@ -145,6 +156,9 @@ export async function replicaAcknowledged(redis: Redis): Promise<void> {
 }
 
 export type KeySpace = (...parts: string[]) => string;
-export const keySpace = (prefix: string): KeySpace => (...parts) => [prefix, ...parts].join(':');
+export const keySpace =
+  (prefix: string): KeySpace =>
+  (...parts) =>
+    [prefix, ...parts].join(':');
 
 export type { Redis };

@@ -71,10 +71,7 @@ export function isEntryFile(importMetaUrl: string): boolean {
  * Runs a process: reads the configuration, starts what `start` builds, and stops it on a signal. A
  * start that throws ends the process with status 1 (its orchestrator restarts it or reports it).
  */
-export async function runProcess(
-  name: string,
-  start: (config: Config, logger: Logger) => Promise<{ close(): Promise<void> }>,
-): Promise<void> {
+export async function runProcess(name: string, start: (config: Config, logger: Logger) => Promise<{ close(): Promise<void> }>): Promise<void> {
   const cfg = config();
   const logger = createLogger({ level: cfg.runtime.logLevel, format: cfg.runtime.logFormat, name });
   logConfigAtStart(logger, cfg, name);

@@ -37,7 +37,14 @@ async function march2025() {
   const users = await Promise.all(Array.from({ length: 4 }, () => newConsumer(h)));
   const u = (i: number) => users[i]!;
   const ids = await insertLogs(h.deps.db, [
-    identifyRow({ operatorId: op.operatorId, candidates: [{ userId: u(0).userId, score: 0.8 }, { userId: u(3).userId, score: 0.7 }], createdAt: day('2025-03-10', 9) }),
+    identifyRow({
+      operatorId: op.operatorId,
+      candidates: [
+        { userId: u(0).userId, score: 0.8 },
+        { userId: u(3).userId, score: 0.7 },
+      ],
+      createdAt: day('2025-03-10', 9),
+    }),
     identifyRow({ operatorId: op.operatorId, candidates: [{ userId: u(1).userId, score: 0.8 }], createdAt: day('2025-03-10', 10) }),
     identifyRow({ operatorId: op.operatorId, candidates: [{ userId: u(2).userId, score: 0.8 }], createdAt: day('2025-03-10', 11) }),
     identifyRow({ operatorId: op.operatorId, candidates: [{ userId: u(3).userId, score: 0.8 }], createdAt: day('2025-03-10', 23) }),
@@ -54,7 +61,12 @@ async function march2025() {
     identifyRow({ operatorId: op.operatorId, candidates: [{ userId: u(0).userId, score: 0.8 }], createdAt: day('2025-02-01') }),
   ]);
   // Two identify matches and one verify_self match disputed (one of them twice: counted once).
-  for (const [user, ref] of [[u(0), ids[0]], [u(3), ids[0]], [u(1), ids[1]], [u(0), ids[9]]] as const) {
+  for (const [user, ref] of [
+    [u(0), ids[0]],
+    [u(3), ids[0]],
+    [u(1), ids[1]],
+    [u(0), ids[9]],
+  ] as const) {
     const r = await api().post('/disputes', { token: user.token, json: { referenceId: ref } });
     if (r.status !== 201) throw new Error(`dispute: ${r.status} ${r.text}`);
   }
@@ -105,7 +117,10 @@ test('volume: calls per UTC day per endpoint with their outcomes, zero-filled ov
   const res = await api().get('/analytics/volume?from=2025-03-09&to=2025-03-13', { token: admin.token });
   t.is(res.status, 200);
   t.is(res.body.timezone, 'UTC');
-  t.deepEqual(res.body.days.map((d: { date: string }) => d.date), ['2025-03-09', '2025-03-10', '2025-03-11', '2025-03-12', '2025-03-13']);
+  t.deepEqual(
+    res.body.days.map((d: { date: string }) => d.date),
+    ['2025-03-09', '2025-03-10', '2025-03-11', '2025-03-12', '2025-03-13'],
+  );
   const byDate = Object.fromEntries(res.body.days.map((d: { date: string }) => [d.date, d]));
   t.is(byDate['2025-03-09'].total, 0);
   t.is(byDate['2025-03-10'].identify.total, 5);
@@ -182,7 +197,9 @@ test('billing: tier, period (default the current month), billable usage, overage
   t.is(res.body.amountDue, 92.25);
   t.is(res.body.currency, 'NGN');
 
-  const withLastMonth = await api().get(`/billing/acme?from=${lastMonth.toISOString().slice(0, 10)}&to=${now.toISOString().slice(0, 10)}`, { token: admin.token });
+  const withLastMonth = await api().get(`/billing/acme?from=${lastMonth.toISOString().slice(0, 10)}&to=${now.toISOString().slice(0, 10)}`, {
+    token: admin.token,
+  });
   t.is(withLastMonth.body.usage.billable, 7);
   t.is(withLastMonth.body.period.from, lastMonth.toISOString().slice(0, 10));
 
@@ -194,7 +211,7 @@ test('billing: tier, period (default the current month), billable usage, overage
   t.is((await api().get('/billing/default', { token: admin.token })).status, 200);
 });
 
-test('billing: an org absent from the tier file is 404; administrators only; the repo\'s file has `default`', async (t) => {
+test("billing: an org absent from the tier file is 404; administrators only; the repo's file has `default`", async (t) => {
   const admin = await newOperator(h, { role: 'administrator' });
   const op = await newOperator(h, { orgId: 'acme' });
   const missing = await api().get('/billing/nobody', { token: admin.token });

@@ -169,7 +169,16 @@ test('08031234567 and +2348031234567 are the same user', async (t) => {
 
 test('an invalid phone is 400 validation_failed, and no SMS is sent', async (t) => {
   const api = client(h.url);
-  for (const phone of ['12345', 'abc', '0803123456', '08031234567x', '+2348001234567' /* toll-free */, '+44 909 8790000' /* premium rate */, '+2348031234567 ext. 12', '']) {
+  for (const phone of [
+    '12345',
+    'abc',
+    '0803123456',
+    '08031234567x',
+    '+2348001234567' /* toll-free */,
+    '+44 909 8790000' /* premium rate */,
+    '+2348031234567 ext. 12',
+    '',
+  ]) {
     const res = await api.post('/auth/otp/request', { json: { phone } });
     t.is(res.status, 400, phone);
     t.is(res.body.error, 'validation_failed', phone);
@@ -304,7 +313,9 @@ async function smsGateway(behaviour: { status: number; hang?: boolean }): Promis
 test('the webhook transport POSTs the code to the gateway; a failed delivery is 503 and can be retried at once', async (t) => {
   const behaviour = { status: 200, hang: false };
   const gw = await smsGateway(behaviour);
-  const hooked = await startHarness({ env: { SMS_TRANSPORT: 'webhook', SMS_WEBHOOK_URL: gw.url, SMS_WEBHOOK_TOKEN: 'gw-secret', SMS_WEBHOOK_TIMEOUT_MS: '300' } });
+  const hooked = await startHarness({
+    env: { SMS_TRANSPORT: 'webhook', SMS_WEBHOOK_URL: gw.url, SMS_WEBHOOK_TOKEN: 'gw-secret', SMS_WEBHOOK_TIMEOUT_MS: '300' },
+  });
   try {
     const api = client(hooked.url);
     const phone = uniqueLocalPhone();

@@ -15,23 +15,30 @@ const keyPair = () => generateKeyPairSync('ed25519');
 const deploymentKey = keyPair();
 let admin: { operatorId: string; token: string };
 
-const h = useHarness(test, {
-  extraRoutes: probeRoutes,
-  env: {
-    JWT_PRIVATE_KEY: deploymentKey.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
-    OTP_COOLDOWN_SECONDS: '0',
-    OTP_REQUESTS_PER_IP_PER_HOUR: '100000',
+const h = useHarness(
+  test,
+  {
+    extraRoutes: probeRoutes,
+    env: {
+      JWT_PRIVATE_KEY: deploymentKey.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+      OTP_COOLDOWN_SECONDS: '0',
+      OTP_REQUESTS_PER_IP_PER_HOUR: '100000',
+    },
   },
-}, {
-  ready: async () => {
-    admin = await newOperator(h, { role: 'administrator' });
+  {
+    ready: async () => {
+      admin = await newOperator(h, { role: 'administrator' });
+    },
   },
-});
+);
 
 const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
 
 async function sign(key: KeyObject | Uint8Array, claims: Record<string, unknown>, opts: { alg?: string; exp?: number; iss?: string; aud?: string } = {}) {
-  const jwt = new SignJWT(claims).setProtectedHeader({ alg: opts.alg ?? 'EdDSA', typ: 'JWT' }).setIssuedAt().setIssuer(opts.iss ?? 'faceid');
+  const jwt = new SignJWT(claims)
+    .setProtectedHeader({ alg: opts.alg ?? 'EdDSA', typ: 'JWT' })
+    .setIssuedAt()
+    .setIssuer(opts.iss ?? 'faceid');
   if (opts.aud) jwt.setAudience(opts.aud);
   jwt.setExpirationTime(opts.exp ?? Math.floor(Date.now() / 1000) + 600);
   return jwt.sign(key);
@@ -132,7 +139,10 @@ test('unknown, malformed or expired refresh tokens are 401 invalid_refresh_token
     t.is(res.body.error, 'validation_failed');
   }
   const c = await signInConsumer(h);
-  await h.deps.db('refresh_tokens').where({ tokenHash: createHash('sha256').update(c.refreshToken).digest('hex') }).update({ expiresAt: new Date(Date.now() - 1000) });
+  await h.deps
+    .db('refresh_tokens')
+    .where({ tokenHash: createHash('sha256').update(c.refreshToken).digest('hex') })
+    .update({ expiresAt: new Date(Date.now() - 1000) });
   const expired = await api.post('/auth/refresh', { json: { refreshToken: c.refreshToken } });
   t.is(expired.status, 401);
   t.is(expired.body.error, 'invalid_refresh_token');
@@ -171,7 +181,10 @@ test('a deleted user is refused at once: 404 with the access token, 401 on refre
   const refresh = await api.post('/auth/refresh', { json: { refreshToken: c.refreshToken } });
   t.is(refresh.status, 401);
   t.is(refresh.body.error, 'invalid_refresh_token');
-  const session = await h.deps.db('sessions').where({ id: decodeJwt(c.accessToken).sid as string }).first();
+  const session = await h.deps
+    .db('sessions')
+    .where({ id: decodeJwt(c.accessToken).sid as string })
+    .first();
   t.truthy(session.revokedAt, 'the session is revoked');
   t.is((await api.get('/_test/consumer', { token: c.accessToken })).status, 404, 'still 404 (not 401) once revoked');
 });
@@ -218,14 +231,25 @@ test('forged, foreign and expired tokens are 401 unauthorized', async (t) => {
   t.is((await api.get('/_test/operator', { token: await sign(deploymentKey.privateKey, operatorClaims, { aud: 'operator' }) })).status, 200);
 
   const cases: [string, string, string][] = [
-    ['alg none', '/_test/consumer', `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ ...consumerClaims, aud: 'consumer', iss: 'faceid', iat: now, exp: now + 600 })}.`],
-    ['alg none (operator)', '/_test/operator', `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ ...operatorClaims, aud: 'operator', iss: 'faceid', iat: now, exp: now + 600 })}.`],
+    [
+      'alg none',
+      '/_test/consumer',
+      `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ ...consumerClaims, aud: 'consumer', iss: 'faceid', iat: now, exp: now + 600 })}.`,
+    ],
+    [
+      'alg none (operator)',
+      '/_test/operator',
+      `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ ...operatorClaims, aud: 'operator', iss: 'faceid', iat: now, exp: now + 600 })}.`,
+    ],
     ['another Ed25519 key', '/_test/consumer', await sign(keyPair().privateKey, consumerClaims, { aud: 'consumer' })],
     ['another Ed25519 key (operator)', '/_test/operator', await sign(keyPair().privateKey, operatorClaims, { aud: 'operator' })],
     [
       'HS256 keyed with the public key',
       '/_test/consumer',
-      await sign(new TextEncoder().encode(String(deploymentKey.publicKey.export({ type: 'spki', format: 'pem' }))), consumerClaims, { alg: 'HS256', aud: 'consumer' }),
+      await sign(new TextEncoder().encode(String(deploymentKey.publicKey.export({ type: 'spki', format: 'pem' }))), consumerClaims, {
+        alg: 'HS256',
+        aud: 'consumer',
+      }),
     ],
     ['expired exp', '/_test/consumer', await sign(deploymentKey.privateKey, consumerClaims, { aud: 'consumer', exp: now - 120 })],
     ['expired exp (operator)', '/_test/operator', await sign(deploymentKey.privateKey, operatorClaims, { aud: 'operator', exp: now - 120 })],
@@ -237,9 +261,20 @@ test('forged, foreign and expired tokens are 401 unauthorized', async (t) => {
     ['no audience', '/_test/consumer', await sign(deploymentKey.privateKey, consumerClaims)],
     ['wrong issuer', '/_test/consumer', await sign(deploymentKey.privateKey, consumerClaims, { aud: 'consumer', iss: 'someone-else' })],
     ['no session id', '/_test/consumer', await sign(deploymentKey.privateKey, { sub: c.userId }, { aud: 'consumer' })],
-    ['a session that does not exist', '/_test/consumer', await sign(deploymentKey.privateKey, { sub: c.userId, sid: '00000000-0000-4000-8000-000000000000' }, { aud: 'consumer' })],
-    ['another subject\'s session', '/_test/consumer', await sign(deploymentKey.privateKey, { sub: c.userId, sid: operatorClaims.sid }, { aud: 'consumer' })],
-    ['tampered payload', '/_test/consumer', (() => { const [hd, , sg] = c.accessToken.split('.'); return `${hd}.${b64({ ...decodeJwt(c.accessToken), sub: op.operatorId })}.${sg}`; })()],
+    [
+      'a session that does not exist',
+      '/_test/consumer',
+      await sign(deploymentKey.privateKey, { sub: c.userId, sid: '00000000-0000-4000-8000-000000000000' }, { aud: 'consumer' }),
+    ],
+    ["another subject's session", '/_test/consumer', await sign(deploymentKey.privateKey, { sub: c.userId, sid: operatorClaims.sid }, { aud: 'consumer' })],
+    [
+      'tampered payload',
+      '/_test/consumer',
+      (() => {
+        const [hd, , sg] = c.accessToken.split('.');
+        return `${hd}.${b64({ ...decodeJwt(c.accessToken), sub: op.operatorId })}.${sg}`;
+      })(),
+    ],
     ['garbage', '/_test/consumer', 'not.a.jwt'],
   ];
   for (const [name, path, token] of cases) {
@@ -257,7 +292,9 @@ test('forged, foreign and expired tokens are 401 unauthorized', async (t) => {
 test('housekeeping deletes refresh tokens expired beyond the grace period, and keeps the rest', async (t) => {
   const { pruneExpiredRefreshTokens } = await import('../api/services/session-service.js');
   const db = h.deps.db;
-  const [user] = await db('users').insert({ phone: `+23480399${String(Date.now()).slice(-5)}` }).returning('id');
+  const [user] = await db('users')
+    .insert({ phone: `+23480399${String(Date.now()).slice(-5)}` })
+    .returning('id');
   const [session] = await db('sessions').insert({ subjectType: 'consumer', subjectId: user.id }).returning('id');
   const day = 24 * 3600_000;
   await db('refreshTokens').insert([
@@ -266,6 +303,8 @@ test('housekeeping deletes refresh tokens expired beyond the grace period, and k
     { sessionId: session.id, tokenHash: `live-${session.id}`, expiresAt: new Date(Date.now() + 5 * day) },
   ]);
   t.true((await pruneExpiredRefreshTokens(db)) >= 1);
-  const left = (await db('refreshTokens').where({ sessionId: session.id }).select('tokenHash')).map((r: { tokenHash: string }) => r.tokenHash.split('-')[0]).sort();
+  const left = (await db('refreshTokens').where({ sessionId: session.id }).select('tokenHash'))
+    .map((r: { tokenHash: string }) => r.tokenHash.split('-')[0])
+    .sort();
   t.deepEqual(left, ['live', 'recent']);
 });

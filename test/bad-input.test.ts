@@ -40,7 +40,18 @@ test('defect 4: a NUL character in a text field is 400 validation_failed on each
   const cases: [string, Promise<Answer>][] = [
     ['POST /auth/operator/login identifier', api.post('/auth/operator/login', { json: { identifier: `admin${NUL}`, password: 'whatever-it-is' } })],
     ['GET /api/search?name=%00', api.get('/api/search?name=%00')],
-    ['POST /api/enroll firstName', api.post('/api/enroll', { form: { firstName: `Ada${NUL}`, lastName: 'Lovelace', dateOfBirth: '1990-01-01', gender: 'female', photo: { data: PHOTO, type: 'image/png', filename: 'p.png' } } })],
+    [
+      'POST /api/enroll firstName',
+      api.post('/api/enroll', {
+        form: {
+          firstName: `Ada${NUL}`,
+          lastName: 'Lovelace',
+          dateOfBirth: '1990-01-01',
+          gender: 'female',
+          photo: { data: PHOTO, type: 'image/png', filename: 'p.png' },
+        },
+      }),
+    ],
     ['POST /disputes reason', api.post('/disputes', { token: consumer.token, json: { referenceId: randomUUID(), reason: `because${NUL}` } })],
     ['POST /operators displayName', api.post('/operators', { token: admin.token, json: { identifier: `nul-${Date.now()}`, displayName: `Eve${NUL}` } })],
     ['PATCH /operators/{id} displayName', api.patch(`/operators/${other.operatorId}`, { token: admin.token, json: { displayName: `Eve${NUL}` } })],
@@ -53,9 +64,15 @@ test('defect 4: a NUL character in a text field is 400 validation_failed on each
 });
 
 test('an unpaired UTF-16 surrogate (valid JSON, not storable as UTF-8) is 400 too; the violation names the field', async (t) => {
-  const res = await api.post('/auth/operator/login', { rawBody: '{"identifier":"ad\\ud800min","password":"whatever-it-is"}', headers: { 'content-type': 'application/json' } });
+  const res = await api.post('/auth/operator/login', {
+    rawBody: '{"identifier":"ad\\ud800min","password":"whatever-it-is"}',
+    headers: { 'content-type': 'application/json' },
+  });
   refusedAsValidation(t, res, 'lone surrogate');
-  t.deepEqual(res.body.details.errors.map((e: { path: string }) => e.path), ['/identifier']);
+  t.deepEqual(
+    res.body.details.errors.map((e: { path: string }) => e.path),
+    ['/identifier'],
+  );
   // A NUL in a path id that any string may take (an unknown operator id) is 400, not a PostgreSQL error.
   const admin = await newOperator(h, { role: 'administrator' });
   refusedAsValidation(t, await api.get('/operators/abc%00/sessions', { token: admin.token }), 'NUL in a path id');
@@ -131,7 +148,11 @@ test('defect 8: oversized headers get 431 with the envelope; malformed HTTP, no 
 
 test('defect 8: a request that is not received within the request timeout gets 408 with the envelope', async (t) => {
   // Like the Koa app: the answer waits for the whole body.
-  const server = createEnvelopedServer((req, res) => req.resume().on('end', () => res.end('{}')), { requestTimeout: 300, headersTimeout: 200, connectionsCheckingInterval: 50 });
+  const server = createEnvelopedServer((req, res) => req.resume().on('end', () => res.end('{}')), {
+    requestTimeout: 300,
+    headersTimeout: 200,
+    connectionsCheckingInterval: 50,
+  });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const { port } = server.address() as net.AddressInfo;
   try {

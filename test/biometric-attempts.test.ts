@@ -64,7 +64,9 @@ const verifyFace = (token: string, validationToken: string, image: { data: Buffe
 
 /** A PNG of `width` x `height` one-colour pixels: a few KB on the wire, many megapixels decoded. */
 const hugePng = (width: number, height: number) =>
-  sharp({ create: { width, height, channels: 3, background: '#808080' } }).png({ compressionLevel: 9 }).toBuffer();
+  sharp({ create: { width, height, channels: 3, background: '#808080' } })
+    .png({ compressionLevel: 9 })
+    .toBuffer();
 
 test.serial('/verify/self: consecutive failures lock the user (429 biometric_locked, Retry-After, no SearchLog row, audited), without a score', async (t) => {
   const user = await newConsumer(h);
@@ -139,7 +141,10 @@ test.serial('/verify/self: two parallel requests of one user, one is refused wit
   const other = await newConsumer(h);
   await enrolFace(h, other.userId, 'lfw/Powell_1.png');
   const both = await Promise.all([verifySelf(user.token, 'lfw/Bush_2.png'), verifySelf(other.token, 'lfw/Powell_2.png')]);
-  t.deepEqual(both.map((a) => a.status), [200, 200]);
+  t.deepEqual(
+    both.map((a) => a.status),
+    [200, 200],
+  );
 });
 
 test.serial('verify-face: two parallel failed attempts count twice; the lock covers every validation token and /verify/self order holds', async (t) => {

@@ -141,7 +141,8 @@ test.serial('verify-face: quality on the 200 match and on a 422 face outcome; li
   const user = await newConsumer(h);
   const v = await api.post('/identity/nin/validate', { token: user.token, json: { nin: enrolled.body.person.nin } });
   t.is(v.status, 200, v.text);
-  const verify = (image: Buffer) => api.post('/identity/nin/verify-face', { token: user.token, form: { validationToken: v.body.validationToken, file: png(image) } });
+  const verify = (image: Buffer) =>
+    api.post('/identity/nin/verify-face', { token: user.token, form: { validationToken: v.body.validationToken, file: png(image) } });
 
   // An impostor, darkened: the 422 outcome is unchanged, and it says the capture was dark too.
   const dark = await sharp(photo('lfw/Powell_1.png')).linear(0.25, 0).png().toBuffer();
@@ -194,7 +195,7 @@ test.serial('no_face on a photo too dark, too bright or too blurred for a face t
     const identified = await api.post('/identify', { token: operator.token, form: { attestation: 'true', file: png(image) } });
     t.is(identified.body.outcome, 'no_face', what);
     t.deepEqual(identified.body.quality, self.body.quality, what);
-    t.is((await h.deps.db('searchLogs').where({ id: identified.body.referenceId }).first()).qualityScore, null, 'the stored score is a face\'s');
+    t.is((await h.deps.db('searchLogs').where({ id: identified.body.referenceId }).first()).qualityScore, null, "the stored score is a face's");
   }
 });
 

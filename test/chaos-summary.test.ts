@@ -8,7 +8,13 @@ import type { Sample } from '../chaos/lib/load.js';
 import { cmdline, descendants, parseProcfile } from '../chaos/lib/procfile.js';
 import { summarise } from '../chaos/lib/summary.js';
 
-const s = (at: number, kind: Sample['kind'], status: number, ms: number, retryAfter: string | null = status === 503 ? '5' : null): Sample => ({ at, kind, status, ms, retryAfter });
+const s = (at: number, kind: Sample['kind'], status: number, ms: number, retryAfter: string | null = status === 503 ? '5' : null): Sample => ({
+  at,
+  kind,
+  status,
+  ms,
+  retryAfter,
+});
 
 test('a phase: in flight at the fault, fail-fast while away, recovery from the fault and from the return', (t) => {
   const faultAt = 10_000;

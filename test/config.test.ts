@@ -17,7 +17,18 @@ test('defaults are usable for local development', (t) => {
 
 test('environment values are parsed and every invalid one is reported at once', (t) => {
   t.is(loadConfig({ NODE_ENV: 'development', PORT: '8080' }).registry.url, 'http://127.0.0.1:8080/api');
-  const err = t.throws(() => loadConfig({ NODE_ENV: 'development', PORT: 'eighty', OTP_MAX_ATTEMPTS: '0', CROSS_REGISTRY_MISMATCH_POLICY: 'maybe', TRUST_PROXY: 'perhaps', REDIS_URL: 'not a url' }), { instanceOf: ConfigError });
+  const err = t.throws(
+    () =>
+      loadConfig({
+        NODE_ENV: 'development',
+        PORT: 'eighty',
+        OTP_MAX_ATTEMPTS: '0',
+        CROSS_REGISTRY_MISMATCH_POLICY: 'maybe',
+        TRUST_PROXY: 'perhaps',
+        REDIS_URL: 'not a url',
+      }),
+    { instanceOf: ConfigError },
+  );
   t.is((err as ConfigError).problems.length, 5);
 });
 
@@ -29,10 +40,24 @@ test('production refuses the development signing key and the SMS outbox', (t) =>
   // With real settings it starts, and the SMS transport defaults to the webhook.
   const BIOMETRIC_KEYS = `k1:${Buffer.alloc(32, 7).toString('base64')}`;
   const LINK_NUMBER_HASH_KEY = Buffer.alloc(32, 9).toString('base64');
-  const ok = loadConfig({ NODE_ENV: 'production', JWT_PRIVATE_KEY: '-----BEGIN PRIVATE KEY-----x', BIOMETRIC_KEYS, LINK_NUMBER_HASH_KEY, SMS_WEBHOOK_URL: 'https://sms.example/send', REGISTRY_URL: 'https://registry.example/v1' });
+  const ok = loadConfig({
+    NODE_ENV: 'production',
+    JWT_PRIVATE_KEY: '-----BEGIN PRIVATE KEY-----x',
+    BIOMETRIC_KEYS,
+    LINK_NUMBER_HASH_KEY,
+    SMS_WEBHOOK_URL: 'https://sms.example/send',
+    REGISTRY_URL: 'https://registry.example/v1',
+  });
   t.false(ok.registry.simulator, 'the simulator is not mounted in production');
   t.is(ok.sms.transport, 'webhook');
-  const base = { NODE_ENV: 'production', JWT_PRIVATE_KEY: 'k', BIOMETRIC_KEYS, LINK_NUMBER_HASH_KEY, SMS_WEBHOOK_URL: 'https://x', REGISTRY_URL: 'https://registry.example/v1' };
+  const base = {
+    NODE_ENV: 'production',
+    JWT_PRIVATE_KEY: 'k',
+    BIOMETRIC_KEYS,
+    LINK_NUMBER_HASH_KEY,
+    SMS_WEBHOOK_URL: 'https://x',
+    REGISTRY_URL: 'https://registry.example/v1',
+  };
   t.throws(() => loadConfig({ ...base, REGISTRY_SIM_FAULT: 'error' }), { instanceOf: ConfigError });
   // The simulator lets anyone enrol an identity: never in production, and never the default registry there.
   t.throws(() => loadConfig({ ...base, REGISTRY_SIMULATOR: 'true' }), { instanceOf: ConfigError });
@@ -49,7 +74,12 @@ test('NODE_ENV unset means production: without its settings the service refuses 
   t.regex(text, /JWT_PRIVATE_KEY/);
   t.regex(text, /REGISTRY_URL/);
   t.regex(text, /BIOMETRIC_KEYS/);
-  const c = loadConfig({ JWT_PRIVATE_KEY: 'k', BIOMETRIC_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}`, SMS_WEBHOOK_URL: 'https://sms.example/send', REGISTRY_URL: 'https://registry.example/v1' });
+  const c = loadConfig({
+    JWT_PRIVATE_KEY: 'k',
+    BIOMETRIC_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}`,
+    SMS_WEBHOOK_URL: 'https://sms.example/send',
+    REGISTRY_URL: 'https://registry.example/v1',
+  });
   t.is(c.runtime.nodeEnv, 'production');
   t.true(c.isProduction);
   t.false(c.registry.simulator);
@@ -61,7 +91,21 @@ test('NODE_ENV unset means production: without its settings the service refuses 
 test('npm start, npm test and the developer scripts say development explicitly (unless NODE_ENV is given)', async (t) => {
   const { readFileSync } = await import('node:fs');
   const scripts = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { scripts: Record<string, string> }).scripts;
-  for (const name of ['start', 'test', 'start:web', 'start:face', 'start:search', 'migrate', 'create-admin', 'unlock-operator', 'seed:registry', 'bench', 'chaos', 'docs:config', 'gen:client']) {
+  for (const name of [
+    'start',
+    'test',
+    'start:web',
+    'start:face',
+    'start:search',
+    'migrate',
+    'create-admin',
+    'unlock-operator',
+    'seed:registry',
+    'bench',
+    'chaos',
+    'docs:config',
+    'gen:client',
+  ]) {
     t.true(scripts[name]!.includes('NODE_ENV=${NODE_ENV:-development}'), name);
   }
   // The Procfile (production) does not.
@@ -79,7 +123,16 @@ test('docs/configuration.md is generated from the settings table and up to date'
 });
 
 test('the start-up view of the config hides secrets, URL passwords and URL query strings', (t) => {
-  const view = describeConfig(loadConfig({ NODE_ENV: 'development', DATABASE_URL: 'postgres://app:s3cret@db:5432/faceid', SMS_TRANSPORT: 'webhook', SMS_WEBHOOK_URL: 'https://sms.example/send?api_key=k3y', ADMIN_IDENTIFIER: 'root', ADMIN_PASSWORD: 'admin-pass-123' }));
+  const view = describeConfig(
+    loadConfig({
+      NODE_ENV: 'development',
+      DATABASE_URL: 'postgres://app:s3cret@db:5432/faceid',
+      SMS_TRANSPORT: 'webhook',
+      SMS_WEBHOOK_URL: 'https://sms.example/send?api_key=k3y',
+      ADMIN_IDENTIFIER: 'root',
+      ADMIN_PASSWORD: 'admin-pass-123',
+    }),
+  );
   const text = JSON.stringify(view);
   for (const leak of ['s3cret', 'k3y', 'admin-pass-123']) t.false(text.includes(leak), leak);
   t.regex(String(view.SMS_WEBHOOK_URL), /^https:\/\/sms\.example\/send/);

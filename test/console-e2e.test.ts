@@ -84,7 +84,10 @@ async function checkPage(t: ExecutionContext, page: Page, where: string): Promis
 }
 
 function codeFor(phone: string): string {
-  const lines = readFileSync(h.outboxFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { to: string; code: string });
+  const lines = readFileSync(h.outboxFile, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { to: string; code: string });
   const mine = lines.filter((l) => l.to === phone);
   if (!mine.length) throw new Error(`no SMS to ${phone}`);
   return mine[mine.length - 1]!.code;
@@ -163,7 +166,14 @@ test.serial('consumer: signs in with the SMS code, is told a wrong photo does no
   await page.getByRole('button', { name: 'Take photo' }).click();
   await page.getByRole('button', { name: 'Compare my face' }).click();
   await page.getByTestId('face-match').or(page.getByTestId('link-error')).waitFor();
-  t.is(await page.getByTestId('link-error').count(), 0, `verify-face: ${await page.getByTestId('link-error').textContent().catch(() => '')}`);
+  t.is(
+    await page.getByTestId('link-error').count(),
+    0,
+    `verify-face: ${await page
+      .getByTestId('link-error')
+      .textContent()
+      .catch(() => '')}`,
+  );
   // The capture was sent: no image (preview, blob URL, video) remains on the page.
   t.is(await page.locator('img, video').count(), 0);
   await page.getByRole('button', { name: 'Link NIN' }).click();
@@ -237,64 +247,72 @@ test.serial('operator: the forced password change, then an identification that f
   await context.close();
 });
 
-test.serial('consumer: the history shows the identification, which they dispute; the NIN is linked elsewhere for another consumer; the pages speak Hausa', async (t) => {
-  const page = s.consumer;
-  if (!page || !s.referenceId) return t.fail('an earlier step did not run');
-  await page.getByRole('button', { name: 'History' }).click();
-  const entry = page.getByTestId('history').locator('li').filter({ hasText: 'Identified by an operator' });
-  await entry.waitFor();
-  await entry.getByRole('button', { name: 'Dispute' }).click();
-  await page.getByLabel(/Why do you dispute this/).fill('I was not there that day');
-  await page.getByRole('button', { name: 'Send dispute' }).click();
-  await page.getByTestId('dispute-note').waitFor();
-  await entry.getByText('Disputed').waitFor();
-  t.is(await entry.locator('.badge').first().textContent(), 'Match');
-  await checkPage(t, page, 'history');
-  await screenshots(page, 'consumer-history');
-  // The CSV export downloads through the page (fetched with the bearer token, saved from a blob).
-  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download CSV' }).click()]);
-  t.is(download.suggestedFilename(), `history-${s.userId}.csv`);
-  const csv = readFileSync((await download.path())!, 'utf8');
-  t.regex(csv, /^referenceId,kind,outcome,score,createdAt,disputed/);
-  t.true(csv.includes(s.referenceId));
-  const dispute = await h.deps.db('disputes').where({ searchLogId: s.referenceId }).first();
-  t.is(dispute.reason, 'I was not there that day');
+test.serial(
+  'consumer: the history shows the identification, which they dispute; the NIN is linked elsewhere for another consumer; the pages speak Hausa',
+  async (t) => {
+    const page = s.consumer;
+    if (!page || !s.referenceId) return t.fail('an earlier step did not run');
+    await page.getByRole('button', { name: 'History' }).click();
+    const entry = page.getByTestId('history').locator('li').filter({ hasText: 'Identified by an operator' });
+    await entry.waitFor();
+    await entry.getByRole('button', { name: 'Dispute' }).click();
+    await page.getByLabel(/Why do you dispute this/).fill('I was not there that day');
+    await page.getByRole('button', { name: 'Send dispute' }).click();
+    await page.getByTestId('dispute-note').waitFor();
+    await entry.getByText('Disputed').waitFor();
+    t.is(await entry.locator('.badge').first().textContent(), 'Match');
+    await checkPage(t, page, 'history');
+    await screenshots(page, 'consumer-history');
+    // The CSV export downloads through the page (fetched with the bearer token, saved from a blob).
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download CSV' }).click()]);
+    t.is(download.suggestedFilename(), `history-${s.userId}.csv`);
+    const csv = readFileSync((await download.path())!, 'utf8');
+    t.regex(csv, /^referenceId,kind,outcome,score,createdAt,disputed/);
+    t.true(csv.includes(s.referenceId));
+    const dispute = await h.deps.db('disputes').where({ searchLogId: s.referenceId }).first();
+    t.is(dispute.reason, 'I was not there that day');
 
-  // Somebody else trying the same NIN learns only when and on what kind of device it was linked.
-  const other = await newPage(PHONE);
-  await other.page.goto('/console/#/consumer');
-  await other.page.getByLabel('Phone number').fill('+2348034440000');
-  await other.page.getByRole('button', { name: 'Send me a code' }).click();
-  await other.page.getByLabel('6-digit code').waitFor();
-  await other.page.getByLabel('6-digit code').fill(codeFor('+2348034440000'));
-  await other.page.getByRole('button', { name: 'Sign in' }).click();
-  await other.page.getByRole('button', { name: 'Link your NIN' }).click();
-  await other.page.getByLabel('Your 11-digit NIN').fill(s.nin!);
-  await other.page.getByRole('button', { name: 'Check number' }).click();
-  const elsewhere = (await other.page.getByTestId('already-linked').textContent()) ?? '';
-  t.regex(elsewhere, /^This NIN is already linked to another account \(linked .+, on .+\)/);
-  t.notRegex(elsewhere, /George|Bush|G\*/, 'nothing about the other account but the date and device');
-  await checkPage(t, other.page, 'already linked');
-  await other.context.close();
+    // Somebody else trying the same NIN learns only when and on what kind of device it was linked.
+    const other = await newPage(PHONE);
+    await other.page.goto('/console/#/consumer');
+    await other.page.getByLabel('Phone number').fill('+2348034440000');
+    await other.page.getByRole('button', { name: 'Send me a code' }).click();
+    await other.page.getByLabel('6-digit code').waitFor();
+    await other.page.getByLabel('6-digit code').fill(codeFor('+2348034440000'));
+    await other.page.getByRole('button', { name: 'Sign in' }).click();
+    await other.page.getByRole('button', { name: 'Link your NIN' }).click();
+    await other.page.getByLabel('Your 11-digit NIN').fill(s.nin!);
+    await other.page.getByRole('button', { name: 'Check number' }).click();
+    const elsewhere = (await other.page.getByTestId('already-linked').textContent()) ?? '';
+    t.regex(elsewhere, /^This NIN is already linked to another account \(linked .+, on .+\)/);
+    t.notRegex(elsewhere, /George|Bush|G\*/, 'nothing about the other account but the date and device');
+    await checkPage(t, other.page, 'already linked');
+    await other.context.close();
 
-  await page.getByRole('button', { name: 'Back' }).click();
-  await page.getByRole('button', { name: 'Settings' }).click();
-  await page.getByRole('heading', { name: 'Settings' }).waitFor();
-  await page.locator('select[name=language]').selectOption('ha');
-  await page.getByRole('button', { name: 'Save' }).click();
-  await page.getByRole('heading', { name: 'Saituna' }).waitFor();
-  t.is(await page.evaluate(() => document.documentElement.lang), 'ha');
-  const prefs = await h.deps.db('preferences').where({ userId: s.userId }).first();
-  t.is(prefs.language, 'ha');
-  await page.getByRole('button', { name: 'Koma' }).click();
-  await page.getByRole('heading', { name: 'Shaidarka' }).waitFor();
-  await checkPage(t, page, 'home in Hausa');
-  await screenshots(page, 'consumer-home-hausa', ['phone']);
-  for (const [lang, heading] of [['yo', 'Ìdánimọ̀ rẹ'], ['ig', 'Njirimara gị'], ['pcm', 'Your identity'], ['en', 'Your identity']] as const) {
-    await page.getByTestId('lang-switch').selectOption(lang);
-    await page.getByRole('heading', { name: heading }).waitFor();
-  }
-});
+    await page.getByRole('button', { name: 'Back' }).click();
+    await page.getByRole('button', { name: 'Settings' }).click();
+    await page.getByRole('heading', { name: 'Settings' }).waitFor();
+    await page.locator('select[name=language]').selectOption('ha');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('heading', { name: 'Saituna' }).waitFor();
+    t.is(await page.evaluate(() => document.documentElement.lang), 'ha');
+    const prefs = await h.deps.db('preferences').where({ userId: s.userId }).first();
+    t.is(prefs.language, 'ha');
+    await page.getByRole('button', { name: 'Koma' }).click();
+    await page.getByRole('heading', { name: 'Shaidarka' }).waitFor();
+    await checkPage(t, page, 'home in Hausa');
+    await screenshots(page, 'consumer-home-hausa', ['phone']);
+    for (const [lang, heading] of [
+      ['yo', 'Ìdánimọ̀ rẹ'],
+      ['ig', 'Njirimara gị'],
+      ['pcm', 'Your identity'],
+      ['en', 'Your identity'],
+    ] as const) {
+      await page.getByTestId('lang-switch').selectOption(lang);
+      await page.getByRole('heading', { name: heading }).waitFor();
+    }
+  },
+);
 
 test.serial('administrator: creates, resets and deactivates an operator, moves the dispute, reads analytics and audit events', async (t) => {
   const { page, context } = await newPage(DESKTOP);
@@ -353,7 +371,9 @@ test.serial('administrator: creates, resets and deactivates an operator, moves t
   await page.getByTestId('audit-events').getByText('operator.status_changed').first().waitFor();
   await page.getByLabel('Event type').fill('operator.password_reset');
   await page.getByRole('button', { name: 'Filter' }).click();
-  await page.waitForFunction(() => Array.from(document.querySelectorAll('[data-testid=audit-events] tbody tr')).every((r) => r.textContent?.includes('operator.password_reset')));
+  await page.waitForFunction(() =>
+    Array.from(document.querySelectorAll('[data-testid=audit-events] tbody tr')).every((r) => r.textContent?.includes('operator.password_reset')),
+  );
   await checkPage(t, page, 'audit events');
   await screenshots(page, 'admin-audit', ['desktop']);
 
@@ -389,8 +409,12 @@ test.serial('administrator: registers a webhook endpoint (secret shown once), re
     t.is((new Webhook(secret).verify(delivered!.body, delivered!.headers) as { type: string }).type, 'operator.deactivated');
 
     // The attempt's log row is written once the receiver's answer is in.
-    while (!(await h.deps.db('webhook_delivery_attempts').where({ eventId: delivered!.headers['webhook-id'], status: 'succeeded' }).first())) await page.waitForTimeout(50);
-    await page.getByTestId('webhook-endpoints').getByRole('button', { name: `${receiver.url}/bank` }).click();
+    while (!(await h.deps.db('webhook_delivery_attempts').where({ eventId: delivered!.headers['webhook-id'], status: 'succeeded' }).first()))
+      await page.waitForTimeout(50);
+    await page
+      .getByTestId('webhook-endpoints')
+      .getByRole('button', { name: `${receiver.url}/bank` })
+      .click();
     const logRow = page.getByTestId('webhook-deliveries').locator('tbody tr').first();
     await logRow.getByText('succeeded').waitFor();
     await checkPage(t, page, 'webhooks');
@@ -442,7 +466,10 @@ test.serial('consumer: re-proves with the camera, changes the bank account (pend
   t.truthy(row.deletedAt);
   const search = await api.POST('/identify', multipart({ attestation: 'true', file: faceBlob('lfw/Bush_3.png') }, 'Bush_3.png'));
   t.is(search.response.status, 200);
-  t.false(search.data!.candidates.some((c) => c.userId === s.userId), 'operators no longer find the deleted consumer');
+  t.false(
+    search.data!.candidates.some((c) => c.userId === s.userId),
+    'operators no longer find the deleted consumer',
+  );
   await s.consumerContext?.close();
 });
 
@@ -450,9 +477,13 @@ test.serial('staff: turns on two-step sign-in (QR code, recovery codes shown onc
   const { codeAt } = await import('../api/domain/totp.js');
   const created = await api.POST('/operators', { body: { identifier: 'grace', displayName: 'Grace Bello' } });
   t.truthy(created.data, JSON.stringify(created.error));
-  const first = await createApiClient(h.url, () => null).POST('/auth/operator/login', { body: { identifier: 'grace', password: created.data!.temporaryPassword } });
+  const first = await createApiClient(h.url, () => null).POST('/auth/operator/login', {
+    body: { identifier: 'grace', password: created.data!.temporaryPassword },
+  });
   const password = 'grace-pass-789';
-  await createApiClient(h.url, () => first.data!.accessToken).POST('/auth/operator/set-password', { body: { currentPassword: created.data!.temporaryPassword, newPassword: password } });
+  await createApiClient(h.url, () => first.data!.accessToken).POST('/auth/operator/set-password', {
+    body: { currentPassword: created.data!.temporaryPassword, newPassword: password },
+  });
 
   const { page, context } = await newPage(DESKTOP);
   await page.goto('/console/#/staff');

@@ -16,7 +16,11 @@ for (const lang of ['ha', 'ig', 'yo', 'pcm']) {
     const other = load(lang);
     const missing = Object.keys(en).filter((k) => !SHARED.has(k) && !(k in other));
     t.deepEqual(missing, [], `${lang}.json lacks keys`);
-    t.deepEqual(Object.keys(other).filter((k) => !(k in en)), [], `${lang}.json has keys English does not`);
+    t.deepEqual(
+      Object.keys(other).filter((k) => !(k in en)),
+      [],
+      `${lang}.json has keys English does not`,
+    );
     for (const [k, v] of Object.entries(other)) {
       t.deepEqual(placeholders(v), placeholders(en[k]!), `${lang}.${k} placeholders`);
       t.true(v.trim().length > 0, `${lang}.${k} is empty`);

@@ -48,7 +48,10 @@ test("Redocly's recommended lint passes on the served document with no error and
   writeFileSync(path.join(target, 'openapi.json'), documentText(served));
   writeFileSync(path.join(dir, '.redocly.lint-ignore.yaml'), readFileSync(path.join(ROOT, '.redocly.lint-ignore.yaml')));
   const redocly = path.join(ROOT, 'node_modules', '.bin', 'redocly');
-  const { stdout, stderr } = await run(redocly, ['lint', '--format=summary', 'console/src/api/openapi.json'], { cwd: dir, env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' } }).catch((e: { stdout: string; stderr: string }) => {
+  const { stdout, stderr } = await run(redocly, ['lint', '--format=summary', 'console/src/api/openapi.json'], {
+    cwd: dir,
+    env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+  }).catch((e: { stdout: string; stderr: string }) => {
     t.fail(`redocly lint failed:\n${e.stdout}\n${e.stderr}`);
     return e;
   });

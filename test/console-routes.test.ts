@@ -31,7 +31,10 @@ test.serial('GET /operators pages newest first and never carries a password hash
   const first = await admin.GET('/operators', { params: { query: { page: 1, pageSize: 2 } } });
   t.is(first.response.status, 200);
   t.like(first.data, { page: 1, pageSize: 2, total: 4 });
-  t.deepEqual(first.data!.items.map((o) => o.identifier), ['zainab', 'tunde_b']);
+  t.deepEqual(
+    first.data!.items.map((o) => o.identifier),
+    ['zainab', 'tunde_b'],
+  );
   const second = await admin.GET('/operators', { params: { query: { page: 2, pageSize: 2 } } });
   t.is(second.data!.items[0]!.identifier, 'ngozi.eze');
   t.is(second.data!.items.length, 2);
@@ -39,8 +42,12 @@ test.serial('GET /operators pages newest first and never carries a password hash
 });
 
 test.serial('GET /operators filters by role, status and a substring of identifier or name (LIKE wildcards are literal)', async (t) => {
-  const q = async (query: Record<string, string>) => (await admin.GET('/operators', { params: { query: { page: 1, pageSize: 20, ...query } } })).data!.items.map((o) => o.identifier).sort();
-  t.deepEqual(await q({ role: 'administrator' }), ['zainab', (await admin.GET('/operators/{id}', { params: { path: { id: ids.admin! } } })).data!.operator.identifier].sort());
+  const q = async (query: Record<string, string>) =>
+    (await admin.GET('/operators', { params: { query: { page: 1, pageSize: 20, ...query } } })).data!.items.map((o) => o.identifier).sort();
+  t.deepEqual(
+    await q({ role: 'administrator' }),
+    ['zainab', (await admin.GET('/operators/{id}', { params: { path: { id: ids.admin! } } })).data!.operator.identifier].sort(),
+  );
   t.deepEqual(await q({ status: 'deactivated' }), ['tunde_b']);
   t.deepEqual(await q({ q: 'EZE' }), ['ngozi.eze']);
   t.deepEqual(await q({ q: 'bakare' }), ['tunde_b']);
@@ -74,10 +81,16 @@ test.serial('GET /audit-events lists newest first with filters by type, severity
   t.like(created.data, { total: 3, page: 1, pageSize: 2 });
   t.is(created.data!.items.length, 2);
   const bySubject = await admin.GET('/audit-events', { params: { query: { page: 1, pageSize: 20, subjectId: ids['tunde_b']! } } });
-  t.deepEqual(bySubject.data!.items.map((e) => e.type), ['operator.status_changed', 'operator.created']);
+  t.deepEqual(
+    bySubject.data!.items.map((e) => e.type),
+    ['operator.status_changed', 'operator.created'],
+  );
   // A deactivation is logged at high severity; creations at info.
   const high = await admin.GET('/audit-events', { params: { query: { page: 1, pageSize: 20, severity: 'high' } } });
-  t.deepEqual(high.data!.items.map((e) => [e.type, e.subjectId]), [['operator.status_changed', ids['tunde_b']]]);
+  t.deepEqual(
+    high.data!.items.map((e) => [e.type, e.subjectId]),
+    [['operator.status_changed', ids['tunde_b']]],
+  );
   t.is((await admin.GET('/audit-events', { params: { query: { page: 1, pageSize: 20, severity: 'info' } } })).data!.total, 3);
   t.is((await admin.GET('/audit-events', { params: { query: { page: 1, pageSize: 20, actorId: '00000000-0000-4000-8000-000000000000' } } })).data!.total, 0);
   t.is((await admin.GET('/audit-events', { params: { query: { page: 1, pageSize: 20, to: '2000-01-01' } } })).data!.total, 0);
@@ -92,7 +105,14 @@ test.serial('GET /audit-events lists newest first with filters by type, severity
 test.serial("GET /identify/mine lists only the caller's own /identify calls", async (t) => {
   const me = await newOperator(h);
   const other = await newOperator(h);
-  const row = (operatorId: string, outcome: string) => ({ kind: 'identify', operatorId, orgId: 'default', outcome, candidates: JSON.stringify([]), latencyMs: JSON.stringify({ liveness: 1, embed: 1, search: 1, total: 3 }) });
+  const row = (operatorId: string, outcome: string) => ({
+    kind: 'identify',
+    operatorId,
+    orgId: 'default',
+    outcome,
+    candidates: JSON.stringify([]),
+    latencyMs: JSON.stringify({ liveness: 1, embed: 1, search: 1, total: 3 }),
+  });
   await h.deps.db('searchLogs').insert([row(me.operatorId, 'no_match'), row(me.operatorId, 'no_face'), row(other.operatorId, 'match')]);
   const mine = await createApiClient(h.url, () => me.token).GET('/identify/mine', { params: { query: { page: 1, pageSize: 20 } } });
   t.is(mine.response.status, 200);

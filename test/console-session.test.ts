@@ -31,7 +31,12 @@ test('the page refreshes the access token before it expires, uses the new one, a
   await page.getByLabel('Phone number').fill(phone);
   await page.getByRole('button', { name: 'Send me a code' }).click();
   await page.getByLabel('6-digit code').waitFor();
-  const line = readFileSync(h.outboxFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { to: string; code: string }).filter((l) => l.to === phone).pop()!;
+  const line = readFileSync(h.outboxFile, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { to: string; code: string })
+    .filter((l) => l.to === phone)
+    .pop()!;
   await page.getByLabel('6-digit code').fill(line.code);
   const [signIn] = await Promise.all([page.waitForResponse('**/auth/otp/verify'), page.getByRole('button', { name: 'Sign in' }).click()]);
   const first = (await signIn.json()) as { accessToken: string; refreshToken: string; expiresIn: number };

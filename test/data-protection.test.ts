@@ -26,13 +26,20 @@ const IMG = { bush1: photo('lfw/Bush_1.png'), bush2: photo('lfw/Bush_2.png'), po
 const K1 = randomBytes(32).toString('base64');
 const K2 = randomBytes(32).toString('base64');
 
-const h = useHarness(test, { face: true, search: 1, env: { BIOMETRIC_KEYS: `k1:${K1}`, BIOMETRIC_ACTIVE_KEY_ID: 'k1', ERASURE_MAX_SECONDS: '3', RETENTION_SWEEP_INTERVAL_SECONDS: '1' } });
+const h = useHarness(test, {
+  face: true,
+  search: 1,
+  env: { BIOMETRIC_KEYS: `k1:${K1}`, BIOMETRIC_ACTIVE_KEY_ID: 'k1', ERASURE_MAX_SECONDS: '3', RETENTION_SWEEP_INTERVAL_SECONDS: '1' },
+});
 
 /** Files of that name in every snapshot of the search worker's directory. */
 function snapshotFiles(name: string): string[] {
   const dir = h.config.search.snapshotDir;
   if (!existsSync(dir)) return [];
-  return readdirSync(dir).filter((d) => d.startsWith('snap-')).map((d) => path.join(dir, d, name)).filter((f) => existsSync(f));
+  return readdirSync(dir)
+    .filter((d) => d.startsWith('snap-'))
+    .map((d) => path.join(dir, d, name))
+    .filter((f) => existsSync(f));
 }
 const api = () => client(h.url);
 
@@ -57,7 +64,10 @@ async function linkedConsumer(t: import('ava').ExecutionContext, registryPhoto: 
   const user = await newConsumer(h);
   const v = await api().post('/identity/nin/validate', { token: user.token, json: { nin: person.nin } });
   t.is(v.status, 200, v.text);
-  const f = await api().post('/identity/nin/verify-face', { token: user.token, form: { validationToken: v.body.validationToken, file: { data: selfie, filename: 'selfie.png', type: 'image/png' } } });
+  const f = await api().post('/identity/nin/verify-face', {
+    token: user.token,
+    form: { validationToken: v.body.validationToken, file: { data: selfie, filename: 'selfie.png', type: 'image/png' } },
+  });
   t.is(f.status, 200, f.text);
   const l = await api().post('/identity/nin/link', { token: user.token, json: { linkToken: f.body.linkToken } });
   t.is(l.status, 200, l.text);
@@ -94,10 +104,12 @@ function holdsClearTemplate(value: unknown): boolean {
 
 /** Every bytea, array, json and long text column of every table: the places a template could hide. */
 async function columnsWithClearTemplates(): Promise<string[]> {
-  const cols = (await h.deps.db.raw(
-    `SELECT table_name::text AS t, column_name::text AS c FROM information_schema.columns
+  const cols = (
+    await h.deps.db.raw(
+      `SELECT table_name::text AS t, column_name::text AS c FROM information_schema.columns
       WHERE table_schema = 'public' AND data_type IN ('bytea', 'ARRAY', 'jsonb', 'json', 'text')`,
-  )).rows as { t: string; c: string }[];
+    )
+  ).rows as { t: string; c: string }[];
   const found: string[] = [];
   for (const { t: table, c: column } of cols) {
     const rows = (await h.deps.db.raw(`SELECT "${column}" AS v FROM "${table}" WHERE "${column}" IS NOT NULL`)).rows as { v: unknown }[];
@@ -125,7 +137,9 @@ test.serial('no template in clear anywhere in the database after enrolments thro
 
 /** Every row of every table as text (what a database dump holds), except the simulated national registry's. */
 async function databaseDump(): Promise<string> {
-  const tables = (await h.deps.db.raw("SELECT table_name::text AS t FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'")).rows as { t: string }[];
+  const tables = (
+    await h.deps.db.raw("SELECT table_name::text AS t FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'")
+  ).rows as { t: string }[];
   const out: string[] = [];
   // registry_persons is the registry simulator's store (the national registry's data, not the service's).
   for (const { t: table } of tables.filter((x) => x.t !== 'registry_persons')) {
@@ -146,59 +160,79 @@ async function redisKeys(): Promise<string[]> {
   return keys;
 }
 
-test.serial('erasure: DELETE leaves no phone, name, number or bank account in the database, purges Redis and the snapshots, then audits user.erased; the number can be linked again and is recognised', async (t) => {
-  const user = await linkedConsumer(t, IMG.bush1, IMG.bush2, { firstName: 'Erasable', lastName: 'Person' });
-  const { phone } = await h.deps.db('users').where({ id: user.userId }).first('phone');
-  await h.deps.db('users').where({ id: user.userId }).update({ bankAccount: '0123456789' });
-  // Redis copies: a pending BVN validation (registry photo) and the reusable NIN capture.
-  const v = await api().post('/identity/bvn/validate', { token: user.token, json: { bvn: user.person.bvn } });
-  t.is(v.status, 200, v.text);
-  const before = (await redisKeys()).filter((k) => k.includes(user.userId));
-  t.true(before.some((k) => k.includes(':identity:capture:')), before.join(','));
-  t.true(before.some((k) => k.includes(':identity:current-validation:')), before.join(','));
-  const dumpBefore = await databaseDump();
-  for (const value of [phone, 'Erasable', user.person.nin, '0123456789']) t.true(dumpBefore.includes(value), `the dump holds ${value} before`);
-  const validationKeys = (await redisKeys()).filter((k) => k.includes(':identity:validation:'));
+test.serial(
+  'erasure: DELETE leaves no phone, name, number or bank account in the database, purges Redis and the snapshots, then audits user.erased; the number can be linked again and is recognised',
+  async (t) => {
+    const user = await linkedConsumer(t, IMG.bush1, IMG.bush2, { firstName: 'Erasable', lastName: 'Person' });
+    const { phone } = await h.deps.db('users').where({ id: user.userId }).first('phone');
+    await h.deps.db('users').where({ id: user.userId }).update({ bankAccount: '0123456789' });
+    // Redis copies: a pending BVN validation (registry photo) and the reusable NIN capture.
+    const v = await api().post('/identity/bvn/validate', { token: user.token, json: { bvn: user.person.bvn } });
+    t.is(v.status, 200, v.text);
+    const before = (await redisKeys()).filter((k) => k.includes(user.userId));
+    t.true(
+      before.some((k) => k.includes(':identity:capture:')),
+      before.join(','),
+    );
+    t.true(
+      before.some((k) => k.includes(':identity:current-validation:')),
+      before.join(','),
+    );
+    const dumpBefore = await databaseDump();
+    for (const value of [phone, 'Erasable', user.person.nin, '0123456789']) t.true(dumpBefore.includes(value), `the dump holds ${value} before`);
+    const validationKeys = (await redisKeys()).filter((k) => k.includes(':identity:validation:'));
 
-  const { proofToken } = await issueProofToken(h.deps, user.userId, user.sessionId);
-  const del = await api().delete(`/users/${user.userId}`, { token: user.token, json: { proofToken } });
-  t.is(del.status, 200, del.text);
-  t.is(del.body.status, 'deleted');
+    const { proofToken } = await issueProofToken(h.deps, user.userId, user.sessionId);
+    const del = await api().delete(`/users/${user.userId}`, { token: user.token, json: { proofToken } });
+    t.is(del.status, 200, del.text);
+    t.is(del.body.status, 'deleted');
 
-  const dump = await databaseDump();
-  for (const value of [phone, phone.slice(1), 'Erasable', user.person.nin, user.person.bvn, '0123456789']) t.false(dump.includes(value), `the dump still holds ${value}`);
-  const links = await h.deps.db('ninLinks').where({ userId: user.userId });
-  t.is(links.length, 1);
-  t.is(links[0].nin, null);
-  t.is(links[0].registryRecord, null);
-  t.regex(links[0].numberHash, /^[0-9a-f]{64}$/);
-  t.deepEqual((await redisKeys()).filter((k) => k.includes(user.userId) || validationKeys.includes(k)), []);
+    const dump = await databaseDump();
+    for (const value of [phone, phone.slice(1), 'Erasable', user.person.nin, user.person.bvn, '0123456789'])
+      t.false(dump.includes(value), `the dump still holds ${value}`);
+    const links = await h.deps.db('ninLinks').where({ userId: user.userId });
+    t.is(links.length, 1);
+    t.is(links[0].nin, null);
+    t.is(links[0].registryRecord, null);
+    t.regex(links[0].numberHash, /^[0-9a-f]{64}$/);
+    t.deepEqual(
+      (await redisKeys()).filter((k) => k.includes(user.userId) || validationKeys.includes(k)),
+      [],
+    );
 
-  // The receipt once the snapshots on disk are rewritten (ERASURE_MAX_SECONDS is 3 here).
-  const t0 = Date.now();
-  let receipt;
-  while (!(receipt = await h.deps.db('auditEvents').where({ type: 'user.erased', subjectId: user.userId }).first()) && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 200));
-  t.truthy(receipt, 'user.erased within the erasure deadline');
-  t.deepEqual(receipt.data.steps, ['postgresql', 'redis', 'search_snapshots']);
-  const snapshotIds = snapshotFiles('ids.txt').map((f) => readFileSync(f, 'utf8'));
-  t.true(snapshotIds.length >= 1, 'the search worker writes snapshots');
-  t.false(snapshotIds.some((ids) => ids.includes(user.userId)), 'no snapshot on disk lists the erased user');
-  t.is((await h.deps.db('auditEvents').where({ type: 'user.erased', subjectId: user.userId })).length, 1);
-  t.truthy(await h.deps.db('webhookEvents').where({ type: 'user.deleted' }).whereRaw("data->>'userId' = ?", [user.userId]).first());
+    // The receipt once the snapshots on disk are rewritten (ERASURE_MAX_SECONDS is 3 here).
+    const t0 = Date.now();
+    let receipt;
+    while (!(receipt = await h.deps.db('auditEvents').where({ type: 'user.erased', subjectId: user.userId }).first()) && Date.now() - t0 < 10_000)
+      await new Promise((r) => setTimeout(r, 200));
+    t.truthy(receipt, 'user.erased within the erasure deadline');
+    t.deepEqual(receipt.data.steps, ['postgresql', 'redis', 'search_snapshots']);
+    const snapshotIds = snapshotFiles('ids.txt').map((f) => readFileSync(f, 'utf8'));
+    t.true(snapshotIds.length >= 1, 'the search worker writes snapshots');
+    t.false(
+      snapshotIds.some((ids) => ids.includes(user.userId)),
+      'no snapshot on disk lists the erased user',
+    );
+    t.is((await h.deps.db('auditEvents').where({ type: 'user.erased', subjectId: user.userId })).length, 1);
+    t.truthy(await h.deps.db('webhookEvents').where({ type: 'user.deleted' }).whereRaw("data->>'userId' = ?", [user.userId]).first());
 
-  // The released number: another account links it; the erased row is recognised by its hash and released.
-  const other = await newConsumer(h);
-  const v2 = await api().post('/identity/nin/validate', { token: other.token, json: { nin: user.person.nin } });
-  t.is(v2.status, 200, v2.text);
-  t.truthy(v2.body.validationToken, 'not reported as linked to a live account');
-  const f2 = await api().post('/identity/nin/verify-face', { token: other.token, form: { validationToken: v2.body.validationToken, file: { data: IMG.bush2, filename: 'selfie.png', type: 'image/png' } } });
-  t.is(f2.status, 200, f2.text);
-  const l2 = await api().post('/identity/nin/link', { token: other.token, json: { linkToken: f2.body.linkToken } });
-  t.is(l2.status, 200, l2.text);
-  const released = await h.deps.db('auditEvents').where({ type: 'identity.link_released', subjectId: user.userId }).first();
-  t.truthy(released, 'the erased holder is recognised by the keyed hash');
-  t.is((await h.deps.db('ninLinks').where({ userId: user.userId })).length, 0);
-});
+    // The released number: another account links it; the erased row is recognised by its hash and released.
+    const other = await newConsumer(h);
+    const v2 = await api().post('/identity/nin/validate', { token: other.token, json: { nin: user.person.nin } });
+    t.is(v2.status, 200, v2.text);
+    t.truthy(v2.body.validationToken, 'not reported as linked to a live account');
+    const f2 = await api().post('/identity/nin/verify-face', {
+      token: other.token,
+      form: { validationToken: v2.body.validationToken, file: { data: IMG.bush2, filename: 'selfie.png', type: 'image/png' } },
+    });
+    t.is(f2.status, 200, f2.text);
+    const l2 = await api().post('/identity/nin/link', { token: other.token, json: { linkToken: f2.body.linkToken } });
+    t.is(l2.status, 200, l2.text);
+    const released = await h.deps.db('auditEvents').where({ type: 'identity.link_released', subjectId: user.userId }).first();
+    t.truthy(released, 'the erased holder is recognised by the keyed hash');
+    t.is((await h.deps.db('ninLinks').where({ userId: user.userId })).length, 0);
+  },
+);
 
 /** Every value under the test's prefix (strings and hash fields), as raw bytes. */
 async function redisValues(): Promise<Map<string, Buffer[]>> {
@@ -213,50 +247,62 @@ async function redisValues(): Promise<Map<string, Buffer[]>> {
 
 const IMAGE_MAGIC = [Buffer.from([0x89, 0x50, 0x4e, 0x47]), Buffer.from([0xff, 0xd8, 0xff])];
 
-test.serial('Redis holds no face: the registry photo of a validation, the reusable capture and the link-token embedding are sealed, and the key is not in Redis', async (t) => {
-  const person = await enrolPerson(IMG.bush1, { firstName: 'Sealed', lastName: 'Redis' });
-  const user = await newConsumer(h);
-  const v = await api().post('/identity/nin/validate', { token: user.token, json: { nin: person.nin } });
-  t.is(v.status, 200, v.text);
-  const afterValidate = await redisValues();
-  const validation = [...afterValidate.entries()].find(([k]) => k.includes(':identity:validation:'));
-  t.truthy(validation, 'the validation is in Redis');
-  const photoField = (await h.deps.redis.hgetBuffer(validation![0], 'photo'))!;
-  t.false(IMAGE_MAGIC.some((m) => photoField.subarray(0, m.length).equals(m)), 'the registry photo is not stored as an image');
-  t.is(BiometricKeyRing.keyIdOf(photoField), 'k1');
+test.serial(
+  'Redis holds no face: the registry photo of a validation, the reusable capture and the link-token embedding are sealed, and the key is not in Redis',
+  async (t) => {
+    const person = await enrolPerson(IMG.bush1, { firstName: 'Sealed', lastName: 'Redis' });
+    const user = await newConsumer(h);
+    const v = await api().post('/identity/nin/validate', { token: user.token, json: { nin: person.nin } });
+    t.is(v.status, 200, v.text);
+    const afterValidate = await redisValues();
+    const validation = [...afterValidate.entries()].find(([k]) => k.includes(':identity:validation:'));
+    t.truthy(validation, 'the validation is in Redis');
+    const photoField = (await h.deps.redis.hgetBuffer(validation![0], 'photo'))!;
+    t.false(
+      IMAGE_MAGIC.some((m) => photoField.subarray(0, m.length).equals(m)),
+      'the registry photo is not stored as an image',
+    );
+    t.is(BiometricKeyRing.keyIdOf(photoField), 'k1');
 
-  const f = await api().post('/identity/nin/verify-face', { token: user.token, form: { validationToken: v.body.validationToken, file: { data: IMG.bush2, filename: 'selfie.png', type: 'image/png' } } });
-  t.is(f.status, 200, f.text);
-  const values = await redisValues();
-  const capture = [...values.entries()].find(([k]) => k.includes(`:identity:capture:${user.userId}`));
-  t.truthy(capture, 'the reusable capture is in Redis');
-  const link = [...values.entries()].find(([k]) => k.includes(`:identity:link:nin:${user.userId}:`));
-  t.truthy(link, 'the link token is in Redis');
-  const claims = JSON.parse(link![1][0]!.toString('utf8'));
-  t.is(BiometricKeyRing.keyIdOf(Buffer.from(claims.embedding, 'base64')), 'k1');
-  // No value anywhere in Redis holds a template in clear, an image, or the key that seals them.
-  const key = Buffer.from(K1, 'base64');
-  for (const [k, bufs] of values) {
-    for (const b of bufs) {
-      t.false(holdsClearTemplate(b) || holdsClearTemplate(b.toString('utf8')), `${k} holds a template in clear`);
-      t.false(holdsClearTemplate(Object.values(tryJson(b))), `${k} holds a template in clear (JSON)`);
-      t.false(b.includes(key) || b.toString('utf8').includes(K1), `${k} holds the sealing key`);
-      t.false(IMAGE_MAGIC.some((m) => b.subarray(0, m.length).equals(m)), `${k} holds an image`);
+    const f = await api().post('/identity/nin/verify-face', {
+      token: user.token,
+      form: { validationToken: v.body.validationToken, file: { data: IMG.bush2, filename: 'selfie.png', type: 'image/png' } },
+    });
+    t.is(f.status, 200, f.text);
+    const values = await redisValues();
+    const capture = [...values.entries()].find(([k]) => k.includes(`:identity:capture:${user.userId}`));
+    t.truthy(capture, 'the reusable capture is in Redis');
+    const link = [...values.entries()].find(([k]) => k.includes(`:identity:link:nin:${user.userId}:`));
+    t.truthy(link, 'the link token is in Redis');
+    const claims = JSON.parse(link![1][0]!.toString('utf8'));
+    t.is(BiometricKeyRing.keyIdOf(Buffer.from(claims.embedding, 'base64')), 'k1');
+    // No value anywhere in Redis holds a template in clear, an image, or the key that seals them.
+    const key = Buffer.from(K1, 'base64');
+    for (const [k, bufs] of values) {
+      for (const b of bufs) {
+        t.false(holdsClearTemplate(b) || holdsClearTemplate(b.toString('utf8')), `${k} holds a template in clear`);
+        t.false(holdsClearTemplate(Object.values(tryJson(b))), `${k} holds a template in clear (JSON)`);
+        t.false(b.includes(key) || b.toString('utf8').includes(K1), `${k} holds the sealing key`);
+        t.false(
+          IMAGE_MAGIC.some((m) => b.subarray(0, m.length).equals(m)),
+          `${k} holds an image`,
+        );
+      }
     }
-  }
-  // The check is not blind: opened with the key, the capture is a template.
-  const ring = BiometricKeyRing.from({ biometricKeys: `k1:${K1}`, biometricActiveKeyId: 'k1' });
-  const sealedCapture = (await h.deps.redis.hgetBuffer(capture![0], 'embedding'))!;
-  t.true(holdsClearTemplate(ring.decrypt(sealedCapture, `capture:${user.userId}`)));
-  // And the workflow still works on the sealed values: the link lands, the BVN reuses the capture.
-  const l = await api().post('/identity/nin/link', { token: user.token, json: { linkToken: f.body.linkToken } });
-  t.is(l.status, 200, l.text);
-  const vb = await api().post('/identity/bvn/validate', { token: user.token, json: { bvn: person.bvn } });
-  t.is(vb.status, 200, vb.text);
-  const fb = await api().post('/identity/bvn/verify-face', { token: user.token, form: { validationToken: vb.body.validationToken, reuseCapture: 'true' } });
-  t.is(fb.status, 200, fb.text);
-  t.is(fb.body.outcome, 'match');
-});
+    // The check is not blind: opened with the key, the capture is a template.
+    const ring = BiometricKeyRing.from({ biometricKeys: `k1:${K1}`, biometricActiveKeyId: 'k1' });
+    const sealedCapture = (await h.deps.redis.hgetBuffer(capture![0], 'embedding'))!;
+    t.true(holdsClearTemplate(ring.decrypt(sealedCapture, `capture:${user.userId}`)));
+    // And the workflow still works on the sealed values: the link lands, the BVN reuses the capture.
+    const l = await api().post('/identity/nin/link', { token: user.token, json: { linkToken: f.body.linkToken } });
+    t.is(l.status, 200, l.text);
+    const vb = await api().post('/identity/bvn/validate', { token: user.token, json: { bvn: person.bvn } });
+    t.is(vb.status, 200, vb.text);
+    const fb = await api().post('/identity/bvn/verify-face', { token: user.token, form: { validationToken: vb.body.validationToken, reuseCapture: 'true' } });
+    t.is(fb.status, 200, fb.text);
+    t.is(fb.body.outcome, 'match');
+  },
+);
 
 function tryJson(b: Buffer): Record<string, unknown> {
   try {
@@ -278,46 +324,79 @@ test.serial('search snapshots are private: the directory and each snapshot 0700,
   }
 });
 
-test.serial('retention: the repeatable BullMQ job purges search logs, closed disputes and audit events past their RETENTION_DAYS_*, keeps the rest, and audits the counts', async (t) => {
-  const user = await newConsumer(h);
-  const daysAgo = (d: number) => new Date(Date.now() - d * 86_400_000);
-  const log = async (createdAt: Date) =>
-    (await h.deps.db('searchLogs').insert({ kind: 'verify_self', userId: user.userId, outcome: 'match', latencyMs: JSON.stringify({ total: 1 }), createdAt }).returning('id'))[0].id as string;
-  const oldLog = await log(daysAgo(500));
-  const recentLog = await log(daysAgo(10));
-  const oldLogOfOpenDispute = await log(daysAgo(500));
-  const oldLogOfClosedDispute = await log(daysAgo(500));
-  const [openDispute] = await h.deps.db('disputes').insert({ searchLogId: oldLogOfOpenDispute, userId: user.userId, status: 'open', createdAt: daysAgo(3000), updatedAt: daysAgo(3000) }).returning('id');
-  const [closedDispute] = await h.deps.db('disputes').insert({ searchLogId: oldLogOfClosedDispute, userId: user.userId, status: 'resolved', createdAt: daysAgo(3000), updatedAt: daysAgo(2500) }).returning('id');
-  const [oldAudit] = await h.deps.db('auditEvents').insert({ type: 'profile.changed', actorType: 'consumer', actorId: user.userId, subjectType: 'user', subjectId: user.userId, data: {}, createdAt: daysAgo(2500) }).returning('id');
+test.serial(
+  'retention: the repeatable BullMQ job purges search logs, closed disputes and audit events past their RETENTION_DAYS_*, keeps the rest, and audits the counts',
+  async (t) => {
+    const user = await newConsumer(h);
+    const daysAgo = (d: number) => new Date(Date.now() - d * 86_400_000);
+    const log = async (createdAt: Date) =>
+      (
+        await h.deps
+          .db('searchLogs')
+          .insert({ kind: 'verify_self', userId: user.userId, outcome: 'match', latencyMs: JSON.stringify({ total: 1 }), createdAt })
+          .returning('id')
+      )[0].id as string;
+    const oldLog = await log(daysAgo(500));
+    const recentLog = await log(daysAgo(10));
+    const oldLogOfOpenDispute = await log(daysAgo(500));
+    const oldLogOfClosedDispute = await log(daysAgo(500));
+    const [openDispute] = await h.deps
+      .db('disputes')
+      .insert({ searchLogId: oldLogOfOpenDispute, userId: user.userId, status: 'open', createdAt: daysAgo(3000), updatedAt: daysAgo(3000) })
+      .returning('id');
+    const [closedDispute] = await h.deps
+      .db('disputes')
+      .insert({ searchLogId: oldLogOfClosedDispute, userId: user.userId, status: 'resolved', createdAt: daysAgo(3000), updatedAt: daysAgo(2500) })
+      .returning('id');
+    const [oldAudit] = await h.deps
+      .db('auditEvents')
+      .insert({
+        type: 'profile.changed',
+        actorType: 'consumer',
+        actorId: user.userId,
+        subjectType: 'user',
+        subjectId: user.userId,
+        data: {},
+        createdAt: daysAgo(2500),
+      })
+      .returning('id');
 
-  const connection = h.deps.redis.duplicate();
-  const queue = new Queue('upstream', { connection, prefix: bullPrefix(h.config.redis.prefix) });
-  try {
-    const schedulers = await queue.getJobSchedulers();
-    t.true(schedulers.some((s) => s.key === 'retention-sweep'), 'the retention job is a repeatable job');
-  } finally {
-    await queue.close();
-    connection.disconnect();
-  }
-  // RETENTION_SWEEP_INTERVAL_SECONDS is 1 here: wait for a run after the fixtures.
-  const t0 = new Date();
-  let run;
-  for (let i = 0; i < 100 && !run; i++) {
-    await new Promise((r) => setTimeout(r, 200));
-    run = (await h.deps.db('auditEvents').where({ type: 'retention.purged' }).where('createdAt', '>', t0).whereRaw("(data->'counts'->>'searchLogs')::int >= 2").first());
-  }
-  t.truthy(run, 'a retention run purged the fixtures');
-  const left = async (table: string, id: string) => Boolean(await h.deps.db(table).where({ id }).first());
-  t.false(await left('searchLogs', oldLog));
-  t.true(await left('searchLogs', recentLog));
-  t.true(await left('disputes', openDispute.id), 'an open dispute is never purged');
-  t.true(await left('searchLogs', oldLogOfOpenDispute), 'the log of a kept dispute stays with it');
-  t.false(await left('disputes', closedDispute.id));
-  t.false(await left('searchLogs', oldLogOfClosedDispute));
-  t.false(await left('auditEvents', oldAudit.id));
-  t.deepEqual(Object.keys(run.data.counts).sort(), ['auditEvents', 'disputes', 'searchLogs']);
-});
+    const connection = h.deps.redis.duplicate();
+    const queue = new Queue('upstream', { connection, prefix: bullPrefix(h.config.redis.prefix) });
+    try {
+      const schedulers = await queue.getJobSchedulers();
+      t.true(
+        schedulers.some((s) => s.key === 'retention-sweep'),
+        'the retention job is a repeatable job',
+      );
+    } finally {
+      await queue.close();
+      connection.disconnect();
+    }
+    // RETENTION_SWEEP_INTERVAL_SECONDS is 1 here: wait for a run after the fixtures.
+    const t0 = new Date();
+    let run;
+    for (let i = 0; i < 100 && !run; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      run = await h.deps
+        .db('auditEvents')
+        .where({ type: 'retention.purged' })
+        .where('createdAt', '>', t0)
+        .whereRaw("(data->'counts'->>'searchLogs')::int >= 2")
+        .first();
+    }
+    t.truthy(run, 'a retention run purged the fixtures');
+    const left = async (table: string, id: string) => Boolean(await h.deps.db(table).where({ id }).first());
+    t.false(await left('searchLogs', oldLog));
+    t.true(await left('searchLogs', recentLog));
+    t.true(await left('disputes', openDispute.id), 'an open dispute is never purged');
+    t.true(await left('searchLogs', oldLogOfOpenDispute), 'the log of a kept dispute stays with it');
+    t.false(await left('disputes', closedDispute.id));
+    t.false(await left('searchLogs', oldLogOfClosedDispute));
+    t.false(await left('auditEvents', oldAudit.id));
+    t.deepEqual(Object.keys(run.data.counts).sort(), ['auditEvents', 'disputes', 'searchLogs']);
+  },
+);
 
 test.serial('GET /users/{id}/export: everything held about the consumer, numbers masked, never a template; own id only', async (t) => {
   const user = await linkedConsumer(t, IMG.powell1, IMG.powell2, { firstName: 'Export', lastName: 'Me' });
@@ -377,7 +456,12 @@ test.serial('rotation: with both keys configured every template is re-encrypted,
   const repo = new EmbeddingsRepository(h.deps.db, onlyNew);
   t.is((await repo.findMany(after.map((r: { userId: string }) => r.userId))).length, after.length);
   let built = 0;
-  await new PgChangeLogSource(h.deps.db, onlyNew).readAll(FACE_ENGINE_VERSION, { firstRows: 1, pageSize: 10 }, (rows) => void (built += rows.length), (rows) => void (built += rows.length));
+  await new PgChangeLogSource(h.deps.db, onlyNew).readAll(
+    FACE_ENGINE_VERSION,
+    { firstRows: 1, pageSize: 10 },
+    (rows) => void (built += rows.length),
+    (rows) => void (built += rows.length),
+  );
   t.is(built, after.length);
   t.deepEqual([], await columnsWithClearTemplates());
   t.truthy(await h.deps.db('auditEvents').where({ type: 'biometric.key_rotated' }).first());

@@ -30,7 +30,11 @@ const IMG = {
   fruit: photo('no_face_fruits.jpg'),
 };
 
-interface ExtraWeb { url: string; deps: AppDeps; web: RunningWebProcess }
+interface ExtraWeb {
+  url: string;
+  deps: AppDeps;
+  web: RunningWebProcess;
+}
 let hardBlock: ExtraWeb;
 /** hard-block with a duplicate band no two photographs reach: a second photo of one face is a possible_duplicate. */
 let reviewOnly: ExtraWeb;
@@ -80,7 +84,10 @@ async function linkWith(token: string, registry: 'nin' | 'bvn', number: string, 
   if (v.status !== 200) throw new Error(`validate: ${v.status} ${v.text}`);
   const f = await api(base).post(`/identity/${registry}/verify-face`, {
     token,
-    form: { validationToken: v.body.validationToken, ...(selfie ? { file: { data: selfie, filename: 'selfie.png', type: 'image/png' } } : { reuseCapture: 'true' }) },
+    form: {
+      validationToken: v.body.validationToken,
+      ...(selfie ? { file: { data: selfie, filename: 'selfie.png', type: 'image/png' } } : { reuseCapture: 'true' }),
+    },
   });
   if (f.status !== 200) throw new Error(`verify-face: ${f.status} ${f.text}`);
   return api(base).post(`/identity/${registry}/link`, { token, json: { linkToken: f.body.linkToken } });
@@ -226,12 +233,22 @@ test.serial('a possible_duplicate (another photograph of the face, in the review
 });
 
 test.serial('the watch-list: an administrator lists a face from a photo; a link with that face opens a watchlist case; removal', async (t) => {
-  const noFace = await api().post('/watchlist', { token: admin.token, form: { reason: 'no face', file: { data: IMG.fruit, filename: 'f.jpg', type: 'image/jpeg' } } });
+  const noFace = await api().post('/watchlist', {
+    token: admin.token,
+    form: { reason: 'no face', file: { data: IMG.fruit, filename: 'f.jpg', type: 'image/jpeg' } },
+  });
   t.is(noFace.status, 422, noFace.text);
   t.is(noFace.body.error, 'no_face');
-  t.is((await api().post('/watchlist', { token: powellUser.token, form: { reason: 'x', file: { data: IMG.powell1, filename: 'p.png', type: 'image/png' } } })).status, 401);
+  t.is(
+    (await api().post('/watchlist', { token: powellUser.token, form: { reason: 'x', file: { data: IMG.powell1, filename: 'p.png', type: 'image/png' } } }))
+      .status,
+    401,
+  );
 
-  const added = await api().post('/watchlist', { token: admin.token, form: { reason: 'known fraudster', file: { data: IMG.powell3, filename: 'p.png', type: 'image/png' } } });
+  const added = await api().post('/watchlist', {
+    token: admin.token,
+    form: { reason: 'known fraudster', file: { data: IMG.powell3, filename: 'p.png', type: 'image/png' } },
+  });
   t.is(added.status, 201, added.text);
   t.deepEqual(Object.keys(added.body.entry).sort(), ['createdAt', 'id', 'reason']);
   t.is(added.body.entry.reason, 'known fraudster');
@@ -304,7 +321,10 @@ test.serial('console: an administrator reviews a case (capture, both masked acco
 
     await page.getByLabel('Note').fill('different people, same studio photo');
     await page.getByRole('button', { name: 'Dismiss' }).click();
-    await page.getByTestId('case-decision').getByText(/dismissed.*different people/).waitFor();
+    await page
+      .getByTestId('case-decision')
+      .getByText(/dismissed.*different people/)
+      .waitFor();
     const decided = await h.deps.db('dedupeCases').where({ id: open.id }).first();
     t.is(decided.status, 'dismissed');
     t.is(decided.note, 'different people, same studio photo');

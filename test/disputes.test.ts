@@ -23,16 +23,35 @@ async function world() {
     identifyRow({ operatorId: op.operatorId, candidates: [{ userId: other.userId, score: 0.8 }] }),
     verifySelfRow({ userId: me.userId, outcome: 'no_match', score: 0.2 }),
     verifySelfRow({ userId: other.userId }),
-    identifyRow({ operatorId: op.operatorId, candidates: [{ userId: other.userId, score: 0.9 }, { userId: me.userId, score: 0.7 }] }),
+    identifyRow({
+      operatorId: op.operatorId,
+      candidates: [
+        { userId: other.userId, score: 0.9 },
+        { userId: me.userId, score: 0.7 },
+      ],
+    }),
   ]);
-  return { me, other, op, admin, refs: { matchedMe: matchedMe!, matchedOther: matchedOther!, mySelf: mySelf!, otherSelf: otherSelf!, matchedBoth: matchedBoth! } };
+  return {
+    me,
+    other,
+    op,
+    admin,
+    refs: { matchedMe: matchedMe!, matchedOther: matchedOther!, mySelf: mySelf!, otherSelf: otherSelf!, matchedBoth: matchedBoth! },
+  };
 }
 
 test('a consumer disputes an identify that matched them and their own verify/self: 201, open, audited', async (t) => {
   const { me, refs } = await world();
   const res = await api().post('/disputes', { token: me.token, json: { referenceId: refs.matchedMe, reason: 'That was not me at the branch.' } });
   t.is(res.status, 201);
-  t.like(res.body.dispute, { referenceId: refs.matchedMe, userId: me.userId, kind: 'identify', status: 'open', reason: 'That was not me at the branch.', note: null });
+  t.like(res.body.dispute, {
+    referenceId: refs.matchedMe,
+    userId: me.userId,
+    kind: 'identify',
+    status: 'open',
+    reason: 'That was not me at the branch.',
+    note: null,
+  });
   t.truthy(res.body.dispute.id);
   t.truthy(Date.parse(res.body.dispute.createdAt));
   const self = await api().post('/disputes', { token: me.token, json: { referenceId: refs.mySelf } });
@@ -44,7 +63,7 @@ test('a consumer disputes an identify that matched them and their own verify/sel
   t.like(audit, { actorType: 'consumer', actorId: me.userId });
 });
 
-test('a consumer cannot dispute another\'s entry (403), an unknown one (404), or the same one twice (409)', async (t) => {
+test("a consumer cannot dispute another's entry (403), an unknown one (404), or the same one twice (409)", async (t) => {
   const { me, other, refs } = await world();
   for (const ref of [refs.matchedOther, refs.otherSelf]) {
     const res = await api().post('/disputes', { token: me.token, json: { referenceId: ref } });
@@ -63,7 +82,14 @@ test('a consumer cannot dispute another\'s entry (403), an unknown one (404), or
   // The other matched user may dispute the shared entry on their own account.
   t.is((await api().post('/disputes', { token: other.token, json: { referenceId: refs.matchedBoth } })).status, 201);
   t.is((await api().post('/disputes', { token: me.token, json: { referenceId: refs.matchedBoth } })).status, 201);
-  t.is(await h.deps.db('disputes').where({ userId: me.userId }).count({ n: '*' }).then((r) => Number(r[0]!.n)), 2);
+  t.is(
+    await h.deps
+      .db('disputes')
+      .where({ userId: me.userId })
+      .count({ n: '*' })
+      .then((r) => Number(r[0]!.n)),
+    2,
+  );
 });
 
 test('POST /disputes validates strictly: reason at most 2000 characters, no other keys; consumers only', async (t) => {
@@ -97,9 +123,15 @@ test('GET /disputes: administrators only, with filters and paging', async (t) =>
   t.is(mine.body.total, 2);
   t.deepEqual(mine.body.items.map((d: { id: string }) => d.id).sort(), [d1.id, d2.id].sort());
   const investigating = await api().get(`/disputes?status=investigating&userId=${me.userId}`, { token: admin.token });
-  t.deepEqual(investigating.body.items.map((d: { id: string }) => d.id), [d2.id]);
+  t.deepEqual(
+    investigating.body.items.map((d: { id: string }) => d.id),
+    [d2.id],
+  );
   const byRef = await api().get(`/disputes?referenceId=${refs.otherSelf}`, { token: admin.token });
-  t.deepEqual(byRef.body.items.map((d: { id: string }) => d.id), [d3.id]);
+  t.deepEqual(
+    byRef.body.items.map((d: { id: string }) => d.id),
+    [d3.id],
+  );
 
   const all = await api().get('/disputes?page=1&pageSize=2', { token: admin.token });
   t.is(all.body.page, 1);
@@ -128,7 +160,8 @@ test('PATCH /disputes/{id}: open → investigating → resolved | rejected; ever
   const { me, op, admin, refs } = await world();
   const a = (await api().post('/disputes', { token: me.token, json: { referenceId: refs.matchedMe } })).body.dispute;
   const b = (await api().post('/disputes', { token: me.token, json: { referenceId: refs.mySelf } })).body.dispute;
-  const move = (id: string, status: string, note?: string) => api().patch(`/disputes/${id}`, { token: admin.token, json: { status, ...(note ? { note } : {}) } });
+  const move = (id: string, status: string, note?: string) =>
+    api().patch(`/disputes/${id}`, { token: admin.token, json: { status, ...(note ? { note } : {}) } });
 
   for (const status of ['resolved', 'rejected', 'open']) {
     const res = await move(a.id, status);
@@ -151,7 +184,10 @@ test('PATCH /disputes/{id}: open → investigating → resolved | rejected; ever
   t.is((await move(b.id, 'resolved')).status, 409);
 
   const audits = await h.deps.db('auditEvents').where({ type: 'dispute.status_changed', subjectId: a.id }).orderBy('id');
-  t.deepEqual(audits.map((e: { data: { from: string; to: string } }) => `${e.data.from}>${e.data.to}`), ['open>investigating', 'investigating>resolved']);
+  t.deepEqual(
+    audits.map((e: { data: { from: string; to: string } }) => `${e.data.from}>${e.data.to}`),
+    ['open>investigating', 'investigating>resolved'],
+  );
   t.is(audits[0].actorId, admin.operatorId);
 
   t.is((await move(randomUUID(), 'investigating')).status, 404);

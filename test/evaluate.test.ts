@@ -76,7 +76,11 @@ test('manifests: relative paths, labels and groups; a bad label is refused with 
 
 test('a folder per person makes every same and different pair; groups.csv groups people', (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'eval-'));
-  for (const [p, files] of [['ada', ['1.jpg', '2.jpg']], ['bola', ['1.png']], ['chi', ['1.jpg']]] as const) {
+  for (const [p, files] of [
+    ['ada', ['1.jpg', '2.jpg']],
+    ['bola', ['1.png']],
+    ['chi', ['1.jpg']],
+  ] as const) {
     mkdirSync(path.join(dir, p));
     for (const f of files) writeFileSync(path.join(dir, p, f), '');
   }
@@ -89,10 +93,14 @@ test('a folder per person makes every same and different pair; groups.csv groups
 });
 
 test('npm run evaluate on the project photos: the real pipeline separates them and says how little that proves', async (t) => {
-  const { stdout } = await run('node', ['--import', 'tsx', 'scripts/evaluate.ts', '--pairs', 'test/fixtures/faces/evaluation-pairs.csv', '--target-fmr', '1e-4'], {
-    cwd: ROOT,
-    env: { ...process.env, NODE_ENV: 'development' },
-  });
+  const { stdout } = await run(
+    'node',
+    ['--import', 'tsx', 'scripts/evaluate.ts', '--pairs', 'test/fixtures/faces/evaluation-pairs.csv', '--target-fmr', '1e-4'],
+    {
+      cwd: ROOT,
+      env: { ...process.env, NODE_ENV: 'development' },
+    },
+  );
   const summary = JSON.parse(stdout.trim().split('\n').at(-1)!);
   t.is(summary.genuinePairs, 6);
   t.is(summary.impostorPairs, 48);
@@ -109,7 +117,10 @@ test('an image without a face is a failure to acquire and its pairs are skipped,
   const dir = mkdtempSync(path.join(os.tmpdir(), 'eval-'));
   for (const f of ['lfw/Bush_1.png', 'lfw/Bush_2.png', 'no_face_fruits.jpg']) copyFileSync(path.join(FIXTURES_DIR, f), path.join(dir, path.basename(f)));
   writeFileSync(path.join(dir, 'm.csv'), 'a,b,label\nBush_1.png,Bush_2.png,same\nBush_1.png,no_face_fruits.jpg,different\n');
-  const { stdout } = await run('node', ['--import', 'tsx', 'scripts/evaluate.ts', '--pairs', path.join(dir, 'm.csv')], { cwd: ROOT, env: { ...process.env, NODE_ENV: 'development' } });
+  const { stdout } = await run('node', ['--import', 'tsx', 'scripts/evaluate.ts', '--pairs', path.join(dir, 'm.csv')], {
+    cwd: ROOT,
+    env: { ...process.env, NODE_ENV: 'development' },
+  });
   t.regex(stdout, /1 images without a usable face \(1 pairs skipped\)/);
   t.regex(stdout, /failure to acquire: .*no_face_fruits\.jpg \(no_face\)/);
   const summary = JSON.parse(stdout.trim().split('\n').at(-1)!);

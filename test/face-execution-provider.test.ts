@@ -12,7 +12,13 @@ import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';
 async function startWith(provider: string | undefined) {
   const lines: Record<string, unknown>[] = [];
   const logger = createLogger({ level: 'info', destination: { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) } });
-  const config = loadConfig({ NODE_ENV: 'test', REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: testRedisPrefix(), FACE_ENGINE_PORT: '0', ...(provider ? { FACE_EXECUTION_PROVIDER: provider } : {}) });
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    REDIS_URL: TEST_REDIS_URL,
+    REDIS_PREFIX: testRedisPrefix(),
+    FACE_ENGINE_PORT: '0',
+    ...(provider ? { FACE_EXECUTION_PROVIDER: provider } : {}),
+  });
   const worker = await startFaceWorker(config, { logger });
   const get = (p: string) => fetch(`${worker.url}${p}`);
   return { worker, lines, get };

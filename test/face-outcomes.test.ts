@@ -88,7 +88,8 @@ test('every fixture photo gives the recorded outcome and scores (within 0.001)',
   const embedded: { key: string; was: number[]; now: number[] }[] = [];
   for (const file of Object.keys(was)) {
     for (const mode of ['single', 'largest'] as const) {
-      const w = was[file]![mode], n = now[file]![mode];
+      const w = was[file]![mode],
+        n = now[file]![mode];
       const key = `${file} (${mode})`;
       t.is(n.outcome, w.outcome, `${key}: outcome`);
       t.is(n.faceCount, w.faceCount, `${key}: faceCount`);

@@ -76,7 +76,12 @@ test('the embed job embeds the face the liveness job aligned, taken once from Re
   const jpeg = (await normaliseUpload(photo('lfw/Powell_1.png'))).jpeg;
   const key = newResultKey();
   const deadlineAt = Date.now() + 10_000;
-  const live = await livenessHandler(engine, handoff, { imageRef: await imageRef(jpeg, key, deadlineAt), mode: 'single', resultKey: key, handOffMinLiveness: 0 }, deadlineAt);
+  const live = await livenessHandler(
+    engine,
+    handoff,
+    { imageRef: await imageRef(jpeg, key, deadlineAt), mode: 'single', resultKey: key, handOffMinLiveness: 0 },
+    deadlineAt,
+  );
   if (!live.ok || live.alignedFaceRef === null) return t.fail('no aligned face');
   // In Redis: sealed (no clear pixels), expiring with the request's deadline.
   const stored = await redis.getBuffer(`${redisPrefix}:face:aligned:${live.alignedFaceRef}`);
@@ -95,10 +100,20 @@ test('the embed job embeds the face the liveness job aligned, taken once from Re
   t.is(await redis.exists(`${redisPrefix}:face:aligned:${live.alignedFaceRef}`), 0);
   await t.throwsAsync(embedHandler(engine, handoff, { alignedFaceRef: live.alignedFaceRef, alignedFaceKey: key, resultKey }), { message: /gone/ });
 
-  const again = await livenessHandler(engine, handoff, { imageRef: await imageRef(jpeg, key, deadlineAt), mode: 'single', resultKey: key, handOffMinLiveness: 0 }, deadlineAt);
+  const again = await livenessHandler(
+    engine,
+    handoff,
+    { imageRef: await imageRef(jpeg, key, deadlineAt), mode: 'single', resultKey: key, handOffMinLiveness: 0 },
+    deadlineAt,
+  );
   if (!again.ok || again.alignedFaceRef === null) return t.fail('no aligned face');
   // Below the job's liveness bar nothing is handed on (nothing will embed it).
-  const failing = await livenessHandler(engine, handoff, { imageRef: await imageRef(jpeg, key, deadlineAt), mode: 'single', resultKey: key, handOffMinLiveness: 1.01 }, deadlineAt);
+  const failing = await livenessHandler(
+    engine,
+    handoff,
+    { imageRef: await imageRef(jpeg, key, deadlineAt), mode: 'single', resultKey: key, handOffMinLiveness: 1.01 },
+    deadlineAt,
+  );
   t.like(failing, { ok: true, alignedFaceRef: null });
   const wrongKey = await embedHandler(engine, handoff, { alignedFaceRef: again.alignedFaceRef, alignedFaceKey: newResultKey(), resultKey });
   t.deepEqual({ ok: wrongKey.ok, code: (wrongKey as { code?: string }).code }, { ok: false, code: 'invalid_image' });

@@ -99,9 +99,7 @@ test('two crops of one Grace Hopper portrait match with high confidence', async 
 
 // Different people: every pair across identities (the group photos' largest faces are three women
 // unrelated to the other photos; pairs of faces from two different group photos are not labelled).
-const IDENTITIES: Record<string, string> = Object.fromEntries(
-  FIXTURE_PHOTOS.filter((p) => p.identity || p.group).map((p) => [p.file, p.identity ?? 'group']),
-);
+const IDENTITIES: Record<string, string> = Object.fromEntries(FIXTURE_PHOTOS.filter((p) => p.identity || p.group).map((p) => [p.file, p.identity ?? 'group']));
 
 test('different people stay below the match threshold (all labelled cross-identity pairs)', async (t) => {
   const files = Object.keys(IDENTITIES);
@@ -109,7 +107,8 @@ test('different people stay below the match threshold (all labelled cross-identi
   let worst = { s: -1, a: '', b: '' };
   for (let i = 0; i < files.length; i++) {
     for (let j = i + 1; j < files.length; j++) {
-      const a = files[i]!, b = files[j]!;
+      const a = files[i]!,
+        b = files[j]!;
       if (IDENTITIES[a] === IDENTITIES[b]) continue;
       const s = await similarity(a, b);
       pairs++;
@@ -180,7 +179,7 @@ for (const file of ['group/sample1.jpg', 'group/sample2.jpg', 'group/sample3.jpg
   });
 }
 
-test('single-face photos pass mode \'single\' with one face', async (t) => {
+test("single-face photos pass mode 'single' with one face", async (t) => {
   for (const file of ['lfw/Bush_1.png', 'lfw/Sharon_1.png', 'grace_hopper_a.jpg', 'astronaut.png']) {
     const { jpeg } = await processed(file);
     const r = await engine.liveness(jpeg, 'single');
@@ -202,7 +201,7 @@ test('close-ups: every LFW tile (face filling the frame) is found', async (t) =>
   }
 });
 
-test('chooseFace: a small or uncertain second face does not block mode \'single\'', (t) => {
+test("chooseFace: a small or uncertain second face does not block mode 'single'", (t) => {
   const face = (x: number, h: number, score: number): Detection => ({ x1: x, y1: 0, x2: x + h * 0.8, y2: h, score, pass: 0 });
   const big = face(0, 300, 0.99);
   t.is(chooseFace([face(500, 100, 0.99), big], 'single'), big); // 33% of the height
@@ -276,7 +275,17 @@ test('corrupt input gives invalid_image: random bytes, a truncated JPEG, a text 
   // the engine's own decoding refuses them the same way
   await rejectsWith(t, engine.liveness(random, 'single'), 'invalid_image');
   await rejectsWith(t, engine.liveness(truncated, 'largest'), 'invalid_image');
-  await rejectsWith(t, engine.embed(text, [[1, 1], [2, 1], [1.5, 2], [1, 3], [2, 3]]), 'invalid_image');
+  await rejectsWith(
+    t,
+    engine.embed(text, [
+      [1, 1],
+      [2, 1],
+      [1.5, 2],
+      [1, 3],
+      [2, 3],
+    ]),
+    'invalid_image',
+  );
 });
 
 test('formats other than JPEG, PNG and WebP are refused; WebP is accepted', async (t) => {
@@ -290,7 +299,11 @@ test('formats other than JPEG, PNG and WebP are refused; WebP is accepted', asyn
 
 test('an image over the pixel limit is refused before decoding', async (t) => {
   // A valid 1x1 PNG whose header claims 8000x6000 (48 MP > 40 MP).
-  const png = Buffer.from(await sharp({ create: { width: 1, height: 1, channels: 3, background: '#808080' } }).png().toBuffer());
+  const png = Buffer.from(
+    await sharp({ create: { width: 1, height: 1, channels: 3, background: '#808080' } })
+      .png()
+      .toBuffer(),
+  );
   t.is(png.toString('latin1', 12, 16), 'IHDR');
   png.writeUInt32BE(8000, 16);
   png.writeUInt32BE(6000, 20);
@@ -318,7 +331,7 @@ test('normalisation bounds the size, keeps small images, writes a metadata-free 
 // Building blocks
 // ------------------------------------------------------------------------------------------
 
-test('the detector\'s boxes are already decoded onto its 4420 priors', async (t) => {
+test("the detector's boxes are already decoded onto its 4420 priors", async (t) => {
   const session = await ort.InferenceSession.create(path.join(MODELS, 'fr_detect.onnx'), { graphOptimizationLevel: 'extended' });
   try {
     const priors = generatePriors();
@@ -328,7 +341,8 @@ test('the detector\'s boxes are already decoded onto its 4420 priors', async (t)
     t.is(b.length, PRIOR_COUNT * 4);
     let worst = 0;
     for (let i = 0; i < PRIOR_COUNT; i++) {
-      const cx = (b[4 * i]! + b[4 * i + 2]!) / 2, cy = (b[4 * i + 1]! + b[4 * i + 3]!) / 2;
+      const cx = (b[4 * i]! + b[4 * i + 2]!) / 2,
+        cy = (b[4 * i + 1]! + b[4 * i + 3]!) / 2;
       worst = Math.max(worst, Math.abs(cx - priors[4 * i]!) / priors[4 * i + 2]!, Math.abs(cy - priors[4 * i + 1]!) / priors[4 * i + 3]!);
     }
     // corner-form boxes whose centres sit within a fraction of a prior size of their prior
@@ -339,18 +353,31 @@ test('the detector\'s boxes are already decoded onto its 4420 priors', async (t)
 });
 
 test('the similarity estimate recovers a known rotation, scale and shift', (t) => {
-  const angle = 0.3, scale = 2.5, tx = 40, ty = -12;
+  const angle = 0.3,
+    scale = 2.5,
+    tx = 40,
+    ty = -12;
   const src = ARCFACE_TEMPLATE_112.map(([x, y]): Point => [x, y]);
-  const dst = src.map(([x, y]): Point => [
-    scale * (Math.cos(angle) * x - Math.sin(angle) * y) + tx,
-    scale * (Math.sin(angle) * x + Math.cos(angle) * y) + ty,
-  ]);
+  const dst = src.map(([x, y]): Point => [scale * (Math.cos(angle) * x - Math.sin(angle) * y) + tx, scale * (Math.sin(angle) * x + Math.cos(angle) * y) + ty]);
   const m = estimateSimilarity(src, dst);
   for (let i = 0; i < 5; i++) {
     const p = applyAffine(m, src[i]!);
     t.true(Math.hypot(p[0] - dst[i]![0], p[1] - dst[i]![1]) < 1e-9);
   }
-  t.throws(() => estimateSimilarity([[1, 1], [1, 1]], [[0, 0], [1, 1]]), { instanceOf: RangeError });
+  t.throws(
+    () =>
+      estimateSimilarity(
+        [
+          [1, 1],
+          [1, 1],
+        ],
+        [
+          [0, 0],
+          [1, 1],
+        ],
+      ),
+    { instanceOf: RangeError },
+  );
 });
 
 test('cosine: bounds and guards', (t) => {
@@ -364,6 +391,24 @@ test('cosine: bounds and guards', (t) => {
 test('embed refuses malformed landmarks', async (t) => {
   const { jpeg } = await processed('astronaut.png');
   await t.throwsAsync(engine.embed(jpeg, [[1, 2]]), { instanceOf: TypeError });
-  await t.throwsAsync(engine.embed(jpeg, [[1, 2], [3, 4], [5, 6], [7, 8], [9, Number.NaN]]), { instanceOf: TypeError });
-  await t.throwsAsync(engine.embed(jpeg, [[5, 5], [5, 5], [5, 5], [5, 5], [5, 5]]), { instanceOf: RangeError });
+  await t.throwsAsync(
+    engine.embed(jpeg, [
+      [1, 2],
+      [3, 4],
+      [5, 6],
+      [7, 8],
+      [9, Number.NaN],
+    ]),
+    { instanceOf: TypeError },
+  );
+  await t.throwsAsync(
+    engine.embed(jpeg, [
+      [5, 5],
+      [5, 5],
+      [5, 5],
+      [5, 5],
+      [5, 5],
+    ]),
+    { instanceOf: RangeError },
+  );
 });

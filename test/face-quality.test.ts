@@ -79,7 +79,10 @@ test('issues come from the fixed list, in its order; the score is 0..100', async
   t.truthy(a);
   const { issues, score } = a!.quality;
   t.true(issues.includes('blurred') && issues.includes('too_dark'), JSON.stringify(issues));
-  t.deepEqual(issues, QUALITY_ISSUES.filter((i) => issues.includes(i)));
+  t.deepEqual(
+    issues,
+    QUALITY_ISSUES.filter((i) => issues.includes(i)),
+  );
   t.true(Number.isInteger(score) && score >= 0 && score < 50);
 });
 

@@ -27,11 +27,15 @@ async function enrol(file: string): Promise<string> {
   return userId;
 }
 
-const h = useHarness(test, { face: true, search: 2 }, {
-  ready: async () => {
-    for (const file of ['lfw/Bush_2.png', 'lfw/Powell_2.png', 'lfw/Chavez_1.png', 'grace_hopper_a.jpg']) enrolled[file] = await enrol(file);
+const h = useHarness(
+  test,
+  { face: true, search: 2 },
+  {
+    ready: async () => {
+      for (const file of ['lfw/Bush_2.png', 'lfw/Powell_2.png', 'lfw/Chavez_1.png', 'grace_hopper_a.jpg']) enrolled[file] = await enrol(file);
+    },
   },
-});
+);
 
 async function rejectsWithCode(t: import('ava').ExecutionContext, p: Promise<unknown>, code: ErrorCode, status: number) {
   const err = await t.throwsAsync(p);
@@ -49,7 +53,11 @@ test('two photos of the same person match; photos of different people do not', a
   t.is(same.embedding?.embedding.length, 512);
   t.is(same.embedding?.engineVersion, FACE_ENGINE_VERSION);
 
-  for (const [a, b] of [['lfw/Bush_1.png', 'lfw/Powell_1.png'], ['lfw/Powell_1.png', 'lfw/Chavez_1.png'], ['astronaut.png', 'grace_hopper_b.jpg']] as const) {
+  for (const [a, b] of [
+    ['lfw/Bush_1.png', 'lfw/Powell_1.png'],
+    ['lfw/Powell_1.png', 'lfw/Chavez_1.png'],
+    ['astronaut.png', 'grace_hopper_b.jpg'],
+  ] as const) {
     const diff = await h.deps.face.verifyAgainstPhoto(photo(a), photo(b));
     t.is(diff.outcome, 'face_mismatch', `${a} vs ${b}`);
     t.true(diff.score! < threshold, `${a} vs ${b}: impostor ${diff.score}`);
@@ -69,7 +77,10 @@ test('identify finds the enrolled person first and leaves out people below the t
   for (const ms of [liveness, embed, search]) t.true(typeof ms === 'number' && ms > 0 && ms < total, JSON.stringify(r.latencyMs));
 
   const powell = await h.deps.face.identify(photo('lfw/Powell_3.png'));
-  t.deepEqual(powell.candidates.map((c) => c.userId), [enrolled['lfw/Powell_2.png']]);
+  t.deepEqual(
+    powell.candidates.map((c) => c.userId),
+    [enrolled['lfw/Powell_2.png']],
+  );
 
   // Nobody enrolled looks like Ariel Sharon.
   const none = await h.deps.face.identify(photo('lfw/Sharon_1.png'));

@@ -80,7 +80,11 @@ test('a worker that starts is used at once; a queue over its waiting bound answe
     t.is((full as AppError).retryAfter, 5);
     release();
     const results = (await Promise.all(held)) as unknown as { echoed: string }[];
-    t.deepEqual(results.map((r) => r.echoed), ['a', 'b', 'c'], 'the admitted jobs all ran');
+    t.deepEqual(
+      results.map((r) => r.echoed),
+      ['a', 'b', 'c'],
+      'the admitted jobs all ran',
+    );
     await worker.close();
   } finally {
     await jobs.close();
@@ -106,7 +110,10 @@ test('Redis unreachable: 503 dependency_unavailable with Retry-After within a se
     await redis.start();
     let ok = false;
     for (let i = 0; i < 50 && !ok; i++) {
-      ok = await jobs.run('search', { op: 'compare', ...UNREAD_PROBE, userId: 'u' }).then(() => true, () => false);
+      ok = await jobs.run('search', { op: 'compare', ...UNREAD_PROBE, userId: 'u' }).then(
+        () => true,
+        () => false,
+      );
       if (!ok) await new Promise((r) => setTimeout(r, 200));
     }
     t.true(ok, 'jobs run again once Redis is back');

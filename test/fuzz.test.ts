@@ -36,14 +36,24 @@ test('fuzzing every route: no 5xx, the error envelope on every 4xx, no hang', as
     hangMs: 15_000,
     extraPaths: ['/admin/queues', '/admin/queues/', '/console'],
   });
-  t.log(`seed ${report.seed}: ${report.requests} requests in ${report.seconds.toFixed(1)} s (${report.notSent} not sendable), statuses ${JSON.stringify(report.byStatus)}, slowest ${Math.round(report.maxMs)} ms`);
-  t.log(`operations covered: ${Object.keys(report.byOperation).length}; slowest in total: ${Object.entries(report.msByOperation).sort((a, b) => b[1] - a[1]).slice(0, 6).map(([k, v]) => `${k} ${v} ms`).join(', ')}`);
+  t.log(
+    `seed ${report.seed}: ${report.requests} requests in ${report.seconds.toFixed(1)} s (${report.notSent} not sendable), statuses ${JSON.stringify(report.byStatus)}, slowest ${Math.round(report.maxMs)} ms`,
+  );
+  t.log(
+    `operations covered: ${Object.keys(report.byOperation).length}; slowest in total: ${Object.entries(report.msByOperation)
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 6)
+      .map(([k, v]) => `${k} ${v} ms`)
+      .join(', ')}`,
+  );
   for (const f of report.failures.slice(0, 10)) t.log(JSON.stringify(f));
   t.true(report.requests >= runs * 0.95, `${report.requests} of ${runs} requests sent`);
   t.is(report.failures.length, 0, `${report.failures.length} failures (replay with FUZZ_SEED=${report.seed})`);
   t.is(report.hangs, 0);
   // Every operation of the OpenAPI document was exercised.
-  const operations = Object.entries(h.web.app.openapi.paths as Record<string, object>).flatMap(([p, m]) => Object.keys(m).map((x) => `${x.toUpperCase()} ${p}`));
+  const operations = Object.entries(h.web.app.openapi.paths as Record<string, object>).flatMap(([p, m]) =>
+    Object.keys(m).map((x) => `${x.toUpperCase()} ${p}`),
+  );
   for (const op of operations) t.true((report.byOperation[op] ?? 0) > 0, `${op} was never fuzzed`);
   // The service is still up and answering.
   t.is((await fetch(`${h.url}/health`)).status, 200);

@@ -56,7 +56,11 @@ test('in-flight requests are answered, new connections are refused, then the ser
   const late = await outcome(fetch(`${h.url}/health`));
   t.is(late.status, 0, 'a new connection is refused while draining');
   const answers = await Promise.all(inFlight);
-  t.deepEqual(answers.map((a) => a.status), [200, 200, 200, 200, 200], JSON.stringify(answers));
+  t.deepEqual(
+    answers.map((a) => a.status),
+    [200, 200, 200, 200, 200],
+    JSON.stringify(answers),
+  );
   await closing;
   const took = Date.now() - started;
   t.true(took >= 200 && took < 8000, `closed after ${took} ms`);

@@ -24,7 +24,11 @@ async function secondSession(userId: string): Promise<{ token: string; sessionId
 
 const outbox = (): { to: string; code?: string; kind?: string; message?: string }[] => {
   try {
-    return readFileSync(h.outboxFile, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    return readFileSync(h.outboxFile, 'utf8')
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
   } catch {
     return [];
   }

@@ -21,7 +21,14 @@ async function scenario() {
   const op = await newOperator(h);
   const rows = [
     // 0: matched both; the other user ranks first. My score is my candidate score, 0.61.
-    identifyRow({ operatorId: op.operatorId, candidates: [{ userId: other.userId, score: 0.83 }, { userId: me.userId, score: 0.61 }], createdAt: at(50) }),
+    identifyRow({
+      operatorId: op.operatorId,
+      candidates: [
+        { userId: other.userId, score: 0.83 },
+        { userId: me.userId, score: 0.61 },
+      ],
+      createdAt: at(50),
+    }),
     // 1: my own /verify/self, no match.
     verifySelfRow({ userId: me.userId, outcome: 'no_match', score: 0.21, createdAt: at(40) }),
     // 2: matched only the other user: not mine.
@@ -46,7 +53,10 @@ test('history lists the identifies that matched me and my verify/self runs, newe
   t.is(res.body.page, 1);
   t.is(res.body.pageSize, 20);
   t.is(res.body.total, 4);
-  t.deepEqual(res.body.items.map((i: { referenceId: string }) => i.referenceId), [ids[6], ids[5], ids[1], ids[0]]);
+  t.deepEqual(
+    res.body.items.map((i: { referenceId: string }) => i.referenceId),
+    [ids[6], ids[5], ids[1], ids[0]],
+  );
   const [v2, id5, v1, id0] = res.body.items;
   t.deepEqual(Object.keys(v2).sort(), ['createdAt', 'disputed', 'kind', 'outcome', 'referenceId', 'score']);
   t.like(v2, { kind: 'verify_self', outcome: 'match', disputed: false });
@@ -58,7 +68,7 @@ test('history lists the identifies that matched me and my verify/self runs, newe
   t.is(id5.score, 0.77);
   // SPEC 12.1: a failed comparison's score is never answered (also not later, in the history).
   t.is(v1.score, null);
-  t.is(id0.score, 0.61, 'my candidate score, not the best candidate\'s');
+  t.is(id0.score, 0.61, "my candidate score, not the best candidate's");
   t.true(Date.parse(v2.createdAt) > Date.parse(id0.createdAt));
 });
 
@@ -80,10 +90,13 @@ test('history pages with page/pageSize (max 100) and shows disputed entries', as
   const disputed = await api().post('/disputes', { token: me.token, json: { referenceId: ids[5] } });
   t.is(disputed.status, 201);
   const after = await api().get(`/users/${me.userId}/history`, { token: me.token });
-  t.deepEqual(after.body.items.map((i: { disputed: boolean }) => i.disputed), [false, true, false, false]);
+  t.deepEqual(
+    after.body.items.map((i: { disputed: boolean }) => i.disputed),
+    [false, true, false, false],
+  );
 });
 
-test('history is the subject\'s own: another consumer gets 403, an operator 401', async (t) => {
+test("history is the subject's own: another consumer gets 403, an operator 401", async (t) => {
   const { me, other, op } = await scenario();
   const foreign = await api().get(`/users/${other.userId}/history`, { token: me.token });
   t.is(foreign.status, 403);
@@ -112,30 +125,41 @@ test('the CSV export: an attachment with one row per history entry and formula c
   const body = rows.slice(1);
   t.is(body.length, 4 + hostile.length, 'one row per history entry');
   const json = await api().get(`/users/${me.userId}/history?pageSize=100`, { token: me.token });
-  t.deepEqual(body.map((r) => r[0]), json.body.items.map((i: { referenceId: string }) => i.referenceId), 'the same entries in the same order');
+  t.deepEqual(
+    body.map((r) => r[0]),
+    json.body.items.map((i: { referenceId: string }) => i.referenceId),
+    'the same entries in the same order',
+  );
   const outcomeOf = (id: string) => body.find((r) => r[0] === id)![2];
   t.is(outcomeOf(hostile[0]!), '\'=HYPERLINK("http://evil.example","x")');
-  t.is(outcomeOf(hostile[1]!), '\'@SUM(1+1)');
-  t.is(outcomeOf(hostile[2]!), '\'+cmd');
-  t.is(outcomeOf(hostile[3]!), '\'-2+3');
-  t.is(outcomeOf(hostile[4]!), '\'\tTAB');
-  t.is(outcomeOf(hostile[5]!), '\'\rCR');
+  t.is(outcomeOf(hostile[1]!), "'@SUM(1+1)");
+  t.is(outcomeOf(hostile[2]!), "'+cmd");
+  t.is(outcomeOf(hostile[3]!), "'-2+3");
+  t.is(outcomeOf(hostile[4]!), "'\tTAB");
+  t.is(outcomeOf(hostile[5]!), "'\rCR");
   t.is(outcomeOf(ids[6]!), 'match', 'ordinary cells are left alone');
   const identify5 = body.find((r) => r[0] === ids[5])!;
   t.is(identify5[1], 'identify');
   t.is(Math.round(Number(identify5[3]) * 100), 77);
   t.is(identify5[5], 'false');
-  t.false(body.some((r) => r.some((c) => /^[=+\-@\t\r]/.test(c))), 'no cell starts a formula');
+  t.false(
+    body.some((r) => r.some((c) => /^[=+\-@\t\r]/.test(c))),
+    'no cell starts a formula',
+  );
 });
 
 test('the export streams a long history completely (keyset batches, ties on createdAt)', async (t) => {
   const me = await newConsumer(h);
   const sameInstant = at(60);
-  const rows = Array.from({ length: 1203 }, (_, i) => verifySelfRow({ userId: me.userId, outcome: i % 2 ? 'match' : 'no_match', createdAt: i < 700 ? sameInstant : undefined }));
+  const rows = Array.from({ length: 1203 }, (_, i) =>
+    verifySelfRow({ userId: me.userId, outcome: i % 2 ? 'match' : 'no_match', createdAt: i < 700 ? sameInstant : undefined }),
+  );
   const ids = await insertLogs(h.deps.db, rows);
   const res = await api().get(`/users/${me.userId}/history/export`, { token: me.token });
   t.is(res.status, 200);
-  const body = parseCsv(res.text).slice(1).filter((r) => r.length > 1);
+  const body = parseCsv(res.text)
+    .slice(1)
+    .filter((r) => r.length > 1);
   t.is(body.length, 1203);
   t.deepEqual(body.map((r) => r[0]).sort(), [...ids].sort());
   const page = await api().get(`/users/${me.userId}/history?pageSize=100&page=13`, { token: me.token });
@@ -149,5 +173,8 @@ test('an empty history is an empty page and a header-only CSV', async (t) => {
   t.deepEqual(res.body, { items: [], page: 1, pageSize: 20, total: 0 });
   const csv = await api().get(`/users/${me.userId}/history/export`, { token: me.token });
   t.is(csv.status, 200);
-  t.deepEqual(parseCsv(csv.text).filter((r) => r.length > 1), [['referenceId', 'kind', 'outcome', 'score', 'createdAt', 'disputed']]);
+  t.deepEqual(
+    parseCsv(csv.text).filter((r) => r.length > 1),
+    [['referenceId', 'kind', 'outcome', 'score', 'createdAt', 'disputed']],
+  );
 });

@@ -110,7 +110,14 @@ const link = (token: string, registry: 'nin' | 'bvn', linkToken: string, opts: {
   api(opts.base).post(`/identity/${registry}/link`, { token, json: { linkToken }, headers: opts.ua ? { 'user-agent': opts.ua } : {} });
 
 /** validate → verify-face → link with a selfie; returns the link answer. */
-async function linkWith(t: import('ava').ExecutionContext, token: string, registry: 'nin' | 'bvn', number: string, selfie: Buffer | null, opts: { reuse?: boolean; base?: string; ua?: string } = {}) {
+async function linkWith(
+  t: import('ava').ExecutionContext,
+  token: string,
+  registry: 'nin' | 'bvn',
+  number: string,
+  selfie: Buffer | null,
+  opts: { reuse?: boolean; base?: string; ua?: string } = {},
+) {
   const v = await validate(token, registry, number, opts);
   t.is(v.status, 200, v.text);
   const f = await verifyFace(token, registry, v.body.validationToken, selfie, opts);
@@ -192,7 +199,10 @@ test.serial('NIN then BVN with reuseCapture: validate, verify-face, link; single
 
   // Right after link answered, a 1:N search with another photo of the person finds the user.
   const operator = await newOperator(h);
-  const found = await api().post('/identify', { token: operator.token, form: { attestation: 'true', file: { data: IMG.bush3, filename: 'probe.png', type: 'image/png' } } });
+  const found = await api().post('/identify', {
+    token: operator.token,
+    form: { attestation: 'true', file: { data: IMG.bush3, filename: 'probe.png', type: 'image/png' } },
+  });
   t.is(found.status, 200, found.text);
   t.is(found.body.outcome, 'match');
   t.is(found.body.candidates[0]?.userId, user.userId, JSON.stringify(found.body.candidates));
@@ -342,7 +352,10 @@ test('validate: 400 for anything but 11 digits, 404 unknown number, 400 registry
   const otherDob = await enrol(IMG.bush1, { issue: 'bvn', dateOfBirth: '1946-07-07' });
   const otherName = await enrol(IMG.bush1, { issue: 'bvn', firstName: 'Jeb' });
   const sameSwapped = await enrol(IMG.bush1, { issue: 'bvn', firstName: 'BUSH', middleName: '', lastName: 'george' });
-  for (const [p, field] of [[otherDob, 'dateOfBirth'], [otherName, 'name']] as const) {
+  for (const [p, field] of [
+    [otherDob, 'dateOfBirth'],
+    [otherName, 'name'],
+  ] as const) {
     const res = await validate(user.token, 'bvn', p.bvn!);
     t.is(res.status, 400, res.text);
     t.is(res.body.error, 'registry_mismatch');

@@ -72,8 +72,14 @@ test.serial('a result comes back on the reply list, never through the events str
   t.true(await gone(`${bullPrefix(prefix)}:search:${seenId}`), 'the job hash is gone');
   // The events stream says the job completed, without its result.
   const events = (await redis.xrange(`${bullPrefix(prefix)}:search:events`, '-', '+')).map(([, f]) => f.join(' '));
-  t.true(events.some((e) => e.includes('completed') && e.includes(seenId!)), 'a completed event');
-  t.false(events.some((e) => e.includes('echoed') || e.includes('0.5')), 'no result in the events stream');
+  t.true(
+    events.some((e) => e.includes('completed') && e.includes(seenId!)),
+    'a completed event',
+  );
+  t.false(
+    events.some((e) => e.includes('echoed') || e.includes('0.5')),
+    'no result in the events stream',
+  );
   // The reply was read off the list: nothing waits there.
   t.deepEqual((await redis.keys(replyListKey(prefix, '*'))).length, 0, 'no reply left on a list');
   await w.close();
@@ -100,7 +106,10 @@ test.serial('concurrent jobs each get their own result', async (t) => {
   const w = await startWorker((payload) => ({ op: 'compare', score: 0, ms: 0, echoed: (payload as { userId: string }).userId }), 4);
   const ids = Array.from({ length: 20 }, (_, i) => `u${i}`);
   const results = await Promise.all(ids.map((userId) => jobs.run('search', { op: 'compare', ...UNREAD_PROBE, userId })));
-  t.deepEqual(results.map((r) => (r as unknown as { echoed: string }).echoed), ids);
+  t.deepEqual(
+    results.map((r) => (r as unknown as { echoed: string }).echoed),
+    ids,
+  );
   const jobKeys = async () => (await redis.keys(`${bullPrefix(prefix)}:search:*`)).filter((k) => !/:(events|meta|id|marker|stalled-check)$/.test(k));
   for (let i = 0; i < 50 && (await jobKeys()).length > 0; i++) await new Promise((r) => setTimeout(r, 20));
   t.deepEqual(await jobKeys(), [], 'no job hash or job list entry left');

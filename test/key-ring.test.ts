@@ -20,7 +20,8 @@ test('a sealed template decrypts only with its subject as associated data, and i
 });
 
 test('rotation: a ring with old and new keys reads both and seals with the active one; the old key can then go', (t) => {
-  const k1 = key(), k2 = key();
+  const k1 = key(),
+    k2 = key();
   const old = BiometricKeyRing.from({ biometricKeys: `k1:${k1}`, biometricActiveKeyId: '' });
   const blob = old.encrypt(Buffer.from('template'), 'u');
   const both = BiometricKeyRing.from({ biometricKeys: `k1:${k1},k2:${k2}`, biometricActiveKeyId: 'k2' });
@@ -40,7 +41,17 @@ test('bad rings are refused with a clear reason', (t) => {
 });
 
 test('production refuses to start without BIOMETRIC_KEYS', (t) => {
-  const err = t.throws(() => loadConfig({ NODE_ENV: 'production', JWT_PRIVATE_KEY: 'x', REGISTRY_URL: 'https://registry.example', SMS_TRANSPORT: 'webhook', SMS_WEBHOOK_URL: 'https://sms.example' }), { instanceOf: ConfigError });
+  const err = t.throws(
+    () =>
+      loadConfig({
+        NODE_ENV: 'production',
+        JWT_PRIVATE_KEY: 'x',
+        REGISTRY_URL: 'https://registry.example',
+        SMS_TRANSPORT: 'webhook',
+        SMS_WEBHOOK_URL: 'https://sms.example',
+      }),
+    { instanceOf: ConfigError },
+  );
   t.regex(err!.message, /BIOMETRIC_KEYS must be set in production/);
 });
 

@@ -27,11 +27,20 @@ async function webWith(env: Record<string, string>) {
   const config = h.configFor({ PORT: String(await freePort()), ...env });
   const deps = createDeps(config, { logger: createLogger({ level: 'silent' }) });
   const web = await startWebProcess(deps, { port: config.http.port, poller: false });
-  return { url: web.web.url, close: async () => { await web.close(); await closeDeps(deps); } };
+  return {
+    url: web.web.url,
+    close: async () => {
+      await web.close();
+      await closeDeps(deps);
+    },
+  };
 }
 
 const codeFor = (phone: string) => {
-  const lines = readFileSync(h.outboxFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { to: string; code?: string });
+  const lines = readFileSync(h.outboxFile, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { to: string; code?: string });
   return lines.filter((l) => l.to === phone && l.code).at(-1)!.code!;
 };
 
@@ -47,7 +56,10 @@ test('a rotation keeps old tokens and pending codes valid; unknown kids and drop
   const phone2 = '+2348035550102';
   await client(h.url).post('/auth/otp/request', { json: { phone: phone2 } });
 
-  const rotated = await webWith({ JWT_PRIVATE_KEY: pem(newKey.privateKey), JWT_PREVIOUS_PUBLIC_KEYS: oldKey.publicKey.export({ type: 'spki', format: 'pem' }).toString() });
+  const rotated = await webWith({
+    JWT_PRIVATE_KEY: pem(newKey.privateKey),
+    JWT_PREVIOUS_PUBLIC_KEYS: oldKey.publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+  });
   const dropped = await webWith({ JWT_PRIVATE_KEY: pem(newKey.privateKey) });
   try {
     const me = await client(rotated.url).get(`/users/${signedIn.body.userId}`, { token: oldToken });
@@ -55,7 +67,11 @@ test('a rotation keeps old tokens and pending codes valid; unknown kids and drop
     const second = await client(rotated.url).post('/auth/otp/verify', { json: { phone: phone2, code: codeFor(phone2) } });
     t.is(second.status, 200, 'the pending code survives the rotation');
     t.is(decodeProtectedHeader(second.body.accessToken).kid, keyId(newKey.publicKey), 'the new key signs');
-    t.is((await client(h.url).get(`/users/${second.body.userId}`, { token: second.body.accessToken })).status, 401, 'the old deployment does not know the new key');
+    t.is(
+      (await client(h.url).get(`/users/${second.body.userId}`, { token: second.body.accessToken })).status,
+      401,
+      'the old deployment does not know the new key',
+    );
 
     t.is((await client(dropped.url).get(`/users/${signedIn.body.userId}`, { token: oldToken })).status, 401, 'a key taken off the ring verifies nothing');
 

@@ -57,7 +57,10 @@ test('a Redis script under api/ is an error: scripts live in their store (shared
   t.is(inApi.length, 1);
   t.is(inApi[0]!.severity, 2);
   t.regex(inApi[0]!.message, /shared\/stores/);
-  t.deepEqual((await lintProbe('shared/stores', source.replace('../shared/', '../'))).filter((m) => m.ruleId === 'no-restricted-syntax'), []);
+  t.deepEqual(
+    (await lintProbe('shared/stores', source.replace('../shared/', '../'))).filter((m) => m.ruleId === 'no-restricted-syntax'),
+    [],
+  );
 });
 
 test('an un-awaited promise is an error (no-floating-promises)', async (t) => {

@@ -86,6 +86,14 @@ test('LOG_FORMAT=json: one JSON object a line, the whole configuration, secrets 
 test('the default format: pretty in development, JSON in test and production', (t) => {
   t.is(loadConfig({ NODE_ENV: 'development' }).runtime.logFormat, 'pretty');
   t.is(loadConfig({ NODE_ENV: 'test' }).runtime.logFormat, 'json');
-  const production = { NODE_ENV: 'production', JWT_PRIVATE_KEY: 'k', BIOMETRIC_KEYS: `k1:${Buffer.alloc(32, 3).toString('base64')}`, SMS_TRANSPORT: 'webhook', SMS_WEBHOOK_URL: 'http://sms.invalid', REGISTRY_SIMULATOR: 'false', REGISTRY_URL: 'http://registry.invalid' };
+  const production = {
+    NODE_ENV: 'production',
+    JWT_PRIVATE_KEY: 'k',
+    BIOMETRIC_KEYS: `k1:${Buffer.alloc(32, 3).toString('base64')}`,
+    SMS_TRANSPORT: 'webhook',
+    SMS_WEBHOOK_URL: 'http://sms.invalid',
+    REGISTRY_SIMULATOR: 'false',
+    REGISTRY_URL: 'http://registry.invalid',
+  };
   t.is(loadConfig(production).runtime.logFormat, 'json');
 });

@@ -12,12 +12,15 @@ test('tokens, codes, passwords, images and embeddings are redacted', (t) => {
     },
   });
   const log = createLogger({ level: 'info', destination });
-  log.info({
-    req: { headers: { authorization: 'Bearer eyJsecret', cookie: 'faceid_admin_ui=abc' } },
-    body: { phone: '+2348030000000', code: '123456', password: 'hunter22', refreshToken: 'rt-secret' },
-    job: { payload: { imageB64: 'AAAA', image: 'BBBB', embedding: [0.1, 0.2] } },
-    proofToken: 'pt-secret',
-  }, 'event');
+  log.info(
+    {
+      req: { headers: { authorization: 'Bearer eyJsecret', cookie: 'faceid_admin_ui=abc' } },
+      body: { phone: '+2348030000000', code: '123456', password: 'hunter22', refreshToken: 'rt-secret' },
+      job: { payload: { imageB64: 'AAAA', image: 'BBBB', embedding: [0.1, 0.2] } },
+      proofToken: 'pt-secret',
+    },
+    'event',
+  );
   const out = lines.join('');
   for (const secret of ['AAAA', 'eyJsecret', 'faceid_admin_ui=abc', '123456', 'hunter22', 'rt-secret', 'BBBB', '0.1', 'pt-secret']) {
     t.false(out.includes(secret), `${secret} leaked: ${out}`);

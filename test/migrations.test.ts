@@ -20,10 +20,29 @@ test('migrations run up, down to nothing, and up again', async (t) => {
         .sort();
     await db.migrate.latest();
     const up = await tables();
-    for (const expected of ['users', 'nin_links', 'bvn_links', 'canonical_embeddings', 'embedding_changes', 'operators', 'sessions', 'refresh_tokens', 'search_logs', 'disputes', 'audit_events', 'preferences', 'registry_persons', 'webhook_endpoints', 'webhook_events', 'webhook_deliveries', 'webhook_delivery_attempts']) {
+    for (const expected of [
+      'users',
+      'nin_links',
+      'bvn_links',
+      'canonical_embeddings',
+      'embedding_changes',
+      'operators',
+      'sessions',
+      'refresh_tokens',
+      'search_logs',
+      'disputes',
+      'audit_events',
+      'preferences',
+      'registry_persons',
+      'webhook_endpoints',
+      'webhook_events',
+      'webhook_deliveries',
+      'webhook_delivery_attempts',
+    ]) {
       t.true(up.includes(expected), `${expected} exists`);
     }
-    const cols = (await db.raw("SELECT column_name::text AS col, data_type::text AS type FROM information_schema.columns WHERE table_name = 'search_logs'")).rows;
+    const cols = (await db.raw("SELECT column_name::text AS col, data_type::text AS type FROM information_schema.columns WHERE table_name = 'search_logs'"))
+      .rows;
     t.true(cols.some((c: { col: string; type: string }) => c.col === 'latency_ms' && c.type === 'jsonb'));
     t.true(cols.some((c: { col: string }) => c.col === 'escalated_at'));
     await db.migrate.rollback(undefined, true);

@@ -49,28 +49,44 @@ test('the alert rules pass promtool check rules and their unit tests', (t) => {
 });
 
 test('every metric the alert rules and the Grafana dashboard query is exposed by /metrics', async (t) => {
-  const exposed = new Set([...(await scrape()).matchAll(/^# TYPE (\S+) (\w+)$/gm)].flatMap(([, name, type]) =>
-    type === 'histogram' ? [`${name}_bucket`, `${name}_sum`, `${name}_count`] : [name!],
-  ));
+  const exposed = new Set(
+    [...(await scrape()).matchAll(/^# TYPE (\S+) (\w+)$/gm)].flatMap(([, name, type]) =>
+      type === 'histogram' ? [`${name}_bucket`, `${name}_sum`, `${name}_count`] : [name!],
+    ),
+  );
   exposed.add('up'); // Prometheus' own per-target series
-  const dashboard = JSON.parse(readFileSync(path.join(ROOT, 'ops', 'grafana', 'faceid-dashboard.json'), 'utf8')) as { panels: { targets: { expr: string }[] }[] };
+  const dashboard = JSON.parse(readFileSync(path.join(ROOT, 'ops', 'grafana', 'faceid-dashboard.json'), 'utf8')) as {
+    panels: { targets: { expr: string }[] }[];
+  };
   const exprs = [
     ...dashboard.panels.flatMap((p) => p.targets.map((x) => x.expr)),
-    ...[...readFileSync(path.join(ROOT, 'ops', 'prometheus', 'alerts.yml'), 'utf8').matchAll(/expr: (?:\|\n)?([\s\S]*?)\n\s+(?:for|labels):/g)].map((m) => m[1]!),
+    ...[...readFileSync(path.join(ROOT, 'ops', 'prometheus', 'alerts.yml'), 'utf8').matchAll(/expr: (?:\|\n)?([\s\S]*?)\n\s+(?:for|labels):/g)].map(
+      (m) => m[1]!,
+    ),
   ];
   t.true(exprs.length > 15);
   const checked = new Set<string>();
   const functions = new Set(['sum', 'max', 'min', 'rate', 'histogram_quantile', 'by', 'le', 'label_values']);
   for (const expr of exprs) {
     // Metric names: identifiers followed by a selector or standing alone, minus functions and label names.
-    const names = [...expr.replace(/\{[^}]*\}/g, '{}').matchAll(/([a-z_][a-z0-9_]*)\s*(?=\{|\[|\)|$|\s*[=><!])/g)].map((m) => m[1]!).filter((n) => !functions.has(n));
+    const names = [...expr.replace(/\{[^}]*\}/g, '{}').matchAll(/([a-z_][a-z0-9_]*)\s*(?=\{|\[|\)|$|\s*[=><!])/g)]
+      .map((m) => m[1]!)
+      .filter((n) => !functions.has(n));
     for (const n of names) {
       if (['route', 'stage', 'queue', 'state', 'status', 'instance', 'dependency', 'endpoint', 'outcome'].includes(n)) continue;
       checked.add(n);
       t.true(exposed.has(n), `${n} (in ${expr.trim().slice(0, 80)}) is not exposed by /metrics`);
     }
   }
-  for (const n of ['service_dependency_up', 'http_requests_total', 'http_request_duration_seconds_bucket', 'face_stage_duration_seconds_bucket', 'face_queue_jobs', 'face_queue_workers', 'verification_outcomes_total']) {
+  for (const n of [
+    'service_dependency_up',
+    'http_requests_total',
+    'http_request_duration_seconds_bucket',
+    'face_stage_duration_seconds_bucket',
+    'face_queue_jobs',
+    'face_queue_workers',
+    'verification_outcomes_total',
+  ]) {
     t.true(checked.has(n), `${n} was not found in the queries: ${[...checked].join(', ')}`);
   }
 });

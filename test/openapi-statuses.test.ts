@@ -73,7 +73,10 @@ test('every status the router answers on each route is in the OpenAPI document',
       probes.push(['a text/plain body', { token: right, rawBody: 'hello', headers: { 'content-type': 'text/plain' } }]);
       probes.push(
         r.body
-          ? ['a JSON body over the limit', { token: right, rawBody: JSON.stringify({ pad: 'x'.repeat(70 * 1024) }), headers: { 'content-type': 'application/json' } }]
+          ? [
+              'a JSON body over the limit',
+              { token: right, rawBody: JSON.stringify({ pad: 'x'.repeat(70 * 1024) }), headers: { 'content-type': 'application/json' } },
+            ]
           : ['an upload over the limit', { token: right, form: { file: { data: Buffer.alloc(MAX_UPLOAD_BYTES + 10_000, 1) } } }],
       );
     }
@@ -87,7 +90,8 @@ test('every status the router answers on each route is in the OpenAPI document',
         continue;
       }
       if (typeof res.body?.error !== 'string') undeclared.push(`${key} with ${what}: ${res.status} without the error envelope`);
-      if (!declared.includes(String(res.status))) undeclared.push(`${key} with ${what}: ${res.status} ${res.body?.error} not declared (declared: ${declared.join(', ')})`);
+      if (!declared.includes(String(res.status)))
+        undeclared.push(`${key} with ${what}: ${res.status} ${res.body?.error} not declared (declared: ${declared.join(', ')})`);
     }
   }
   t.deepEqual(undeclared, []);

@@ -17,7 +17,14 @@ import { activeOperatorAccount } from './support/auth.js';
 let h: Harness;
 test.before(async () => {
   h = await startHarness({
-    env: { TRUST_PROXY: 'true', OPERATOR_LOGINS_PER_IP_PER_HOUR: '8', OPERATOR_LOGIN_FAILURES_PER_IP_PER_HOUR: '1000', ADMIN_IDENTIFIER: 'the-only-admin', ADMIN_PASSWORD: 'only-admin-pass-1', ADMIN_LOCK_SECONDS: '900' },
+    env: {
+      TRUST_PROXY: 'true',
+      OPERATOR_LOGINS_PER_IP_PER_HOUR: '8',
+      OPERATOR_LOGIN_FAILURES_PER_IP_PER_HOUR: '1000',
+      ADMIN_IDENTIFIER: 'the-only-admin',
+      ADMIN_PASSWORD: 'only-admin-pass-1',
+      ADMIN_LOCK_SECONDS: '900',
+    },
   });
   await ensureFirstAdministrator(h.deps);
 });
@@ -34,7 +41,10 @@ test.serial('anyone can lock the only administrator (403 account_locked), but th
   t.is(locked.status, 403);
   t.is(locked.body.error, 'account_locked');
   // ADMIN_LOCK_SECONDS later (the clock is moved by moving the lock's time back).
-  await h.deps.db('operators').where({ identifier: 'the-only-admin' }).update({ lockedAt: new Date(Date.now() - 901_000) });
+  await h.deps
+    .db('operators')
+    .where({ identifier: 'the-only-admin' })
+    .update({ lockedAt: new Date(Date.now() - 901_000) });
   const back = await login('the-only-admin', 'only-admin-pass-1');
   t.is(back.status, 200, back.text);
   const audit = await h.deps.db('auditEvents').where({ type: 'operator.unlocked' });
@@ -84,7 +94,9 @@ test.serial('npm run unlock-operator unlocks a locked account (audited); the pas
 });
 
 test.serial('password spraying from one address is capped by its failures only', async (t) => {
-  const spray = await startHarness({ env: { OPERATOR_LOGIN_FAILURES_PER_IP_PER_HOUR: '4', ADMIN_IDENTIFIER: 'spray-admin', ADMIN_PASSWORD: 'spray-admin-pass-1' } });
+  const spray = await startHarness({
+    env: { OPERATOR_LOGIN_FAILURES_PER_IP_PER_HOUR: '4', ADMIN_IDENTIFIER: 'spray-admin', ADMIN_PASSWORD: 'spray-admin-pass-1' },
+  });
   try {
     await ensureFirstAdministrator(spray.deps);
     const api = client(spray.url);

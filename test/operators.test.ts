@@ -18,11 +18,15 @@ import { activeOperatorAccount, createOperatorAccount, uniqueIdentifier } from '
 
 let admin: { operatorId: string; token: string };
 
-const h = useHarness(test, {}, {
-  ready: async () => {
-    admin = await newOperator(h, { role: 'administrator' });
+const h = useHarness(
+  test,
+  {},
+  {
+    ready: async () => {
+      admin = await newOperator(h, { role: 'administrator' });
+    },
   },
-});
+);
 
 const login = (identifier: string, password: string) => client(h.url).post('/auth/operator/login', { json: { identifier, password } });
 const auditOf = (subjectId: string, type: string) => h.deps.db('audit_events').where({ subjectType: 'operator', subjectId, type });
@@ -55,7 +59,10 @@ test('an administrator creates an operator: 201, a temporary password, flagged, 
   t.is(audit[0].actorId, admin.operatorId);
   t.false(JSON.stringify(audit).includes(res.body.temporaryPassword));
 
-  const withRole = await client(h.url).post('/operators', { token: admin.token, json: { identifier: uniqueIdentifier('adm'), displayName: 'B', role: 'administrator', orgId: 'acme' } });
+  const withRole = await client(h.url).post('/operators', {
+    token: admin.token,
+    json: { identifier: uniqueIdentifier('adm'), displayName: 'B', role: 'administrator', orgId: 'acme' },
+  });
   t.is(withRole.status, 201);
   t.is(withRole.body.operator.role, 'administrator');
   t.is(withRole.body.operator.orgId, 'acme');
@@ -110,13 +117,22 @@ test('a flagged operator signs in, is refused everywhere but set-password, and s
   const short = await api.post('/auth/operator/set-password', { token, json: { currentPassword: created.temporaryPassword, newPassword: 'short7!' } });
   t.is(short.status, 400);
   t.is(short.body.error, 'validation_failed');
-  const same = await api.post('/auth/operator/set-password', { token, json: { currentPassword: created.temporaryPassword, newPassword: created.temporaryPassword } });
+  const same = await api.post('/auth/operator/set-password', {
+    token,
+    json: { currentPassword: created.temporaryPassword, newPassword: created.temporaryPassword },
+  });
   t.is(same.status, 400);
   t.is(same.body.error, 'validation_failed');
-  const extra = await api.post('/auth/operator/set-password', { token, json: { currentPassword: created.temporaryPassword, newPassword: 'long-enough-1', identifier: 'x' } });
+  const extra = await api.post('/auth/operator/set-password', {
+    token,
+    json: { currentPassword: created.temporaryPassword, newPassword: 'long-enough-1', identifier: 'x' },
+  });
   t.is(extra.status, 400);
 
-  const ok = await api.post('/auth/operator/set-password', { token, json: { currentPassword: created.temporaryPassword, newPassword: 'a brand new passphrase' } });
+  const ok = await api.post('/auth/operator/set-password', {
+    token,
+    json: { currentPassword: created.temporaryPassword, newPassword: 'a brand new passphrase' },
+  });
   t.is(ok.status, 200);
   t.deepEqual(ok.body, { status: 'password_set' });
   // The same access token now passes: the flag is read fresh on every request.
@@ -129,12 +145,15 @@ test('a flagged operator signs in, is refused everywhere but set-password, and s
   t.is((await auditOf(created.operatorId, 'operator.password_set')).length, 1);
 });
 
-test('set-password ends the operator\'s other sessions, not the current one', async (t) => {
+test("set-password ends the operator's other sessions, not the current one", async (t) => {
   const api = client(h.url);
   const op = await activeOperatorAccount(h, admin.token);
   const a = await login(op.identifier, op.password);
   const b = await login(op.identifier, op.password);
-  const res = await api.post('/auth/operator/set-password', { token: a.body.accessToken, json: { currentPassword: op.password, newPassword: 'yet another passphrase' } });
+  const res = await api.post('/auth/operator/set-password', {
+    token: a.body.accessToken,
+    json: { currentPassword: op.password, newPassword: 'yet another passphrase' },
+  });
   t.is(res.status, 200);
   t.is((await api.post('/auth/refresh', { json: { refreshToken: a.body.refreshToken } })).status, 200);
   const other = await api.post('/auth/refresh', { json: { refreshToken: b.body.refreshToken } });
@@ -169,7 +188,7 @@ test.serial('an unknown identifier and a wrong password get the same answer, in 
   t.true(ratio > 0.33 && ratio < 3, `unknown ${median(unknownMs).toFixed(1)} ms vs wrong ${median(wrongMs).toFixed(1)} ms`);
 });
 
-test('5 wrong passwords in a row lock the account, even the right password is then refused; an administrator\'s reset unlocks it', async (t) => {
+test("5 wrong passwords in a row lock the account, even the right password is then refused; an administrator's reset unlocks it", async (t) => {
   const api = client(h.url);
   const op = await activeOperatorAccount(h, admin.token);
   const held = await login(op.identifier, op.password);
@@ -231,14 +250,23 @@ test('wrong current passwords at set-password count towards the lock, and the gu
   const op = await activeOperatorAccount(h, admin.token);
   const s = await login(op.identifier, op.password);
   for (let i = 1; i <= 4; i++) {
-    const res = await api.post('/auth/operator/set-password', { token: s.body.accessToken, json: { currentPassword: `guess-${i}`, newPassword: 'whatever-long' } });
+    const res = await api.post('/auth/operator/set-password', {
+      token: s.body.accessToken,
+      json: { currentPassword: `guess-${i}`, newPassword: 'whatever-long' },
+    });
     t.is(res.status, 401);
   }
-  const fifth = await api.post('/auth/operator/set-password', { token: s.body.accessToken, json: { currentPassword: 'guess-5', newPassword: 'whatever-long' } });
+  const fifth = await api.post('/auth/operator/set-password', {
+    token: s.body.accessToken,
+    json: { currentPassword: 'guess-5', newPassword: 'whatever-long' },
+  });
   t.is(fifth.status, 403);
   t.is(fifth.body.error, 'account_locked');
   t.is((await api.post('/auth/refresh', { json: { refreshToken: s.body.refreshToken } })).status, 401, 'the guessing session has ended');
-  t.is((await api.post('/auth/operator/set-password', { token: s.body.accessToken, json: { currentPassword: op.password, newPassword: 'whatever-long' } })).status, 401);
+  t.is(
+    (await api.post('/auth/operator/set-password', { token: s.body.accessToken, json: { currentPassword: op.password, newPassword: 'whatever-long' } })).status,
+    401,
+  );
   t.is((await login(op.identifier, op.password)).body.error, 'account_locked');
 });
 
@@ -304,7 +332,15 @@ test('PATCH /operators/{id} changes display name and role (audited); the body is
   t.is(demoted.status, 200);
   t.is((await api.get(`/operators/${admin.operatorId}/sessions`, { token: s.body.accessToken })).status, 403);
 
-  for (const json of [{}, { identifier: 'x' }, { role: 'root' }, { status: 'gone' }, { displayName: '' }, { mustResetPassword: false }, { displayName: 'ok', passwordHash: 'x' }]) {
+  for (const json of [
+    {},
+    { identifier: 'x' },
+    { role: 'root' },
+    { status: 'gone' },
+    { displayName: '' },
+    { mustResetPassword: false },
+    { displayName: 'ok', passwordHash: 'x' },
+  ]) {
     const res = await api.patch(`/operators/${op.operatorId}`, { token: admin.token, json });
     t.is(res.status, 400, JSON.stringify(json));
     t.is(res.body.error, 'validation_failed');
@@ -346,12 +382,19 @@ test('GET /operators/{id}/sessions: full /identify SearchLog rows of that operat
     createdAt: new Date(base + i * 1000),
     ...extra,
   });
-  const inserted = await h.deps.db('search_logs')
+  const inserted = await h.deps
+    .db('search_logs')
     .insert([row(0), row(1, { escalatedAt: new Date(base + 5000), escalatedBy: op.operatorId }), row(2)])
     .returning('id');
   await h.deps.db('search_logs').insert([
     { ...row(3), operatorId: other.operatorId },
-    { kind: 'verify_self', userId: consumer.userId, outcome: 'match', latencyMs: JSON.stringify({ liveness: 1, embed: 1, search: 1, total: 3 }), operatorId: op.operatorId },
+    {
+      kind: 'verify_self',
+      userId: consumer.userId,
+      outcome: 'match',
+      latencyMs: JSON.stringify({ liveness: 1, embed: 1, search: 1, total: 3 }),
+      operatorId: op.operatorId,
+    },
   ]);
 
   const p1 = await api.get(`/operators/${op.operatorId}/sessions?page=1&pageSize=2`, { token: admin.token });
@@ -359,7 +402,10 @@ test('GET /operators/{id}/sessions: full /identify SearchLog rows of that operat
   t.is(p1.body.total, 3);
   t.is(p1.body.page, 1);
   t.is(p1.body.pageSize, 2);
-  t.deepEqual(p1.body.items.map((x: { id: string }) => x.id), [inserted[2].id, inserted[1].id]);
+  t.deepEqual(
+    p1.body.items.map((x: { id: string }) => x.id),
+    [inserted[2].id, inserted[1].id],
+  );
   const escalated = p1.body.items[1];
   t.is(escalated.referenceId, inserted[1].id);
   t.is(escalated.kind, 'identify');
@@ -375,7 +421,10 @@ test('GET /operators/{id}/sessions: full /identify SearchLog rows of that operat
   t.is(p1.body.items[0].escalatedAt, null);
 
   const p2 = await api.get(`/operators/${op.operatorId}/sessions?page=2&pageSize=2`, { token: admin.token });
-  t.deepEqual(p2.body.items.map((x: { id: string }) => x.id), [inserted[0].id]);
+  t.deepEqual(
+    p2.body.items.map((x: { id: string }) => x.id),
+    [inserted[0].id],
+  );
   const defaults = await api.get(`/operators/${op.operatorId}/sessions`, { token: admin.token });
   t.is(defaults.body.page, 1);
   t.is(defaults.body.pageSize, 20);
@@ -409,7 +458,11 @@ test('first administrator from ADMIN_IDENTIFIER/ADMIN_PASSWORD, then the last ac
     const id = s.body.operatorId;
     t.is((await fresh.deps.db('audit_events').where({ type: 'operator.created', subjectId: id })).length, 1);
 
-    for (const [method, json] of [['patch', { role: 'operator' }], ['patch', { status: 'deactivated' }], ['delete', undefined]] as const) {
+    for (const [method, json] of [
+      ['patch', { role: 'operator' }],
+      ['patch', { status: 'deactivated' }],
+      ['delete', undefined],
+    ] as const) {
       const res = method === 'patch' ? await api.patch(`/operators/${id}`, { token, json }) : await api.delete(`/operators/${id}`, { token });
       t.is(res.status, 409, `${method} ${JSON.stringify(json)}`);
       t.is(res.body.error, 'conflict');
@@ -428,7 +481,10 @@ test('first administrator from ADMIN_IDENTIFIER/ADMIN_PASSWORD, then the last ac
     t.is(down.body.operator.role, 'operator');
     // Now the second one is the last.
     const s2 = await api.post('/auth/operator/login', { json: { identifier: 'second-admin', password: second.body.temporaryPassword } });
-    await api.post('/auth/operator/set-password', { token: s2.body.accessToken, json: { currentPassword: second.body.temporaryPassword, newPassword: 'second admin passphrase' } });
+    await api.post('/auth/operator/set-password', {
+      token: s2.body.accessToken,
+      json: { currentPassword: second.body.temporaryPassword, newPassword: 'second admin passphrase' },
+    });
     t.is((await api.delete(`/operators/${second.body.operator.id}`, { token: s2.body.accessToken })).status, 409);
     // Two concurrent demotions of two administrators: at most one succeeds.
     t.is((await api.patch(`/operators/${id}`, { token: s2.body.accessToken, json: { role: 'administrator' } })).status, 200);
@@ -460,7 +516,12 @@ test('npm run create-admin creates the database if needed and prints a temporary
   url.pathname = `/${name}`;
   const env = { ...process.env, DATABASE_URL: url.toString(), NODE_ENV: 'test', LOG_LEVEL: 'silent', ADMIN_IDENTIFIER: '', ADMIN_PASSWORD: '' };
   const run = (...args: string[]) =>
-    spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts', 'create-admin.ts'), ...args], { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000 });
+    spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts', 'create-admin.ts'), ...args], {
+      cwd: ROOT,
+      env,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
   const admin2 = knexFactory({ client: 'pg', connection: { connectionString: new URL('/postgres', h.db.url).toString() }, pool: { min: 0, max: 1 } });
   try {
     const first = run('ops-chief', 'Chief', 'Of', 'Ops');

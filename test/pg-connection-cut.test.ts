@@ -34,7 +34,9 @@ test('statements on a PostgreSQL connection cut under them answer 503 dependency
           await db('counter').where({ id: 1 }).first();
           await Counter.query().findById(1); // through objection, as the authorisation reads operators
           await db.transaction(async (trx) => {
-            await trx('counter').where({ id: 1 }).update({ v: db.raw('v + 1') });
+            await trx('counter')
+              .where({ id: 1 })
+              .update({ v: db.raw('v + 1') });
             await trx('counter').where({ id: 1 }).first();
           });
           done++;
@@ -55,7 +57,10 @@ test('statements on a PostgreSQL connection cut under them answer 503 dependency
     await Promise.all(clients);
     t.log(`${done} transactions, ${cuts} backends terminated, failures: ${JSON.stringify(Object.fromEntries(failures))}`);
     t.true(cuts > 0 && failures.size > 0, 'the cuts must have hit statements');
-    t.deepEqual([...failures.keys()].filter((k) => !k.startsWith('dependency_unavailable')), []);
+    t.deepEqual(
+      [...failures.keys()].filter((k) => !k.startsWith('dependency_unavailable')),
+      [],
+    );
   } finally {
     await db.destroy();
     await pg.destroy();

@@ -51,7 +51,7 @@ test('the preferences schema is strict: unknown keys, unknown values and wrong t
   t.deepEqual((await api().get(`/users/${me.userId}/preferences`, { token: me.token })).body, { notifyChannel: 'sms', language: 'pcm', marketingOptIn: false });
 });
 
-test('preferences are the subject\'s own: 403 for another consumer, 401 for an operator or no token', async (t) => {
+test("preferences are the subject's own: 403 for another consumer, 401 for an operator or no token", async (t) => {
   const me = await newConsumer(h);
   const other = await newConsumer(h);
   const op = await newOperator(h);

@@ -108,11 +108,19 @@ test('as root, `npm start -- --embedded` from a clone in a directory other users
     const until = Date.now() + 150_000;
     let health = 0;
     while (Date.now() < until && child.exitCode === null && !health) {
-      health = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(1000) }).then((r) => r.status, () => 0);
+      health = await fetch(`http://127.0.0.1:${port}/health`, { signal: AbortSignal.timeout(1000) }).then(
+        (r) => r.status,
+        () => 0,
+      );
       if (!health) await new Promise((r) => setTimeout(r, 500));
     }
     dataDir = /data in (\/var\/tmp\/faceid-pg-[0-9a-f]+\/data)/.exec(out)?.[1];
-    t.log(out.split('\n').filter((l) => l.startsWith('[start]')).join('\n'));
+    t.log(
+      out
+        .split('\n')
+        .filter((l) => l.startsWith('[start]'))
+        .join('\n'),
+    );
     t.true(health === 200 || health === 503, `the API answers /health (${health}): ${out.slice(-1500)}`);
     t.truthy(dataDir, 'the embedded PostgreSQL keeps its data under /var/tmp');
     t.regex(out, /started an embedded PostgreSQL/);

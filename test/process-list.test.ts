@@ -21,7 +21,7 @@ test('each process of the list has its `npm run start:<name>`', (t) => {
   for (const p of SERVICE_PROCESSES) t.is(scripts[`start:${p.name}`], `NODE_ENV=${'${NODE_ENV:-development}'} tsx ${p.file}`, p.name);
 });
 
-test('the supervisor waits beyond the web process\'s own stop deadline, whatever SHUTDOWN_DRAIN_MS', (t) => {
+test("the supervisor waits beyond the web process's own stop deadline, whatever SHUTDOWN_DRAIN_MS", (t) => {
   for (const env of [{}, { SHUTDOWN_DRAIN_MS: '20000' }, { SHUTDOWN_DRAIN_MS: '0' }, { SHUTDOWN_DRAIN_MS: '60000' }]) {
     const c = loadConfig({ NODE_ENV: 'development', ...env });
     t.true(webStopMs(c) >= c.http.shutdownDrainMs, 'the web process drains for SHUTDOWN_DRAIN_MS');
@@ -45,7 +45,14 @@ test('a supervised process that uses its whole stop deadline ends by itself, not
     console.log('ready');
   `;
   const logs: string[] = [];
-  const sup = new Supervisor({ initialBackoffMs: 100, maxBackoffMs: 100, stableAfterMs: 60_000, crashLoopRestarts: 5, crashLoopWindowMs: 60_000, log: (m) => logs.push(m) });
+  const sup = new Supervisor({
+    initialBackoffMs: 100,
+    maxBackoffMs: 100,
+    stableAfterMs: 60_000,
+    crashLoopRestarts: 5,
+    crashLoopWindowMs: 60_000,
+    log: (m) => logs.push(m),
+  });
   sup.add({ name: 'web', command: process.execPath, args: ['--import', 'tsx', '--input-type=module', '-e', child], env: process.env, cwd: ROOT });
   await new Promise((r) => setTimeout(r, 1500));
   const t0 = Date.now();

@@ -28,7 +28,10 @@ setInterval(() => {}, 1000);
 writeSync(1, 'ready\\n');
 `,
   );
-  writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'x', private: true, scripts: { 'start:x': `${path.join(ROOT, 'node_modules', '.bin', 'tsx')} child.ts` } }));
+  writeFileSync(
+    path.join(dir, 'package.json'),
+    JSON.stringify({ name: 'x', private: true, scripts: { 'start:x': `${path.join(ROOT, 'node_modules', '.bin', 'tsx')} child.ts` } }),
+  );
   const child = spawn('sh', ['-c', 'npm run --silent start:x'], { cwd: dir, detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
   let out = '';
   const ended = new Promise<void>((resolve) => child.stdout!.on('end', resolve));

@@ -65,7 +65,15 @@ test('the cookie stops working once the administrator is deactivated or logged o
 test('QUEUE_DASHBOARD_READ_ONLY (the production default): the board shows the queues and refuses every change with 405', async (t) => {
   const { startHarness } = await import('./helpers/harness.js');
   const { loadConfig } = await import('../shared/config.js');
-  t.true(loadConfig({ JWT_PRIVATE_KEY: 'k', BIOMETRIC_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}`, SMS_WEBHOOK_URL: 'https://sms.example/send', REGISTRY_URL: 'https://registry.example/v1' }).queues.dashboardReadOnly, 'on in production');
+  t.true(
+    loadConfig({
+      JWT_PRIVATE_KEY: 'k',
+      BIOMETRIC_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}`,
+      SMS_WEBHOOK_URL: 'https://sms.example/send',
+      REGISTRY_URL: 'https://registry.example/v1',
+    }).queues.dashboardReadOnly,
+    'on in production',
+  );
   t.false(loadConfig({ NODE_ENV: 'development' }).queues.dashboardReadOnly);
   const ro = await startHarness({ env: { QUEUE_DASHBOARD_READ_ONLY: 'true' } });
   try {

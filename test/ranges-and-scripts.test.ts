@@ -48,7 +48,7 @@ function run(args: string[], env: NodeJS.ProcessEnv): Promise<{ status: number |
   });
 }
 
-test('seed:registry finds a service started on another port (npm start\'s service file), without PORT in its environment', async (t) => {
+test("seed:registry finds a service started on another port (npm start's service file), without PORT in its environment", async (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'faceid-service-'));
   const file = path.join(dir, 'service.json');
   writeFileSync(file, JSON.stringify({ pid: process.pid, url: h.url }));

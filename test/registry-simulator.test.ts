@@ -96,7 +96,15 @@ test('enrol rejects a missing photo, a non-image photo, a bad date, a bad issue 
   t.is(notImage.status, 400);
   t.is(notImage.body.error, 'invalid_image');
 
-  for (const over of <Record<string, string>[]>[{ dateOfBirth: '1946-02-30' }, { dateOfBirth: '06/07/1946' }, { dateOfBirth: '2999-01-01' }, { issue: 'passport' }, { nickname: 'W' }, { firstName: ' ' }, { gender: 'x' }]) {
+  for (const over of <Record<string, string>[]>[
+    { dateOfBirth: '1946-02-30' },
+    { dateOfBirth: '06/07/1946' },
+    { dateOfBirth: '2999-01-01' },
+    { issue: 'passport' },
+    { nickname: 'W' },
+    { firstName: ' ' },
+    { gender: 'x' },
+  ]) {
     const res = await api.post('/api/enroll', { form: enrolForm(over) });
     t.is(res.status, 400, JSON.stringify(over));
     t.is(res.body.error, 'validation_failed', JSON.stringify(over));
@@ -107,7 +115,9 @@ test('enrol rejects a missing photo, a non-image photo, a bad date, a bad issue 
 
 test('GET /api/nin and /api/bvn find the person; the photo only with includePhoto=true', async (t) => {
   const api = client(h.url);
-  const { body } = await api.post('/api/enroll', { form: enrolForm({ firstName: 'Grace', middleName: '', lastName: 'Hopper', dateOfBirth: '1906-12-09', gender: 'female' }, hopper, 'image/jpeg') });
+  const { body } = await api.post('/api/enroll', {
+    form: enrolForm({ firstName: 'Grace', middleName: '', lastName: 'Hopper', dateOfBirth: '1906-12-09', gender: 'female' }, hopper, 'image/jpeg'),
+  });
   const { nin, bvn } = body.person;
 
   const byNin = await api.get(`/api/nin/${nin}`);
@@ -191,7 +201,10 @@ test.serial('stats counts persons, NINs, BVNs and enrolments per day', async (t)
   const today = new Date().toISOString().slice(0, 10);
   t.is(days.at(-1)!.date, today);
   t.is(days.at(-1)!.count, after.body.persons);
-  t.is(days.reduce((n, d) => n + d.count, 0), after.body.persons);
+  t.is(
+    days.reduce((n, d) => n + d.count, 0),
+    after.body.persons,
+  );
 });
 
 test('X-Registry-Fault: error answers 500 and timeout hangs until the client gives up', async (t) => {

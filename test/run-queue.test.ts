@@ -14,20 +14,30 @@ test('a declared queue without a handler, or a handler for a queue not served, r
   const missing = { liveness: async () => ({ ok: false, code: 'no_face', faceCount: 0, ms: 0 }) } as unknown as HandlerMap<'liveness' | 'embed'>;
   await t.throwsAsync(runQueues(config, ['liveness', 'embed'], missing, opts), { message: /queue "embed" has no handler/ });
 
-  const stray = { search: async () => ({ op: 'compare', score: null, ms: 0 }), embed: async () => ({ ok: false, code: 'invalid_image', ms: 0 }) } as unknown as HandlerMap<'search'>;
+  const stray = {
+    search: async () => ({ op: 'compare', score: null, ms: 0 }),
+    embed: async () => ({ ok: false, code: 'invalid_image', ms: 0 }),
+  } as unknown as HandlerMap<'search'>;
   await t.throwsAsync(runQueues(config, ['search'], stray, opts), { message: /handler for "embed", which this process does not serve/ });
 
-  await t.throwsAsync(runQueues(config, ['nope' as 'search'], { nope: async () => null } as unknown as HandlerMap<'search'>, opts), { message: /not declared in shared\/jobs/ });
+  await t.throwsAsync(runQueues(config, ['nope' as 'search'], { nope: async () => null } as unknown as HandlerMap<'search'>, opts), {
+    message: /not declared in shared\/jobs/,
+  });
 });
 
 test('a deferred job (upstream) is served by the same runner: its bare payload, after its delay, once per job id', async (t) => {
   const seen: { payload: UpstreamJob; at: number }[] = [];
-  const runner = await runQueues(config, ['upstream'], {
-    upstream: async (payload) => {
-      seen.push({ payload, at: Date.now() });
-      return { applied: true };
+  const runner = await runQueues(
+    config,
+    ['upstream'],
+    {
+      upstream: async (payload) => {
+        seen.push({ payload, at: Date.now() });
+        return { applied: true };
+      },
     },
-  }, opts);
+    opts,
+  );
   const redis = createRedis(TEST_REDIS_URL);
   try {
     const requestedAt = new Date();

@@ -30,7 +30,8 @@ function rng(seed: number) {
 }
 /** Clustered-ish unit vectors (a shared component makes neighbours compete, as in face embeddings). */
 function vec(seed: number): number[] {
-  const r = rng(seed), c = rng(7);
+  const r = rng(seed),
+    c = rng(7);
   const v = Array.from({ length: DIM }, (_, i) => r() - 0.5 + 0.3 * (c() - 0.5) + (i < 8 ? 0.2 : 0));
   const n = Math.hypot(...v);
   return v.map((x) => x / n);
@@ -62,7 +63,16 @@ test.after.always(async () => {
 const tmpDir = () => mkdtempSync(path.join(os.tmpdir(), 'faceid-snap-'));
 
 function replica(opts: Partial<ReplicaOptions> & { snapshotDir: string | null }): IndexReplica {
-  const r = new IndexReplica(db, { factory: 'BinarySketch512', nprobe: 1, syncIntervalMs: 0, pruneIntervalMs: 0, rerankCandidates: 50, autoRebuild: false, logger, ...opts });
+  const r = new IndexReplica(db, {
+    factory: 'BinarySketch512',
+    nprobe: 1,
+    syncIntervalMs: 0,
+    pruneIntervalMs: 0,
+    rerankCandidates: 50,
+    autoRebuild: false,
+    logger,
+    ...opts,
+  });
   replicas.push(r);
   return r;
 }
@@ -72,9 +82,19 @@ async function bulk(n: number, seed0: number): Promise<{ id: string; seed: numbe
   const out: { id: string; seed: number }[] = [];
   for (let i = 0; i < n; i += 500) {
     const m = Math.min(500, n - i);
-    const ids = (await db.raw(`INSERT INTO users (phone) SELECT '+2' || (g + ?)::text FROM generate_series(1, ?) g RETURNING id`, [seed0 + i, m])).rows.map((r: { id: string }) => r.id) as string[];
+    const ids = (await db.raw(`INSERT INTO users (phone) SELECT '+2' || (g + ?)::text FROM generate_series(1, ?) g RETURNING id`, [seed0 + i, m])).rows.map(
+      (r: { id: string }) => r.id,
+    ) as string[];
     // Sealed as the API seals them (templates are never stored in clear).
-    await db('canonicalEmbeddings').insert(ids.map((id, j) => ({ userId: id, embedding: sealTemplate(ring, id, vec(seed0 + i + j)), keyId: ring.activeKeyId, source: 'link_nin', engineVersion: FACE_ENGINE_VERSION })));
+    await db('canonicalEmbeddings').insert(
+      ids.map((id, j) => ({
+        userId: id,
+        embedding: sealTemplate(ring, id, vec(seed0 + i + j)),
+        keyId: ring.activeKeyId,
+        source: 'link_nin',
+        engineVersion: FACE_ENGINE_VERSION,
+      })),
+    );
     ids.forEach((id, j) => out.push({ id, seed: seed0 + i + j }));
   }
   return out;
@@ -124,8 +144,14 @@ test.serial('a start from a snapshot answers exactly as a full build; a damaged 
     t.deepEqual(got[0], (await top(full, q))[0]);
   }
   t.is((await top(fromSnapshot, vec(60_000)))[0]?.userId, late);
-  t.false((await top(fromSnapshot, vec(12), 50)).some((h) => h.userId === population[11]!.id), 'removed after the snapshot');
-  t.false((await top(fromSnapshot, vec(6), 50)).some((h) => h.userId === population[6]!.id), 'removed before the snapshot');
+  t.false(
+    (await top(fromSnapshot, vec(12), 50)).some((h) => h.userId === population[11]!.id),
+    'removed after the snapshot',
+  );
+  t.false(
+    (await top(fromSnapshot, vec(6), 50)).some((h) => h.userId === population[6]!.id),
+    'removed before the snapshot',
+  );
 
   // Damage the snapshot's float vectors (one byte): refused, full build, same answers.
   const snapDir = readdirSync(shared).find((n) => n.startsWith('snap-'))!;
@@ -143,7 +169,10 @@ test.serial('a start from a snapshot answers exactly as a full build; a damaged 
   const other = tmpDir();
   const w = replica({ snapshotDir: other });
   await w.start(); // writes a snapshot into `other`
-  const d2 = path.join(other, readdirSync(other).find((n) => n.startsWith('snap-'))!);
+  const d2 = path.join(
+    other,
+    readdirSync(other).find((n) => n.startsWith('snap-'))!,
+  );
   writeFileSync(path.join(d2, 'codes.bin'), readFileSync(path.join(d2, 'codes.bin')).subarray(0, 64));
   const afterTruncation = replica({ snapshotDir: other });
   await afterTruncation.start();
@@ -165,7 +194,10 @@ test.serial('micro-batched searches give the same results as one-at-a-time searc
   const batchesBefore = r.stats.batches;
   const seq = await head();
   const together = await Promise.all(queries.map((q) => r.knn(q, 10, seq)));
-  t.deepEqual(together.map((x) => x.hits), one);
+  t.deepEqual(
+    together.map((x) => x.hits),
+    one,
+  );
   t.true(r.stats.largestBatch > 1, `largest batch ${r.stats.largestBatch}`);
   t.true(r.stats.batches - batchesBefore < queries.length, 'fewer engine calls than searches');
   // Mixed k and minSeq in one batch: each gets its own k, all after the largest minSeq.
@@ -245,7 +277,10 @@ test.serial('the change log is pruned below what every live replica has applied;
   // (its own snapshot is older than the pruned point, so in full) and then answers correctly.
   const res = await top(behind, vec(90_002));
   t.is(res[0]?.userId, users[2], JSON.stringify({ res, stats: behind.stats, applied: String(behind.appliedSeq), h1: String(h1) }));
-  t.false((await top(behind, vec(90_000), 50)).some((h) => h.userId === users[0]), 'a removal pruned from the log is still applied');
+  t.false(
+    (await top(behind, vec(90_000), 50)).some((h) => h.userId === users[0]),
+    'a removal pruned from the log is still applied',
+  );
   t.is(behind.stats.lastBuild?.reason, 'behind-pruned');
   t.is(behind.stats.lastBuild?.from, 'postgres');
   t.true(behind.stats.snapshotsRefused >= 1);
@@ -259,7 +294,11 @@ test.serial('write-then-search and delete-then-search across two replicas, and a
     for (const r of rs) {
       const hits = await top(r, q, 20);
       if (present) t.is(hits[0]?.userId, present);
-      for (const x of absent) t.false(hits.some((h) => h.userId === x), `${x} returned`);
+      for (const x of absent)
+        t.false(
+          hits.some((h) => h.userId === x),
+          `${x} returned`,
+        );
     }
   };
   const kept: string[] = [];

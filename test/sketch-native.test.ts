@@ -72,12 +72,23 @@ test('the Hamming scan returns the k live rows of smallest distance, ties in row
   t.log(`kernel in use: ${scanIsa}`);
   for (const k of [10, 2000]) {
     const refs = [0, 1, 2, 3].map((q) => reference(data.codes, data.qcodes.subarray(q * BYTES, (q + 1) * BYTES), dead, k));
-    for (const [name, s] of [['default', data.s], ['portable', portable]] as const) {
+    for (const [name, s] of [
+      ['default', data.s],
+      ['portable', portable],
+    ] as const) {
       const batch = s.search(queries, k);
       for (let q = 0; q < 4; q++) {
         const one = s.search(queries.subarray(q * D, (q + 1) * D), k);
-        t.deepEqual(Array.from(one.labels), refs[q]!.map((x) => x[1]), `${name} k=${k} query ${q}: labels`);
-        t.deepEqual(Array.from(one.distances), refs[q]!.map((x) => x[0]), `${name} k=${k} query ${q}: distances`);
+        t.deepEqual(
+          Array.from(one.labels),
+          refs[q]!.map((x) => x[1]),
+          `${name} k=${k} query ${q}: labels`,
+        );
+        t.deepEqual(
+          Array.from(one.distances),
+          refs[q]!.map((x) => x[0]),
+          `${name} k=${k} query ${q}: distances`,
+        );
         t.deepEqual(Array.from(batch.labels.subarray(q * k, (q + 1) * k)), Array.from(one.labels), `${name} k=${k} query ${q}: batch = single`);
       }
     }
@@ -96,7 +107,8 @@ test('k beyond the live rows pads with -1; a dead row is never returned', (t) =>
 });
 
 test('refine: the best `refine` of the Hamming candidates by the asymmetric estimate, the same in a batch and on every kernel', (t) => {
-  const k = 500, m = 50;
+  const k = 500,
+    m = 50;
   const batch = data.s.search(queries, k, m);
   const batchPortable = portable.search(queries, k, m);
   t.is(batch.labels.length, 4 * m);
@@ -106,7 +118,10 @@ test('refine: the best `refine` of the Hamming candidates by the asymmetric esti
     const one = data.s.search(queries.subarray(q * D, (q + 1) * D), k, m);
     t.deepEqual(Array.from(one.labels), Array.from(batch.labels.subarray(q * m, (q + 1) * m)));
     t.is(new Set(one.labels).size, m);
-    t.true(Array.from(one.labels).every((x) => cand.has(x)), 'refined rows are Hamming candidates');
+    t.true(
+      Array.from(one.labels).every((x) => cand.has(x)),
+      'refined rows are Hamming candidates',
+    );
   }
   // refine >= k: the plain Hamming order.
   t.deepEqual(Array.from(data.s.search(queries, k, k).labels), Array.from(data.s.search(queries, k).labels));

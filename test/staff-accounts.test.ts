@@ -52,8 +52,16 @@ let seq = 0;
 async function staff(opts: { role?: 'operator' | 'administrator'; password?: string } = {}): Promise<{ id: string; identifier: string; password: string }> {
   const password = opts.password ?? `staff-pass-${++seq}-long`;
   const identifier = `staff-${Date.now()}-${++seq}`;
-  const [row] = await h.deps.db('operators')
-    .insert({ identifier, displayName: 'Staff', role: opts.role ?? 'operator', status: 'active', mustResetPassword: false, passwordHash: await hashPassword(password) })
+  const [row] = await h.deps
+    .db('operators')
+    .insert({
+      identifier,
+      displayName: 'Staff',
+      role: opts.role ?? 'operator',
+      status: 'active',
+      mustResetPassword: false,
+      passwordHash: await hashPassword(password),
+    })
     .returning('id');
   return { id: row.id, identifier, password };
 }
@@ -159,7 +167,7 @@ test('recovery codes sign in once each, also under concurrency', async (t) => {
   t.is(audit.length, 2);
 });
 
-test('an administrator resets an operator\'s MFA: audited, sessions end, sign-in without otp; operators may not', async (t) => {
+test("an administrator resets an operator's MFA: audited, sessions end, sign-in without otp; operators may not", async (t) => {
   const op = await staff();
   const { token } = await enableMfa(op);
   const admin = await newOperator(h, { role: 'administrator' });
@@ -169,7 +177,7 @@ test('an administrator resets an operator\'s MFA: audited, sessions end, sign-in
   t.is(res.status, 200, res.text);
   t.is(res.body.status, 'mfa_reset');
   t.is(res.body.operator.mfaEnabled, false);
-  t.is((await client(h.url).get('/identify/mine', { token })).status, 401, 'the operator\'s sessions ended');
+  t.is((await client(h.url).get('/identify/mine', { token })).status, 401, "the operator's sessions ended");
   const audit = await h.deps.db('auditEvents').where({ type: 'operator.mfa_reset', subjectId: op.id }).first();
   t.is(audit.actorId, admin.operatorId);
   t.is(audit.severity, 'high');
@@ -223,7 +231,10 @@ test('a temporary password expires after TEMP_PASSWORD_TTL_SECONDS: 403 temporar
   t.is(created.status, 201, created.text);
   const { operator, temporaryPassword } = created.body;
   // A day and a second later (the row's clock moved back instead of waiting).
-  await h.deps.db('operators').where({ id: operator.id }).update({ passwordSetAt: h.deps.db.raw(`now() - interval '86401 seconds'`) });
+  await h.deps
+    .db('operators')
+    .where({ id: operator.id })
+    .update({ passwordSetAt: h.deps.db.raw(`now() - interval '86401 seconds'`) });
   const expired = await login({ identifier: operator.identifier, password: temporaryPassword });
   t.is(expired.status, 403);
   t.is(expired.body.error, 'temporary_password_expired');
@@ -247,7 +258,10 @@ test('staff sessions: the idle limit and the absolute limit end refresh with 401
 
   // Absolute: refreshed within the idle limit each time, the session still ends MAX_SECONDS after sign-in.
   const first = await login({ identifier: op.identifier, password: op.password }, shortSessionsWeb.url);
-  const session = await h.deps.db('sessions').where({ id: decodeJwt(first.body.accessToken).sid as string }).first();
+  const session = await h.deps
+    .db('sessions')
+    .where({ id: decodeJwt(first.body.accessToken).sid as string })
+    .first();
   const startedAt = new Date(session.createdAt).getTime();
   let refreshToken = first.body.refreshToken;
   let accessToken = first.body.accessToken;

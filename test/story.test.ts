@@ -47,17 +47,24 @@ const s: {
   disputeId?: string;
 } = {};
 
-const h = useHarness(test, { face: true, search: 1, env: { ADMIN_IDENTIFIER: ADMIN.identifier, ADMIN_PASSWORD: ADMIN.password } }, {
-  ready: async () => {
-    // The harness starts the web process without processes/web.ts's start-up step: run it as that file does.
-    const first = await ensureFirstAdministrator(h.deps);
-    if (!first.created) throw new Error(`first administrator not created: ${first.reason}`);
+const h = useHarness(
+  test,
+  { face: true, search: 1, env: { ADMIN_IDENTIFIER: ADMIN.identifier, ADMIN_PASSWORD: ADMIN.password } },
+  {
+    ready: async () => {
+      // The harness starts the web process without processes/web.ts's start-up step: run it as that file does.
+      const first = await ensureFirstAdministrator(h.deps);
+      if (!first.created) throw new Error(`first administrator not created: ${first.reason}`);
+    },
   },
-});
+);
 
 /** The newest code the SMS outbox holds for this phone. */
 function codeFor(phone: string): string {
-  const lines = readFileSync(h.outboxFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { to: string; code: string });
+  const lines = readFileSync(h.outboxFile, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { to: string; code: string });
   const mine = lines.filter((l) => l.to === phone);
   if (!mine.length) throw new Error(`no SMS to ${phone} in the outbox`);
   return mine[mine.length - 1]!.code;
@@ -87,13 +94,22 @@ async function enrol(t: import('ava').ExecutionContext, person: Record<string, s
 }
 
 /** validate → verify-face (a selfie, or reuseCapture) → link. */
-async function linkNumber(t: import('ava').ExecutionContext, who: Consumer, registry: 'nin' | 'bvn', number: string, selfie: string | null, matchedName: string) {
+async function linkNumber(
+  t: import('ava').ExecutionContext,
+  who: Consumer,
+  registry: 'nin' | 'bvn',
+  number: string,
+  selfie: string | null,
+  matchedName: string,
+) {
   const v = await api().post(`/identity/${registry}/validate`, { ...bearer(who.token), json: { [registry]: number } });
   t.is(v.status, 200, v.text);
   t.deepEqual(Object.keys(v.body).sort(), ['expiresIn', 'matchedName', 'validationToken']);
   t.is(v.body.matchedName, matchedName);
 
-  const form: NonNullable<RequestOptions['form']> = selfie ? { validationToken: v.body.validationToken, file: face(selfie) } : { validationToken: v.body.validationToken, reuseCapture: 'true' };
+  const form: NonNullable<RequestOptions['form']> = selfie
+    ? { validationToken: v.body.validationToken, file: face(selfie) }
+    : { validationToken: v.body.validationToken, reuseCapture: 'true' };
   const f = await api().post(`/identity/${registry}/verify-face`, { ...bearer(who.token), form });
   t.is(f.status, 200, f.text);
   t.is(f.body.outcome, 'match');
@@ -109,7 +125,11 @@ async function linkNumber(t: import('ava').ExecutionContext, who: Consumer, regi
 
 test.serial('the registry simulator enrols the people of the story', async (t) => {
   s.bushPerson = await enrol(t, { firstName: 'George', middleName: 'Walker', lastName: 'Bush', dateOfBirth: '1946-07-06', gender: 'male' }, 'lfw/Bush_1.png');
-  s.powellPerson = await enrol(t, { firstName: 'Colin', middleName: 'Luther', lastName: 'Powell', dateOfBirth: '1937-04-05', gender: 'male' }, 'lfw/Powell_1.png');
+  s.powellPerson = await enrol(
+    t,
+    { firstName: 'Colin', middleName: 'Luther', lastName: 'Powell', dateOfBirth: '1937-04-05', gender: 'male' },
+    'lfw/Powell_1.png',
+  );
   const found = await api().get('/api/search?name=George+Walker+Bush');
   t.is(found.status, 200);
   t.is(found.body.items[0]?.nin, s.bushPerson.nin);
@@ -123,7 +143,15 @@ test.serial('a consumer signs in with a one-time code and links NIN, then BVN re
 
   const me = await api().get(`/users/${s.bush.userId}`, bearer(s.bush.token));
   t.is(me.status, 200, me.text);
-  t.like(me.body, { id: s.bush.userId, phone: '+2348031234567', name: 'George Walker Bush', dateOfBirth: '1946-07-06', gender: 'male', ninLinked: true, bvnLinked: true });
+  t.like(me.body, {
+    id: s.bush.userId,
+    phone: '+2348031234567',
+    name: 'George Walker Bush',
+    dateOfBirth: '1946-07-06',
+    gender: 'male',
+    ninLinked: true,
+    bvnLinked: true,
+  });
 
   // A second linked consumer (local phone form, normalised), so that the 1:N search has a choice.
   s.powell = await signIn(t, '08039876543', '+2348039876543');
@@ -239,7 +267,10 @@ test.serial('the consumer deletes the account with a fresh proofToken: identify 
   const { bush, operatorToken } = s;
   if (!bush || !operatorToken) return t.fail('an earlier step did not run');
   const identify = () => api().post('/identify', { ...bearer(operatorToken), form: { attestation: 'true', file: face('lfw/Bush_2.png') } });
-  t.true((await identify()).body.candidates.some((c: { userId: string }) => c.userId === bush.userId), 'found before the deletion');
+  t.true(
+    (await identify()).body.candidates.some((c: { userId: string }) => c.userId === bush.userId),
+    'found before the deletion',
+  );
 
   const proof = await api().post('/verify/self', { ...bearer(bush.token), form: { image: face('lfw/Bush_2.png') } });
   t.is(proof.body.outcome, 'match', proof.text);
@@ -250,7 +281,10 @@ test.serial('the consumer deletes the account with a fresh proofToken: identify 
   // Right after the answer: no identification returns the user any more, on any search worker.
   const after = await identify();
   t.is(after.status, 200);
-  t.false(after.body.candidates.some((c: { userId: string }) => c.userId === bush.userId), JSON.stringify(after.body.candidates));
+  t.false(
+    after.body.candidates.some((c: { userId: string }) => c.userId === bush.userId),
+    JSON.stringify(after.body.candidates),
+  );
   // The still-valid access token now meets 404 on the consumer's routes.
   const gone = await api().get(`/users/${bush.userId}`, bearer(bush.token));
   t.is(gone.status, 404);

@@ -41,7 +41,15 @@ test('the supervisor restarts a killed child with backoff, leaves the others alo
   const dir = mkdtempSync(path.join(os.tmpdir(), 'faceid-sup-'));
   const statusFile = path.join(dir, 'status.json');
   const logs: string[] = [];
-  const sup = new Supervisor({ initialBackoffMs: 100, maxBackoffMs: 400, stableAfterMs: 60_000, crashLoopRestarts: 3, crashLoopWindowMs: 60_000, statusFile, log: (m) => logs.push(m) });
+  const sup = new Supervisor({
+    initialBackoffMs: 100,
+    maxBackoffMs: 400,
+    stableAfterMs: 60_000,
+    crashLoopRestarts: 3,
+    crashLoopWindowMs: 60_000,
+    statusFile,
+    log: (m) => logs.push(m),
+  });
   const sleeper = ['-e', 'setInterval(() => {}, 1000)'];
   sup.add({ name: 'steady', command: process.execPath, args: sleeper, env: process.env, cwd: ROOT });
   sup.add({ name: 'victim', command: process.execPath, args: sleeper, env: process.env, cwd: ROOT });
@@ -65,7 +73,10 @@ test('the supervisor restarts a killed child with backoff, leaves the others alo
     t.true(logs.some((l) => /victim exited \(SIGKILL\)/.test(l)));
     t.true(logs.some((l) => /CRASH LOOP/.test(l)));
   } finally {
-    const pids = sup.names().map((n) => sup.pid(n)).filter((p): p is number => !!p);
+    const pids = sup
+      .names()
+      .map((n) => sup.pid(n))
+      .filter((p): p is number => !!p);
     await sup.stop(sup.names(), 5000);
     await sleep(200);
     t.deepEqual(pids.filter(alive), [], 'stop() leaves no child running');
@@ -113,13 +124,16 @@ test('npm start: kill -9 of the face worker is survived; SIGTERM to the npm proc
         });
         if (login.ok) adminToken = ((await login.json()) as { accessToken: string }).accessToken;
       }
-      const res = await fetch(`http://127.0.0.1:${port}/health`, { headers: adminToken ? { authorization: `Bearer ${adminToken}` } : {}, signal: AbortSignal.timeout(2000) });
+      const res = await fetch(`http://127.0.0.1:${port}/health`, {
+        headers: adminToken ? { authorization: `Bearer ${adminToken}` } : {},
+        signal: AbortSignal.timeout(2000),
+      });
       return (await res.json()) as { dependencies: Record<string, { up: boolean }>; processes?: ChildStatus[] };
     } catch {
       return undefined;
     }
   };
-  const statusPids = () => (JSON.parse(readFileSync(statusFile, 'utf8')) as { supervisorPid: number; processes: ChildStatus[] });
+  const statusPids = () => JSON.parse(readFileSync(statusFile, 'utf8')) as { supervisorPid: number; processes: ChildStatus[] };
   let tree: number[] = [];
   try {
     await until('the service to be up', 180_000, async () => {

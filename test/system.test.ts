@@ -57,7 +57,12 @@ test('PATCH /settings/attestation-required is always 403 setting_immutable', asy
   const api = client(h.url);
   const admin = await newOperator(h, { role: 'administrator' });
   const consumer = await newConsumer(h);
-  for (const opts of [{}, { token: admin.token, json: { attestationRequired: false } }, { token: consumer.token, json: {} }, { rawBody: 'garbage', headers: { 'content-type': 'text/plain' } }]) {
+  for (const opts of [
+    {},
+    { token: admin.token, json: { attestationRequired: false } },
+    { token: consumer.token, json: {} },
+    { rawBody: 'garbage', headers: { 'content-type': 'text/plain' } },
+  ]) {
     const res = await api.patch('/settings/attestation-required?x=1', opts);
     t.is(res.status, 403);
     t.is(res.body.error, 'setting_immutable');

@@ -26,15 +26,24 @@ const freshPhone = () => {
   return { local: `0806${n}`, e164: `+234806${n}` };
 };
 
-test('GET /users/{id} answers the profile of the token\'s subject only', async (t) => {
+test("GET /users/{id} answers the profile of the token's subject only", async (t) => {
   const me = await newConsumer(h);
   const other = await newConsumer(h);
   await h.deps.db('users').where({ id: me.userId }).update({ name: 'Ada Obi', dateOfBirth: '1990-04-01', gender: 'F', bankAccount: '0123456789' });
-  await h.deps.db('ninLinks').insert({ userId: me.userId, nin: '12345678901', registryRecord: JSON.stringify({ firstName: 'Ada', lastName: 'Obi', dateOfBirth: '1990-04-01', gender: 'F' }) });
+  await h.deps
+    .db('ninLinks')
+    .insert({
+      userId: me.userId,
+      nin: '12345678901',
+      registryRecord: JSON.stringify({ firstName: 'Ada', lastName: 'Obi', dateOfBirth: '1990-04-01', gender: 'F' }),
+    });
 
   const res = await api().get(`/users/${me.userId}`, { token: me.token });
   t.is(res.status, 200);
-  t.deepEqual(Object.keys(res.body).sort(), ['bankAccount', 'bvnLinked', 'createdAt', 'dateOfBirth', 'gender', 'id', 'name', 'ninLinked', 'pendingBankAccount', 'phone'].sort());
+  t.deepEqual(
+    Object.keys(res.body).sort(),
+    ['bankAccount', 'bvnLinked', 'createdAt', 'dateOfBirth', 'gender', 'id', 'name', 'ninLinked', 'pendingBankAccount', 'phone'].sort(),
+  );
   t.is(res.body.id, me.userId);
   t.is(res.body.name, 'Ada Obi');
   t.is(res.body.dateOfBirth, '1990-04-01');
@@ -62,7 +71,15 @@ test('PATCH rejects name, dateOfBirth, gender and unknown keys with 400, without
     t.is(res.body.error, 'validation_failed');
     t.true(res.body.details.errors.some((e: { path: string }) => e.path === `/${Object.keys(extra)[0]}`));
   }
-  for (const bad of [{}, { phone: 'not a phone' }, { phone: '123' }, { bankAccount: '12345' }, { bankAccount: '01234567890' }, { bankAccount: 1234567890 }, { phone: 8031234567 }]) {
+  for (const bad of [
+    {},
+    { phone: 'not a phone' },
+    { phone: '123' },
+    { bankAccount: '12345' },
+    { bankAccount: '01234567890' },
+    { bankAccount: 1234567890 },
+    { phone: 8031234567 },
+  ]) {
     const res = await api().patch(`/users/${me.userId}`, { token: me.token, json: { proofToken: token, ...bad } });
     t.is(res.status, 400, JSON.stringify(bad));
     t.is(res.body.error, 'validation_failed');
@@ -73,7 +90,7 @@ test('PATCH rejects name, dateOfBirth, gender and unknown keys with 400, without
   t.is(ok.body.status, 'applied');
 });
 
-test('PATCH without a valid proofToken is 403 proof_token_invalid: missing, unknown, expired, reused, another user\'s', async (t) => {
+test("PATCH without a valid proofToken is 403 proof_token_invalid: missing, unknown, expired, reused, another user's", async (t) => {
   const me = await newConsumer(h);
   const other = await newConsumer(h);
   const body = () => ({ phone: freshPhone().e164 });
@@ -92,7 +109,7 @@ test('PATCH without a valid proofToken is 403 proof_token_invalid: missing, unkn
   await expect403({ ...body(), proofToken: expired }, 'expired');
 
   const othersToken = await proof(other);
-  await expect403({ ...body(), proofToken: othersToken }, 'another user\'s');
+  await expect403({ ...body(), proofToken: othersToken }, "another user's");
   // ... and presenting it did not burn it for its owner.
   const ownerUse = await api().patch(`/users/${other.userId}`, { token: other.token, json: { ...body(), proofToken: othersToken } });
   t.is(ownerUse.status, 200);
@@ -183,7 +200,10 @@ test('a superseded bankAccount change never lands over the newer one', async (t)
   const me = await newConsumer(h);
   await api().patch(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me), bankAccount: '3333333333' } });
   await new Promise((r) => setTimeout(r, 300));
-  const second = await api().patch(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me), bankAccount: '4444444444', phone: freshPhone().e164 } });
+  const second = await api().patch(`/users/${me.userId}`, {
+    token: me.token,
+    json: { proofToken: await proof(me), bankAccount: '4444444444', phone: freshPhone().e164 },
+  });
   t.is(second.status, 200);
   t.is(second.body.status, 'pending_upstream', 'a request including a bankAccount is pending as a whole');
   // The first confirmation fires ~300 ms before the second: it must not land the superseded value.
@@ -238,7 +258,11 @@ test('DELETE: the embedding leaves the index and the account is soft-deleted tog
   t.truthy(await h.deps.db('auditEvents').where({ type: 'profile.deleted', subjectId: me.userId }).first());
 
   // The same, still-unexpired access token: 404 on every /users route.
-  for (const [method, path] of [['get', `/users/${me.userId}`], ['get', `/users/${me.userId}/history`], ['get', `/users/${me.userId}/preferences`]] as const) {
+  for (const [method, path] of [
+    ['get', `/users/${me.userId}`],
+    ['get', `/users/${me.userId}/history`],
+    ['get', `/users/${me.userId}/preferences`],
+  ] as const) {
     const r = await api()[method](path, { token: me.token });
     t.is(r.status, 404, path);
     t.is(r.body.error, 'not_found');
@@ -259,7 +283,9 @@ test('DELETE cut short by PostgreSQL going away leaves the account whole (embedd
   // PostgreSQL ends the session at the soft-delete (57P01 admin_shutdown, as in a restart): a real
   // trigger on this user's row, not a mock.
   const fn = `fail_delete_${me.userId.replaceAll('-', '')}`;
-  await h.deps.db.raw(`CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.deleted_at IS NOT NULL AND OLD.id = '${me.userId}' THEN RAISE EXCEPTION 'terminating connection due to administrator command' USING ERRCODE = '57P01'; END IF; RETURN NEW; END $$`);
+  await h.deps.db.raw(
+    `CREATE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.deleted_at IS NOT NULL AND OLD.id = '${me.userId}' THEN RAISE EXCEPTION 'terminating connection due to administrator command' USING ERRCODE = '57P01'; END IF; RETURN NEW; END $$`,
+  );
   await h.deps.db.raw(`CREATE TRIGGER ${fn} BEFORE UPDATE ON users FOR EACH ROW EXECUTE FUNCTION ${fn}()`);
   try {
     const cut = await api().delete(`/users/${me.userId}`, { token: me.token, json: { proofToken: await proof(me) } });
@@ -281,7 +307,7 @@ test('DELETE cut short by PostgreSQL going away leaves the account whole (embedd
   t.truthy((await h.deps.db('users').where({ id: me.userId }).first()).deletedAt);
 });
 
-test('DELETE of another user\'s id is 403 and deletes nothing', async (t) => {
+test("DELETE of another user's id is 403 and deletes nothing", async (t) => {
   const me = await newConsumer(h);
   const other = await newConsumer(h);
   const res = await api().delete(`/users/${other.userId}`, { token: me.token, json: { proofToken: await proof(me) } });

@@ -92,7 +92,10 @@ test('a type that needs training falls back to exact Flat below its minimum, tra
   const info = describeFactory('IVF16,Flat');
   t.is(info.nlist, 16);
   t.is(info.minTrain, 1000);
-  const small = FaissEngine.create({ factory: 'IVF16,Flat', nprobe: 8 }, Array.from({ length: 100 }, (_, i) => unit(i)));
+  const small = FaissEngine.create(
+    { factory: 'IVF16,Flat', nprobe: 8 },
+    Array.from({ length: 100 }, (_, i) => unit(i)),
+  );
   t.true(small.fallback);
   t.is(small.effectiveFactory, 'Flat');
   t.true(small.exact);
@@ -160,7 +163,11 @@ test.serial('a write is seen by the next search on every replica; a removal too'
 
     await removeCanonical(h.deps.db, userId);
     const gone = await searchOnBoth(v);
-    for (const a of gone) t.false(a.hits.some((x) => x.userId === userId), `round ${round}: a removed user was returned`);
+    for (const a of gone)
+      t.false(
+        a.hits.some((x) => x.userId === userId),
+        `round ${round}: a removed user was returned`,
+      );
   }
 });
 
@@ -198,8 +205,14 @@ test.serial('a restarted search worker starts from its snapshot plus the change 
   const r = await h.deps.face.searchByEmbedding(unit(402), 3);
   t.is(r.hits[0]?.userId, a.userId);
   t.true(r.hits[0]!.score > 0.999);
-  t.false((await h.deps.face.searchByEmbedding(unit(400), 3)).hits.some((x) => x.userId === a.userId && x.score > 0.5), 'the replaced vector is gone');
-  t.false((await h.deps.face.searchByEmbedding(unit(401), 3)).hits.some((x) => x.userId === b.userId), 'the removed user is gone');
+  t.false(
+    (await h.deps.face.searchByEmbedding(unit(400), 3)).hits.some((x) => x.userId === a.userId && x.score > 0.5),
+    'the replaced vector is gone',
+  );
+  t.false(
+    (await h.deps.face.searchByEmbedding(unit(401), 3)).hits.some((x) => x.userId === b.userId),
+    'the removed user is gone',
+  );
 });
 
 test.serial('a replica trains once there is enough data, compacts tombstones, and never returns a removed user meanwhile', async (t) => {
@@ -242,7 +255,10 @@ test.serial('a replica trains once there is enough data, compacts tombstones, an
     for (const [i, u] of removed.entries()) {
       await removeCanonical(h.deps.db, u);
       const res = await knn(i);
-      t.false(res.hits.some((x) => x.userId === u), `removed user ${i} returned`);
+      t.false(
+        res.hits.some((x) => x.userId === u),
+        `removed user ${i} returned`,
+      );
     }
     const until2 = Date.now() + 20_000;
     while (replica.index.dead > 0 && Date.now() < until2) {

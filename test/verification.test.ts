@@ -28,15 +28,19 @@ async function enrol(h: Harness, userId: string, rel: string): Promise<void> {
 
 const logCount = async () => Number((await h.deps.db('searchLogs').count({ n: '*' }).first())!.n);
 
-const h = useHarness(test, { face: true, search: 1 }, {
-  ready: async () => {
-    bush = await newConsumer(h);
-    powell = await newConsumer(h);
-    operator = await newOperator(h);
-    await enrol(h, bush.userId, 'lfw/Bush_1.png');
-    await enrol(h, powell.userId, 'lfw/Powell_1.png');
+const h = useHarness(
+  test,
+  { face: true, search: 1 },
+  {
+    ready: async () => {
+      bush = await newConsumer(h);
+      powell = await newConsumer(h);
+      operator = await newOperator(h);
+      await enrol(h, bush.userId, 'lfw/Bush_1.png');
+      await enrol(h, powell.userId, 'lfw/Powell_1.png');
+    },
   },
-});
+);
 
 test.serial('identify finds the enrolled person from another photo, logs the call with its latency breakdown', async (t) => {
   const res = await client(h.url).post('/identify', { token: operator.token, form: { attestation: 'true', file: file('lfw/Bush_2.png') } });
@@ -67,14 +71,23 @@ test.serial('identify of someone not enrolled is no_match with no candidates', a
 test.serial('without attestation=true the call is refused first, with nothing logged', async (t) => {
   const api = client(h.url);
   const before = await logCount();
-  for (const form of [{ file: file('lfw/Bush_2.png') }, { attestation: 'false', file: file('lfw/Bush_2.png') }, { attestation: 'TRUE' }, { attestation: 'yes', extra: 'x' }] as const) {
+  for (const form of [
+    { file: file('lfw/Bush_2.png') },
+    { attestation: 'false', file: file('lfw/Bush_2.png') },
+    { attestation: 'TRUE' },
+    { attestation: 'yes', extra: 'x' },
+  ] as const) {
     const res = await api.post('/identify', { token: operator.token, form: form as never });
     t.is(res.status, 400);
     t.is(res.body.error, 'attestation_required');
     t.is(res.body.outcome, 'attestation_required');
   }
   // No multipart body at all: no attestation either, and that is answered first (not 415).
-  for (const opts of [{}, { json: { attestation: 'true' } }, { rawBody: 'attestation=true', headers: { 'content-type': 'application/x-www-form-urlencoded' } }]) {
+  for (const opts of [
+    {},
+    { json: { attestation: 'true' } },
+    { rawBody: 'attestation=true', headers: { 'content-type': 'application/x-www-form-urlencoded' } },
+  ]) {
     const res = await api.post('/identify', { token: operator.token, ...opts });
     t.is(res.status, 400, JSON.stringify(opts));
     t.is(res.body.error, 'attestation_required', JSON.stringify(opts));
@@ -100,7 +113,10 @@ test.serial('every face outcome and failure of /identify writes exactly one Sear
     t.is(row.outcome, c.outcome);
   }
   const before = await logCount();
-  const corrupt = await api.post('/identify', { token: operator.token, form: { attestation: 'true', file: { data: Buffer.from('not an image at all'), filename: 'x.jpg' } } });
+  const corrupt = await api.post('/identify', {
+    token: operator.token,
+    form: { attestation: 'true', file: { data: Buffer.from('not an image at all'), filename: 'x.jpg' } },
+  });
   t.is(corrupt.status, 400);
   t.is(corrupt.body.error, 'invalid_image');
   t.is(corrupt.body.outcome, 'invalid_image');
@@ -204,34 +220,37 @@ test.serial('verify/self without an enrolled face is 409 conflict; a deleted use
   t.is(json.body.error, 'unsupported_media_type');
 });
 
-test.serial('no face image, aligned face or embedding lingers in Redis after an identify (job hashes, hand-offs and replies gone; no result in any events stream)', async (t) => {
-  const res = await client(h.url).post('/identify', { token: operator.token, form: { attestation: 'true', file: file('lfw/Powell_3.png') } });
-  t.is(res.status, 200);
-  const redis = h.deps.redis;
-  const prefix = `${h.config.redis.prefix}:bull`;
-  const keys = await redis.keys(`${prefix}:*`);
-  // Only queue bookkeeping remains: no per-job hash (`<queue>:<id>`) of any face queue.
-  const jobHashes = keys.filter((k) => /:(liveness|embed|search):\d+$/.test(k));
-  t.deepEqual(jobHashes, []);
-  const imageB64 = photo('lfw/Powell_3.png').toString('base64').slice(0, 40);
-  for (const queue of ['liveness', 'embed', 'search']) {
-    const entries = (await redis.xrange(`${prefix}:${queue}:events`, '-', '+')) as [string, string[]][];
-    const text = JSON.stringify(entries);
-    t.false(text.includes(imageB64), `${queue} events hold no image`);
-    // A clear embedding would be a long array of floats in a returnvalue.
-    t.false(/\[(-?\d\.\d+,){100,}/.test(text), `${queue} events hold no clear embedding`);
-  }
-  // Results travel on the API's reply list, read as they arrive: the events streams carry none.
-  for (const queue of ['liveness', 'embed', 'search']) {
-    const entries = (await redis.xrange(`${prefix}:${queue}:events`, '-', '+')) as [string, string[]][];
-    const completed = entries.filter(([, f]) => f[1] === 'completed');
-    t.true(completed.length > 0, `${queue}: completed events`);
-    for (const [, f] of completed) t.is(f[f.indexOf('returnvalue') + 1], 'null', `${queue}: no result in the stream`);
-  }
-  // The image and the aligned face were taken by the workers that read them, and no reply waits on a list.
-  t.deepEqual(await redis.keys(`${h.config.redis.prefix}:face:*`), []);
-  t.deepEqual(await redis.keys(`${h.config.redis.prefix}:jobs:reply:*`), []);
-});
+test.serial(
+  'no face image, aligned face or embedding lingers in Redis after an identify (job hashes, hand-offs and replies gone; no result in any events stream)',
+  async (t) => {
+    const res = await client(h.url).post('/identify', { token: operator.token, form: { attestation: 'true', file: file('lfw/Powell_3.png') } });
+    t.is(res.status, 200);
+    const redis = h.deps.redis;
+    const prefix = `${h.config.redis.prefix}:bull`;
+    const keys = await redis.keys(`${prefix}:*`);
+    // Only queue bookkeeping remains: no per-job hash (`<queue>:<id>`) of any face queue.
+    const jobHashes = keys.filter((k) => /:(liveness|embed|search):\d+$/.test(k));
+    t.deepEqual(jobHashes, []);
+    const imageB64 = photo('lfw/Powell_3.png').toString('base64').slice(0, 40);
+    for (const queue of ['liveness', 'embed', 'search']) {
+      const entries = (await redis.xrange(`${prefix}:${queue}:events`, '-', '+')) as [string, string[]][];
+      const text = JSON.stringify(entries);
+      t.false(text.includes(imageB64), `${queue} events hold no image`);
+      // A clear embedding would be a long array of floats in a returnvalue.
+      t.false(/\[(-?\d\.\d+,){100,}/.test(text), `${queue} events hold no clear embedding`);
+    }
+    // Results travel on the API's reply list, read as they arrive: the events streams carry none.
+    for (const queue of ['liveness', 'embed', 'search']) {
+      const entries = (await redis.xrange(`${prefix}:${queue}:events`, '-', '+')) as [string, string[]][];
+      const completed = entries.filter(([, f]) => f[1] === 'completed');
+      t.true(completed.length > 0, `${queue}: completed events`);
+      for (const [, f] of completed) t.is(f[f.indexOf('returnvalue') + 1], 'null', `${queue}: no result in the stream`);
+    }
+    // The image and the aligned face were taken by the workers that read them, and no reply waits on a list.
+    t.deepEqual(await redis.keys(`${h.config.redis.prefix}:face:*`), []);
+    t.deepEqual(await redis.keys(`${h.config.redis.prefix}:jobs:reply:*`), []);
+  },
+);
 
 test.serial('identify never returns a deleted account still in the index: ranks renumbered, logged without it, alone it is no_match', async (t) => {
   // Deleted behind the index's back (the row only): the index still holds the embeddings.
@@ -247,12 +266,18 @@ test.serial('identify never returns a deleted account still in the index: ranks 
   t.true(hopperIds.includes(hopper.userId));
   t.false(hopperIds.includes(powell.userId));
   // Every account that matches the second Hopper photo is deleted (another test may have enrolled her too).
-  await h.deps.db('users').whereIn('id', [ghost.userId, ...hopperIds]).update({ deletedAt: new Date() });
+  await h.deps
+    .db('users')
+    .whereIn('id', [ghost.userId, ...hopperIds])
+    .update({ deletedAt: new Date() });
 
   const res = await client(h.url).post('/identify', { token: operator.token, form: { attestation: 'true', file: file('lfw/Powell_2.png') } });
   t.is(res.status, 200, res.text);
   t.is(res.body.outcome, 'match');
-  t.deepEqual(res.body.candidates.map((c: { userId: string; rank: number }) => [c.userId, c.rank]), [[powell.userId, 1]]);
+  t.deepEqual(
+    res.body.candidates.map((c: { userId: string; rank: number }) => [c.userId, c.rank]),
+    [[powell.userId, 1]],
+  );
   const row = await h.deps.db('searchLogs').where({ id: res.body.referenceId }).first();
   t.is(row.outcome, 'match');
   t.deepEqual(row.matchedUserIds, [powell.userId]);

@@ -45,7 +45,10 @@ test.serial('an attempt claimed by a process that died is made again after its l
     await new Promise((r) => setTimeout(r, 500));
     t.is(receiver.on('/survivor').length, 0, 'nothing while the lease runs');
     // The lease runs out (60 s in real time: moved instead of waited for).
-    await h.deps.db('webhook_deliveries').where({ id: deliveryId }).update({ nextAttemptAt: new Date(Date.now() - 1000) });
+    await h.deps
+      .db('webhook_deliveries')
+      .where({ id: deliveryId })
+      .update({ nextAttemptAt: new Date(Date.now() - 1000) });
     const [w] = await receiver.waitFor('/survivor', 1);
     t.is(w!.headers['webhook-id'], eventId);
     t.is((new Webhook(created.body.secret).verify(w!.body, w!.headers) as { type: string }).type, 'user.deleted');
@@ -53,7 +56,10 @@ test.serial('an attempt claimed by a process that died is made again after its l
     const log = await client(h.url).get(`/webhooks/endpoints/${created.body.endpoint.id}/deliveries`, { token: admin.token });
     t.deepEqual(
       log.body.items.map((a: { attempt: number; status: string; error: string | null }) => [a.attempt, a.status, a.error]),
-      [[2, 'succeeded', null], [1, 'failed', 'interrupted: no outcome was recorded (process stopped)']],
+      [
+        [2, 'succeeded', null],
+        [1, 'failed', 'interrupted: no outcome was recorded (process stopped)'],
+      ],
       'the lost attempt is logged as failed; the second one succeeded',
     );
   } finally {
@@ -66,7 +72,9 @@ test.serial('events past WEBHOOK_RETENTION_DAYS go with their log, unless a deli
   const admin = await newOperator(h, { role: 'administrator' });
   await client(h.url).post('/webhooks/endpoints', { token: admin.token, json: { url: `${receiver.url}/retention`, events: ['user.deleted'] } });
   const old = new Date(Date.now() - (h.config.webhooks.retentionDays + 1) * 86_400_000);
-  const [done, pending, recent] = await Promise.all([0, 1, 2].map(() => new WebhooksRepository(h.deps.db).recordEvent('user.deleted', { userId: randomUUID() })));
+  const [done, pending, recent] = await Promise.all(
+    [0, 1, 2].map(() => new WebhooksRepository(h.deps.db).recordEvent('user.deleted', { userId: randomUUID() })),
+  );
   await repo.dispatchEvents(100);
   await h.deps.db('webhook_events').whereIn('id', [done!, pending!]).update({ createdAt: old });
   await h.deps.db('webhook_deliveries').whereIn('eventId', [done!, recent!]).update({ status: 'succeeded' });

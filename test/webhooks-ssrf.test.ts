@@ -19,20 +19,49 @@ import type { AddressInfo } from 'node:net';
 
 let receiver: WebhookReceiver;
 // The harness's own worker is left out (UPSTREAM_WORKER_IN_WEB=false): this file runs attempts itself.
-const h = useHarness(test, async () => {
-  receiver = await startWebhookReceiver();
-  return { env: { WEBHOOK_ALLOW_PRIVATE: 'false', UPSTREAM_WORKER_IN_WEB: 'false' } };
-}, { afterStop: () => receiver.close() });
+const h = useHarness(
+  test,
+  async () => {
+    receiver = await startWebhookReceiver();
+    return { env: { WEBHOOK_ALLOW_PRIVATE: 'false', UPSTREAM_WORKER_IN_WEB: 'false' } };
+  },
+  { afterStop: () => receiver.close() },
+);
 
 const strict = { timeoutMs: 2000, allowPrivate: false };
 
 test('production default: private targets are not allowed', (t) => {
-  t.false(loadConfig({ NODE_ENV: 'production', JWT_PRIVATE_KEY: 'k', BIOMETRIC_KEYS: `k1:${Buffer.alloc(32, 1).toString('base64')}`, LINK_NUMBER_HASH_KEY: Buffer.alloc(32, 9).toString('base64'), SMS_WEBHOOK_URL: 'https://x', REGISTRY_URL: 'https://r.example' }).webhooks.allowPrivate);
+  t.false(
+    loadConfig({
+      NODE_ENV: 'production',
+      JWT_PRIVATE_KEY: 'k',
+      BIOMETRIC_KEYS: `k1:${Buffer.alloc(32, 1).toString('base64')}`,
+      LINK_NUMBER_HASH_KEY: Buffer.alloc(32, 9).toString('base64'),
+      SMS_WEBHOOK_URL: 'https://x',
+      REGISTRY_URL: 'https://r.example',
+    }).webhooks.allowPrivate,
+  );
   t.true(loadConfig({ NODE_ENV: 'development' }).webhooks.allowPrivate);
 });
 
 test('address classification', (t) => {
-  for (const a of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '64:ff9b::a00:1', '224.0.0.1']) {
+  for (const a of [
+    '127.0.0.1',
+    '10.1.2.3',
+    '172.16.0.1',
+    '192.168.1.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '0.0.0.0',
+    '::1',
+    '::',
+    'fe80::1',
+    'fd00::1',
+    '::ffff:127.0.0.1',
+    '::ffff:7f00:1',
+    '64:ff9b::a00:1',
+    '224.0.0.1',
+  ]) {
     t.false(isPublicAddress(a), a);
   }
   for (const a of ['8.8.8.8', '1.1.1.1', '2606:4700:4700::1111']) t.true(isPublicAddress(a), a);
@@ -41,7 +70,14 @@ test('address classification', (t) => {
 test('create-time check: https only, no credentials, no private literal', (t) => {
   t.throws(() => checkWebhookUrl('http://example.com/hook', false), { message: /https/ });
   t.throws(() => checkWebhookUrl('https://user:pw@example.com/hook', false), { message: /credentials/ });
-  for (const u of ['https://127.0.0.1/x', 'https://127.1/x', 'https://0x7f000001/x', 'https://[::1]/x', 'https://[::ffff:127.0.0.1]/x', 'https://169.254.169.254/latest']) {
+  for (const u of [
+    'https://127.0.0.1/x',
+    'https://127.1/x',
+    'https://0x7f000001/x',
+    'https://[::1]/x',
+    'https://[::ffff:127.0.0.1]/x',
+    'https://169.254.169.254/latest',
+  ]) {
     t.throws(() => checkWebhookUrl(u, false), { message: /public/ }, u);
   }
   t.notThrows(() => checkWebhookUrl('https://hooks.example.com/x', false));
@@ -95,15 +131,29 @@ test('an attempt to an endpoint that now resolves privately is logged failed and
   const id = randomUUID();
   const port = new URL(receiver.url).port;
   // Written as if its name had resolved publicly when it was registered.
-  await repo.insertEndpoint({ id, url: `https://localhost:${port}/rebound`, description: null, events: ['user.deleted'], secretSealed: sealWebhookSecret(key, id, newWebhookSecret()), createdBy: null });
+  await repo.insertEndpoint({
+    id,
+    url: `https://localhost:${port}/rebound`,
+    description: null,
+    events: ['user.deleted'],
+    secretSealed: sealWebhookSecret(key, id, newWebhookSecret()),
+    createdBy: null,
+  });
   await new WebhooksRepository(h.deps.db).recordEvent('user.deleted', { userId: randomUUID() });
   const [deliveryId] = await repo.dispatchEvents(10);
-  const report = await attemptDelivery(repo, { retryScheduleSeconds: [60], timeoutMs: 2000, allowPrivate: false, secretsKey: key }, { deliveryId: deliveryId!, attempt: 1 });
+  const report = await attemptDelivery(
+    repo,
+    { retryScheduleSeconds: [60], timeoutMs: 2000, allowPrivate: false, secretsKey: key },
+    { deliveryId: deliveryId!, attempt: 1 },
+  );
   t.like(report, { outcome: 'retry', responseStatus: null });
   const [attempt] = (await repo.attemptPage(id, { page: 1, pageSize: 10 })).rows;
   t.like(attempt, { status: 'failed', responseStatus: null });
   t.regex(attempt!.error ?? '', /refused/);
   t.is(receiver.on('/rebound').length, 0);
   // The same job again does nothing: attempt 1 was made.
-  t.is(await attemptDelivery(repo, { retryScheduleSeconds: [60], timeoutMs: 2000, allowPrivate: false, secretsKey: key }, { deliveryId: deliveryId!, attempt: 1 }), undefined);
+  t.is(
+    await attemptDelivery(repo, { retryScheduleSeconds: [60], timeoutMs: 2000, allowPrivate: false, secretsKey: key }, { deliveryId: deliveryId!, attempt: 1 }),
+    undefined,
+  );
 });

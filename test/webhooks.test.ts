@@ -54,7 +54,10 @@ function verified(secret: string, w: ReceivedWebhook): { type: string; timestamp
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test.serial('an administrator registers an endpoint; the secret is shown once and stored sealed', async (t) => {
-  const res = await api().post('/webhooks/endpoints', { token: adminToken, json: { url: `${receiver.url}/created`, events: ['user.deleted', 'dispute.created'] } });
+  const res = await api().post('/webhooks/endpoints', {
+    token: adminToken,
+    json: { url: `${receiver.url}/created`, events: ['user.deleted', 'dispute.created'] },
+  });
   t.is(res.status, 201);
   t.deepEqual(Object.keys(res.body).sort(), ['endpoint', 'secret']);
   t.regex(res.body.secret, /^whsec_[A-Za-z0-9+/]+=*$/);
@@ -114,7 +117,10 @@ test.serial('each event type arrives once, signed, with a thin body (no phone, n
   const [selfRef] = await insertLogs(h.deps.db, [verifySelfRow({ userId: consumer.userId })]);
   const dispute = await api().post('/disputes', { token: consumer.token, json: { referenceId: selfRef, reason: 'Ngozi Adeyemi says this was not her' } });
   t.is(dispute.status, 201);
-  const moved = await api().patch(`/disputes/${dispute.body.dispute.id}`, { token: adminToken, json: { status: 'investigating', note: 'call +2348039998877' } });
+  const moved = await api().patch(`/disputes/${dispute.body.dispute.id}`, {
+    token: adminToken,
+    json: { status: 'investigating', note: 'call +2348039998877' },
+  });
   t.is(moved.status, 200);
   // identify.escalated
   const operator = await newOperator(h);
@@ -130,7 +136,10 @@ test.serial('each event type arrives once, signed, with a thin body (no phone, n
   t.is(patched.status, 200);
   t.is(patched.body.status, 'pending_upstream');
   // user.deleted
-  const deleted = await api().delete(`/users/${other.userId}`, { token: other.token, json: { proofToken: (await issueProofToken(h.deps, other.userId, other.sessionId)).proofToken } });
+  const deleted = await api().delete(`/users/${other.userId}`, {
+    token: other.token,
+    json: { proofToken: (await issueProofToken(h.deps, other.userId, other.sessionId)).proofToken },
+  });
   t.is(deleted.status, 200);
 
   const expected = ['dispute.created', 'dispute.updated', 'identify.escalated', 'operator.deactivated', 'user.bank_account.updated', 'user.deleted'];
@@ -142,7 +151,13 @@ test.serial('each event type arrives once, signed, with a thin body (no phone, n
 
   const byType = Object.fromEntries(bodies.map((b) => [b.body.type, b]));
   t.deepEqual(byType['dispute.created']!.body.data, { disputeId: dispute.body.dispute.id, referenceId: selfRef, userId: consumer.userId, status: 'open' });
-  t.deepEqual(byType['dispute.updated']!.body.data, { disputeId: dispute.body.dispute.id, referenceId: selfRef, userId: consumer.userId, previousStatus: 'open', status: 'investigating' });
+  t.deepEqual(byType['dispute.updated']!.body.data, {
+    disputeId: dispute.body.dispute.id,
+    referenceId: selfRef,
+    userId: consumer.userId,
+    previousStatus: 'open',
+    status: 'investigating',
+  });
   t.like(byType['identify.escalated']!.body.data, { referenceId: identifyRef, operatorId: operator.operatorId });
   t.deepEqual(byType['operator.deactivated']!.body.data, { operatorId: operator.operatorId });
   t.deepEqual(byType['user.bank_account.updated']!.body.data, { userId: consumer.userId, status: 'applied' });
@@ -183,7 +198,11 @@ test.serial('a failing receiver gets the same webhook-id on the retry schedule, 
   const log = await api().get(`/webhooks/endpoints/${id}/deliveries?page=1&pageSize=10`, { token: adminToken });
   t.is(log.status, 200);
   t.is(log.body.total, 3);
-  t.deepEqual(log.body.items.map((a: { attempt: number }) => a.attempt), [3, 2, 1], 'newest first');
+  t.deepEqual(
+    log.body.items.map((a: { attempt: number }) => a.attempt),
+    [3, 2, 1],
+    'newest first',
+  );
   for (const a of log.body.items) {
     t.like(a, { eventId: attempts[0]!.headers['webhook-id'], eventType: 'operator.deactivated', status: 'failed', responseStatus: 500 });
   }
@@ -202,7 +221,10 @@ test.serial('a receiver that fails then recovers gets it on the retry; the log s
   const log = await api().get(`/webhooks/endpoints/${id}/deliveries`, { token: adminToken });
   t.deepEqual(
     log.body.items.map((a: { attempt: number; status: string; responseStatus: number }) => [a.attempt, a.status, a.responseStatus]),
-    [[2, 'succeeded', 204], [1, 'failed', 503]],
+    [
+      [2, 'succeeded', 204],
+      [1, 'failed', 503],
+    ],
   );
 });
 
@@ -243,7 +265,10 @@ test.serial('a rotation signs with both secrets during the overlap; each verifie
   t.throws(() => verified(`whsec_${Buffer.alloc(32, 7).toString('base64')}`, w!), undefined, 'another secret does not verify');
 
   // Once the overlap is over only the new secret signs.
-  await h.deps.db('webhook_endpoints').where({ id }).update({ previousSecretExpiresAt: new Date(Date.now() - 1000) });
+  await h.deps
+    .db('webhook_endpoints')
+    .where({ id })
+    .update({ previousSecretExpiresAt: new Date(Date.now() - 1000) });
   await api().delete(`/operators/${(await newOperator(h)).operatorId}`, { token: adminToken });
   const [, later] = await receiver.waitFor('/rotating', 2);
   t.is(later!.headers['webhook-signature']!.split(' ').length, 1);
@@ -268,7 +293,10 @@ test.serial('a replay resends the event with the same webhook-id and body', asyn
 
 test.serial('disabling by PATCH stops deliveries; DELETE removes the endpoint', async (t) => {
   const { id } = await createEndpoint('/disabled', ['operator.deactivated']);
-  const off = await api().patch(`/webhooks/endpoints/${id}`, { token: adminToken, json: { status: 'disabled', events: ['operator.deactivated', 'user.deleted'] } });
+  const off = await api().patch(`/webhooks/endpoints/${id}`, {
+    token: adminToken,
+    json: { status: 'disabled', events: ['operator.deactivated', 'user.deleted'] },
+  });
   t.is(off.status, 200);
   t.like(off.body.endpoint, { status: 'disabled', disabledReason: 'administrator', events: ['operator.deactivated', 'user.deleted'] });
   await api().delete(`/operators/${(await newOperator(h)).operatorId}`, { token: adminToken });

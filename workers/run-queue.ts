@@ -39,10 +39,7 @@ export interface JobContext {
   followOn: FollowOn;
 }
 
-export type JobHandler<Q extends QueueName> = (
-  payload: JobContracts[Q]['payload'],
-  ctx: JobContext,
-) => Promise<JobContracts[Q]['result']>;
+export type JobHandler<Q extends QueueName> = (payload: JobContracts[Q]['payload'], ctx: JobContext) => Promise<JobContracts[Q]['result']>;
 
 export type HandlerMap<Q extends QueueName> = { [K in Q]: JobHandler<K> };
 
@@ -167,7 +164,10 @@ function serveQueue<Q extends QueueName>(
   opts: RunQueuesOptions,
 ): Worker {
   const log = opts.logger.child({ queue });
-  const processor = JOB_CONTRACTS[queue].delivery === 'deferred' ? deferredProcessor(queue, handler, stats, conns) : awaitedProcessor(queue, handler, stats, conns, log, opts.now ?? Date.now);
+  const processor =
+    JOB_CONTRACTS[queue].delivery === 'deferred'
+      ? deferredProcessor(queue, handler, stats, conns)
+      : awaitedProcessor(queue, handler, stats, conns, log, opts.now ?? Date.now);
   const worker = new Worker(queue, processor, {
     connection: conns.open(log),
     prefix: bullPrefix(config.redis.prefix),
@@ -214,5 +214,6 @@ function awaitedProcessor<Q extends QueueName>(queue: Q, handler: JobHandler<Q>,
       log.info({ jobId: job.id, lateByMs }, 'job skipped: picked up after its deadline');
     },
   };
-  return (job: Job) => serveAwaitedJob(job, queue, ({ payload, deadlineAt, followOn }) => handler(payload, { job, deadlineAt, redis: conns.redis, followOn }), side);
+  return (job: Job) =>
+    serveAwaitedJob(job, queue, ({ payload, deadlineAt, followOn }) => handler(payload, { job, deadlineAt, redis: conns.redis, followOn }), side);
 }

@@ -75,7 +75,10 @@ export class RegistryClient {
       if (e instanceof AppError) throw e;
       if (e instanceof BodyTooLargeError) throw this.unavailable(registry, e.message);
       const name = (e as Error)?.name;
-      throw this.unavailable(registry, name === 'TimeoutError' || name === 'AbortError' ? `timeout after ${this.opts.registryTimeoutMs} ms` : 'connection failed');
+      throw this.unavailable(
+        registry,
+        name === 'TimeoutError' || name === 'AbortError' ? `timeout after ${this.opts.registryTimeoutMs} ms` : 'connection failed',
+      );
     }
     if (res.status === 404) return null;
     if (res.status !== 200) throw this.unavailable(registry, `answered ${res.status}`);

@@ -20,7 +20,10 @@ export interface SmsTransport {
 }
 
 export class SmsDeliveryError extends Error {
-  constructor(readonly transport: string, readonly reason: string) {
+  constructor(
+    readonly transport: string,
+    readonly reason: string,
+  ) {
     super(`SMS delivery through ${transport} failed: ${reason}`);
     this.name = 'SmsDeliveryError';
   }

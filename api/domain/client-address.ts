@@ -16,5 +16,8 @@ export function ipBucket(ip: string): string {
   const h = head ? head.split(':') : [];
   const t = tail ? tail.split(':') : [];
   const groups = [...h, ...Array<string>(Math.max(0, 8 - h.length - t.length)).fill('0'), ...t];
-  return `${groups.slice(0, 4).map((g) => g.toLowerCase().padStart(4, '0')).join(':')}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.toLowerCase().padStart(4, '0'))
+    .join(':')}::/64`;
 }

@@ -23,7 +23,12 @@ function tooLarge(limit: number) {
 
 export function jsonBody(limitBytes = 64 * 1024): Middleware {
   const parse = koaBody({
-    json: true, multipart: false, urlencoded: false, text: false, jsonLimit: limitBytes, jsonStrict: true,
+    json: true,
+    multipart: false,
+    urlencoded: false,
+    text: false,
+    jsonLimit: limitBytes,
+    jsonStrict: true,
     // DELETE /users/{id} carries `{ proofToken }`: parse bodies of every method whose route declares one.
     parsedMethods: [HttpMethodEnum.POST, HttpMethodEnum.PUT, HttpMethodEnum.PATCH, HttpMethodEnum.DELETE],
   });

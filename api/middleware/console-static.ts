@@ -69,7 +69,8 @@ function loadDist(dir: string): Map<string, StaticFile> {
       const rel = path.posix.join(sub, name);
       const abs = path.join(dir, rel);
       if (statSync(abs).isDirectory()) walk(rel);
-      else files.set(`/${rel}`, { body: readFileSync(abs), type: TYPES[path.extname(name)] ?? 'application/octet-stream', immutable: rel.startsWith('assets/') });
+      else
+        files.set(`/${rel}`, { body: readFileSync(abs), type: TYPES[path.extname(name)] ?? 'application/octet-stream', immutable: rel.startsWith('assets/') });
     }
   };
   walk('');

@@ -24,7 +24,9 @@ export function toAppError(err: unknown): AppError {
   if (
     (e?.code && PG_CONNECTION_CODES.has(e.code)) ||
     (native?.code && PG_CONNECTION_CODES.has(native.code)) ||
-    /Knex: Timeout acquiring a connection|Connection terminated|^timeout expired$|is not queryable|connect ECONNREFUSED|Stream isn't writeable|Connection is closed|enableOfflineQueue|Reached the max retries per request/i.test(message)
+    /Knex: Timeout acquiring a connection|Connection terminated|^timeout expired$|is not queryable|connect ECONNREFUSED|Stream isn't writeable|Connection is closed|enableOfflineQueue|Reached the max retries per request/i.test(
+      message,
+    )
   ) {
     return new AppError('dependency_unavailable', 'A backing service (database or cache) is unavailable');
   }
@@ -51,7 +53,10 @@ export function errorMiddleware(): Middleware {
     } catch (err) {
       const appErr = toAppError(err);
       if (appErr.status >= 500) {
-        ctx.state.log?.error({ err: err instanceof Error ? { message: err.message, stack: err.stack, code: (err as { code?: string }).code } : err, code: appErr.code }, 'request failed');
+        ctx.state.log?.error(
+          { err: err instanceof Error ? { message: err.message, stack: err.stack, code: (err as { code?: string }).code } : err, code: appErr.code },
+          'request failed',
+        );
       }
       ctx.status = appErr.status;
       // Every 503 says when to try again (a dependency that is down comes back, or a worker restarts).

@@ -21,7 +21,8 @@ export function requestContext(logger: Logger, metrics: Metrics): Middleware {
     } finally {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       // The route template, not the concrete path, keeps label cardinality bounded.
-      const routeLabel: string = ctx.state.routeTemplate ?? (ctx.status === 404 ? 'unmatched' : ctx.path.startsWith('/admin/queues') ? '/admin/queues' : 'unmatched');
+      const routeLabel: string =
+        ctx.state.routeTemplate ?? (ctx.status === 404 ? 'unmatched' : ctx.path.startsWith('/admin/queues') ? '/admin/queues' : 'unmatched');
       metrics.observeHttp(ctx.method, routeLabel, ctx.status, seconds);
       const line = { method: ctx.method, route: routeLabel, status: ctx.status, ms: Math.round(seconds * 1000) };
       if (ctx.status >= 500) log.error(line, 'request');

@@ -122,10 +122,14 @@ export class RegistrySimulator {
     const dob = input.dateOfBirth;
     const dobDate = new Date(`${dob}T00:00:00Z`);
     if (Number.isNaN(dobDate.getTime()) || dobDate.toISOString().slice(0, 10) !== dob) {
-      throw new AppError('validation_failed', 'The request is not valid', { details: { errors: [{ in: 'fields', path: '/dateOfBirth', message: 'must be a calendar date (YYYY-MM-DD)' }] } });
+      throw new AppError('validation_failed', 'The request is not valid', {
+        details: { errors: [{ in: 'fields', path: '/dateOfBirth', message: 'must be a calendar date (YYYY-MM-DD)' }] },
+      });
     }
     if (dobDate.getTime() > Date.now() || dobDate.getUTCFullYear() < 1900) {
-      throw new AppError('validation_failed', 'The request is not valid', { details: { errors: [{ in: 'fields', path: '/dateOfBirth', message: 'must be between 1900-01-01 and today' }] } });
+      throw new AppError('validation_failed', 'The request is not valid', {
+        details: { errors: [{ in: 'fields', path: '/dateOfBirth', message: 'must be between 1900-01-01 and today' }] },
+      });
     }
     const mime = await photoMime(input.photo, this.opts.maxImagePixels);
     const issue = input.issue ?? 'both';
@@ -142,7 +146,9 @@ export class RegistrySimulator {
     const given = { nin: input.nin || null, bvn: input.bvn || null };
     for (const kind of ['nin', 'bvn'] as const) {
       if (given[kind] !== null && !NUMBER_PATTERN.test(given[kind]!)) {
-        throw new AppError('validation_failed', 'The request is not valid', { details: { errors: [{ in: 'fields', path: `/${kind}`, message: 'must be exactly 11 digits' }] } });
+        throw new AppError('validation_failed', 'The request is not valid', {
+          details: { errors: [{ in: 'fields', path: `/${kind}`, message: 'must be exactly 11 digits' }] },
+        });
       }
     }
     for (let attempt = 1; ; attempt++) {
@@ -221,10 +227,14 @@ export async function applyFault(fault: Fault, released: AbortSignal, maxHangMs 
       if (released.aborted) return resolve();
       const timer = setTimeout(resolve, maxHangMs);
       timer.unref?.();
-      released.addEventListener('abort', () => {
-        clearTimeout(timer);
-        resolve();
-      }, { once: true });
+      released.addEventListener(
+        'abort',
+        () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        { once: true },
+      );
     });
   }
   throw new AppError('internal_error', `Simulated registry failure (${fault})`);

@@ -7,7 +7,11 @@ import { NO_STORE, route, type AnyRoute } from '../route-table.js';
 import { StatusBody, Strict, Uuid } from '../schemas/common.js';
 import type { RouteDeps } from './route-deps.js';
 
-const Phone = Type.String({ minLength: 1, maxLength: 32, description: 'E.164 (`+2348031234567`) or a Nigerian local form (`08031234567`), normalised to E.164' });
+const Phone = Type.String({
+  minLength: 1,
+  maxLength: 32,
+  description: 'E.164 (`+2348031234567`) or a Nigerian local form (`08031234567`), normalised to E.164',
+});
 const RefreshToken = Type.String({ minLength: 1, maxLength: 512, description: 'The opaque refresh token of a token pair' });
 
 /** Token-bearing answers must not be stored by any cache (RFC 6749 section 5.1). */
@@ -23,11 +27,21 @@ const OperatorTokenPair = Type.Object({
   ...TokenPairFields,
   operatorId: Uuid,
   mustResetPassword: Type.Boolean({ description: 'When true, every operator route but set-password answers 403 `password_reset_required`' }),
-  mfaSetupRequired: Type.Optional(Type.Literal(true, { description: 'STAFF_MFA=required and no second factor yet: every operator route but set-password, mfa/setup and mfa/confirm answers 403 `mfa_setup_required`' })),
+  mfaSetupRequired: Type.Optional(
+    Type.Literal(true, {
+      description:
+        'STAFF_MFA=required and no second factor yet: every operator route but set-password, mfa/setup and mfa/confirm answers 403 `mfa_setup_required`',
+    }),
+  ),
 });
 
-export default function authRoutes({ config, sessions, otp, operatorAuth, mfa }: Pick<RouteDeps, 'config' | 'sessions' | 'otp' | 'operatorAuth' | 'mfa'>): AnyRoute[] {
-
+export default function authRoutes({
+  config,
+  sessions,
+  otp,
+  operatorAuth,
+  mfa,
+}: Pick<RouteDeps, 'config' | 'sessions' | 'otp' | 'operatorAuth' | 'mfa'>): AnyRoute[] {
   return [
     route({
       method: 'POST',
@@ -80,7 +94,13 @@ export default function authRoutes({ config, sessions, otp, operatorAuth, mfa }:
         {
           identifier: Type.String({ minLength: 1, maxLength: 256 }),
           password: Type.String({ minLength: 1, maxLength: 1024 }),
-          otp: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'The 6-digit code of the authenticator app, or an unused recovery code; required once a second factor is enabled' })),
+          otp: Type.Optional(
+            Type.String({
+              minLength: 1,
+              maxLength: 64,
+              description: 'The 6-digit code of the authenticator app, or an unused recovery code; required once a second factor is enabled',
+            }),
+          ),
         },
         Strict,
       ),
@@ -95,8 +115,9 @@ export default function authRoutes({ config, sessions, otp, operatorAuth, mfa }:
       path: '/auth/operator/set-password',
       operationId: 'operatorSetPassword',
       tag: 'Auth',
-      summary: 'Set one\'s own password (accepted while flagged for reset); clears the flag',
-      description: 'A wrong current password is 401 `invalid_credentials` and counts towards the lock. A common or breached new password is 400 `weak_password`. The operator\'s other sessions end.',
+      summary: "Set one's own password (accepted while flagged for reset); clears the flag",
+      description:
+        "A wrong current password is 401 `invalid_credentials` and counts towards the lock. A common or breached new password is 400 `weak_password`. The operator's other sessions end.",
       auth: 'operator:flagged-ok',
       body: Type.Object(
         {
@@ -119,9 +140,14 @@ export default function authRoutes({ config, sessions, otp, operatorAuth, mfa }:
       summary: 'Start setting up a TOTP second factor (RFC 6238, 6 digits, 30 s)',
       description:
         'Answers a new secret (base32) and its `otpauth://` URI for an authenticator app (the console shows it as a QR code). It is stored encrypted and pending until ' +
-        '/auth/operator/mfa/confirm; a new setup replaces a pending one. 409 `conflict` when a second factor is enabled already (an administrator\'s reset-mfa clears it).',
+        "/auth/operator/mfa/confirm; a new setup replaces a pending one. 409 `conflict` when a second factor is enabled already (an administrator's reset-mfa clears it).",
       auth: 'operator:mfa-setup',
-      responses: { 200: { description: 'The secret, once', schema: Type.Object({ secret: Type.String({ description: 'Base32' }), otpauthUri: Type.String({ description: '`otpauth://totp/...`' }) }) } },
+      responses: {
+        200: {
+          description: 'The secret, once',
+          schema: Type.Object({ secret: Type.String({ description: 'Base32' }), otpauthUri: Type.String({ description: '`otpauth://totp/...`' }) }),
+        },
+      },
       errors: ['conflict'],
       handler: async function operatorMfaSetup({ auth }) {
         return { headers: NO_STORE, body: await mfa.setup(auth.operatorId) };
@@ -133,13 +159,17 @@ export default function authRoutes({ config, sessions, otp, operatorAuth, mfa }:
       operationId: 'operatorMfaConfirm',
       tag: 'Auth',
       summary: 'Confirm the second factor with its first code; answers 10 single-use recovery codes, once',
-      description: 'A wrong code is 400 `otp_invalid`; 409 `conflict` without a pending setup. From now on sign-in needs `otp`. The recovery codes are stored hashed and each works once.',
+      description:
+        'A wrong code is 400 `otp_invalid`; 409 `conflict` without a pending setup. From now on sign-in needs `otp`. The recovery codes are stored hashed and each works once.',
       auth: 'operator:mfa-setup',
       body: Type.Object({ code: Type.String({ pattern: '^[0-9]{6}$', description: 'The current 6-digit code of the authenticator app' }) }, Strict),
       responses: {
         200: {
           description: 'Enabled',
-          schema: Type.Object({ status: Type.Literal('mfa_enabled'), recoveryCodes: Type.Array(Type.String(), { minItems: 10, maxItems: 10, description: 'Single-use; shown only now' }) }),
+          schema: Type.Object({
+            status: Type.Literal('mfa_enabled'),
+            recoveryCodes: Type.Array(Type.String(), { minItems: 10, maxItems: 10, description: 'Single-use; shown only now' }),
+          }),
         },
       },
       errors: ['otp_invalid', 'conflict'],
@@ -155,7 +185,7 @@ export default function authRoutes({ config, sessions, otp, operatorAuth, mfa }:
       summary: 'Rotate a refresh token into a new token pair (no bearer token needed)',
       description:
         'The presented refresh token is consumed. Presenting a consumed token again revokes its whole session: every refresh and access token of it stops working. ' +
-        'A deleted user\'s session is refused (401); a deactivated operator\'s is refused with 403 `operator_deactivated`.',
+        "A deleted user's session is refused (401); a deactivated operator's is refused with 403 `operator_deactivated`.",
       auth: 'none',
       body: Type.Object({ refreshToken: RefreshToken }, Strict),
       responses: {
@@ -169,7 +199,10 @@ export default function authRoutes({ config, sessions, otp, operatorAuth, mfa }:
         const { pair, subject } = await sessions.refresh(body.refreshToken);
         return {
           headers: NO_STORE,
-          body: subject.type === 'consumer' ? { ...pair, userId: subject.userId } : { ...pair, operatorId: subject.operatorId, mustResetPassword: subject.mustResetPassword },
+          body:
+            subject.type === 'consumer'
+              ? { ...pair, userId: subject.userId }
+              : { ...pair, operatorId: subject.operatorId, mustResetPassword: subject.mustResetPassword },
         };
       },
     }),

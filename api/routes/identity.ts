@@ -39,7 +39,11 @@ const VerifyFaceAnswer = Type.Object({
 const VerifyFaceFields = Type.Object(
   {
     validationToken: Token,
-    reuseCapture: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')], { description: "'true' reuses your most recent passing NIN capture (within CAPTURE_REUSE_SECONDS) instead of a file" })),
+    reuseCapture: Type.Optional(
+      Type.Union([Type.Literal('true'), Type.Literal('false')], {
+        description: "'true' reuses your most recent passing NIN capture (within CAPTURE_REUSE_SECONDS) instead of a file",
+      }),
+    ),
   },
   Strict,
 );
@@ -63,7 +67,7 @@ export default function identityRoutes({ config, identity }: Pick<RouteDeps, 'co
       summary: `Validate a ${LABEL[registry]} against the identity registry`,
       description:
         `A new validation answers a validationToken and the masked matchedName (never the photo). A ${LABEL[registry]} already linked to another account answers only ` +
-        '`{ alreadyLinked: true, linkedAt, deviceHint }`. 404 when the registry has no such record; 400 `registry_mismatch` when the record\'s name or date of birth disagrees with ' +
+        "`{ alreadyLinked: true, linkedAt, deviceHint }`. 404 when the registry has no such record; 400 `registry_mismatch` when the record's name or date of birth disagrees with " +
         `the account's linked ${LABEL[OTHER[registry]]}; 502 \`registry_unavailable\` when the registry times out (REGISTRY_TIMEOUT_MS), fails or is unreachable; ` +
         `409 \`conflict\` when your account already has a ${LABEL[registry]} linked.`,
       auth: 'consumer',
@@ -93,12 +97,27 @@ export default function identityRoutes({ config, identity }: Pick<RouteDeps, 'co
       outcomeInErrors: true,
       multipart: {
         fields: VerifyFaceFields,
-        files: { file: { required: (fields) => fields.reuseCapture !== 'true', description: "The live capture (JPEG, PNG or WebP); required unless reuseCapture is 'true'" } },
+        files: {
+          file: {
+            required: (fields) => fields.reuseCapture !== 'true',
+            description: "The live capture (JPEG, PNG or WebP); required unless reuseCapture is 'true'",
+          },
+        },
       },
       responses: { 200: { description: 'The face matches', schema: VerifyFaceAnswer } },
       errors: [
-        'not_found', 'rate_limited', 'biometric_locked', 'liveness_failed', 'face_mismatch', 'cross_registry_mismatch', 'no_face', 'multiple_faces',
-        'invalid_image', 'unsupported_media_type', 'registry_unavailable', 'face_engine_unavailable',
+        'not_found',
+        'rate_limited',
+        'biometric_locked',
+        'liveness_failed',
+        'face_mismatch',
+        'cross_registry_mismatch',
+        'no_face',
+        'multiple_faces',
+        'invalid_image',
+        'unsupported_media_type',
+        'registry_unavailable',
+        'face_engine_unavailable',
       ],
       precheck: ({ fields, files }) => {
         if (fields.reuseCapture === 'true' && files.file) {

@@ -79,8 +79,9 @@ export default function operatorRoutes({ operators, mfa }: Pick<RouteDeps, 'oper
       path: '/operators/{id}/reset-mfa',
       operationId: 'resetOperatorMfa',
       tag: 'Operators',
-      summary: 'Clear an operator\'s second factor and recovery codes (lost device)',
-      description: 'Audited (`operator.mfa_reset`, severity high); every session of the operator ends. Under STAFF_MFA=required the operator sets up a new one at the next sign-in.',
+      summary: "Clear an operator's second factor and recovery codes (lost device)",
+      description:
+        'Audited (`operator.mfa_reset`, severity high); every session of the operator ends. Under STAFF_MFA=required the operator sets up a new one at the next sign-in.',
       auth: 'administrator',
       params: OperatorParams,
       responses: { 200: { description: 'Cleared', schema: Type.Object({ status: Type.Literal('mfa_reset'), operator: OperatorBody }) } },
@@ -140,7 +141,7 @@ export default function operatorRoutes({ operators, mfa }: Pick<RouteDeps, 'oper
       path: '/operators/{id}',
       operationId: 'updateOperator',
       tag: 'Operators',
-      summary: 'Change an operator\'s display name, role or status',
+      summary: "Change an operator's display name, role or status",
       description:
         'Deactivation takes effect at once (its sessions end; its tokens get 403 `operator_deactivated`). ' +
         'Demoting or deactivating the last active, unlocked administrator is refused with 409 `conflict`.',
@@ -173,7 +174,7 @@ export default function operatorRoutes({ operators, mfa }: Pick<RouteDeps, 'oper
       path: '/operators/{id}/sessions',
       operationId: 'listOperatorSearches',
       tag: 'Operators',
-      summary: 'The operator\'s /identify calls: full SearchLog rows, newest first',
+      summary: "The operator's /identify calls: full SearchLog rows, newest first",
       auth: 'administrator',
       params: OperatorParams,
       query: PageQuery,

@@ -33,21 +33,39 @@ export const RegistryPerson = Type.Object({
 
 const EnrolFields = Type.Object(
   {
-    nin: Type.Optional(Type.String({ pattern: '^[0-9]{11}$', description: 'A NIN to record instead of an issued one (11 digits; 409 `conflict` when enrolled already)' })),
-    bvn: Type.Optional(Type.String({ pattern: '^[0-9]{11}$', description: 'A BVN to record instead of an issued one (11 digits; 409 `conflict` when enrolled already)' })),
+    nin: Type.Optional(
+      Type.String({ pattern: '^[0-9]{11}$', description: 'A NIN to record instead of an issued one (11 digits; 409 `conflict` when enrolled already)' }),
+    ),
+    bvn: Type.Optional(
+      Type.String({ pattern: '^[0-9]{11}$', description: 'A BVN to record instead of an issued one (11 digits; 409 `conflict` when enrolled already)' }),
+    ),
     firstName: Name,
     lastName: Name,
     middleName: Type.Optional(Type.String({ maxLength: 100 })),
     dateOfBirth: Type.String({ format: 'date', description: 'YYYY-MM-DD' }),
-    gender: Type.String({ pattern: '^(male|female|other|Male|Female|Other|MALE|FEMALE|OTHER|M|F|m|f)$', description: 'male, female or other (M and F accepted)' }),
+    gender: Type.String({
+      pattern: '^(male|female|other|Male|Female|Other|MALE|FEMALE|OTHER|M|F|m|f)$',
+      description: 'male, female or other (M and F accepted)',
+    }),
     phone: Type.Optional(Type.String({ pattern: '^\\+?[0-9]{7,15}$' })),
-    issue: Type.Optional(Type.Union([Type.Literal('nin'), Type.Literal('bvn'), Type.Literal('both')], { default: 'both', description: 'Which numbers the person gets (default both); a number sent as `nin` or `bvn` is recorded as sent, the others are issued' })),
+    issue: Type.Optional(
+      Type.Union([Type.Literal('nin'), Type.Literal('bvn'), Type.Literal('both')], {
+        default: 'both',
+        description: 'Which numbers the person gets (default both); a number sent as `nin` or `bvn` is recorded as sent, the others are issued',
+      }),
+    ),
   },
   Strict,
 );
 
-const LookupQuery = Type.Object({ includePhoto: Type.Optional(Type.Boolean({ default: false, description: 'Add the photo (base64) and its MIME type' })) }, Strict);
-const SearchQuery = Type.Composite([Type.Object({ name: Type.String({ maxLength: 200, default: '', description: 'Case-insensitive; every word must occur in the full name' }) }), PageQuery], Strict);
+const LookupQuery = Type.Object(
+  { includePhoto: Type.Optional(Type.Boolean({ default: false, description: 'Add the photo (base64) and its MIME type' })) },
+  Strict,
+);
+const SearchQuery = Type.Composite(
+  [Type.Object({ name: Type.String({ maxLength: 200, default: '', description: 'Case-insensitive; every word must occur in the full name' }) }), PageQuery],
+  Strict,
+);
 const StatsQuery = Type.Object({ days: Type.Integer({ minimum: 1, maximum: 366, default: 30, description: 'Days of enrolments per day' }) }, Strict);
 const StatsBody = Type.Object({
   persons: Type.Integer(),
@@ -56,10 +74,10 @@ const StatsBody = Type.Object({
   enrolmentsPerDay: Type.Array(Type.Object({ date: IsoDate, count: Type.Integer() })),
 });
 
-const FAULT_DOC = 'Fault injection: `REGISTRY_SIM_FAULT=timeout|error`, or the header `X-Registry-Fault: timeout|error` outside production (timeout hangs until the client hangs up, at most 60 s; error answers 500).';
+const FAULT_DOC =
+  'Fault injection: `REGISTRY_SIM_FAULT=timeout|error`, or the header `X-Registry-Fault: timeout|error` outside production (timeout hangs until the client hangs up, at most 60 s; error answers 500).';
 
 export default function registryRoutes({ config, registrySimulator }: Pick<RouteDeps, 'config' | 'registrySimulator'>): AnyRoute[] {
-
   /** Hangs or fails the request when a fault is configured or requested. */
   const faultGate = async (ctx: Context) => {
     const fault = registry.effectiveFault(config.registry.simFault as registry.Fault, ctx.get('x-registry-fault') || undefined, config.isProduction);

@@ -93,7 +93,7 @@ export default function reportRoutes(deps: Pick<RouteDeps, 'analytics' | 'billin
       description: RANGE_DOC,
       auth: 'administrator',
       query: RangeQuery,
-      responses: { 200: { description: 'A continuous daily series over the range (or the data\'s span)', schema: VolumeBody } },
+      responses: { 200: { description: "A continuous daily series over the range (or the data's span)", schema: VolumeBody } },
       handler: async function getVolumeAnalytics({ query }) {
         return { body: await deps.analytics.volume(analyticsRange(query.from, query.to)) };
       },

@@ -27,7 +27,10 @@ const HealthBody = Type.Object({
         pid: Type.Union([Type.Integer(), Type.Null()]),
         restarts: Type.Integer(),
         crashLoop: Type.Boolean({ description: 'CRASH_LOOP_RESTARTS restarts within CRASH_LOOP_WINDOW_MS' }),
-        lastExit: Type.Union([Type.Null(), Type.Object({ code: Type.Union([Type.Integer(), Type.Null()]), signal: Type.Union([Type.String(), Type.Null()]), at: Type.String() })]),
+        lastExit: Type.Union([
+          Type.Null(),
+          Type.Object({ code: Type.Union([Type.Integer(), Type.Null()]), signal: Type.Union([Type.String(), Type.Null()]), at: Type.String() }),
+        ]),
       }),
       { description: 'Only under `npm start`: its supervised processes (a dead child is restarted with backoff)' },
     ),
@@ -37,10 +40,13 @@ const HealthBody = Type.Object({
 const ModelsBody = Type.Object({
   face_engine: Type.Union([
     Type.Null(),
-    Type.Object({
-      version: Type.String(),
-      models: Type.Array(Type.Object({ name: Type.String(), role: Type.String(), sha256: Type.String() })),
-    }, { additionalProperties: true }),
+    Type.Object(
+      {
+        version: Type.String(),
+        models: Type.Array(Type.Object({ name: Type.String(), role: Type.String(), sha256: Type.String() })),
+      },
+      { additionalProperties: true },
+    ),
   ]),
   vectorIndex: Type.Object({ factory: Type.String(), metric: Type.Literal('inner_product') }),
 });
@@ -66,10 +72,13 @@ export default function systemRoutes(deps: Pick<RouteDeps, 'config' | 'health' |
       summary: 'Dependency health',
       description:
         '503 `degraded` only when the database or the cache is down; face_engine, identity_registry and vector_index are reported but do not decide. ' +
-        'Anonymous callers get `status` and each dependency\'s `up` only, from the background poller\'s last result (at most 15 s old; one shared check when there is none). ' +
+        "Anonymous callers get `status` and each dependency's `up` only, from the background poller's last result (at most 15 s old; one shared check when there is none). " +
         'An administrator bearer token gets a fresh check with `latencyMs`, `detail` and the supervised `processes`.',
       auth: 'none',
-      responses: { 200: { description: 'All of db and cache are up', schema: HealthBody }, 503: { description: 'Degraded: db or cache down', schema: HealthBody } },
+      responses: {
+        200: { description: 'All of db and cache are up', schema: HealthBody },
+        503: { description: 'Degraded: db or cache down', schema: HealthBody },
+      },
       handler: async function getHealth({ ctx }) {
         const report = (await isAdministrator(ctx.get('authorization'))) ? await deps.health.check() : await deps.health.summary();
         return { status: report.status === 'ok' ? 200 : 503, body: report };

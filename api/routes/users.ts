@@ -32,7 +32,9 @@ const PatchUserRequest = Type.Object(
   {
     proofToken: Type.Optional(ProofToken),
     phone: Type.Optional(Type.String({ minLength: 1, maxLength: 32, description: 'New phone; E.164 or a Nigerian local form (normalised to E.164)' })),
-    bankAccount: Type.Optional(Type.String({ pattern: '^[0-9]{10}$', description: 'New BVN-linked account (10-digit NUBAN); pending until the upstream confirms it' })),
+    bankAccount: Type.Optional(
+      Type.String({ pattern: '^[0-9]{10}$', description: 'New BVN-linked account (10-digit NUBAN); pending until the upstream confirms it' }),
+    ),
   },
   Strict,
 );
@@ -48,7 +50,10 @@ const HistoryItem = Type.Object({
   referenceId: Uuid,
   kind: Type.Union([Type.Literal('identify'), Type.Literal('verify_self')]),
   outcome: Type.String(),
-  score: Type.Union([Type.Number(), Type.Null()], { description: "The user's own score: for /identify this user's candidate score, for /verify/self its score when it matched (null for a failed comparison: no oracle for someone trying faces)" }),
+  score: Type.Union([Type.Number(), Type.Null()], {
+    description:
+      "The user's own score: for /identify this user's candidate score, for /verify/self its score when it matched (null for a failed comparison: no oracle for someone trying faces)",
+  }),
   createdAt: IsoDateTime,
   disputed: Type.Boolean({ description: 'Whether this user has disputed the entry' }),
 });
@@ -80,7 +85,10 @@ const DataExportBody = Type.Object({
       deviceHint: Masked,
       crossRegistryFlagged: Type.Boolean(),
       registryRecord: Type.Union([
-        Type.Object({ firstName: Type.String(), middleName: Masked, lastName: Type.String(), dateOfBirth: Type.String(), gender: Type.String() }, { description: 'What the registry returned when the link was made' }),
+        Type.Object(
+          { firstName: Type.String(), middleName: Masked, lastName: Type.String(), dateOfBirth: Type.String(), gender: Type.String() },
+          { description: 'What the registry returned when the link was made' },
+        ),
         Type.Null(),
       ]),
     }),
@@ -112,7 +120,12 @@ const DataExportBody = Type.Object({
   ),
 });
 
-export default function userRoutes({ users, history, preferences, dataExport }: Pick<RouteDeps, 'users' | 'history' | 'preferences' | 'dataExport'>): AnyRoute[] {
+export default function userRoutes({
+  users,
+  history,
+  preferences,
+  dataExport,
+}: Pick<RouteDeps, 'users' | 'history' | 'preferences' | 'dataExport'>): AnyRoute[] {
   return [
     route({
       method: 'GET',
@@ -135,7 +148,7 @@ export default function userRoutes({ users, history, preferences, dataExport }: 
       path: '/users/{id}',
       operationId: 'getUser',
       tag: 'Profile',
-      summary: 'The consumer\'s own profile',
+      summary: "The consumer's own profile",
       auth: 'consumer:self',
       params: IdParams,
       responses: { 200: { description: 'The profile', schema: UserBody } },
@@ -203,7 +216,7 @@ export default function userRoutes({ users, history, preferences, dataExport }: 
       tag: 'Profile',
       summary: 'The whole history as a streamed CSV attachment',
       description:
-        'Columns: referenceId, kind, outcome, score, createdAt, disputed (a header row, then one row per entry, newest first). A text cell that would start a spreadsheet formula (`=`, `+`, `-`, `@`, tab, CR) is prefixed with `\'`.',
+        "Columns: referenceId, kind, outcome, score, createdAt, disputed (a header row, then one row per entry, newest first). A text cell that would start a spreadsheet formula (`=`, `+`, `-`, `@`, tab, CR) is prefixed with `'`.",
       auth: 'consumer:self',
       params: IdParams,
       responses: { 200: { description: 'text/csv, Content-Disposition: attachment; filename="history-<id>.csv"', contentType: 'text/csv' } },

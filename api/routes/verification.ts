@@ -43,10 +43,20 @@ const SelfBody = Type.Object({
       {
         refreshed: Type.Boolean(),
         reason: Type.Union(
-          ['below_high_confidence', 'quality_at_or_above_floor', 'quality_not_worse_than_stored', 'quality_below_floor_and_stored', 'quality_below_floor', 'quality_not_measured'].map((r) => Type.Literal(r)),
+          [
+            'below_high_confidence',
+            'quality_at_or_above_floor',
+            'quality_not_worse_than_stored',
+            'quality_below_floor_and_stored',
+            'quality_below_floor',
+            'quality_not_measured',
+          ].map((r) => Type.Literal(r)),
         ),
       },
-      { description: 'On a match: whether this capture replaced your canonical embedding (high confidence, and quality at least CANONICAL_REFRESH_MIN_QUALITY or not worse than the stored capture), and why' },
+      {
+        description:
+          'On a match: whether this capture replaced your canonical embedding (high confidence, and quality at least CANONICAL_REFRESH_MIN_QUALITY or not worse than the stored capture), and why',
+      },
     ),
   ),
   latencyMs: LatencyMs,

@@ -5,7 +5,10 @@ import { NO_STORE, route, type AnyRoute } from '../route-table.js';
 import { IdParams, IsoDateTime, Page, PageQuery, Strict, Uuid } from '../schemas/common.js';
 import type { RouteDeps } from './route-deps.js';
 
-const EventType = Type.Union(WEBHOOK_EVENT_TYPES.map((t) => Type.Literal(t)), { description: 'A webhook event type (docs/webhooks.md)' });
+const EventType = Type.Union(
+  WEBHOOK_EVENT_TYPES.map((t) => Type.Literal(t)),
+  { description: 'A webhook event type (docs/webhooks.md)' },
+);
 const Events = Type.Array(EventType, { minItems: 1, maxItems: WEBHOOK_EVENT_TYPES.length * 2, description: 'The event types delivered to this endpoint' });
 const Url = Type.String({
   minLength: 8,
@@ -35,7 +38,7 @@ const AttemptBody = Type.Object({
   eventType: Type.String(),
   attempt: Type.Integer({ minimum: 1 }),
   status: Type.Union([Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('pending')]),
-  responseStatus: Type.Union([Type.Integer(), Type.Null()], { description: 'The receiver\'s HTTP status; null when none came (timeout, refused address)' }),
+  responseStatus: Type.Union([Type.Integer(), Type.Null()], { description: "The receiver's HTTP status; null when none came (timeout, refused address)" }),
   error: Type.Union([Type.String(), Type.Null()], { description: 'Why no answer came, when none did' }),
   createdAt: IsoDateTime,
 });
@@ -46,7 +49,9 @@ const PatchRequest = Type.Object(
     url: Type.Optional(Url),
     events: Type.Optional(Events),
     description: Type.Optional(Type.Union([Description, Type.Null()])),
-    status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('disabled')], { description: '`active` also re-enables an endpoint disabled by a 410' })),
+    status: Type.Optional(
+      Type.Union([Type.Literal('active'), Type.Literal('disabled')], { description: '`active` also re-enables an endpoint disabled by a 410' }),
+    ),
   },
   { ...Strict, minProperties: 1 },
 );
@@ -102,7 +107,7 @@ export default function webhookRoutes(deps: Pick<RouteDeps, 'webhooks'>): AnyRou
       path: '/webhooks/endpoints/{id}',
       operationId: 'patchWebhookEndpoint',
       tag: 'Webhooks',
-      summary: 'Change an endpoint\'s URL, event types or description, or disable / re-enable it',
+      summary: "Change an endpoint's URL, event types or description, or disable / re-enable it",
       auth: 'administrator',
       params: IdParams,
       body: PatchRequest,
@@ -152,7 +157,7 @@ export default function webhookRoutes(deps: Pick<RouteDeps, 'webhooks'>): AnyRou
       path: '/webhooks/endpoints/{id}/deliveries',
       operationId: 'listWebhookDeliveries',
       tag: 'Webhooks',
-      summary: 'The endpoint\'s delivery log: one row per attempt, newest first',
+      summary: "The endpoint's delivery log: one row per attempt, newest first",
       auth: 'administrator',
       params: IdParams,
       query: PageQuery,

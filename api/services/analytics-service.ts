@@ -94,7 +94,11 @@ export class AnalyticsService {
     const last = range.endExclusive ? utcDay(new Date(range.endExclusive.getTime() - 1)) : rows[rows.length - 1]?.day;
     const days: DayEntry[] = [];
     // An open start runs from the data's first day: that span has the same maximum as an explicit range.
-    if (first && last) assertRangeWithin({ ...range, start: new Date(`${first}T00:00:00Z`), endExclusive: new Date(Date.parse(`${last}T00:00:00Z`) + 86_400_000) }, MAX_FILLED_DAYS);
+    if (first && last)
+      assertRangeWithin(
+        { ...range, start: new Date(`${first}T00:00:00Z`), endExclusive: new Date(Date.parse(`${last}T00:00:00Z`) + 86_400_000) },
+        MAX_FILLED_DAYS,
+      );
     if (first && last) {
       let t = Date.parse(`${first}T00:00:00Z`);
       const end = Date.parse(`${last}T00:00:00Z`);

@@ -74,7 +74,11 @@ export class Authorizer {
    * An operator's session as it is right now, against an operator rule: what every operator route
    * and the queue dashboard's cookie (api/queue-dashboard.ts) are checked with.
    */
-  async operatorNow(operatorId: string, sessionId: string, rule: Extract<AuthRule, 'operator' | 'operator:flagged-ok' | 'operator:mfa-setup' | 'administrator'>): Promise<OperatorPrincipal> {
+  async operatorNow(
+    operatorId: string,
+    sessionId: string,
+    rule: Extract<AuthRule, 'operator' | 'operator:flagged-ok' | 'operator:mfa-setup' | 'administrator'>,
+  ): Promise<OperatorPrincipal> {
     const [session, op] = await Promise.all([
       this.repos.sessions.findOf(sessionId, { type: 'operator', id: operatorId }),
       this.repos.operators.find(operatorId),
@@ -84,7 +88,8 @@ export class Authorizer {
     if (sessionEnded(session)) throw new AppError('unauthorized', 'The session has ended');
     // A staff session ends STAFF_SESSION_MAX_SECONDS after sign-in, its access tokens with it.
     const max = this.policy.staffSessionMaxSeconds;
-    if (max && Date.now() - new Date(session!.createdAt).getTime() > max * 1000) throw new AppError('unauthorized', 'The session has reached its maximum lifetime; sign in again');
+    if (max && Date.now() - new Date(session!.createdAt).getTime() > max * 1000)
+      throw new AppError('unauthorized', 'The session has reached its maximum lifetime; sign in again');
     if (op.mustResetPassword && rule !== 'operator:flagged-ok') {
       throw new AppError('password_reset_required', 'Set a new password first (POST /auth/operator/set-password)');
     }

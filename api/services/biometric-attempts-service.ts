@@ -61,7 +61,10 @@ export class BiometricAttemptsService {
         subjectId: userId,
         data: { route, outcome, consecutiveFailures: r.failures, lockSeconds: r.lockSeconds },
       });
-      logger.warn({ event: 'biometric.locked', severity: 'high', userId, route, consecutiveFailures: r.failures, lockSeconds: r.lockSeconds }, 'biometric routes locked after consecutive failures');
+      logger.warn(
+        { event: 'biometric.locked', severity: 'high', userId, route, consecutiveFailures: r.failures, lockSeconds: r.lockSeconds },
+        'biometric routes locked after consecutive failures',
+      );
     }
   }
 

@@ -26,8 +26,24 @@ export interface DataExport {
   }[];
   preferences: Awaited<ReturnType<PreferencesService['get']>>;
   history: HistoryItem[];
-  disputes: { id: string; referenceId: string; kind: 'identify' | 'verify_self'; reason: string | null; status: string; note: string | null; createdAt: string; updatedAt: string }[];
-  biometric: { templateEnrolled: boolean; source: string | null; engineVersion: string | null; qualityScore: number | null; updatedAt: string | null; note: string };
+  disputes: {
+    id: string;
+    referenceId: string;
+    kind: 'identify' | 'verify_self';
+    reason: string | null;
+    status: string;
+    note: string | null;
+    createdAt: string;
+    updatedAt: string;
+  }[];
+  biometric: {
+    templateEnrolled: boolean;
+    source: string | null;
+    engineVersion: string | null;
+    qualityScore: number | null;
+    updatedAt: string | null;
+    note: string;
+  };
 }
 
 export class DataExportService {
@@ -58,7 +74,13 @@ export class DataExportService {
         deviceHint: l.deviceHint,
         crossRegistryFlagged: l.crossRegistryFlagged,
         registryRecord: l.registryRecord
-          ? { firstName: l.registryRecord.firstName, middleName: l.registryRecord.middleName ?? null, lastName: l.registryRecord.lastName, dateOfBirth: l.registryRecord.dateOfBirth, gender: l.registryRecord.gender }
+          ? {
+              firstName: l.registryRecord.firstName,
+              middleName: l.registryRecord.middleName ?? null,
+              lastName: l.registryRecord.lastName,
+              dateOfBirth: l.registryRecord.dateOfBirth,
+              gender: l.registryRecord.gender,
+            }
           : null,
       })),
       preferences: await this.deps.preferences.get(userId),

@@ -133,11 +133,19 @@ export class DedupeService {
    */
   async screen(userId: string, embedding: number[], engineVersion: string): Promise<DedupeHit[]> {
     const { config, face } = this.deps;
-    const [search, listed] = await Promise.all([face.searchByEmbedding(embedding, CANDIDATES, undefined, undefined, userId), this.watchlistHits(embedding, engineVersion)]);
+    const [search, listed] = await Promise.all([
+      face.searchByEmbedding(embedding, CANDIDATES, undefined, undefined, userId),
+      this.watchlistHits(embedding, engineVersion),
+    ]);
     const hits: DedupeHit[] = [];
     for (const h of search.hits) {
       if (h.userId === userId || h.score < config.dedupe.reviewThreshold) continue;
-      hits.push({ kind: h.score >= config.dedupe.threshold ? 'duplicate' : 'possible_duplicate', score: round4(h.score), matchedUserId: h.userId, watchlistEntryId: null });
+      hits.push({
+        kind: h.score >= config.dedupe.threshold ? 'duplicate' : 'possible_duplicate',
+        score: round4(h.score),
+        matchedUserId: h.userId,
+        watchlistEntryId: null,
+      });
     }
     return [...hits, ...listed];
   }
@@ -147,7 +155,10 @@ export class DedupeService {
     const stamp = await dedupe.watchlistStamp(engineVersion);
     const cached = this.watchlistCache;
     if (cached && cached.engineVersion === engineVersion && cached.stamp === stamp) return cached.templates;
-    const templates = (await dedupe.watchlistTemplates(engineVersion)).map((t) => ({ id: t.id, vector: decodeEmbedding(keyRing.decrypt(t.embeddingSealed, watchlistSubject(t.id))) }));
+    const templates = (await dedupe.watchlistTemplates(engineVersion)).map((t) => ({
+      id: t.id,
+      vector: decodeEmbedding(keyRing.decrypt(t.embeddingSealed, watchlistSubject(t.id))),
+    }));
     this.watchlistCache = { engineVersion, stamp, templates };
     return templates;
   }
@@ -175,26 +186,40 @@ export class DedupeService {
     const ids: string[] = [];
     for (const h of input.hits) {
       const id = randomUUID();
-      await dedupe.insertCase({
-        id,
-        kind: h.kind,
-        userId: input.userId,
-        matchedUserId: h.matchedUserId,
-        watchlistEntryId: h.watchlistEntryId,
-        score: h.score,
-        registry: input.registry,
-        blocked: input.blocked,
-        captureSealed: input.capture ? keyRing.encrypt(input.capture, caseSubject(id)) : null,
-      }, trx);
-      await auditEvents.record({
-        type: 'dedupe.case_opened',
-        severity: h.kind === 'possible_duplicate' ? 'info' : 'high',
-        actorType: 'system',
-        actorId: null,
-        subjectType: 'dedupe_case',
-        subjectId: id,
-        data: { kind: h.kind, userId: input.userId, ...(h.matchedUserId ? { matchedUserId: h.matchedUserId } : {}), ...(h.watchlistEntryId ? { watchlistEntryId: h.watchlistEntryId } : {}), score: h.score, registry: input.registry, blocked: input.blocked },
-      }, trx);
+      await dedupe.insertCase(
+        {
+          id,
+          kind: h.kind,
+          userId: input.userId,
+          matchedUserId: h.matchedUserId,
+          watchlistEntryId: h.watchlistEntryId,
+          score: h.score,
+          registry: input.registry,
+          blocked: input.blocked,
+          captureSealed: input.capture ? keyRing.encrypt(input.capture, caseSubject(id)) : null,
+        },
+        trx,
+      );
+      await auditEvents.record(
+        {
+          type: 'dedupe.case_opened',
+          severity: h.kind === 'possible_duplicate' ? 'info' : 'high',
+          actorType: 'system',
+          actorId: null,
+          subjectType: 'dedupe_case',
+          subjectId: id,
+          data: {
+            kind: h.kind,
+            userId: input.userId,
+            ...(h.matchedUserId ? { matchedUserId: h.matchedUserId } : {}),
+            ...(h.watchlistEntryId ? { watchlistEntryId: h.watchlistEntryId } : {}),
+            score: h.score,
+            registry: input.registry,
+            blocked: input.blocked,
+          },
+        },
+        trx,
+      );
       await webhooks.recordEvent('dedupe.case.opened', { caseId: id, kind: h.kind, userId: input.userId, status: 'open' }, trx);
       ids.push(id);
     }
@@ -204,7 +229,8 @@ export class DedupeService {
   /** After the unit of work that opened them committed: metrics and a log line without biometrics. */
   casesOpened(hits: DedupeHit[], caseIds: string[], userId: string): void {
     for (const h of hits) this.deps.metrics.dedupeCaseOpened(h.kind);
-    if (hits.length) this.deps.logger.warn({ event: 'dedupe_case_opened', userId, caseIds, kinds: hits.map((h) => h.kind) }, 'duplicate-identity case opened at link');
+    if (hits.length)
+      this.deps.logger.warn({ event: 'dedupe_case_opened', userId, caseIds, kinds: hits.map((h) => h.kind) }, 'duplicate-identity case opened at link');
   }
 
   // ---- administrators ------------------------------------------------------------------------
@@ -213,7 +239,12 @@ export class DedupeService {
     await this.deps.dedupe.purgeDecidedCaptures(this.deps.config.dedupe.captureRetentionDays);
   }
 
-  async list(f: { status?: DedupeStatus; kind?: DedupeKind; page: number; pageSize: number }): Promise<{ items: DedupeCaseView[]; page: number; pageSize: number; total: number }> {
+  async list(f: {
+    status?: DedupeStatus;
+    kind?: DedupeKind;
+    page: number;
+    pageSize: number;
+  }): Promise<{ items: DedupeCaseView[]; page: number; pageSize: number; total: number }> {
     await this.purgeExpiredCaptures();
     const { rows, total } = await this.deps.dedupe.casePage(f);
     return { items: rows.map(toView), page: f.page, pageSize: f.pageSize, total };
@@ -240,7 +271,9 @@ export class DedupeService {
   }
 
   /** A case, with the masked details of both accounts and the watch-list entry's reason. */
-  async get(id: string): Promise<{ case: DedupeCaseView; accounts: { user: MaskedAccount; matchedUser: MaskedAccount | null }; watchlistReason: string | null }> {
+  async get(
+    id: string,
+  ): Promise<{ case: DedupeCaseView; accounts: { user: MaskedAccount; matchedUser: MaskedAccount | null }; watchlistReason: string | null }> {
     await this.purgeExpiredCaptures();
     const row = await this.load(id);
     const [user, matchedUser, entries] = await Promise.all([
@@ -258,7 +291,14 @@ export class DedupeService {
     const sealed = await this.deps.dedupe.caseCapture(row.id);
     if (!sealed) throw new AppError('not_found', 'This case keeps no capture (none was taken at link, or its retention period has passed)');
     const jpeg = this.deps.keyRing.decrypt(sealed, caseSubject(row.id));
-    await this.deps.auditEvents.record({ type: 'dedupe.capture_viewed', actorType: 'operator', actorId: operatorId, subjectType: 'dedupe_case', subjectId: row.id, data: { kind: row.kind } });
+    await this.deps.auditEvents.record({
+      type: 'dedupe.capture_viewed',
+      actorType: 'operator',
+      actorId: operatorId,
+      subjectType: 'dedupe_case',
+      subjectId: row.id,
+      data: { kind: row.kind },
+    });
     return jpeg;
   }
 
@@ -270,14 +310,17 @@ export class DedupeService {
       if (!(await this.deps.dedupe.decideCase(row.id, { status: change.status, note, decidedBy: operatorId }, trx))) {
         throw new AppError('conflict', 'The case was decided meanwhile; read it again');
       }
-      await this.deps.auditEvents.record({
-        type: 'dedupe.case_decided',
-        actorType: 'operator',
-        actorId: operatorId,
-        subjectType: 'dedupe_case',
-        subjectId: row.id,
-        data: { kind: row.kind, from: 'open', to: change.status, userId: row.userId, ...(note !== null ? { note } : {}) },
-      }, trx);
+      await this.deps.auditEvents.record(
+        {
+          type: 'dedupe.case_decided',
+          actorType: 'operator',
+          actorId: operatorId,
+          subjectType: 'dedupe_case',
+          subjectId: row.id,
+          data: { kind: row.kind, from: 'open', to: change.status, userId: row.userId, ...(note !== null ? { note } : {}) },
+        },
+        trx,
+      );
       // The note is free text: it stays out of the webhook.
       await this.deps.webhooks.recordEvent('dedupe.case.decided', { caseId: row.id, kind: row.kind, userId: row.userId, status: change.status }, trx);
       return toView(await this.load(row.id, trx));
@@ -288,18 +331,38 @@ export class DedupeService {
 
   // ---- the watch-list ------------------------------------------------------------------------
 
-  private async addTemplate(operatorId: string, reason: string, embedding: number[], engineVersion: string, sourceCaseId: string | null): Promise<WatchlistEntryView> {
+  private async addTemplate(
+    operatorId: string,
+    reason: string,
+    embedding: number[],
+    engineVersion: string,
+    sourceCaseId: string | null,
+  ): Promise<WatchlistEntryView> {
     const id = randomUUID();
     const row = await this.deps.unitOfWork.run(async (trx) => {
-      const r = await this.deps.dedupe.insertWatchlistEntry({
-        id,
-        reason,
-        embeddingSealed: this.deps.keyRing.encrypt(encodeEmbedding(embedding), watchlistSubject(id)),
-        engineVersion,
-        createdBy: operatorId,
-        sourceCaseId,
-      }, trx);
-      await this.deps.auditEvents.record({ type: 'watchlist.entry_added', severity: 'high', actorType: 'operator', actorId: operatorId, subjectType: 'watchlist_entry', subjectId: id, data: { reason, ...(sourceCaseId ? { caseId: sourceCaseId } : {}) } }, trx);
+      const r = await this.deps.dedupe.insertWatchlistEntry(
+        {
+          id,
+          reason,
+          embeddingSealed: this.deps.keyRing.encrypt(encodeEmbedding(embedding), watchlistSubject(id)),
+          engineVersion,
+          createdBy: operatorId,
+          sourceCaseId,
+        },
+        trx,
+      );
+      await this.deps.auditEvents.record(
+        {
+          type: 'watchlist.entry_added',
+          severity: 'high',
+          actorType: 'operator',
+          actorId: operatorId,
+          subjectType: 'watchlist_entry',
+          subjectId: id,
+          data: { reason, ...(sourceCaseId ? { caseId: sourceCaseId } : {}) },
+        },
+        trx,
+      );
       return r;
     });
     return { id: row.id, reason: row.reason, createdAt: iso(row.createdAt) };
@@ -314,7 +377,7 @@ export class DedupeService {
   /** Lists the live capture of a confirmed case. */
   async addFromCase(operatorId: string, caseId: string, reason: string): Promise<WatchlistEntryView> {
     const row = await this.load(caseId);
-    if (row.status !== 'confirmed') throw new AppError('conflict', 'Only a confirmed case\'s capture can be watch-listed');
+    if (row.status !== 'confirmed') throw new AppError('conflict', "Only a confirmed case's capture can be watch-listed");
     const sealed = await this.deps.dedupe.caseCapture(row.id);
     if (!sealed) throw new AppError('not_found', 'This case keeps no capture');
     const e = await this.deps.face.embedPhoto(this.deps.keyRing.decrypt(sealed, caseSubject(row.id)));
@@ -329,7 +392,10 @@ export class DedupeService {
     if (!UUID.test(id)) throw new AppError('not_found', 'No such watch-list entry');
     await this.deps.unitOfWork.run(async (trx) => {
       if (!(await this.deps.dedupe.removeWatchlistEntry(id, trx))) throw new AppError('not_found', 'No such watch-list entry');
-      await this.deps.auditEvents.record({ type: 'watchlist.entry_removed', severity: 'high', actorType: 'operator', actorId: operatorId, subjectType: 'watchlist_entry', subjectId: id }, trx);
+      await this.deps.auditEvents.record(
+        { type: 'watchlist.entry_removed', severity: 'high', actorType: 'operator', actorId: operatorId, subjectType: 'watchlist_entry', subjectId: id },
+        trx,
+      );
     });
   }
 }

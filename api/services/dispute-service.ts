@@ -60,7 +60,9 @@ export interface DisputeFilters {
 }
 
 export class DisputeService {
-  constructor(private readonly deps: { unitOfWork: UnitOfWork; auditEvents: AuditEventsRepository; searchLogs: SearchLogsRepository; webhooks: WebhooksRepository }) {}
+  constructor(
+    private readonly deps: { unitOfWork: UnitOfWork; auditEvents: AuditEventsRepository; searchLogs: SearchLogsRepository; webhooks: WebhooksRepository },
+  ) {}
 
   private async load(id: string, trx?: Tx): Promise<DisputeView> {
     return toView((await this.deps.searchLogs.findDispute(id, trx))!);
@@ -77,14 +79,17 @@ export class DisputeService {
     try {
       const id = await this.deps.unitOfWork.run(async (trx) => {
         const disputeId = await searchLogs.insertDispute({ searchLogId: input.referenceId, userId, reason }, trx);
-        await this.deps.auditEvents.record({
-          type: 'dispute.created',
-          actorType: 'consumer',
-          actorId: userId,
-          subjectType: 'dispute',
-          subjectId: disputeId,
-          data: { referenceId: input.referenceId, status: 'open' },
-        }, trx);
+        await this.deps.auditEvents.record(
+          {
+            type: 'dispute.created',
+            actorType: 'consumer',
+            actorId: userId,
+            subjectType: 'dispute',
+            subjectId: disputeId,
+            data: { referenceId: input.referenceId, status: 'open' },
+          },
+          trx,
+        );
         await this.deps.webhooks.recordEvent('dispute.created', { disputeId, referenceId: input.referenceId, userId, status: 'open' }, trx);
         return disputeId;
       });
@@ -100,11 +105,7 @@ export class DisputeService {
     return { items: rows.map(toView), page: f.page, pageSize: f.pageSize, total };
   }
 
-  async updateStatus(
-    operatorId: string,
-    disputeId: string,
-    change: { status: DisputeStatus; note?: string },
-  ): Promise<DisputeView> {
+  async updateStatus(operatorId: string, disputeId: string, change: { status: DisputeStatus; note?: string }): Promise<DisputeView> {
     const { searchLogs } = this.deps;
     return this.deps.unitOfWork.run(async (trx) => {
       const from = await searchLogs.disputeStatus(disputeId, trx);
@@ -118,23 +119,30 @@ export class DisputeService {
       // Conditional on the status read above: of two administrators racing, one wins, the other gets 409.
       const moved = await searchLogs.moveDispute(disputeId, from, { status: change.status, note: change.note, updatedBy: operatorId }, trx);
       if (!moved) throw new AppError('conflict', 'The dispute changed meanwhile; read it again', { details: { from } });
-      await this.deps.auditEvents.record({
-        type: 'dispute.status_changed',
-        actorType: 'operator',
-        actorId: operatorId,
-        subjectType: 'dispute',
-        subjectId: disputeId,
-        data: { from, to: change.status, ...(change.note !== undefined ? { note: change.note } : {}) },
-      }, trx);
+      await this.deps.auditEvents.record(
+        {
+          type: 'dispute.status_changed',
+          actorType: 'operator',
+          actorId: operatorId,
+          subjectType: 'dispute',
+          subjectId: disputeId,
+          data: { from, to: change.status, ...(change.note !== undefined ? { note: change.note } : {}) },
+        },
+        trx,
+      );
       const dispute = await this.load(disputeId, trx);
       // The note is free text: it stays out of the webhook.
-      await this.deps.webhooks.recordEvent('dispute.updated', {
-        disputeId,
-        referenceId: dispute.referenceId,
-        userId: dispute.userId,
-        previousStatus: from,
-        status: dispute.status,
-      }, trx);
+      await this.deps.webhooks.recordEvent(
+        'dispute.updated',
+        {
+          disputeId,
+          referenceId: dispute.referenceId,
+          userId: dispute.userId,
+          previousStatus: from,
+          status: dispute.status,
+        },
+        trx,
+      );
       return dispute;
     });
   }

@@ -306,10 +306,22 @@ export class FaceService {
     const base = { candidates: [] as Candidate[], topScore: null, faceCount: a.faceCount, threshold, quality: a.quality };
     if (!hasFace(a)) {
       // 'largest' never refuses several faces; a photo without a face is `no_face`.
-      return { ...base, outcome: 'no_face', livenessScore: null, engineVersion: null, latencyMs: { liveness: a.ms, embed: null, search: null, total: since(t0) } };
+      return {
+        ...base,
+        outcome: 'no_face',
+        livenessScore: null,
+        engineVersion: null,
+        latencyMs: { liveness: a.ms, embed: null, search: null, total: since(t0) },
+      };
     }
     if (a.outcome === 'liveness_failed' || !e || search?.op !== 'knn') {
-      return { ...base, outcome: 'liveness_failed', livenessScore: a.livenessScore, engineVersion: null, latencyMs: { liveness: a.ms, embed: null, search: null, total: since(t0) } };
+      return {
+        ...base,
+        outcome: 'liveness_failed',
+        livenessScore: a.livenessScore,
+        engineVersion: null,
+        latencyMs: { liveness: a.ms, embed: null, search: null, total: since(t0) },
+      };
     }
     const scored = search.hits.map((h) => ({ userId: h.userId, score: round4(h.score) }));
     const candidates = scored
@@ -330,7 +342,11 @@ export class FaceService {
   }
 
   /** 1:1 against a user's canonical embedding (the `compare` op; no search). score null: none stored. */
-  async compareWithUser(embedding: number[], userId: string, deadlineAt = this.budget()): Promise<{ score: number | null; reason?: 'no_embedding' | 'engine_version_mismatch'; ms: number }> {
+  async compareWithUser(
+    embedding: number[],
+    userId: string,
+    deadlineAt = this.budget(),
+  ): Promise<{ score: number | null; reason?: 'no_embedding' | 'engine_version_mismatch'; ms: number }> {
     const probe = searchEmbeddingValue(this.deps.config.redis.prefix, embedding);
     const r = await this.job('search', { op: 'compare', ...probe.ref, userId }, deadlineAt, [probe.value]);
     if (r.op !== 'compare') throw new Error('search worker answered another op');
@@ -396,7 +412,10 @@ export class FaceService {
   }
 
   /** verify-face with reuseCapture: an earlier capture's embedding against a (new) registry photo. */
-  async verifyEmbeddingAgainstPhoto(embedding: number[], registryPhoto: Buffer): Promise<{ outcome: 'match' | 'face_mismatch'; score: number; engineVersion: string }> {
+  async verifyEmbeddingAgainstPhoto(
+    embedding: number[],
+    registryPhoto: Buffer,
+  ): Promise<{ outcome: 'match' | 'face_mismatch'; score: number; engineVersion: string }> {
     const reg = await this.embedRegistryPhoto(registryPhoto, this.budget());
     const score = round4(cosine(embedding, reg.embedding));
     return { outcome: score >= this.deps.config.face.matchThreshold ? 'match' : 'face_mismatch', score, engineVersion: reg.engineVersion };

@@ -89,9 +89,7 @@ export class HealthService {
   /** A check in progress for anonymous callers: one at a time, whatever their number. */
   private inFlight: Promise<HealthReport> | undefined;
 
-  constructor(
-    private readonly deps: { config: Config; database: Pick<UnitOfWork, 'ping'>; redis: Redis; metrics: Metrics },
-  ) {}
+  constructor(private readonly deps: { config: Config; database: Pick<UnitOfWork, 'ping'>; redis: Redis; metrics: Metrics }) {}
 
   async check(): Promise<HealthReport> {
     const { config, database, redis } = this.deps;

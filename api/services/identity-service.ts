@@ -67,8 +67,7 @@ function faceError(outcome: Exclude<FaceOutcome, 'match'>, details?: Record<stri
 const unknownValidation = (registry: Registry) => new AppError('not_found', `Unknown or expired validationToken: validate the ${LABEL[registry]} again`);
 
 export type ValidateResult =
-  | { validationToken: string; matchedName: string; expiresIn: number }
-  | { alreadyLinked: true; linkedAt: string; deviceHint: string };
+  { validationToken: string; matchedName: string; expiresIn: number } | { alreadyLinked: true; linkedAt: string; deviceHint: string };
 
 export interface VerifyFaceInput {
   userId: string;
@@ -116,7 +115,9 @@ export class IdentityService {
     const { count, resetInSeconds } = await store.countValidation(userId);
     if (count > config.identity.validationsPerUserPerHour) {
       metrics.outcome(`validate_${registry}`, 'rate_limited');
-      throw new AppError('rate_limited', `At most ${config.identity.validationsPerUserPerHour} validations per hour; try again later`, { retryAfter: resetInSeconds });
+      throw new AppError('rate_limited', `At most ${config.identity.validationsPerUserPerHour} validations per hour; try again later`, {
+        retryAfter: resetInSeconds,
+      });
     }
 
     // Linked to some account already? To another live account: only the date and a coarse device hint.
@@ -143,7 +144,9 @@ export class IdentityService {
       if (fields.length) {
         metrics.outcome(`validate_${registry}`, 'registry_mismatch');
         this.deps.logger.warn({ userId, registry, fields }, 'registry_mismatch: record disagrees with the linked registry');
-        throw new AppError('registry_mismatch', `The ${LABEL[registry]} record does not match your linked ${LABEL[OTHER[registry]]} (${fields.join(', ')})`, { details: { fields } });
+        throw new AppError('registry_mismatch', `The ${LABEL[registry]} record does not match your linked ${LABEL[OTHER[registry]]} (${fields.join(', ')})`, {
+          details: { fields },
+        });
       }
     }
 
@@ -185,7 +188,10 @@ export class IdentityService {
     if (input.reuseCapture) {
       const capture = await store.capture(userId);
       if (!capture) {
-        throw new AppError('not_found', `No passing NIN capture of yours within the last ${config.identity.captureReuseSeconds} s to reuse; send a live capture (file)`);
+        throw new AppError(
+          'not_found',
+          `No passing NIN capture of yours within the last ${config.identity.captureReuseSeconds} s to reuse; send a live capture (file)`,
+        );
       }
       // Still compared against THIS registry's photo.
       const v = await face.verifyEmbeddingAgainstPhoto(capture.embedding, photo);
@@ -216,7 +222,11 @@ export class IdentityService {
       score = v.score!;
       // Kept (sealed) for as long as a link may use this capture: the evidence of a case the link opens.
       if (v.capture) {
-        await store.saveLiveCapture(userId, this.deps.keyRing.encrypt(v.capture.image.jpeg, liveCaptureSubject(userId)), Math.max(config.identity.linkTokenTtlSeconds, config.identity.captureReuseSeconds));
+        await store.saveLiveCapture(
+          userId,
+          this.deps.keyRing.encrypt(v.capture.image.jpeg, liveCaptureSubject(userId)),
+          Math.max(config.identity.linkTokenTtlSeconds, config.identity.captureReuseSeconds),
+        );
       }
     }
 
@@ -238,11 +248,20 @@ export class IdentityService {
           actorId: userId,
           subjectType: 'user',
           subjectId: userId,
-          data: { registry, otherRegistry: OTHER[registry], number: maskTail(meta.number, 3), policy, action, score: c.score, threshold: config.face.matchThreshold, captureReused: input.reuseCapture },
+          data: {
+            registry,
+            otherRegistry: OTHER[registry],
+            number: maskTail(meta.number, 3),
+            policy,
+            action,
+            score: c.score,
+            threshold: config.face.matchThreshold,
+            captureReused: input.reuseCapture,
+          },
         });
         logger.warn(
           { event: 'cross_registry_mismatch', severity: 'high', userId, registry, policy, action, score: c.score },
-          'cross_registry_mismatch: the face does not match the account\'s other linked registry',
+          "cross_registry_mismatch: the face does not match the account's other linked registry",
         );
         if (policy === 'hard-block') {
           metrics.outcome('verify_face', 'cross_registry_mismatch');
@@ -296,21 +315,26 @@ export class IdentityService {
       if (dedupe.blocks(hits)) {
         const caseIds = await this.deps.unitOfWork.run(async (trx) => {
           const ids = await dedupe.openCases({ userId, registry, hits, capture, blocked: true }, trx);
-          await this.deps.auditEvents.record({
-            type: 'identity.link_refused',
-            severity: 'high',
-            actorType: 'consumer',
-            actorId: userId,
-            subjectType: 'user',
-            subjectId: userId,
-            data: { registry, number: maskTail(claims.number, 3), reason: 'duplicate_identity', caseIds: ids },
-          }, trx);
+          await this.deps.auditEvents.record(
+            {
+              type: 'identity.link_refused',
+              severity: 'high',
+              actorType: 'consumer',
+              actorId: userId,
+              subjectType: 'user',
+              subjectId: userId,
+              data: { registry, number: maskTail(claims.number, 3), reason: 'duplicate_identity', caseIds: ids },
+            },
+            trx,
+          );
           return ids;
         });
         dedupe.casesOpened(hits, caseIds, userId);
         metrics.outcome('link', 'duplicate_identity');
         // Nothing about the other account (or the watch-list) reaches the consumer.
-        throw new AppError('duplicate_identity', 'This identity cannot be linked to your account; contact support', { extra: { outcome: 'duplicate_identity' } });
+        throw new AppError('duplicate_identity', 'This identity cannot be linked to your account; contact support', {
+          extra: { outcome: 'duplicate_identity' },
+        });
       }
       let caseIds: string[] = [];
       const linkedAt = await this.deps.unitOfWork.run(async (trx) => {
@@ -318,18 +342,28 @@ export class IdentityService {
         // link row gives way, and an AuditEvent keeps the release on the deleted account's record.
         const released = await users.releaseFromDeletedAccounts(registry, claims.number, trx);
         for (const r of released) {
-          await this.deps.auditEvents.record({
-            type: 'identity.link_released',
-            actorType: 'consumer',
-            actorId: userId,
-            subjectType: 'user',
-            subjectId: r.userId,
-            data: { registry, number: maskTail(claims.number, 3), linkedAt: new Date(r.linkedAt).toISOString(), reason: 'relinked_after_account_deletion' },
-          }, trx);
+          await this.deps.auditEvents.record(
+            {
+              type: 'identity.link_released',
+              actorType: 'consumer',
+              actorId: userId,
+              subjectType: 'user',
+              subjectId: r.userId,
+              data: { registry, number: maskTail(claims.number, 3), linkedAt: new Date(r.linkedAt).toISOString(), reason: 'relinked_after_account_deletion' },
+            },
+            trx,
+          );
         }
         const row = await users.insertLink(
           registry,
-          { userId, number: claims.number, registryRecord: claims.record, deviceHint: hint, matchScore: claims.score, crossRegistryFlagged: claims.crossRegistryFlagged },
+          {
+            userId,
+            number: claims.number,
+            registryRecord: claims.record,
+            deviceHint: hint,
+            matchScore: claims.score,
+            crossRegistryFlagged: claims.crossRegistryFlagged,
+          },
           trx,
         );
 
@@ -338,23 +372,26 @@ export class IdentityService {
         if (!otherLinked) {
           await users.fillProfile(userId, { name: fullName(claims.record), dateOfBirth: claims.record.dateOfBirth, gender: claims.record.gender }, trx);
         }
-        await this.deps.auditEvents.record({
-          type: 'identity.linked',
-          actorType: 'consumer',
-          actorId: userId,
-          subjectType: 'user',
-          subjectId: userId,
-          data: {
-            registry,
-            number: maskTail(claims.number, 3),
-            deviceHint: hint,
-            score: claims.score,
-            captureReused: claims.captureReused,
-            crossRegistryFlagged: claims.crossRegistryFlagged,
-            ...(claims.crossRegistryScore !== null ? { crossRegistryScore: claims.crossRegistryScore } : {}),
-            profileFilled: !otherLinked,
+        await this.deps.auditEvents.record(
+          {
+            type: 'identity.linked',
+            actorType: 'consumer',
+            actorId: userId,
+            subjectType: 'user',
+            subjectId: userId,
+            data: {
+              registry,
+              number: maskTail(claims.number, 3),
+              deviceHint: hint,
+              score: claims.score,
+              captureReused: claims.captureReused,
+              crossRegistryFlagged: claims.crossRegistryFlagged,
+              ...(claims.crossRegistryScore !== null ? { crossRegistryScore: claims.crossRegistryScore } : {}),
+              profileFilled: !otherLinked,
+            },
           },
-        }, trx);
+          trx,
+        );
         caseIds = await dedupe.openCases({ userId, registry, hits, capture, blocked: false }, trx);
         // Last: the change-log lock is held until the transaction ends.
         await embeddings.upsert(userId, embedding, registry === 'nin' ? 'link_nin' : 'link_bvn', claims.engineVersion, trx, claims.qualityScore ?? null);

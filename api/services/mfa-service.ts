@@ -49,10 +49,10 @@ export class MfaService {
   async setup(operatorId: string): Promise<{ secret: string; otpauthUri: string }> {
     const op = await this.deps.operators.find(operatorId);
     if (!op) throw new AppError('unauthorized', 'The operator no longer exists');
-    if (op.mfaEnabledAt) throw new AppError('conflict', 'A second factor is enabled already; an administrator\'s reset-mfa clears it');
+    if (op.mfaEnabledAt) throw new AppError('conflict', "A second factor is enabled already; an administrator's reset-mfa clears it");
     const secret = newTotpSecret();
     if (!(await this.deps.mfa.setPending(operatorId, seal(this.key, secret)))) {
-      throw new AppError('conflict', 'A second factor is enabled already; an administrator\'s reset-mfa clears it');
+      throw new AppError('conflict', "A second factor is enabled already; an administrator's reset-mfa clears it");
     }
     return { secret, otpauthUri: totpUri(secret, op.identifier) };
   }
@@ -70,7 +70,10 @@ export class MfaService {
     const enabled = await unitOfWork.run(async (trx) => {
       const ok = await mfa.enable(operatorId, op.mfaPendingSecret!, step, recoveryCodes.map(hashRecoveryCode), trx);
       if (ok) {
-        await auditEvents.record({ type: 'operator.mfa_enabled', actorType: 'operator', actorId: operatorId, subjectType: 'operator', subjectId: operatorId }, trx);
+        await auditEvents.record(
+          { type: 'operator.mfa_enabled', actorType: 'operator', actorId: operatorId, subjectType: 'operator', subjectId: operatorId },
+          trx,
+        );
       }
       return ok;
     });
@@ -92,7 +95,15 @@ export class MfaService {
     }
     if (looksLikeRecoveryCode(code) && (await this.deps.mfa.useRecoveryCode(op.id, hashRecoveryCode(code)))) {
       const left = await this.deps.mfa.unusedRecoveryCodes(op.id);
-      await this.deps.auditEvents.record({ type: 'operator.recovery_code_used', severity: 'high', actorType: 'operator', actorId: op.id, subjectType: 'operator', subjectId: op.id, data: { recoveryCodesLeft: left } });
+      await this.deps.auditEvents.record({
+        type: 'operator.recovery_code_used',
+        severity: 'high',
+        actorType: 'operator',
+        actorId: op.id,
+        subjectType: 'operator',
+        subjectId: op.id,
+        data: { recoveryCodesLeft: left },
+      });
       return 'recovery_code';
     }
     return null;

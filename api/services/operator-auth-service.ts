@@ -63,7 +63,9 @@ export class OperatorAuthService {
       const failures = await attempts.failures(address);
       if (failures.count >= config.operators.loginFailuresPerIpPerHour) {
         metrics?.outcome('operator_login', 'rate_limited');
-        throw new AppError('rate_limited', 'Too many failed sign-ins from this address; try again later', { retryAfter: Math.max(1, Math.ceil(failures.ttlMs / 1000)) });
+        throw new AppError('rate_limited', 'Too many failed sign-ins from this address; try again later', {
+          retryAfter: Math.max(1, Math.ceil(failures.ttlMs / 1000)),
+        });
       }
       const account = createHash('sha256').update(identifier.normalize('NFC').toLowerCase()).digest('hex').slice(0, 24);
       const { count, resetInSeconds } = await attempts.countAttempt(address, account);
@@ -92,9 +94,21 @@ export class OperatorAuthService {
     }
     // An administrator's lock lapses after ADMIN_LOCK_SECONDS: whoever knows an administrator's sign-in
     // name can lock it, and the organisation must not lose its last administrator to that.
-    if (op.lockedAt && op.role === 'administrator' && config.operators.adminLockSeconds > 0 && Date.now() - new Date(op.lockedAt).getTime() >= config.operators.adminLockSeconds * 1000) {
+    if (
+      op.lockedAt &&
+      op.role === 'administrator' &&
+      config.operators.adminLockSeconds > 0 &&
+      Date.now() - new Date(op.lockedAt).getTime() >= config.operators.adminLockSeconds * 1000
+    ) {
       if (await operators.unlockIfLockedAt(op.id, op.lockedAt)) {
-        await this.deps.auditEvents.record({ type: 'operator.unlocked', actorType: 'system', actorId: null, subjectType: 'operator', subjectId: op.id, data: { via: 'admin_lock_expired', lockSeconds: config.operators.adminLockSeconds } });
+        await this.deps.auditEvents.record({
+          type: 'operator.unlocked',
+          actorType: 'system',
+          actorId: null,
+          subjectType: 'operator',
+          subjectId: op.id,
+          data: { via: 'admin_lock_expired', lockSeconds: config.operators.adminLockSeconds },
+        });
       }
       op = Object.assign(op, { lockedAt: null, failedLoginCount: 0 });
     }
@@ -131,14 +145,24 @@ export class OperatorAuthService {
 
     const { pair } = await this.deps.sessions.open({ type: 'operator', id: op.id }, { deviceHint: opts.deviceHint });
     metrics?.outcome('operator_login', 'ok');
-    return { ...pair, operatorId: op.id, mustResetPassword: row.mustResetPassword, ...(this.deps.mfa.setupRequired(op) ? { mfaSetupRequired: true as const } : {}) };
+    return {
+      ...pair,
+      operatorId: op.id,
+      mustResetPassword: row.mustResetPassword,
+      ...(this.deps.mfa.setupRequired(op) ? { mfaSetupRequired: true as const } : {}),
+    };
   }
 
   /**
    * Counts one failed password check; throws 401 `invalid_credentials`, or 403 `account_locked` when
    * this failure reached the limit (or the account was locked meanwhile).
    */
-  private async recordFailure(operatorId: string, via: 'login' | 'login_otp' | 'set_password', sessionId?: string, otherwise: () => AppError = invalidCredentials): Promise<never> {
+  private async recordFailure(
+    operatorId: string,
+    via: 'login' | 'login_otp' | 'set_password',
+    sessionId?: string,
+    otherwise: () => AppError = invalidCredentials,
+  ): Promise<never> {
     const { config, metrics } = this.deps;
     const row = await this.deps.operators.countFailure(operatorId, config.operators.maxFailedLogins);
     if (!row) throw locked();
@@ -186,14 +210,17 @@ export class OperatorAuthService {
       const updated = await operators.update(operatorId, { passwordHash, mustResetPassword: false, failedLoginCount: 0 }, { unlockedOnly: true }, trx);
       if (!updated) throw locked();
       const revoked = await this.deps.sessionRows.revokeAllOf({ type: 'operator', id: operatorId }, 'password_changed', { exceptSessionId: sessionId }, trx);
-      await this.deps.auditEvents.record({
-        type: 'operator.password_set',
-        actorType: 'operator',
-        actorId: operatorId,
-        subjectType: 'operator',
-        subjectId: operatorId,
-        data: { wasFlagged: op.mustResetPassword, otherSessionsRevoked: revoked },
-      }, trx);
+      await this.deps.auditEvents.record(
+        {
+          type: 'operator.password_set',
+          actorType: 'operator',
+          actorId: operatorId,
+          subjectType: 'operator',
+          subjectId: operatorId,
+          data: { wasFlagged: op.mustResetPassword, otherSessionsRevoked: revoked },
+        },
+        trx,
+      );
     });
     this.deps.metrics?.outcome('operator_set_password', 'ok');
     return { status: 'password_set' };

@@ -100,13 +100,16 @@ export class OperatorService {
           },
           trx,
         );
-        await this.deps.auditEvents.record({
-          type: 'operator.created',
-          ...auditActor(actor),
-          subjectType: 'operator',
-          subjectId: row.id,
-          data: { identifier: row.identifier, role: row.role, orgId: row.orgId, ...(opts.via ? { via: opts.via } : {}) },
-        }, trx);
+        await this.deps.auditEvents.record(
+          {
+            type: 'operator.created',
+            ...auditActor(actor),
+            subjectType: 'operator',
+            subjectId: row.id,
+            data: { identifier: row.identifier, role: row.role, orgId: row.orgId, ...(opts.via ? { via: opts.via } : {}) },
+          },
+          trx,
+        );
         return row;
       });
       return { operator, temporaryPassword: temp };
@@ -156,12 +159,15 @@ export class OperatorService {
       }
       if (changes.status) {
         const revoked = changes.status === 'deactivated' ? await sessionRows.revokeAllOf({ type: 'operator', id: op.id }, 'operator_deactivated', {}, trx) : 0;
-        await this.deps.auditEvents.record({
-          type: 'operator.status_changed',
-          severity: changes.status === 'deactivated' ? 'high' : 'info',
-          ...subject,
-          data: { from: op.status, to: changes.status, sessionsRevoked: revoked },
-        }, trx);
+        await this.deps.auditEvents.record(
+          {
+            type: 'operator.status_changed',
+            severity: changes.status === 'deactivated' ? 'high' : 'info',
+            ...subject,
+            data: { from: op.status, to: changes.status, sessionsRevoked: revoked },
+          },
+          trx,
+        );
         if (changes.status === 'deactivated') await this.deps.webhooks.recordEvent('operator.deactivated', { operatorId: op.id }, trx);
       }
       if (changes.displayName) {
@@ -188,13 +194,16 @@ export class OperatorService {
       const op = await this.findForUpdate(trx, id);
       await this.deps.operators.update(id, { passwordHash, mustResetPassword: true, failedLoginCount: 0, lockedAt: null }, {}, trx);
       const revoked = await this.deps.sessionRows.revokeAllOf({ type: 'operator', id }, 'password_reset', {}, trx);
-      await this.deps.auditEvents.record({
-        type: 'operator.password_reset',
-        ...auditActor(actor),
-        subjectType: 'operator',
-        subjectId: id,
-        data: { wasLocked: op.lockedAt !== null, sessionsRevoked: revoked },
-      }, trx);
+      await this.deps.auditEvents.record(
+        {
+          type: 'operator.password_reset',
+          ...auditActor(actor),
+          subjectType: 'operator',
+          subjectId: id,
+          data: { wasLocked: op.lockedAt !== null, sessionsRevoked: revoked },
+        },
+        trx,
+      );
     });
     return { temporaryPassword: temp, mustResetPassword: true };
   }
@@ -218,7 +227,9 @@ export class OperatorService {
    */
   async ensureFirstAdministrator(config: Pick<Config, 'operators'>): Promise<{ created: boolean; operatorId?: string; reason?: string }> {
     const { operators, logger } = this.deps;
-    const { operators: { adminIdentifier: identifier, adminPassword: password } } = config;
+    const {
+      operators: { adminIdentifier: identifier, adminPassword: password },
+    } = config;
     if (!identifier || !password) return { created: false, reason: 'not_configured' };
     if (password.length < 8) throw new Error('ADMIN_PASSWORD must have at least 8 characters');
     // Hash outside the transaction: it takes tens of milliseconds and holds no lock.
@@ -227,26 +238,41 @@ export class OperatorService {
       await operators.lockAdministrators(trx);
       if (await operators.activeAdministratorExists(trx)) return { created: false, reason: 'administrator_exists' };
       if (await operators.findByIdentifier(identifier, trx)) return { created: false, reason: 'identifier_taken' };
-      const row = await operators.insert({ identifier, displayName: identifier, role: 'administrator', status: 'active', mustResetPassword: false, passwordHash }, trx);
-      await this.deps.auditEvents.record({
-        type: 'operator.created',
-        actorType: 'system',
-        actorId: null,
-        subjectType: 'operator',
-        subjectId: row.id,
-        data: { identifier, role: 'administrator', orgId: 'default', via: 'ADMIN_IDENTIFIER' },
-      }, trx);
+      const row = await operators.insert(
+        { identifier, displayName: identifier, role: 'administrator', status: 'active', mustResetPassword: false, passwordHash },
+        trx,
+      );
+      await this.deps.auditEvents.record(
+        {
+          type: 'operator.created',
+          actorType: 'system',
+          actorId: null,
+          subjectType: 'operator',
+          subjectId: row.id,
+          data: { identifier, role: 'administrator', orgId: 'default', via: 'ADMIN_IDENTIFIER' },
+        },
+        trx,
+      );
       return { created: true, operatorId: row.id as string };
     });
     if (result.created) logger?.info({ operatorId: result.operatorId }, 'first administrator created from ADMIN_IDENTIFIER');
-    else if (result.reason === 'identifier_taken') logger?.warn('ADMIN_IDENTIFIER is taken by an operator, and no active administrator exists: use npm run create-admin');
+    else if (result.reason === 'identifier_taken')
+      logger?.warn('ADMIN_IDENTIFIER is taken by an operator, and no active administrator exists: use npm run create-admin');
     return result;
   }
 }
 
 /** The operator service over a bare knex: for scripts and start-up outside the web process's graph. */
 export function operatorServiceOn(db: Knex, logger?: Logger): OperatorService {
-  return new OperatorService({ unitOfWork: new UnitOfWork(db), auditEvents: new AuditEventsRepository(db), webhooks: new WebhooksRepository(db), operators: new OperatorsRepository(db), sessionRows: new SessionsRepository(db), searchLogs: new SearchLogsRepository(db), logger });
+  return new OperatorService({
+    unitOfWork: new UnitOfWork(db),
+    auditEvents: new AuditEventsRepository(db),
+    webhooks: new WebhooksRepository(db),
+    operators: new OperatorsRepository(db),
+    sessionRows: new SessionsRepository(db),
+    searchLogs: new SearchLogsRepository(db),
+    logger,
+  });
 }
 
 /**

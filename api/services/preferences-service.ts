@@ -43,14 +43,17 @@ export class PreferencesService {
       const after = view(await preferences.upsert(userId, DEFAULT_PREFERENCES, patch, trx));
       const changed = fields.filter((k) => before[k] !== after[k]);
       if (changed.length) {
-        await this.deps.auditEvents.record({
-          type: 'preferences.changed',
-          actorType: 'consumer',
-          actorId: userId,
-          subjectType: 'user',
-          subjectId: userId,
-          data: Object.fromEntries(changed.map((k) => [k, { from: before[k], to: after[k] }])),
-        }, trx);
+        await this.deps.auditEvents.record(
+          {
+            type: 'preferences.changed',
+            actorType: 'consumer',
+            actorId: userId,
+            subjectType: 'user',
+            subjectId: userId,
+            data: Object.fromEntries(changed.map((k) => [k, { from: before[k], to: after[k] }])),
+          },
+          trx,
+        );
       }
       return after;
     });

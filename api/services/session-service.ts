@@ -31,9 +31,7 @@ export interface TokenPair {
 export type { SessionSubject };
 
 /** What a refreshed pair belongs to (the response repeats `userId` or `operatorId` + `mustResetPassword`). */
-export type RefreshedSubject =
-  | { type: 'consumer'; userId: string }
-  | { type: 'operator'; operatorId: string; mustResetPassword: boolean };
+export type RefreshedSubject = { type: 'consumer'; userId: string } | { type: 'operator'; operatorId: string; mustResetPassword: boolean };
 
 export interface SessionDeps {
   auditEvents: AuditEventsRepository;
@@ -61,7 +59,10 @@ export class SessionService {
    * 1:N search. Consumers keep REFRESH_TOKEN_TTL_SECONDS.
    */
   private ttlMsFor(subjectType: SessionSubject['type'], sessionCreatedAt: Date): number {
-    const { security: { refreshTokenTtlSeconds }, operators: { staffSessionIdleSeconds, staffSessionMaxSeconds } } = this.deps.config;
+    const {
+      security: { refreshTokenTtlSeconds },
+      operators: { staffSessionIdleSeconds, staffSessionMaxSeconds },
+    } = this.deps.config;
     if (subjectType !== 'operator') return refreshTokenTtlSeconds * 1000;
     const leftOfSession = sessionCreatedAt.getTime() + staffSessionMaxSeconds * 1000 - Date.now();
     return Math.max(0, Math.min(refreshTokenTtlSeconds * 1000, staffSessionIdleSeconds * 1000, leftOfSession));
@@ -104,7 +105,14 @@ export class SessionService {
       if (sessionId) {
         // A rotated token came back: either the client or a thief holds a copy. End the family.
         if (await sessions.revoke(sessionId, 'refresh_token_reuse')) {
-          await this.deps.auditEvents.record({ type: 'session.refresh_token_reused', severity: 'high', actorType: 'system', actorId: null, subjectType: 'session', subjectId: sessionId });
+          await this.deps.auditEvents.record({
+            type: 'session.refresh_token_reused',
+            severity: 'high',
+            actorType: 'system',
+            actorId: null,
+            subjectType: 'session',
+            subjectId: sessionId,
+          });
           logger?.warn({ sessionId }, 'refresh token reuse: session revoked');
         }
         metrics?.outcome('auth_refresh', 'reuse');

@@ -46,7 +46,9 @@ function loadOrCreateDevKey(file: string): KeyObject {
 /** RFC 7638 thumbprint of an Ed25519 public key (its JWK `crv`, `kty`, `x`), base64url: the `kid`. */
 export function keyId(publicKey: KeyObject): string {
   const jwk = publicKey.export({ format: 'jwk' }) as { crv: string; x: string };
-  return createHash('sha256').update(JSON.stringify({ crv: jwk.crv, kty: 'OKP', x: jwk.x })).digest('base64url');
+  return createHash('sha256')
+    .update(JSON.stringify({ crv: jwk.crv, kty: 'OKP', x: jwk.x }))
+    .digest('base64url');
 }
 
 /** Public keys from concatenated PEM blocks (public or private). */
@@ -63,9 +65,7 @@ export class TokenService {
   private readonly ring = new Map<string, KeyObject>();
 
   constructor(private readonly config: Pick<Config, 'security'> & Partial<Pick<Config, 'otp'>>) {
-    this.privateKey = config.security.jwtPrivateKey
-      ? createPrivateKey(config.security.jwtPrivateKey.replace(/\\n/g, '\n'))
-      : loadOrCreateDevKey(DEV_KEY_FILE);
+    this.privateKey = config.security.jwtPrivateKey ? createPrivateKey(config.security.jwtPrivateKey.replace(/\\n/g, '\n')) : loadOrCreateDevKey(DEV_KEY_FILE);
     if (this.privateKey.asymmetricKeyType !== 'ed25519') throw new Error('JWT_PRIVATE_KEY must be an Ed25519 key');
     this.publicKey = createPublicKey(this.privateKey);
     this.kid = keyId(this.publicKey);

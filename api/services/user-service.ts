@@ -82,11 +82,7 @@ export class UserService {
    * PATCH /users/{id}. Returns `applied` for a phone change alone and `pending_upstream` whenever a
    * bankAccount change is part of the request (the phone part, if any, is applied at once).
    */
-  async update(
-    userId: string,
-    change: UserChange,
-    sessionId: string,
-  ): Promise<{ status: 'applied' | 'pending_upstream'; user: UserView }> {
+  async update(userId: string, change: UserChange, sessionId: string): Promise<{ status: 'applied' | 'pending_upstream'; user: UserView }> {
     // 1. Everything refusable without side effects, before the token is spent.
     if (change.phone === undefined && change.bankAccount === undefined) {
       throw validationError([{ in: 'body', path: '/', message: 'must contain phone or bankAccount (or both)' }]);
@@ -112,26 +108,45 @@ export class UserService {
       await this.deps.unitOfWork.run(async (trx) => {
         const updated = await users.updateLive(
           userId,
-          { ...(phoneChanges ? { phone } : {}), ...(requestedAt ? { pendingBankAccount: change.bankAccount, pendingBankAccountRequestedAt: requestedAt } : {}) },
+          {
+            ...(phoneChanges ? { phone } : {}),
+            ...(requestedAt ? { pendingBankAccount: change.bankAccount, pendingBankAccountRequestedAt: requestedAt } : {}),
+          },
           trx,
         );
         if (!updated) throw notFound();
-        if (phoneChanges) otherSessionsRevoked = await this.deps.sessionRows.revokeAllOf({ type: 'consumer', id: userId }, 'phone_changed', { exceptSessionId: sessionId }, trx);
+        if (phoneChanges)
+          otherSessionsRevoked = await this.deps.sessionRows.revokeAllOf(
+            { type: 'consumer', id: userId },
+            'phone_changed',
+            { exceptSessionId: sessionId },
+            trx,
+          );
         const fields = [...(phone !== undefined ? ['phone'] : []), ...(requestedAt ? ['bankAccount'] : [])];
-        await this.deps.auditEvents.record({
-          type: 'profile.changed',
-          actorType: 'consumer',
-          actorId: userId,
-          subjectType: 'user',
-          subjectId: userId,
-          data: {
-            fields,
-            ...(phone !== undefined ? { phone: { from: maskTail(current.phone), to: maskTail(phone), applied: true }, otherSessionsRevoked } : {}),
-            ...(requestedAt
-              ? { bankAccount: { from: maskTail(current.bankAccount), to: maskTail(change.bankAccount), status: 'pending_upstream', requestedAt: requestedAt.toISOString() } }
-              : {}),
+        await this.deps.auditEvents.record(
+          {
+            type: 'profile.changed',
+            actorType: 'consumer',
+            actorId: userId,
+            subjectType: 'user',
+            subjectId: userId,
+            data: {
+              fields,
+              ...(phone !== undefined ? { phone: { from: maskTail(current.phone), to: maskTail(phone), applied: true }, otherSessionsRevoked } : {}),
+              ...(requestedAt
+                ? {
+                    bankAccount: {
+                      from: maskTail(current.bankAccount),
+                      to: maskTail(change.bankAccount),
+                      status: 'pending_upstream',
+                      requestedAt: requestedAt.toISOString(),
+                    },
+                  }
+                : {}),
+            },
           },
-        }, trx);
+          trx,
+        );
       });
     } catch (e) {
       // Two accounts racing for one number: the partial unique index decides.
@@ -144,7 +159,9 @@ export class UserService {
     if (phoneChanges) {
       await Promise.all(
         phoneChangeNotices(current.phone, phone!).map((n) =>
-          this.deps.sms.sendNotice(n.to, n.message).catch((e: unknown) => this.deps.logger.warn({ userId, err: (e as Error).message }, 'phone change notice not sent')),
+          this.deps.sms
+            .sendNotice(n.to, n.message)
+            .catch((e: unknown) => this.deps.logger.warn({ userId, err: (e as Error).message }, 'phone change notice not sent')),
         ),
       );
     }
@@ -180,14 +197,17 @@ export class UserService {
     await this.deps.unitOfWork.run(async (trx) => {
       if (!(await users.softDelete(userId, trx))) throw notFound();
       const revoked = await sessionRows.expireRefreshTokensOf({ type: 'consumer', id: userId }, trx);
-      await this.deps.auditEvents.record({
-        type: 'profile.deleted',
-        actorType: 'consumer',
-        actorId: userId,
-        subjectType: 'user',
-        subjectId: userId,
-        data: { embeddingRemoved: true, refreshTokensRevoked: revoked },
-      }, trx);
+      await this.deps.auditEvents.record(
+        {
+          type: 'profile.deleted',
+          actorType: 'consumer',
+          actorId: userId,
+          subjectType: 'user',
+          subjectId: userId,
+          data: { embeddingRemoved: true, refreshTokensRevoked: revoked },
+        },
+        trx,
+      );
       await this.deps.webhooks.recordEvent('user.deleted', { userId }, trx);
       // Last: the change-log lock is held until the transaction ends.
       const { seq } = await embeddings.remove(userId, trx);

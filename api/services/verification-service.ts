@@ -141,14 +141,21 @@ export class VerificationService {
       }
       if (row.escalatedAt) return { referenceId, escalatedAt: row.escalatedAt };
       const escalatedAt = await searchLogs.markEscalated(referenceId, operator.operatorId, trx);
-      await this.deps.auditEvents.record({
-        type: 'search_escalated',
-        actorType: 'operator',
-        actorId: operator.operatorId,
-        subjectType: 'search_log',
-        subjectId: referenceId,
-      }, trx);
-      await this.deps.webhooks.recordEvent('identify.escalated', { referenceId, operatorId: operator.operatorId, escalatedAt: new Date(escalatedAt).toISOString() }, trx);
+      await this.deps.auditEvents.record(
+        {
+          type: 'search_escalated',
+          actorType: 'operator',
+          actorId: operator.operatorId,
+          subjectType: 'search_log',
+          subjectId: referenceId,
+        },
+        trx,
+      );
+      await this.deps.webhooks.recordEvent(
+        'identify.escalated',
+        { referenceId, operatorId: operator.operatorId, escalatedAt: new Date(escalatedAt).toISOString() },
+        trx,
+      );
       return { referenceId, escalatedAt };
     });
   }
@@ -225,7 +232,12 @@ export class VerificationService {
         qualityScore: outcome === 'no_face' ? null : (quality?.score ?? null),
       }),
       decision && embedding && r.score !== null
-        ? this.applyCanonicalRefresh(consumer.userId, referenceId, decision, { score: r.score, embedding, quality, storedQuality: enrolled.qualityScore ?? null })
+        ? this.applyCanonicalRefresh(consumer.userId, referenceId, decision, {
+            score: r.score,
+            embedding,
+            quality,
+            storedQuality: enrolled.qualityScore ?? null,
+          })
         : undefined,
       outcome === 'match' ? this.deps.proofTokens.issue(consumer.userId, consumer.sessionId) : undefined,
     ]);
@@ -253,22 +265,25 @@ export class VerificationService {
     await this.deps.unitOfWork.run(async (trx) => {
       // The audit row first: the change-log lock the upsert takes is held no longer than before.
       if (audited) {
-        await this.deps.auditEvents.record({
-          type: decision.refreshed ? 'canonical_embedding.refreshed' : 'canonical_embedding.refresh_declined',
-          actorType: 'consumer',
-          actorId: userId,
-          subjectType: 'user',
-          subjectId: userId,
-          data: {
-            referenceId,
-            reason: decision.reason,
-            score: c.score,
-            qualityScore: c.quality?.score ?? null,
-            qualityIssues: c.quality?.issues ?? null,
-            storedQualityScore: c.storedQuality,
-            floor: config.face.canonicalRefreshMinQuality,
+        await this.deps.auditEvents.record(
+          {
+            type: decision.refreshed ? 'canonical_embedding.refreshed' : 'canonical_embedding.refresh_declined',
+            actorType: 'consumer',
+            actorId: userId,
+            subjectType: 'user',
+            subjectId: userId,
+            data: {
+              referenceId,
+              reason: decision.reason,
+              score: c.score,
+              qualityScore: c.quality?.score ?? null,
+              qualityIssues: c.quality?.issues ?? null,
+              storedQualityScore: c.storedQuality,
+              floor: config.face.canonicalRefreshMinQuality,
+            },
           },
-        }, trx);
+          trx,
+        );
       }
       if (decision.refreshed) {
         await embeddings.upsert(userId, c.embedding.embedding, 'verify_self', c.embedding.engineVersion, trx, c.quality?.score ?? null);

@@ -106,15 +106,18 @@ export class WebhookService {
         },
         trx,
       );
-      await this.deps.auditEvents.record({
-        type: 'webhook.endpoint_created',
-        severity: 'high',
-        actorType: 'operator',
-        actorId: operatorId,
-        subjectType: 'webhook_endpoint',
-        subjectId: id,
-        data: { host: auditedHost(input.url), events: row.events },
-      }, trx);
+      await this.deps.auditEvents.record(
+        {
+          type: 'webhook.endpoint_created',
+          severity: 'high',
+          actorType: 'operator',
+          actorId: operatorId,
+          subjectType: 'webhook_endpoint',
+          subjectId: id,
+          data: { host: auditedHost(input.url), events: row.events },
+        },
+        trx,
+      );
       return row;
     });
     return { endpoint: toView(endpoint), secret };
@@ -152,19 +155,22 @@ export class WebhookService {
         },
         trx,
       ))!;
-      await this.deps.auditEvents.record({
-        type: 'webhook.endpoint_updated',
-        severity: patch.url !== undefined ? 'high' : 'info',
-        actorType: 'operator',
-        actorId: operatorId,
-        subjectType: 'webhook_endpoint',
-        subjectId: id,
-        data: {
-          changed: Object.keys(patch),
-          ...(patch.url !== undefined ? { host: auditedHost(patch.url) } : {}),
-          ...(patch.status !== undefined ? { from: before.status, to: updated.status } : {}),
+      await this.deps.auditEvents.record(
+        {
+          type: 'webhook.endpoint_updated',
+          severity: patch.url !== undefined ? 'high' : 'info',
+          actorType: 'operator',
+          actorId: operatorId,
+          subjectType: 'webhook_endpoint',
+          subjectId: id,
+          data: {
+            changed: Object.keys(patch),
+            ...(patch.url !== undefined ? { host: auditedHost(patch.url) } : {}),
+            ...(patch.status !== undefined ? { from: before.status, to: updated.status } : {}),
+          },
         },
-      }, trx);
+        trx,
+      );
       return toView(updated);
     });
   }
@@ -174,14 +180,17 @@ export class WebhookService {
       const before = await this.deps.webhooks.endpoint(id, trx, { forUpdate: true });
       if (!before) throw notFound();
       await this.deps.webhooks.deleteEndpoint(id, trx);
-      await this.deps.auditEvents.record({
-        type: 'webhook.endpoint_deleted',
-        actorType: 'operator',
-        actorId: operatorId,
-        subjectType: 'webhook_endpoint',
-        subjectId: id,
-        data: { host: auditedHost(before.url) },
-      }, trx);
+      await this.deps.auditEvents.record(
+        {
+          type: 'webhook.endpoint_deleted',
+          actorType: 'operator',
+          actorId: operatorId,
+          subjectType: 'webhook_endpoint',
+          subjectId: id,
+          data: { host: auditedHost(before.url) },
+        },
+        trx,
+      );
     });
   }
 
@@ -193,20 +202,26 @@ export class WebhookService {
       const before = await this.deps.webhooks.endpoint(id, trx, { forUpdate: true });
       if (!before) throw notFound();
       await this.deps.webhooks.rotateSecret(id, sealWebhookSecret(this.deps.secretsKey, id, secret), before.secretSealed, overlapEnds, trx);
-      await this.deps.auditEvents.record({
-        type: 'webhook.secret_rotated',
-        severity: 'high',
-        actorType: 'operator',
-        actorId: operatorId,
-        subjectType: 'webhook_endpoint',
-        subjectId: id,
-        data: { previousSecretExpiresAt: overlapEnds.toISOString() },
-      }, trx);
+      await this.deps.auditEvents.record(
+        {
+          type: 'webhook.secret_rotated',
+          severity: 'high',
+          actorType: 'operator',
+          actorId: operatorId,
+          subjectType: 'webhook_endpoint',
+          subjectId: id,
+          data: { previousSecretExpiresAt: overlapEnds.toISOString() },
+        },
+        trx,
+      );
     });
     return { secret, previousSecretExpiresAt: overlapEnds.toISOString() };
   }
 
-  async deliveries(id: string, page: { page: number; pageSize: number }): Promise<{ items: DeliveryAttemptView[]; page: number; pageSize: number; total: number }> {
+  async deliveries(
+    id: string,
+    page: { page: number; pageSize: number },
+  ): Promise<{ items: DeliveryAttemptView[]; page: number; pageSize: number; total: number }> {
     if (!(await this.deps.webhooks.endpoint(id))) throw notFound();
     const { rows, total } = await this.deps.webhooks.attemptPage(id, page);
     return {
@@ -234,14 +249,17 @@ export class WebhookService {
     return this.deps.unitOfWork.run(async (trx) => {
       if (!(await this.deps.webhooks.event(eventId, trx))) throw new AppError('not_found', 'Webhook event not found');
       const deliveries = await this.deps.webhooks.replayEvent(eventId, trx);
-      await this.deps.auditEvents.record({
-        type: 'webhook.event_replayed',
-        actorType: 'operator',
-        actorId: operatorId,
-        subjectType: 'webhook_event',
-        subjectId: eventId,
-        data: { deliveries },
-      }, trx);
+      await this.deps.auditEvents.record(
+        {
+          type: 'webhook.event_replayed',
+          actorType: 'operator',
+          actorId: operatorId,
+          subjectType: 'webhook_event',
+          subjectId: eventId,
+          data: { deliveries },
+        },
+        trx,
+      );
       return { eventId, status: 'queued' as const, deliveries };
     });
   }

@@ -286,7 +286,10 @@ export class Load {
         if (v.status === 409 && tried) return true;
         tried = true;
         if (v.status !== 200 || typeof v.body.validationToken !== 'string') return this.refused(v);
-        const f = await this.send('verify-face', 'POST', '/identity/nin/verify-face', { token, form: { validationToken: v.body.validationToken, file: this.o.linkSelfie } });
+        const f = await this.send('verify-face', 'POST', '/identity/nin/verify-face', {
+          token,
+          form: { validationToken: v.body.validationToken, file: this.o.linkSelfie },
+        });
         if (f.status !== 200 || typeof f.body.linkToken !== 'string') return this.refused(f);
         const l = await this.send('link', 'POST', '/identity/nin/link', { token, json: { linkToken: f.body.linkToken } });
         if (l.status !== 200) return this.refused(l);

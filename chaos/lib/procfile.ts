@@ -103,7 +103,12 @@ export class ProcessManager {
 
   /** The `release` entry, to completion (status 0 required). */
   release(): void {
-    const r = spawnSync('sh', ['-c', this.entry('release').command], { cwd: this.opts.cwd, env: this.opts.env, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+    const r = spawnSync('sh', ['-c', this.entry('release').command], {
+      cwd: this.opts.cwd,
+      env: this.opts.env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      encoding: 'utf8',
+    });
     if (r.status !== 0) throw new Error(`release failed (${r.status}): ${r.stderr}`);
   }
 

@@ -40,14 +40,19 @@ export async function verifyWrites(db: Knex, w: AnsweredWrites): Promise<WriteCh
   const lastPref = [...w.preferences].sort((a, b) => a.doneAt - b.doneAt).at(-1);
   const storedPref = lastPref ? await db('preferences').where({ userId: lastPref.userId }).first('language') : undefined;
 
-  const linkRows = await inChunks(w.links.map((x) => x.userId), (c) => db('ninLinks').whereIn('userId', c).select('userId', 'nin'));
+  const linkRows = await inChunks(
+    w.links.map((x) => x.userId),
+    (c) => db('ninLinks').whereIn('userId', c).select('userId', 'nin'),
+  );
   const links = new Set(linkRows.map((r: { userId: string; nin: string }) => `${r.userId} ${r.nin}`));
 
   const lastPhone = new Map<string, string>();
   for (const p of [...w.phones].sort((a, b) => a.doneAt - b.doneAt)) lastPhone.set(p.userId, p.phone);
   const userIds = [...new Set([...lastPhone.keys(), ...w.deletions.map((d) => d.userId)])];
   const users = new Map(
-    (await inChunks(userIds, (c) => db('users').whereIn('id', c).select('id', 'phone', 'deletedAt'))).map((u: { id: string; phone: string; deletedAt: Date | null }) => [u.id, u]),
+    (await inChunks(userIds, (c) => db('users').whereIn('id', c).select('id', 'phone', 'deletedAt'))).map(
+      (u: { id: string; phone: string; deletedAt: Date | null }) => [u.id, u],
+    ),
   );
 
   const deletedAt = new Map(w.deletions.map((d) => [d.userId, d.doneAt]));

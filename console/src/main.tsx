@@ -20,8 +20,12 @@ function App() {
       <h1>faceid</h1>
       <p>Face-backed identity verification.</p>
       <nav class="menu" aria-label="Consoles">
-        <a role="button" href="#/consumer">I am a customer</a>
-        <a role="button" class="secondary" href="#/staff">Staff: operators and administrators</a>
+        <a role="button" href="#/consumer">
+          I am a customer
+        </a>
+        <a role="button" class="secondary" href="#/staff">
+          Staff: operators and administrators
+        </a>
       </nav>
     </main>
   );

@@ -18,7 +18,10 @@ export class Session {
   private refresh: string | null = null;
   private timer: ReturnType<typeof setTimeout> | null = null;
 
-  constructor(pair: TokenPair, private readonly onEnd: (reason: 'signed_out' | 'expired') => void) {
+  constructor(
+    pair: TokenPair,
+    private readonly onEnd: (reason: 'signed_out' | 'expired') => void,
+  ) {
     this.api = createApiClient('', () => this.access);
     this.accept(pair);
   }

@@ -44,16 +44,20 @@ async function main(): Promise<void> {
     for (const [name, make] of Object.entries(VARIANTS)) {
       const file = `${photo.identity}/${path.basename(photo.file).replace(/\.\w+$/, '')}-${name}.jpg`;
       mkdirSync(path.join(out, photo.identity!), { recursive: true });
-      const jpeg = await make(sharp(buf).removeAlpha(), width, height).jpeg({ quality: name === 'jpeg35' ? 35 : 92 }).toBuffer();
+      const jpeg = await make(sharp(buf).removeAlpha(), width, height)
+        .jpeg({ quality: name === 'jpeg35' ? 35 : 92 })
+        .toBuffer();
       writeFileSync(path.join(out, file), jpeg);
       images.push({ file, person: photo.identity!, photograph });
     }
   }
   const rows = ['# Synthetic evaluation set (scripts/evaluate/make-synthetic-set.ts): variants of the project photos', 'a,b,label,group'];
-  let same = 0, different = 0;
+  let same = 0,
+    different = 0;
   for (let i = 0; i < images.length; i++) {
     for (let j = i + 1; j < images.length; j++) {
-      const a = images[i]!, b = images[j]!;
+      const a = images[i]!,
+        b = images[j]!;
       if (a.person === b.person) {
         if (a.photograph === b.photograph) continue;
         rows.push(`${a.file},${b.file},same,${SEX[a.person]}`);

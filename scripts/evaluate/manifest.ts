@@ -30,7 +30,8 @@ export class ManifestError extends Error {}
 
 function splitCsvLine(line: string): string[] {
   const out: string[] = [];
-  let cur = '', quoted = false;
+  let cur = '',
+    quoted = false;
   for (let i = 0; i < line.length; i++) {
     const c = line[i]!;
     if (quoted) {
@@ -43,8 +44,7 @@ function splitCsvLine(line: string): string[] {
     else if (c === ',') {
       out.push(cur.trim());
       cur = '';
-    }
-    else cur += c;
+    } else cur += c;
   }
   out.push(cur.trim());
   return out;
@@ -52,7 +52,10 @@ function splitCsvLine(line: string): string[] {
 
 export function readManifest(file: string): LabelledPair[] {
   const dir = path.dirname(path.resolve(file));
-  const lines = readFileSync(file, 'utf8').split(/\r?\n/).map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+  const lines = readFileSync(file, 'utf8')
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
   const header = splitCsvLine(lines.shift() ?? '').map((h) => h.toLowerCase());
   const col = (name: string) => header.indexOf(name);
   if (col('a') < 0 || col('b') < 0 || col('label') < 0) throw new ManifestError(`${file}: the header must name the columns a,b,label[,group]`);
@@ -68,7 +71,9 @@ export function readManifest(file: string): LabelledPair[] {
 }
 
 export function pairsFromFolder(root: string): LabelledPair[] {
-  const people = readdirSync(root).filter((p) => statSync(path.join(root, p)).isDirectory()).sort();
+  const people = readdirSync(root)
+    .filter((p) => statSync(path.join(root, p)).isDirectory())
+    .sort();
   const groups = new Map<string, string>();
   const groupsFile = path.join(root, 'groups.csv');
   if (existsSync(groupsFile)) {
@@ -86,9 +91,11 @@ export function pairsFromFolder(root: string): LabelledPair[] {
   const pairs: LabelledPair[] = [];
   for (let i = 0; i < images.length; i++) {
     for (let j = i + 1; j < images.length; j++) {
-      const x = images[i]!, y = images[j]!;
+      const x = images[i]!,
+        y = images[j]!;
       const same = x.person === y.person;
-      const gx = groups.get(x.person), gy = groups.get(y.person);
+      const gx = groups.get(x.person),
+        gy = groups.get(y.person);
       pairs.push({ a: x.file, b: y.file, same, group: gx && gx === gy ? gx : undefined });
     }
   }

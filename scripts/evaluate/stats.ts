@@ -20,7 +20,8 @@ export function binomialCdf(k: number, n: number, p: number): number {
   if (p <= 0) return 1;
   if (p >= 1) return 0;
   let sum = 0;
-  const lp = Math.log(p), lq = Math.log1p(-p);
+  const lp = Math.log(p),
+    lq = Math.log1p(-p);
   for (let i = 0; i <= k; i++) sum += Math.exp(logChoose(n, i) + i * lp + (n - i) * lq);
   return Math.min(1, sum);
 }
@@ -35,7 +36,8 @@ export function upperBound(errors: number, n: number, confidence = 0.95): number
   if (errors >= n) return 1;
   const alpha = 1 - confidence;
   if (errors === 0) return 1 - Math.pow(alpha, 1 / n);
-  let lo = errors / n, hi = 1;
+  let lo = errors / n,
+    hi = 1;
   for (let i = 0; i < 80; i++) {
     const mid = (lo + hi) / 2;
     if (binomialCdf(errors, n, mid) > alpha) lo = mid;
@@ -48,7 +50,8 @@ export function upperBound(errors: number, n: number, confidence = 0.95): number
 export function lowerBound(errors: number, n: number, confidence = 0.95): number {
   if (n === 0 || errors === 0) return 0;
   const alpha = 1 - confidence;
-  let lo = 0, hi = errors / n;
+  let lo = 0,
+    hi = errors / n;
   for (let i = 0; i < 80; i++) {
     const mid = (lo + hi) / 2;
     // P(X >= errors | mid) = 1 - P(X <= errors - 1)
@@ -116,14 +119,19 @@ export function thresholdForTargetFmr(impostor: readonly number[], targetFmr: nu
   const needed = Math.ceil(Math.log(0.05) / Math.log1p(-targetFmr));
   const floor = upperBound(0, impostor.length);
   if (floor > targetFmr) {
-    return { threshold: null, impostorPairsNeeded: needed, reason: `${impostor.length} impostor comparisons can claim an FMR no lower than ${floor.toExponential(2)} (95 %); the target needs at least ${needed}` };
+    return {
+      threshold: null,
+      impostorPairsNeeded: needed,
+      reason: `${impostor.length} impostor comparisons can claim an FMR no lower than ${floor.toExponential(2)} (95 %); the target needs at least ${needed}`,
+    };
   }
   // Candidate thresholds: just above each impostor score, and the grid. The errors (and so the bound)
   // only fall as the threshold rises: a binary search finds the lowest candidate that meets the bound.
   const candidates = [...new Set([...grid, ...impostor.map((s) => s + 1e-6)])].sort((a, b) => a - b);
   const sorted = [...impostor].sort((a, b) => a - b);
   const errorsAt = (t: number) => {
-    let lo = 0, hi = sorted.length;
+    let lo = 0,
+      hi = sorted.length;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
       if (sorted[mid]! >= t) hi = mid;
@@ -132,7 +140,8 @@ export function thresholdForTargetFmr(impostor: readonly number[], targetFmr: nu
     return sorted.length - lo;
   };
   const meets = (t: number) => upperBound(errorsAt(t), sorted.length) <= targetFmr;
-  let lo = 0, hi = candidates.length;
+  let lo = 0,
+    hi = candidates.length;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
     if (meets(candidates[mid]!)) hi = mid;

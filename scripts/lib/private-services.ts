@@ -169,7 +169,8 @@ function serverUser(log?: (msg: string) => void): RunAs | undefined {
     log?.('PostgreSQL refuses to run as root and there is no user postgres: creating it (useradd)');
     spawnSync('sh', ['-c', 'groupadd -f postgres && useradd -r -g postgres -M -s /usr/sbin/nologin postgres'], { stdio: 'inherit' });
     user = lookUp();
-    if (!user) throw new Error('PostgreSQL refuses to run as root, and creating the user postgres failed: create it (useradd postgres) or run as another user.');
+    if (!user)
+      throw new Error('PostgreSQL refuses to run as root, and creating the user postgres failed: create it (useradd postgres) or run as another user.');
   }
   return user;
 }
@@ -202,7 +203,8 @@ async function binaries(who: RunAs | undefined, log?: (msg: string) => void): Pr
       rmSync(partial, { recursive: true, force: true }); // another process made the same copy meanwhile
     }
   }
-  if (!reachable(path.join(copy, 'bin'), who)) throw new Error(`the user postgres cannot reach ${copy}/bin: make /var/tmp enterable by it, or run as another user than root.`);
+  if (!reachable(path.join(copy, 'bin'), who))
+    throw new Error(`the user postgres cannot reach ${copy}/bin: make /var/tmp enterable by it, or run as another user than root.`);
   return path.join(copy, 'bin');
 }
 
@@ -268,7 +270,11 @@ export async function startPrivatePostgres(opts: PrivatePostgresOptions = {}): P
         chmodSync(pwDir, 0o711);
         chownSync(pwFile, who.uid, who.gid);
       }
-      await runToEnd(path.join(bin, 'initdb'), [`--pgdata=${dataDir}`, '--auth=scram-sha-256', '--username=postgres', `--pwfile=${pwFile}`, '--encoding=UTF8', '--locale=C'], who);
+      await runToEnd(
+        path.join(bin, 'initdb'),
+        [`--pgdata=${dataDir}`, '--auth=scram-sha-256', '--username=postgres', `--pwfile=${pwFile}`, '--encoding=UTF8', '--locale=C'],
+        who,
+      );
     } finally {
       rmSync(pwDir, { recursive: true, force: true });
     }
@@ -287,7 +293,9 @@ export async function startPrivatePostgres(opts: PrivatePostgresOptions = {}): P
         if (stderr.includes('database system is ready to accept connections')) resolve();
       });
       child.once('error', reject);
-      child.once('exit', (code, signal) => reject(new Error(`postgres exited (${signal ?? code}) before it was ready: ${stderr.trim().split('\n').slice(-3).join(' | ')}`)));
+      child.once('exit', (code, signal) =>
+        reject(new Error(`postgres exited (${signal ?? code}) before it was ready: ${stderr.trim().split('\n').slice(-3).join(' | ')}`)),
+      );
     });
   const stop = async () => {
     const s = server;
@@ -322,7 +330,10 @@ export async function startPrivatePostgres(opts: PrivatePostgresOptions = {}): P
     },
     terminateBackends: (database) =>
       admin(async (c) => {
-        const { rows } = await c.query('SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database]);
+        const { rows } = await c.query(
+          'SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+          [database],
+        );
         return Number(rows[0].n);
       }),
     destroy: async () => {

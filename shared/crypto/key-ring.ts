@@ -28,10 +28,15 @@ export class KeyRingError extends Error {}
 /** Parses `kid:base64,kid:base64`; every key must be 32 bytes, every kid unique. */
 export function parseKeyRing(raw: string): Map<string, Buffer> {
   const keys = new Map<string, Buffer>();
-  for (const part of raw.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const part of raw
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const at = part.indexOf(':');
-    const kid = part.slice(0, at), b64 = part.slice(at + 1);
-    if (at < 1 || !KID_PATTERN.test(kid)) throw new KeyRingError(`BIOMETRIC_KEYS: "${kid || part.slice(0, 8)}…" is not kid:base64 (kid: letters, digits, . _ -)`);
+    const kid = part.slice(0, at),
+      b64 = part.slice(at + 1);
+    if (at < 1 || !KID_PATTERN.test(kid))
+      throw new KeyRingError(`BIOMETRIC_KEYS: "${kid || part.slice(0, 8)}…" is not kid:base64 (kid: letters, digits, . _ -)`);
     const key = Buffer.from(b64, 'base64');
     if (key.length !== 32) throw new KeyRingError(`BIOMETRIC_KEYS: key ${kid} must be 32 bytes of base64 (got ${key.length})`);
     if (keys.has(kid)) throw new KeyRingError(`BIOMETRIC_KEYS: key id ${kid} appears twice`);

@@ -56,7 +56,12 @@ export interface StagedRun {
 }
 
 export class JobTimeoutError extends AppError {
-  constructor(queue: QueueName, timeoutMs: number, readonly withdrawn: boolean, retryAfter?: number) {
+  constructor(
+    queue: QueueName,
+    timeoutMs: number,
+    readonly withdrawn: boolean,
+    retryAfter?: number,
+  ) {
     super('face_engine_unavailable', `The face engine did not answer within ${timeoutMs} ms`, {
       details: { queue, withdrawn },
       retryAfter,
@@ -246,9 +251,12 @@ export class JobClient {
       await withDeadline(this.enqueue(name, { deadlineAt, payload, replyTo: this.reader.key }, jobId, opts.withValues ?? []), deadlineAt);
     } catch (e) {
       stages.abandon();
-      if (!(e instanceof DeadlineError)) throw new AppError('dependency_unavailable', 'The job queue (Redis) is unavailable', { cause: e, retryAfter: this.retryAfter });
+      if (!(e instanceof DeadlineError))
+        throw new AppError('dependency_unavailable', 'The job queue (Redis) is unavailable', { cause: e, retryAfter: this.retryAfter });
       // The add may still land: withdraw it if it does (best effort; a late worker skips it anyway).
-      void this.queue(name).remove(jobId).catch(() => {});
+      void this.queue(name)
+        .remove(jobId)
+        .catch(() => {});
       throw new AppError('dependency_unavailable', 'The job queue (Redis) is unavailable', { retryAfter: this.retryAfter });
     }
     return stages;

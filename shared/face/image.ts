@@ -48,7 +48,8 @@ function sharpInput(buf: Buffer, maxPixels = MAX_INPUT_PIXELS) {
 export function sniffFormat(buf: Uint8Array): 'jpeg' | 'png' | 'webp' | undefined {
   if (buf.length >= 3 && buf[0] === 0xff && buf[1] === 0xd8 && buf[2] === 0xff) return 'jpeg';
   if (buf.length >= 8 && [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a].every((b, i) => buf[i] === b)) return 'png';
-  if (buf.length >= 12 && Buffer.from(buf.subarray(0, 4)).toString('latin1') === 'RIFF' && Buffer.from(buf.subarray(8, 12)).toString('latin1') === 'WEBP') return 'webp';
+  if (buf.length >= 12 && Buffer.from(buf.subarray(0, 4)).toString('latin1') === 'RIFF' && Buffer.from(buf.subarray(8, 12)).toString('latin1') === 'WEBP')
+    return 'webp';
   return undefined;
 }
 

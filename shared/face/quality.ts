@@ -79,5 +79,4 @@ export interface QualitySummary {
   issues: QualityIssue[];
 }
 
-export const qualitySummary = (q: QualitySummary | null | undefined): QualitySummary | null =>
-  q ? { score: q.score, issues: [...q.issues] } : null;
+export const qualitySummary = (q: QualitySummary | null | undefined): QualitySummary | null => (q ? { score: q.score, issues: [...q.issues] } : null);

@@ -35,7 +35,15 @@ export const RETENTION_SCHEDULER_ID = 'retention-sweep';
 
 /** Creates (or updates) the repeatable retention job. */
 export async function scheduleRetentionSweep(queue: Queue, everyMs: number): Promise<void> {
-  await queue.upsertJobScheduler(RETENTION_SCHEDULER_ID, { every: everyMs }, { name: 'retention-sweep', data: { kind: 'retention-sweep' } satisfies RetentionSweepJob, opts: { removeOnComplete: true, removeOnFail: { age: 7 * 24 * 3600 } } });
+  await queue.upsertJobScheduler(
+    RETENTION_SCHEDULER_ID,
+    { every: everyMs },
+    {
+      name: 'retention-sweep',
+      data: { kind: 'retention-sweep' } satisfies RetentionSweepJob,
+      opts: { removeOnComplete: true, removeOnFail: { age: 7 * 24 * 3600 } },
+    },
+  );
 }
 
 export interface UpstreamResult {

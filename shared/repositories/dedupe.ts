@@ -50,8 +50,19 @@ export interface WatchlistRow {
 const CASES = 'dedupeCases';
 const WATCHLIST = 'watchlistEntries';
 const CASE_COLUMNS = [
-  'id', 'kind', 'status', 'userId', 'matchedUserId', 'watchlistEntryId', 'score', 'registry', 'blocked',
-  'createdAt', 'decidedAt', 'decidedBy', 'note',
+  'id',
+  'kind',
+  'status',
+  'userId',
+  'matchedUserId',
+  'watchlistEntryId',
+  'score',
+  'registry',
+  'blocked',
+  'createdAt',
+  'decidedAt',
+  'decidedBy',
+  'note',
 ] as const;
 
 export class DedupeRepository extends Repository {
@@ -77,7 +88,13 @@ export class DedupeRepository extends Repository {
       return q;
     };
     const [rows, count] = await Promise.all([
-      filtered(this.selectCases(db)).orderBy([{ column: 'createdAt', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(f.pageSize).offset((f.page - 1) * f.pageSize),
+      filtered(this.selectCases(db))
+        .orderBy([
+          { column: 'createdAt', order: 'desc' },
+          { column: 'id', order: 'desc' },
+        ])
+        .limit(f.pageSize)
+        .offset((f.page - 1) * f.pageSize),
       filtered(db(CASES)).count({ n: '*' }).first(),
     ]);
     return { rows, total: Number((count as { n: string | number } | undefined)?.n ?? 0) };
@@ -86,7 +103,9 @@ export class DedupeRepository extends Repository {
   /** Decides an open case; false when it was not open any more (another administrator decided first). */
   async decideCase(id: string, change: { status: 'confirmed' | 'dismissed'; note: string | null; decidedBy: string }, trx?: Db): Promise<boolean> {
     const db = this.on(trx);
-    const n = await db(CASES).where({ id, status: 'open' }).update({ ...change, decidedAt: db.fn.now() });
+    const n = await db(CASES)
+      .where({ id, status: 'open' })
+      .update({ ...change, decidedAt: db.fn.now() });
     return n > 0;
   }
 
@@ -106,7 +125,13 @@ export class DedupeRepository extends Repository {
   }
 
   /** What a reviewer may see of an account (masked by the service): name, phone, linked numbers. */
-  async accountFacts(userId: string, trx?: Db): Promise<{ name: string | null; phone: string; deletedAt: Date | null; nin: string | null; ninLinkedAt: Date | null; bvn: string | null; bvnLinkedAt: Date | null } | undefined> {
+  async accountFacts(
+    userId: string,
+    trx?: Db,
+  ): Promise<
+    | { name: string | null; phone: string; deletedAt: Date | null; nin: string | null; ninLinkedAt: Date | null; bvn: string | null; bvnLinkedAt: Date | null }
+    | undefined
+  > {
     return this.on(trx)('users as u')
       .leftJoin('ninLinks as n', 'n.userId', 'u.id')
       .leftJoin('bvnLinks as b', 'b.userId', 'u.id')
@@ -116,13 +141,21 @@ export class DedupeRepository extends Repository {
 
   // ---- watch-list ----------------------------------------------------------------------------
 
-  async insertWatchlistEntry(e: { id: string; reason: string; embeddingSealed: Buffer; engineVersion: string; createdBy: string | null; sourceCaseId: string | null }, trx?: Db): Promise<WatchlistRow> {
+  async insertWatchlistEntry(
+    e: { id: string; reason: string; embeddingSealed: Buffer; engineVersion: string; createdBy: string | null; sourceCaseId: string | null },
+    trx?: Db,
+  ): Promise<WatchlistRow> {
     const [row] = await this.on(trx)(WATCHLIST).insert(e).returning(['id', 'reason', 'engineVersion', 'createdAt']);
     return row as WatchlistRow;
   }
 
   async watchlist(trx?: Db): Promise<WatchlistRow[]> {
-    return this.on(trx)(WATCHLIST).orderBy([{ column: 'createdAt', order: 'desc' }, { column: 'id', order: 'desc' }]).select('id', 'reason', 'engineVersion', 'createdAt');
+    return this.on(trx)(WATCHLIST)
+      .orderBy([
+        { column: 'createdAt', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
+      .select('id', 'reason', 'engineVersion', 'createdAt');
   }
 
   /** Every entry of one engine version with its sealed embedding (the search at link reads them all). */
@@ -132,7 +165,9 @@ export class DedupeRepository extends Repository {
 
   /** Changes whenever an entry of this engine version is added or removed (a cache's validity check). */
   async watchlistStamp(engineVersion: string, trx?: Db): Promise<string> {
-    const row = await this.on(trx)(WATCHLIST).where({ engineVersion }).first(this.db.raw("count(*)::text || ':' || coalesce(max(created_at)::text, '') || ':' || coalesce(max(id::text), '') as stamp"));
+    const row = await this.on(trx)(WATCHLIST)
+      .where({ engineVersion })
+      .first(this.db.raw("count(*)::text || ':' || coalesce(max(created_at)::text, '') || ':' || coalesce(max(id::text), '') as stamp"));
     return String((row as { stamp?: string } | undefined)?.stamp ?? '');
   }
 

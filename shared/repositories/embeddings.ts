@@ -34,7 +34,10 @@ export interface StoredEmbedding {
  * `key_id` names the key that sealed it (a rotation finds the rows still under an old key by index).
  */
 export class EmbeddingsRepository extends Repository {
-  constructor(db: Knex, private readonly ring: BiometricKeyRing = processKeyRing()) {
+  constructor(
+    db: Knex,
+    private readonly ring: BiometricKeyRing = processKeyRing(),
+  ) {
     super(db);
   }
 
@@ -160,7 +163,9 @@ export class EmbeddingsRepository extends Repository {
         .select('userId', 'embedding')) as { userId: string; embedding: Buffer }[];
       for (const r of rows) {
         const plain = this.ring.decrypt(r.embedding, r.userId);
-        await t(CanonicalEmbedding.tableName).where({ userId: r.userId }).update({ embedding: this.ring.encrypt(plain, r.userId), keyId: this.ring.activeKeyId });
+        await t(CanonicalEmbedding.tableName)
+          .where({ userId: r.userId })
+          .update({ embedding: this.ring.encrypt(plain, r.userId), keyId: this.ring.activeKeyId });
         plain.fill(0);
       }
       return { rotated: rows.length };
@@ -169,7 +174,10 @@ export class EmbeddingsRepository extends Repository {
 
   /** Templates per sealing key (what a rotation has left, and when an old key can be dropped). */
   async countByKey(trx?: Db): Promise<Record<string, number>> {
-    const rows = (await this.on(trx)(CanonicalEmbedding.tableName).select('keyId').count({ n: '*' }).groupBy('keyId')) as { keyId: string; n: string | number }[];
+    const rows = (await this.on(trx)(CanonicalEmbedding.tableName).select('keyId').count({ n: '*' }).groupBy('keyId')) as {
+      keyId: string;
+      n: string | number;
+    }[];
     return Object.fromEntries(rows.map((r) => [r.keyId, Number(r.n)]));
   }
 
@@ -177,7 +185,9 @@ export class EmbeddingsRepository extends Repository {
   async countByEngine(engineVersion: string, trx?: Db): Promise<{ mine: number; other: number }> {
     const db = this.on(trx);
     const row = await db(CanonicalEmbedding.tableName)
-      .select(db.raw('count(*) filter (where engine_version = ?) as mine, count(*) filter (where engine_version <> ?) as other', [engineVersion, engineVersion]))
+      .select(
+        db.raw('count(*) filter (where engine_version = ?) as mine, count(*) filter (where engine_version <> ?) as other', [engineVersion, engineVersion]),
+      )
       .first();
     return { mine: Number(row?.mine ?? 0), other: Number(row?.other ?? 0) };
   }

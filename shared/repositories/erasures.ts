@@ -50,31 +50,36 @@ export class ErasuresRepository extends Repository {
    */
   async completeCovered(): Promise<string[]> {
     return this.db.transaction(async (trx) => {
-      const done = (await trx.raw(
-        `UPDATE erasures e SET completed_at = now()
+      const done = (
+        await trx.raw(
+          `UPDATE erasures e SET completed_at = now()
           WHERE e.completed_at IS NULL AND e.redis_purged_at IS NOT NULL
             AND NOT EXISTS (SELECT 1 FROM search_replicas r
                              WHERE r.snapshot_seq IS NOT NULL AND r.snapshot_seq < e.delete_seq
                                AND r.updated_at > now() - (? * interval '1 millisecond'))
           RETURNING e.user_id, e.requested_at, e.redis_purged_at, e.completed_at, e.delete_seq`,
-        [ERASURE_REPLICA_STALE_MS],
-      )).rows as { user_id: string; requested_at: Date; redis_purged_at: Date; completed_at: Date; delete_seq: string }[];
+          [ERASURE_REPLICA_STALE_MS],
+        )
+      ).rows as { user_id: string; requested_at: Date; redis_purged_at: Date; completed_at: Date; delete_seq: string }[];
       const audit = new AuditEventsRepository(this.db);
       for (const e of done) {
-        await audit.record({
-          type: 'user.erased',
-          actorType: 'system',
-          actorId: null,
-          subjectType: 'user',
-          subjectId: e.user_id,
-          data: {
-            requestedAt: new Date(e.requested_at).toISOString(),
-            steps: ['postgresql', 'redis', 'search_snapshots'],
-            redisPurgedAt: new Date(e.redis_purged_at).toISOString(),
-            completedAt: new Date(e.completed_at).toISOString(),
-            embeddingRemovalSeq: e.delete_seq,
+        await audit.record(
+          {
+            type: 'user.erased',
+            actorType: 'system',
+            actorId: null,
+            subjectType: 'user',
+            subjectId: e.user_id,
+            data: {
+              requestedAt: new Date(e.requested_at).toISOString(),
+              steps: ['postgresql', 'redis', 'search_snapshots'],
+              redisPurgedAt: new Date(e.redis_purged_at).toISOString(),
+              completedAt: new Date(e.completed_at).toISOString(),
+              embeddingRemovalSeq: e.delete_seq,
+            },
           },
-        }, trx);
+          trx,
+        );
       }
       return done.map((e) => e.user_id);
     });

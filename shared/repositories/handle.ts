@@ -51,7 +51,10 @@ export async function newestFirstPage<M extends Model>(
 ): Promise<{ rows: M[]; total: number }> {
   const [rows, total] = await Promise.all([
     filtered()
-      .orderBy([{ column: 'createdAt', order: 'desc' }, { column: 'id', order: 'desc' }])
+      .orderBy([
+        { column: 'createdAt', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
       .limit(page.pageSize)
       .offset((page.page - 1) * page.pageSize),
     filtered().resultSize(),

@@ -53,7 +53,9 @@ export class OperatorMfaRepository extends Repository {
 
   /** An administrator's reset: no factor, no pending secret, no recovery codes. */
   async reset(operatorId: string, trx: Db): Promise<void> {
-    await trx(Operator.tableName).where({ id: operatorId }).update({ mfaSecret: null, mfaPendingSecret: null, mfaEnabledAt: null, mfaLastStep: null, updatedAt: trx.fn.now() });
+    await trx(Operator.tableName)
+      .where({ id: operatorId })
+      .update({ mfaSecret: null, mfaPendingSecret: null, mfaEnabledAt: null, mfaLastStep: null, updatedAt: trx.fn.now() });
     await trx(RECOVERY).where({ operatorId }).delete();
   }
 }

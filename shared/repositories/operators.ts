@@ -190,7 +190,11 @@ export class SessionsRepository extends Repository {
    * NULL and gets the row (the others get undefined). Used tokens stay, so that reuse is recognised.
    */
   async takeRefreshToken(tokenHash: string): Promise<Pick<RefreshToken, 'sessionId' | 'expiresAt'> | undefined> {
-    const [row] = await this.db(RefreshToken.tableName).where({ tokenHash }).whereNull('usedAt').update({ usedAt: this.db.fn.now() }).returning(['sessionId', 'expiresAt']);
+    const [row] = await this.db(RefreshToken.tableName)
+      .where({ tokenHash })
+      .whereNull('usedAt')
+      .update({ usedAt: this.db.fn.now() })
+      .returning(['sessionId', 'expiresAt']);
     return row;
   }
 
@@ -212,6 +216,8 @@ export class SessionsRepository extends Repository {
    * row long enough that presenting it again is still recognised as reuse (and revokes its family).
    */
   async pruneExpiredRefreshTokens(graceDays = 30): Promise<number> {
-    return this.db(RefreshToken.tableName).where('expiresAt', '<', this.db.raw(`now() - make_interval(days => ?)`, [graceDays])).del();
+    return this.db(RefreshToken.tableName)
+      .where('expiresAt', '<', this.db.raw(`now() - make_interval(days => ?)`, [graceDays]))
+      .del();
   }
 }

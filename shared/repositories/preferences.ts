@@ -9,12 +9,17 @@ const FIELDS = ['notifyChannel', 'language', 'marketingOptIn'] as const;
 
 export class PreferencesRepository extends Repository {
   async find(userId: string, trx?: Db): Promise<PreferenceFields | undefined> {
-    return Preference.query(this.on(trx)).findById(userId).select(...FIELDS);
+    return Preference.query(this.on(trx))
+      .findById(userId)
+      .select(...FIELDS);
   }
 
   /** The row locked for the rest of the transaction (a concurrent change waits for this one). */
   async findForUpdate(userId: string, trx: Knex.Transaction): Promise<PreferenceFields | undefined> {
-    return Preference.query(trx).findById(userId).forUpdate().select(...FIELDS);
+    return Preference.query(trx)
+      .findById(userId)
+      .forUpdate()
+      .select(...FIELDS);
   }
 
   /** Creates the row from `defaults` + `patch`, or applies `patch` to the existing one; returns the result. */

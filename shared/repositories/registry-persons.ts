@@ -8,9 +8,11 @@ import { Repository } from './handle.js';
 
 export type RegistryKind = 'nin' | 'bvn';
 
-export type PersonRow = Pick<RegistryPerson, 'id' | 'nin' | 'bvn' | 'firstName' | 'lastName' | 'middleName' | 'dateOfBirth' | 'gender' | 'phone' | 'createdAt'> &
+export type PersonRow = Pick<
+  RegistryPerson,
+  'id' | 'nin' | 'bvn' | 'firstName' | 'lastName' | 'middleName' | 'dateOfBirth' | 'gender' | 'phone' | 'createdAt'
+> &
   Partial<Pick<RegistryPerson, 'photo' | 'photoMime'>>;
-
 
 const PUBLIC_COLUMNS = ['id', 'nin', 'bvn', 'firstName', 'lastName', 'middleName', 'dateOfBirth', 'gender', 'phone', 'createdAt'] as const;
 const TABLE = RegistryPerson.tableName;
@@ -18,8 +20,12 @@ const FULL_NAME_SQL = "lower(concat_ws(' ', first_name, middle_name, last_name))
 
 export class RegistryPersonsRepository extends Repository {
   /** Inserts a person; a NIN or BVN already enrolled is a unique violation naming the column. */
-  async insert(person: Pick<RegistryPerson, 'nin' | 'bvn' | 'firstName' | 'lastName' | 'middleName' | 'dateOfBirth' | 'gender' | 'phone' | 'photo' | 'photoMime'>): Promise<PersonRow> {
-    const [row] = await this.db(TABLE).insert(person).returning([...PUBLIC_COLUMNS]);
+  async insert(
+    person: Pick<RegistryPerson, 'nin' | 'bvn' | 'firstName' | 'lastName' | 'middleName' | 'dateOfBirth' | 'gender' | 'phone' | 'photo' | 'photoMime'>,
+  ): Promise<PersonRow> {
+    const [row] = await this.db(TABLE)
+      .insert(person)
+      .returning([...PUBLIC_COLUMNS]);
     return row;
   }
 

@@ -49,7 +49,9 @@ export class RetentionRepository extends Repository {
          SELECT s.id FROM search_logs s WHERE s.created_at < ? AND NOT EXISTS (SELECT 1 FROM disputes d WHERE d.search_log_id = s.id) LIMIT ?)`,
       [cutoff(days.searchLogs)],
     );
-    const auditEvents = await this.inBatches(`DELETE FROM audit_events WHERE id IN (SELECT id FROM audit_events WHERE created_at < ? LIMIT ?)`, [cutoff(days.auditEvents)]);
+    const auditEvents = await this.inBatches(`DELETE FROM audit_events WHERE id IN (SELECT id FROM audit_events WHERE created_at < ? LIMIT ?)`, [
+      cutoff(days.auditEvents),
+    ]);
     const counts = { searchLogs, disputes, auditEvents };
     // A run that purged nothing leaves no row: the hourly no-op would otherwise fill the log it keeps short.
     if (searchLogs + disputes + auditEvents === 0) return counts;
@@ -61,7 +63,11 @@ export class RetentionRepository extends Repository {
       subjectId: randomUUID(),
       data: {
         counts,
-        cutoffs: { searchLogs: cutoff(days.searchLogs).toISOString(), disputes: cutoff(days.disputes).toISOString(), auditEvents: cutoff(days.auditEvents).toISOString() },
+        cutoffs: {
+          searchLogs: cutoff(days.searchLogs).toISOString(),
+          disputes: cutoff(days.disputes).toISOString(),
+          auditEvents: cutoff(days.auditEvents).toISOString(),
+        },
       },
     });
     return counts;

@@ -82,7 +82,10 @@ const SEARCH_LOGS = `${SearchLog.tableName} as s`;
 const DISPUTES = `${Dispute.tableName} as d`;
 const newestFirst = (alias?: string) => {
   const col = (c: string) => (alias ? `${alias}.${c}` : c);
-  return [{ column: col('createdAt'), order: 'desc' as const }, { column: col('id'), order: 'desc' as const }];
+  return [
+    { column: col('createdAt'), order: 'desc' as const },
+    { column: col('id'), order: 'desc' as const },
+  ];
 };
 
 export class SearchLogsRepository extends Repository {
@@ -98,7 +101,9 @@ export class SearchLogsRepository extends Repository {
   async insertMany(rows: NewSearchLog[]): Promise<string[]> {
     const out: string[] = [];
     for (let i = 0; i < rows.length; i += 500) {
-      const inserted: { id: string }[] = await this.db(SearchLog.tableName).insert(rows.slice(i, i + 500).map(searchLogRow)).returning('id');
+      const inserted: { id: string }[] = await this.db(SearchLog.tableName)
+        .insert(rows.slice(i, i + 500).map(searchLogRow))
+        .returning('id');
       out.push(...inserted.map((r) => r.id));
     }
     return out;
@@ -118,7 +123,11 @@ export class SearchLogsRepository extends Repository {
   async operatorIdentifyPage(operatorId: string, page: number, pageSize: number): Promise<{ rows: Record<string, unknown>[]; total: number }> {
     const base = () => this.db(SearchLog.tableName).where({ kind: 'identify', operatorId });
     const [rows, [{ total }]] = await Promise.all([
-      base().select('*').orderBy(newestFirst()).limit(pageSize).offset((page - 1) * pageSize),
+      base()
+        .select('*')
+        .orderBy(newestFirst())
+        .limit(pageSize)
+        .offset((page - 1) * pageSize),
       base().count({ total: '*' }),
     ]);
     return { rows, total: Number(total) };
@@ -130,10 +139,10 @@ export class SearchLogsRepository extends Repository {
       .where('s.id', id)
       .first(
         's.id',
-        this.db.raw(
-          `((s.kind = 'identify' AND ?::uuid = ANY(s.matched_user_ids)) OR (s.kind = 'verify_self' AND s.user_id = ?::uuid)) AS concerns_caller`,
-          [userId, userId],
-        ),
+        this.db.raw(`((s.kind = 'identify' AND ?::uuid = ANY(s.matched_user_ids)) OR (s.kind = 'verify_self' AND s.user_id = ?::uuid)) AS concerns_caller`, [
+          userId,
+          userId,
+        ]),
       );
   }
 
@@ -176,7 +185,9 @@ export class SearchLogsRepository extends Repository {
   }
 
   async historyPage(userId: string, page: number, pageSize: number): Promise<HistoryRow[]> {
-    return this.historyItems(this.historyQuery(userId), userId).limit(pageSize).offset((page - 1) * pageSize);
+    return this.historyItems(this.historyQuery(userId), userId)
+      .limit(pageSize)
+      .offset((page - 1) * pageSize);
   }
 
   /** The next `limit` entries after a keyset cursor (from the start when null), newest first. */
@@ -236,7 +247,9 @@ export class SearchLogsRepository extends Repository {
 
   /** Inserts an open dispute; a second one by the same user on the same entry is a unique violation. */
   async insertDispute(d: { searchLogId: string; userId: string; reason: string | null }, trx?: Db): Promise<string> {
-    const [row] = await this.on(trx)(Dispute.tableName).insert({ ...d, status: 'open' }).returning(['id']);
+    const [row] = await this.on(trx)(Dispute.tableName)
+      .insert({ ...d, status: 'open' })
+      .returning(['id']);
     return row.id as string;
   }
 

@@ -55,7 +55,10 @@ export interface ProfileChange {
  * hash alone) is still recognised.
  */
 export class UsersRepository extends Repository {
-  constructor(db: Knex, private readonly hasher: NumberHasher = NumberHasher.from(config().security)) {
+  constructor(
+    db: Knex,
+    private readonly hasher: NumberHasher = NumberHasher.from(config().security),
+  ) {
     super(db);
   }
 
@@ -95,7 +98,10 @@ export class UsersRepository extends Repository {
 
   /** The live account of this phone, created on the first successful sign-in (race-safe). */
   async findOrCreateByPhone(phone: string): Promise<string> {
-    const inserted = await this.db.raw(`INSERT INTO ${User.tableName} (phone) VALUES (?) ON CONFLICT (phone) WHERE deleted_at IS NULL DO NOTHING RETURNING id`, [phone]);
+    const inserted = await this.db.raw(
+      `INSERT INTO ${User.tableName} (phone) VALUES (?) ON CONFLICT (phone) WHERE deleted_at IS NULL DO NOTHING RETURNING id`,
+      [phone],
+    );
     const row = inserted.rows?.[0] as { id: string } | undefined;
     if (row) return row.id;
     const existing = await User.query(this.db).where({ phone }).whereNull('deletedAt').select('id').first();
@@ -105,7 +111,10 @@ export class UsersRepository extends Repository {
 
   /** Applies a profile change to a live user; false when there is none. */
   async updateLive(userId: string, change: ProfileChange, trx?: Db): Promise<boolean> {
-    const updated = await User.query(this.on(trx)).findById(userId).whereNull('deletedAt').patch({ ...change, updatedAt: fn.now() });
+    const updated = await User.query(this.on(trx))
+      .findById(userId)
+      .whereNull('deletedAt')
+      .patch({ ...change, updatedAt: fn.now() });
     return updated > 0;
   }
 
@@ -132,17 +141,43 @@ export class UsersRepository extends Repository {
       });
     if (deleted === 0) return false;
     for (const registry of ['nin', 'bvn'] as const) {
-      await db(LINK_TABLE[registry]).where({ userId }).update({ [registry]: null, registryRecord: null, deviceHint: null });
+      await db(LINK_TABLE[registry])
+        .where({ userId })
+        .update({ [registry]: null, registryRecord: null, deviceHint: null });
     }
     return true;
   }
 
   /** The user's links as their data export shows them (the number is masked by the caller). */
-  async linksOf(userId: string, trx?: Db): Promise<{ registry: Registry; number: string | null; linkedAt: Date; deviceHint: string | null; crossRegistryFlagged: boolean; registryRecord: RegistryRecordSnapshot | null }[]> {
+  async linksOf(
+    userId: string,
+    trx?: Db,
+  ): Promise<
+    {
+      registry: Registry;
+      number: string | null;
+      linkedAt: Date;
+      deviceHint: string | null;
+      crossRegistryFlagged: boolean;
+      registryRecord: RegistryRecordSnapshot | null;
+    }[]
+  > {
     const out = [];
     for (const registry of ['nin', 'bvn'] as const) {
-      const rows = await this.on(trx)(LINK_TABLE[registry]).where({ userId }).select(`${registry} as number`, 'linkedAt', 'deviceHint', 'crossRegistryFlagged', 'registryRecord');
-      out.push(...rows.map((r: { number: string | null; linkedAt: Date; deviceHint: string | null; crossRegistryFlagged: boolean; registryRecord: RegistryRecordSnapshot | null }) => ({ registry, ...r })));
+      const rows = await this.on(trx)(LINK_TABLE[registry])
+        .where({ userId })
+        .select(`${registry} as number`, 'linkedAt', 'deviceHint', 'crossRegistryFlagged', 'registryRecord');
+      out.push(
+        ...rows.map(
+          (r: {
+            number: string | null;
+            linkedAt: Date;
+            deviceHint: string | null;
+            crossRegistryFlagged: boolean;
+            registryRecord: RegistryRecordSnapshot | null;
+          }) => ({ registry, ...r }),
+        ),
+      );
     }
     return out;
   }
@@ -154,7 +189,9 @@ export class UsersRepository extends Repository {
 
   /** Name, date of birth and gender from a registry record (the first link fills the profile). */
   async fillProfile(userId: string, profile: { name: string; dateOfBirth: string; gender: string }, trx?: Db): Promise<void> {
-    await User.query(this.on(trx)).findById(userId).patch({ ...profile, updatedAt: fn.now() });
+    await User.query(this.on(trx))
+      .findById(userId)
+      .patch({ ...profile, updatedAt: fn.now() });
   }
 
   /** Applies a pending bankAccount change if it is still the one requested at `requestedAt`. */

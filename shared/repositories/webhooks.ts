@@ -47,7 +47,6 @@ export const WEBHOOK_EVENT_TYPES = [
   'dedupe.case.decided',
 ] as const satisfies readonly WebhookEventType[];
 
-
 export interface EndpointInsert {
   id: string;
   url: string;
@@ -97,8 +96,18 @@ export interface AttemptOutcome {
 }
 
 const endpointColumns = [
-  'id', 'url', 'description', 'events', 'status', 'disabledReason', 'secretSealed', 'previousSecretSealed',
-  'previousSecretExpiresAt', 'createdBy', 'createdAt', 'updatedAt',
+  'id',
+  'url',
+  'description',
+  'events',
+  'status',
+  'disabledReason',
+  'secretSealed',
+  'previousSecretSealed',
+  'previousSecretExpiresAt',
+  'createdBy',
+  'createdAt',
+  'updatedAt',
 ] as const;
 
 export class WebhooksRepository extends Repository {
@@ -107,19 +116,25 @@ export class WebhooksRepository extends Repository {
    * exists exactly when the change does. Returns the event id (the `webhook-id` every delivery carries).
    */
   async recordEvent<T extends WebhookEventType>(type: T, data: WebhookEventData[T], trx?: Db): Promise<string> {
-    const [row] = await this.on(trx)(WebhookEvent.tableName).insert({ type, data: JSON.stringify(data) }).returning('id');
+    const [row] = await this.on(trx)(WebhookEvent.tableName)
+      .insert({ type, data: JSON.stringify(data) })
+      .returning('id');
     return (row as { id: string }).id;
   }
 
   // ---- endpoints ----
 
   async insertEndpoint(e: EndpointInsert, trx?: Db): Promise<WebhookEndpoint> {
-    const [row] = await this.on(trx)(WebhookEndpoint.tableName).insert(e).returning([...endpointColumns]);
+    const [row] = await this.on(trx)(WebhookEndpoint.tableName)
+      .insert(e)
+      .returning([...endpointColumns]);
     return row as WebhookEndpoint;
   }
 
   async endpoint(id: string, trx?: Db, opts: { forUpdate?: boolean } = {}): Promise<WebhookEndpoint | undefined> {
-    const q = this.on(trx)(WebhookEndpoint.tableName).where({ id }).first([...endpointColumns]);
+    const q = this.on(trx)(WebhookEndpoint.tableName)
+      .where({ id })
+      .first([...endpointColumns]);
     if (opts.forUpdate) q.forUpdate();
     return (await q) as WebhookEndpoint | undefined;
   }
@@ -128,7 +143,10 @@ export class WebhooksRepository extends Repository {
     const [rows, [{ total }]] = await Promise.all([
       this.db(WebhookEndpoint.tableName)
         .select([...endpointColumns])
-        .orderBy([{ column: 'createdAt', order: 'desc' }, { column: 'id', order: 'desc' }])
+        .orderBy([
+          { column: 'createdAt', order: 'desc' },
+          { column: 'id', order: 'desc' },
+        ])
         .limit(page.pageSize)
         .offset((page.page - 1) * page.pageSize),
       this.db(WebhookEndpoint.tableName).count({ total: '*' }),
@@ -253,9 +271,7 @@ export class WebhooksRepository extends Repository {
       await trx(WebhookDelivery.tableName)
         .where({ id: claim.delivery.id })
         .update(
-          outcome.next === 'final'
-            ? { status: outcome.status, updatedAt: trx.fn.now() }
-            : { nextAttemptAt: outcome.next.retryAt, updatedAt: trx.fn.now() },
+          outcome.next === 'final' ? { status: outcome.status, updatedAt: trx.fn.now() } : { nextAttemptAt: outcome.next.retryAt, updatedAt: trx.fn.now() },
         );
       if (outcome.disableEndpoint) {
         await trx(WebhookEndpoint.tableName)
@@ -273,11 +289,7 @@ export class WebhooksRepository extends Repository {
     return this.db(WebhookEvent.tableName)
       .where('createdAt', '<', this.db.raw('now() - make_interval(days => ?)', [days]))
       .whereNotNull('dispatchedAt')
-      .whereNotExists(
-        this.db(WebhookDelivery.tableName)
-          .whereRaw('webhook_deliveries.event_id = webhook_events.id')
-          .where({ status: 'pending' }),
-      )
+      .whereNotExists(this.db(WebhookDelivery.tableName).whereRaw('webhook_deliveries.event_id = webhook_events.id').where({ status: 'pending' }))
       .del();
   }
 
@@ -289,7 +301,10 @@ export class WebhooksRepository extends Repository {
       base()
         .join(`${WebhookEvent.tableName} as ev`, 'ev.id', 'a.eventId')
         .select('a.id', 'a.eventId', 'ev.type as eventType', 'a.attempt', 'a.status', 'a.responseStatus', 'a.error', 'a.createdAt')
-        .orderBy([{ column: 'a.createdAt', order: 'desc' }, { column: 'a.id', order: 'desc' }])
+        .orderBy([
+          { column: 'a.createdAt', order: 'desc' },
+          { column: 'a.id', order: 'desc' },
+        ])
         .limit(page.pageSize)
         .offset((page.page - 1) * page.pageSize),
       base().count({ total: '*' }),

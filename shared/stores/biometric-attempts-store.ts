@@ -85,7 +85,10 @@ export class BiometricAttemptsStore {
   /** Counts one failed comparison (atomic) and locks when it reaches the limit. */
   async recordFailure(userId: string): Promise<FailureRecorded> {
     const { maxFailures, lockSeconds, maxLockSeconds } = this.policy;
-    const [failures, lockMs] = (await this.redis.eval(FAIL_LUA, 1, this.attemptsKey(userId), maxFailures, lockSeconds * 1000, maxLockSeconds * 1000)) as [number, number];
+    const [failures, lockMs] = (await this.redis.eval(FAIL_LUA, 1, this.attemptsKey(userId), maxFailures, lockSeconds * 1000, maxLockSeconds * 1000)) as [
+      number,
+      number,
+    ];
     return { failures: Number(failures), lockSeconds: Math.ceil(Number(lockMs) / 1000) };
   }
 

@@ -133,7 +133,16 @@ export class IdentityTokenStore {
     await this.redis
       .multi()
       .del(key)
-      .hset(key, 'embedding', this.ring.encrypt(encodeEmbedding(embedding), `capture:${userId}`), 'engineVersion', engineVersion, 'capturedAt', new Date().toISOString(), ...(quality ? ['quality', JSON.stringify(quality)] : []))
+      .hset(
+        key,
+        'embedding',
+        this.ring.encrypt(encodeEmbedding(embedding), `capture:${userId}`),
+        'engineVersion',
+        engineVersion,
+        'capturedAt',
+        new Date().toISOString(),
+        ...(quality ? ['quality', JSON.stringify(quality)] : []),
+      )
       .expire(key, Math.max(1, ttlSeconds))
       .exec();
   }

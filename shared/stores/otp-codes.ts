@@ -93,8 +93,17 @@ export class OtpCodeStore {
   async issue(phoneId: string, addressBucket: string, digest: string, limits: IssueLimits): Promise<{ outcome: IssueOutcome; seconds: number }> {
     const k = this.phoneKeys(phoneId);
     const [outcome, seconds] = (await this.redis.eval(
-      REQUEST_SCRIPT, 4, this.keys('otp', 'ip', addressBucket), k.cooldown, k.code, k.daily,
-      limits.perIpPerHour, IP_WINDOW_SECONDS, limits.cooldownSeconds, digest, limits.ttlSeconds,
+      REQUEST_SCRIPT,
+      4,
+      this.keys('otp', 'ip', addressBucket),
+      k.cooldown,
+      k.code,
+      k.daily,
+      limits.perIpPerHour,
+      IP_WINDOW_SECONDS,
+      limits.cooldownSeconds,
+      digest,
+      limits.ttlSeconds,
       limits.perPhonePerDay,
     )) as [IssueOutcome, number];
     return { outcome, seconds: Number(seconds) };

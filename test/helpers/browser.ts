@@ -43,19 +43,30 @@ export async function photoToY4m(photo: string, width = 640, height = 480, frame
   const v = Buffer.alloc((w / 2) * (h / 2));
   const clamp = (n: number) => Math.max(0, Math.min(255, Math.round(n)));
   for (let i = 0; i < w * h; i++) {
-    const r = data[i * 3]!, g = data[i * 3 + 1]!, b = data[i * 3 + 2]!;
+    const r = data[i * 3]!,
+      g = data[i * 3 + 1]!,
+      b = data[i * 3 + 2]!;
     y[i] = clamp(0.299 * r + 0.587 * g + 0.114 * b);
   }
   for (let cy = 0; cy < h / 2; cy++) {
     for (let cx = 0; cx < w / 2; cx++) {
-      let r = 0, g = 0, b = 0;
-      for (const [dx, dy] of [[0, 0], [1, 0], [0, 1], [1, 1]] as const) {
+      let r = 0,
+        g = 0,
+        b = 0;
+      for (const [dx, dy] of [
+        [0, 0],
+        [1, 0],
+        [0, 1],
+        [1, 1],
+      ] as const) {
         const p = ((cy * 2 + dy) * w + cx * 2 + dx) * 3;
         r += data[p]!;
         g += data[p + 1]!;
         b += data[p + 2]!;
       }
-      r /= 4; g /= 4; b /= 4;
+      r /= 4;
+      g /= 4;
+      b /= 4;
       u[cy * (w / 2) + cx] = clamp(-0.168736 * r - 0.331264 * g + 0.5 * b + 128);
       v[cy * (w / 2) + cx] = clamp(0.5 * r - 0.418688 * g - 0.081312 * b + 128);
     }
@@ -77,7 +88,12 @@ export async function launchChromium(fakeCamera?: string): Promise<Browser> {
     executablePath: CHROMIUM,
     headless: true,
     args: [
-      '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
       ...(fakeCamera ? ['--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream', `--use-file-for-fake-video-capture=${fakeCamera}`] : []),
     ],
   });
@@ -121,4 +137,4 @@ export async function screenshots(page: Page, name: string, widths: ('phone' | '
 
 /** Records Content-Security-Policy violations on every page of a context (read with cspViolations). */
 export const CSP_RECORDER = `document.addEventListener('securitypolicyviolation', (e) => { (window.__csp ||= []).push(e.violatedDirective + ' ' + e.blockedURI); });`;
-export const cspViolations = (page: Page) => page.evaluate(() => ((window as unknown as { __csp?: string[] }).__csp ?? []));
+export const cspViolations = (page: Page) => page.evaluate(() => (window as unknown as { __csp?: string[] }).__csp ?? []);

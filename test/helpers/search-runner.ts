@@ -11,10 +11,15 @@ export function startSearchRunner(
   concurrency = 1,
 ): Promise<QueueRunner<'search'>> {
   const config = loadConfig({ NODE_ENV: 'test', REDIS_URL: redisUrl, REDIS_PREFIX: redisPrefix });
-  return runQueues(config, ['search'], { search: async (payload, ctx) => (await handle(payload, ctx)) as SearchResult }, {
-    logger: createLogger({ level: 'silent' }),
-    concurrency,
-  });
+  return runQueues(
+    config,
+    ['search'],
+    { search: async (payload, ctx) => (await handle(payload, ctx)) as SearchResult },
+    {
+      logger: createLogger({ level: 'silent' }),
+      concurrency,
+    },
+  );
 }
 
 /** The probe fields of a search job whose handler never reads the probe (tests of the queue path, not of search). */

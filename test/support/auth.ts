@@ -71,7 +71,10 @@ export async function createOperatorAccount(
   opts: { role?: 'operator' | 'administrator'; identifier?: string } = {},
 ): Promise<{ operatorId: string; identifier: string; temporaryPassword: string }> {
   const identifier = opts.identifier ?? uniqueIdentifier(opts.role === 'administrator' ? 'admin' : 'op');
-  const res = await client(h.url).post('/operators', { token: adminToken, json: { identifier, displayName: 'Account Under Test', ...(opts.role ? { role: opts.role } : {}) } });
+  const res = await client(h.url).post('/operators', {
+    token: adminToken,
+    json: { identifier, displayName: 'Account Under Test', ...(opts.role ? { role: opts.role } : {}) },
+  });
   if (res.status !== 201) throw new Error(`POST /operators answered ${res.status} ${res.text}`);
   return { operatorId: res.body.operator.id, identifier, temporaryPassword: res.body.temporaryPassword };
 }
@@ -91,9 +94,18 @@ export async function activeOperatorAccount(h: Harness, adminToken: string, opts
   const first = await api.post('/auth/operator/login', { json: { identifier: created.identifier, password: created.temporaryPassword } });
   if (first.status !== 200) throw new Error(`login answered ${first.status} ${first.text}`);
   const password = `pw-${created.identifier}-Secret!`;
-  const set = await api.post('/auth/operator/set-password', { token: first.body.accessToken, json: { currentPassword: created.temporaryPassword, newPassword: password } });
+  const set = await api.post('/auth/operator/set-password', {
+    token: first.body.accessToken,
+    json: { currentPassword: created.temporaryPassword, newPassword: password },
+  });
   if (set.status !== 200) throw new Error(`set-password answered ${set.status} ${set.text}`);
-  return { operatorId: created.operatorId, identifier: created.identifier, password, accessToken: first.body.accessToken, refreshToken: first.body.refreshToken };
+  return {
+    operatorId: created.operatorId,
+    identifier: created.identifier,
+    password,
+    accessToken: first.body.accessToken,
+    refreshToken: first.body.refreshToken,
+  };
 }
 
 /**

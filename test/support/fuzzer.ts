@@ -81,9 +81,40 @@ interface FuzzRequest {
 /** Strings that have broken servers: NUL, lone surrogates, control characters, huge, injection shapes. */
 const nastyString = fc.oneof(
   fc.constantFrom(
-    '\u0000', 'a\u0000b', '\ud800', '\udfff', 'x\ud83d', '\u202e', '\ufeff', '\r\n', '\t', '%00', '%', '%ff', '..', '../../etc/passwd',
-    "' OR '1'='1", '"; DROP TABLE users; --', '${jndi:x}', '<script>alert(1)</script>', '__proto__', 'constructor', 'null', 'true', 'NaN',
-    '-1', '0', '1e309', '9'.repeat(400), '😀'.repeat(50), 'ä'.repeat(300), ' ', '', '=cmd|" /C calc"!A0', '\\', '\\u0000',
+    '\u0000',
+    'a\u0000b',
+    '\ud800',
+    '\udfff',
+    'x\ud83d',
+    '\u202e',
+    '\ufeff',
+    '\r\n',
+    '\t',
+    '%00',
+    '%',
+    '%ff',
+    '..',
+    '../../etc/passwd',
+    "' OR '1'='1",
+    '"; DROP TABLE users; --',
+    '${jndi:x}',
+    '<script>alert(1)</script>',
+    '__proto__',
+    'constructor',
+    'null',
+    'true',
+    'NaN',
+    '-1',
+    '0',
+    '1e309',
+    '9'.repeat(400),
+    '😀'.repeat(50),
+    'ä'.repeat(300),
+    ' ',
+    '',
+    '=cmd|" /C calc"!A0',
+    '\\',
+    '\\u0000',
   ),
   fc.string({ unit: 'binary', maxLength: 40 }),
   fc.string({ unit: 'grapheme', maxLength: 30 }),
@@ -91,7 +122,10 @@ const nastyString = fc.oneof(
 );
 
 /** Nasty strings for the places a URL carries them (huge ones only rarely: they all end as 431). */
-const nastyUrlString = fc.oneof({ weight: 60, arbitrary: nastyString.filter((s) => s.length < 2000) }, { weight: 1, arbitrary: fc.constant('A'.repeat(20_000)) });
+const nastyUrlString = fc.oneof(
+  { weight: 60, arbitrary: nastyString.filter((s) => s.length < 2000) },
+  { weight: 1, arbitrary: fc.constant('A'.repeat(20_000)) },
+);
 
 const nastyValue: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 5, arbitrary: nastyString },
@@ -175,14 +209,23 @@ function mutatedObject(schema: Json | undefined): fc.Arbitrary<unknown> {
 /** Percent-encoding that never throws (a lone surrogate becomes U+FFFD's bytes, as a client would send). */
 function pct(s: string): string {
   let out = '';
-  for (const b of Buffer.from(s, 'utf8')) out += /[A-Za-z0-9\-_.~]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
+  for (const b of Buffer.from(s, 'utf8'))
+    out += /[A-Za-z0-9\-_.~]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
   return out;
 }
 
 /** Already-encoded oddities for paths and query strings: NUL, invalid UTF-8, overlong forms, bad escapes. */
 const RAW_ENCODED = ['%00', '%ED%A0%80', '%C0%80', '%FF%FE', '%', '%G1', '%25', '%2F', '%E2%80%AE'];
 
-const TOKEN_KINDS_FOR_GARBAGE = ['Bearer', 'Bearer ', 'Basic dXNlcjpwYXNz', 'bearer x.y.z', 'Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.', 'Bearer a b', 'Token abc'];
+const TOKEN_KINDS_FOR_GARBAGE = [
+  'Bearer',
+  'Bearer ',
+  'Basic dXNlcjpwYXNz',
+  'bearer x.y.z',
+  'Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.',
+  'Bearer a b',
+  'Token abc',
+];
 
 /** The token kind a route asks for, read from its OpenAPI description ("**Authorisation:** ..."). */
 function wantedKinds(op: Json): string[] {
@@ -206,11 +249,14 @@ function authorizationHeader(principals: FuzzPrincipals, op?: Json): fc.Arbitrar
     {
       weight: 1,
       // A real token with one character changed (signature, claims or header).
-      arbitrary: fc.tuple(tokenOf(kinds), fc.nat(), fc.constantFrom('A', '_', '-', '.', '=')).map(
-        ([t, i, c]) => `Bearer ${t.slice(0, i % t.length)}${c}${t.slice((i % t.length) + 1)}`,
-      ),
+      arbitrary: fc
+        .tuple(tokenOf(kinds), fc.nat(), fc.constantFrom('A', '_', '-', '.', '='))
+        .map(([t, i, c]) => `Bearer ${t.slice(0, i % t.length)}${c}${t.slice((i % t.length) + 1)}`),
     },
-    { weight: 1, arbitrary: fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 200 }).map((s) => `Bearer ${s}`) },
+    {
+      weight: 1,
+      arbitrary: fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 200 }).map((s) => `Bearer ${s}`),
+    },
   );
 }
 
@@ -222,7 +268,10 @@ function pathFor(template: string, principals: FuzzPrincipals): fc.Arbitrary<str
     { weight: 4, arbitrary: known.length ? fc.constantFrom(...known) : fc.uuid() },
     { weight: 2, arbitrary: fc.uuid() },
     { weight: 1, arbitrary: fc.stringMatching(/^[0-9]{11}$/) },
-    { weight: 1, arbitrary: fc.constantFrom('default', '%00', '%ff', '%2e%2e', '..%2f', 'x'.repeat(300), '-1', '0', '%E2%80%AE', '%F0%9F%98%80', 'null', '%25', '%') },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom('default', '%00', '%ff', '%2e%2e', '..%2f', 'x'.repeat(300), '-1', '0', '%E2%80%AE', '%F0%9F%98%80', 'null', '%25', '%'),
+    },
     { weight: 1, arbitrary: fc.string({ maxLength: 20 }).map(pct) },
     { weight: 1, arbitrary: fc.constantFrom(...RAW_ENCODED) },
   );
@@ -237,18 +286,25 @@ function queryFor(op: Json): fc.Arbitrary<string> {
   const params = ((op.parameters ?? []) as Json[]).filter((p) => p.in === 'query');
   const pairs: fc.Arbitrary<[string, string][]> = fc.oneof(
     // Near-valid: each parameter valid or junk.
-    fc.tuple(...params.map((p) => fc.option(fc.oneof({ weight: 3, arbitrary: validValue(p.schema).map(String) }, { weight: 1, arbitrary: nastyUrlString }), { nil: undefined }).map((v) => [p.name, v] as const)))
+    fc
+      .tuple(
+        ...params.map((p) =>
+          fc
+            .option(fc.oneof({ weight: 3, arbitrary: validValue(p.schema).map(String) }, { weight: 1, arbitrary: nastyUrlString }), { nil: undefined })
+            .map((v) => [p.name, v] as const),
+        ),
+      )
       .map((entries) => entries.filter(([, v]) => v !== undefined) as [string, string][]),
     // Unknown or repeated keys.
-    fc.array(fc.tuple(fc.constantFrom('page', 'pageSize', 'from', 'to', 'name', 'x', '__proto__', 'includePhoto', 'status', ''), nastyUrlString), { maxLength: 4 }),
+    fc.array(fc.tuple(fc.constantFrom('page', 'pageSize', 'from', 'to', 'name', 'x', '__proto__', 'includePhoto', 'status', ''), nastyUrlString), {
+      maxLength: 4,
+    }),
   );
-  return fc
-    .tuple(pairs, fc.option(fc.constantFrom(...RAW_ENCODED), { freq: 8, nil: undefined }))
-    .map(([list, raw]) => {
-      const parts = list.map(([k, v]) => `${pct(k)}=${pct(v)}`);
-      if (raw !== undefined) parts.push(`${params[0]?.name ?? 'x'}=${raw}`);
-      return parts.length ? `?${parts.join('&')}` : '';
-    });
+  return fc.tuple(pairs, fc.option(fc.constantFrom(...RAW_ENCODED), { freq: 8, nil: undefined })).map(([list, raw]) => {
+    const parts = list.map(([k, v]) => `${pct(k)}=${pct(v)}`);
+    if (raw !== undefined) parts.push(`${params[0]?.name ?? 'x'}=${raw}`);
+    return parts.length ? `?${parts.join('&')}` : '';
+  });
 }
 
 type BodyPart = { body?: Buffer; contentType?: string };
@@ -259,8 +315,18 @@ function jsonBodyFor(op: Json): fc.Arbitrary<BodyPart> {
   return fc.oneof(
     { weight: 6, arbitrary: mutatedObject(schema).map((v): BodyPart => ({ body: json(v), contentType: 'application/json' })) },
     { weight: 2, arbitrary: validValue(schema).map((v): BodyPart => ({ body: json(v), contentType: 'application/json' })) },
-    { weight: 1, arbitrary: fc.constantFrom('{', '{"a":', '[1,2', '"\\ud800"', '{"a":"\\u0000"}', 'null', '[]', '1', '{"__proto__":{"x":1}}', '\u0000', '{}'.padEnd(70_000, ' ')).map((s): BodyPart => ({ body: Buffer.from(s), contentType: 'application/json' })) },
-    { weight: 1, arbitrary: fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data', 'application/json; charset=latin1', 'application/xml', '').map((ct): BodyPart => ({ body: Buffer.from('a=1&b=2'), contentType: ct })) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .constantFrom('{', '{"a":', '[1,2', '"\\ud800"', '{"a":"\\u0000"}', 'null', '[]', '1', '{"__proto__":{"x":1}}', '\u0000', '{}'.padEnd(70_000, ' '))
+        .map((s): BodyPart => ({ body: Buffer.from(s), contentType: 'application/json' })),
+    },
+    {
+      weight: 1,
+      arbitrary: fc
+        .constantFrom('text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data', 'application/json; charset=latin1', 'application/xml', '')
+        .map((ct): BodyPart => ({ body: Buffer.from('a=1&b=2'), contentType: ct })),
+    },
     { weight: 1, arbitrary: fc.constant<BodyPart>({}) },
   );
 }
@@ -272,7 +338,12 @@ function fileBytes(images: Buffer[]): fc.Arbitrary<Buffer> {
     { weight: 4, arbitrary: fc.uint8Array({ maxLength: 2048 }).map((a) => Buffer.from(a)) },
     { weight: 2, arbitrary: fc.uint8Array({ maxLength: 512 }).map((a) => Buffer.concat([PNG_HEADER, Buffer.from(a)])) },
     { weight: 1, arbitrary: fc.constant(Buffer.alloc(0)) },
-    { weight: 1, arbitrary: images.length ? fc.constantFrom(...images).chain((img) => fc.nat(img.length).map((n) => img.subarray(0, Math.max(8, n)))) : fc.constant(Buffer.alloc(0)) },
+    {
+      weight: 1,
+      arbitrary: images.length
+        ? fc.constantFrom(...images).chain((img) => fc.nat(img.length).map((n) => img.subarray(0, Math.max(8, n))))
+        : fc.constant(Buffer.alloc(0)),
+    },
     // A whole real image now and then: the face path end to end.
     { weight: images.length ? 1 : 0, arbitrary: images.length ? fc.constantFrom(...images) : fc.constant(Buffer.alloc(0)) },
   );
@@ -284,7 +355,10 @@ function multipartBodyFor(op: Json, images: Buffer[]): fc.Arbitrary<BodyPart> {
   const fileNames = Object.keys(props).filter((k) => props[k]!.contentMediaType);
   const fieldSchema = { ...schema, properties: Object.fromEntries(Object.entries(props).filter(([, s]) => !s.contentMediaType)) };
   const part = fc.record({
-    name: fc.oneof({ weight: 5, arbitrary: fc.constantFrom(...(fileNames.length ? fileNames : ['file'])) }, { weight: 1, arbitrary: fc.constantFrom('file', 'image', 'photo', 'other', '', 'a"b', 'x\u0000') }),
+    name: fc.oneof(
+      { weight: 5, arbitrary: fc.constantFrom(...(fileNames.length ? fileNames : ['file'])) },
+      { weight: 1, arbitrary: fc.constantFrom('file', 'image', 'photo', 'other', '', 'a"b', 'x\u0000') },
+    ),
     filename: fc.constantFrom('a.jpg', 'a.png', '', '../../x', 'x\u0000.jpg', 'ä.webp', 'a'.repeat(300)),
     type: fc.constantFrom('image/jpeg', 'image/png', 'image/webp', 'application/octet-stream', 'text/plain', ''),
     data: fileBytes(images),
@@ -298,13 +372,21 @@ function multipartBodyFor(op: Json, images: Buffer[]): fc.Arbitrary<BodyPart> {
     .map(([fields, files, shape]) => {
       const boundary = 'fuzzb0undary';
       const chunks: Buffer[] = [];
-      const add = (name: string, value: string) => chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
-      const entries = fields && typeof fields === 'object' && !Array.isArray(fields) ? Object.entries(fields as Record<string, unknown>) : [['x', JSON.stringify(fields)] as [string, unknown]];
-      for (const [k, v] of entries) add(k, typeof v === 'string' ? v : JSON.stringify(v) ?? '');
+      const add = (name: string, value: string) =>
+        chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`));
+      const entries =
+        fields && typeof fields === 'object' && !Array.isArray(fields)
+          ? Object.entries(fields as Record<string, unknown>)
+          : [['x', JSON.stringify(fields)] as [string, unknown]];
+      for (const [k, v] of entries) add(k, typeof v === 'string' ? v : (JSON.stringify(v) ?? ''));
       if (shape === 'many-fields') for (let i = 0; i < 25; i++) add(`f${i}`, 'x');
       if (shape === 'duplicate' && entries[0]) add(entries[0][0], 'again');
       for (const f of files) {
-        chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${f.name}"; filename="${f.filename}"\r\n${f.type ? `Content-Type: ${f.type}\r\n` : ''}\r\n`));
+        chunks.push(
+          Buffer.from(
+            `--${boundary}\r\nContent-Disposition: form-data; name="${f.name}"; filename="${f.filename}"\r\n${f.type ? `Content-Type: ${f.type}\r\n` : ''}\r\n`,
+          ),
+        );
         chunks.push(f.data, Buffer.from('\r\n'));
       }
       chunks.push(Buffer.from(`--${boundary}--\r\n`));
@@ -321,9 +403,36 @@ function multipartBodyFor(op: Json, images: Buffer[]): fc.Arbitrary<BodyPart> {
 function headersArb(): fc.Arbitrary<Record<string, string>> {
   const printable = fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c));
   return fc.dictionary(
-    fc.constantFrom('accept', 'accept-encoding', 'x-request-id', 'x-forwarded-for', 'user-agent', 'origin', 'cookie', 'range', 'if-none-match', 'x-custom', 'content-encoding', 'accept-language'),
+    fc.constantFrom(
+      'accept',
+      'accept-encoding',
+      'x-request-id',
+      'x-forwarded-for',
+      'user-agent',
+      'origin',
+      'cookie',
+      'range',
+      'if-none-match',
+      'x-custom',
+      'content-encoding',
+      'accept-language',
+    ),
     fc.oneof(
-      { weight: 50, arbitrary: fc.constantFrom('*/*', 'gzip, br', 'text/html', '../../x', 'bytes=0-1', 'faceid_admin_ui=abc', '127.0.0.1, 10.0.0.1', 'deflate', '', '\u00e4\u00f6') },
+      {
+        weight: 50,
+        arbitrary: fc.constantFrom(
+          '*/*',
+          'gzip, br',
+          'text/html',
+          '../../x',
+          'bytes=0-1',
+          'faceid_admin_ui=abc',
+          '127.0.0.1, 10.0.0.1',
+          'deflate',
+          '',
+          '\u00e4\u00f6',
+        ),
+      },
       { weight: 50, arbitrary: fc.string({ unit: printable, maxLength: 64 }) },
       { weight: 1, arbitrary: fc.constant('x'.repeat(20_000)) },
     ),
@@ -334,9 +443,23 @@ function headersArb(): fc.Arbitrary<Record<string, string>> {
 function requestArb(operations: Operation[], principals: FuzzPrincipals, images: Buffer[], extraPaths: string[]): fc.Arbitrary<FuzzRequest> {
   const perOperation = operations.map(({ method, path, op }) => {
     const content = op.requestBody?.content ?? {};
-    const body = content['multipart/form-data'] ? multipartBodyFor(op, images) : content['application/json'] ? jsonBodyFor(op) : fc.oneof({ weight: 4, arbitrary: fc.constant<BodyPart>({}) }, { weight: 1, arbitrary: jsonBodyFor(op) });
+    const body = content['multipart/form-data']
+      ? multipartBodyFor(op, images)
+      : content['application/json']
+        ? jsonBodyFor(op)
+        : fc.oneof({ weight: 4, arbitrary: fc.constant<BodyPart>({}) }, { weight: 1, arbitrary: jsonBodyFor(op) });
     return fc
-      .record({ path: pathFor(path, principals), query: queryFor(op), body, auth: authorizationHeader(principals, op), headers: headersArb(), method: fc.oneof({ weight: 12, arbitrary: fc.constant(method) }, { weight: 1, arbitrary: fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD') }) })
+      .record({
+        path: pathFor(path, principals),
+        query: queryFor(op),
+        body,
+        auth: authorizationHeader(principals, op),
+        headers: headersArb(),
+        method: fc.oneof(
+          { weight: 12, arbitrary: fc.constant(method) },
+          { weight: 1, arbitrary: fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD') },
+        ),
+      })
       .map(({ path: p, query, body: b, auth, headers, method: m }): FuzzRequest => {
         const h: Record<string, string> = { ...headers };
         if (auth !== undefined) h.authorization = auth;
@@ -344,15 +467,24 @@ function requestArb(operations: Operation[], principals: FuzzPrincipals, images:
         return { method: m, path: p + query, headers: h, body: b.body, label: `${method.toUpperCase()} ${path}` };
       });
   });
-  const unknown = fc.record({ path: fc.constantFrom(...extraPaths, '/', '/nope', '/users', '/%00', '/api', '/admin/queues/api/queues', '/openapi.json/x'), auth: authorizationHeader(principals), method: fc.constantFrom('GET', 'POST', 'DELETE') }).map(
-    ({ path, auth, method }): FuzzRequest => ({ method, path, headers: auth ? { authorization: auth } : {}, label: 'other paths' }),
-  );
+  const unknown = fc
+    .record({
+      path: fc.constantFrom(...extraPaths, '/', '/nope', '/users', '/%00', '/api', '/admin/queues/api/queues', '/openapi.json/x'),
+      auth: authorizationHeader(principals),
+      method: fc.constantFrom('GET', 'POST', 'DELETE'),
+    })
+    .map(({ path, auth, method }): FuzzRequest => ({ method, path, headers: auth ? { authorization: auth } : {}, label: 'other paths' }));
   return fc.oneof(...perOperation.map((a) => ({ weight: 10, arbitrary: a })), { weight: 3, arbitrary: unknown });
 }
 
 // ---- sending -------------------------------------------------------------------------------------------
 
-function send(baseUrl: string, req: FuzzRequest, hangMs: number, agent: http.Agent): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string; ms: number } | { hang: true } | { notSent: string } | { transport: string }> {
+function send(
+  baseUrl: string,
+  req: FuzzRequest,
+  hangMs: number,
+  agent: http.Agent,
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string; ms: number } | { hang: true } | { notSent: string } | { transport: string }> {
   const url = new URL(baseUrl);
   const started = performance.now();
   return new Promise((resolve) => {
@@ -378,11 +510,15 @@ function send(baseUrl: string, req: FuzzRequest, hangMs: number, agent: http.Age
       r.destroy();
       finish({ hang: true });
     }, hangMs);
-    r.on('error', (e: NodeJS.ErrnoException) => finish(e.code === 'ERR_INVALID_CHAR' || e.code === 'ERR_INVALID_HTTP_TOKEN' ? { notSent: e.message } : { transport: `${e.code ?? ''} ${e.message}` }));
+    r.on('error', (e: NodeJS.ErrnoException) =>
+      finish(e.code === 'ERR_INVALID_CHAR' || e.code === 'ERR_INVALID_HTTP_TOKEN' ? { notSent: e.message } : { transport: `${e.code ?? ''} ${e.message}` }),
+    );
     r.on('response', (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => finish({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8'), ms: performance.now() - started }));
+      res.on('end', () =>
+        finish({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8'), ms: performance.now() - started }),
+      );
       res.on('error', (e) => finish({ transport: e.message }));
     });
     r.end(req.body);
@@ -421,7 +557,7 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
   const started = performance.now();
   let batchSeed = seed;
   try {
-    for (let done = 0; done < opts.runs; ) {
+    for (let done = 0; done < opts.runs;) {
       const n = Math.min(refreshEvery, opts.runs - done);
       const principals = await opts.principals();
       const requests = fc.sample(requestArb(operations, principals, opts.images ?? [], opts.extraPaths ?? []), { numRuns: n, seed: batchSeed++ });
@@ -431,7 +567,12 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
           while (next < requests.length) {
             const req = requests[next++]!;
             const answer = await send(opts.baseUrl, req, hangMs, agent);
-            const preview = { method: req.method, path: req.path.slice(0, 300), headers: Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, v.slice(0, 120)])), bodyPreview: (req.body ?? Buffer.alloc(0)).subarray(0, 300).toString('latin1') };
+            const preview = {
+              method: req.method,
+              path: req.path.slice(0, 300),
+              headers: Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, v.slice(0, 120)])),
+              bodyPreview: (req.body ?? Buffer.alloc(0)).subarray(0, 300).toString('latin1'),
+            };
             if ('notSent' in answer) {
               report.notSent++;
               continue;

@@ -32,7 +32,10 @@ export async function loadWithProvider(
       return { engine: await load({ executionProviders: ['cuda'] }), requested, provider: 'cuda' };
     } catch (e) {
       const fallbackReason = e instanceof Error ? e.message.split('\n')[0]! : String(e);
-      logger.warn({ requested: 'cuda', provider: 'cpu', reason: fallbackReason }, 'FACE_EXECUTION_PROVIDER=cuda cannot run here: the face models run on the CPU');
+      logger.warn(
+        { requested: 'cuda', provider: 'cpu', reason: fallbackReason },
+        'FACE_EXECUTION_PROVIDER=cuda cannot run here: the face models run on the CPU',
+      );
       return { engine: await load({ executionProviders: ['cpu'] }), requested, provider: 'cpu', fallbackReason };
     }
   }

@@ -159,9 +159,16 @@ export async function startFaceWorker(config: Config, opts: { logger?: Logger } 
   const logger = opts.logger ?? createLogger({ level: config.runtime.logLevel, format: config.runtime.logFormat, name: 'face' });
   const modelsDir = path.resolve(ROOT, config.face.modelsDir);
   const t0 = performance.now();
-  const loaded = await loadWithProvider((o) => FaceEngine.load(modelsDir, { ...o, intraOpThreads: config.face.intraOpThreads }), config.face.executionProvider as ExecutionProvider, logger);
+  const loaded = await loadWithProvider(
+    (o) => FaceEngine.load(modelsDir, { ...o, intraOpThreads: config.face.intraOpThreads }),
+    config.face.executionProvider as ExecutionProvider,
+    logger,
+  );
   const { engine } = loaded;
-  logger.info({ modelsDir, engineVersion: FACE_ENGINE_VERSION, intraOpThreads: config.face.intraOpThreads, executionProvider: loaded.provider, loadMs: elapsed(t0) }, 'face engine loaded');
+  logger.info(
+    { modelsDir, engineVersion: FACE_ENGINE_VERSION, intraOpThreads: config.face.intraOpThreads, executionProvider: loaded.provider, loadMs: elapsed(t0) },
+    'face engine loaded',
+  );
 
   let runner: Awaited<ReturnType<typeof runQueues<'liveness' | 'embed'>>> | undefined;
   let status: StatusServerHandle | undefined;
@@ -169,7 +176,8 @@ export async function startFaceWorker(config: Config, opts: { logger?: Logger } 
   let handoffOnRunner: FaceHandoff | undefined;
   const handoff = (ctx: JobContext) => (handoffOnRunner ??= new RedisFaceHandoff(ctx.redis, config.redis.prefix));
   /** Wraps a stage handler with the worker clocks: wait since the job was created, handler time. */
-  const clocked = <P, R>(queue: string, handler: (payload: P, ctx: JobContext, clock: StepClock) => Promise<R>) =>
+  const clocked =
+    <P, R>(queue: string, handler: (payload: P, ctx: JobContext, clock: StepClock) => Promise<R>) =>
     async (payload: P, ctx: JobContext): Promise<R> => {
       const clock = clocks.clock(queue);
       clock('waitSinceCreated', Math.max(0, Date.now() - ctx.job.timestamp));
@@ -187,7 +195,9 @@ export async function startFaceWorker(config: Config, opts: { logger?: Logger } 
       ['liveness', 'embed'],
       {
         liveness: clocked('liveness', (job: LivenessJob, ctx, clock) => livenessHandler(engine, handoff(ctx), job, ctx.deadlineAt, clock, ctx.followOn)),
-        embed: clocked('embed', (job: EmbedJob, ctx, clock) => embedHandler(engine, handoff(ctx), job, clock, { followOn: ctx.followOn, deadlineAt: ctx.deadlineAt })),
+        embed: clocked('embed', (job: EmbedJob, ctx, clock) =>
+          embedHandler(engine, handoff(ctx), job, clock, { followOn: ctx.followOn, deadlineAt: ctx.deadlineAt }),
+        ),
       },
       { logger, concurrency: config.face.workerConcurrency },
     );

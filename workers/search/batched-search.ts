@@ -92,7 +92,15 @@ export class BatchedSearch {
       const exactEngine = s.engine.exact;
       // One more hit for a search that excludes a user, who may be among the best.
       const kk = Math.max(...batch.map((p) => (exactEngine ? p.k : p.k * refineFactor) + (p.excludeUserId ? 1 : 0)));
-      return { results: s.engine.searchMany(batch.map((p) => p.query), kk), appliedSeq: s.appliedSeq, size: s.engine.size, exact: exactEngine };
+      return {
+        results: s.engine.searchMany(
+          batch.map((p) => p.query),
+          kk,
+        ),
+        appliedSeq: s.appliedSeq,
+        size: s.engine.size,
+        exact: exactEngine,
+      };
     });
     stats.batches++;
     stats.batchedSearches += batch.length;
@@ -113,7 +121,10 @@ export class BatchedSearch {
   /** Approximate FAISS types: exact cosines from PostgreSQL (a user removed meanwhile drops out). */
   private async rescore(q: Float32Array, hits: SearchHit[]): Promise<SearchHit[]> {
     if (hits.length === 0) return hits;
-    const rows = await this.opts.source.currentRows(hits.map((h) => h.userId), this.opts.engineVersion);
+    const rows = await this.opts.source.currentRows(
+      hits.map((h) => h.userId),
+      this.opts.engineVersion,
+    );
     return [...rows].map(([userId, v]) => ({ userId, score: clamp(dot(q, normalised(v))) })).sort((a, b) => b.score - a.score);
   }
 

@@ -74,7 +74,9 @@ export class PgChangeLogSource implements ChangeLogSource {
   ) {}
 
   async logId(): Promise<string> {
-    const r = await this.db.raw(`SELECT log_id::text || '-' || (SELECT oid FROM pg_database WHERE datname = current_database())::text AS lid FROM search_state WHERE id = 1`);
+    const r = await this.db.raw(
+      `SELECT log_id::text || '-' || (SELECT oid FROM pg_database WHERE datname = current_database())::text AS lid FROM search_state WHERE id = 1`,
+    );
     const id = r.rows[0]?.lid as string | undefined;
     if (!id) throw new Error('search_state is empty: run the migrations');
     return id;
@@ -108,8 +110,14 @@ export class PgChangeLogSource implements ChangeLogSource {
       let read = 0;
       const page = async (limit: number): Promise<SourceRow[]> => {
         const r = after
-          ? await trx.raw('SELECT user_id AS uid, embedding AS emb FROM canonical_embeddings WHERE engine_version = ? AND user_id > ? ORDER BY user_id LIMIT ?', [engineVersion, after, limit])
-          : await trx.raw('SELECT user_id AS uid, embedding AS emb FROM canonical_embeddings WHERE engine_version = ? ORDER BY user_id LIMIT ?', [engineVersion, limit]);
+          ? await trx.raw(
+              'SELECT user_id AS uid, embedding AS emb FROM canonical_embeddings WHERE engine_version = ? AND user_id > ? ORDER BY user_id LIMIT ?',
+              [engineVersion, after, limit],
+            )
+          : await trx.raw('SELECT user_id AS uid, embedding AS emb FROM canonical_embeddings WHERE engine_version = ? ORDER BY user_id LIMIT ?', [
+              engineVersion,
+              limit,
+            ]);
         const rows = r.rows as { uid: string; emb: Buffer }[];
         if (rows.length) after = rows[rows.length - 1]!.uid;
         read += rows.length;

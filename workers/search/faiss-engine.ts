@@ -259,7 +259,11 @@ export class FaissEngine implements IndexEngine {
       batch.push(e);
     }
     batch.reverse();
-    const flat = flatten(batch.map((e) => e.vector), this.dim, true);
+    const flat = flatten(
+      batch.map((e) => e.vector),
+      this.dim,
+      true,
+    );
     const first = this.posToUser.length;
     if (this.index.ntotal() !== first) throw new Error(`index out of step with its id map (${this.index.ntotal()} rows, ${first} mapped)`);
     this.index.add(flat);
@@ -344,7 +348,11 @@ function flatten(vectors: readonly ArrayLike<number>[], dim: number, unit = fals
 export class FaissKind implements EngineKind {
   readonly snapshots = false;
   readonly info: FactoryInfo;
-  constructor(readonly factory: string, private readonly nprobe: number, private readonly dim: number) {
+  constructor(
+    readonly factory: string,
+    private readonly nprobe: number,
+    private readonly dim: number,
+  ) {
     this.info = describeFactory(factory);
   }
   get sampleSize(): number {
@@ -357,7 +365,10 @@ export class FaissKind implements EngineKind {
     return FaissEngine.create({ factory: this.factory, nprobe: this.nprobe, dim: this.dim }, []);
   }
   startBuild(sample: readonly EngineRow[]): EngineBuilder {
-    const index = FaissEngine.create({ factory: this.factory, nprobe: this.nprobe, dim: this.dim }, sample.map((r) => r.vector));
+    const index = FaissEngine.create(
+      { factory: this.factory, nprobe: this.nprobe, dim: this.dim },
+      sample.map((r) => r.vector),
+    );
     return { add: (rows) => index.upsertMany(rows), finish: async () => ({ engine: index }), abort: () => {} };
   }
   rebuildReason(engine: IndexEngine, p: RebuildPolicy): RebuildReason {

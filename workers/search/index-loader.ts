@@ -99,7 +99,13 @@ export class IndexLoader {
       let engine = done.engine;
       let snap: Snapshot | undefined;
       if (tmp && snapshots && kind.openSnapshot) {
-        snap = await snapshots.commit(tmp, { logId: this.logId!, seq: String(read.seq), engineKey: kind.snapshotKey, rows: read.rows, engineMeta: done.engineMeta });
+        snap = await snapshots.commit(tmp, {
+          logId: this.logId!,
+          seq: String(read.seq),
+          engineKey: kind.snapshotKey,
+          rows: read.rows,
+          engineMeta: done.engineMeta,
+        });
         engine = await kind.openSnapshot(snap.dir, done.engineMeta);
         void this.retireSnapshots(snap.dir);
       }
@@ -155,9 +161,26 @@ export class IndexLoader {
   private noteBuild(t0: number, trainMs: number, engine: IndexEngine, reason: string, from: BuildStats['from'], snapshotSeq: bigint | null): void {
     const stats = this.opts.stats;
     stats.builds++;
-    stats.lastBuild = { at: new Date().toISOString(), ms: elapsed(t0), trainMs, rows: engine.size, reason, from, snapshotSeq: snapshotSeq === null ? null : String(snapshotSeq) };
+    stats.lastBuild = {
+      at: new Date().toISOString(),
+      ms: elapsed(t0),
+      trainMs,
+      rows: engine.size,
+      reason,
+      from,
+      snapshotSeq: snapshotSeq === null ? null : String(snapshotSeq),
+    };
     this.opts.logger.info(
-      { reason, from, size: engine.size, factory: engine.factory, effectiveFactory: engine.effectiveFactory, ms: elapsed(t0), trainMs, snapshotSeq: snapshotSeq === null ? null : String(snapshotSeq) },
+      {
+        reason,
+        from,
+        size: engine.size,
+        factory: engine.factory,
+        effectiveFactory: engine.effectiveFactory,
+        ms: elapsed(t0),
+        trainMs,
+        snapshotSeq: snapshotSeq === null ? null : String(snapshotSeq),
+      },
       'vector index ready',
     );
   }

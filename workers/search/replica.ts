@@ -81,7 +81,12 @@ export interface ReplicaOptions {
 }
 
 export function engineKindFor(factory: string, opts: { nprobe: number; rerankCandidates: number; exactCandidates?: number; dim: number }): EngineKind {
-  if (SKETCH_FACTORY.test(factory.trim())) return new SketchKind(factory.trim(), { dim: opts.dim, candidates: opts.rerankCandidates, exactCandidates: opts.exactCandidates ?? DEFAULT_EXACT_CANDIDATES });
+  if (SKETCH_FACTORY.test(factory.trim()))
+    return new SketchKind(factory.trim(), {
+      dim: opts.dim,
+      candidates: opts.rerankCandidates,
+      exactCandidates: opts.exactCandidates ?? DEFAULT_EXACT_CANDIDATES,
+    });
   return new FaissKind(factory, opts.nprobe, opts.dim);
 }
 
@@ -104,9 +109,17 @@ export class IndexReplica {
   /** Figures for /health and the benchmarks. */
   readonly stats = newReplicaStats();
 
-  constructor(db: Knex, private readonly opts: ReplicaOptions) {
+  constructor(
+    db: Knex,
+    private readonly opts: ReplicaOptions,
+  ) {
     const dim = opts.dim ?? EMBEDDING_DIM;
-    this.kind = engineKindFor(opts.factory, { nprobe: opts.nprobe, rerankCandidates: opts.rerankCandidates ?? 2000, exactCandidates: opts.exactCandidates, dim });
+    this.kind = engineKindFor(opts.factory, {
+      nprobe: opts.nprobe,
+      rerankCandidates: opts.rerankCandidates ?? 2000,
+      exactCandidates: opts.exactCandidates,
+      dim,
+    });
     this.source = opts.source ?? new PgChangeLogSource(db, opts.keyRing);
     this.erasures = new ErasuresRepository(db);
     this.snapshots = this.kind.snapshots && opts.snapshotDir ? new SnapshotStore(opts.snapshotDir) : null;
@@ -378,4 +391,3 @@ export class IndexReplica {
     };
   }
 }
-

@@ -60,7 +60,7 @@ const root = path.dirname(require.resolve('faiss-node/package.json'));
 require('faiss-node'); // same addon; loads (and fails clearly) the usual way first
 const addon = require(path.join(root, 'build', 'Release', 'faiss-node.node')) as Addon;
 if (addon.projectBindingVersion !== 3 || !addon.SketchIndex) {
-  throw new Error('the faiss-node addon lacks the project\'s SketchIndex/VectorStore: run `FAISS_FORCE_BUILD=1 npm run setup`');
+  throw new Error("the faiss-node addon lacks the project's SketchIndex/VectorStore: run `FAISS_FORCE_BUILD=1 npm run setup`");
 }
 
 export const SketchIndex = addon.SketchIndex;

@@ -107,7 +107,8 @@ export class SketchEngine implements IndexEngine {
       this.posToUser.push(ids[i]!);
       this.userToPos.set(ids[i]!, i);
     }
-    if (sketch.ntotal() !== ids.length || store.rows() !== ids.length) throw new Error(`sketch engine out of step: ${sketch.ntotal()} codes, ${store.rows()} vectors, ${ids.length} ids`);
+    if (sketch.ntotal() !== ids.length || store.rows() !== ids.length)
+      throw new Error(`sketch engine out of step: ${sketch.ntotal()} codes, ${store.rows()} vectors, ${ids.length} ids`);
   }
 
   get effectiveFactory(): string {
@@ -149,7 +150,10 @@ export class SketchEngine implements IndexEngine {
       batch.push(r);
     }
     batch.reverse();
-    const x = unitConcat(batch.map((r) => r.vector), this.opts.dim);
+    const x = unitConcat(
+      batch.map((r) => r.vector),
+      this.opts.dim,
+    );
     const codes = this.sketch.encode(x);
     const first = this.posToUser.length;
     if (this.sketch.ntotal() !== first || this.store.rows() !== first) throw new Error('sketch engine out of step with its id map');
@@ -235,7 +239,10 @@ export class SketchKind implements EngineKind {
   /** Live ids of frozen states, by engine (a snapshot writer reads them asynchronously). */
   private readonly frozenIds = new WeakMap<FrozenEngine, (string | null)[]>();
 
-  constructor(readonly factory: string, private readonly opts: SketchOptions) {
+  constructor(
+    readonly factory: string,
+    private readonly opts: SketchOptions,
+  ) {
     const m = SKETCH_FACTORY.exec(factory);
     if (!m) throw new Error(`not a BinarySketch factory: ${factory}`);
     this.nbits = Number(m[1]);
@@ -259,7 +266,16 @@ export class SketchKind implements EngineKind {
   createTrained(sample: readonly ArrayLike<number>[]): SketchEngine {
     const trained = sample.length >= SKETCH_MIN_TRAIN;
     const mean = trained ? meanOf(sample, this.opts.dim) : undefined;
-    return new SketchEngine(this.factory, this.nbits, this.opts, this.newSketch(mean), new VectorStore(this.opts.dim, null, 0), trained ? sample.length : 0, trained ? sample.length : 0, null);
+    return new SketchEngine(
+      this.factory,
+      this.nbits,
+      this.opts,
+      this.newSketch(mean),
+      new VectorStore(this.opts.dim, null, 0),
+      trained ? sample.length : 0,
+      trained ? sample.length : 0,
+      null,
+    );
   }
 
   startBuild(sample: readonly EngineRow[], dir: string | null, expectedRows: number): EngineBuilder {
@@ -271,7 +287,12 @@ export class SketchKind implements EngineKind {
     }
     const dim = this.opts.dim;
     const trained = sample.length >= SKETCH_MIN_TRAIN;
-    const mean = trained ? meanOf(sample.map((r) => r.vector), dim) : new Float32Array(dim);
+    const mean = trained
+      ? meanOf(
+          sample.map((r) => r.vector),
+          dim,
+        )
+      : new Float32Array(dim);
     const sketch = this.newSketch(mean);
     const fd = openSync(path.join(dir, 'vectors.f32'), 'w');
     const ids: string[] = [];
@@ -283,10 +304,13 @@ export class SketchKind implements EngineKind {
     return {
       add: (rows) => {
         if (rows.length === 0) return;
-        const x = unitConcat(rows.map((r) => r.vector), dim);
+        const x = unitConcat(
+          rows.map((r) => r.vector),
+          dim,
+        );
         sketch.addCodes(sketch.encode(x));
         const bytes = new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
-        for (let o = 0; o < bytes.length; ) o += writeSync(fd, bytes, o, bytes.length - o);
+        for (let o = 0; o < bytes.length;) o += writeSync(fd, bytes, o, bytes.length - o);
         for (const r of rows) ids.push(r.userId);
       },
       finish: async () => {
@@ -294,8 +318,12 @@ export class SketchKind implements EngineKind {
         await writeFile(path.join(dir, 'codes.bin'), sketch.getCodes(0, ids.length));
         await writeFile(path.join(dir, 'ids.txt'), ids.join('\n'));
         const meta: SketchMeta = {
-          nbits: this.nbits, seed: ROTATION_SEED, dim, rows: ids.length,
-          trainedOn: trained ? sample.length : 0, trainedAtSize: trained ? ids.length : 0,
+          nbits: this.nbits,
+          seed: ROTATION_SEED,
+          dim,
+          rows: ids.length,
+          trainedOn: trained ? sample.length : 0,
+          trainedAtSize: trained ? ids.length : 0,
           mean: Buffer.from(mean.buffer, mean.byteOffset, mean.byteLength).toString('base64'),
         };
         return { engineMeta: meta };
@@ -326,7 +354,8 @@ export class SketchKind implements EngineKind {
     if (!ids) throw new Error('unknown frozen state');
     const dim = this.opts.dim;
     let sketch: SketchIndexNative | null = null;
-    let trainedOn = e.trainedOn, trainedAtSize = e.trainedAtSize;
+    let trainedOn = e.trainedOn,
+      trainedAtSize = e.trainedAtSize;
     let mean = e.sketch.getMean();
     if (retrain) {
       // A uniform sample of the live rows (every step-th), read from the vector store.
@@ -372,7 +401,12 @@ export class SketchKind implements EngineKind {
     }
     await writeFile(path.join(dir, 'ids.txt'), liveIds.join('\n'));
     const meta: SketchMeta = {
-      nbits: this.nbits, seed: ROTATION_SEED, dim, rows: liveIds.length, trainedOn, trainedAtSize,
+      nbits: this.nbits,
+      seed: ROTATION_SEED,
+      dim,
+      rows: liveIds.length,
+      trainedOn,
+      trainedAtSize,
       mean: Buffer.from(mean.buffer, mean.byteOffset, mean.byteLength).toString('base64'),
     };
     return meta;

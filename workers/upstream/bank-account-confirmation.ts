@@ -14,14 +14,17 @@ export async function confirmBankAccount(db: Knex, job: { userId: string; reques
   return db.transaction(async (trx) => {
     const applied = await users.confirmPendingBankAccount(job.userId, new Date(job.requestedAt), trx);
     if (!applied) return { applied: false };
-    await new AuditEventsRepository(db).record({
-      type: 'profile.bank_account_confirmed',
-      actorType: 'system',
-      actorId: null,
-      subjectType: 'user',
-      subjectId: job.userId,
-      data: { requestedAt: job.requestedAt },
-    }, trx);
+    await new AuditEventsRepository(db).record(
+      {
+        type: 'profile.bank_account_confirmed',
+        actorType: 'system',
+        actorId: null,
+        subjectType: 'user',
+        subjectId: job.userId,
+        data: { requestedAt: job.requestedAt },
+      },
+      trx,
+    );
     await new WebhooksRepository(db).recordEvent('user.bank_account.updated', { userId: job.userId, status: 'applied' }, trx);
     return { applied: true };
   });

@@ -12,7 +12,14 @@
  */
 import type { Knex } from 'knex';
 import type { Config } from '../../shared/config.js';
-import { UPSTREAM_QUEUE, enqueueBankAccountConfirm, scheduleRetentionSweep, upstreamContract, type UpstreamJob, type UpstreamResult } from '../../shared/jobs/upstream.js';
+import {
+  UPSTREAM_QUEUE,
+  enqueueBankAccountConfirm,
+  scheduleRetentionSweep,
+  upstreamContract,
+  type UpstreamJob,
+  type UpstreamResult,
+} from '../../shared/jobs/upstream.js';
 import { createRedis } from '../../shared/redis.js';
 import { runRetentionSweep } from './retention-sweep.js';
 import type { Logger } from '../../shared/logger.js';
@@ -47,10 +54,7 @@ async function upstreamHandler(db: Knex, logger: Logger, job: UpstreamJob, reten
   }
 }
 
-export async function startUpstreamWorker(
-  config: Config,
-  deps: { db: Knex; logger: Logger },
-): Promise<RunningUpstreamWorker> {
+export async function startUpstreamWorker(config: Config, deps: { db: Knex; logger: Logger }): Promise<RunningUpstreamWorker> {
   // The retention job purges the user keys of unfinished erasures: its own connection.
   const redis = createRedis(config.redis.url);
   const runner = await runQueues(

@@ -64,7 +64,9 @@ export async function startWebhookWorker(config: Config, deps: WebhookWorkerDeps
         deps.onAttempt?.(report);
         if (report.next) {
           // If this add is lost, the dispatcher queues the attempt when it falls due (PostgreSQL has it).
-          await enqueueWebhookDelivery(runner.queue(WEBHOOK_QUEUE), { deliveryId: report.deliveryId, attempt: report.next.attempt }, report.next.delayMs).catch(() => {});
+          await enqueueWebhookDelivery(runner.queue(WEBHOOK_QUEUE), { deliveryId: report.deliveryId, attempt: report.next.attempt }, report.next.delayMs).catch(
+            () => {},
+          );
         }
         return { outcome: report.outcome };
       },
@@ -78,7 +80,10 @@ export async function startWebhookWorker(config: Config, deps: WebhookWorkerDeps
     let queued = 0;
     for (const deliveryId of await repo.dispatchEvents(DISPATCH_BATCH)) {
       // Best effort: a delivery not queued now is due, and step 2 below (or the next pass) queues it.
-      await enqueueWebhookDelivery(queue, { deliveryId, attempt: 1 }, 0).then(() => queued++, () => {});
+      await enqueueWebhookDelivery(queue, { deliveryId, attempt: 1 }, 0).then(
+        () => queued++,
+        () => {},
+      );
     }
     for (const d of await repo.dueDeliveries(DISPATCH_BATCH)) {
       await enqueueWebhookDelivery(queue, { deliveryId: d.id, attempt: d.attempts + 1 }, 0);

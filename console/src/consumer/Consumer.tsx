@@ -8,7 +8,16 @@ import { Capture, Note, Pager, QualityAdvice, fmtDate, fmtScore, type QualityIss
 
 type Registry = 'nin' | 'bvn';
 type View = 'home' | 'link-nin' | 'link-bvn' | 'history' | 'settings' | 'self';
-type User = { id: string; phone: string; name: string | null; dateOfBirth: string | null; ninLinked: boolean; bvnLinked: boolean; bankAccount: string | null; pendingBankAccount: string | null };
+type User = {
+  id: string;
+  phone: string;
+  name: string | null;
+  dateOfBirth: string | null;
+  ninLinked: boolean;
+  bvnLinked: boolean;
+  bankAccount: string | null;
+  pendingBankAccount: string | null;
+};
 
 /** The words a person understands for an error envelope (or a face outcome). */
 export function explain(t: Translate, e: ApiError | { outcome?: string; error?: string } | undefined): string {
@@ -46,8 +55,13 @@ const issuesOf = (answer: { quality?: { issues: readonly string[] } | null } | u
 
 function captureTexts(t: Translate) {
   return {
-    start: t('captureStart'), take: t('captureTake'), retake: t('captureRetake'), upload: t('captureUpload'),
-    noCamera: t('captureNoCamera'), guide: t('captureGuide'), preview: t('capturePreview'),
+    start: t('captureStart'),
+    take: t('captureTake'),
+    retake: t('captureRetake'),
+    upload: t('captureUpload'),
+    noCamera: t('captureNoCamera'),
+    guide: t('captureGuide'),
+    preview: t('capturePreview'),
   };
 }
 
@@ -81,14 +95,29 @@ export function ConsumerConsole() {
         <strong>{t('app')}</strong>
         <label class="lang">
           <span class="visually-hidden">{t('language')}</span>
-          <select aria-label={t('language')} value={lang} onChange={(e) => setLang((e.currentTarget as HTMLSelectElement).value as Language)} data-testid="lang-switch">
-            {Object.entries(LANGUAGES).map(([k, v]) => <option value={k}>{v.name}</option>)}
+          <select
+            aria-label={t('language')}
+            value={lang}
+            onChange={(e) => setLang((e.currentTarget as HTMLSelectElement).value as Language)}
+            data-testid="lang-switch"
+          >
+            {Object.entries(LANGUAGES).map(([k, v]) => (
+              <option value={k}>{v.name}</option>
+            ))}
           </select>
         </label>
-        {session && <button type="button" class="secondary outline small" onClick={() => void session.signOut()}>{t('signOut')}</button>}
+        {session && (
+          <button type="button" class="secondary outline small" onClick={() => void session.signOut()}>
+            {t('signOut')}
+          </button>
+        )}
       </header>
       <main class="container narrow">
-        {ended && <Note kind="ok" testid="ended">{ended}</Note>}
+        {ended && (
+          <Note kind="ok" testid="ended">
+            {ended}
+          </Note>
+        )}
         {!session || !userId ? (
           <SignIn t={t} onSignedIn={signedIn} />
         ) : view === 'home' ? (
@@ -100,7 +129,16 @@ export function ConsumerConsole() {
         ) : view === 'settings' ? (
           <Settings t={t} session={session} userId={userId} onLanguage={setLang} back={() => setView('home')} />
         ) : (
-          <SelfService t={t} session={session} userId={userId} back={() => setView('home')} onDeleted={() => { setEnded(t('deleted')); session.end('signed_out'); }} />
+          <SelfService
+            t={t}
+            session={session}
+            userId={userId}
+            back={() => setView('home')}
+            onDeleted={() => {
+              setEnded(t('deleted'));
+              session.end('signed_out');
+            }}
+          />
         )}
       </main>
     </div>
@@ -142,18 +180,40 @@ function SignIn(props: { t: Translate; onSignedIn: (p: { accessToken: string; re
         <form onSubmit={request}>
           <label>
             {t('phone')}
-            <input name="phone" type="tel" autocomplete="tel" inputMode="tel" required value={phone} placeholder={t('phoneHint')} onInput={(e) => setPhone(e.currentTarget.value)} />
+            <input
+              name="phone"
+              type="tel"
+              autocomplete="tel"
+              inputMode="tel"
+              required
+              value={phone}
+              placeholder={t('phoneHint')}
+              onInput={(e) => setPhone(e.currentTarget.value)}
+            />
           </label>
-          <button type="submit" aria-busy={busy}>{t('sendCode')}</button>
+          <button type="submit" aria-busy={busy}>
+            {t('sendCode')}
+          </button>
         </form>
       ) : (
         <form onSubmit={verify}>
           <Note>{t('codeSent', { phone })}</Note>
           <label>
             {t('code')}
-            <input name="code" inputMode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxLength={6} required value={code} onInput={(e) => setCode(e.currentTarget.value)} />
+            <input
+              name="code"
+              inputMode="numeric"
+              autocomplete="one-time-code"
+              pattern="[0-9]{6}"
+              maxLength={6}
+              required
+              value={code}
+              onInput={(e) => setCode(e.currentTarget.value)}
+            />
           </label>
-          <button type="submit" aria-busy={busy}>{t('signIn')}</button>
+          <button type="submit" aria-busy={busy}>
+            {t('signIn')}
+          </button>
         </form>
       )}
       {error && <Note kind="warn">{error}</Note>}
@@ -185,17 +245,36 @@ function Home(props: { t: Translate; session: Session; userId: string; go: (v: V
           {user.bankAccount || user.pendingBankAccount ? (
             <>
               <dt>{t('bankAccount')}</dt>
-              <dd>{user.bankAccount ?? '—'}{user.pendingBankAccount && <div class="badge">{t('pending', { value: user.pendingBankAccount })}</div>}</dd>
+              <dd>
+                {user.bankAccount ?? '—'}
+                {user.pendingBankAccount && <div class="badge">{t('pending', { value: user.pendingBankAccount })}</div>}
+              </dd>
             </>
           ) : null}
         </dl>
       </article>
       <nav class="menu">
-        {!user.ninLinked && <button type="button" onClick={() => props.go('link-nin')}>{t('linkNin')}</button>}
-        {!user.bvnLinked && <button type="button" class={user.ninLinked ? '' : 'secondary'} onClick={() => props.go('link-bvn')}>{t('linkBvn')}</button>}
-        <button type="button" class="secondary" onClick={() => props.go('history')}>{t('history')}</button>
-        <button type="button" class="secondary" onClick={() => props.go('settings')}>{t('settings')}</button>
-        {(user.ninLinked || user.bvnLinked) && <button type="button" class="secondary outline" onClick={() => props.go('self')}>{t('verifyChange')}</button>}
+        {!user.ninLinked && (
+          <button type="button" onClick={() => props.go('link-nin')}>
+            {t('linkNin')}
+          </button>
+        )}
+        {!user.bvnLinked && (
+          <button type="button" class={user.ninLinked ? '' : 'secondary'} onClick={() => props.go('link-bvn')}>
+            {t('linkBvn')}
+          </button>
+        )}
+        <button type="button" class="secondary" onClick={() => props.go('history')}>
+          {t('history')}
+        </button>
+        <button type="button" class="secondary" onClick={() => props.go('settings')}>
+          {t('settings')}
+        </button>
+        {(user.ninLinked || user.bvnLinked) && (
+          <button type="button" class="secondary outline" onClick={() => props.go('self')}>
+            {t('verifyChange')}
+          </button>
+        )}
       </nav>
     </>
   );
@@ -236,7 +315,9 @@ function Link(props: { t: Translate; session: Session; registry: Registry; done:
     setBusy(true);
     setError(null);
     setIssues(null);
-    const body = multipart(reuse ? { validationToken: validation.token, reuseCapture: 'true' } : { validationToken: validation.token, file: image ?? undefined });
+    const body = multipart(
+      reuse ? { validationToken: validation.token, reuseCapture: 'true' } : { validationToken: validation.token, file: image ?? undefined },
+    );
     const { data, error: err } = await (registry === 'nin' ? api.POST('/identity/nin/verify-face', body) : api.POST('/identity/bvn/verify-face', body));
     // The capture has been sent: drop it (the preview URL is revoked when Capture remounts).
     setImage(null);
@@ -251,7 +332,9 @@ function Link(props: { t: Translate; session: Session; registry: Registry; done:
   const link = async () => {
     if (!linkToken) return;
     setBusy(true);
-    const { data, error: err } = await (registry === 'nin' ? api.POST('/identity/nin/link', { body: { linkToken } }) : api.POST('/identity/bvn/link', { body: { linkToken } }));
+    const { data, error: err } = await (registry === 'nin'
+      ? api.POST('/identity/nin/link', { body: { linkToken } })
+      : api.POST('/identity/bvn/link', { body: { linkToken } }));
     setBusy(false);
     setLinkToken(null);
     if (!data) return setError(explain(t, err as ApiError));
@@ -263,8 +346,12 @@ function Link(props: { t: Translate; session: Session; registry: Registry; done:
       <h1>{t('linkHeading', { registry: label })}</h1>
       {linked ? (
         <>
-          <Note kind="ok" testid="linked">{t('linkedDone', { registry: label })}</Note>
-          <button type="button" onClick={props.done}>{t('back')}</button>
+          <Note kind="ok" testid="linked">
+            {t('linkedDone', { registry: label })}
+          </Note>
+          <button type="button" onClick={props.done}>
+            {t('back')}
+          </button>
         </>
       ) : (
         <>
@@ -272,39 +359,76 @@ function Link(props: { t: Translate; session: Session; registry: Registry; done:
             <form onSubmit={validate}>
               <label>
                 {t('number', { registry: label })}
-                <input name="number" inputMode="numeric" pattern="[0-9]{11}" maxLength={11} required value={number} onInput={(e) => setNumber(e.currentTarget.value)} />
+                <input
+                  name="number"
+                  inputMode="numeric"
+                  pattern="[0-9]{11}"
+                  maxLength={11}
+                  required
+                  value={number}
+                  onInput={(e) => setNumber(e.currentTarget.value)}
+                />
               </label>
-              <button type="submit" aria-busy={busy}>{t('check')}</button>
+              <button type="submit" aria-busy={busy}>
+                {t('check')}
+              </button>
             </form>
           )}
-          {elsewhere && <Note kind="warn" testid="already-linked">{t('alreadyLinked', { registry: label, date: fmtDate(elsewhere.linkedAt), device: elsewhere.deviceHint })}</Note>}
+          {elsewhere && (
+            <Note kind="warn" testid="already-linked">
+              {t('alreadyLinked', { registry: label, date: fmtDate(elsewhere.linkedAt), device: elsewhere.deviceHint })}
+            </Note>
+          )}
           {validation && !linkToken && (
             <article>
-              <p data-testid="matched-name"><strong>{t('matchedName', { name: validation.name })}</strong></p>
+              <p data-testid="matched-name">
+                <strong>{t('matchedName', { name: validation.name })}</strong>
+              </p>
               <p>{t('matchedNameHint')}</p>
               <Capture key={captureKey} id={registry} texts={captureTexts(t)} onChange={setImage} />
               <div class="row">
-                <button type="button" disabled={!image || busy} aria-busy={busy} onClick={() => void verify(false)}>{t('verifyFace')}</button>
-                {registry === 'bvn' && <button type="button" class="secondary" disabled={busy} onClick={() => void verify(true)}>{t('reuse')}</button>}
+                <button type="button" disabled={!image || busy} aria-busy={busy} onClick={() => void verify(false)}>
+                  {t('verifyFace')}
+                </button>
+                {registry === 'bvn' && (
+                  <button type="button" class="secondary" disabled={busy} onClick={() => void verify(true)}>
+                    {t('reuse')}
+                  </button>
+                )}
               </div>
             </article>
           )}
           {linkToken && (
             <article>
-              <Note kind="ok" testid="face-match">{t('match')}</Note>
-              <button type="button" aria-busy={busy} onClick={() => void link()}>{t('link', { registry: label })}</button>
+              <Note kind="ok" testid="face-match">
+                {t('match')}
+              </Note>
+              <button type="button" aria-busy={busy} onClick={() => void link()}>
+                {t('link', { registry: label })}
+              </button>
             </article>
           )}
-          {error && <Note kind="warn" testid="link-error">{error}</Note>}
+          {error && (
+            <Note kind="warn" testid="link-error">
+              {error}
+            </Note>
+          )}
           <Advice t={t} issues={issues} />
-          <button type="button" class="secondary outline" onClick={props.done}>{t('back')}</button>
+          <button type="button" class="secondary outline" onClick={props.done}>
+            {t('back')}
+          </button>
         </>
       )}
     </>
   );
 }
 
-type HistoryPage = { items: { referenceId: string; kind: 'identify' | 'verify_self'; outcome: string; score: number | null; createdAt: string; disputed: boolean }[]; page: number; pageSize: number; total: number };
+type HistoryPage = {
+  items: { referenceId: string; kind: 'identify' | 'verify_self'; outcome: string; score: number | null; createdAt: string; disputed: boolean }[];
+  page: number;
+  pageSize: number;
+  total: number;
+};
 
 function History(props: { t: Translate; session: Session; userId: string; lang: Language; back: () => void }) {
   const { t } = props;
@@ -314,7 +438,8 @@ function History(props: { t: Translate; session: Session; userId: string; lang: 
   const [disputing, setDisputing] = useState<string | null>(null);
   const [reason, setReason] = useState('');
   const [note, setNote] = useState<{ kind: 'ok' | 'warn'; text: string } | null>(null);
-  const load = () => void api.GET('/users/{id}/history', { params: { path: { id: props.userId }, query: { page, pageSize: 10 } } }).then(({ data: d }) => d && setData(d));
+  const load = () =>
+    void api.GET('/users/{id}/history', { params: { path: { id: props.userId }, query: { page, pageSize: 10 } } }).then(({ data: d }) => d && setData(d));
   useEffect(load, [page]);
 
   const download = async () => {
@@ -341,8 +466,16 @@ function History(props: { t: Translate; session: Session; userId: string; lang: 
   return (
     <>
       <h1>{t('historyHeading')}</h1>
-      {note && <Note kind={note.kind} testid="dispute-note">{note.text}</Note>}
-      {!data ? <p aria-busy="true" /> : data.items.length === 0 ? <p>{t('empty')}</p> : (
+      {note && (
+        <Note kind={note.kind} testid="dispute-note">
+          {note.text}
+        </Note>
+      )}
+      {!data ? (
+        <p aria-busy="true" />
+      ) : data.items.length === 0 ? (
+        <p>{t('empty')}</p>
+      ) : (
         <ul class="entries" data-testid="history">
           {data.items.map((it) => (
             <li key={it.referenceId}>
@@ -351,9 +484,16 @@ function History(props: { t: Translate; session: Session; userId: string; lang: 
                 <small>{fmtDate(it.createdAt, LANGUAGES[props.lang].locale)}</small>
               </div>
               <div class="entry-meta">
-                <span class={it.outcome === 'match' ? 'badge ok' : 'badge'}>{outcomeLabel(t, it.outcome)}</span> <span>{t('score')}: {fmtScore(it.score)}</span>
-                {it.disputed ? <span class="badge warn">{t('disputed')}</span> : (
-                  <button type="button" class="secondary outline small" onClick={() => setDisputing(it.referenceId)}>{t('dispute')}</button>
+                <span class={it.outcome === 'match' ? 'badge ok' : 'badge'}>{outcomeLabel(t, it.outcome)}</span>{' '}
+                <span>
+                  {t('score')}: {fmtScore(it.score)}
+                </span>
+                {it.disputed ? (
+                  <span class="badge warn">{t('disputed')}</span>
+                ) : (
+                  <button type="button" class="secondary outline small" onClick={() => setDisputing(it.referenceId)}>
+                    {t('dispute')}
+                  </button>
                 )}
               </div>
               {disputing === it.referenceId && (
@@ -369,10 +509,22 @@ function History(props: { t: Translate; session: Session; userId: string; lang: 
           ))}
         </ul>
       )}
-      {data && <Pager page={data.page} pageSize={data.pageSize} total={data.total} onPage={setPage} labels={{ prev: t('prev'), next: t('next'), of: (a, b) => t('pageOf', { a, b }) }} />}
+      {data && (
+        <Pager
+          page={data.page}
+          pageSize={data.pageSize}
+          total={data.total}
+          onPage={setPage}
+          labels={{ prev: t('prev'), next: t('next'), of: (a, b) => t('pageOf', { a, b }) }}
+        />
+      )}
       <div class="row">
-        <button type="button" class="secondary" onClick={() => void download()}>{t('download')}</button>
-        <button type="button" class="secondary outline" onClick={props.back}>{t('back')}</button>
+        <button type="button" class="secondary" onClick={() => void download()}>
+          {t('download')}
+        </button>
+        <button type="button" class="secondary outline" onClick={props.back}>
+          {t('back')}
+        </button>
       </div>
     </>
   );
@@ -413,7 +565,9 @@ function Settings(props: { t: Translate; session: Session; userId: string; onLan
         <label>
           {t('language')}
           <select name="language" value={prefs.language} onChange={(e) => setPrefs({ ...prefs, language: e.currentTarget.value as Language })}>
-            {Object.entries(LANGUAGES).map(([k, v]) => <option value={k}>{v.name}</option>)}
+            {Object.entries(LANGUAGES).map(([k, v]) => (
+              <option value={k}>{v.name}</option>
+            ))}
           </select>
         </label>
         <fieldset>
@@ -426,15 +580,28 @@ function Settings(props: { t: Translate; session: Session; userId: string; onLan
           ))}
         </fieldset>
         <label>
-          <input type="checkbox" role="switch" checked={prefs.marketingOptIn} onChange={(e) => setPrefs({ ...prefs, marketingOptIn: e.currentTarget.checked })} />
+          <input
+            type="checkbox"
+            role="switch"
+            checked={prefs.marketingOptIn}
+            onChange={(e) => setPrefs({ ...prefs, marketingOptIn: e.currentTarget.checked })}
+          />
           {t('marketing')}
         </label>
         <button type="submit">{t('save')}</button>
       </form>
-      {saved && <Note kind="ok" testid="prefs-saved">{t('saved')}</Note>}
+      {saved && (
+        <Note kind="ok" testid="prefs-saved">
+          {t('saved')}
+        </Note>
+      )}
       <div class="row">
-        <button type="button" class="secondary" data-testid="download-my-data" onClick={() => void downloadMyData()}>{t('downloadMyData')}</button>
-        <button type="button" class="secondary outline" onClick={props.back}>{t('back')}</button>
+        <button type="button" class="secondary" data-testid="download-my-data" onClick={() => void downloadMyData()}>
+          {t('downloadMyData')}
+        </button>
+        <button type="button" class="secondary outline" onClick={props.back}>
+          {t('back')}
+        </button>
       </div>
     </>
   );
@@ -489,47 +656,87 @@ function SelfService(props: { t: Translate; session: Session; userId: string; ba
   return (
     <>
       <h1>{t('selfHeading')}</h1>
-      {note && <Note kind={note.kind} testid="self-note">{note.text}</Note>}
+      {note && (
+        <Note kind={note.kind} testid="self-note">
+          {note.text}
+        </Note>
+      )}
       {!proof && <Advice t={t} issues={issues} />}
       {!proof ? (
         <article>
           <p>{t('selfIntro')}</p>
           <Capture key={captureKey} id="self" texts={captureTexts(t)} onChange={setImage} />
-          <button type="button" disabled={!image || busy} aria-busy={busy} onClick={() => void verify()}>{t('verifySelf')}</button>
+          <button type="button" disabled={!image || busy} aria-busy={busy} onClick={() => void verify()}>
+            {t('verifySelf')}
+          </button>
         </article>
       ) : (
         <article>
-          <Note kind="ok" testid="proven">{t('proven')}</Note>
+          <Note kind="ok" testid="proven">
+            {t('proven')}
+          </Note>
           <Advice t={t} issues={issues} />
-          <form onSubmit={(e) => { e.preventDefault(); void change({ phone }); }}>
+          <form
+            onSubmit={(e) => {
+              e.preventDefault();
+              void change({ phone });
+            }}
+          >
             <label>
               {t('newPhone')}
               <input name="newPhone" type="tel" required value={phone} onInput={(e) => setPhone(e.currentTarget.value)} />
             </label>
-            <button type="submit" class="secondary">{t('changePhone')}</button>
+            <button type="submit" class="secondary">
+              {t('changePhone')}
+            </button>
           </form>
-          <form onSubmit={(e) => { e.preventDefault(); void change({ bankAccount: bank }); }}>
+          <form
+            onSubmit={(e) => {
+              e.preventDefault();
+              void change({ bankAccount: bank });
+            }}
+          >
             <label>
               {t('newBank')}
-              <input name="bankAccount" inputMode="numeric" pattern="[0-9]{10}" maxLength={10} required value={bank} onInput={(e) => setBank(e.currentTarget.value)} />
+              <input
+                name="bankAccount"
+                inputMode="numeric"
+                pattern="[0-9]{10}"
+                maxLength={10}
+                required
+                value={bank}
+                onInput={(e) => setBank(e.currentTarget.value)}
+              />
             </label>
-            <button type="submit" class="secondary">{t('changeBank')}</button>
+            <button type="submit" class="secondary">
+              {t('changeBank')}
+            </button>
           </form>
           <hr />
           {!confirming ? (
-            <button type="button" class="danger" onClick={() => setConfirming(true)}>{t('deleteAccount')}</button>
+            <button type="button" class="danger" onClick={() => setConfirming(true)}>
+              {t('deleteAccount')}
+            </button>
           ) : (
             <div class="confirm" role="alertdialog" aria-labelledby="delete-warn">
-              <p id="delete-warn"><strong>{t('deleteWarn')}</strong></p>
+              <p id="delete-warn">
+                <strong>{t('deleteWarn')}</strong>
+              </p>
               <div class="row">
-                <button type="button" class="danger" aria-busy={busy} onClick={() => void remove()}>{t('deleteConfirm')}</button>
-                <button type="button" class="secondary outline" onClick={() => setConfirming(false)}>{t('cancel')}</button>
+                <button type="button" class="danger" aria-busy={busy} onClick={() => void remove()}>
+                  {t('deleteConfirm')}
+                </button>
+                <button type="button" class="secondary outline" onClick={() => setConfirming(false)}>
+                  {t('cancel')}
+                </button>
               </div>
             </div>
           )}
         </article>
       )}
-      <button type="button" class="secondary outline" onClick={props.back}>{t('back')}</button>
+      <button type="button" class="secondary outline" onClick={props.back}>
+        {t('back')}
+      </button>
     </>
   );
 }

@@ -14,12 +14,27 @@ const pagerLabels = { prev: 'Previous', next: 'Next', of: (a: number, b: number)
 
 export function AdminOffice(props: { session: Session; me: StaffIdentity }) {
   const [section, setSection] = useState<Section>('operators');
-  const labels: Record<Section, string> = { operators: 'Operators', disputes: 'Disputes', dedupe: 'Duplicate identities', analytics: 'Analytics & billing', audit: 'Audit events', webhooks: 'Webhooks', queues: 'Queues' };
+  const labels: Record<Section, string> = {
+    operators: 'Operators',
+    disputes: 'Disputes',
+    dedupe: 'Duplicate identities',
+    analytics: 'Analytics & billing',
+    audit: 'Audit events',
+    webhooks: 'Webhooks',
+    queues: 'Queues',
+  };
   return (
     <>
       <nav class="subnav" aria-label="Office">
         {(Object.keys(labels) as Section[]).map((s) => (
-          <button type="button" class={section === s ? 'contrast' : 'secondary outline'} aria-current={section === s ? 'page' : undefined} onClick={() => setSection(s)}>{labels[s]}</button>
+          <button
+            type="button"
+            class={section === s ? 'contrast' : 'secondary outline'}
+            aria-current={section === s ? 'page' : undefined}
+            onClick={() => setSection(s)}
+          >
+            {labels[s]}
+          </button>
         ))}
       </nav>
       {section === 'operators' && <Operators session={props.session} me={props.me} />}
@@ -33,21 +48,48 @@ export function AdminOffice(props: { session: Session; me: StaffIdentity }) {
   );
 }
 
-type Operator = { id: string; identifier: string; displayName: string; role: 'operator' | 'administrator'; status: 'active' | 'deactivated'; mustResetPassword: boolean; locked: boolean; mfaEnabled?: boolean; orgId: string; createdAt: string };
+type Operator = {
+  id: string;
+  identifier: string;
+  displayName: string;
+  role: 'operator' | 'administrator';
+  status: 'active' | 'deactivated';
+  mustResetPassword: boolean;
+  locked: boolean;
+  mfaEnabled?: boolean;
+  orgId: string;
+  createdAt: string;
+};
 
 function Operators(props: { session: Session; me: StaffIdentity }) {
   const api = props.session.api;
-  const [filter, setFilter] = useState<{ q: string; role: '' | 'operator' | 'administrator'; status: '' | 'active' | 'deactivated' }>({ q: '', role: '', status: '' });
+  const [filter, setFilter] = useState<{ q: string; role: '' | 'operator' | 'administrator'; status: '' | 'active' | 'deactivated' }>({
+    q: '',
+    role: '',
+    status: '',
+  });
   const [page, setPage] = useState(1);
   const [list, setList] = useState<{ items: Operator[]; page: number; pageSize: number; total: number } | null>(null);
   const [selected, setSelected] = useState<Operator | null>(null);
   const [secret, setSecret] = useState<{ identifier: string; password: string } | null>(null);
   const [error, setError] = useState<string | null>(null);
-  const [draft, setDraft] = useState<{ identifier: string; displayName: string; role: 'operator' | 'administrator' }>({ identifier: '', displayName: '', role: 'operator' });
+  const [draft, setDraft] = useState<{ identifier: string; displayName: string; role: 'operator' | 'administrator' }>({
+    identifier: '',
+    displayName: '',
+    role: 'operator',
+  });
 
   const load = async () => {
     const { data } = await api.GET('/operators', {
-      params: { query: { page, pageSize: 10, ...(filter.q ? { q: filter.q } : {}), ...(filter.role ? { role: filter.role } : {}), ...(filter.status ? { status: filter.status } : {}) } },
+      params: {
+        query: {
+          page,
+          pageSize: 10,
+          ...(filter.q ? { q: filter.q } : {}),
+          ...(filter.role ? { role: filter.role } : {}),
+          ...(filter.status ? { status: filter.status } : {}),
+        },
+      },
     });
     if (data) setList(data);
   };
@@ -77,11 +119,15 @@ function Operators(props: { session: Session; me: StaffIdentity }) {
     const id = selected.id;
     const path = { params: { path: { id } } };
     const { data, error: err } =
-      what === 'reset' ? await api.POST('/operators/{id}/reset-password', path)
-        : what === 'reset-mfa' ? await api.POST('/operators/{id}/reset-mfa', path)
-        : what === 'deactivate' ? await api.DELETE('/operators/{id}', path)
-          : what === 'activate' ? await api.PATCH('/operators/{id}', { ...path, body: { status: 'active' } })
-            : await api.PATCH('/operators/{id}', { ...path, body: { role: selected.role === 'operator' ? 'administrator' : 'operator' } });
+      what === 'reset'
+        ? await api.POST('/operators/{id}/reset-password', path)
+        : what === 'reset-mfa'
+          ? await api.POST('/operators/{id}/reset-mfa', path)
+          : what === 'deactivate'
+            ? await api.DELETE('/operators/{id}', path)
+            : what === 'activate'
+              ? await api.PATCH('/operators/{id}', { ...path, body: { status: 'active' } })
+              : await api.PATCH('/operators/{id}', { ...path, body: { role: selected.role === 'operator' ? 'administrator' : 'operator' } });
     if (!data) return setError(problem(err));
     if ('temporaryPassword' in data) setSecret({ identifier: selected.identifier, password: data.temporaryPassword });
     await refreshSelected(id);
@@ -91,31 +137,84 @@ function Operators(props: { session: Session; me: StaffIdentity }) {
     <div class="grid-2">
       <section>
         <h1>Operators</h1>
-        <form class="filters" onSubmit={(e) => { e.preventDefault(); setPage(1); void load(); }}>
-          <input type="search" name="q" aria-label="Search identifier or name" placeholder="Identifier or name" value={filter.q} onInput={(e) => setFilter({ ...filter, q: e.currentTarget.value })} />
-          <select name="role" aria-label="Role" value={filter.role} onChange={(e) => { setPage(1); setFilter({ ...filter, role: e.currentTarget.value as typeof filter.role }); }}>
-            <option value="">Any role</option><option value="operator">Operator</option><option value="administrator">Administrator</option>
+        <form
+          class="filters"
+          onSubmit={(e) => {
+            e.preventDefault();
+            setPage(1);
+            void load();
+          }}
+        >
+          <input
+            type="search"
+            name="q"
+            aria-label="Search identifier or name"
+            placeholder="Identifier or name"
+            value={filter.q}
+            onInput={(e) => setFilter({ ...filter, q: e.currentTarget.value })}
+          />
+          <select
+            name="role"
+            aria-label="Role"
+            value={filter.role}
+            onChange={(e) => {
+              setPage(1);
+              setFilter({ ...filter, role: e.currentTarget.value as typeof filter.role });
+            }}
+          >
+            <option value="">Any role</option>
+            <option value="operator">Operator</option>
+            <option value="administrator">Administrator</option>
           </select>
-          <select name="status" aria-label="Status" value={filter.status} onChange={(e) => { setPage(1); setFilter({ ...filter, status: e.currentTarget.value as typeof filter.status }); }}>
-            <option value="">Any status</option><option value="active">Active</option><option value="deactivated">Deactivated</option>
+          <select
+            name="status"
+            aria-label="Status"
+            value={filter.status}
+            onChange={(e) => {
+              setPage(1);
+              setFilter({ ...filter, status: e.currentTarget.value as typeof filter.status });
+            }}
+          >
+            <option value="">Any status</option>
+            <option value="active">Active</option>
+            <option value="deactivated">Deactivated</option>
           </select>
-          <button type="submit" class="secondary">Search</button>
+          <button type="submit" class="secondary">
+            Search
+          </button>
         </form>
         {list && (
           <>
-            <div class="table-wrap"><table data-testid="operators">
-              <thead><tr><th scope="col">Identifier</th><th scope="col">Name</th><th scope="col">Role</th><th scope="col">Status</th></tr></thead>
-              <tbody>
-                {list.items.map((o) => (
-                  <tr class={selected?.id === o.id ? 'selected' : ''}>
-                    <td><button type="button" class="link" onClick={() => void refreshSelected(o.id)}>{o.identifier}</button></td>
-                    <td>{o.displayName}</td>
-                    <td>{o.role}</td>
-                    <td><span class={o.status === 'active' ? 'badge ok' : 'badge warn'}>{o.status}</span>{o.mustResetPassword && <span class="badge">password to set</span>}{o.locked && <span class="badge warn">locked</span>}</td>
+            <div class="table-wrap">
+              <table data-testid="operators">
+                <thead>
+                  <tr>
+                    <th scope="col">Identifier</th>
+                    <th scope="col">Name</th>
+                    <th scope="col">Role</th>
+                    <th scope="col">Status</th>
                   </tr>
-                ))}
-              </tbody>
-            </table></div>
+                </thead>
+                <tbody>
+                  {list.items.map((o) => (
+                    <tr class={selected?.id === o.id ? 'selected' : ''}>
+                      <td>
+                        <button type="button" class="link" onClick={() => void refreshSelected(o.id)}>
+                          {o.identifier}
+                        </button>
+                      </td>
+                      <td>{o.displayName}</td>
+                      <td>{o.role}</td>
+                      <td>
+                        <span class={o.status === 'active' ? 'badge ok' : 'badge warn'}>{o.status}</span>
+                        {o.mustResetPassword && <span class="badge">password to set</span>}
+                        {o.locked && <span class="badge warn">locked</span>}
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
             <Pager page={list.page} pageSize={list.pageSize} total={list.total} onPage={setPage} labels={pagerLabels} />
           </>
         )}
@@ -125,7 +224,9 @@ function Operators(props: { session: Session; me: StaffIdentity }) {
           <article class="secret" data-testid="temporary-password">
             <h2>Temporary password for {secret.identifier}</h2>
             <p>Shown once. Hand it over in person; it must be changed at the first sign-in.</p>
-            <p><code data-testid="temporary-password-value">{secret.password}</code></p>
+            <p>
+              <code data-testid="temporary-password-value">{secret.password}</code>
+            </p>
           </article>
         )}
         {error && <Note kind="warn">{error}</Note>}
@@ -133,11 +234,25 @@ function Operators(props: { session: Session; me: StaffIdentity }) {
         <article>
           <h2>New operator</h2>
           <form onSubmit={create}>
-            <label>Identifier<input name="newIdentifier" required pattern="[A-Za-z0-9][A-Za-z0-9._@+\-]{2,63}" value={draft.identifier} onInput={(e) => setDraft({ ...draft, identifier: e.currentTarget.value })} /></label>
-            <label>Display name<input name="newDisplayName" required value={draft.displayName} onInput={(e) => setDraft({ ...draft, displayName: e.currentTarget.value })} /></label>
-            <label>Role
+            <label>
+              Identifier
+              <input
+                name="newIdentifier"
+                required
+                pattern="[A-Za-z0-9][A-Za-z0-9._@+\-]{2,63}"
+                value={draft.identifier}
+                onInput={(e) => setDraft({ ...draft, identifier: e.currentTarget.value })}
+              />
+            </label>
+            <label>
+              Display name
+              <input name="newDisplayName" required value={draft.displayName} onInput={(e) => setDraft({ ...draft, displayName: e.currentTarget.value })} />
+            </label>
+            <label>
+              Role
               <select name="newRole" value={draft.role} onChange={(e) => setDraft({ ...draft, role: e.currentTarget.value as 'operator' | 'administrator' })}>
-                <option value="operator">Operator</option><option value="administrator">Administrator</option>
+                <option value="operator">Operator</option>
+                <option value="administrator">Administrator</option>
               </select>
             </label>
             <button type="submit">Create operator</button>
@@ -148,36 +263,96 @@ function Operators(props: { session: Session; me: StaffIdentity }) {
   );
 }
 
-function OperatorDetail(props: { session: Session; operator: Operator; self: boolean; act: (what: 'reset' | 'reset-mfa' | 'deactivate' | 'activate' | 'role') => Promise<void> }) {
+function OperatorDetail(props: {
+  session: Session;
+  operator: Operator;
+  self: boolean;
+  act: (what: 'reset' | 'reset-mfa' | 'deactivate' | 'activate' | 'role') => Promise<void>;
+}) {
   const o = props.operator;
-  const [sessions, setSessions] = useState<{ items: { id: string; outcome: string; topScore: number | null; escalatedAt: string | null; createdAt: string }[]; page: number; pageSize: number; total: number } | null>(null);
+  const [sessions, setSessions] = useState<{
+    items: { id: string; outcome: string; topScore: number | null; escalatedAt: string | null; createdAt: string }[];
+    page: number;
+    pageSize: number;
+    total: number;
+  } | null>(null);
   const [page, setPage] = useState(1);
   useEffect(() => {
-    void props.session.api.GET('/operators/{id}/sessions', { params: { path: { id: o.id }, query: { page, pageSize: 5 } } }).then(({ data }) => data && setSessions(data));
+    void props.session.api
+      .GET('/operators/{id}/sessions', { params: { path: { id: o.id }, query: { page, pageSize: 5 } } })
+      .then(({ data }) => data && setSessions(data));
   }, [o.id, page]);
   return (
     <article data-testid="operator-detail">
-      <h2>{o.displayName} <small>({o.identifier})</small></h2>
+      <h2>
+        {o.displayName} <small>({o.identifier})</small>
+      </h2>
       <p>
-        <span class="badge">{o.role}</span> <span class={o.status === 'active' ? 'badge ok' : 'badge warn'} data-testid="operator-status">{o.status}</span>
-        {o.mustResetPassword && <span class="badge" data-testid="must-reset">must set a password</span>}
-        {o.mfaEnabled && <span class="badge ok" data-testid="mfa-enabled">two-step sign-in on</span>} <small>created {fmtDate(o.createdAt)}</small>
+        <span class="badge">{o.role}</span>{' '}
+        <span class={o.status === 'active' ? 'badge ok' : 'badge warn'} data-testid="operator-status">
+          {o.status}
+        </span>
+        {o.mustResetPassword && (
+          <span class="badge" data-testid="must-reset">
+            must set a password
+          </span>
+        )}
+        {o.mfaEnabled && (
+          <span class="badge ok" data-testid="mfa-enabled">
+            two-step sign-in on
+          </span>
+        )}{' '}
+        <small>created {fmtDate(o.createdAt)}</small>
       </p>
       <div class="row wrap">
-        <button type="button" class="secondary" onClick={() => void props.act('reset')}>Reset password</button>
-        {o.mfaEnabled && <button type="button" class="secondary" onClick={() => void props.act('reset-mfa')}>Reset two-step sign-in</button>}
-        <button type="button" class="secondary" disabled={props.self} onClick={() => void props.act('role')}>Make {o.role === 'operator' ? 'administrator' : 'operator'}</button>
-        {o.status === 'active'
-          ? <button type="button" class="danger" disabled={props.self} onClick={() => void props.act('deactivate')}>Deactivate</button>
-          : <button type="button" class="secondary" onClick={() => void props.act('activate')}>Reactivate</button>}
+        <button type="button" class="secondary" onClick={() => void props.act('reset')}>
+          Reset password
+        </button>
+        {o.mfaEnabled && (
+          <button type="button" class="secondary" onClick={() => void props.act('reset-mfa')}>
+            Reset two-step sign-in
+          </button>
+        )}
+        <button type="button" class="secondary" disabled={props.self} onClick={() => void props.act('role')}>
+          Make {o.role === 'operator' ? 'administrator' : 'operator'}
+        </button>
+        {o.status === 'active' ? (
+          <button type="button" class="danger" disabled={props.self} onClick={() => void props.act('deactivate')}>
+            Deactivate
+          </button>
+        ) : (
+          <button type="button" class="secondary" onClick={() => void props.act('activate')}>
+            Reactivate
+          </button>
+        )}
       </div>
       <h3>Searches</h3>
-      {!sessions || sessions.items.length === 0 ? <p>No searches.</p> : (
+      {!sessions || sessions.items.length === 0 ? (
+        <p>No searches.</p>
+      ) : (
         <>
-          <div class="table-wrap"><table>
-            <thead><tr><th scope="col">When</th><th scope="col">Outcome</th><th scope="col">Top score</th><th scope="col">Escalated</th></tr></thead>
-            <tbody>{sessions.items.map((s) => <tr><td>{fmtDate(s.createdAt)}</td><td>{s.outcome}</td><td>{fmtScore(s.topScore)}</td><td>{s.escalatedAt ? fmtDate(s.escalatedAt) : '—'}</td></tr>)}</tbody>
-          </table></div>
+          <div class="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">When</th>
+                  <th scope="col">Outcome</th>
+                  <th scope="col">Top score</th>
+                  <th scope="col">Escalated</th>
+                </tr>
+              </thead>
+              <tbody>
+                {sessions.items.map((s) => (
+                  <tr>
+                    <td>{fmtDate(s.createdAt)}</td>
+                    <td>{s.outcome}</td>
+                    <td>{fmtScore(s.topScore)}</td>
+                    <td>{s.escalatedAt ? fmtDate(s.escalatedAt) : '—'}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
           <Pager page={sessions.page} pageSize={sessions.pageSize} total={sessions.total} onPage={setPage} labels={pagerLabels} />
         </>
       )}
@@ -192,7 +367,12 @@ function Disputes(props: { session: Session }) {
   const api = props.session.api;
   const [status, setStatus] = useState<'' | DisputeStatus>('');
   const [page, setPage] = useState(1);
-  const [list, setList] = useState<{ items: { id: string; referenceId: string; kind: string; reason: string | null; status: DisputeStatus; createdAt: string }[]; page: number; pageSize: number; total: number } | null>(null);
+  const [list, setList] = useState<{
+    items: { id: string; referenceId: string; kind: string; reason: string | null; status: DisputeStatus; createdAt: string }[];
+    page: number;
+    pageSize: number;
+    total: number;
+  } | null>(null);
   const [error, setError] = useState<string | null>(null);
   const load = async () => {
     const { data } = await api.GET('/disputes', { params: { query: { page, pageSize: 10, ...(status ? { status } : {}) } } });
@@ -210,36 +390,80 @@ function Disputes(props: { session: Session }) {
       <h1>Disputes</h1>
       <label class="inline">
         Status
-        <select name="disputeStatus" value={status} onChange={(e) => { setPage(1); setStatus(e.currentTarget.value as '' | DisputeStatus); }}>
+        <select
+          name="disputeStatus"
+          value={status}
+          onChange={(e) => {
+            setPage(1);
+            setStatus(e.currentTarget.value as '' | DisputeStatus);
+          }}
+        >
           <option value="">Any</option>
-          {(['open', 'investigating', 'resolved', 'rejected'] as const).map((s) => <option value={s}>{s}</option>)}
+          {(['open', 'investigating', 'resolved', 'rejected'] as const).map((s) => (
+            <option value={s}>{s}</option>
+          ))}
         </select>
       </label>
       {error && <Note kind="warn">{error}</Note>}
-      {list && (list.items.length === 0 ? <p>No disputes.</p> : (
-        <>
-          <div class="table-wrap"><table data-testid="disputes">
-            <thead><tr><th scope="col">Opened</th><th scope="col">Kind</th><th scope="col">Reason</th><th scope="col">Status</th><th scope="col">Move to</th></tr></thead>
-            <tbody>
-              {list.items.map((d) => (
-                <tr>
-                  <td>{fmtDate(d.createdAt)}</td>
-                  <td>{d.kind}</td>
-                  <td>{d.reason ?? '—'}</td>
-                  <td><span class="badge" data-testid="dispute-status">{d.status}</span></td>
-                  <td><div class="row">{NEXT[d.status].length === 0 ? <small>final</small> : NEXT[d.status].map((to) => <button type="button" class="secondary small" onClick={() => void move(d.id, to)}>{to}</button>)}</div></td>
-                </tr>
-              ))}
-            </tbody>
-          </table></div>
-          <Pager page={list.page} pageSize={list.pageSize} total={list.total} onPage={setPage} labels={pagerLabels} />
-        </>
-      ))}
+      {list &&
+        (list.items.length === 0 ? (
+          <p>No disputes.</p>
+        ) : (
+          <>
+            <div class="table-wrap">
+              <table data-testid="disputes">
+                <thead>
+                  <tr>
+                    <th scope="col">Opened</th>
+                    <th scope="col">Kind</th>
+                    <th scope="col">Reason</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">Move to</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {list.items.map((d) => (
+                    <tr>
+                      <td>{fmtDate(d.createdAt)}</td>
+                      <td>{d.kind}</td>
+                      <td>{d.reason ?? '—'}</td>
+                      <td>
+                        <span class="badge" data-testid="dispute-status">
+                          {d.status}
+                        </span>
+                      </td>
+                      <td>
+                        <div class="row">
+                          {NEXT[d.status].length === 0 ? (
+                            <small>final</small>
+                          ) : (
+                            NEXT[d.status].map((to) => (
+                              <button type="button" class="secondary small" onClick={() => void move(d.id, to)}>
+                                {to}
+                              </button>
+                            ))
+                          )}
+                        </div>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+            <Pager page={list.page} pageSize={list.pageSize} total={list.total} onPage={setPage} labels={pagerLabels} />
+          </>
+        ))}
     </section>
   );
 }
 
-function BarChart(props: { label: string; labels: string[]; datasets: { label: string; data: number[]; color: string }[]; stacked?: boolean; percent?: boolean }) {
+function BarChart(props: {
+  label: string;
+  labels: string[];
+  datasets: { label: string; data: number[]; color: string }[];
+  stacked?: boolean;
+  percent?: boolean;
+}) {
   const canvas = useRef<HTMLCanvasElement>(null);
   useEffect(() => {
     if (!canvas.current) return;
@@ -250,7 +474,14 @@ function BarChart(props: { label: string; labels: string[]; datasets: { label: s
         animation: false,
         responsive: true,
         maintainAspectRatio: false,
-        scales: { x: { stacked: props.stacked }, y: { stacked: props.stacked, beginAtZero: true, ...(props.percent ? { max: 100, ticks: { callback: (v) => `${v}%` } } : { ticks: { precision: 0 } }) } },
+        scales: {
+          x: { stacked: props.stacked },
+          y: {
+            stacked: props.stacked,
+            beginAtZero: true,
+            ...(props.percent ? { max: 100, ticks: { callback: (v) => `${v}%` } } : { ticks: { precision: 0 } }),
+          },
+        },
       },
     });
     return () => chart.destroy();
@@ -262,17 +493,42 @@ function BarChart(props: { label: string; labels: string[]; datasets: { label: s
   );
 }
 
-const COLORS: Record<string, string> = { match: '#2e7d32', no_match: '#5c6bc0', liveness_failed: '#ef6c00', no_face: '#8d6e63', identify: '#1565c0', verify_self: '#00897b' };
+const COLORS: Record<string, string> = {
+  match: '#2e7d32',
+  no_match: '#5c6bc0',
+  liveness_failed: '#ef6c00',
+  no_face: '#8d6e63',
+  identify: '#1565c0',
+  verify_self: '#00897b',
+};
 const colorOf = (k: string) => COLORS[k] ?? '#757575';
 
 function Analytics(props: { session: Session }) {
   const api = props.session.api;
   const [range, setRange] = useState({ from: '', to: '' });
-  type Volume = { days: { date: string; identify: { total: number }; verify_self: { total: number } }[]; totals: { identify: number; verify_self: number; total: number } };
-  type Accuracy = { label: string; disputedMatchRate: number | null; endpoints: Record<'identify' | 'verify_self', { total: number; outcomes: Record<string, { count: number; rate: number | null }>; disputedMatchRate: number | null }> };
+  type Volume = {
+    days: { date: string; identify: { total: number }; verify_self: { total: number } }[];
+    totals: { identify: number; verify_self: number; total: number };
+  };
+  type Accuracy = {
+    label: string;
+    disputedMatchRate: number | null;
+    endpoints: Record<
+      'identify' | 'verify_self',
+      { total: number; outcomes: Record<string, { count: number; rate: number | null }>; disputedMatchRate: number | null }
+    >;
+  };
   const [volume, setVolume] = useState<Volume | null>(null);
   const [accuracy, setAccuracy] = useState<Accuracy | null>(null);
-  const [billing, setBilling] = useState<{ orgId: string; tier: { name: string }; currency: string; includedVolume: number; usage: { billable: number; definition: string }; overage: { volume: number; amount: number }; amountDue: number } | null>(null);
+  const [billing, setBilling] = useState<{
+    orgId: string;
+    tier: { name: string };
+    currency: string;
+    includedVolume: number;
+    usage: { billable: number; definition: string };
+    overage: { volume: number; amount: number };
+    amountDue: number;
+  } | null>(null);
   const [orgId, setOrgId] = useState('default');
   const [error, setError] = useState<string | null>(null);
 
@@ -292,17 +548,36 @@ function Analytics(props: { session: Session }) {
   };
   useEffect(() => void load(), []);
 
-  const outcomes = accuracy ? [...new Set([...Object.keys(accuracy.endpoints.identify.outcomes), ...Object.keys(accuracy.endpoints.verify_self.outcomes)])] : [];
+  const outcomes = accuracy
+    ? [...new Set([...Object.keys(accuracy.endpoints.identify.outcomes), ...Object.keys(accuracy.endpoints.verify_self.outcomes)])]
+    : [];
   const pct = (r: number | null | undefined) => (typeof r === 'number' ? Math.round(r * 1000) / 10 : 0);
 
   return (
     <section>
       <h1>Analytics &amp; billing</h1>
-      <form class="filters" onSubmit={(e) => { e.preventDefault(); void load(); }}>
-        <label>From<input type="date" name="from" value={range.from} onInput={(e) => setRange({ ...range, from: e.currentTarget.value })} /></label>
-        <label>To<input type="date" name="to" value={range.to} onInput={(e) => setRange({ ...range, to: e.currentTarget.value })} /></label>
-        <label>Organisation<input name="orgId" value={orgId} onInput={(e) => setOrgId(e.currentTarget.value)} /></label>
-        <button type="submit" class="secondary">Show</button>
+      <form
+        class="filters"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void load();
+        }}
+      >
+        <label>
+          From
+          <input type="date" name="from" value={range.from} onInput={(e) => setRange({ ...range, from: e.currentTarget.value })} />
+        </label>
+        <label>
+          To
+          <input type="date" name="to" value={range.to} onInput={(e) => setRange({ ...range, to: e.currentTarget.value })} />
+        </label>
+        <label>
+          Organisation
+          <input name="orgId" value={orgId} onInput={(e) => setOrgId(e.currentTarget.value)} />
+        </label>
+        <button type="submit" class="secondary">
+          Show
+        </button>
       </form>
       {error && <Note kind="warn">{error}</Note>}
       <div class="grid-2">
@@ -310,22 +585,40 @@ function Analytics(props: { session: Session }) {
           <h2>Volume per day</h2>
           {volume && (
             <>
-              <BarChart label="Bar chart: identifications and self-verifications per day" stacked labels={volume.days.map((d) => d.date)} datasets={[
-                { label: 'Identify (1:N)', data: volume.days.map((d) => d.identify.total), color: colorOf('identify') },
-                { label: 'Verify self (1:1)', data: volume.days.map((d) => d.verify_self.total), color: colorOf('verify_self') },
-              ]} />
-              <p data-testid="volume-totals">Total {volume.totals.total}: {volume.totals.identify} identifications, {volume.totals.verify_self} self-verifications.</p>
+              <BarChart
+                label="Bar chart: identifications and self-verifications per day"
+                stacked
+                labels={volume.days.map((d) => d.date)}
+                datasets={[
+                  { label: 'Identify (1:N)', data: volume.days.map((d) => d.identify.total), color: colorOf('identify') },
+                  { label: 'Verify self (1:1)', data: volume.days.map((d) => d.verify_self.total), color: colorOf('verify_self') },
+                ]}
+              />
+              <p data-testid="volume-totals">
+                Total {volume.totals.total}: {volume.totals.identify} identifications, {volume.totals.verify_self} self-verifications.
+              </p>
             </>
           )}
         </article>
         <article>
-          <h2>Outcome rates <small class="badge warn">proxies</small></h2>
+          <h2>
+            Outcome rates <small class="badge warn">proxies</small>
+          </h2>
           {accuracy && (
             <>
-              <BarChart label="Bar chart: share of each outcome, per endpoint" percent labels={['Identify (1:N)', 'Verify self (1:1)']} datasets={outcomes.map((o) => ({
-                label: o, color: colorOf(o), data: [pct(accuracy.endpoints.identify.outcomes[o]?.rate), pct(accuracy.endpoints.verify_self.outcomes[o]?.rate)],
-              }))} />
-              <p><small>{accuracy.label}</small></p>
+              <BarChart
+                label="Bar chart: share of each outcome, per endpoint"
+                percent
+                labels={['Identify (1:N)', 'Verify self (1:1)']}
+                datasets={outcomes.map((o) => ({
+                  label: o,
+                  color: colorOf(o),
+                  data: [pct(accuracy.endpoints.identify.outcomes[o]?.rate), pct(accuracy.endpoints.verify_self.outcomes[o]?.rate)],
+                }))}
+              />
+              <p>
+                <small>{accuracy.label}</small>
+              </p>
               <p>Disputed-match rate (proxy): {accuracy.disputedMatchRate === null ? '—' : `${pct(accuracy.disputedMatchRate)} %`}</p>
             </>
           )}
@@ -333,14 +626,28 @@ function Analytics(props: { session: Session }) {
       </div>
       {billing && (
         <article data-testid="billing">
-          <h2>Billing report: {billing.orgId} <small>({billing.tier.name})</small></h2>
+          <h2>
+            Billing report: {billing.orgId} <small>({billing.tier.name})</small>
+          </h2>
           <dl class="facts">
-            <dt>Included volume</dt><dd>{billing.includedVolume}</dd>
-            <dt>Billable calls</dt><dd>{billing.usage.billable}</dd>
-            <dt>Overage</dt><dd>{billing.overage.volume} ({billing.overage.amount.toFixed(2)} {billing.currency})</dd>
-            <dt>Amount due</dt><dd><strong>{billing.amountDue.toFixed(2)} {billing.currency}</strong></dd>
+            <dt>Included volume</dt>
+            <dd>{billing.includedVolume}</dd>
+            <dt>Billable calls</dt>
+            <dd>{billing.usage.billable}</dd>
+            <dt>Overage</dt>
+            <dd>
+              {billing.overage.volume} ({billing.overage.amount.toFixed(2)} {billing.currency})
+            </dd>
+            <dt>Amount due</dt>
+            <dd>
+              <strong>
+                {billing.amountDue.toFixed(2)} {billing.currency}
+              </strong>
+            </dd>
           </dl>
-          <p><small>{billing.usage.definition}</small></p>
+          <p>
+            <small>{billing.usage.definition}</small>
+          </p>
         </article>
       )}
     </section>
@@ -351,37 +658,97 @@ function Audit(props: { session: Session }) {
   const api = props.session.api;
   const [filter, setFilter] = useState<{ type: string; severity: '' | 'info' | 'high' }>({ type: '', severity: '' });
   const [page, setPage] = useState(1);
-  const [list, setList] = useState<{ items: { id: string; type: string; severity: string; actorType: string | null; actorId: string | null; subjectType: string | null; subjectId: string | null; createdAt: string }[]; page: number; pageSize: number; total: number } | null>(null);
+  const [list, setList] = useState<{
+    items: {
+      id: string;
+      type: string;
+      severity: string;
+      actorType: string | null;
+      actorId: string | null;
+      subjectType: string | null;
+      subjectId: string | null;
+      createdAt: string;
+    }[];
+    page: number;
+    pageSize: number;
+    total: number;
+  } | null>(null);
   const load = async () => {
-    const { data } = await api.GET('/audit-events', { params: { query: { page, pageSize: 15, ...(filter.type ? { type: filter.type } : {}), ...(filter.severity ? { severity: filter.severity } : {}) } } });
+    const { data } = await api.GET('/audit-events', {
+      params: { query: { page, pageSize: 15, ...(filter.type ? { type: filter.type } : {}), ...(filter.severity ? { severity: filter.severity } : {}) } },
+    });
     if (data) setList(data);
   };
   useEffect(() => void load(), [page, filter.severity]);
   return (
     <section>
       <h1>Audit events</h1>
-      <form class="filters" onSubmit={(e) => { e.preventDefault(); setPage(1); void load(); }}>
-        <input name="type" aria-label="Event type" placeholder="Type, e.g. operator.created" value={filter.type} onInput={(e) => setFilter({ ...filter, type: e.currentTarget.value })} />
-        <select name="severity" aria-label="Severity" value={filter.severity} onChange={(e) => { setPage(1); setFilter({ ...filter, severity: e.currentTarget.value as '' | 'info' | 'high' }); }}>
-          <option value="">Any severity</option><option value="info">info</option><option value="high">high</option>
+      <form
+        class="filters"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setPage(1);
+          void load();
+        }}
+      >
+        <input
+          name="type"
+          aria-label="Event type"
+          placeholder="Type, e.g. operator.created"
+          value={filter.type}
+          onInput={(e) => setFilter({ ...filter, type: e.currentTarget.value })}
+        />
+        <select
+          name="severity"
+          aria-label="Severity"
+          value={filter.severity}
+          onChange={(e) => {
+            setPage(1);
+            setFilter({ ...filter, severity: e.currentTarget.value as '' | 'info' | 'high' });
+          }}
+        >
+          <option value="">Any severity</option>
+          <option value="info">info</option>
+          <option value="high">high</option>
         </select>
-        <button type="submit" class="secondary">Filter</button>
+        <button type="submit" class="secondary">
+          Filter
+        </button>
       </form>
       {list && (
         <>
-          <div class="table-wrap"><table data-testid="audit-events">
-            <thead><tr><th scope="col">When</th><th scope="col">Type</th><th scope="col">Severity</th><th scope="col">Actor</th><th scope="col">Subject</th></tr></thead>
-            <tbody>
-              {list.items.map((e) => (
+          <div class="table-wrap">
+            <table data-testid="audit-events">
+              <thead>
                 <tr>
-                  <td>{fmtDate(e.createdAt)}</td><td><code>{e.type}</code></td>
-                  <td><span class={e.severity === 'high' ? 'badge warn' : 'badge'}>{e.severity}</span></td>
-                  <td>{e.actorType ?? '—'} <small>{e.actorId?.slice(0, 8)}</small></td>
-                  <td>{e.subjectType ?? '—'} <small>{e.subjectId?.slice(0, 8)}</small></td>
+                  <th scope="col">When</th>
+                  <th scope="col">Type</th>
+                  <th scope="col">Severity</th>
+                  <th scope="col">Actor</th>
+                  <th scope="col">Subject</th>
                 </tr>
-              ))}
-            </tbody>
-          </table></div>
+              </thead>
+              <tbody>
+                {list.items.map((e) => (
+                  <tr>
+                    <td>{fmtDate(e.createdAt)}</td>
+                    <td>
+                      <code>{e.type}</code>
+                    </td>
+                    <td>
+                      <span class={e.severity === 'high' ? 'badge warn' : 'badge'}>{e.severity}</span>
+                    </td>
+                    <td>
+                      {e.actorType ?? '—'} <small>{e.actorId?.slice(0, 8)}</small>
+                    </td>
+                    <td>
+                      {e.subjectType ?? '—'} <small>{e.subjectId?.slice(0, 8)}</small>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
           <Pager page={list.page} pageSize={list.pageSize} total={list.total} onPage={setPage} labels={pagerLabels} />
         </>
       )}
@@ -401,7 +768,9 @@ function Queues(props: { session: Session }) {
     <section>
       <h1>Queues</h1>
       <p>The BullMQ queue dashboard (liveness, embed, search, upstream, webhooks) opens in a new tab with a short-lived cookie.</p>
-      <button type="button" onClick={() => void open()}>Open the queue dashboard</button>
+      <button type="button" onClick={() => void open()}>
+        Open the queue dashboard
+      </button>
       {error && <Note kind="warn">{error}</Note>}
     </section>
   );

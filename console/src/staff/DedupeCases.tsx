@@ -27,13 +27,30 @@ function AccountCard(props: { title: string; account: Account | null; testid: st
   return (
     <article data-testid={props.testid}>
       <h3>{props.title}</h3>
-      {!a ? <p>—</p> : (
+      {!a ? (
+        <p>—</p>
+      ) : (
         <dl>
-          <dt>Name</dt><dd>{a.name ?? '—'}</dd>
-          <dt>Phone</dt><dd>{a.phone ?? '—'}</dd>
-          <dt>NIN</dt><dd>{a.nin ?? '—'}{a.ninLinkedAt && <small> linked {fmtDate(a.ninLinkedAt)}</small>}</dd>
-          <dt>BVN</dt><dd>{a.bvn ?? '—'}{a.bvnLinkedAt && <small> linked {fmtDate(a.bvnLinkedAt)}</small>}</dd>
-          {a.deleted && <><dt>Account</dt><dd>deleted</dd></>}
+          <dt>Name</dt>
+          <dd>{a.name ?? '—'}</dd>
+          <dt>Phone</dt>
+          <dd>{a.phone ?? '—'}</dd>
+          <dt>NIN</dt>
+          <dd>
+            {a.nin ?? '—'}
+            {a.ninLinkedAt && <small> linked {fmtDate(a.ninLinkedAt)}</small>}
+          </dd>
+          <dt>BVN</dt>
+          <dd>
+            {a.bvn ?? '—'}
+            {a.bvnLinkedAt && <small> linked {fmtDate(a.bvnLinkedAt)}</small>}
+          </dd>
+          {a.deleted && (
+            <>
+              <dt>Account</dt>
+              <dd>deleted</dd>
+            </>
+          )}
         </dl>
       )}
     </article>
@@ -56,7 +73,12 @@ export function DedupeCases(props: { session: Session }) {
     if (data) setList(data);
   };
   useEffect(() => void load(), [page, status, kind]);
-  useEffect(() => () => { if (capture) URL.revokeObjectURL(capture); }, [capture]);
+  useEffect(
+    () => () => {
+      if (capture) URL.revokeObjectURL(capture);
+    },
+    [capture],
+  );
 
   const open = async (id: string) => {
     setError(null);
@@ -74,7 +96,10 @@ export function DedupeCases(props: { session: Session }) {
   const decide = async (to: 'confirmed' | 'dismissed') => {
     if (!detail) return;
     setError(null);
-    const { data, error: err } = await api.PATCH('/dedupe/cases/{id}', { params: { path: { id: detail.case.id } }, body: { status: to, ...(note.trim() ? { note } : {}) } });
+    const { data, error: err } = await api.PATCH('/dedupe/cases/{id}', {
+      params: { path: { id: detail.case.id } },
+      body: { status: to, ...(note.trim() ? { note } : {}) },
+    });
     if (!data) return setError(problem(err));
     setDetail({ ...detail, case: data.case });
     await load();
@@ -89,52 +114,107 @@ export function DedupeCases(props: { session: Session }) {
         <div class="row">
           <label class="inline">
             Status
-            <select name="caseStatus" value={status} onChange={(e) => { setPage(1); setStatus(e.currentTarget.value as Status); }}>
+            <select
+              name="caseStatus"
+              value={status}
+              onChange={(e) => {
+                setPage(1);
+                setStatus(e.currentTarget.value as Status);
+              }}
+            >
               <option value="">Any</option>
-              {(['open', 'confirmed', 'dismissed'] as const).map((s) => <option value={s}>{s}</option>)}
+              {(['open', 'confirmed', 'dismissed'] as const).map((s) => (
+                <option value={s}>{s}</option>
+              ))}
             </select>
           </label>
           <label class="inline">
             Kind
-            <select name="caseKind" value={kind} onChange={(e) => { setPage(1); setKind(e.currentTarget.value as Kind); }}>
+            <select
+              name="caseKind"
+              value={kind}
+              onChange={(e) => {
+                setPage(1);
+                setKind(e.currentTarget.value as Kind);
+              }}
+            >
               <option value="">Any</option>
-              {(['duplicate', 'possible_duplicate', 'watchlist'] as const).map((k) => <option value={k}>{k}</option>)}
+              {(['duplicate', 'possible_duplicate', 'watchlist'] as const).map((k) => (
+                <option value={k}>{k}</option>
+              ))}
             </select>
           </label>
         </div>
-        {list && (list.items.length === 0 ? <p>No cases.</p> : (
-          <>
-            <div class="table-wrap"><table data-testid="dedupe-cases">
-              <thead><tr><th scope="col">Opened</th><th scope="col">Kind</th><th scope="col">Score</th><th scope="col">Status</th></tr></thead>
-              <tbody>
-                {list.items.map((x) => (
-                  <tr class={c?.id === x.id ? 'selected' : ''}>
-                    <td><button type="button" class="link" onClick={() => void open(x.id)}>{fmtDate(x.createdAt)}</button></td>
-                    <td>{x.kind}{x.blocked && <small> (link refused)</small>}</td>
-                    <td>{fmtScore(x.score)}</td>
-                    <td><span class="badge">{x.status}</span></td>
-                  </tr>
-                ))}
-              </tbody>
-            </table></div>
-            <Pager page={list.page} pageSize={list.pageSize} total={list.total} onPage={setPage} labels={pagerLabels} />
-          </>
-        ))}
+        {list &&
+          (list.items.length === 0 ? (
+            <p>No cases.</p>
+          ) : (
+            <>
+              <div class="table-wrap">
+                <table data-testid="dedupe-cases">
+                  <thead>
+                    <tr>
+                      <th scope="col">Opened</th>
+                      <th scope="col">Kind</th>
+                      <th scope="col">Score</th>
+                      <th scope="col">Status</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {list.items.map((x) => (
+                      <tr class={c?.id === x.id ? 'selected' : ''}>
+                        <td>
+                          <button type="button" class="link" onClick={() => void open(x.id)}>
+                            {fmtDate(x.createdAt)}
+                          </button>
+                        </td>
+                        <td>
+                          {x.kind}
+                          {x.blocked && <small> (link refused)</small>}
+                        </td>
+                        <td>{fmtScore(x.score)}</td>
+                        <td>
+                          <span class="badge">{x.status}</span>
+                        </td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+              <Pager page={list.page} pageSize={list.pageSize} total={list.total} onPage={setPage} labels={pagerLabels} />
+            </>
+          ))}
       </section>
       <section data-testid="dedupe-case">
-        {!c || !detail ? <p>Pick a case to review it.</p> : (
+        {!c || !detail ? (
+          <p>Pick a case to review it.</p>
+        ) : (
           <>
             <h2>{BAND[c.kind]}</h2>
-            <p>Score <strong data-testid="case-score">{fmtScore(c.score)}</strong> · {c.registry.toUpperCase()} link · opened {fmtDate(c.createdAt)}{c.blocked ? ' · the link was refused' : ''}</p>
+            <p>
+              Score <strong data-testid="case-score">{fmtScore(c.score)}</strong> · {c.registry.toUpperCase()} link · opened {fmtDate(c.createdAt)}
+              {c.blocked ? ' · the link was refused' : ''}
+            </p>
             <figure>
-              {capture ? <img src={capture} alt="The live capture taken at link" width={200} data-testid="case-capture" /> : <p><small>No capture kept for this case.</small></p>}
+              {capture ? (
+                <img src={capture} alt="The live capture taken at link" width={200} data-testid="case-capture" />
+              ) : (
+                <p>
+                  <small>No capture kept for this case.</small>
+                </p>
+              )}
               <figcaption>New live capture</figcaption>
             </figure>
             <div class="grid-2">
               <AccountCard title="Account being linked" account={detail.accounts.user} testid="case-user" />
-              {c.kind === 'watchlist'
-                ? <article data-testid="case-watchlist"><h3>Watch-list entry</h3><p>{detail.watchlistReason ?? 'removed since'}</p></article>
-                : <AccountCard title="Account already enrolled" account={detail.accounts.matchedUser} testid="case-matched-user" />}
+              {c.kind === 'watchlist' ? (
+                <article data-testid="case-watchlist">
+                  <h3>Watch-list entry</h3>
+                  <p>{detail.watchlistReason ?? 'removed since'}</p>
+                </article>
+              ) : (
+                <AccountCard title="Account already enrolled" account={detail.accounts.matchedUser} testid="case-matched-user" />
+              )}
             </div>
             {error && <Note kind="warn">{error}</Note>}
             {c.status === 'open' ? (
@@ -144,12 +224,19 @@ export function DedupeCases(props: { session: Session }) {
                   <textarea name="note" maxLength={2000} value={note} onInput={(e) => setNote(e.currentTarget.value)} />
                 </label>
                 <div class="row">
-                  <button type="button" onClick={() => void decide('confirmed')}>Confirm: same person</button>
-                  <button type="button" class="secondary" onClick={() => void decide('dismissed')}>Dismiss</button>
+                  <button type="button" onClick={() => void decide('confirmed')}>
+                    Confirm: same person
+                  </button>
+                  <button type="button" class="secondary" onClick={() => void decide('dismissed')}>
+                    Dismiss
+                  </button>
                 </div>
               </form>
             ) : (
-              <Note kind="info" testid="case-decision">{c.status} {c.decidedAt ? fmtDate(c.decidedAt) : ''}{c.note ? `: ${c.note}` : ''}</Note>
+              <Note kind="info" testid="case-decision">
+                {c.status} {c.decidedAt ? fmtDate(c.decidedAt) : ''}
+                {c.note ? `: ${c.note}` : ''}
+              </Note>
             )}
           </>
         )}

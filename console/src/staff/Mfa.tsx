@@ -43,11 +43,19 @@ export function MfaSetup(props: { session: Session; required: boolean; done: () 
     return (
       <article class="narrow" data-testid="mfa-recovery-codes">
         <h1>Recovery codes</h1>
-        <Note kind="warn">Write these down or store them in your password manager now: they are shown only once. Each signs you in once if you lose your authenticator.</Note>
+        <Note kind="warn">
+          Write these down or store them in your password manager now: they are shown only once. Each signs you in once if you lose your authenticator.
+        </Note>
         <ol class="recovery-codes">
-          {recoveryCodes.map((c) => <li key={c}><code>{c}</code></li>)}
+          {recoveryCodes.map((c) => (
+            <li key={c}>
+              <code>{c}</code>
+            </li>
+          ))}
         </ol>
-        <button type="button" onClick={() => void props.done()}>I have saved them</button>
+        <button type="button" onClick={() => void props.done()}>
+          I have saved them
+        </button>
       </article>
     );
   }
@@ -65,14 +73,27 @@ export function MfaSetup(props: { session: Session; required: boolean; done: () 
           <form onSubmit={confirm}>
             <label>
               The 6-digit code your app shows
-              <input name="code" inputMode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}" maxLength={6} required value={code} onInput={(e) => setCode(e.currentTarget.value)} />
+              <input
+                name="code"
+                inputMode="numeric"
+                autocomplete="one-time-code"
+                pattern="[0-9]{6}"
+                maxLength={6}
+                required
+                value={code}
+                onInput={(e) => setCode(e.currentTarget.value)}
+              />
             </label>
             <button type="submit">Turn on two-step sign-in</button>
           </form>
         </>
       )}
       {error && <Note kind="warn">{error}</Note>}
-      {!props.required && <button type="button" class="secondary outline" onClick={() => void props.done()}>Back</button>}
+      {!props.required && (
+        <button type="button" class="secondary outline" onClick={() => void props.done()}>
+          Back
+        </button>
+      )}
     </article>
   );
 }

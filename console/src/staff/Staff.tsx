@@ -49,20 +49,61 @@ export function StaffConsole() {
         <strong>faceid staff</strong>
         {me && !mustReset && !mfa && (
           <nav class="tabs" aria-label="Sections">
-            <button type="button" class={tab === 'desk' ? '' : 'secondary outline'} aria-current={tab === 'desk' ? 'page' : undefined} onClick={() => setTab('desk')}>Search desk</button>
-            {me.administrator && <button type="button" class={tab === 'office' ? '' : 'secondary outline'} aria-current={tab === 'office' ? 'page' : undefined} onClick={() => setTab('office')}>Office</button>}
+            <button
+              type="button"
+              class={tab === 'desk' ? '' : 'secondary outline'}
+              aria-current={tab === 'desk' ? 'page' : undefined}
+              onClick={() => setTab('desk')}
+            >
+              Search desk
+            </button>
+            {me.administrator && (
+              <button
+                type="button"
+                class={tab === 'office' ? '' : 'secondary outline'}
+                aria-current={tab === 'office' ? 'page' : undefined}
+                onClick={() => setTab('office')}
+              >
+                Office
+              </button>
+            )}
           </nav>
         )}
-        {session && me && !mustReset && !mfa && <button type="button" class="secondary outline small" onClick={() => setMfa('chosen')}>Two-step sign-in</button>}
-        {session && <span class="who">{me?.identifier} <button type="button" class="secondary outline small" onClick={() => void session.signOut()}>Sign out</button></span>}
+        {session && me && !mustReset && !mfa && (
+          <button type="button" class="secondary outline small" onClick={() => setMfa('chosen')}>
+            Two-step sign-in
+          </button>
+        )}
+        {session && (
+          <span class="who">
+            {me?.identifier}{' '}
+            <button type="button" class="secondary outline small" onClick={() => void session.signOut()}>
+              Sign out
+            </button>
+          </span>
+        )}
       </header>
       <main class="container">
         {!session || !me ? (
           <StaffSignIn onSignedIn={signedIn} />
         ) : mustReset ? (
-          <SetPassword session={session} currentPassword={mustReset.currentPassword} done={async () => { setMustReset(null); if (mfa !== 'required') await whoAmI(session, me.operatorId, me.identifier); }} />
+          <SetPassword
+            session={session}
+            currentPassword={mustReset.currentPassword}
+            done={async () => {
+              setMustReset(null);
+              if (mfa !== 'required') await whoAmI(session, me.operatorId, me.identifier);
+            }}
+          />
         ) : mfa ? (
-          <MfaSetup session={session} required={mfa === 'required'} done={async () => { setMfa(null); await whoAmI(session, me.operatorId, me.identifier); }} />
+          <MfaSetup
+            session={session}
+            required={mfa === 'required'}
+            done={async () => {
+              setMfa(null);
+              await whoAmI(session, me.operatorId, me.identifier);
+            }}
+          />
         ) : tab === 'desk' ? (
           <SearchDesk session={session} />
         ) : (
@@ -103,7 +144,14 @@ function StaffSignIn(props: { onSignedIn: (pair: OperatorPair, identifier: strin
         </label>
         <label>
           Password
-          <input name="password" type="password" autocomplete="current-password" required value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
+          <input
+            name="password"
+            type="password"
+            autocomplete="current-password"
+            required
+            value={password}
+            onInput={(e) => setPassword(e.currentTarget.value)}
+          />
         </label>
         {otp !== null && (
           <label>
@@ -125,7 +173,9 @@ function SetPassword(props: { session: Session; currentPassword: string; done: (
   const submit = async (e: Event) => {
     e.preventDefault();
     if (next !== again) return setError('The two passwords differ.');
-    const { data, error: err } = await props.session.api.POST('/auth/operator/set-password', { body: { currentPassword: props.currentPassword, newPassword: next } });
+    const { data, error: err } = await props.session.api.POST('/auth/operator/set-password', {
+      body: { currentPassword: props.currentPassword, newPassword: next },
+    });
     if (!data) return setError(problem(err));
     await props.done();
   };
@@ -136,11 +186,27 @@ function SetPassword(props: { session: Session; currentPassword: string; done: (
       <form onSubmit={submit}>
         <label>
           New password
-          <input name="newPassword" type="password" autocomplete="new-password" minLength={8} required value={next} onInput={(e) => setNext(e.currentTarget.value)} />
+          <input
+            name="newPassword"
+            type="password"
+            autocomplete="new-password"
+            minLength={8}
+            required
+            value={next}
+            onInput={(e) => setNext(e.currentTarget.value)}
+          />
         </label>
         <label>
           New password again
-          <input name="newPasswordAgain" type="password" autocomplete="new-password" minLength={8} required value={again} onInput={(e) => setAgain(e.currentTarget.value)} />
+          <input
+            name="newPasswordAgain"
+            type="password"
+            autocomplete="new-password"
+            minLength={8}
+            required
+            value={again}
+            onInput={(e) => setAgain(e.currentTarget.value)}
+          />
         </label>
         <button type="submit">Set password</button>
       </form>
@@ -149,7 +215,15 @@ function SetPassword(props: { session: Session; currentPassword: string; done: (
   );
 }
 
-type IdentifyResult = { referenceId: string; outcome: string; candidates: { userId: string; score: number; rank: number }[]; latencyMs: { total: number }; quality: { score: number; issues: readonly string[] } | null; escalatedAt?: string; at: string };
+type IdentifyResult = {
+  referenceId: string;
+  outcome: string;
+  candidates: { userId: string; score: number; rank: number }[];
+  latencyMs: { total: number };
+  quality: { score: number; issues: readonly string[] } | null;
+  escalatedAt?: string;
+  at: string;
+};
 
 /** What the operator can do about each capture-quality issue of the probe (staff pages are English). */
 const PROBE_ADVICE: Record<QualityIssue, string> = {
@@ -168,7 +242,12 @@ function SearchDesk(props: { session: Session }) {
   const [captureKey, setCaptureKey] = useState(0);
   const [attested, setAttested] = useState(false);
   const [result, setResult] = useState<IdentifyResult | null>(null);
-  type Past = { items: { id: string; outcome: string; topScore: number | null; escalatedAt: string | null; createdAt: string }[]; page: number; pageSize: number; total: number };
+  type Past = {
+    items: { id: string; outcome: string; topScore: number | null; escalatedAt: string | null; createdAt: string }[];
+    page: number;
+    pageSize: number;
+    total: number;
+  };
   const [past, setPast] = useState<Past | null>(null);
   const [pastPage, setPastPage] = useState(1);
   const loadPast = async () => {
@@ -211,42 +290,118 @@ function SearchDesk(props: { session: Session }) {
       <section>
         <h1>Identify a person</h1>
         <form onSubmit={identify}>
-          <Capture key={captureKey} id="probe" onChange={setImage} texts={{ start: 'Use camera', take: 'Take photo', retake: 'Retake', upload: 'Upload a photo', noCamera: 'No camera available: upload a photo.', guide: 'One face, front-on, in good light.', preview: 'Probe photo' }} />
+          <Capture
+            key={captureKey}
+            id="probe"
+            onChange={setImage}
+            texts={{
+              start: 'Use camera',
+              take: 'Take photo',
+              retake: 'Retake',
+              upload: 'Upload a photo',
+              noCamera: 'No camera available: upload a photo.',
+              guide: 'One face, front-on, in good light.',
+              preview: 'Probe photo',
+            }}
+          />
           <label>
-            <input type="checkbox" name="attestation" checked={attested} onChange={(e) => setAttested(e.currentTarget.checked)} />
-            I confirm that this search has a lawful basis and the person was told (attestation)
+            <input type="checkbox" name="attestation" checked={attested} onChange={(e) => setAttested(e.currentTarget.checked)} />I confirm that this search has
+            a lawful basis and the person was told (attestation)
           </label>
-          <button type="submit" disabled={!image || !attested || busy} aria-busy={busy}>Identify</button>
+          <button type="submit" disabled={!image || !attested || busy} aria-busy={busy}>
+            Identify
+          </button>
         </form>
         {error && <Note kind="warn">{error}</Note>}
       </section>
       <section>
         <h2>Result</h2>
-        {!result ? <p>No search yet.</p> : (
+        {!result ? (
+          <p>No search yet.</p>
+        ) : (
           <article data-testid="identify-result">
-            <p>Outcome: <strong data-testid="outcome">{result.outcome}</strong> <small>({Math.round(result.latencyMs.total)} ms, reference {result.referenceId.slice(0, 8)})</small></p>
-            {result.candidates.length === 0 ? <p>No candidate at or above the threshold.</p> : (
-              <div class="table-wrap"><table data-testid="candidates">
-                <thead><tr><th scope="col">Rank</th><th scope="col">User</th><th scope="col">Score</th></tr></thead>
-                <tbody>
-                  {result.candidates.map((c) => <tr><td>{c.rank}</td><td><code>{c.userId}</code></td><td>{fmtScore(c.score)}</td></tr>)}
-                </tbody>
-              </table></div>
+            <p>
+              Outcome: <strong data-testid="outcome">{result.outcome}</strong>{' '}
+              <small>
+                ({Math.round(result.latencyMs.total)} ms, reference {result.referenceId.slice(0, 8)})
+              </small>
+            </p>
+            {result.candidates.length === 0 ? (
+              <p>No candidate at or above the threshold.</p>
+            ) : (
+              <div class="table-wrap">
+                <table data-testid="candidates">
+                  <thead>
+                    <tr>
+                      <th scope="col">Rank</th>
+                      <th scope="col">User</th>
+                      <th scope="col">Score</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {result.candidates.map((c) => (
+                      <tr>
+                        <td>{c.rank}</td>
+                        <td>
+                          <code>{c.userId}</code>
+                        </td>
+                        <td>{fmtScore(c.score)}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
             )}
-            <QualityAdvice issues={result.quality?.issues} advice={PROBE_ADVICE} heading={`Probe photo quality ${result.quality?.score ?? '—'}/100: a better photo gives a more reliable search.`} />
-            {result.escalatedAt ? <Note kind="ok" testid="escalated">Escalated {fmtDate(result.escalatedAt)}</Note> : <button type="button" class="secondary" onClick={() => void escalate()}>Escalate</button>}
+            <QualityAdvice
+              issues={result.quality?.issues}
+              advice={PROBE_ADVICE}
+              heading={`Probe photo quality ${result.quality?.score ?? '—'}/100: a better photo gives a more reliable search.`}
+            />
+            {result.escalatedAt ? (
+              <Note kind="ok" testid="escalated">
+                Escalated {fmtDate(result.escalatedAt)}
+              </Note>
+            ) : (
+              <button type="button" class="secondary" onClick={() => void escalate()}>
+                Escalate
+              </button>
+            )}
           </article>
         )}
         <h2>Your past searches</h2>
-        {!past || past.items.length === 0 ? <p>None yet.</p> : (
+        {!past || past.items.length === 0 ? (
+          <p>None yet.</p>
+        ) : (
           <>
-            <div class="table-wrap"><table data-testid="past-searches">
-              <thead><tr><th scope="col">When</th><th scope="col">Outcome</th><th scope="col">Top score</th><th scope="col">Escalated</th></tr></thead>
-              <tbody>
-                {past.items.map((p) => <tr><td>{fmtDate(p.createdAt)}</td><td>{p.outcome}</td><td>{fmtScore(p.topScore)}</td><td>{p.escalatedAt ? fmtDate(p.escalatedAt) : '—'}</td></tr>)}
-              </tbody>
-            </table></div>
-            <Pager page={past.page} pageSize={past.pageSize} total={past.total} onPage={setPastPage} labels={{ prev: 'Previous', next: 'Next', of: (a, b) => `Page ${a} of ${b}` }} />
+            <div class="table-wrap">
+              <table data-testid="past-searches">
+                <thead>
+                  <tr>
+                    <th scope="col">When</th>
+                    <th scope="col">Outcome</th>
+                    <th scope="col">Top score</th>
+                    <th scope="col">Escalated</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {past.items.map((p) => (
+                    <tr>
+                      <td>{fmtDate(p.createdAt)}</td>
+                      <td>{p.outcome}</td>
+                      <td>{fmtScore(p.topScore)}</td>
+                      <td>{p.escalatedAt ? fmtDate(p.escalatedAt) : '—'}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+            <Pager
+              page={past.page}
+              pageSize={past.pageSize}
+              total={past.total}
+              onPage={setPastPage}
+              labels={{ prev: 'Previous', next: 'Next', of: (a, b) => `Page ${a} of ${b}` }}
+            />
           </>
         )}
       </section>

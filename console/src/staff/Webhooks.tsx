@@ -70,32 +70,74 @@ export function Webhooks(props: { session: Session }) {
       <section>
         <h1>Webhooks</h1>
         <p>Events pushed to the bank's systems, signed (Standard Webhooks) and retried for about a day. Payloads carry ids and statuses only.</p>
-        {list && (list.items.length === 0 ? <p>No endpoints yet.</p> : (
-          <>
-            <div class="table-wrap"><table data-testid="webhook-endpoints">
-              <thead><tr><th scope="col">URL</th><th scope="col">Events</th><th scope="col">Status</th></tr></thead>
-              <tbody>
-                {list.items.map((w) => (
-                  <tr class={selected?.id === w.id ? 'selected' : ''}>
-                    <td><button type="button" class="link" onClick={() => void select(w.id)}>{w.url}</button>{w.description && <small> {w.description}</small>}</td>
-                    <td><small>{w.events.join(', ')}</small></td>
-                    <td><span class={w.status === 'active' ? 'badge ok' : 'badge warn'}>{w.status}</span>{w.disabledReason === 'gone' && <span class="badge warn">410 gone</span>}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table></div>
-            <Pager page={list.page} pageSize={list.pageSize} total={list.total} onPage={setPage} labels={pagerLabels} />
-          </>
-        ))}
+        {list &&
+          (list.items.length === 0 ? (
+            <p>No endpoints yet.</p>
+          ) : (
+            <>
+              <div class="table-wrap">
+                <table data-testid="webhook-endpoints">
+                  <thead>
+                    <tr>
+                      <th scope="col">URL</th>
+                      <th scope="col">Events</th>
+                      <th scope="col">Status</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {list.items.map((w) => (
+                      <tr class={selected?.id === w.id ? 'selected' : ''}>
+                        <td>
+                          <button type="button" class="link" onClick={() => void select(w.id)}>
+                            {w.url}
+                          </button>
+                          {w.description && <small> {w.description}</small>}
+                        </td>
+                        <td>
+                          <small>{w.events.join(', ')}</small>
+                        </td>
+                        <td>
+                          <span class={w.status === 'active' ? 'badge ok' : 'badge warn'}>{w.status}</span>
+                          {w.disabledReason === 'gone' && <span class="badge warn">410 gone</span>}
+                        </td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+              <Pager page={list.page} pageSize={list.pageSize} total={list.total} onPage={setPage} labels={pagerLabels} />
+            </>
+          ))}
         <article>
           <h2>New endpoint</h2>
           <form onSubmit={create} data-testid="new-webhook">
-            <label>URL<input name="webhookUrl" type="url" required placeholder="https://bank.example/hooks/faceid" value={draft.url} onInput={(e) => setDraft({ ...draft, url: e.currentTarget.value })} /></label>
-            <label>Description<input name="webhookDescription" maxLength={500} value={draft.description} onInput={(e) => setDraft({ ...draft, description: e.currentTarget.value })} /></label>
+            <label>
+              URL
+              <input
+                name="webhookUrl"
+                type="url"
+                required
+                placeholder="https://bank.example/hooks/faceid"
+                value={draft.url}
+                onInput={(e) => setDraft({ ...draft, url: e.currentTarget.value })}
+              />
+            </label>
+            <label>
+              Description
+              <input
+                name="webhookDescription"
+                maxLength={500}
+                value={draft.description}
+                onInput={(e) => setDraft({ ...draft, description: e.currentTarget.value })}
+              />
+            </label>
             <fieldset>
               <legend>Event types</legend>
               {EVENT_TYPES.map((t) => (
-                <label><input type="checkbox" name={`event-${t.type}`} checked={draft.events.includes(t.type)} onChange={() => toggle(t.type)} /> <code>{t.type}</code> <small>{t.label}</small></label>
+                <label>
+                  <input type="checkbox" name={`event-${t.type}`} checked={draft.events.includes(t.type)} onChange={() => toggle(t.type)} />{' '}
+                  <code>{t.type}</code> <small>{t.label}</small>
+                </label>
               ))}
             </fieldset>
             <button type="submit">Create endpoint</button>
@@ -105,9 +147,16 @@ export function Webhooks(props: { session: Session }) {
       <section>
         {secret && (
           <article class="secret" data-testid="webhook-secret">
-            <h2>{secret.rotated ? 'New signing secret' : 'Signing secret'} for {secret.url}</h2>
-            <p>Shown once. Give it to the receiver's owners over a safe channel; it verifies the <code>webhook-signature</code> header.{secret.rotated && ' The previous secret keeps signing during the overlap, so the receiver can switch at any time in it.'}</p>
-            <p><code data-testid="webhook-secret-value">{secret.secret}</code></p>
+            <h2>
+              {secret.rotated ? 'New signing secret' : 'Signing secret'} for {secret.url}
+            </h2>
+            <p>
+              Shown once. Give it to the receiver's owners over a safe channel; it verifies the <code>webhook-signature</code> header.
+              {secret.rotated && ' The previous secret keeps signing during the overlap, so the receiver can switch at any time in it.'}
+            </p>
+            <p>
+              <code data-testid="webhook-secret-value">{secret.secret}</code>
+            </p>
           </article>
         )}
         {error && <Note kind="warn">{error}</Note>}
@@ -177,38 +226,79 @@ function EndpointDetail(props: {
     <article data-testid="webhook-detail">
       <h2>{w.url}</h2>
       <p>
-        <span class={w.status === 'active' ? 'badge ok' : 'badge warn'} data-testid="webhook-status">{w.status}</span>
+        <span class={w.status === 'active' ? 'badge ok' : 'badge warn'} data-testid="webhook-status">
+          {w.status}
+        </span>
         {w.disabledReason === 'gone' && <span class="badge warn">the receiver answered 410 Gone</span>}
-        {w.previousSecretExpiresAt && <span class="badge">previous secret signs until {fmtDate(w.previousSecretExpiresAt)}</span>}
-        {' '}<small>created {fmtDate(w.createdAt)}</small>
+        {w.previousSecretExpiresAt && <span class="badge">previous secret signs until {fmtDate(w.previousSecretExpiresAt)}</span>}{' '}
+        <small>created {fmtDate(w.createdAt)}</small>
       </p>
-      <p><small>{w.events.join(', ')}</small></p>
+      <p>
+        <small>{w.events.join(', ')}</small>
+      </p>
       <div class="row wrap">
-        {w.status === 'active'
-          ? <button type="button" class="secondary" onClick={() => void run('disable')}>Disable</button>
-          : <button type="button" class="secondary" onClick={() => void run('enable')}>Enable</button>}
-        <button type="button" class="secondary" onClick={() => void run('rotate')}>Rotate secret</button>
-        <button type="button" class="danger" onClick={() => void run('delete')}>Delete</button>
+        {w.status === 'active' ? (
+          <button type="button" class="secondary" onClick={() => void run('disable')}>
+            Disable
+          </button>
+        ) : (
+          <button type="button" class="secondary" onClick={() => void run('enable')}>
+            Enable
+          </button>
+        )}
+        <button type="button" class="secondary" onClick={() => void run('rotate')}>
+          Rotate secret
+        </button>
+        <button type="button" class="danger" onClick={() => void run('delete')}>
+          Delete
+        </button>
       </div>
       {note && <Note kind="ok">{note}</Note>}
-      <h3>Delivery log <button type="button" class="secondary small" onClick={() => void loadLog()}>Refresh</button></h3>
-      {!log || log.items.length === 0 ? <p>No attempts yet.</p> : (
+      <h3>
+        Delivery log{' '}
+        <button type="button" class="secondary small" onClick={() => void loadLog()}>
+          Refresh
+        </button>
+      </h3>
+      {!log || log.items.length === 0 ? (
+        <p>No attempts yet.</p>
+      ) : (
         <>
-          <div class="table-wrap"><table data-testid="webhook-deliveries">
-            <thead><tr><th scope="col">Event</th><th scope="col">Attempt</th><th scope="col"><span class="visually-hidden">Replay</span></th></tr></thead>
-            <tbody>
-              {log.items.map((a) => (
+          <div class="table-wrap">
+            <table data-testid="webhook-deliveries">
+              <thead>
                 <tr>
-                  <td><code>{a.eventType}</code><br /><small>{a.eventId.slice(0, 8)} · {fmtDate(a.createdAt)}</small></td>
-                  <td>
-                    #{a.attempt} <span class={a.status === 'succeeded' ? 'badge ok' : a.status === 'failed' ? 'badge warn' : 'badge'}>{a.status}</span>
-                    {' '}<small>{a.responseStatus ?? a.error ?? ''}</small>
-                  </td>
-                  <td><button type="button" class="secondary small" onClick={() => void replay(a.eventId)}>Replay</button></td>
+                  <th scope="col">Event</th>
+                  <th scope="col">Attempt</th>
+                  <th scope="col">
+                    <span class="visually-hidden">Replay</span>
+                  </th>
                 </tr>
-              ))}
-            </tbody>
-          </table></div>
+              </thead>
+              <tbody>
+                {log.items.map((a) => (
+                  <tr>
+                    <td>
+                      <code>{a.eventType}</code>
+                      <br />
+                      <small>
+                        {a.eventId.slice(0, 8)} · {fmtDate(a.createdAt)}
+                      </small>
+                    </td>
+                    <td>
+                      #{a.attempt} <span class={a.status === 'succeeded' ? 'badge ok' : a.status === 'failed' ? 'badge warn' : 'badge'}>{a.status}</span>{' '}
+                      <small>{a.responseStatus ?? a.error ?? ''}</small>
+                    </td>
+                    <td>
+                      <button type="button" class="secondary small" onClick={() => void replay(a.eventId)}>
+                        Replay
+                      </button>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
           <Pager page={log.page} pageSize={log.pageSize} total={log.total} onPage={setPage} labels={pagerLabels} />
         </>
       )}

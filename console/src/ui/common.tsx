@@ -32,9 +32,12 @@ export function Capture(props: { texts: CaptureTexts; onChange: (image: Blob | n
 
   const stop = (s: MediaStream | null) => s?.getTracks().forEach((t) => t.stop());
   useEffect(() => () => stop(stream), [stream]);
-  useEffect(() => () => {
-    if (preview) URL.revokeObjectURL(preview);
-  }, [preview]);
+  useEffect(
+    () => () => {
+      if (preview) URL.revokeObjectURL(preview);
+    },
+    [preview],
+  );
   useEffect(() => {
     if (video.current && stream) video.current.srcObject = stream;
   }, [stream, preview]);
@@ -93,11 +96,27 @@ export function Capture(props: { texts: CaptureTexts; onChange: (image: Blob | n
         {preview && <img src={preview} alt={props.texts.preview} />}
         {!stream && !preview && <p class="capture-hint">{props.texts.guide}</p>}
       </div>
-      {cameraError && <p class="note warn" role="alert">{props.texts.noCamera}</p>}
+      {cameraError && (
+        <p class="note warn" role="alert">
+          {props.texts.noCamera}
+        </p>
+      )}
       <div class="capture-actions">
-        {!stream && !preview && <button type="button" onClick={() => void start()}>{props.texts.start}</button>}
-        {stream && !preview && <button type="button" onClick={() => void take()}>{props.texts.take}</button>}
-        {preview && <button type="button" class="secondary" onClick={() => void start()}>{props.texts.retake}</button>}
+        {!stream && !preview && (
+          <button type="button" onClick={() => void start()}>
+            {props.texts.start}
+          </button>
+        )}
+        {stream && !preview && (
+          <button type="button" onClick={() => void take()}>
+            {props.texts.take}
+          </button>
+        )}
+        {preview && (
+          <button type="button" class="secondary" onClick={() => void start()}>
+            {props.texts.retake}
+          </button>
+        )}
         <label class="upload">
           {props.texts.upload}
           <input type="file" accept="image/jpeg,image/png,image/webp" onChange={upload} />
@@ -127,22 +146,37 @@ export function QualityAdvice(props: { issues: readonly string[] | null | undefi
     <div class="note info quality-advice" role="status" data-testid={props.testid ?? 'quality-advice'}>
       <strong>{props.heading}</strong>
       <ul>
-        {lines.map((l) => <li key={l.code} data-issue={l.code}>{l.text}</li>)}
+        {lines.map((l) => (
+          <li key={l.code} data-issue={l.code}>
+            {l.text}
+          </li>
+        ))}
       </ul>
     </div>
   );
 }
 
-export function Pager(props: { page: number; pageSize: number; total: number; onPage: (p: number) => void; labels: { prev: string; next: string; of: (a: number, b: number) => string } }) {
+export function Pager(props: {
+  page: number;
+  pageSize: number;
+  total: number;
+  onPage: (p: number) => void;
+  labels: { prev: string; next: string; of: (a: number, b: number) => string };
+}) {
   const pages = Math.max(1, Math.ceil(props.total / props.pageSize));
   return (
     <nav class="pager" aria-label="pages">
-      <button type="button" class="secondary outline" disabled={props.page <= 1} onClick={() => props.onPage(props.page - 1)}>{props.labels.prev}</button>
+      <button type="button" class="secondary outline" disabled={props.page <= 1} onClick={() => props.onPage(props.page - 1)}>
+        {props.labels.prev}
+      </button>
       <span>{props.labels.of(props.page, pages)}</span>
-      <button type="button" class="secondary outline" disabled={props.page >= pages} onClick={() => props.onPage(props.page + 1)}>{props.labels.next}</button>
+      <button type="button" class="secondary outline" disabled={props.page >= pages} onClick={() => props.onPage(props.page + 1)}>
+        {props.labels.next}
+      </button>
     </nav>
   );
 }
 
-export const fmtDate = (iso: string | null | undefined, locale = 'en-GB') => (iso ? new Date(iso).toLocaleString(locale, { dateStyle: 'medium', timeStyle: 'short' }) : '—');
+export const fmtDate = (iso: string | null | undefined, locale = 'en-GB') =>
+  iso ? new Date(iso).toLocaleString(locale, { dateStyle: 'medium', timeStyle: 'short' }) : '—';
 export const fmtScore = (n: number | null | undefined) => (typeof n === 'number' ? n.toFixed(3) : '—');

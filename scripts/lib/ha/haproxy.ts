@@ -35,16 +35,19 @@ const RETRY_AFTER_SECONDS = 2;
 function errorFile(dir: string, status: number): string {
   const file = path.join(dir, `error-${status}.http`);
   const body = JSON.stringify({ error: { code: 'service_unavailable', message: 'The service is briefly unavailable: retry after the delay given.' } });
-  writeFileSync(file, [
-    'HTTP/1.1 503 Service Unavailable',
-    'Content-Type: application/json',
-    `Retry-After: ${RETRY_AFTER_SECONDS}`,
-    'Cache-Control: no-store',
-    'Connection: close',
-    `Content-Length: ${Buffer.byteLength(body)}`,
-    '',
-    body,
-  ].join('\r\n'));
+  writeFileSync(
+    file,
+    [
+      'HTTP/1.1 503 Service Unavailable',
+      'Content-Type: application/json',
+      `Retry-After: ${RETRY_AFTER_SECONDS}`,
+      'Cache-Control: no-store',
+      'Connection: close',
+      `Content-Length: ${Buffer.byteLength(body)}`,
+      '',
+      body,
+    ].join('\r\n'),
+  );
   return file;
 }
 

@@ -65,13 +65,37 @@ export async function startPatroniCluster(opts: { dir: string; nodes?: number; l
   const etcdPeer = await freePort();
   const etcdDir = path.join(opts.dir, 'etcd');
   own(etcdDir);
-  const etcd = spawn('runuser', ['-u', 'postgres', '--', 'etcd', '--name', 'etcd-1', '--data-dir', path.join(etcdDir, 'data'),
-    '--listen-client-urls', `http://127.0.0.1:${etcdPort}`, '--advertise-client-urls', `http://127.0.0.1:${etcdPort}`,
-    '--listen-peer-urls', `http://127.0.0.1:${etcdPeer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${etcdPeer}`,
-    '--initial-cluster', `etcd-1=http://127.0.0.1:${etcdPeer}`, '--enable-v2=true'], { stdio: ['ignore', 'ignore', 'ignore'], detached: true });
+  const etcd = spawn(
+    'runuser',
+    [
+      '-u',
+      'postgres',
+      '--',
+      'etcd',
+      '--name',
+      'etcd-1',
+      '--data-dir',
+      path.join(etcdDir, 'data'),
+      '--listen-client-urls',
+      `http://127.0.0.1:${etcdPort}`,
+      '--advertise-client-urls',
+      `http://127.0.0.1:${etcdPort}`,
+      '--listen-peer-urls',
+      `http://127.0.0.1:${etcdPeer}`,
+      '--initial-advertise-peer-urls',
+      `http://127.0.0.1:${etcdPeer}`,
+      '--initial-cluster',
+      `etcd-1=http://127.0.0.1:${etcdPeer}`,
+      '--enable-v2=true',
+    ],
+    { stdio: ['ignore', 'ignore', 'ignore'], detached: true },
+  );
   children.push(etcd);
   for (let i = 0; i < 100; i++) {
-    const ok = await fetch(`http://127.0.0.1:${etcdPort}/health`, { signal: AbortSignal.timeout(500) }).then((r) => r.ok, () => false);
+    const ok = await fetch(`http://127.0.0.1:${etcdPort}/health`, { signal: AbortSignal.timeout(500) }).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) break;
     await sleep(100);
   }
@@ -86,41 +110,63 @@ export async function startPatroniCluster(opts: { dir: string; nodes?: number; l
     const dataDir = path.join(nodeDir, 'data');
     const cfg = path.join(nodeDir, 'patroni.yml');
     // YAML written as JSON (a subset of YAML): no YAML library needed.
-    writeFileSync(cfg, JSON.stringify({
-      scope: 'faceid',
-      name,
-      log: { level: 'WARNING', dir: nodeDir },
-      restapi: { listen: `127.0.0.1:${restPort}`, connect_address: `127.0.0.1:${restPort}` },
-      etcd3: { hosts: [`127.0.0.1:${etcdPort}`] },
-      bootstrap: {
-        dcs: {
-          // The leader key lives 10 s: a primary gone is replaced after at most ttl + loop_wait.
-          ttl: 10, loop_wait: 2, retry_timeout: 3, maximum_lag_on_failover: 1048576,
-          synchronous_mode: true,
+    writeFileSync(
+      cfg,
+      JSON.stringify(
+        {
+          scope: 'faceid',
+          name,
+          log: { level: 'WARNING', dir: nodeDir },
+          restapi: { listen: `127.0.0.1:${restPort}`, connect_address: `127.0.0.1:${restPort}` },
+          etcd3: { hosts: [`127.0.0.1:${etcdPort}`] },
+          bootstrap: {
+            dcs: {
+              // The leader key lives 10 s: a primary gone is replaced after at most ttl + loop_wait.
+              ttl: 10,
+              loop_wait: 2,
+              retry_timeout: 3,
+              maximum_lag_on_failover: 1048576,
+              synchronous_mode: true,
+              postgresql: {
+                use_pg_rewind: true,
+                parameters: {
+                  wal_level: 'replica',
+                  hot_standby: 'on',
+                  max_wal_senders: 10,
+                  max_replication_slots: 10,
+                  wal_log_hints: 'on',
+                  max_connections: 200,
+                  synchronous_commit: 'on',
+                },
+              },
+            },
+            initdb: [{ encoding: 'UTF8' }, { locale: 'C.UTF-8' }],
+            pg_hba: ['local all all trust', 'host all all 127.0.0.1/32 trust', 'host replication replicator 127.0.0.1/32 trust'],
+          },
           postgresql: {
-            use_pg_rewind: true,
-            parameters: { wal_level: 'replica', hot_standby: 'on', max_wal_senders: 10, max_replication_slots: 10, wal_log_hints: 'on', max_connections: 200, synchronous_commit: 'on' },
+            listen: `127.0.0.1:${pgPort}`,
+            connect_address: `127.0.0.1:${pgPort}`,
+            data_dir: dataDir,
+            bin_dir: PG_BIN,
+            pgpass: path.join(nodeDir, 'pgpass'),
+            authentication: { superuser: { username: 'postgres', password: 'postgres' }, replication: { username: 'replicator', password: 'replicator' } },
+            parameters: { unix_socket_directories: nodeDir },
           },
         },
-        initdb: [{ encoding: 'UTF8' }, { locale: 'C.UTF-8' }],
-        pg_hba: ['local all all trust', 'host all all 127.0.0.1/32 trust', 'host replication replicator 127.0.0.1/32 trust'],
-      },
-      postgresql: {
-        listen: `127.0.0.1:${pgPort}`,
-        connect_address: `127.0.0.1:${pgPort}`,
-        data_dir: dataDir,
-        bin_dir: PG_BIN,
-        pgpass: path.join(nodeDir, 'pgpass'),
-        authentication: { superuser: { username: 'postgres', password: 'postgres' }, replication: { username: 'replicator', password: 'replicator' } },
-        parameters: { unix_socket_directories: nodeDir },
-      },
-    }, null, 2));
+        null,
+        2,
+      ),
+    );
     chownSync(cfg, uid, gid);
     const patroni = spawn('runuser', ['-u', 'postgres', '--', 'patroni', cfg], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
     patroni.stderr?.on('data', (d: Buffer) => opts.log?.(`${name}: ${d.toString().trim()}`));
     children.push(patroni);
     const node: PatroniNode = {
-      name, pgPort, restPort, dataDir, patroni,
+      name,
+      pgPort,
+      restPort,
+      dataDir,
+      patroni,
       postmasterPid: () => {
         const f = path.join(dataDir, 'postmaster.pid');
         if (!existsSync(f)) return undefined;
@@ -152,11 +198,22 @@ export async function startPatroniCluster(opts: { dir: string; nodes?: number; l
     },
     stop: async () => {
       // Patroni stops its PostgreSQL on SIGTERM; anything left is killed.
-      for (const n of nodes) if (n.patroni.pid) try { process.kill(-n.patroni.pid, 'SIGTERM'); } catch { /* gone */ }
+      for (const n of nodes)
+        if (n.patroni.pid)
+          try {
+            process.kill(-n.patroni.pid, 'SIGTERM');
+          } catch {
+            /* gone */
+          }
       for (let i = 0; i < 50 && nodes.some((n) => n.postmasterPid() && isAlive(n.postmasterPid()!)); i++) await sleep(200);
       for (const n of nodes) {
         const pid = n.postmasterPid();
-        if (pid && isAlive(pid)) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+        if (pid && isAlive(pid))
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {
+            /* gone */
+          }
       }
       children.forEach(killGroup);
     },

@@ -50,12 +50,29 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function dataNodeArgs(port: number, dir: string, appendOnly: boolean): string[] {
   return [
-    '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '',
-    '--appendonly', appendOnly ? 'yes' : 'no', '--appendfsync', 'everysec',
-    '--maxmemory-policy', 'noeviction',
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dir,
+    '--save',
+    '',
+    '--appendonly',
+    appendOnly ? 'yes' : 'no',
+    '--appendfsync',
+    'everysec',
+    '--maxmemory-policy',
+    'noeviction',
     // Over loopback a fresh replica syncs without a disk round trip.
-    '--repl-diskless-sync', 'yes', '--repl-diskless-sync-delay', '0',
-    '--daemonize', 'no', '--logfile', path.join(dir, 'redis.log'),
+    '--repl-diskless-sync',
+    'yes',
+    '--repl-diskless-sync-delay',
+    '0',
+    '--daemonize',
+    'no',
+    '--logfile',
+    path.join(dir, 'redis.log'),
   ];
 }
 
@@ -94,11 +111,16 @@ export async function startSentinelTopology(opts: SentinelOptions): Promise<Sent
     return child;
   };
   const stop = async () => {
-    await Promise.all(children.map((c) => new Promise<void>((resolve) => {
-      if (c.exitCode !== null || c.signalCode !== null) return resolve();
-      c.once('exit', () => resolve());
-      c.kill('SIGKILL');
-    })));
+    await Promise.all(
+      children.map(
+        (c) =>
+          new Promise<void>((resolve) => {
+            if (c.exitCode !== null || c.signalCode !== null) return resolve();
+            c.once('exit', () => resolve());
+            c.kill('SIGKILL');
+          }),
+      ),
+    );
   };
   try {
     const masterPort = await freePort();
@@ -110,13 +132,18 @@ export async function startSentinelTopology(opts: SentinelOptions): Promise<Sent
     const master: RedisNode = { role: 'master', port: masterPort, child: launch(dataNodeArgs(masterPort, masterDir, appendOnly), 'redis master') };
     await waitUntil('redis master', () => redisAnswers(`redis://127.0.0.1:${masterPort}`, 300), 10_000);
     const replica: RedisNode = {
-      role: 'replica', port: replicaPort,
+      role: 'replica',
+      port: replicaPort,
       child: launch([...dataNodeArgs(replicaPort, replicaDir, appendOnly), '--replicaof', '127.0.0.1', String(masterPort)], 'redis replica'),
     };
-    await waitUntil('redis replica in sync', async () => {
-      const info = await withClient(replicaPort, (r) => r.info('replication'));
-      return !!info && /master_link_status:up/.test(info);
-    }, 15_000);
+    await waitUntil(
+      'redis replica in sync',
+      async () => {
+        const info = await withClient(replicaPort, (r) => r.info('replication'));
+        return !!info && /master_link_status:up/.test(info);
+      },
+      15_000,
+    );
 
     const sentinels: RedisNode[] = [];
     for (let i = 0; i < 3; i++) {
@@ -125,14 +152,20 @@ export async function startSentinelTopology(opts: SentinelOptions): Promise<Sent
       mkdirSync(dir, { recursive: true });
       // Sentinel rewrites its configuration file (it records what it learns): one file each.
       const file = path.join(dir, 'sentinel.conf');
-      writeFileSync(file, [
-        `port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, `logfile ${path.join(dir, 'sentinel.log')}`,
-        `sentinel monitor ${name} 127.0.0.1 ${masterPort} 2`,
-        `sentinel down-after-milliseconds ${name} ${downAfterMs}`,
-        `sentinel failover-timeout ${name} ${failoverTimeoutMs}`,
-        `sentinel parallel-syncs ${name} 1`,
-        '',
-      ].join('\n'));
+      writeFileSync(
+        file,
+        [
+          `port ${port}`,
+          'bind 127.0.0.1',
+          `dir ${dir}`,
+          `logfile ${path.join(dir, 'sentinel.log')}`,
+          `sentinel monitor ${name} 127.0.0.1 ${masterPort} 2`,
+          `sentinel down-after-milliseconds ${name} ${downAfterMs}`,
+          `sentinel failover-timeout ${name} ${failoverTimeoutMs}`,
+          `sentinel parallel-syncs ${name} 1`,
+          '',
+        ].join('\n'),
+      );
       sentinels.push({ role: 'sentinel', port, child: launch([file, '--sentinel'], `sentinel ${port}`) });
     }
     const askSentinels = async (): Promise<number | undefined> => {
@@ -143,15 +176,19 @@ export async function startSentinelTopology(opts: SentinelOptions): Promise<Sent
       return undefined;
     };
     // Ready when every Sentinel knows the replica and the other Sentinels (a failover needs a quorum).
-    await waitUntil('sentinels', async () => {
-      for (const s of sentinels) {
-        const m = await withClient(s.port, (r) => r.call('SENTINEL', 'master', name) as Promise<string[]>);
-        if (!m) return false;
-        const field = (k: string) => Number(m[m.indexOf(k) + 1]);
-        if (field('num-slaves') < 1 || field('num-other-sentinels') < 2) return false;
-      }
-      return true;
-    }, 20_000);
+    await waitUntil(
+      'sentinels',
+      async () => {
+        for (const s of sentinels) {
+          const m = await withClient(s.port, (r) => r.call('SENTINEL', 'master', name) as Promise<string[]>);
+          if (!m) return false;
+          const field = (k: string) => Number(m[m.indexOf(k) + 1]);
+          if (field('num-slaves') < 1 || field('num-other-sentinels') < 2) return false;
+        }
+        return true;
+      },
+      20_000,
+    );
 
     return {
       name,
@@ -166,12 +203,16 @@ export async function startSentinelTopology(opts: SentinelOptions): Promise<Sent
       },
       waitForNewMaster: async (oldPort, timeoutMs) => {
         let port: number | undefined;
-        await waitUntil('new redis master', async () => {
-          port = await askSentinels();
-          if (!port || port === oldPort) return false;
-          const role = await withClient(port, (r) => r.call('ROLE') as Promise<unknown[]>);
-          return role?.[0] === 'master';
-        }, timeoutMs);
+        await waitUntil(
+          'new redis master',
+          async () => {
+            port = await askSentinels();
+            if (!port || port === oldPort) return false;
+            const role = await withClient(port, (r) => r.call('ROLE') as Promise<unknown[]>);
+            return role?.[0] === 'master';
+          },
+          timeoutMs,
+        );
         return port!;
       },
       stop,

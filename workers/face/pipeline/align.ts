@@ -58,16 +58,28 @@ export function invertAffine(m: Affine): Affine {
 export function estimateSimilarity(src: readonly Point[], dst: readonly Point[]): Affine {
   const n = src.length;
   if (n < 2 || dst.length !== n) throw new RangeError('need at least two point pairs of equal count');
-  let msx = 0, msy = 0, mdx = 0, mdy = 0;
+  let msx = 0,
+    msy = 0,
+    mdx = 0,
+    mdy = 0;
   for (let i = 0; i < n; i++) {
-    msx += src[i]![0]; msy += src[i]![1];
-    mdx += dst[i]![0]; mdy += dst[i]![1];
+    msx += src[i]![0];
+    msy += src[i]![1];
+    mdx += dst[i]![0];
+    mdy += dst[i]![1];
   }
-  msx /= n; msy /= n; mdx /= n; mdy /= n;
-  let ss = 0, re = 0, im = 0;
+  msx /= n;
+  msy /= n;
+  mdx /= n;
+  mdy /= n;
+  let ss = 0,
+    re = 0,
+    im = 0;
   for (let i = 0; i < n; i++) {
-    const sx = src[i]![0] - msx, sy = src[i]![1] - msy;
-    const dx = dst[i]![0] - mdx, dy = dst[i]![1] - mdy;
+    const sx = src[i]![0] - msx,
+      sy = src[i]![1] - msy;
+    const dx = dst[i]![0] - mdx,
+      dy = dst[i]![1] - mdy;
     ss += sx * sx + sy * sy;
     re += sx * dx + sy * dy;
     im += sx * dy - sy * dx;
@@ -101,11 +113,14 @@ export function warpAffine(img: RgbImage, outToSrc: Affine, outW: number, outH: 
   const inv = 1 / (n * n);
   const replicate = opts.border === 'replicate';
   const fill = opts.border === 'replicate' ? 0 : opts.border.fill;
-  const maxX = W - 1, maxY = H - 1;
+  const maxX = W - 1,
+    maxY = H - 1;
   let o = 0;
   for (let v = 0; v < outH; v++) {
     for (let u = 0; u < outW; u++) {
-      let r = 0, g = 0, bl = 0;
+      let r = 0,
+        g = 0,
+        bl = 0;
       for (let sj = 0; sj < n; sj++) {
         const vy = v + (sj + 0.5) / n;
         for (let si = 0; si < n; si++) {
@@ -113,17 +128,29 @@ export function warpAffine(img: RgbImage, outToSrc: Affine, outW: number, outH: 
           // continuous source coordinates -> index coordinates (pixel centres on integers)
           const x = a * ux + b * vy + c - 0.5;
           const y = d * ux + e * vy + f - 0.5;
-          let x0 = Math.floor(x), y0 = Math.floor(y);
-          const fx = x - x0, fy = y - y0;
-          let x1 = x0 + 1, y1 = y0 + 1;
+          let x0 = Math.floor(x),
+            y0 = Math.floor(y);
+          const fx = x - x0,
+            fy = y - y0;
+          let x1 = x0 + 1,
+            y1 = y0 + 1;
           if (replicate || (x0 >= 0 && y0 >= 0 && x1 <= maxX && y1 <= maxY)) {
-            if (x0 < 0) x0 = 0; else if (x0 > maxX) x0 = maxX;
-            if (x1 < 0) x1 = 0; else if (x1 > maxX) x1 = maxX;
-            if (y0 < 0) y0 = 0; else if (y0 > maxY) y0 = maxY;
-            if (y1 < 0) y1 = 0; else if (y1 > maxY) y1 = maxY;
-            const p00 = (y0 * W + x0) * 3, p01 = (y0 * W + x1) * 3;
-            const p10 = (y1 * W + x0) * 3, p11 = (y1 * W + x1) * 3;
-            const w00 = (1 - fx) * (1 - fy), w01 = fx * (1 - fy), w10 = (1 - fx) * fy, w11 = fx * fy;
+            if (x0 < 0) x0 = 0;
+            else if (x0 > maxX) x0 = maxX;
+            if (x1 < 0) x1 = 0;
+            else if (x1 > maxX) x1 = maxX;
+            if (y0 < 0) y0 = 0;
+            else if (y0 > maxY) y0 = maxY;
+            if (y1 < 0) y1 = 0;
+            else if (y1 > maxY) y1 = maxY;
+            const p00 = (y0 * W + x0) * 3,
+              p01 = (y0 * W + x1) * 3;
+            const p10 = (y1 * W + x0) * 3,
+              p11 = (y1 * W + x1) * 3;
+            const w00 = (1 - fx) * (1 - fy),
+              w01 = fx * (1 - fy),
+              w10 = (1 - fx) * fy,
+              w11 = fx * fy;
             r += data[p00]! * w00 + data[p01]! * w01 + data[p10]! * w10 + data[p11]! * w11;
             g += data[p00 + 1]! * w00 + data[p01 + 1]! * w01 + data[p10 + 1]! * w10 + data[p11 + 1]! * w11;
             bl += data[p00 + 2]! * w00 + data[p01 + 2]! * w01 + data[p10 + 2]! * w10 + data[p11 + 2]! * w11;
@@ -133,12 +160,18 @@ export function warpAffine(img: RgbImage, outToSrc: Affine, outW: number, outH: 
             const xs = [x0, x1, x0, x1];
             const ys = [y0, y0, y1, y1];
             for (let q = 0; q < 4; q++) {
-              const xq = xs[q]!, yq = ys[q]!, w = ws[q]!;
+              const xq = xs[q]!,
+                yq = ys[q]!,
+                w = ws[q]!;
               if (xq >= 0 && xq <= maxX && yq >= 0 && yq <= maxY) {
                 const p = (yq * W + xq) * 3;
-                r += data[p]! * w; g += data[p + 1]! * w; bl += data[p + 2]! * w;
+                r += data[p]! * w;
+                g += data[p + 1]! * w;
+                bl += data[p + 2]! * w;
               } else {
-                r += fill * w; g += fill * w; bl += fill * w;
+                r += fill * w;
+                g += fill * w;
+                bl += fill * w;
               }
             }
           }
@@ -231,7 +264,9 @@ export function cropResize(img: RgbImage, rect: Rect, outW: number, outH: number
     let o = r * outW * 3;
     for (let u = 0; u < outW; u++) {
       const fw = tx.fill[u]! * fillValue;
-      let cr = fw, cg = fw, cb = fw;
+      let cr = fw,
+        cg = fw,
+        cb = fw;
       for (let t = tx.start[u]!, end = tx.start[u + 1]!; t < end; t++) {
         const p = rowBase + tx.idx[t]! * 3;
         const wt = tx.w[t]!;
@@ -239,7 +274,9 @@ export function cropResize(img: RgbImage, rect: Rect, outW: number, outH: number
         cg += data[p + 1]! * wt;
         cb += data[p + 2]! * wt;
       }
-      tmp[o++] = cr; tmp[o++] = cg; tmp[o++] = cb;
+      tmp[o++] = cr;
+      tmp[o++] = cg;
+      tmp[o++] = cb;
     }
   }
   // vertical pass

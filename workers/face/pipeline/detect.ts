@@ -26,7 +26,12 @@ export const DETECT_MEAN = 127;
 export const DETECT_STD = 128;
 
 /** Prior (anchor) layout of the 320x240 model. */
-export const PRIOR_MIN_SIZES: readonly (readonly number[])[] = [[10, 16, 24], [32, 48], [64, 96], [128, 192, 256]];
+export const PRIOR_MIN_SIZES: readonly (readonly number[])[] = [
+  [10, 16, 24],
+  [32, 48],
+  [64, 96],
+  [128, 192, 256],
+];
 export const PRIOR_STEPS: readonly number[] = [8, 16, 32, 64];
 export const PRIOR_COUNT = 4420;
 
@@ -93,8 +98,8 @@ export function generatePriors(width = DETECT_INPUT_WIDTH, height = DETECT_INPUT
     const fh = Math.ceil(height / step);
     for (let j = 0; j < fh; j++) {
       for (let i = 0; i < fw; i++) {
-        const cx = (i + 0.5) * step / width;
-        const cy = (j + 0.5) * step / height;
+        const cx = ((i + 0.5) * step) / width;
+        const cy = ((j + 0.5) * step) / height;
         for (const m of PRIOR_MIN_SIZES[k]!) {
           out.push(clamp01(cx), clamp01(cy), clamp01(m / width), clamp01(m / height));
         }
@@ -156,8 +161,8 @@ interface PassGeometry {
 }
 
 export function passGeometry(width: number, height: number, pad: number): PassGeometry {
-  const canvasW = Math.max(width, height * DETECT_INPUT_WIDTH / DETECT_INPUT_HEIGHT) * pad;
-  const canvasH = canvasW * DETECT_INPUT_HEIGHT / DETECT_INPUT_WIDTH;
+  const canvasW = Math.max(width, (height * DETECT_INPUT_WIDTH) / DETECT_INPUT_HEIGHT) * pad;
+  const canvasH = (canvasW * DETECT_INPUT_HEIGHT) / DETECT_INPUT_WIDTH;
   const k = canvasW / DETECT_INPUT_WIDTH;
   return { k, ox: -(canvasW - width) / 2, oy: -(canvasH - height) / 2 };
 }
@@ -172,26 +177,16 @@ const letterboxScratch = new Float32Array(DETECT_INPUT_WIDTH * DETECT_INPUT_HEIG
 const inputPool: Float32Array[] = [];
 
 /** Run one pass of the detector; boxes are returned in image coordinates, after per-pass NMS. */
-export async function detectPass(
-  session: ort.InferenceSession,
-  img: RgbImage,
-  pad: number,
-  opts: DetectOptions,
-  passIndex = 0,
-): Promise<Detection[]> {
+export async function detectPass(session: ort.InferenceSession, img: RgbImage, pad: number, opts: DetectOptions, passIndex = 0): Promise<Detection[]> {
   const g = passGeometry(img.width, img.height, pad);
   const canvas = { x: g.ox, y: g.oy, w: DETECT_INPUT_WIDTH * g.k, h: DETECT_INPUT_HEIGHT * g.k };
-  const rgb = cropResize(
-    img,
-    canvas,
-    DETECT_INPUT_WIDTH,
-    DETECT_INPUT_HEIGHT,
-    { border: { fill: opts.borderGrey }, antialias: true },
-    letterboxScratch,
-  );
+  const rgb = cropResize(img, canvas, DETECT_INPUT_WIDTH, DETECT_INPUT_HEIGHT, { border: { fill: opts.borderGrey }, antialias: true }, letterboxScratch);
   const planar = inputPool.pop() ?? new Float32Array(DETECT_INPUT_WIDTH * DETECT_INPUT_HEIGHT * 3);
   const input = new ort.Tensor('float32', toPlanar(rgb, DETECT_INPUT_WIDTH, DETECT_INPUT_HEIGHT, DETECT_MEAN, DETECT_STD, planar), [
-    1, 3, DETECT_INPUT_HEIGHT, DETECT_INPUT_WIDTH,
+    1,
+    3,
+    DETECT_INPUT_HEIGHT,
+    DETECT_INPUT_WIDTH,
   ]);
   let out: ort.InferenceSession.OnnxValueMapType;
   try {
@@ -225,12 +220,12 @@ export async function detectPass(
 export function wellInside(dets: readonly Detection[], img: { width: number; height: number }, pad: number, rule: WellInside): boolean {
   if (dets.length === 0) return false;
   const largest = dets.reduce((a, d) => (d.y2 - d.y1 > a.y2 - a.y1 ? d : a));
-  const w = largest.x2 - largest.x1, h = largest.y2 - largest.y1;
+  const w = largest.x2 - largest.x1,
+    h = largest.y2 - largest.y1;
   const canvasH = DETECT_INPUT_HEIGHT * passGeometry(img.width, img.height, pad).k;
   if (h < rule.minHeight * canvasH || h > rule.maxHeight * canvasH) return false;
   return (
-    largest.x1 >= rule.margin * w && largest.y1 >= rule.margin * h &&
-    largest.x2 <= img.width - rule.margin * w && largest.y2 <= img.height - rule.margin * h
+    largest.x1 >= rule.margin * w && largest.y1 >= rule.margin * h && largest.x2 <= img.width - rule.margin * w && largest.y2 <= img.height - rule.margin * h
   );
 }
 
@@ -241,11 +236,7 @@ export function wellInside(dets: readonly Detection[], img: { width: number; hei
  * grey border) are dropped. Boxes are not clipped: a close-up's box may
  * extend past the image edge, and the landmark crop needs the box as the detector saw it.
  */
-export async function detectFaces(
-  session: ort.InferenceSession,
-  img: RgbImage,
-  opts: DetectOptions = DEFAULT_DETECT_OPTIONS,
-): Promise<Detection[]> {
+export async function detectFaces(session: ort.InferenceSession, img: RgbImage, opts: DetectOptions = DEFAULT_DETECT_OPTIONS): Promise<Detection[]> {
   const all: Detection[] = [];
   for (let p = 0; p < opts.passes.length; p++) {
     all.push(...(await detectPass(session, img, opts.passes[p]!, opts, p)));
@@ -253,7 +244,8 @@ export async function detectFaces(
   }
   // A box centred in the letterbox / padding border is not a face of the image.
   const inside = all.filter((d) => {
-    const cx = (d.x1 + d.x2) / 2, cy = (d.y1 + d.y2) / 2;
+    const cx = (d.x1 + d.x2) / 2,
+      cy = (d.y1 + d.y2) / 2;
     return cx >= 0 && cx <= img.width && cy >= 0 && cy <= img.height;
   });
   return nms(inside, opts.nmsIou, opts.containment);

@@ -131,11 +131,9 @@ export function chooseFace(dets: readonly Detection[], mode: FaceMode): Detectio
   const bySize = [...dets].sort((a, b) => height(b) - height(a) || b.score - a.score);
   const largest = bySize[0]!;
   if (mode === 'single') {
-    const rival = bySize.slice(1).find(
-      (d) =>
-        d.score >= FACE_SELECTION.secondFaceMinScore &&
-        height(d) >= FACE_SELECTION.secondFaceMinSizeRatio * height(largest),
-    );
+    const rival = bySize
+      .slice(1)
+      .find((d) => d.score >= FACE_SELECTION.secondFaceMinScore && height(d) >= FACE_SELECTION.secondFaceMinSizeRatio * height(largest));
     if (rival) {
       throw new FaceError('multiple_faces', `${dets.length} faces detected; more than one is clearly present`, {
         faceCount: dets.length,
@@ -229,8 +227,10 @@ export class FaceEngine {
     const { points68 } = await predictLandmarks(this.sessions.landmark, img, square);
     const landmarks5 = fivePoints(points68).map(([x, y]): [number, number] => [round(x, 2), round(y, 2)]);
     clock?.('landmarks', performance.now() - t);
-    const x1 = Math.max(0, face.x1), y1 = Math.max(0, face.y1);
-    const x2 = Math.min(img.width, face.x2), y2 = Math.min(img.height, face.y2);
+    const x1 = Math.max(0, face.x1),
+      y1 = Math.max(0, face.y1);
+    const x2 = Math.min(img.width, face.x2),
+      y2 = Math.min(img.height, face.y2);
     const described: LivenessResult['face'] = {
       box: [round(x1, 1), round(y1, 1), round(x2 - x1, 1), round(y2 - y1, 1)],
       detScore: round(face.score, 4),
@@ -262,15 +262,16 @@ export class FaceEngine {
     // The face is aligned as soon as its landmarks are known, before the anti-spoof model: a caller
     // that hands it on (`onAligned`) lets the embed stage start while this one finishes.
     let aligned: Float32Array | undefined;
-    const align = opts.align || opts.onAligned
-      ? async (f: LivenessResult['face']) => {
-          const ta = performance.now();
-          // The same points `embed` would parse: the rounded landmarks5 of the result.
-          aligned = alignFace(img, parseLandmarks5(f.landmarks5)).rgb;
-          clock?.('align', performance.now() - ta);
-          opts.onAligned?.(aligned);
-        }
-      : undefined;
+    const align =
+      opts.align || opts.onAligned
+        ? async (f: LivenessResult['face']) => {
+            const ta = performance.now();
+            // The same points `embed` would parse: the rounded landmarks5 of the result.
+            aligned = alignFace(img, parseLandmarks5(f.landmarks5)).rgb;
+            clock?.('align', performance.now() - ta);
+            opts.onAligned?.(aligned);
+          }
+        : undefined;
     const { face, livenessScore, points68 } = await this.describe(img, chosen, clock, align);
     const result: EngineLivenessResult = { face, livenessScore, faceCount: dets.length, ms: 0 };
     // Quality from what this stage already holds (pixels, 68 landmarks); on by default.

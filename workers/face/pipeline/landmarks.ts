@@ -35,12 +35,7 @@ export interface Landmarks {
   crop: Rect;
 }
 
-export async function predictLandmarks(
-  session: ort.InferenceSession,
-  img: RgbImage,
-  crop: Rect,
-  warp: WarpOptions = LANDMARK_WARP,
-): Promise<Landmarks> {
+export async function predictLandmarks(session: ort.InferenceSession, img: RgbImage, crop: Rect, warp: WarpOptions = LANDMARK_WARP): Promise<Landmarks> {
   const S = LANDMARK_INPUT_SIZE;
   const rgb = cropResize(img, crop, S, S, warp);
   const grey = new Float32Array(S * S);
@@ -59,7 +54,8 @@ export async function predictLandmarks(
 }
 
 function mean(points: readonly Point[], idx: readonly number[]): Point {
-  let x = 0, y = 0;
+  let x = 0,
+    y = 0;
   for (const i of idx) {
     x += points[i]![0];
     y += points[i]![1];
@@ -76,11 +72,5 @@ function mean(points: readonly Point[], idx: readonly number[]): Point {
  */
 export function fivePoints(points68: readonly Point[]): Point[] {
   if (points68.length !== 68) throw new RangeError('expected 68 landmarks');
-  return [
-    mean(points68, [37, 38, 40, 41]),
-    mean(points68, [43, 44, 46, 47]),
-    mean(points68, [30]),
-    mean(points68, [48, 60]),
-    mean(points68, [54, 64]),
-  ];
+  return [mean(points68, [37, 38, 40, 41]), mean(points68, [43, 44, 46, 47]), mean(points68, [30]), mean(points68, [48, 60]), mean(points68, [54, 64])];
 }

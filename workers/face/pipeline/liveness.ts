@@ -60,12 +60,7 @@ export interface LivenessScore {
   crop: Rect;
 }
 
-export async function scoreLiveness(
-  session: ort.InferenceSession,
-  img: RgbImage,
-  faceSquare: Rect,
-  warp: WarpOptions = LIVENESS_WARP,
-): Promise<LivenessScore> {
+export async function scoreLiveness(session: ort.InferenceSession, img: RgbImage, faceSquare: Rect, warp: WarpOptions = LIVENESS_WARP): Promise<LivenessScore> {
   const S = LIVENESS_INPUT_SIZE;
   const crop = livenessCrop(faceSquare, img.width, img.height);
   const rgb = cropResize(img, crop, S, S, warp);

@@ -87,7 +87,8 @@ export function component(value: number, r: MeasureRange): number {
 
 const dist = (a: Point, b: Point) => Math.hypot(a[0] - b[0], a[1] - b[1]);
 const mid = (pts: readonly Point[], idx: readonly number[]): Point => {
-  let x = 0, y = 0;
+  let x = 0,
+    y = 0;
   for (const i of idx) {
     x += pts[i]![0];
     y += pts[i]![1];
@@ -110,8 +111,12 @@ const POSE_MODEL: ReadonlyArray<[number, [number, number, number]]> = [
 ];
 
 function inverse3(m: number[][]): number[][] | null {
-  const [a, b, c] = m[0]!, [d, e, f] = m[1]!, [g, h, i] = m[2]!;
-  const A = e * i - f * h, B = -(d * i - f * g), C = d * h - e * g;
+  const [a, b, c] = m[0]!,
+    [d, e, f] = m[1]!,
+    [g, h, i] = m[2]!;
+  const A = e * i - f * h,
+    B = -(d * i - f * g),
+    C = d * h - e * g;
   const det = a! * A + b! * B + c! * C;
   if (!Number.isFinite(det) || Math.abs(det) < 1e-9) return null;
   return [
@@ -129,15 +134,32 @@ function inverse3(m: number[][]): number[][] | null {
  */
 export function headPose(points68: readonly Point[]): { yawDeg: number; pitchDeg: number; rollDeg: number } {
   const n = POSE_MODEL.length;
-  let mx = 0, my = 0, mz = 0, mu = 0, mv = 0;
+  let mx = 0,
+    my = 0,
+    mz = 0,
+    mu = 0,
+    mv = 0;
   for (const [i, [x, y, z]] of POSE_MODEL) {
-    mx += x; my += y; mz += z;
+    mx += x;
+    my += y;
+    mz += z;
     mu += points68[i]![0];
     mv += -points68[i]![1]; // image y points down; the model's y points up
   }
-  mx /= n; my /= n; mz /= n; mu /= n; mv /= n;
-  const XX = [[0, 0, 0], [0, 0, 0], [0, 0, 0]];
-  const PX = [[0, 0, 0], [0, 0, 0]];
+  mx /= n;
+  my /= n;
+  mz /= n;
+  mu /= n;
+  mv /= n;
+  const XX = [
+    [0, 0, 0],
+    [0, 0, 0],
+    [0, 0, 0],
+  ];
+  const PX = [
+    [0, 0, 0],
+    [0, 0, 0],
+  ];
   for (const [i, [x, y, z]] of POSE_MODEL) {
     const X = [x - mx, y - my, z - mz];
     const P = [points68[i]![0] - mu, -points68[i]![1] - mv];
@@ -145,7 +167,8 @@ export function headPose(points68: readonly Point[]): { yawDeg: number; pitchDeg
     for (let r = 0; r < 2; r++) for (let c = 0; c < 3; c++) PX[r]![c]! += P[r]! * X[c]!;
   }
   const inv = inverse3(XX);
-  const eyeL = mid(points68, [36, 39]), eyeR = mid(points68, [42, 45]);
+  const eyeL = mid(points68, [36, 39]),
+    eyeR = mid(points68, [42, 45]);
   const rollDeg = (Math.atan2(eyeR[1] - eyeL[1], eyeR[0] - eyeL[0]) * 180) / Math.PI;
   if (!inv) return { yawDeg: NaN, pitchDeg: NaN, rollDeg };
   const A = PX.map((row) => [0, 1, 2].map((c) => row[0]! * inv[0]![c]! + row[1]! * inv[1]![c]! + row[2]! * inv[2]![c]!));
@@ -191,11 +214,15 @@ export const EYE_REGIONS = [
 type Region = { x0: number; x1: number; y0: number; y1: number };
 
 function regionStats(luma: Float32Array, r: Region): { mean: number; sd: number } {
-  let s = 0, ss = 0, n = 0;
+  let s = 0,
+    ss = 0,
+    n = 0;
   for (let y = r.y0; y < r.y1; y++) {
     for (let x = r.x0; x < r.x1; x++) {
       const v = luma[y * ALIGNED_SIZE + x]!;
-      s += v; ss += v * v; n++;
+      s += v;
+      ss += v * v;
+      n++;
     }
   }
   const mean = s / n;
@@ -204,7 +231,8 @@ function regionStats(luma: Float32Array, r: Region): { mean: number; sd: number 
 
 /** Share of a region's pixels darker than `below` (an eye hidden by a dark band or sunglasses). */
 function darkShareIn(luma: Float32Array, r: Region, below: number): number {
-  let dark = 0, n = 0;
+  let dark = 0,
+    n = 0;
   for (let y = r.y0; y < r.y1; y++) {
     for (let x = r.x0; x < r.x1; x++) {
       n++;
@@ -219,12 +247,18 @@ function outsideShare(transform: Affine, width: number, height: number): number 
   const [a, b, c, d, e, f] = transform;
   // aligned -> image: invert the similarity
   const det = a * e - b * d;
-  const ia = e / det, ib = -b / det, id = -d / det, ie = a / det;
-  let outside = 0, n = 0;
+  const ia = e / det,
+    ib = -b / det,
+    id = -d / det,
+    ie = a / det;
+  let outside = 0,
+    n = 0;
   for (let y = FACE_REGION.y0 + 2; y < FACE_REGION.y1; y += 4) {
     for (let x = FACE_REGION.x0 + 2; x < FACE_REGION.x1; x += 4) {
-      const u = x - c, v = y - f;
-      const sx = ia * u + ib * v, sy = id * u + ie * v;
+      const u = x - c,
+        v = y - f;
+      const sx = ia * u + ib * v,
+        sy = id * u + ie * v;
       if (sx < 0 || sy < 0 || sx > width || sy > height) outside++;
       n++;
     }
@@ -257,8 +291,12 @@ function alignedLuma(img: RgbImage, outToSrc: Affine): Float32Array {
   const out = new Float32Array(S * S);
   const [a, b, c, d, e, f] = outToSrc;
   const scale = Math.sqrt(Math.abs(a * e - b * d));
-  const u0 = FACE_REGION.x0 - 1, u1 = FACE_REGION.x1, v0 = FACE_REGION.y0 - 1, v1 = FACE_REGION.y1;
-  const maxX = W - 1, maxY = H - 1;
+  const u0 = FACE_REGION.x0 - 1,
+    u1 = FACE_REGION.x1,
+    v0 = FACE_REGION.y0 - 1,
+    v1 = FACE_REGION.y1;
+  const maxX = W - 1,
+    maxY = H - 1;
   if (scale <= 2) {
     const n = Math.max(1, Math.ceil(scale - 1e-6));
     const inv = 1 / (n * n);
@@ -271,15 +309,24 @@ function alignedLuma(img: RgbImage, outToSrc: Affine): Float32Array {
             const ux = u + (si + 0.5) / n;
             const x = a * ux + b * vy + c - 0.5;
             const y = d * ux + e * vy + f - 0.5;
-            let x0 = Math.floor(x), y0 = Math.floor(y);
-            const fx = x - x0, fy = y - y0;
-            let x1 = x0 + 1, y1 = y0 + 1;
-            if (x0 < 0) x0 = 0; else if (x0 > maxX) x0 = maxX;
-            if (x1 < 0) x1 = 0; else if (x1 > maxX) x1 = maxX;
-            if (y0 < 0) y0 = 0; else if (y0 > maxY) y0 = maxY;
-            if (y1 < 0) y1 = 0; else if (y1 > maxY) y1 = maxY;
-            const l00 = lumaAt(data, (y0 * W + x0) * 3), l01 = lumaAt(data, (y0 * W + x1) * 3);
-            const l10 = lumaAt(data, (y1 * W + x0) * 3), l11 = lumaAt(data, (y1 * W + x1) * 3);
+            let x0 = Math.floor(x),
+              y0 = Math.floor(y);
+            const fx = x - x0,
+              fy = y - y0;
+            let x1 = x0 + 1,
+              y1 = y0 + 1;
+            if (x0 < 0) x0 = 0;
+            else if (x0 > maxX) x0 = maxX;
+            if (x1 < 0) x1 = 0;
+            else if (x1 > maxX) x1 = maxX;
+            if (y0 < 0) y0 = 0;
+            else if (y0 > maxY) y0 = maxY;
+            if (y1 < 0) y1 = 0;
+            else if (y1 > maxY) y1 = maxY;
+            const l00 = lumaAt(data, (y0 * W + x0) * 3),
+              l01 = lumaAt(data, (y0 * W + x1) * 3);
+            const l10 = lumaAt(data, (y1 * W + x0) * 3),
+              l11 = lumaAt(data, (y1 * W + x1) * 3);
             acc += (l00 * (1 - fx) + l01 * fx) * (1 - fy) + (l10 * (1 - fx) + l11 * fx) * fy;
           }
         }
@@ -290,15 +337,31 @@ function alignedLuma(img: RgbImage, outToSrc: Affine): Float32Array {
   }
   // Bounding box (whole pixels) of every footprint, clipped to the image.
   const half = scale / 2;
-  let bx0 = Infinity, by0 = Infinity, bx1 = -Infinity, by1 = -Infinity;
-  for (const [u, v] of [[u0, v0], [u1 + 1, v0], [u0, v1 + 1], [u1 + 1, v1 + 1]] as const) {
-    const x = a * u + b * v + c, y = d * u + e * v + f;
-    bx0 = Math.min(bx0, x); bx1 = Math.max(bx1, x); by0 = Math.min(by0, y); by1 = Math.max(by1, y);
+  let bx0 = Infinity,
+    by0 = Infinity,
+    bx1 = -Infinity,
+    by1 = -Infinity;
+  for (const [u, v] of [
+    [u0, v0],
+    [u1 + 1, v0],
+    [u0, v1 + 1],
+    [u1 + 1, v1 + 1],
+  ] as const) {
+    const x = a * u + b * v + c,
+      y = d * u + e * v + f;
+    bx0 = Math.min(bx0, x);
+    bx1 = Math.max(bx1, x);
+    by0 = Math.min(by0, y);
+    by1 = Math.max(by1, y);
   }
-  bx0 = Math.max(0, Math.floor(bx0 - half - 1)); by0 = Math.max(0, Math.floor(by0 - half - 1));
-  bx1 = Math.min(W, Math.ceil(bx1 + half + 1)); by1 = Math.min(H, Math.ceil(by1 + half + 1));
+  bx0 = Math.max(0, Math.floor(bx0 - half - 1));
+  by0 = Math.max(0, Math.floor(by0 - half - 1));
+  bx1 = Math.min(W, Math.ceil(bx1 + half + 1));
+  by1 = Math.min(H, Math.ceil(by1 + half + 1));
   if (!(bx1 > bx0 && by1 > by0)) return out; // the face region lies wholly outside the photo
-  const bw = bx1 - bx0, bh = by1 - by0, stride = bw + 1;
+  const bw = bx1 - bx0,
+    bh = by1 - by0,
+    stride = bw + 1;
   // integral[(j) * stride + i] = sum of luma over [bx0, bx0 + i) x [by0, by0 + j)
   const integral = new Float64Array(stride * (bh + 1));
   for (let j = 0; j < bh; j++) {
@@ -311,20 +374,34 @@ function alignedLuma(img: RgbImage, outToSrc: Affine): Float32Array {
   }
   // The integral at a continuous point: bilinear in the integral image, exact for pixel-wise constant luma.
   const at = (x: number, y: number) => {
-    const gx = Math.min(bw, Math.max(0, x - bx0)), gy = Math.min(bh, Math.max(0, y - by0));
-    const i = Math.min(bw - 1, Math.floor(gx)), j = Math.min(bh - 1, Math.floor(gy));
-    const fx = gx - i, fy = gy - j;
+    const gx = Math.min(bw, Math.max(0, x - bx0)),
+      gy = Math.min(bh, Math.max(0, y - by0));
+    const i = Math.min(bw - 1, Math.floor(gx)),
+      j = Math.min(bh - 1, Math.floor(gy));
+    const fx = gx - i,
+      fy = gy - j;
     const k = j * stride + i;
     return (integral[k]! * (1 - fx) + integral[k + 1]! * fx) * (1 - fy) + (integral[k + stride]! * (1 - fx) + integral[k + stride + 1]! * fx) * fy;
   };
   for (let v = v0; v <= v1; v++) {
     for (let u = u0; u <= u1; u++) {
-      const x = a * (u + 0.5) + b * (v + 0.5) + c, y = d * (u + 0.5) + e * (v + 0.5) + f;
+      const x = a * (u + 0.5) + b * (v + 0.5) + c,
+        y = d * (u + 0.5) + e * (v + 0.5) + f;
       // The footprint, clipped to the image (outside it the edge repeats: the clipped mean stands in).
-      let xa = Math.max(bx0, x - half), xb = Math.min(bx1, x + half);
-      let ya = Math.max(by0, y - half), yb = Math.min(by1, y + half);
-      if (xb - xa < 1) { const m = Math.min(Math.max(x, bx0 + 0.5), bx1 - 0.5); xa = m - 0.5; xb = m + 0.5; }
-      if (yb - ya < 1) { const m = Math.min(Math.max(y, by0 + 0.5), by1 - 0.5); ya = m - 0.5; yb = m + 0.5; }
+      let xa = Math.max(bx0, x - half),
+        xb = Math.min(bx1, x + half);
+      let ya = Math.max(by0, y - half),
+        yb = Math.min(by1, y + half);
+      if (xb - xa < 1) {
+        const m = Math.min(Math.max(x, bx0 + 0.5), bx1 - 0.5);
+        xa = m - 0.5;
+        xb = m + 0.5;
+      }
+      if (yb - ya < 1) {
+        const m = Math.min(Math.max(y, by0 + 0.5), by1 - 0.5);
+        ya = m - 0.5;
+        yb = m + 0.5;
+      }
       out[v * S + u] = (at(xb, yb) - at(xa, yb) - at(xb, ya) + at(xa, ya)) / ((xb - xa) * (yb - ya));
     }
   }
@@ -335,21 +412,33 @@ function alignedLuma(img: RgbImage, outToSrc: Affine): Float32Array {
 export function measureQuality({ img, points68, landmarks5 }: QualityInput): QualityMeasures {
   const ied = dist(landmarks5[0]!, landmarks5[1]!);
   // The embedder's alignment (align.ts alignFace): template in continuous coordinates (+0.5).
-  const transform = estimateSimilarity(landmarks5, ARCFACE_TEMPLATE_112.map(([x, y]): Point => [x + 0.5, y + 0.5]));
+  const transform = estimateSimilarity(
+    landmarks5,
+    ARCFACE_TEMPLATE_112.map(([x, y]): Point => [x + 0.5, y + 0.5]),
+  );
   const S = ALIGNED_SIZE;
   const luma = alignedLuma(img, invertAffine(transform));
 
   // exposure and contrast of the face region; Laplacian energy for sharpness
-  let s = 0, ss = 0, n = 0, dark = 0, bright = 0, lap = 0, lap2 = 0;
+  let s = 0,
+    ss = 0,
+    n = 0,
+    dark = 0,
+    bright = 0,
+    lap = 0,
+    lap2 = 0;
   for (let y = FACE_REGION.y0; y < FACE_REGION.y1; y++) {
     for (let x = FACE_REGION.x0; x < FACE_REGION.x1; x++) {
       const k = y * S + x;
       const v = luma[k]!;
-      s += v; ss += v * v; n++;
+      s += v;
+      ss += v * v;
+      n++;
       if (v <= 25) dark++;
       if (v >= 247) bright++;
       const L = luma[k - 1]! + luma[k + 1]! + luma[k - S]! + luma[k + S]! - 4 * v;
-      lap += L; lap2 += L * L;
+      lap += L;
+      lap2 += L * L;
     }
   }
   const mean = s / n;
@@ -447,31 +536,44 @@ export const WHOLE_IMAGE_RANGES = {
 export function measureWholeImage(img: RgbImage): { luminanceMean: number; darkShare: number; brightShare: number; sharpness: number } {
   const { data, width: W, height: H } = img;
   const k = Math.max(1, Math.max(W, H) / WHOLE_IMAGE_SIDE);
-  const w = Math.max(3, Math.floor(W / k)), h = Math.max(3, Math.floor(H / k));
+  const w = Math.max(3, Math.floor(W / k)),
+    h = Math.max(3, Math.floor(H / k));
   const luma = new Float32Array(w * h);
   for (let y = 0; y < h; y++) {
-    const sy0 = Math.floor((y * H) / h), sy1 = Math.max(sy0 + 1, Math.floor(((y + 1) * H) / h));
+    const sy0 = Math.floor((y * H) / h),
+      sy1 = Math.max(sy0 + 1, Math.floor(((y + 1) * H) / h));
     for (let x = 0; x < w; x++) {
-      const sx0 = Math.floor((x * W) / w), sx1 = Math.max(sx0 + 1, Math.floor(((x + 1) * W) / w));
+      const sx0 = Math.floor((x * W) / w),
+        sx1 = Math.max(sx0 + 1, Math.floor(((x + 1) * W) / w));
       let acc = 0;
       for (let sy = sy0; sy < sy1; sy++) for (let sx = sx0; sx < sx1; sx++) acc += lumaAt(data, (sy * W + sx) * 3);
       luma[y * w + x] = acc / ((sy1 - sy0) * (sx1 - sx0));
     }
   }
-  let s = 0, ss = 0, n = 0, dark = 0, bright = 0;
+  let s = 0,
+    ss = 0,
+    n = 0,
+    dark = 0,
+    bright = 0;
   for (const v of luma) {
-    s += v; ss += v * v; n++;
+    s += v;
+    ss += v * v;
+    n++;
     if (v <= 25) dark++;
     if (v >= 247) bright++;
   }
   const mean = s / n;
   const variance = Math.max(0, ss / n - mean * mean);
-  let lap = 0, lap2 = 0, m = 0;
+  let lap = 0,
+    lap2 = 0,
+    m = 0;
   for (let y = 1; y < h - 1; y++) {
     for (let x = 1; x < w - 1; x++) {
       const i = y * w + x;
       const L = luma[i - 1]! + luma[i + 1]! + luma[i - w]! + luma[i + w]! - 4 * luma[i]!;
-      lap += L; lap2 += L * L; m++;
+      lap += L;
+      lap2 += L * L;
+      m++;
     }
   }
   const lapMean = lap / m;
