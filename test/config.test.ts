@@ -77,6 +77,7 @@ test('NODE_ENV unset means production: without its settings the service refuses 
   const c = loadConfig({
     JWT_PRIVATE_KEY: 'k',
     BIOMETRIC_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}`,
+    LINK_NUMBER_HASH_KEY: Buffer.alloc(32, 9).toString('base64'),
     SMS_WEBHOOK_URL: 'https://sms.example/send',
     REGISTRY_URL: 'https://registry.example/v1',
   });

@@ -90,6 +90,7 @@ test('the default format: pretty in development, JSON in test and production', (
     NODE_ENV: 'production',
     JWT_PRIVATE_KEY: 'k',
     BIOMETRIC_KEYS: `k1:${Buffer.alloc(32, 3).toString('base64')}`,
+    LINK_NUMBER_HASH_KEY: Buffer.alloc(32, 9).toString('base64'),
     SMS_TRANSPORT: 'webhook',
     SMS_WEBHOOK_URL: 'http://sms.invalid',
     REGISTRY_SIMULATOR: 'false',

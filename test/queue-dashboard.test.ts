@@ -69,6 +69,7 @@ test('QUEUE_DASHBOARD_READ_ONLY (the production default): the board shows the qu
     loadConfig({
       JWT_PRIVATE_KEY: 'k',
       BIOMETRIC_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}`,
+      LINK_NUMBER_HASH_KEY: Buffer.alloc(32, 9).toString('base64'),
       SMS_WEBHOOK_URL: 'https://sms.example/send',
       REGISTRY_URL: 'https://registry.example/v1',
     }).queues.dashboardReadOnly,
