@@ -103,6 +103,7 @@ test.serial('a stage whose worker process is killed answers 503 with Retry-After
     t.is((lost as AppError).status, 503);
     t.is((lost as AppError).retryAfter, 5);
     t.like((lost as AppError).details, { queue: 'liveness', reason: 'worker_lost' });
+    t.log(`answered ${elapsed} ms after the kill`);
     t.true(elapsed < 3000, `answered ${elapsed} ms after the kill (job deadline ${JOB_DEADLINE_MS} ms)`);
     // The follow-on stage nobody will run answers with it, not at the deadline.
     const embedErr = await t.throwsAsync(embed);
@@ -125,6 +126,7 @@ test.serial('a stage on a live process that holds its main thread past the liven
     t.like(liveness, { ok: false, code: 'no_face' });
     t.is((embedded as unknown as { pid: number }).pid, idle.pid!);
     t.true(Date.now() - started >= 2 * LIVENESS_MS, 'the stage held its process past the liveness period');
+    t.deepEqual(await redis.keys(runnerKey(prefix, '*')), [], 'a stage that answered leaves no runner key behind');
   } finally {
     await jobs.close();
   }

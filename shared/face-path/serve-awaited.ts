@@ -74,7 +74,8 @@ export async function serveAwaitedJob<Q extends QueueName>(
   }
   side.onStarted();
   // Not awaited: on the same connection as the reply, so it lands first, and the stage waits for nothing.
-  if (side.runner) void side.redis.set(runnerKey(side.runner.redisPrefix, job.id!), side.runner.processId, 'PX', msUntil(deadlineAt)).catch(() => {});
+  const runner = side.runner && runnerKey(side.runner.redisPrefix, job.id!);
+  if (runner) void side.redis.set(runner, side.runner!.processId, 'PX', msUntil(deadlineAt)).catch(() => {});
   const followOn: FollowOn = (next, jobId, nextPayload) =>
     addFollowOn(side.redis, side.handle(next), next, jobId, { deadlineAt, replyTo, payload: nextPayload });
   let result: unknown;
@@ -82,10 +83,10 @@ export async function serveAwaitedJob<Q extends QueueName>(
     result = await handler({ payload, deadlineAt, followOn });
   } catch (e) {
     // The caller answers 503 at once instead of at its deadline; the job still fails in BullMQ.
-    await pushReply(side.redis, replyTo, { id: job.id!, ok: false, error: (e as Error)?.message ?? String(e) }).catch(() => {});
+    await pushReply(side.redis, replyTo, { id: job.id!, ok: false, error: (e as Error)?.message ?? String(e) }, runner).catch(() => {});
     throw e;
   }
   // A reply that cannot be pushed (Redis gone) fails the job; its caller times out with a 503.
-  await pushReply(side.redis, replyTo, { id: job.id!, ok: true, result });
+  await pushReply(side.redis, replyTo, { id: job.id!, ok: true, result }, runner);
   return null;
 }
