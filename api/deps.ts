@@ -140,6 +140,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     redisUrl: redisTarget(config.redis),
     redisPrefix: config.redis.prefix,
     timeoutMs: config.queues.faceJobTimeoutMs,
+    workerLivenessMs: config.queues.workerLivenessMs,
     admission: config.queues.failFast
       ? {
           maxWaiting: config.queues.maxWaiting,

@@ -16,7 +16,9 @@
  */
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Config } from '../shared/config.js';
+import { randomUUID } from 'node:crypto';
 import { EXPIRED_REASON, serveAwaitedJob, type FollowOn } from '../shared/face-path/serve-awaited.js';
+import { LivenessBeat } from '../shared/face-path/worker-liveness.js';
 import { AWAITED_QUEUE_NAMES, JOB_CONTRACTS, QUEUE_NAMES, type JobContracts, type QueueName } from '../shared/jobs/index.js';
 import { bullPrefix, QUEUE_OPTIONS } from '../shared/jobs/contract.js';
 import type { Logger } from '../shared/logger.js';
@@ -91,7 +93,13 @@ export async function runQueues<Q extends QueueName>(
   checkHandlers(queues, handlers as Record<string, unknown>);
   const conns = new RunnerConnections(config, opts.logger);
   const stats = Object.fromEntries(queues.map((q) => [q, { started: 0, completed: 0, failed: 0, skippedExpired: 0 }])) as Record<Q, QueueStats>;
-  const workers = queues.map((queue) => serveQueue(queue, handlers[queue] as JobHandler<Q>, stats[queue], conns, config, opts));
+  // A process serving awaited jobs says it is alive before it takes one: its callers watch it
+  // (shared/face-path/worker-liveness.ts) and answer at once if it dies under their stage.
+  const beat = queues.some((q) => JOB_CONTRACTS[q].delivery === 'awaited')
+    ? await LivenessBeat.start(redisTarget(config.redis), config.redis.prefix, randomUUID(), config.queues.workerLivenessMs)
+    : undefined;
+  const runner = beat && { processId: beat.processId, redisPrefix: config.redis.prefix };
+  const workers = queues.map((queue) => serveQueue(queue, handlers[queue] as JobHandler<Q>, stats[queue], conns, config, { ...opts, runner }));
   // The handles a follow-on may need are ready before the first job: opening one costs Redis round
   // trips that a stage adding its follow-on must not wait for (test/face-chain.test.ts).
   await Promise.all([...workers.map((w) => w.waitUntilReady()), ...AWAITED_QUEUE_NAMES.map((q) => conns.handle(q).waitUntilReady())]);
@@ -104,6 +112,7 @@ export async function runQueues<Q extends QueueName>(
     close: async () => {
       // Lets running jobs finish, takes no new ones.
       await Promise.allSettled(workers.map((w) => w.close()));
+      await beat?.stop();
       await conns.close();
     },
   };
@@ -161,13 +170,13 @@ function serveQueue<Q extends QueueName>(
   stats: QueueStats,
   conns: RunnerConnections,
   config: Config,
-  opts: RunQueuesOptions,
+  opts: RunQueuesOptions & { runner?: { processId: string; redisPrefix: string } },
 ): Worker {
   const log = opts.logger.child({ queue });
   const processor =
     JOB_CONTRACTS[queue].delivery === 'deferred'
       ? deferredProcessor(queue, handler, stats, conns)
-      : awaitedProcessor(queue, handler, stats, conns, log, opts.now ?? Date.now);
+      : awaitedProcessor(queue, handler, stats, conns, log, opts.now ?? Date.now, opts.runner);
   const worker = new Worker(queue, processor, {
     connection: conns.open(log),
     prefix: bullPrefix(config.redis.prefix),
@@ -201,9 +210,18 @@ function deferredProcessor<Q extends QueueName>(queue: Q, handler: JobHandler<Q>
 }
 
 /** An awaited job goes through the face-path protocol: deadline, follow-ons, reply. */
-function awaitedProcessor<Q extends QueueName>(queue: Q, handler: JobHandler<Q>, stats: QueueStats, conns: RunnerConnections, log: Logger, now: () => number) {
+function awaitedProcessor<Q extends QueueName>(
+  queue: Q,
+  handler: JobHandler<Q>,
+  stats: QueueStats,
+  conns: RunnerConnections,
+  log: Logger,
+  now: () => number,
+  runner: { processId: string; redisPrefix: string } | undefined,
+) {
   const side = {
     redis: conns.redis,
+    runner,
     handle: (name: QueueName) => conns.handle(name),
     now,
     onStarted: () => {

@@ -8,6 +8,8 @@
  *   events stream; the worker removes the job (its payload) when it finishes: no job hash with a face
  *   image or embedding lingers.
  * - Timeouts and an unreachable Redis become 503 `face_engine_unavailable` / `dependency_unavailable`.
+ * - A stage whose worker process dies under it is answered at once, not at the deadline: 503
+ *   `face_engine_unavailable` (`details.reason` `worker_lost`) with Retry-After (./worker-liveness.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
@@ -19,6 +21,7 @@ import { bullConnection, type RedisTarget } from '../redis.js';
 import { JobAdmission, type AdmissionOptions, type QueueState } from './admission.js';
 import { DeadlineError, msUntil, withDeadline, withdraw } from './deadline.js';
 import { parseReply, replyListKey } from './replies.js';
+import { beatEveryMs, RunnerWatch, WorkerLostError } from './worker-liveness.js';
 
 export interface JobClientOptions {
   /** A URL, or Sentinels naming the master (shared/redis.ts `redisTarget`). */
@@ -27,6 +30,12 @@ export interface JobClientOptions {
   timeoutMs: number;
   /** Fail fast (./admission.ts): no worker, Redis down or too much waiting work is a 503 before enqueueing. */
   admission?: AdmissionOptions & { onSample?: (queue: QueueName, state: QueueState) => void };
+  /**
+   * The workers' liveness period (`queues.workerLivenessMs`): while a stage is awaited, its worker
+   * process is checked every third of it, and a stage whose process is gone answers 503 at once.
+   * Without it, such a stage is answered at the deadline.
+   */
+  workerLivenessMs?: number;
 }
 
 export interface StartOptions {
@@ -145,6 +154,9 @@ interface Stage {
  */
 class RunStages implements StagedRun {
   private readonly waiters = new Map<string, { queue: QueueName; waiter: ReplyWaiter }>();
+  /** Rejects once a stage's worker process is found dead: every stage of the request answers with it. */
+  private readonly lost: Promise<never>;
+  private loseAll!: (e: AppError) => void;
 
   constructor(
     readonly jobId: string,
@@ -152,9 +164,11 @@ class RunStages implements StagedRun {
     reader: ReplyReader,
     private readonly deadlineAt: number,
     private readonly timeoutMs: number,
-    private readonly client: { queue(name: QueueName): Queue; retryAfter: number | undefined },
+    private readonly client: { queue(name: QueueName): Queue; retryAfter: number | undefined; watch: RunnerWatch | undefined },
   ) {
     for (const s of stages) this.waiters.set(s.jobId, { queue: s.queue, waiter: reader.wait(s.jobId) });
+    this.lost = new Promise<never>((_, reject) => (this.loseAll = reject));
+    this.lost.catch(() => {});
   }
 
   abandon = (): void => {
@@ -164,9 +178,25 @@ class RunStages implements StagedRun {
   result = async <S extends QueueName>(stage: S, id: string): Promise<JobContracts[S]['result']> => {
     const entry = this.waiters.get(id);
     if (!entry || entry.queue !== stage) throw new Error(`no stage "${stage}" with job id ${id} in this run`);
+    const runner = this.client.watch?.watch(id);
     try {
-      return (await withDeadline(entry.waiter.result, this.deadlineAt)) as JobContracts[S]['result'];
+      const awaited = [withDeadline(entry.waiter.result, this.deadlineAt), this.lost, ...(runner ? [runner.lost] : [])];
+      return (await Promise.race(awaited)) as JobContracts[S]['result'];
     } catch (e) {
+      if (e instanceof WorkerLostError) {
+        // Its process was killed: the reply will never come. Every stage of the request answers now;
+        // the stage's inputs were taken once by the dead process, so it is not run again (the caller
+        // retries the request). BullMQ moves the job back after its lock runs out, past the deadline:
+        // the worker that picks it up then skips it.
+        const lost = new AppError('face_engine_unavailable', 'The face engine process running this request stopped; try again', {
+          retryAfter: this.client.retryAfter ?? 1,
+          details: { queue: stage, reason: 'worker_lost' },
+        });
+        this.loseAll(lost);
+        this.abandon();
+        throw lost;
+      }
+      if (e instanceof AppError) throw e; // another stage's worker was lost
       if (e instanceof DeadlineError) {
         // Nobody awaits this request's later stages either; a worker that picks one up late skips it.
         this.abandon();
@@ -178,6 +208,8 @@ class RunStages implements StagedRun {
         details: { queue: stage },
         cause: e,
       });
+    } finally {
+      runner?.stop();
     }
   };
 }
@@ -187,6 +219,8 @@ export class JobClient {
   private readonly queues = new Map<QueueName, Queue>();
   private readonly reader: ReplyReader;
   private readonly admission: JobAdmission | undefined;
+  /** Checks that the processes running awaited stages are alive (./worker-liveness.ts). */
+  readonly watch: RunnerWatch | undefined;
   /** Every 503 of a job says when to try again (the fail-fast setting; none without admission). */
   get retryAfter(): number | undefined {
     return this.opts.admission?.retryAfterSeconds;
@@ -201,6 +235,7 @@ export class JobClient {
     for (const name of AWAITED_QUEUE_NAMES) this.queue(name);
     this.reader = new ReplyReader(this.connection(), replyListKey(opts.redisPrefix, randomUUID()));
     this.admission = opts.admission ? new JobAdmission(this.queueConnection, this.queues, opts.admission, opts.admission.onSample) : undefined;
+    this.watch = opts.workerLivenessMs ? new RunnerWatch(this.queueConnection, opts.redisPrefix, beatEveryMs(opts.workerLivenessMs)) : undefined;
   }
 
   private connection(): Redis {
@@ -277,6 +312,7 @@ export class JobClient {
   }
 
   async close(): Promise<void> {
+    this.watch?.close();
     await this.reader.close();
     await Promise.allSettled([...this.queues.values()].map((q) => q.close()));
     await Promise.allSettled(this.connections.map((c) => c.quit().catch(() => c.disconnect())));

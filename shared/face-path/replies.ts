@@ -29,9 +29,14 @@ export const replyListKey = (redisPrefix: string, clientId: string) => `${redisP
  */
 export const REPLY_LIST_TTL_MS = 60_000;
 
-/** Pushes one reply (one round trip: LPUSH and PEXPIRE pipelined). */
-export async function pushReply(redis: Redis, replyTo: string, reply: JobReply): Promise<void> {
-  const results = await redis.pipeline().rpush(replyTo, JSON.stringify(reply)).pexpire(replyTo, REPLY_LIST_TTL_MS).exec();
+/**
+ * Pushes one reply (one round trip: RPUSH and PEXPIRE pipelined), deleting `done` (the job's runner
+ * key, ./worker-liveness.ts) in the same round trip.
+ */
+export async function pushReply(redis: Redis, replyTo: string, reply: JobReply, done?: string): Promise<void> {
+  const pipeline = redis.pipeline().rpush(replyTo, JSON.stringify(reply)).pexpire(replyTo, REPLY_LIST_TTL_MS);
+  if (done) pipeline.del(done);
+  const results = await pipeline.exec();
   const failed = results?.find(([err]) => err);
   if (failed) throw failed[0];
 }

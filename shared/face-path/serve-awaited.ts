@@ -5,7 +5,7 @@
  * 2. skip a job picked up after its deadline: the API has already answered 503 and withdrawn it, or
  *    tried to; the handler never runs, the payload is wiped from Redis at once, and the job fails as
  *    `expired` without retry, so a withdrawn or timed-out request never runs later;
- * 3. run the handler, which may add the request's next stage (./follow-on.ts) under the same deadline
+ * 3. name this process as the job's runner (./worker-liveness.ts), then run the handler, which may add the request's next stage (./follow-on.ts) under the same deadline
  *    and reply list;
  * 4. push its result, or the error it threw, to the caller's reply list (./replies.ts), not to
  *    BullMQ: the job completes with no return value, so no result ever enters the events stream.
@@ -14,8 +14,10 @@ import { UnrecoverableError, type Job, type Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { JobEnvelope } from '../jobs/contract.js';
 import type { AwaitedQueueName, JobContracts, QueueName } from '../jobs/index.js';
+import { msUntil } from './deadline.js';
 import { addFollowOn } from './follow-on.js';
 import { pushReply } from './replies.js';
+import { runnerKey } from './worker-liveness.js';
 
 /** Why a job was not run: its deadline had passed when a worker picked it up. */
 export const EXPIRED_REASON = 'expired: picked up after its deadline; not run';
@@ -40,6 +42,11 @@ export interface AwaitedJobSide {
   onExpired(job: Job, lateByMs: number): void;
   /** The handler is about to run. */
   onStarted(): void;
+  /**
+   * This process's id and the deployment's Redis prefix: the stage's runner key names the process
+   * (./worker-liveness.ts), so that its caller answers at once if the process dies.
+   */
+  runner?: { processId: string; redisPrefix: string };
 }
 
 /** The job's envelope; throws UnrecoverableError (no retry) when it is not one of queue `queue`. */
@@ -66,6 +73,9 @@ export async function serveAwaitedJob<Q extends QueueName>(
     throw new UnrecoverableError(EXPIRED_REASON);
   }
   side.onStarted();
+  // Not awaited: on the same connection as the reply, so it lands first, and the stage waits for nothing.
+  const runner = side.runner && runnerKey(side.runner.redisPrefix, job.id!);
+  if (runner) void side.redis.set(runner, side.runner!.processId, 'PX', msUntil(deadlineAt)).catch(() => {});
   const followOn: FollowOn = (next, jobId, nextPayload) =>
     addFollowOn(side.redis, side.handle(next), next, jobId, { deadlineAt, replyTo, payload: nextPayload });
   let result: unknown;
@@ -73,10 +83,10 @@ export async function serveAwaitedJob<Q extends QueueName>(
     result = await handler({ payload, deadlineAt, followOn });
   } catch (e) {
     // The caller answers 503 at once instead of at its deadline; the job still fails in BullMQ.
-    await pushReply(side.redis, replyTo, { id: job.id!, ok: false, error: (e as Error)?.message ?? String(e) }).catch(() => {});
+    await pushReply(side.redis, replyTo, { id: job.id!, ok: false, error: (e as Error)?.message ?? String(e) }, runner).catch(() => {});
     throw e;
   }
   // A reply that cannot be pushed (Redis gone) fails the job; its caller times out with a 503.
-  await pushReply(side.redis, replyTo, { id: job.id!, ok: true, result });
+  await pushReply(side.redis, replyTo, { id: job.id!, ok: true, result }, runner);
   return null;
 }
