@@ -5,6 +5,7 @@ import { createApiClient, multipart } from '../api/client.js';
 import { LANGUAGES, translator, type Language, type MessageKey, type Translate } from '../i18n/index.js';
 import { Session } from '../session.js';
 import { Capture, Note, Pager, QualityAdvice, fmtDate, fmtScore, type QualityIssue } from '../ui/common.js';
+import { CodeField, ErrorNote, Field } from '../ui/forms.js';
 
 type Registry = 'nin' | 'bvn';
 type View = 'home' | 'link-nin' | 'link-bvn' | 'history' | 'settings' | 'self';
@@ -178,19 +179,17 @@ function SignIn(props: { t: Translate; onSignedIn: (p: { accessToken: string; re
       <h1>{t('signInHeading')}</h1>
       {!sent ? (
         <form onSubmit={request}>
-          <label>
-            {t('phone')}
-            <input
-              name="phone"
-              type="tel"
-              autocomplete="tel"
-              inputMode="tel"
-              required
-              value={phone}
-              placeholder={t('phoneHint')}
-              onInput={(e) => setPhone(e.currentTarget.value)}
-            />
-          </label>
+          <Field
+            label={t('phone')}
+            name="phone"
+            type="tel"
+            autocomplete="tel"
+            inputMode="tel"
+            required
+            value={phone}
+            placeholder={t('phoneHint')}
+            onValue={setPhone}
+          />
           <button type="submit" aria-busy={busy}>
             {t('sendCode')}
           </button>
@@ -198,25 +197,13 @@ function SignIn(props: { t: Translate; onSignedIn: (p: { accessToken: string; re
       ) : (
         <form onSubmit={verify}>
           <Note>{t('codeSent', { phone })}</Note>
-          <label>
-            {t('code')}
-            <input
-              name="code"
-              inputMode="numeric"
-              autocomplete="one-time-code"
-              pattern="[0-9]{6}"
-              maxLength={6}
-              required
-              value={code}
-              onInput={(e) => setCode(e.currentTarget.value)}
-            />
-          </label>
+          <CodeField label={t('code')} value={code} onValue={setCode} />
           <button type="submit" aria-busy={busy}>
             {t('signIn')}
           </button>
         </form>
       )}
-      {error && <Note kind="warn">{error}</Note>}
+      <ErrorNote error={error} />
     </article>
   );
 }
@@ -357,18 +344,16 @@ function Link(props: { t: Translate; session: Session; registry: Registry; done:
         <>
           {!validation && (
             <form onSubmit={validate}>
-              <label>
-                {t('number', { registry: label })}
-                <input
-                  name="number"
-                  inputMode="numeric"
-                  pattern="[0-9]{11}"
-                  maxLength={11}
-                  required
-                  value={number}
-                  onInput={(e) => setNumber(e.currentTarget.value)}
-                />
-              </label>
+              <Field
+                label={t('number', { registry: label })}
+                name="number"
+                inputMode="numeric"
+                pattern="[0-9]{11}"
+                maxLength={11}
+                required
+                value={number}
+                onValue={setNumber}
+              />
               <button type="submit" aria-busy={busy}>
                 {t('check')}
               </button>
@@ -682,10 +667,7 @@ function SelfService(props: { t: Translate; session: Session; userId: string; ba
               void change({ phone });
             }}
           >
-            <label>
-              {t('newPhone')}
-              <input name="newPhone" type="tel" required value={phone} onInput={(e) => setPhone(e.currentTarget.value)} />
-            </label>
+            <Field label={t('newPhone')} name="newPhone" type="tel" required value={phone} onValue={setPhone} />
             <button type="submit" class="secondary">
               {t('changePhone')}
             </button>
@@ -696,18 +678,7 @@ function SelfService(props: { t: Translate; session: Session; userId: string; ba
               void change({ bankAccount: bank });
             }}
           >
-            <label>
-              {t('newBank')}
-              <input
-                name="bankAccount"
-                inputMode="numeric"
-                pattern="[0-9]{10}"
-                maxLength={10}
-                required
-                value={bank}
-                onInput={(e) => setBank(e.currentTarget.value)}
-              />
-            </label>
+            <Field label={t('newBank')} name="bankAccount" inputMode="numeric" pattern="[0-9]{10}" maxLength={10} required value={bank} onValue={setBank} />
             <button type="submit" class="secondary">
               {t('changeBank')}
             </button>
