@@ -5,7 +5,7 @@ import { createApiClient, multipart } from '../api/client.js';
 import { LANGUAGES, translator, type Language, type MessageKey, type Translate } from '../i18n/index.js';
 import { Session } from '../session.js';
 import { Capture, Note, Pager, QualityAdvice, fmtDate, fmtScore, type QualityIssue } from '../ui/common.js';
-import { CodeField, ErrorNote, Field } from '../ui/forms.js';
+import { CodeField, ErrorNote, Field, OutcomeNote, type Outcome } from '../ui/forms.js';
 
 type Registry = 'nin' | 'bvn';
 type View = 'home' | 'link-nin' | 'link-bvn' | 'history' | 'settings' | 'self';
@@ -422,7 +422,7 @@ function History(props: { t: Translate; session: Session; userId: string; lang: 
   const [data, setData] = useState<HistoryPage | null>(null);
   const [disputing, setDisputing] = useState<string | null>(null);
   const [reason, setReason] = useState('');
-  const [note, setNote] = useState<{ kind: 'ok' | 'warn'; text: string } | null>(null);
+  const [note, setNote] = useState<Outcome | null>(null);
   const load = () =>
     void api.GET('/users/{id}/history', { params: { path: { id: props.userId }, query: { page, pageSize: 10 } } }).then(({ data: d }) => d && setData(d));
   useEffect(load, [page]);
@@ -451,11 +451,7 @@ function History(props: { t: Translate; session: Session; userId: string; lang: 
   return (
     <>
       <h1>{t('historyHeading')}</h1>
-      {note && (
-        <Note kind={note.kind} testid="dispute-note">
-          {note.text}
-        </Note>
-      )}
+      <OutcomeNote outcome={note} testid="dispute-note" />
       {!data ? (
         <p aria-busy="true" />
       ) : data.items.length === 0 ? (
@@ -601,7 +597,7 @@ function SelfService(props: { t: Translate; session: Session; userId: string; ba
   const [phone, setPhone] = useState('');
   const [bank, setBank] = useState('');
   const [confirming, setConfirming] = useState(false);
-  const [note, setNote] = useState<{ kind: 'ok' | 'warn'; text: string } | null>(null);
+  const [note, setNote] = useState<Outcome | null>(null);
   const [issues, setIssues] = useState<readonly string[] | null>(null);
   const [busy, setBusy] = useState(false);
 
@@ -641,11 +637,7 @@ function SelfService(props: { t: Translate; session: Session; userId: string; ba
   return (
     <>
       <h1>{t('selfHeading')}</h1>
-      {note && (
-        <Note kind={note.kind} testid="self-note">
-          {note.text}
-        </Note>
-      )}
+      <OutcomeNote outcome={note} testid="self-note" />
       {!proof && <Advice t={t} issues={issues} />}
       {!proof ? (
         <article>

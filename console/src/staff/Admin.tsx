@@ -3,7 +3,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { BarController, BarElement, CategoryScale, Chart, Legend, LinearScale, Tooltip } from 'chart.js';
 import type { Session } from '../session.js';
 import { fmtDate } from '../ui/common.js';
-import { ErrorNote, Field, SelectField, asOptions } from '../ui/forms.js';
+import { ErrorNote, Field, FilterBar, FilterInput, SelectField, asOptions } from '../ui/forms.js';
 import { PagedTable, usePagedList } from '../ui/lists.js';
 import { problem, type StaffIdentity } from './staff-common.js';
 import { Webhooks } from './Webhooks.js';
@@ -139,21 +139,20 @@ function Operators(props: { session: Session; me: StaffIdentity }) {
     <div class="grid-2">
       <section>
         <h1>Operators</h1>
-        <form
-          class="filters"
-          onSubmit={(e) => {
-            e.preventDefault();
+        <FilterBar
+          submit="Search"
+          onSubmit={() => {
             setPage(1);
             void load();
           }}
         >
-          <input
+          <FilterInput
             type="search"
             name="q"
-            aria-label="Search identifier or name"
+            label="Search identifier or name"
             placeholder="Identifier or name"
             value={filter.q}
-            onInput={(e) => setFilter({ ...filter, q: e.currentTarget.value })}
+            onValue={(q) => setFilter({ ...filter, q })}
           />
           <SelectField
             name="role"
@@ -185,10 +184,7 @@ function Operators(props: { session: Session; me: StaffIdentity }) {
               setFilter({ ...filter, status });
             }}
           />
-          <button type="submit" class="secondary">
-            Search
-          </button>
-        </form>
+        </FilterBar>
         <PagedTable
           list={list}
           onPage={setPage}
@@ -489,20 +485,11 @@ function Analytics(props: { session: Session }) {
   return (
     <section>
       <h1>Analytics &amp; billing</h1>
-      <form
-        class="filters"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void load();
-        }}
-      >
+      <FilterBar submit="Show" onSubmit={() => void load()}>
         <Field label="From" type="date" name="from" value={range.from} onValue={(from) => setRange({ ...range, from })} />
         <Field label="To" type="date" name="to" value={range.to} onValue={(to) => setRange({ ...range, to })} />
         <Field label="Organisation" name="orgId" value={orgId} onValue={setOrgId} />
-        <button type="submit" class="secondary">
-          Show
-        </button>
-      </form>
+      </FilterBar>
       <ErrorNote error={error} />
       <div class="grid-2">
         <article>
@@ -593,20 +580,19 @@ function Audit(props: { session: Session }) {
   return (
     <section>
       <h1>Audit events</h1>
-      <form
-        class="filters"
-        onSubmit={(e) => {
-          e.preventDefault();
+      <FilterBar
+        submit="Filter"
+        onSubmit={() => {
           setPage(1);
           void load();
         }}
       >
-        <input
+        <FilterInput
           name="type"
-          aria-label="Event type"
+          label="Event type"
           placeholder="Type, e.g. operator.created"
           value={filter.type}
-          onInput={(e) => setFilter({ ...filter, type: e.currentTarget.value })}
+          onValue={(type) => setFilter({ ...filter, type })}
         />
         <SelectField
           name="severity"
@@ -619,10 +605,7 @@ function Audit(props: { session: Session }) {
             setFilter({ ...filter, severity });
           }}
         />
-        <button type="submit" class="secondary">
-          Filter
-        </button>
-      </form>
+      </FilterBar>
       <PagedTable
         list={list}
         onPage={setPage}

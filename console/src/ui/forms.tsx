@@ -73,3 +73,39 @@ export const asOptions = <V extends string>(values: readonly V[]): (readonly [V,
 export function ErrorNote(props: { error: string | null }) {
   return props.error ? <Note kind="warn">{props.error}</Note> : null;
 }
+
+/** A field named by `aria-label` only, for a filter bar where the placeholder shows what to type. */
+export function FilterInput(props: InputProps & { label: string; value: string; onValue: (value: string) => void }) {
+  const { label, value, onValue, ...input } = props;
+  return <input {...input} aria-label={label} value={value} onInput={(e) => onValue(e.currentTarget.value)} />;
+}
+
+/** A list's filter bar: the fields in a row, then the button that applies them (Enter in a field does too). */
+export function FilterBar(props: { submit: string; onSubmit: () => void; children: ComponentChildren }) {
+  return (
+    <form
+      class="filters"
+      onSubmit={(e) => {
+        e.preventDefault();
+        props.onSubmit();
+      }}
+    >
+      {props.children}
+      <button type="submit" class="secondary">
+        {props.submit}
+      </button>
+    </form>
+  );
+}
+
+/** What came of the last action, good or bad, when there is something to say. */
+export type Outcome = { kind: 'ok' | 'warn'; text: string };
+
+export function OutcomeNote(props: { outcome: Outcome | null; testid: string }) {
+  const o = props.outcome;
+  return o ? (
+    <Note kind={o.kind} testid={props.testid}>
+      {o.text}
+    </Note>
+  ) : null;
+}
