@@ -4,8 +4,9 @@ import type { ApiError } from '../api/client.js';
 import { createApiClient, multipart } from '../api/client.js';
 import { LANGUAGES, translator, type Language, type MessageKey, type Translate } from '../i18n/index.js';
 import { Session } from '../session.js';
-import { Capture, Note, Pager, QualityAdvice, fmtDate, fmtScore, type QualityIssue } from '../ui/common.js';
+import { Capture, Note, Pager, QualityAdvice, fmtDate, fmtScore, saveFile, type QualityIssue } from '../ui/common.js';
 import { CodeField, ErrorNote, Field, OutcomeNote, type Outcome } from '../ui/forms.js';
+import { usePagedList } from '../ui/lists.js';
 
 type Registry = 'nin' | 'bvn';
 type View = 'home' | 'link-nin' | 'link-bvn' | 'history' | 'settings' | 'self';
@@ -408,34 +409,26 @@ function Link(props: { t: Translate; session: Session; registry: Registry; done:
   );
 }
 
-type HistoryPage = {
-  items: { referenceId: string; kind: 'identify' | 'verify_self'; outcome: string; score: number | null; createdAt: string; disputed: boolean }[];
-  page: number;
-  pageSize: number;
-  total: number;
-};
+type HistoryItem = { referenceId: string; kind: 'identify' | 'verify_self'; outcome: string; score: number | null; createdAt: string; disputed: boolean };
 
 function History(props: { t: Translate; session: Session; userId: string; lang: Language; back: () => void }) {
   const { t } = props;
   const api = props.session.api;
-  const [page, setPage] = useState(1);
-  const [data, setData] = useState<HistoryPage | null>(null);
+  const {
+    list: data,
+    setPage,
+    load,
+  } = usePagedList<HistoryItem>(
+    async (page) => (await api.GET('/users/{id}/history', { params: { path: { id: props.userId }, query: { page, pageSize: 10 } } })).data,
+  );
   const [disputing, setDisputing] = useState<string | null>(null);
   const [reason, setReason] = useState('');
   const [note, setNote] = useState<Outcome | null>(null);
-  const load = () =>
-    void api.GET('/users/{id}/history', { params: { path: { id: props.userId }, query: { page, pageSize: 10 } } }).then(({ data: d }) => d && setData(d));
-  useEffect(load, [page]);
 
   const download = async () => {
     const { data } = await api.GET('/users/{id}/history/export', { params: { path: { id: props.userId } }, parseAs: 'blob' });
     if (!data) return;
-    const url = URL.createObjectURL(data);
-    const a = document.createElement('a');
-    a.href = url;
-    a.download = `history-${props.userId}.csv`;
-    a.click();
-    setTimeout(() => URL.revokeObjectURL(url), 1000);
+    saveFile(data, `history-${props.userId}.csv`);
   };
 
   const send = async (e: Event) => {
@@ -445,7 +438,7 @@ function History(props: { t: Translate; session: Session; userId: string; lang: 
     setDisputing(null);
     setReason('');
     setNote(error ? { kind: 'warn', text: explain(t, error as ApiError) } : { kind: 'ok', text: t('disputeSent') });
-    load();
+    void load();
   };
 
   return (
@@ -524,12 +517,7 @@ function Settings(props: { t: Translate; session: Session; userId: string; onLan
   const downloadMyData = async () => {
     const { data } = await api.GET('/users/{id}/export', { params: { path: { id: props.userId } }, parseAs: 'blob' });
     if (!data) return;
-    const url = URL.createObjectURL(data);
-    const a = document.createElement('a');
-    a.href = url;
-    a.download = `my-data-${props.userId}.json`;
-    a.click();
-    setTimeout(() => URL.revokeObjectURL(url), 1000);
+    saveFile(data, `my-data-${props.userId}.json`);
   };
   const save = async (e: Event) => {
     e.preventDefault();
