@@ -18,6 +18,7 @@ import { generatePriors, PRIOR_COUNT, type Detection } from '../workers/face/pip
 import { estimateSimilarity, applyAffine, ARCFACE_TEMPLATE_112, type Point } from '../workers/face/pipeline/align.js';
 import { CALIBRATED_THRESHOLDS } from '../shared/thresholds.js';
 import { FIXTURE_PHOTOS, FIXTURES_DIR, genuinePairs } from './fixtures/faces/labels.js';
+import { rng } from './helpers/vectors.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const MODELS = path.resolve(ROOT, process.env.FACE_MODELS_DIR ?? 'var/models');
@@ -243,15 +244,6 @@ test('each stage reports its own wall-clock milliseconds', async (t) => {
 // Decoding
 // ------------------------------------------------------------------------------------------
 
-function mulberry32(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function crc32(buf: Uint8Array): number {
   let c = ~0;
   for (const byte of buf) {
@@ -262,7 +254,7 @@ function crc32(buf: Uint8Array): number {
 }
 
 test('corrupt input gives invalid_image: random bytes, a truncated JPEG, a text file, empty', async (t) => {
-  const rand = mulberry32(42);
+  const rand = rng(42);
   const random = Buffer.from(Array.from({ length: 4096 }, () => Math.floor(rand() * 256)));
   const jpeg = fixture('grace_hopper_a.jpg');
   const truncated = jpeg.subarray(0, Math.floor(jpeg.length / 2));

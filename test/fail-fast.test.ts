@@ -5,14 +5,12 @@
  * such request waited the whole FACE_JOB_TIMEOUT_MS.
  */
 import test from 'ava';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { AppError } from '../shared/errors.js';
 import { JobClient } from '../shared/face-path/job-client.js';
 import { startSearchRunner, UNREAD_PROBE } from './helpers/search-runner.js';
-import { ROOT, startHarness, type Harness } from './helpers/harness.js';
+import { startHarness, type Harness } from './helpers/harness.js';
 import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';
-import { client } from './helpers/http.js';
+import { identifyWithFixture, jobsLeft } from './helpers/face-path.js';
 import { newOperator } from './helpers/principals.js';
 import { startPrivateRedis } from '../scripts/lib/private-services.js';
 
@@ -29,12 +27,7 @@ test.after.always(async () => {
 
 test('no face worker: /identify answers 503 face_engine_unavailable with Retry-After within a second, nothing enqueued, one SearchLog row', async (t) => {
   const operator = await newOperator(h);
-  const started = Date.now();
-  const res = await client(h.url).post('/identify', {
-    token: operator.token,
-    form: { attestation: 'true', file: { data: readFileSync(path.join(ROOT, 'test/fixtures/faces/lfw/Bush_1.png')), filename: 'p.png', type: 'image/png' } },
-  });
-  const elapsed = Date.now() - started;
+  const { res, elapsed } = await identifyWithFixture(h, operator.token);
   t.is(res.status, 503, res.text);
   t.is(res.body.error, 'face_engine_unavailable');
   t.is(res.body.outcome, 'face_engine_unavailable');
@@ -42,8 +35,7 @@ test('no face worker: /identify answers 503 face_engine_unavailable with Retry-A
   // The gate itself answers in milliseconds (the JobClient tests below hold it to 1 s); this request also
   // normalises the image and writes its SearchLog row: far below the 10 s job timeout it used to wait.
   t.true(elapsed < 3000, `answered after ${elapsed} ms`);
-  const counts = await h.deps.jobs.counts('liveness');
-  t.is(counts.waiting + counts.active + counts.delayed + counts.prioritized, 0, 'nothing was enqueued');
+  t.is(await jobsLeft(h, 'liveness'), 0, 'nothing was enqueued');
   t.is((await h.deps.db('searchLogs').where({ operatorId: operator.operatorId })).length, 1);
 });
 

@@ -17,17 +17,10 @@ import { currentChangeSeq, removeCanonical, upsertCanonical } from '../shared/re
 import { IndexReplica, type ReplicaOptions } from '../workers/search/replica.js';
 import { SketchEngine } from '../workers/search/sketch-engine.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
+import { atCosine, rng } from './helpers/vectors.js';
 import { processKeyRing, sealTemplate } from '../shared/crypto/templates.js';
 
 const DIM = 512;
-function rng(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 /** Clustered-ish unit vectors (a shared component makes neighbours compete, as in face embeddings). */
 function vec(seed: number): number[] {
   const r = rng(seed),
@@ -37,11 +30,7 @@ function vec(seed: number): number[] {
   return v.map((x) => x / n);
 }
 function near(v: number[], seed: number, c = 0.7): number[] {
-  const noise = vec(seed + 1_000_000);
-  const d = noise.reduce((s, x, i) => s + x * v[i]!, 0);
-  const orth = noise.map((x, i) => x - d * v[i]!);
-  const on = Math.hypot(...orth);
-  return v.map((x, i) => c * x + Math.sqrt(1 - c * c) * (orth[i]! / on));
+  return atCosine(v, vec(seed + 1_000_000), c);
 }
 
 let tdb: TestDatabase;

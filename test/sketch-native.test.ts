@@ -7,19 +7,12 @@
  */
 import test from 'ava';
 import { SketchIndex, VectorStore, scanIsa } from '../workers/search/search-kernel.js';
+import { rng } from './helpers/vectors.js';
 
 const D = 512;
 const BYTES = 64;
 const N = 70_000;
 
-function rng(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const POP = Uint8Array.from({ length: 256 }, (_, v) => {
   let c = 0;
   for (let b = v; b; b &= b - 1) c++;

@@ -13,18 +13,11 @@ import { FaissEngine, describeFactory } from '../workers/search/faiss-engine.js'
 import { IndexReplica } from '../workers/search/replica.js';
 import { useHarness, type Harness } from './helpers/harness.js';
 import { newConsumer, newOperator } from './helpers/principals.js';
+import { atCosine, rng } from './helpers/vectors.js';
 
 const DIM = 512;
 
 /** Deterministic pseudo-random unit vectors. */
-function rng(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 function unit(seed: number): number[] {
   const r = rng(seed);
   const v = Array.from({ length: DIM }, () => r() - 0.5);
@@ -33,12 +26,7 @@ function unit(seed: number): number[] {
 }
 /** A vector at cosine ~c with `v` (a "second photo" of the same person). */
 function near(v: number[], seed: number, c = 0.8): number[] {
-  const noise = unit(seed);
-  const d = noise.reduce((s, x, i) => s + x * v[i]!, 0);
-  const orth = noise.map((x, i) => x - d * v[i]!);
-  const on = Math.hypot(...orth);
-  const w = v.map((x, i) => c * x + Math.sqrt(1 - c * c) * (orth[i]! / on));
-  return w;
+  return atCosine(v, unit(seed), c);
 }
 
 // ------------------------------------------------------------------------------------------------

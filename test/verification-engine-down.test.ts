@@ -5,6 +5,7 @@ import path from 'node:path';
 import { ROOT, useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newOperator } from './helpers/principals.js';
+import { identifyWithFixture, jobsLeft } from './helpers/face-path.js';
 
 const TIMEOUT_MS = 1200;
 // A low pixel limit too: the API refuses an oversized image itself, before any job.
@@ -12,20 +13,14 @@ const h = useHarness(test, { env: { FACE_JOB_TIMEOUT_MS: String(TIMEOUT_MS), MAX
 
 test('identify with the face engine down: 503 face_engine_unavailable in time, one SearchLog row, nothing left queued', async (t) => {
   const operator = await newOperator(h);
-  const started = Date.now();
-  const res = await client(h.url).post('/identify', {
-    token: operator.token,
-    form: { attestation: 'true', file: { data: readFileSync(path.join(ROOT, 'test/fixtures/faces/lfw/Bush_1.png')), filename: 'p.png', type: 'image/png' } },
-  });
-  const elapsed = Date.now() - started;
+  const { res, elapsed } = await identifyWithFixture(h, operator.token);
   t.is(res.status, 503);
   t.is(res.body.error, 'face_engine_unavailable');
   t.true(elapsed < TIMEOUT_MS + 2000, `answered after ${elapsed} ms`);
   const rows = await h.deps.db('searchLogs').where({ operatorId: operator.operatorId });
   t.is(rows.length, 1);
   t.is(rows[0].outcome, 'face_engine_unavailable');
-  const counts = await h.deps.jobs.counts('liveness');
-  t.is(counts.waiting + counts.active + counts.delayed + counts.prioritized, 0);
+  t.is(await jobsLeft(h, 'liveness'), 0);
 });
 
 test('an image over MAX_IMAGE_PIXELS is 400 invalid_image, answered by the API without the engine', async (t) => {

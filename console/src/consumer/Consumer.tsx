@@ -4,7 +4,9 @@ import type { ApiError } from '../api/client.js';
 import { createApiClient, multipart } from '../api/client.js';
 import { LANGUAGES, translator, type Language, type MessageKey, type Translate } from '../i18n/index.js';
 import { Session } from '../session.js';
-import { Capture, Note, Pager, QualityAdvice, fmtDate, fmtScore, type QualityIssue } from '../ui/common.js';
+import { Capture, Note, Pager, QualityAdvice, fmtDate, fmtScore, saveFile, type QualityIssue } from '../ui/common.js';
+import { CodeField, ErrorNote, Field, OutcomeNote, type Outcome } from '../ui/forms.js';
+import { usePagedList } from '../ui/lists.js';
 
 type Registry = 'nin' | 'bvn';
 type View = 'home' | 'link-nin' | 'link-bvn' | 'history' | 'settings' | 'self';
@@ -178,19 +180,17 @@ function SignIn(props: { t: Translate; onSignedIn: (p: { accessToken: string; re
       <h1>{t('signInHeading')}</h1>
       {!sent ? (
         <form onSubmit={request}>
-          <label>
-            {t('phone')}
-            <input
-              name="phone"
-              type="tel"
-              autocomplete="tel"
-              inputMode="tel"
-              required
-              value={phone}
-              placeholder={t('phoneHint')}
-              onInput={(e) => setPhone(e.currentTarget.value)}
-            />
-          </label>
+          <Field
+            label={t('phone')}
+            name="phone"
+            type="tel"
+            autocomplete="tel"
+            inputMode="tel"
+            required
+            value={phone}
+            placeholder={t('phoneHint')}
+            onValue={setPhone}
+          />
           <button type="submit" aria-busy={busy}>
             {t('sendCode')}
           </button>
@@ -198,25 +198,13 @@ function SignIn(props: { t: Translate; onSignedIn: (p: { accessToken: string; re
       ) : (
         <form onSubmit={verify}>
           <Note>{t('codeSent', { phone })}</Note>
-          <label>
-            {t('code')}
-            <input
-              name="code"
-              inputMode="numeric"
-              autocomplete="one-time-code"
-              pattern="[0-9]{6}"
-              maxLength={6}
-              required
-              value={code}
-              onInput={(e) => setCode(e.currentTarget.value)}
-            />
-          </label>
+          <CodeField label={t('code')} value={code} onValue={setCode} />
           <button type="submit" aria-busy={busy}>
             {t('signIn')}
           </button>
         </form>
       )}
-      {error && <Note kind="warn">{error}</Note>}
+      <ErrorNote error={error} />
     </article>
   );
 }
@@ -357,18 +345,16 @@ function Link(props: { t: Translate; session: Session; registry: Registry; done:
         <>
           {!validation && (
             <form onSubmit={validate}>
-              <label>
-                {t('number', { registry: label })}
-                <input
-                  name="number"
-                  inputMode="numeric"
-                  pattern="[0-9]{11}"
-                  maxLength={11}
-                  required
-                  value={number}
-                  onInput={(e) => setNumber(e.currentTarget.value)}
-                />
-              </label>
+              <Field
+                label={t('number', { registry: label })}
+                name="number"
+                inputMode="numeric"
+                pattern="[0-9]{11}"
+                maxLength={11}
+                required
+                value={number}
+                onValue={setNumber}
+              />
               <button type="submit" aria-busy={busy}>
                 {t('check')}
               </button>
@@ -423,34 +409,26 @@ function Link(props: { t: Translate; session: Session; registry: Registry; done:
   );
 }
 
-type HistoryPage = {
-  items: { referenceId: string; kind: 'identify' | 'verify_self'; outcome: string; score: number | null; createdAt: string; disputed: boolean }[];
-  page: number;
-  pageSize: number;
-  total: number;
-};
+type HistoryItem = { referenceId: string; kind: 'identify' | 'verify_self'; outcome: string; score: number | null; createdAt: string; disputed: boolean };
 
 function History(props: { t: Translate; session: Session; userId: string; lang: Language; back: () => void }) {
   const { t } = props;
   const api = props.session.api;
-  const [page, setPage] = useState(1);
-  const [data, setData] = useState<HistoryPage | null>(null);
+  const {
+    list: data,
+    setPage,
+    load,
+  } = usePagedList<HistoryItem>(
+    async (page) => (await api.GET('/users/{id}/history', { params: { path: { id: props.userId }, query: { page, pageSize: 10 } } })).data,
+  );
   const [disputing, setDisputing] = useState<string | null>(null);
   const [reason, setReason] = useState('');
-  const [note, setNote] = useState<{ kind: 'ok' | 'warn'; text: string } | null>(null);
-  const load = () =>
-    void api.GET('/users/{id}/history', { params: { path: { id: props.userId }, query: { page, pageSize: 10 } } }).then(({ data: d }) => d && setData(d));
-  useEffect(load, [page]);
+  const [note, setNote] = useState<Outcome | null>(null);
 
   const download = async () => {
     const { data } = await api.GET('/users/{id}/history/export', { params: { path: { id: props.userId } }, parseAs: 'blob' });
     if (!data) return;
-    const url = URL.createObjectURL(data);
-    const a = document.createElement('a');
-    a.href = url;
-    a.download = `history-${props.userId}.csv`;
-    a.click();
-    setTimeout(() => URL.revokeObjectURL(url), 1000);
+    saveFile(data, `history-${props.userId}.csv`);
   };
 
   const send = async (e: Event) => {
@@ -460,17 +438,13 @@ function History(props: { t: Translate; session: Session; userId: string; lang: 
     setDisputing(null);
     setReason('');
     setNote(error ? { kind: 'warn', text: explain(t, error as ApiError) } : { kind: 'ok', text: t('disputeSent') });
-    load();
+    void load();
   };
 
   return (
     <>
       <h1>{t('historyHeading')}</h1>
-      {note && (
-        <Note kind={note.kind} testid="dispute-note">
-          {note.text}
-        </Note>
-      )}
+      <OutcomeNote outcome={note} testid="dispute-note" />
       {!data ? (
         <p aria-busy="true" />
       ) : data.items.length === 0 ? (
@@ -543,12 +517,7 @@ function Settings(props: { t: Translate; session: Session; userId: string; onLan
   const downloadMyData = async () => {
     const { data } = await api.GET('/users/{id}/export', { params: { path: { id: props.userId } }, parseAs: 'blob' });
     if (!data) return;
-    const url = URL.createObjectURL(data);
-    const a = document.createElement('a');
-    a.href = url;
-    a.download = `my-data-${props.userId}.json`;
-    a.click();
-    setTimeout(() => URL.revokeObjectURL(url), 1000);
+    saveFile(data, `my-data-${props.userId}.json`);
   };
   const save = async (e: Event) => {
     e.preventDefault();
@@ -616,7 +585,7 @@ function SelfService(props: { t: Translate; session: Session; userId: string; ba
   const [phone, setPhone] = useState('');
   const [bank, setBank] = useState('');
   const [confirming, setConfirming] = useState(false);
-  const [note, setNote] = useState<{ kind: 'ok' | 'warn'; text: string } | null>(null);
+  const [note, setNote] = useState<Outcome | null>(null);
   const [issues, setIssues] = useState<readonly string[] | null>(null);
   const [busy, setBusy] = useState(false);
 
@@ -656,11 +625,7 @@ function SelfService(props: { t: Translate; session: Session; userId: string; ba
   return (
     <>
       <h1>{t('selfHeading')}</h1>
-      {note && (
-        <Note kind={note.kind} testid="self-note">
-          {note.text}
-        </Note>
-      )}
+      <OutcomeNote outcome={note} testid="self-note" />
       {!proof && <Advice t={t} issues={issues} />}
       {!proof ? (
         <article>
@@ -682,10 +647,7 @@ function SelfService(props: { t: Translate; session: Session; userId: string; ba
               void change({ phone });
             }}
           >
-            <label>
-              {t('newPhone')}
-              <input name="newPhone" type="tel" required value={phone} onInput={(e) => setPhone(e.currentTarget.value)} />
-            </label>
+            <Field label={t('newPhone')} name="newPhone" type="tel" required value={phone} onValue={setPhone} />
             <button type="submit" class="secondary">
               {t('changePhone')}
             </button>
@@ -696,18 +658,7 @@ function SelfService(props: { t: Translate; session: Session; userId: string; ba
               void change({ bankAccount: bank });
             }}
           >
-            <label>
-              {t('newBank')}
-              <input
-                name="bankAccount"
-                inputMode="numeric"
-                pattern="[0-9]{10}"
-                maxLength={10}
-                required
-                value={bank}
-                onInput={(e) => setBank(e.currentTarget.value)}
-              />
-            </label>
+            <Field label={t('newBank')} name="bankAccount" inputMode="numeric" pattern="[0-9]{10}" maxLength={10} required value={bank} onValue={setBank} />
             <button type="submit" class="secondary">
               {t('changeBank')}
             </button>

@@ -2,15 +2,17 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { BarController, BarElement, CategoryScale, Chart, Legend, LinearScale, Tooltip } from 'chart.js';
 import type { Session } from '../session.js';
-import { Note, Pager, fmtDate, fmtScore } from '../ui/common.js';
+import { fmtDate } from '../ui/common.js';
+import { ErrorNote, Field, FilterBar, FilterInput, SelectField, asOptions } from '../ui/forms.js';
+import { PagedTable, usePagedList } from '../ui/lists.js';
 import { problem, type StaffIdentity } from './staff-common.js';
 import { Webhooks } from './Webhooks.js';
 import { DedupeCases } from './DedupeCases.js';
+import { SearchLogTable } from './SearchLogTable.js';
 
 Chart.register(BarController, BarElement, CategoryScale, LinearScale, Tooltip, Legend);
 
 type Section = 'operators' | 'disputes' | 'dedupe' | 'analytics' | 'audit' | 'webhooks' | 'queues';
-const pagerLabels = { prev: 'Previous', next: 'Next', of: (a: number, b: number) => `Page ${a} of ${b}` };
 
 export function AdminOffice(props: { session: Session; me: StaffIdentity }) {
   const [section, setSection] = useState<Section>('operators');
@@ -68,8 +70,6 @@ function Operators(props: { session: Session; me: StaffIdentity }) {
     role: '',
     status: '',
   });
-  const [page, setPage] = useState(1);
-  const [list, setList] = useState<{ items: Operator[]; page: number; pageSize: number; total: number } | null>(null);
   const [selected, setSelected] = useState<Operator | null>(null);
   const [secret, setSecret] = useState<{ identifier: string; password: string } | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -79,21 +79,23 @@ function Operators(props: { session: Session; me: StaffIdentity }) {
     role: 'operator',
   });
 
-  const load = async () => {
-    const { data } = await api.GET('/operators', {
-      params: {
-        query: {
-          page,
-          pageSize: 10,
-          ...(filter.q ? { q: filter.q } : {}),
-          ...(filter.role ? { role: filter.role } : {}),
-          ...(filter.status ? { status: filter.status } : {}),
-        },
-      },
-    });
-    if (data) setList(data);
-  };
-  useEffect(() => void load(), [page, filter.role, filter.status]);
+  const { list, setPage, load } = usePagedList<Operator>(
+    async (page) =>
+      (
+        await api.GET('/operators', {
+          params: {
+            query: {
+              page,
+              pageSize: 10,
+              ...(filter.q ? { q: filter.q } : {}),
+              ...(filter.role ? { role: filter.role } : {}),
+              ...(filter.status ? { status: filter.status } : {}),
+            },
+          },
+        })
+      ).data,
+    [filter.role, filter.status],
+  );
 
   const refreshSelected = async (id: string) => {
     const { data } = await api.GET('/operators/{id}', { params: { path: { id } } });
@@ -137,87 +139,74 @@ function Operators(props: { session: Session; me: StaffIdentity }) {
     <div class="grid-2">
       <section>
         <h1>Operators</h1>
-        <form
-          class="filters"
-          onSubmit={(e) => {
-            e.preventDefault();
+        <FilterBar
+          submit="Search"
+          onSubmit={() => {
             setPage(1);
             void load();
           }}
         >
-          <input
+          <FilterInput
             type="search"
             name="q"
-            aria-label="Search identifier or name"
+            label="Search identifier or name"
             placeholder="Identifier or name"
             value={filter.q}
-            onInput={(e) => setFilter({ ...filter, q: e.currentTarget.value })}
+            onValue={(q) => setFilter({ ...filter, q })}
           />
-          <select
+          <SelectField
             name="role"
-            aria-label="Role"
+            label="Role"
+            hiddenLabel
             value={filter.role}
-            onChange={(e) => {
+            options={[
+              ['', 'Any role'],
+              ['operator', 'Operator'],
+              ['administrator', 'Administrator'],
+            ]}
+            onValue={(role) => {
               setPage(1);
-              setFilter({ ...filter, role: e.currentTarget.value as typeof filter.role });
+              setFilter({ ...filter, role });
             }}
-          >
-            <option value="">Any role</option>
-            <option value="operator">Operator</option>
-            <option value="administrator">Administrator</option>
-          </select>
-          <select
+          />
+          <SelectField
             name="status"
-            aria-label="Status"
+            label="Status"
+            hiddenLabel
             value={filter.status}
-            onChange={(e) => {
+            options={[
+              ['', 'Any status'],
+              ['active', 'Active'],
+              ['deactivated', 'Deactivated'],
+            ]}
+            onValue={(status) => {
               setPage(1);
-              setFilter({ ...filter, status: e.currentTarget.value as typeof filter.status });
+              setFilter({ ...filter, status });
             }}
-          >
-            <option value="">Any status</option>
-            <option value="active">Active</option>
-            <option value="deactivated">Deactivated</option>
-          </select>
-          <button type="submit" class="secondary">
-            Search
-          </button>
-        </form>
-        {list && (
-          <>
-            <div class="table-wrap">
-              <table data-testid="operators">
-                <thead>
-                  <tr>
-                    <th scope="col">Identifier</th>
-                    <th scope="col">Name</th>
-                    <th scope="col">Role</th>
-                    <th scope="col">Status</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {list.items.map((o) => (
-                    <tr class={selected?.id === o.id ? 'selected' : ''}>
-                      <td>
-                        <button type="button" class="link" onClick={() => void refreshSelected(o.id)}>
-                          {o.identifier}
-                        </button>
-                      </td>
-                      <td>{o.displayName}</td>
-                      <td>{o.role}</td>
-                      <td>
-                        <span class={o.status === 'active' ? 'badge ok' : 'badge warn'}>{o.status}</span>
-                        {o.mustResetPassword && <span class="badge">password to set</span>}
-                        {o.locked && <span class="badge warn">locked</span>}
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-            <Pager page={list.page} pageSize={list.pageSize} total={list.total} onPage={setPage} labels={pagerLabels} />
-          </>
-        )}
+          />
+        </FilterBar>
+        <PagedTable
+          list={list}
+          onPage={setPage}
+          testid="operators"
+          columns={['Identifier', 'Name', 'Role', 'Status']}
+          row={(o) => (
+            <tr class={selected?.id === o.id ? 'selected' : ''}>
+              <td>
+                <button type="button" class="link" onClick={() => void refreshSelected(o.id)}>
+                  {o.identifier}
+                </button>
+              </td>
+              <td>{o.displayName}</td>
+              <td>{o.role}</td>
+              <td>
+                <span class={o.status === 'active' ? 'badge ok' : 'badge warn'}>{o.status}</span>
+                {o.mustResetPassword && <span class="badge">password to set</span>}
+                {o.locked && <span class="badge warn">locked</span>}
+              </td>
+            </tr>
+          )}
+        />
       </section>
       <section>
         {secret && (
@@ -229,32 +218,36 @@ function Operators(props: { session: Session; me: StaffIdentity }) {
             </p>
           </article>
         )}
-        {error && <Note kind="warn">{error}</Note>}
+        <ErrorNote error={error} />
         {selected && <OperatorDetail session={props.session} operator={selected} self={selected.id === props.me.operatorId} act={act} />}
         <article>
           <h2>New operator</h2>
           <form onSubmit={create}>
-            <label>
-              Identifier
-              <input
-                name="newIdentifier"
-                required
-                pattern="[A-Za-z0-9][A-Za-z0-9._@+\-]{2,63}"
-                value={draft.identifier}
-                onInput={(e) => setDraft({ ...draft, identifier: e.currentTarget.value })}
-              />
-            </label>
-            <label>
-              Display name
-              <input name="newDisplayName" required value={draft.displayName} onInput={(e) => setDraft({ ...draft, displayName: e.currentTarget.value })} />
-            </label>
-            <label>
-              Role
-              <select name="newRole" value={draft.role} onChange={(e) => setDraft({ ...draft, role: e.currentTarget.value as 'operator' | 'administrator' })}>
-                <option value="operator">Operator</option>
-                <option value="administrator">Administrator</option>
-              </select>
-            </label>
+            <Field
+              label="Identifier"
+              name="newIdentifier"
+              required
+              pattern="[A-Za-z0-9][A-Za-z0-9._@+\-]{2,63}"
+              value={draft.identifier}
+              onValue={(identifier) => setDraft({ ...draft, identifier })}
+            />
+            <Field
+              label="Display name"
+              name="newDisplayName"
+              required
+              value={draft.displayName}
+              onValue={(displayName) => setDraft({ ...draft, displayName })}
+            />
+            <SelectField
+              label="Role"
+              name="newRole"
+              value={draft.role}
+              options={[
+                ['operator', 'Operator'],
+                ['administrator', 'Administrator'],
+              ]}
+              onValue={(role) => setDraft({ ...draft, role })}
+            />
             <button type="submit">Create operator</button>
           </form>
         </article>
@@ -270,18 +263,10 @@ function OperatorDetail(props: {
   act: (what: 'reset' | 'reset-mfa' | 'deactivate' | 'activate' | 'role') => Promise<void>;
 }) {
   const o = props.operator;
-  const [sessions, setSessions] = useState<{
-    items: { id: string; outcome: string; topScore: number | null; escalatedAt: string | null; createdAt: string }[];
-    page: number;
-    pageSize: number;
-    total: number;
-  } | null>(null);
-  const [page, setPage] = useState(1);
-  useEffect(() => {
-    void props.session.api
-      .GET('/operators/{id}/sessions', { params: { path: { id: o.id }, query: { page, pageSize: 5 } } })
-      .then(({ data }) => data && setSessions(data));
-  }, [o.id, page]);
+  const { list: sessions, setPage } = usePagedList(
+    async (page) => (await props.session.api.GET('/operators/{id}/sessions', { params: { path: { id: o.id }, query: { page, pageSize: 5 } } })).data,
+    [o.id],
+  );
   return (
     <article data-testid="operator-detail">
       <h2>
@@ -327,58 +312,23 @@ function OperatorDetail(props: {
         )}
       </div>
       <h3>Searches</h3>
-      {!sessions || sessions.items.length === 0 ? (
-        <p>No searches.</p>
-      ) : (
-        <>
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">Outcome</th>
-                  <th scope="col">Top score</th>
-                  <th scope="col">Escalated</th>
-                </tr>
-              </thead>
-              <tbody>
-                {sessions.items.map((s) => (
-                  <tr>
-                    <td>{fmtDate(s.createdAt)}</td>
-                    <td>{s.outcome}</td>
-                    <td>{fmtScore(s.topScore)}</td>
-                    <td>{s.escalatedAt ? fmtDate(s.escalatedAt) : '—'}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-          <Pager page={sessions.page} pageSize={sessions.pageSize} total={sessions.total} onPage={setPage} labels={pagerLabels} />
-        </>
-      )}
+      {!sessions ? <p>No searches.</p> : <SearchLogTable list={sessions} onPage={setPage} empty="No searches." />}
     </article>
   );
 }
 
-type DisputeStatus = 'open' | 'investigating' | 'resolved' | 'rejected';
+const DISPUTE_STATUSES = ['open', 'investigating', 'resolved', 'rejected'] as const;
+type DisputeStatus = (typeof DISPUTE_STATUSES)[number];
 const NEXT: Record<DisputeStatus, DisputeStatus[]> = { open: ['investigating'], investigating: ['resolved', 'rejected'], resolved: [], rejected: [] };
 
 function Disputes(props: { session: Session }) {
   const api = props.session.api;
   const [status, setStatus] = useState<'' | DisputeStatus>('');
-  const [page, setPage] = useState(1);
-  const [list, setList] = useState<{
-    items: { id: string; referenceId: string; kind: string; reason: string | null; status: DisputeStatus; createdAt: string }[];
-    page: number;
-    pageSize: number;
-    total: number;
-  } | null>(null);
+  const { list, setPage, load } = usePagedList(
+    async (page) => (await api.GET('/disputes', { params: { query: { page, pageSize: 10, ...(status ? { status } : {}) } } })).data,
+    [status],
+  );
   const [error, setError] = useState<string | null>(null);
-  const load = async () => {
-    const { data } = await api.GET('/disputes', { params: { query: { page, pageSize: 10, ...(status ? { status } : {}) } } });
-    if (data) setList(data);
-  };
-  useEffect(() => void load(), [page, status]);
   const move = async (id: string, to: DisputeStatus) => {
     setError(null);
     const { error: err } = await api.PATCH('/disputes/{id}', { params: { path: { id } }, body: { status: to } });
@@ -388,71 +338,50 @@ function Disputes(props: { session: Session }) {
   return (
     <section>
       <h1>Disputes</h1>
-      <label class="inline">
-        Status
-        <select
-          name="disputeStatus"
-          value={status}
-          onChange={(e) => {
-            setPage(1);
-            setStatus(e.currentTarget.value as '' | DisputeStatus);
-          }}
-        >
-          <option value="">Any</option>
-          {(['open', 'investigating', 'resolved', 'rejected'] as const).map((s) => (
-            <option value={s}>{s}</option>
-          ))}
-        </select>
-      </label>
-      {error && <Note kind="warn">{error}</Note>}
-      {list &&
-        (list.items.length === 0 ? (
-          <p>No disputes.</p>
-        ) : (
-          <>
-            <div class="table-wrap">
-              <table data-testid="disputes">
-                <thead>
-                  <tr>
-                    <th scope="col">Opened</th>
-                    <th scope="col">Kind</th>
-                    <th scope="col">Reason</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Move to</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {list.items.map((d) => (
-                    <tr>
-                      <td>{fmtDate(d.createdAt)}</td>
-                      <td>{d.kind}</td>
-                      <td>{d.reason ?? '—'}</td>
-                      <td>
-                        <span class="badge" data-testid="dispute-status">
-                          {d.status}
-                        </span>
-                      </td>
-                      <td>
-                        <div class="row">
-                          {NEXT[d.status].length === 0 ? (
-                            <small>final</small>
-                          ) : (
-                            NEXT[d.status].map((to) => (
-                              <button type="button" class="secondary small" onClick={() => void move(d.id, to)}>
-                                {to}
-                              </button>
-                            ))
-                          )}
-                        </div>
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-            <Pager page={list.page} pageSize={list.pageSize} total={list.total} onPage={setPage} labels={pagerLabels} />
-          </>
-        ))}
+      <SelectField
+        label="Status"
+        inline
+        name="disputeStatus"
+        value={status}
+        options={[['', 'Any'], ...asOptions(DISPUTE_STATUSES)]}
+        onValue={(s) => {
+          setPage(1);
+          setStatus(s);
+        }}
+      />
+      <ErrorNote error={error} />
+      <PagedTable
+        list={list}
+        onPage={setPage}
+        empty="No disputes."
+        testid="disputes"
+        columns={['Opened', 'Kind', 'Reason', 'Status', 'Move to']}
+        row={(d) => (
+          <tr>
+            <td>{fmtDate(d.createdAt)}</td>
+            <td>{d.kind}</td>
+            <td>{d.reason ?? '—'}</td>
+            <td>
+              <span class="badge" data-testid="dispute-status">
+                {d.status}
+              </span>
+            </td>
+            <td>
+              <div class="row">
+                {NEXT[d.status].length === 0 ? (
+                  <small>final</small>
+                ) : (
+                  NEXT[d.status].map((to) => (
+                    <button type="button" class="secondary small" onClick={() => void move(d.id, to)}>
+                      {to}
+                    </button>
+                  ))
+                )}
+              </div>
+            </td>
+          </tr>
+        )}
+      />
     </section>
   );
 }
@@ -556,30 +485,12 @@ function Analytics(props: { session: Session }) {
   return (
     <section>
       <h1>Analytics &amp; billing</h1>
-      <form
-        class="filters"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void load();
-        }}
-      >
-        <label>
-          From
-          <input type="date" name="from" value={range.from} onInput={(e) => setRange({ ...range, from: e.currentTarget.value })} />
-        </label>
-        <label>
-          To
-          <input type="date" name="to" value={range.to} onInput={(e) => setRange({ ...range, to: e.currentTarget.value })} />
-        </label>
-        <label>
-          Organisation
-          <input name="orgId" value={orgId} onInput={(e) => setOrgId(e.currentTarget.value)} />
-        </label>
-        <button type="submit" class="secondary">
-          Show
-        </button>
-      </form>
-      {error && <Note kind="warn">{error}</Note>}
+      <FilterBar submit="Show" onSubmit={() => void load()}>
+        <Field label="From" type="date" name="from" value={range.from} onValue={(from) => setRange({ ...range, from })} />
+        <Field label="To" type="date" name="to" value={range.to} onValue={(to) => setRange({ ...range, to })} />
+        <Field label="Organisation" name="orgId" value={orgId} onValue={setOrgId} />
+      </FilterBar>
+      <ErrorNote error={error} />
       <div class="grid-2">
         <article>
           <h2>Volume per day</h2>
@@ -657,101 +568,67 @@ function Analytics(props: { session: Session }) {
 function Audit(props: { session: Session }) {
   const api = props.session.api;
   const [filter, setFilter] = useState<{ type: string; severity: '' | 'info' | 'high' }>({ type: '', severity: '' });
-  const [page, setPage] = useState(1);
-  const [list, setList] = useState<{
-    items: {
-      id: string;
-      type: string;
-      severity: string;
-      actorType: string | null;
-      actorId: string | null;
-      subjectType: string | null;
-      subjectId: string | null;
-      createdAt: string;
-    }[];
-    page: number;
-    pageSize: number;
-    total: number;
-  } | null>(null);
-  const load = async () => {
-    const { data } = await api.GET('/audit-events', {
-      params: { query: { page, pageSize: 15, ...(filter.type ? { type: filter.type } : {}), ...(filter.severity ? { severity: filter.severity } : {}) } },
-    });
-    if (data) setList(data);
-  };
-  useEffect(() => void load(), [page, filter.severity]);
+  const { list, setPage, load } = usePagedList(
+    async (page) =>
+      (
+        await api.GET('/audit-events', {
+          params: { query: { page, pageSize: 15, ...(filter.type ? { type: filter.type } : {}), ...(filter.severity ? { severity: filter.severity } : {}) } },
+        })
+      ).data,
+    [filter.severity],
+  );
   return (
     <section>
       <h1>Audit events</h1>
-      <form
-        class="filters"
-        onSubmit={(e) => {
-          e.preventDefault();
+      <FilterBar
+        submit="Filter"
+        onSubmit={() => {
           setPage(1);
           void load();
         }}
       >
-        <input
+        <FilterInput
           name="type"
-          aria-label="Event type"
+          label="Event type"
           placeholder="Type, e.g. operator.created"
           value={filter.type}
-          onInput={(e) => setFilter({ ...filter, type: e.currentTarget.value })}
+          onValue={(type) => setFilter({ ...filter, type })}
         />
-        <select
+        <SelectField
           name="severity"
-          aria-label="Severity"
+          label="Severity"
+          hiddenLabel
           value={filter.severity}
-          onChange={(e) => {
+          options={[['', 'Any severity'], ...asOptions(['info', 'high'] as const)]}
+          onValue={(severity) => {
             setPage(1);
-            setFilter({ ...filter, severity: e.currentTarget.value as '' | 'info' | 'high' });
+            setFilter({ ...filter, severity });
           }}
-        >
-          <option value="">Any severity</option>
-          <option value="info">info</option>
-          <option value="high">high</option>
-        </select>
-        <button type="submit" class="secondary">
-          Filter
-        </button>
-      </form>
-      {list && (
-        <>
-          <div class="table-wrap">
-            <table data-testid="audit-events">
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">Type</th>
-                  <th scope="col">Severity</th>
-                  <th scope="col">Actor</th>
-                  <th scope="col">Subject</th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.items.map((e) => (
-                  <tr>
-                    <td>{fmtDate(e.createdAt)}</td>
-                    <td>
-                      <code>{e.type}</code>
-                    </td>
-                    <td>
-                      <span class={e.severity === 'high' ? 'badge warn' : 'badge'}>{e.severity}</span>
-                    </td>
-                    <td>
-                      {e.actorType ?? '—'} <small>{e.actorId?.slice(0, 8)}</small>
-                    </td>
-                    <td>
-                      {e.subjectType ?? '—'} <small>{e.subjectId?.slice(0, 8)}</small>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-          <Pager page={list.page} pageSize={list.pageSize} total={list.total} onPage={setPage} labels={pagerLabels} />
-        </>
-      )}
+        />
+      </FilterBar>
+      <PagedTable
+        list={list}
+        onPage={setPage}
+        testid="audit-events"
+        columns={['When', 'Type', 'Severity', 'Actor', 'Subject']}
+        row={(e) => (
+          <tr>
+            <td>{fmtDate(e.createdAt)}</td>
+            <td>
+              <code>{e.type}</code>
+            </td>
+            <td>
+              <span class={e.severity === 'high' ? 'badge warn' : 'badge'}>{e.severity}</span>
+            </td>
+            <td>
+              {e.actorType ?? '—'} <small>{e.actorId?.slice(0, 8)}</small>
+            </td>
+            <td>
+              {e.subjectType ?? '—'} <small>{e.subjectId?.slice(0, 8)}</small>
+            </td>
+          </tr>
+        )}
+      />
     </section>
   );
 }
@@ -771,7 +648,7 @@ function Queues(props: { session: Session }) {
       <button type="button" onClick={() => void open()}>
         Open the queue dashboard
       </button>
-      {error && <Note kind="warn">{error}</Note>}
+      <ErrorNote error={error} />
     </section>
   );
 }

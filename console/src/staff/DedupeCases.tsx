@@ -6,7 +6,9 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { paths } from '../api/client.js';
 import type { Session } from '../session.js';
-import { Note, Pager, fmtDate, fmtScore } from '../ui/common.js';
+import { Note, fmtDate, fmtScore } from '../ui/common.js';
+import { ErrorNote, SelectField, asOptions } from '../ui/forms.js';
+import { PagedTable, usePagedList } from '../ui/lists.js';
 import { problem } from './staff-common.js';
 
 type CaseDetail = paths['/dedupe/cases/{id}']['get']['responses'][200]['content']['application/json'];
@@ -15,7 +17,6 @@ type Account = CaseDetail['accounts']['user'];
 type Status = '' | CaseItem['status'];
 type Kind = '' | CaseItem['kind'];
 
-const pagerLabels = { prev: 'Previous', next: 'Next', of: (a: number, b: number) => `Page ${a} of ${b}` };
 const BAND: Record<CaseItem['kind'], string> = {
   duplicate: 'Duplicate (at or above DEDUPE_THRESHOLD)',
   possible_duplicate: 'Possible duplicate (review band)',
@@ -61,18 +62,16 @@ export function DedupeCases(props: { session: Session }) {
   const api = props.session.api;
   const [status, setStatus] = useState<Status>('open');
   const [kind, setKind] = useState<Kind>('');
-  const [page, setPage] = useState(1);
-  const [list, setList] = useState<{ items: CaseItem[]; page: number; pageSize: number; total: number } | null>(null);
+  const { list, setPage, load } = usePagedList(
+    async (page) =>
+      (await api.GET('/dedupe/cases', { params: { query: { page, pageSize: 10, ...(status ? { status } : {}), ...(kind ? { kind } : {}) } } })).data,
+    [status, kind],
+  );
   const [detail, setDetail] = useState<CaseDetail | null>(null);
   const [capture, setCapture] = useState<string | null>(null);
   const [note, setNote] = useState('');
   const [error, setError] = useState<string | null>(null);
 
-  const load = async () => {
-    const { data } = await api.GET('/dedupe/cases', { params: { query: { page, pageSize: 10, ...(status ? { status } : {}), ...(kind ? { kind } : {}) } } });
-    if (data) setList(data);
-  };
-  useEffect(() => void load(), [page, status, kind]);
   useEffect(
     () => () => {
       if (capture) URL.revokeObjectURL(capture);
@@ -112,78 +111,53 @@ export function DedupeCases(props: { session: Session }) {
         <h1>Duplicate identities</h1>
         <p>Cases opened when a face being linked was already enrolled under another account, or is on the watch-list. The consumer is never told.</p>
         <div class="row">
-          <label class="inline">
-            Status
-            <select
-              name="caseStatus"
-              value={status}
-              onChange={(e) => {
-                setPage(1);
-                setStatus(e.currentTarget.value as Status);
-              }}
-            >
-              <option value="">Any</option>
-              {(['open', 'confirmed', 'dismissed'] as const).map((s) => (
-                <option value={s}>{s}</option>
-              ))}
-            </select>
-          </label>
-          <label class="inline">
-            Kind
-            <select
-              name="caseKind"
-              value={kind}
-              onChange={(e) => {
-                setPage(1);
-                setKind(e.currentTarget.value as Kind);
-              }}
-            >
-              <option value="">Any</option>
-              {(['duplicate', 'possible_duplicate', 'watchlist'] as const).map((k) => (
-                <option value={k}>{k}</option>
-              ))}
-            </select>
-          </label>
+          <SelectField<Status>
+            label="Status"
+            inline
+            name="caseStatus"
+            value={status}
+            options={[['', 'Any'], ...asOptions(['open', 'confirmed', 'dismissed'] as const)]}
+            onValue={(s) => {
+              setPage(1);
+              setStatus(s);
+            }}
+          />
+          <SelectField<Kind>
+            label="Kind"
+            inline
+            name="caseKind"
+            value={kind}
+            options={[['', 'Any'], ...asOptions(['duplicate', 'possible_duplicate', 'watchlist'] as const)]}
+            onValue={(k) => {
+              setPage(1);
+              setKind(k);
+            }}
+          />
         </div>
-        {list &&
-          (list.items.length === 0 ? (
-            <p>No cases.</p>
-          ) : (
-            <>
-              <div class="table-wrap">
-                <table data-testid="dedupe-cases">
-                  <thead>
-                    <tr>
-                      <th scope="col">Opened</th>
-                      <th scope="col">Kind</th>
-                      <th scope="col">Score</th>
-                      <th scope="col">Status</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {list.items.map((x) => (
-                      <tr class={c?.id === x.id ? 'selected' : ''}>
-                        <td>
-                          <button type="button" class="link" onClick={() => void open(x.id)}>
-                            {fmtDate(x.createdAt)}
-                          </button>
-                        </td>
-                        <td>
-                          {x.kind}
-                          {x.blocked && <small> (link refused)</small>}
-                        </td>
-                        <td>{fmtScore(x.score)}</td>
-                        <td>
-                          <span class="badge">{x.status}</span>
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-              <Pager page={list.page} pageSize={list.pageSize} total={list.total} onPage={setPage} labels={pagerLabels} />
-            </>
-          ))}
+        <PagedTable
+          list={list}
+          onPage={setPage}
+          empty="No cases."
+          testid="dedupe-cases"
+          columns={['Opened', 'Kind', 'Score', 'Status']}
+          row={(x: CaseItem) => (
+            <tr class={c?.id === x.id ? 'selected' : ''}>
+              <td>
+                <button type="button" class="link" onClick={() => void open(x.id)}>
+                  {fmtDate(x.createdAt)}
+                </button>
+              </td>
+              <td>
+                {x.kind}
+                {x.blocked && <small> (link refused)</small>}
+              </td>
+              <td>{fmtScore(x.score)}</td>
+              <td>
+                <span class="badge">{x.status}</span>
+              </td>
+            </tr>
+          )}
+        />
       </section>
       <section data-testid="dedupe-case">
         {!c || !detail ? (
@@ -216,7 +190,7 @@ export function DedupeCases(props: { session: Session }) {
                 <AccountCard title="Account already enrolled" account={detail.accounts.matchedUser} testid="case-matched-user" />
               )}
             </div>
-            {error && <Note kind="warn">{error}</Note>}
+            <ErrorNote error={error} />
             {c.status === 'open' ? (
               <form onSubmit={(e) => e.preventDefault()}>
                 <label>

@@ -7,6 +7,7 @@ import { useEffect, useState } from 'preact/hooks';
 import qrcode from 'qrcode-generator';
 import type { Session } from '../session.js';
 import { Note } from '../ui/common.js';
+import { CodeField, ErrorNote } from '../ui/forms.js';
 import { problem } from './staff-common.js';
 
 /** The QR code of an otpauth URI, as an image (a data URL: the console's CSP allows `data:` images). */
@@ -71,24 +72,12 @@ export function MfaSetup(props: { session: Session; required: boolean; done: () 
             Key: <code data-testid="mfa-secret">{setup.secret}</code>
           </p>
           <form onSubmit={confirm}>
-            <label>
-              The 6-digit code your app shows
-              <input
-                name="code"
-                inputMode="numeric"
-                autocomplete="one-time-code"
-                pattern="[0-9]{6}"
-                maxLength={6}
-                required
-                value={code}
-                onInput={(e) => setCode(e.currentTarget.value)}
-              />
-            </label>
+            <CodeField label="The 6-digit code your app shows" value={code} onValue={setCode} />
             <button type="submit">Turn on two-step sign-in</button>
           </form>
         </>
       )}
-      {error && <Note kind="warn">{error}</Note>}
+      <ErrorNote error={error} />
       {!props.required && (
         <button type="button" class="secondary outline" onClick={() => void props.done()}>
           Back

@@ -2,10 +2,13 @@
 import { useEffect, useState } from 'preact/hooks';
 import { createApiClient, multipart, type ApiError } from '../api/client.js';
 import { Session } from '../session.js';
-import { Capture, Note, Pager, QualityAdvice, fmtDate, fmtScore, type QualityIssue } from '../ui/common.js';
+import { Capture, Note, QualityAdvice, fmtDate, fmtScore, type QualityIssue } from '../ui/common.js';
+import { ErrorNote, Field } from '../ui/forms.js';
+import { Table, usePagedList } from '../ui/lists.js';
 import { AdminOffice } from './Admin.js';
 import { problem, type StaffIdentity } from './staff-common.js';
 import { MfaSetup } from './Mfa.js';
+import { SearchLogTable } from './SearchLogTable.js';
 
 type OperatorPair = { accessToken: string; refreshToken: string; expiresIn: number; operatorId: string; mustResetPassword: boolean; mfaSetupRequired?: true };
 
@@ -138,30 +141,22 @@ function StaffSignIn(props: { onSignedIn: (pair: OperatorPair, identifier: strin
     <article class="narrow">
       <h1>Staff sign-in</h1>
       <form onSubmit={submit}>
-        <label>
-          Identifier
-          <input name="identifier" autocomplete="username" required value={identifier} onInput={(e) => setIdentifier(e.currentTarget.value)} />
-        </label>
-        <label>
-          Password
-          <input
-            name="password"
-            type="password"
-            autocomplete="current-password"
-            required
-            value={password}
-            onInput={(e) => setPassword(e.currentTarget.value)}
-          />
-        </label>
+        <Field label="Identifier" name="identifier" autocomplete="username" required value={identifier} onValue={setIdentifier} />
+        <Field label="Password" name="password" type="password" autocomplete="current-password" required value={password} onValue={setPassword} />
         {otp !== null && (
-          <label>
-            Code from your authenticator app (or a recovery code)
-            <input name="otp" autocomplete="one-time-code" required autoFocus value={otp} onInput={(e) => setOtp(e.currentTarget.value)} />
-          </label>
+          <Field
+            label="Code from your authenticator app (or a recovery code)"
+            name="otp"
+            autocomplete="one-time-code"
+            required
+            autoFocus
+            value={otp}
+            onValue={setOtp}
+          />
         )}
         <button type="submit">Sign in</button>
       </form>
-      {error && <Note kind="warn">{error}</Note>}
+      <ErrorNote error={error} />
     </article>
   );
 }
@@ -184,33 +179,20 @@ function SetPassword(props: { session: Session; currentPassword: string; done: (
       <h1>Choose your password</h1>
       <Note>Your password was issued by an administrator. Choose your own before anything else (at least 8 characters).</Note>
       <form onSubmit={submit}>
-        <label>
-          New password
-          <input
-            name="newPassword"
-            type="password"
-            autocomplete="new-password"
-            minLength={8}
-            required
-            value={next}
-            onInput={(e) => setNext(e.currentTarget.value)}
-          />
-        </label>
-        <label>
-          New password again
-          <input
-            name="newPasswordAgain"
-            type="password"
-            autocomplete="new-password"
-            minLength={8}
-            required
-            value={again}
-            onInput={(e) => setAgain(e.currentTarget.value)}
-          />
-        </label>
+        <Field label="New password" name="newPassword" type="password" autocomplete="new-password" minLength={8} required value={next} onValue={setNext} />
+        <Field
+          label="New password again"
+          name="newPasswordAgain"
+          type="password"
+          autocomplete="new-password"
+          minLength={8}
+          required
+          value={again}
+          onValue={setAgain}
+        />
         <button type="submit">Set password</button>
       </form>
-      {error && <Note kind="warn">{error}</Note>}
+      <ErrorNote error={error} />
     </article>
   );
 }
@@ -242,19 +224,11 @@ function SearchDesk(props: { session: Session }) {
   const [captureKey, setCaptureKey] = useState(0);
   const [attested, setAttested] = useState(false);
   const [result, setResult] = useState<IdentifyResult | null>(null);
-  type Past = {
-    items: { id: string; outcome: string; topScore: number | null; escalatedAt: string | null; createdAt: string }[];
-    page: number;
-    pageSize: number;
-    total: number;
-  };
-  const [past, setPast] = useState<Past | null>(null);
-  const [pastPage, setPastPage] = useState(1);
-  const loadPast = async () => {
-    const { data } = await props.session.api.GET('/identify/mine', { params: { query: { page: pastPage, pageSize: 5 } } });
-    if (data) setPast(data);
-  };
-  useEffect(() => void loadPast(), [pastPage]);
+  const {
+    list: past,
+    setPage: setPastPage,
+    load: loadPast,
+  } = usePagedList(async (page) => (await props.session.api.GET('/identify/mine', { params: { query: { page, pageSize: 5 } } })).data);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   useEffect(() => setError(null), [image]);
@@ -312,7 +286,7 @@ function SearchDesk(props: { session: Session }) {
             Identify
           </button>
         </form>
-        {error && <Note kind="warn">{error}</Note>}
+        <ErrorNote error={error} />
       </section>
       <section>
         <h2>Result</h2>
@@ -329,28 +303,17 @@ function SearchDesk(props: { session: Session }) {
             {result.candidates.length === 0 ? (
               <p>No candidate at or above the threshold.</p>
             ) : (
-              <div class="table-wrap">
-                <table data-testid="candidates">
-                  <thead>
-                    <tr>
-                      <th scope="col">Rank</th>
-                      <th scope="col">User</th>
-                      <th scope="col">Score</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {result.candidates.map((c) => (
-                      <tr>
-                        <td>{c.rank}</td>
-                        <td>
-                          <code>{c.userId}</code>
-                        </td>
-                        <td>{fmtScore(c.score)}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
+              <Table testid="candidates" columns={['Rank', 'User', 'Score']}>
+                {result.candidates.map((c) => (
+                  <tr>
+                    <td>{c.rank}</td>
+                    <td>
+                      <code>{c.userId}</code>
+                    </td>
+                    <td>{fmtScore(c.score)}</td>
+                  </tr>
+                ))}
+              </Table>
             )}
             <QualityAdvice
               issues={result.quality?.issues}
@@ -369,41 +332,7 @@ function SearchDesk(props: { session: Session }) {
           </article>
         )}
         <h2>Your past searches</h2>
-        {!past || past.items.length === 0 ? (
-          <p>None yet.</p>
-        ) : (
-          <>
-            <div class="table-wrap">
-              <table data-testid="past-searches">
-                <thead>
-                  <tr>
-                    <th scope="col">When</th>
-                    <th scope="col">Outcome</th>
-                    <th scope="col">Top score</th>
-                    <th scope="col">Escalated</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {past.items.map((p) => (
-                    <tr>
-                      <td>{fmtDate(p.createdAt)}</td>
-                      <td>{p.outcome}</td>
-                      <td>{fmtScore(p.topScore)}</td>
-                      <td>{p.escalatedAt ? fmtDate(p.escalatedAt) : '—'}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-            <Pager
-              page={past.page}
-              pageSize={past.pageSize}
-              total={past.total}
-              onPage={setPastPage}
-              labels={{ prev: 'Previous', next: 'Next', of: (a, b) => `Page ${a} of ${b}` }}
-            />
-          </>
-        )}
+        {!past ? <p>None yet.</p> : <SearchLogTable list={past} onPage={setPastPage} empty="None yet." testid="past-searches" />}
       </section>
     </div>
   );

@@ -3,10 +3,12 @@
  * signing secret is shown once), disable or re-enable it, rotate its secret, read its delivery log and
  * replay an event from it.
  */
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import type { paths } from '../api/client.js';
 import type { Session } from '../session.js';
-import { Note, Pager, fmtDate } from '../ui/common.js';
+import { Note, fmtDate } from '../ui/common.js';
+import { ErrorNote, Field } from '../ui/forms.js';
+import { PagedTable, usePagedList } from '../ui/lists.js';
 import { problem } from './staff-common.js';
 
 type EventType = paths['/webhooks/endpoints']['post']['requestBody']['content']['application/json']['events'][number];
@@ -24,22 +26,14 @@ const EVENT_TYPES: { type: EventType; label: string }[] = [
   { type: 'dedupe.case.opened', label: 'A duplicate-identity case was opened' },
   { type: 'dedupe.case.decided', label: 'A duplicate-identity case was decided' },
 ];
-const pagerLabels = { prev: 'Previous', next: 'Next', of: (a: number, b: number) => `Page ${a} of ${b}` };
 
 export function Webhooks(props: { session: Session }) {
   const api = props.session.api;
-  const [page, setPage] = useState(1);
-  const [list, setList] = useState<{ items: Endpoint[]; page: number; pageSize: number; total: number } | null>(null);
+  const { list, setPage, load } = usePagedList(async (page) => (await api.GET('/webhooks/endpoints', { params: { query: { page, pageSize: 10 } } })).data);
   const [selected, setSelected] = useState<Endpoint | null>(null);
   const [secret, setSecret] = useState<{ url: string; secret: string; rotated: boolean } | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [draft, setDraft] = useState<{ url: string; description: string; events: EventType[] }>({ url: '', description: '', events: [] });
-
-  const load = async () => {
-    const { data } = await api.GET('/webhooks/endpoints', { params: { query: { page, pageSize: 10 } } });
-    if (data) setList(data);
-  };
-  useEffect(() => void load(), [page]);
 
   const select = async (id: string) => {
     const { data } = await api.GET('/webhooks/endpoints/{id}', { params: { path: { id } } });
@@ -70,67 +64,49 @@ export function Webhooks(props: { session: Session }) {
       <section>
         <h1>Webhooks</h1>
         <p>Events pushed to the bank's systems, signed (Standard Webhooks) and retried for about a day. Payloads carry ids and statuses only.</p>
-        {list &&
-          (list.items.length === 0 ? (
-            <p>No endpoints yet.</p>
-          ) : (
-            <>
-              <div class="table-wrap">
-                <table data-testid="webhook-endpoints">
-                  <thead>
-                    <tr>
-                      <th scope="col">URL</th>
-                      <th scope="col">Events</th>
-                      <th scope="col">Status</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {list.items.map((w) => (
-                      <tr class={selected?.id === w.id ? 'selected' : ''}>
-                        <td>
-                          <button type="button" class="link" onClick={() => void select(w.id)}>
-                            {w.url}
-                          </button>
-                          {w.description && <small> {w.description}</small>}
-                        </td>
-                        <td>
-                          <small>{w.events.join(', ')}</small>
-                        </td>
-                        <td>
-                          <span class={w.status === 'active' ? 'badge ok' : 'badge warn'}>{w.status}</span>
-                          {w.disabledReason === 'gone' && <span class="badge warn">410 gone</span>}
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-              <Pager page={list.page} pageSize={list.pageSize} total={list.total} onPage={setPage} labels={pagerLabels} />
-            </>
-          ))}
+        <PagedTable
+          list={list}
+          onPage={setPage}
+          empty="No endpoints yet."
+          testid="webhook-endpoints"
+          columns={['URL', 'Events', 'Status']}
+          row={(w) => (
+            <tr class={selected?.id === w.id ? 'selected' : ''}>
+              <td>
+                <button type="button" class="link" onClick={() => void select(w.id)}>
+                  {w.url}
+                </button>
+                {w.description && <small> {w.description}</small>}
+              </td>
+              <td>
+                <small>{w.events.join(', ')}</small>
+              </td>
+              <td>
+                <span class={w.status === 'active' ? 'badge ok' : 'badge warn'}>{w.status}</span>
+                {w.disabledReason === 'gone' && <span class="badge warn">410 gone</span>}
+              </td>
+            </tr>
+          )}
+        />
         <article>
           <h2>New endpoint</h2>
           <form onSubmit={create} data-testid="new-webhook">
-            <label>
-              URL
-              <input
-                name="webhookUrl"
-                type="url"
-                required
-                placeholder="https://bank.example/hooks/faceid"
-                value={draft.url}
-                onInput={(e) => setDraft({ ...draft, url: e.currentTarget.value })}
-              />
-            </label>
-            <label>
-              Description
-              <input
-                name="webhookDescription"
-                maxLength={500}
-                value={draft.description}
-                onInput={(e) => setDraft({ ...draft, description: e.currentTarget.value })}
-              />
-            </label>
+            <Field
+              label="URL"
+              name="webhookUrl"
+              type="url"
+              required
+              placeholder="https://bank.example/hooks/faceid"
+              value={draft.url}
+              onValue={(url) => setDraft({ ...draft, url })}
+            />
+            <Field
+              label="Description"
+              name="webhookDescription"
+              maxLength={500}
+              value={draft.description}
+              onValue={(description) => setDraft({ ...draft, description })}
+            />
             <fieldset>
               <legend>Event types</legend>
               {EVENT_TYPES.map((t) => (
@@ -159,7 +135,7 @@ export function Webhooks(props: { session: Session }) {
             </p>
           </article>
         )}
-        {error && <Note kind="warn">{error}</Note>}
+        <ErrorNote error={error} />
         {selected && (
           <EndpointDetail
             session={props.session}
@@ -184,15 +160,16 @@ function EndpointDetail(props: {
   const api = props.session.api;
   const w = props.endpoint;
   const path = { params: { path: { id: w.id } } };
-  const [page, setPage] = useState(1);
-  const [log, setLog] = useState<{ items: Attempt[]; page: number; pageSize: number; total: number } | null>(null);
   const [note, setNote] = useState<string | null>(null);
-  const loadLog = async () => {
-    const { data } = await api.GET('/webhooks/endpoints/{id}/deliveries', { params: { path: { id: w.id }, query: { page, pageSize: 10 } } });
-    if (data) setLog(data);
-  };
   // Reloaded whenever the endpoint is read again (selecting it in the list refreshes its log).
-  useEffect(() => void loadLog(), [w, page]);
+  const {
+    list: log,
+    setPage,
+    load: loadLog,
+  } = usePagedList(
+    async (page) => (await api.GET('/webhooks/endpoints/{id}/deliveries', { params: { path: { id: w.id }, query: { page, pageSize: 10 } } })).data,
+    [w],
+  );
 
   const run = async (what: 'disable' | 'enable' | 'rotate' | 'delete') => {
     props.onError(null);
@@ -260,47 +237,36 @@ function EndpointDetail(props: {
           Refresh
         </button>
       </h3>
-      {!log || log.items.length === 0 ? (
+      {!log ? (
         <p>No attempts yet.</p>
       ) : (
-        <>
-          <div class="table-wrap">
-            <table data-testid="webhook-deliveries">
-              <thead>
-                <tr>
-                  <th scope="col">Event</th>
-                  <th scope="col">Attempt</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Replay</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {log.items.map((a) => (
-                  <tr>
-                    <td>
-                      <code>{a.eventType}</code>
-                      <br />
-                      <small>
-                        {a.eventId.slice(0, 8)} · {fmtDate(a.createdAt)}
-                      </small>
-                    </td>
-                    <td>
-                      #{a.attempt} <span class={a.status === 'succeeded' ? 'badge ok' : a.status === 'failed' ? 'badge warn' : 'badge'}>{a.status}</span>{' '}
-                      <small>{a.responseStatus ?? a.error ?? ''}</small>
-                    </td>
-                    <td>
-                      <button type="button" class="secondary small" onClick={() => void replay(a.eventId)}>
-                        Replay
-                      </button>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-          <Pager page={log.page} pageSize={log.pageSize} total={log.total} onPage={setPage} labels={pagerLabels} />
-        </>
+        <PagedTable
+          list={log}
+          onPage={setPage}
+          empty="No attempts yet."
+          testid="webhook-deliveries"
+          columns={['Event', 'Attempt', <span class="visually-hidden">Replay</span>]}
+          row={(a: Attempt) => (
+            <tr>
+              <td>
+                <code>{a.eventType}</code>
+                <br />
+                <small>
+                  {a.eventId.slice(0, 8)} · {fmtDate(a.createdAt)}
+                </small>
+              </td>
+              <td>
+                #{a.attempt} <span class={a.status === 'succeeded' ? 'badge ok' : a.status === 'failed' ? 'badge warn' : 'badge'}>{a.status}</span>{' '}
+                <small>{a.responseStatus ?? a.error ?? ''}</small>
+              </td>
+              <td>
+                <button type="button" class="secondary small" onClick={() => void replay(a.eventId)}>
+                  Replay
+                </button>
+              </td>
+            </tr>
+          )}
+        />
       )}
     </article>
   );

@@ -180,3 +180,13 @@ export function Pager(props: {
 export const fmtDate = (iso: string | null | undefined, locale = 'en-GB') =>
   iso ? new Date(iso).toLocaleString(locale, { dateStyle: 'medium', timeStyle: 'short' }) : '—';
 export const fmtScore = (n: number | null | undefined) => (typeof n === 'number' ? n.toFixed(3) : '—');
+
+/** Hands a downloaded blob to the browser as a file named `filename` (the object URL is revoked once the download has started). */
+export function saveFile(blob: Blob, filename: string) {
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = filename;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
