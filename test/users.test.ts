@@ -30,13 +30,11 @@ test("GET /users/{id} answers the profile of the token's subject only", async (t
   const me = await newConsumer(h);
   const other = await newConsumer(h);
   await h.deps.db('users').where({ id: me.userId }).update({ name: 'Ada Obi', dateOfBirth: '1990-04-01', gender: 'F', bankAccount: '0123456789' });
-  await h.deps
-    .db('ninLinks')
-    .insert({
-      userId: me.userId,
-      nin: '12345678901',
-      registryRecord: JSON.stringify({ firstName: 'Ada', lastName: 'Obi', dateOfBirth: '1990-04-01', gender: 'F' }),
-    });
+  await h.deps.db('ninLinks').insert({
+    userId: me.userId,
+    nin: '12345678901',
+    registryRecord: JSON.stringify({ firstName: 'Ada', lastName: 'Obi', dateOfBirth: '1990-04-01', gender: 'F' }),
+  });
 
   const res = await api().get(`/users/${me.userId}`, { token: me.token });
   t.is(res.status, 200);
