@@ -154,12 +154,10 @@ export class SealedSnapshotFiles implements SnapshotWriter, SnapshotReader {
         if (out) {
           if (filled + plain.length > out.length) throw new SnapshotFileError(`${name} is longer than ${expectedBytes} bytes`);
           plain.copy(out, filled);
-          plain.fill(0);
         } else parts.push(plain);
         filled += plain.length;
         if (last) break;
       }
-      blob.fill(0);
       if (out && filled !== out.length) throw new SnapshotFileError(`${name} has ${filled} bytes, expected ${expectedBytes}`);
       return out ?? Buffer.concat(parts);
     } finally {

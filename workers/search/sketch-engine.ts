@@ -421,7 +421,6 @@ export class SketchKind implements EngineKind {
     const vectors = await files.read('vectors.f32', m.rows * m.dim * 4);
     const store = new VectorStore(m.dim, null, 0);
     if (m.rows > 0) store.append(new Float32Array(vectors.buffer, vectors.byteOffset, m.rows * m.dim));
-    vectors.fill(0);
     return new SketchEngine(this.factory, this.nbits, this.opts, sketch, store, m.trainedOn, m.trainedAtSize, ids);
   }
 }
