@@ -4,7 +4,7 @@
  *
  * A snapshot is a directory `snap-<logId>-<seq>-<random>/` holding the engine's files and `meta.json`
  * (written last): the change-log lineage (`logId`), the seq the index reflects, the engine's key and
- * metadata, and the size and SHA-256 of every file. It is written under `.tmp-*` and renamed into
+ * metadata, the snapshot's random id its sealed files are bound to, and the size of every file. It is written under `.tmp-*` and renamed into
  * place, so a reader never sees a half-written snapshot; a reader checks every size before using one
  * and every sealed frame authenticates as it is decrypted, so a damaged snapshot is skipped (the replica then takes an older one or builds in full),
  * never loaded.
@@ -34,7 +34,8 @@ export interface SnapshotMeta {
   engineKey: string;
   rows: number;
   createdAt: string;
-  files: Record<string, { bytes: number; sha256: string }>;
+  /** Every file's size, and its SHA-256 in a snapshot in clear (a sealed file authenticates itself). */
+  files: Record<string, { bytes: number; sha256?: string }>;
   engineMeta: unknown;
 }
 
@@ -88,7 +89,7 @@ export class SnapshotStore {
     const files: SnapshotMeta['files'] = {};
     for (const name of (await readdir(tmp)).sort()) {
       const file = path.join(tmp, name);
-      files[name] = { bytes: (await stat(file)).size, sha256: await sha256(file) };
+      files[name] = { bytes: (await stat(file)).size };
       await chmod(file, 0o600);
       const fh = await open(file, 'r+');
       await fh.sync();
