@@ -1,6 +1,6 @@
 /**
  * How a search replica gets an index (docs/vector-index.md): the newest valid snapshot of this change
- * log (snapshot-store.ts: lineage, engine type, sizes and SHA-256 checked; its seq not below the
+ * log (snapshot-store.ts: lineage, engine type and sizes checked, every frame authenticated as it is decrypted; its seq not below the
  * pruned point), or a full build from one REPEATABLE READ snapshot of PostgreSQL, which is itself
  * written as a snapshot and opened from it (so "snapshot start" and "full build" are the same index);
  * or, for compaction, fold and retraining, a new snapshot written from the replica's own state.
