@@ -8,7 +8,7 @@
  */
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Knex } from 'knex';
@@ -370,7 +370,7 @@ const keyRing = (keys: Record<string, string>, active: string) =>
   });
 
 test.serial(
-  'snapshots are sealed under the key ring: no user id or template in clear; a tampered file is refused; a rotated key is still read and the next snapshot uses the active key',
+  'snapshots are sealed under the key ring: no user id or template in clear; a tampered file is refused; a rotated key is still read and the next snapshot uses the active key; a snapshot in clear is refused and deleted',
   async (t) => {
     if (population.length === 0) population = await bulk(1500, 1);
     const [k1, k2, k3] = [0, 1, 2].map(() => randomBytes(32).toString('base64'));
@@ -446,5 +446,20 @@ test.serial(
     t.true(afterTamper.stats.snapshotsRefused >= 1);
     t.is(afterTamper.stats.lastBuild?.from, 'postgres');
     for (const p of population.slice(40, 45)) t.deepEqual((await top(afterTamper, vec(p.seed)))[0], (await top(a, vec(p.seed)))[0]);
+
+    // A snapshot in clear left by an older version (format 1, ids.txt readable): never loaded, and deleted at the next retirement.
+    const legacyDir = tmpDir();
+    const legacy = path.join(legacyDir, path.basename(snap!));
+    mkdirSync(legacy, { mode: 0o700 });
+    writeFileSync(path.join(legacy, 'ids.txt'), ids.join('\n'));
+    writeFileSync(path.join(legacy, 'meta.json'), JSON.stringify({ ...meta, format: 1, id: undefined, files: { 'ids.txt': { bytes: 1 } } }));
+    const afterLegacy = sealed(legacyDir, ringK1);
+    await afterLegacy.start();
+    t.true(afterLegacy.stats.snapshotsRefused >= 1);
+    t.is(afterLegacy.stats.lastBuild?.from, 'postgres');
+    const t0 = Date.now();
+    while (existsSync(legacy) && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 50));
+    t.false(existsSync(legacy), 'the snapshot in clear is deleted');
+    t.is(snapDirs(legacyDir).length, 1, 'the sealed snapshot of the full build is kept');
   },
 );
