@@ -57,7 +57,7 @@ const ids = Array.from({ length: ds.n }, (_, i) => `00000000-0000-4000-8000-${St
 const kind = new SketchKind('BinarySketch512', { dim: DIM, candidates });
 void kind;
 console.error(`ids ready (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
-const engine = new SketchEngine('BinarySketch512', 512, { dim: DIM, candidates }, sketch, store, 50_000, ds.n, dir, ids);
+const engine = new SketchEngine('BinarySketch512', 512, { dim: DIM, candidates }, sketch, store, 50_000, ds.n, ids);
 const buildS = (performance.now() - t0) / 1000;
 (globalThis as { gc?: () => void }).gc?.();
 const rssAfter = process.memoryUsage().rss;

@@ -96,7 +96,6 @@ for (const dirArg of dirs) {
     new VectorStore(DIM, path.join(dir, 'gallery.f32'), ds.n),
     1,
     ds.n,
-    dir,
     ids,
   );
   const after = (queries: Float32Array[]): number[][] => engine.searchMany(queries, K).map((hits) => hits.map((h) => Number(h.userId)));

@@ -63,7 +63,6 @@ async function one(dir: string) {
     store,
     50_000,
     ds.n,
-    dir,
     ids,
   );
   const loadS = (performance.now() - t0) / 1000;

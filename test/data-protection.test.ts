@@ -13,6 +13,7 @@ import { BiometricKeyRing, KeyRingError } from '../shared/crypto/key-ring.js';
 import { rotateTemplates } from '../shared/crypto/rotation.js';
 import { EmbeddingsRepository } from '../shared/repositories/embeddings.js';
 import { PgChangeLogSource } from '../workers/search/change-log-source.js';
+import { SnapshotStore, type SnapshotMeta } from '../workers/search/snapshot-store.js';
 import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
 import { useHarness, ROOT } from './helpers/harness.js';
 import { client } from './helpers/http.js';
@@ -42,6 +43,23 @@ function snapshotFiles(name: string): string[] {
     .filter((f) => existsSync(f));
 }
 const api = () => client(h.url);
+
+/** The user ids each snapshot on disk lists, decrypted with the test's key ring (a snapshot retired meanwhile is skipped). */
+async function snapshotIdLists(): Promise<string[][]> {
+  const dir = h.config.search.snapshotDir;
+  const store = new SnapshotStore(dir, BiometricKeyRing.from({ biometricKeys: `k1:${K1}`, biometricActiveKeyId: 'k1' }));
+  const out: string[][] = [];
+  for (const meta of snapshotFiles('meta.json')) {
+    try {
+      const m = JSON.parse(readFileSync(meta, 'utf8')) as SnapshotMeta;
+      const text = (await store.reader({ dir: path.dirname(meta), meta: m }).read('ids.txt')).toString('utf8');
+      out.push(text ? text.split('\n') : []);
+    } catch (e) {
+      if (existsSync(meta)) throw e;
+    }
+  }
+  return out;
+}
 
 let seq = 0;
 async function enrolPerson(image: Buffer, names: { firstName: string; lastName: string }): Promise<{ nin: string; bvn: string }> {
@@ -207,7 +225,7 @@ test.serial(
       await new Promise((r) => setTimeout(r, 200));
     t.truthy(receipt, 'user.erased within the erasure deadline');
     t.deepEqual(receipt.data.steps, ['postgresql', 'redis', 'search_snapshots']);
-    const snapshotIds = snapshotFiles('ids.txt').map((f) => readFileSync(f, 'utf8'));
+    const snapshotIds = await snapshotIdLists();
     t.true(snapshotIds.length >= 1, 'the search worker writes snapshots');
     t.false(
       snapshotIds.some((ids) => ids.includes(user.userId)),
@@ -313,7 +331,7 @@ function tryJson(b: Buffer): Record<string, unknown> {
   }
 }
 
-test.serial('search snapshots are private: the directory and each snapshot 0700, every file 0600', async (t) => {
+test.serial('search snapshots are private and sealed: 0700 / 0600, and no user id or template in clear in any file', async (t) => {
   const dir = h.config.search.snapshotDir;
   const snaps = readdirSync(dir).filter((d) => d.startsWith('snap-'));
   t.true(snaps.length >= 1, 'the search worker has written a snapshot');
@@ -321,6 +339,21 @@ test.serial('search snapshots are private: the directory and each snapshot 0700,
   for (const snap of snaps) {
     t.is(statSync(path.join(dir, snap)).mode & 0o777, 0o700, snap);
     for (const f of readdirSync(path.join(dir, snap))) t.is(statSync(path.join(dir, snap, f)).mode & 0o777, 0o600, `${snap}/${f}`);
+  }
+  // The ids the snapshots hold (decrypted with the key), and what the files on disk show of them: nothing.
+  const ids = (await snapshotIdLists()).flat();
+  t.true(ids.length >= 1, 'the snapshots list enrolled users');
+  for (const snap of snaps) {
+    for (const f of readdirSync(path.join(dir, snap)).filter((n) => n !== 'meta.json')) {
+      const bytes = readFileSync(path.join(dir, snap, f));
+      t.false(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i.test(bytes.toString('latin1')), `${snap}/${f} holds a user id in clear`);
+      t.false(holdsClearTemplate(bytes), `${snap}/${f} holds a template in clear`);
+    }
+    const meta = readFileSync(path.join(dir, snap, 'meta.json'), 'utf8');
+    t.false(
+      ids.some((id) => meta.includes(id)),
+      `${snap}/meta.json names no user`,
+    );
   }
 });
 

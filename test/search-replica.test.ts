@@ -2,11 +2,13 @@
  * The search replica on the default `BinarySketch512` engine (docs/vector-index.md), against a real
  * PostgreSQL database, small sizes: snapshots (start from one = full build; a damaged one is refused),
  * micro-batching, retraining on growth, change-log pruning, and read-your-writes / deletes across two
- * replicas and across a snapshot restart. Writes go through api/services/embedding-store.ts.
+ * replicas and across a snapshot restart; snapshot files sealed under the key ring (no id or template
+ * in clear, tampering refused, a rotated key still read). Writes go through api/services/embedding-store.ts.
  * `rerankCandidates` is kept small (50) so that the Hamming stage really filters at these sizes.
  */
 import test from 'ava';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Knex } from 'knex';
@@ -14,7 +16,10 @@ import { createDb } from '../shared/db.js';
 import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
 import { createLogger } from '../shared/logger.js';
 import { currentChangeSeq, removeCanonical, upsertCanonical } from '../shared/repositories/embeddings.js';
+import { BiometricKeyRing } from '../shared/crypto/key-ring.js';
+import { PgChangeLogSource } from '../workers/search/change-log-source.js';
 import { IndexReplica, type ReplicaOptions } from '../workers/search/replica.js';
+import { SnapshotStore, type SnapshotMeta } from '../workers/search/snapshot-store.js';
 import { SketchEngine } from '../workers/search/sketch-engine.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
 import { atCosine, rng } from './helpers/vectors.js';
@@ -322,3 +327,128 @@ test.serial('write-then-search and delete-then-search across two replicas, and a
   await removeCanonical(db, w);
   await check([a, b], vec(100_300), null, [w]);
 });
+
+/** Whether 512 float32 (little-endian) from byte `at` form a unit-norm vector (a template in clear). */
+function unitVectorAt(buf: Buffer, at: number): boolean {
+  let ss = 0;
+  for (let i = 0; i < DIM; i++) {
+    const x = buf.readFloatLE(at + i * 4);
+    if (!Number.isFinite(x) || Math.abs(x) > 1) return false;
+    ss += x * x;
+  }
+  return Math.abs(ss - 1) < 1e-3;
+}
+function holdsUnitVector(buf: Buffer): boolean {
+  for (let at = 0; at + DIM * 4 <= buf.length; at++) if (unitVectorAt(buf, at)) return true;
+  return false;
+}
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i;
+const snapDirs = (dir: string) =>
+  readdirSync(dir)
+    .filter((n) => n.startsWith('snap-'))
+    .map((n) => path.join(dir, n));
+const metaOf = (snap: string) => JSON.parse(readFileSync(path.join(snap, 'meta.json'), 'utf8')) as SnapshotMeta;
+/** The key id named by a sealed file's first frame (magic 8 bytes, u32 length, key-ring blob). */
+const firstFrameKey = (file: string) => BiometricKeyRing.keyIdOf(readFileSync(file).subarray(12));
+const keyRing = (keys: Record<string, string>, active: string) =>
+  BiometricKeyRing.from({
+    biometricKeys: Object.entries(keys)
+      .map(([k, v]) => `${k}:${v}`)
+      .join(','),
+    biometricActiveKeyId: active,
+  });
+
+test.serial(
+  'snapshots are sealed under the key ring: no user id or template in clear; a tampered file is refused; a rotated key is still read and the next snapshot uses the active key; a snapshot in clear is refused and deleted',
+  async (t) => {
+    if (population.length === 0) population = await bulk(1500, 1);
+    const [k1, k2, k3] = [0, 1, 2].map(() => randomBytes(32).toString('base64'));
+    const ringK1 = keyRing({ k1 }, 'k1');
+    // The templates in PostgreSQL stay under the process ring; only the snapshots use the ring under test.
+    const sealed = (snapshotDir: string, keyRing: BiometricKeyRing) => replica({ snapshotDir, keyRing, source: new PgChangeLogSource(db, ring) });
+    const dir = tmpDir();
+    const a = sealed(dir, ringK1);
+    await a.start();
+    t.is(a.stats.lastBuild?.from, 'postgres');
+    const [snap] = snapDirs(dir);
+    t.truthy(snap, 'the full build wrote a snapshot');
+    const meta = metaOf(snap!);
+    t.deepEqual(Object.keys(meta.files).sort(), ['codes.bin', 'ids.txt', 'vectors.f32']);
+
+    // On disk: no user id, no unit-norm float32 vector, in any file; the same files decrypted hold both.
+    const someIds = (await db('canonicalEmbeddings').where({ engineVersion: FACE_ENGINE_VERSION }).limit(50).select('userId')).map(
+      (r: { userId: string }) => r.userId,
+    );
+    t.is(someIds.length, 50);
+    for (const name of Object.keys(meta.files)) {
+      const bytes = readFileSync(path.join(snap!, name));
+      t.false(UUID.test(bytes.toString('latin1')), `${name} holds no user id in clear`);
+      t.false(holdsUnitVector(bytes), `${name} holds no template in clear`);
+      t.is(firstFrameKey(path.join(snap!, name)), 'k1');
+    }
+    const reader = new SnapshotStore(dir, ringK1).reader({ dir: snap!, meta });
+    const ids = (await reader.read('ids.txt')).toString('utf8').split('\n');
+    t.is(ids.length, a.engine.size);
+    for (const id of someIds) t.true(ids.includes(id));
+    const vectors = await reader.read('vectors.f32');
+    t.is(vectors.length, a.engine.size * DIM * 4);
+    t.true(unitVectorAt(vectors, 0) && unitVectorAt(vectors, vectors.length - DIM * 4), 'decrypted: the templates');
+
+    // A restart decrypts the snapshot and answers as the replica that wrote it.
+    const restarted = sealed(dir, ringK1);
+    await restarted.start();
+    t.is(restarted.stats.lastBuild?.from, 'snapshot');
+    t.is(restarted.stats.snapshotsRefused, 0);
+    t.is(restarted.engine.size, a.engine.size);
+    for (const p of population.slice(20, 30)) t.deepEqual(await top(restarted, vec(p.seed)), await top(a, vec(p.seed)));
+
+    // Rotation: a ring holding k1 and k2 (active) still reads the k1 snapshot; the next one is written under k2.
+    const rotated = sealed(dir, keyRing({ k1, k2 }, 'k2'));
+    await rotated.start();
+    t.is(rotated.stats.lastBuild?.from, 'snapshot');
+    await rotated.snapshot();
+    const newest = snapDirs(dir)
+      .map((d) => ({ d, at: metaOf(d).createdAt }))
+      .sort((x, y) => (x.at < y.at ? 1 : -1))[0]!.d;
+    t.not(newest, snap);
+    for (const name of ['codes.bin', 'ids.txt', 'vectors.f32']) t.is(firstFrameKey(path.join(newest, name)), 'k2');
+    // Once k1 is dropped, the k2 snapshot is read; a ring without either key refuses every snapshot (logged) and builds in full.
+    const afterDrop = sealed(dir, keyRing({ k2 }, 'k2'));
+    await afterDrop.start();
+    t.is(afterDrop.stats.lastBuild?.from, 'snapshot');
+    const unknownKey = sealed(dir, keyRing({ k3 }, 'k3'));
+    await unknownKey.start();
+    t.true(unknownKey.stats.snapshotsRefused >= 1);
+    t.is(unknownKey.stats.lastBuild?.from, 'postgres');
+
+    // One flipped bit, the size unchanged: the frame does not authenticate; refused, full build.
+    const other = tmpDir();
+    const w = sealed(other, ringK1);
+    await w.start();
+    const [victim] = snapDirs(other);
+    const file = path.join(victim!, 'ids.txt');
+    const bytes = readFileSync(file);
+    bytes[bytes.length - 5] ^= 0x01;
+    writeFileSync(file, bytes);
+    const afterTamper = sealed(other, ringK1);
+    await afterTamper.start();
+    t.true(afterTamper.stats.snapshotsRefused >= 1);
+    t.is(afterTamper.stats.lastBuild?.from, 'postgres');
+    for (const p of population.slice(40, 45)) t.deepEqual((await top(afterTamper, vec(p.seed)))[0], (await top(a, vec(p.seed)))[0]);
+
+    // A snapshot in clear left by an older version (format 1, ids.txt readable): never loaded, and deleted at the next retirement.
+    const legacyDir = tmpDir();
+    const legacy = path.join(legacyDir, path.basename(snap!));
+    mkdirSync(legacy, { mode: 0o700 });
+    writeFileSync(path.join(legacy, 'ids.txt'), ids.join('\n'));
+    writeFileSync(path.join(legacy, 'meta.json'), JSON.stringify({ ...meta, format: 1, id: undefined, files: { 'ids.txt': { bytes: 1 } } }));
+    const afterLegacy = sealed(legacyDir, ringK1);
+    await afterLegacy.start();
+    t.true(afterLegacy.stats.snapshotsRefused >= 1);
+    t.is(afterLegacy.stats.lastBuild?.from, 'postgres');
+    const t0 = Date.now();
+    while (existsSync(legacy) && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 50));
+    t.false(existsSync(legacy), 'the snapshot in clear is deleted');
+    t.is(snapDirs(legacyDir).length, 1, 'the sealed snapshot of the full build is kept');
+  },
+);

@@ -1,3 +1,5 @@
+import type { SnapshotReader, SnapshotWriter } from './sealed-snapshot-files.js';
+
 /**
  * The small interface between the engine-neutral search replica (replica.ts: change-log catch-up,
  * read-your-writes, tombstones, compaction, snapshots, micro-batching) and an index engine
@@ -70,19 +72,20 @@ export interface EngineKind {
   readonly factory: string;
   /** Rows a full build reads first, as the training sample (0: none needed). */
   readonly sampleSize: number;
-  /** Snapshots: files written into a directory and opened again. */
+  /** Snapshots: files written into a directory (sealed under the key ring) and opened again. */
   readonly snapshots: boolean;
   /** A key that must match for a snapshot to be loaded (type and parameters). */
   readonly snapshotKey: string;
   /** An empty engine (tests, tiny populations). */
   createEmpty(): IndexEngine;
-  /** A full build: `sample` trains it; with snapshots the files go into `dir`. */
-  startBuild(sample: readonly EngineRow[], dir: string | null, expectedRows: number): EngineBuilder;
+  /** A full build: `sample` trains it; with snapshots the files go into `files`. */
+  startBuild(sample: readonly EngineRow[], files: SnapshotWriter | null, expectedRows: number): EngineBuilder;
   /** Why this engine should be rebuilt now, if it should. */
   rebuildReason(engine: IndexEngine, policy: RebuildPolicy): RebuildReason;
   /** Freezes the engine's current state (synchronous: pair it with the applied seq of the same step). */
   freeze?(engine: IndexEngine): FrozenEngine;
-  /** Writes the frozen state (live rows only; retrained when `retrain`) into `dir`; returns its metadata. */
-  writeSnapshot?(engine: IndexEngine, frozen: FrozenEngine, dir: string, retrain: boolean): Promise<unknown>;
-  openSnapshot?(dir: string, engineMeta: unknown): Promise<IndexEngine>;
+  /** Writes the frozen state (live rows only; retrained when `retrain`) into `files`; returns its metadata. */
+  writeSnapshot?(engine: IndexEngine, frozen: FrozenEngine, files: SnapshotWriter, retrain: boolean): Promise<unknown>;
+  /** Opens a snapshot from its decrypted files (the engine holds the plaintext in memory, never on disk). */
+  openSnapshot?(files: SnapshotReader, engineMeta: unknown): Promise<IndexEngine>;
 }

@@ -1,6 +1,6 @@
 /**
  * How a search replica gets an index (docs/vector-index.md): the newest valid snapshot of this change
- * log (snapshot-store.ts: lineage, engine type, sizes and SHA-256 checked; its seq not below the
+ * log (snapshot-store.ts: lineage, engine type and sizes checked, every frame authenticated as it is decrypted; its seq not below the
  * pruned point), or a full build from one REPEATABLE READ snapshot of PostgreSQL, which is itself
  * written as a snapshot and opened from it (so "snapshot start" and "full build" are the same index);
  * or, for compaction, fold and retraining, a new snapshot written from the replica's own state.
@@ -60,7 +60,7 @@ export class IndexLoader {
         continue;
       }
       try {
-        const engine = await kind.openSnapshot(snap.dir, snap.meta.engineMeta);
+        const engine = await kind.openSnapshot(snapshots.reader(snap), snap.meta.engineMeta);
         this.noteBuild(t0, 0, engine, reason, 'snapshot', seq);
         return { engine, appliedSeq: seq, snapshotSeq: seq, snapshotDir: snap.dir };
       } catch (e) {
@@ -80,7 +80,7 @@ export class IndexLoader {
     const { snapshots, kind, source, pageSize } = this.opts;
     const t0 = performance.now();
     let trainMs = 0;
-    const tmp = snapshots ? await snapshots.begin() : null;
+    const draft = snapshots ? await snapshots.begin() : null;
     let builder: EngineBuilder | undefined;
     try {
       const read = await source.readAll(
@@ -88,7 +88,7 @@ export class IndexLoader {
         { firstRows: Math.max(kind.sampleSize, pageSize), pageSize },
         (rows: SourceRow[], total: number) => {
           const t1 = performance.now();
-          builder = kind.startBuild(rows, tmp, total);
+          builder = kind.startBuild(rows, draft?.files ?? null, total);
           trainMs = elapsed(t1);
           for (let i = 0; i < rows.length; i += pageSize) builder.add(rows.slice(i, i + pageSize));
         },
@@ -98,15 +98,15 @@ export class IndexLoader {
       const done = await builder!.finish();
       let engine = done.engine;
       let snap: Snapshot | undefined;
-      if (tmp && snapshots && kind.openSnapshot) {
-        snap = await snapshots.commit(tmp, {
+      if (draft && snapshots && kind.openSnapshot) {
+        snap = await snapshots.commit(draft, {
           logId: this.logId!,
           seq: String(read.seq),
           engineKey: kind.snapshotKey,
           rows: read.rows,
           engineMeta: done.engineMeta,
         });
-        engine = await kind.openSnapshot(snap.dir, done.engineMeta);
+        engine = await kind.openSnapshot(snapshots.reader(snap), done.engineMeta);
         void this.retireSnapshots(snap.dir);
       }
       if (!engine) throw new Error('the engine build produced no index');
@@ -114,7 +114,7 @@ export class IndexLoader {
       return { engine, appliedSeq: read.seq, snapshotSeq: snap ? read.seq : null, snapshotDir: snap?.dir ?? null };
     } catch (e) {
       builder?.abort();
-      if (tmp) await snapshots!.abort(tmp);
+      if (draft) await snapshots!.abort(draft);
       throw e;
     }
   }
@@ -132,15 +132,15 @@ export class IndexLoader {
     const t0 = performance.now();
     const frozen = kind.freeze!(s.engine);
     const seq = s.appliedSeq;
-    const tmp = await snapshots.begin();
+    const draft = await snapshots.begin();
     try {
-      const engineMeta = await kind.writeSnapshot!(s.engine, frozen, tmp, reason === 'retrain');
-      const snap = await snapshots.commit(tmp, { logId: this.logId!, seq: String(seq), engineKey: kind.snapshotKey, rows: frozen.live, engineMeta });
-      const engine = await kind.openSnapshot!(snap.dir, engineMeta);
+      const engineMeta = await kind.writeSnapshot!(s.engine, frozen, draft.files, reason === 'retrain');
+      const snap = await snapshots.commit(draft, { logId: this.logId!, seq: String(seq), engineKey: kind.snapshotKey, rows: frozen.live, engineMeta });
+      const engine = await kind.openSnapshot!(snapshots.reader(snap), engineMeta);
       this.noteBuild(t0, 0, engine, reason, 'own-state', seq);
       return { engine, appliedSeq: seq, snapshotSeq: seq, snapshotDir: snap.dir };
     } catch (e) {
-      await snapshots.abort(tmp);
+      await snapshots.abort(draft);
       throw e;
     }
   }

@@ -31,6 +31,7 @@ import { errMessage, newReplicaStats, type ReplicaState } from './replica-state.
 import { DEFAULT_EXACT_CANDIDATES, SKETCH_FACTORY, SketchKind } from './sketch-engine.js';
 import { SnapshotStore } from './snapshot-store.js';
 import type { BiometricKeyRing } from '../../shared/crypto/key-ring.js';
+import { processKeyRing } from '../../shared/crypto/templates.js';
 import { ErasuresRepository } from '../../shared/repositories/erasures.js';
 
 export type { BuildStats } from './replica-state.js';
@@ -122,7 +123,7 @@ export class IndexReplica {
     });
     this.source = opts.source ?? new PgChangeLogSource(db, opts.keyRing);
     this.erasures = new ErasuresRepository(db);
-    this.snapshots = this.kind.snapshots && opts.snapshotDir ? new SnapshotStore(opts.snapshotDir) : null;
+    this.snapshots = this.kind.snapshots && opts.snapshotDir ? new SnapshotStore(opts.snapshotDir, opts.keyRing ?? processKeyRing()) : null;
     this.engineVersion = opts.engineVersion ?? FACE_ENGINE_VERSION;
     this.replicaId = opts.replicaId ?? `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
     this.policy = {

@@ -8,19 +8,18 @@
  *   inside the scan; a batch of queries shares one pass), the best `candidates` rows go to an exact
  *   re-rank: inner products with the stored float32 vectors. Scores are therefore exact cosines, and
  *   the answer equals exact search whenever the true best rows are among the candidates.
- * - The float32 vectors live outside the JS heap: a snapshot's `vectors.f32`, memory-mapped read-only
- *   (the page cache holds what the re-rank touches), plus an in-memory overlay of rows appended since
- *   the snapshot. Compaction folds the overlay into a new snapshot.
+ * - The float32 vectors live outside the JS heap, in the native store's memory: a snapshot's
+ *   `vectors.f32` is sealed under the key ring on disk (sealed-snapshot-files.ts), so it is decrypted
+ *   into memory at open (it cannot be memory-mapped), and rows appended since the snapshot follow it
+ *   (the "overlay"). Folding the overlay writes a new snapshot.
  * - Training: the mean vector of a uniform sample (centring makes the sign bits balanced for
  *   real embeddings, whose mean is far from 0). It is retrained when the population has grown past
  *   `SEARCH_RETRAIN_GROWTH` times the population it was trained at (replica.ts does that in the
  *   background, through a snapshot).
  */
-import { closeSync, openSync, writeSync } from 'node:fs';
-import { open, readFile, writeFile } from 'node:fs/promises';
-import path from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { EngineBuilder, EngineKind, EngineRow, FrozenEngine, IndexEngine, RebuildPolicy, RebuildReason, VectorHit } from './engine.js';
+import type { SnapshotReader, SnapshotWriter } from './sealed-snapshot-files.js';
 import { SketchIndex, VectorStore, type SketchIndexNative, type VectorStoreNative } from './search-kernel.js';
 
 export const SKETCH_FACTORY = /^BinarySketch(256|512|1024|2048)$/;
@@ -90,6 +89,8 @@ export class SketchEngine implements IndexEngine {
   private readonly posToUser: (string | null)[] = [];
   private readonly userToPos = new Map<string, number>();
   private deadCount = 0;
+  /** Rows that came from the snapshot this engine was opened from. */
+  private readonly snapshotRows: number;
 
   constructor(
     readonly factory: string,
@@ -99,10 +100,9 @@ export class SketchEngine implements IndexEngine {
     readonly store: VectorStoreNative,
     readonly trainedOn: number,
     readonly trainedAtSize: number,
-    /** The snapshot directory this engine's base rows come from (null: all rows in memory). */
-    readonly snapshotDir: string | null,
     ids: readonly string[] = [],
   ) {
+    this.snapshotRows = ids.length;
     for (let i = 0; i < ids.length; i++) {
       this.posToUser.push(ids[i]!);
       this.userToPos.set(ids[i]!, i);
@@ -125,7 +125,7 @@ export class SketchEngine implements IndexEngine {
   }
   /** Rows appended since the snapshot (held in memory). */
   get overlayRows(): number {
-    return this.store.rows() - this.store.baseRows();
+    return this.store.rows() - this.snapshotRows;
   }
   get candidates(): number {
     return this.opts.candidates;
@@ -259,7 +259,7 @@ export class SketchKind implements EngineKind {
   }
 
   createEmpty(): SketchEngine {
-    return new SketchEngine(this.factory, this.nbits, this.opts, this.newSketch(), new VectorStore(this.opts.dim, null, 0), 0, 0, null);
+    return new SketchEngine(this.factory, this.nbits, this.opts, this.newSketch(), new VectorStore(this.opts.dim, null, 0), 0, 0);
   }
 
   /** An in-memory engine trained on `sample` (tests, and the replica's small builds without a directory). */
@@ -274,15 +274,14 @@ export class SketchKind implements EngineKind {
       new VectorStore(this.opts.dim, null, 0),
       trained ? sample.length : 0,
       trained ? sample.length : 0,
-      null,
     );
   }
 
-  startBuild(sample: readonly EngineRow[], dir: string | null, expectedRows: number): EngineBuilder {
-    if (!dir) {
+  startBuild(sample: readonly EngineRow[], files: SnapshotWriter | null, expectedRows: number): EngineBuilder {
+    if (!files) {
       const engine = this.createTrained(sample.map((r) => r.vector));
       const trainedAt = engine.trainedOn ? expectedRows : 0;
-      const e = new SketchEngine(this.factory, this.nbits, this.opts, engine.sketch, engine.store, engine.trainedOn, trainedAt, null);
+      const e = new SketchEngine(this.factory, this.nbits, this.opts, engine.sketch, engine.store, engine.trainedOn, trainedAt);
       return { add: (rows) => e.upsertMany(rows), finish: async () => ({ engine: e }), abort: () => e.close() };
     }
     const dim = this.opts.dim;
@@ -294,13 +293,8 @@ export class SketchKind implements EngineKind {
         )
       : new Float32Array(dim);
     const sketch = this.newSketch(mean);
-    const fd = openSync(path.join(dir, 'vectors.f32'), 'w');
+    const vectors = files.create('vectors.f32');
     const ids: string[] = [];
-    let closed = false;
-    const close = () => {
-      if (!closed) closeSync(fd);
-      closed = true;
-    };
     return {
       add: (rows) => {
         if (rows.length === 0) return;
@@ -309,14 +303,13 @@ export class SketchKind implements EngineKind {
           dim,
         );
         sketch.addCodes(sketch.encode(x));
-        const bytes = new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
-        for (let o = 0; o < bytes.length;) o += writeSync(fd, bytes, o, bytes.length - o);
+        vectors.write(new Uint8Array(x.buffer, x.byteOffset, x.byteLength));
         for (const r of rows) ids.push(r.userId);
       },
       finish: async () => {
-        close();
-        await writeFile(path.join(dir, 'codes.bin'), sketch.getCodes(0, ids.length));
-        await writeFile(path.join(dir, 'ids.txt'), ids.join('\n'));
+        vectors.close();
+        files.writeFile('codes.bin', sketch.getCodes(0, ids.length));
+        files.writeFile('ids.txt', Buffer.from(ids.join('\n'), 'utf8'));
         const meta: SketchMeta = {
           nbits: this.nbits,
           seed: ROTATION_SEED,
@@ -328,7 +321,7 @@ export class SketchKind implements EngineKind {
         };
         return { engineMeta: meta };
       },
-      abort: close,
+      abort: () => vectors.abort(),
     };
   }
 
@@ -348,7 +341,7 @@ export class SketchKind implements EngineKind {
     return frozen;
   }
 
-  async writeSnapshot(engine: IndexEngine, frozen: FrozenEngine, dir: string, retrain: boolean): Promise<unknown> {
+  async writeSnapshot(engine: IndexEngine, frozen: FrozenEngine, files: SnapshotWriter, retrain: boolean): Promise<unknown> {
     const e = engine as SketchEngine;
     const ids = this.frozenIds.get(frozen);
     if (!ids) throw new Error('unknown frozen state');
@@ -370,8 +363,8 @@ export class SketchKind implements EngineKind {
       trainedOn = sample.length;
       trainedAtSize = frozen.live;
     }
-    const vectors = await open(path.join(dir, 'vectors.f32'), 'w');
-    const codes = await open(path.join(dir, 'codes.bin'), 'w');
+    const vectors = files.create('vectors.f32');
+    const codes = files.create('codes.bin');
     const liveIds: string[] = [];
     try {
       for (let from = 0; from < frozen.rows; from += CHUNK) {
@@ -391,15 +384,15 @@ export class SketchKind implements EngineKind {
           kept++;
         }
         const vk = keepV.subarray(0, kept * dim);
-        await vectors.write(new Uint8Array(vk.buffer, 0, vk.byteLength));
-        await codes.write(retrain ? sketch!.encode(vk) : keepC.subarray(0, kept * codeBytes));
+        vectors.write(new Uint8Array(vk.buffer, 0, vk.byteLength));
+        codes.write(retrain ? sketch!.encode(vk) : keepC.subarray(0, kept * codeBytes));
         await yieldToLoop(); // searches and catch-ups run between chunks
       }
     } finally {
-      await vectors.close();
-      await codes.close();
+      vectors.close();
+      codes.close();
     }
-    await writeFile(path.join(dir, 'ids.txt'), liveIds.join('\n'));
+    files.writeFile('ids.txt', Buffer.from(liveIds.join('\n'), 'utf8'));
     const meta: SketchMeta = {
       nbits: this.nbits,
       seed: ROTATION_SEED,
@@ -412,20 +405,22 @@ export class SketchKind implements EngineKind {
     return meta;
   }
 
-  async openSnapshot(dir: string, engineMeta: unknown): Promise<SketchEngine> {
+  async openSnapshot(files: SnapshotReader, engineMeta: unknown): Promise<SketchEngine> {
     const m = engineMeta as SketchMeta;
     if (!m || m.nbits !== this.nbits || m.seed !== ROTATION_SEED || m.dim !== this.opts.dim) throw new Error('snapshot of another index type');
     const meanBytes = Buffer.from(m.mean, 'base64');
     if (meanBytes.length !== m.dim * 4) throw new Error('snapshot mean has the wrong size');
     const mean = new Float32Array(new Uint8Array(meanBytes).buffer);
-    const codes = await readFile(path.join(dir, 'codes.bin'));
-    if (codes.length !== m.rows * (this.nbits / 8)) throw new Error('snapshot codes have the wrong size');
-    const idsText = await readFile(path.join(dir, 'ids.txt'), 'utf8');
+    const codes = await files.read('codes.bin', m.rows * (this.nbits / 8));
+    const idsText = (await files.read('ids.txt')).toString('utf8');
     const ids = m.rows === 0 ? [] : idsText.split('\n');
     if (ids.length !== m.rows) throw new Error('snapshot ids have the wrong count');
     const sketch = this.newSketch(mean);
     sketch.addCodes(codes);
-    const store = new VectorStore(m.dim, path.join(dir, 'vectors.f32'), m.rows);
-    return new SketchEngine(this.factory, this.nbits, this.opts, sketch, store, m.trainedOn, m.trainedAtSize, dir, ids);
+    // Decrypted straight into one buffer of the exact size, copied once into the native store.
+    const vectors = await files.read('vectors.f32', m.rows * m.dim * 4);
+    const store = new VectorStore(m.dim, null, 0);
+    if (m.rows > 0) store.append(new Float32Array(vectors.buffer, vectors.byteOffset, m.rows * m.dim));
+    return new SketchEngine(this.factory, this.nbits, this.opts, sketch, store, m.trainedOn, m.trainedAtSize, ids);
   }
 }
