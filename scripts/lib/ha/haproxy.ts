@@ -51,6 +51,9 @@ function errorFile(dir: string, status: number): string {
   return file;
 }
 
+/** The in-process address between the two web stages (Linux abstract socket, one per balancer port). */
+const webStage = (webPort: number) => `abns@faceid-webs-${webPort}`;
+
 export function haproxyConfig(o: HaproxyOptions): string {
   return [
     'global',
@@ -65,6 +68,9 @@ export function haproxyConfig(o: HaproxyOptions): string {
     'defaults',
     '  log global',
     '  option dontlog-normal',
+    // Traffic logs are at level info, below the `warning` above: errors (5xx, a server that died
+    // mid-request, termination flags like SH--) are raised to err so that they are the ones kept.
+    '  option log-separate-errors',
     '  timeout connect 2s',
     '  timeout client 60s',
     '  timeout server 60s',
@@ -76,10 +82,33 @@ export function haproxyConfig(o: HaproxyOptions): string {
     `  bind 127.0.0.1:${o.webPort}`,
     '  option forwardfor',
     ...[502, 503, 504].map((s) => `  errorfile ${s} ${errorFile(o.dir, s)}`),
-    '  default_backend webs',
+    '  default_backend web-requests',
     '',
-    'backend webs',
+    // Two stages in the one process. HAProxy answers a request whose server died before answering
+    // only when it is the FIRST on its client connection; on a kept-alive client connection (every
+    // browser, mobile stack and Node's fetch after its first request) it closes the connection
+    // without an answer and without a log line, so that the client retries: a write in flight on a
+    // killed web process then ends as "socket hang up" at the client, not as a 503. So the client's
+    // kept-alive connection ends here, and each request goes on a fresh in-process connection
+    // (`http-server-close`; an abstract socket, no port, no file) to the stage below, where it is the
+    // first on its connection and a dead server becomes the 502 that the errorfiles turn into a 503
+    // with Retry-After. Clients keep their connections (and TLS sessions) across requests.
+    'backend web-requests',
     '  mode http',
+    '  option http-buffer-request',
+    '  option http-server-close',
+    // Longer than the stage below, which answers its own timeouts.
+    '  timeout server 65s',
+    ...[502, 503, 504].map((s) => `  errorfile ${s} ${path.join(o.dir, `error-${s}.http`)}`),
+    `  server webs ${webStage(o.webPort)}`,
+    '',
+    'listen webs',
+    '  mode http',
+    '  option httplog',
+    // No `option forwardfor` here: the client's address is added once, above, as the right-most
+    // X-Forwarded-For entry the web processes trust (TRUST_PROXY).
+    `  bind ${webStage(o.webPort)}`,
+    // Requests up to 256 KB (a capture photo) are read whole before they go to a web process.
     '  option http-buffer-request',
     // A fresh server connection per request: after a web process dies, the next request finds its
     // port closed (a connection failure, retried on the other process whatever the method) instead of
@@ -90,10 +119,10 @@ export function haproxyConfig(o: HaproxyOptions): string {
     // /health answers 503 while a dependency is down: the process still serves, so both count as alive.
     '  http-check expect rstatus ^(200|503)$',
     '  retries 3',
-    // A request that reached a process which then died without answering: HAProxy does not answer a
-    // keep-alive client then, it closes the connection so that the client retries (measured:
-    // docs/reliability.md). It retries itself, on the other process, only what is safe to repeat
-    // (GET, HEAD); a write might have been applied before the process died.
+    // A request that reached a process which then died without answering is run again on the other
+    // process only when it is safe to repeat (GET, HEAD); a write might have been applied before the
+    // process died: it is answered 503 with Retry-After (the service's single-use tokens refuse a
+    // replay of a write that was applied).
     '  retry-on conn-failure empty-response',
     '  http-request disable-l7-retry unless METH_GET || METH_HEAD',
     '  option redispatch 1',
