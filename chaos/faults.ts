@@ -31,6 +31,7 @@ import { fileURLToPath } from 'node:url';
 import type { Knex } from 'knex';
 import { TokenService } from '../api/services/token-service.js';
 import { loadConfig } from '../shared/config.js';
+import { NumberHasher } from '../shared/crypto/number-hash.js';
 import { createDb } from '../shared/db.js';
 import { freePort, startPrivatePostgres, startPrivateRedis, type PrivatePostgres, type PrivateRedis } from '../scripts/lib/private-services.js';
 import { HANG_MS, JOB_TIMEOUT_MS, Load, type Kind, type Photo } from './lib/load.js';
@@ -223,7 +224,9 @@ export async function phase(
 export async function finish(report: Report, l: Layout, load: Load): Promise<void> {
   // CHAOS_SAMPLES_DIR: every request of the run (time sent, kind, status, ms, Retry-After), for a closer look.
   if (process.env.CHAOS_SAMPLES_DIR) writeFileSync(path.join(process.env.CHAOS_SAMPLES_DIR, `${l.name}-samples.json`), JSON.stringify(load.samples));
-  const w = await verifyWrites(l.db, load.writes);
+  // The hash erased link rows keep, under the key the layout's processes use.
+  const hasher = NumberHasher.from(loadConfig({ ...l.env }).security);
+  const w = await verifyWrites(l.db, load.writes, (nin) => hasher.hash('nin', nin));
   report.lostWrites = w;
   report.accounts = { completed: load.writes.completed, abandoned: load.writes.abandoned };
   report.totalRequests = load.samples.length;
