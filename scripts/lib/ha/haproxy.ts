@@ -99,6 +99,8 @@ export function haproxyConfig(o: HaproxyOptions): string {
     '  option http-server-close',
     // Longer than the stage below, which answers its own timeouts.
     '  timeout server 65s',
+    // What the stage below answers it has logged already (with the server's termination flags).
+    '  http-response set-log-level silent',
     ...[502, 503, 504].map((s) => `  errorfile ${s} ${path.join(o.dir, `error-${s}.http`)}`),
     `  server webs ${webStage(o.webPort)}`,
     '',
@@ -108,6 +110,8 @@ export function haproxyConfig(o: HaproxyOptions): string {
     // No `option forwardfor` here: the client's address is added once, above, as the right-most
     // X-Forwarded-For entry the web processes trust (TRUST_PROXY).
     `  bind ${webStage(o.webPort)}`,
+    // Health polls (orchestrators, start-up waits) would fill the log with the 503 of a process starting.
+    '  http-request set-log-level silent if { path /health }',
     // Requests up to 256 KB (a capture photo) are read whole before they go to a web process.
     '  option http-buffer-request',
     // A fresh server connection per request: after a web process dies, the next request finds its
