@@ -275,7 +275,10 @@ async function main(): Promise<void> {
   } finally {
     await db?.destroy().catch(() => {});
     ha.kill('SIGINT');
-    await Promise.race([new Promise((r) => ha.once('exit', r)), sleep(60_000)]);
+    // At most a minute for the layout to stop; the timer must not keep the suite alive once it has.
+    let giveUp: NodeJS.Timeout | undefined;
+    await Promise.race([new Promise((r) => ha.once('exit', r)), new Promise((r) => (giveUp = setTimeout(r, 60_000)))]);
+    clearTimeout(giveUp);
     rmSync(tmp, { recursive: true, force: true });
   }
   const lost = (report.lostWrites as { lost?: number } | undefined)?.lost;
