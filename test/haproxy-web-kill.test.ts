@@ -125,7 +125,9 @@ test('a request in flight on a web process killed with SIGKILL: a write gets 503
       t.true(write.reusedSocket, 'sent on a kept-alive connection');
       t.is(write.status, 503);
       t.is(write.retryAfter, '2');
-      t.regex(write.body, /service_unavailable/);
+      // The service's own error shape and code, as every route documents them.
+      t.like(JSON.parse(write.body), { error: 'dependency_unavailable' });
+      t.is(typeof (JSON.parse(write.body) as { message: unknown }).message, 'string');
     }
 
     // The victim comes back (its supervisor restarts it) and the same for a read.

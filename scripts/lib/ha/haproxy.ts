@@ -7,8 +7,10 @@
  * Web: round robin over the web processes, checked on `GET /health`; a request
  * that cannot reach a web process is sent to another (`retry-on conn-failure`: nothing was sent), and
  * so is a GET or HEAD whose process died before answering (`empty-response`); a write is never
- * replayed. The proxy's own error answers (no server in service, a first request on a connection
- * whose server died) are 503 with Retry-After, like the service's own (errorfiles).
+ * replayed: a write in flight on a process that dies is answered 503 with Retry-After, on a
+ * kept-alive client connection too (two stages, see `web-requests`). The proxy's own error answers
+ * (no server in service, a server that died mid-request) are 503 with Retry-After and the service's
+ * error body (errorfiles).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -34,7 +36,9 @@ const RETRY_AFTER_SECONDS = 2;
 
 function errorFile(dir: string, status: number): string {
   const file = path.join(dir, `error-${status}.http`);
-  const body = JSON.stringify({ error: { code: 'service_unavailable', message: 'The service is briefly unavailable: retry after the delay given.' } });
+  // The service's own error shape (`{ error, message }`) and the code every route documents for a
+  // backing part that is away, so that a client handles the balancer's 503 like the service's.
+  const body = JSON.stringify({ error: 'dependency_unavailable', message: 'The service is briefly unavailable: retry after the delay given.' });
   writeFileSync(
     file,
     [
