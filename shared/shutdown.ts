@@ -13,8 +13,8 @@ import { createLogger, type Logger } from './logger.js';
  * A second signal within this time of the first is the same stop delivered twice, not an operator
  * insisting: a process manager signals the whole process group (foreman, honcho, systemd's
  * KillMode=control-group; a terminal's Ctrl-C too), so under `npm run start:web` the node process gets
- * the signal once directly and, in some runs, once more relayed by npm → tsx about 30 ms later. Exiting on that one
- * would cut the drain short.
+ * the signal once directly and once more relayed by npm a few milliseconds later (more under load).
+ * Exiting on that one would cut the drain short.
  */
 export const REPEATED_SIGNAL_MS = 1000;
 

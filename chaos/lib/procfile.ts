@@ -4,8 +4,9 @@
  * group with the same environment, nothing restarts it, and stopping sends SIGTERM to the whole group
  * (what foreman, honcho and systemd's default KillMode do) and SIGKILL after a grace period.
  *
- * Under `npm run start:face` the tree is sh → npm → sh → tsx → node (the worker itself); `kill -9` of
- * "the face worker" is a SIGKILL to that last node process, found through /proc.
+ * An entry that does not `exec` node (e.g. `npm run start:face`) leaves wrappers above the worker
+ * (sh → npm → node); `kill -9` of "the face worker" is a SIGKILL to that last node process, found
+ * through /proc.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
@@ -139,7 +140,7 @@ export class ProcessManager {
     return m;
   }
 
-  /** The node process running processes/<file> under entry `name`: the entry itself when it `exec`s node, else the last of sh → npm → sh → tsx → node. */
+  /** The node process running processes/<file> under entry `name`: the entry itself when it `exec`s node, else the last of its wrappers (sh → npm → node). */
   workerPid(name: string, file: string): number {
     const m = this.running.get(name);
     if (!m?.child.pid) throw new Error(`${name} is not running`);
