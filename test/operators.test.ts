@@ -176,16 +176,19 @@ test.serial('an unknown identifier and a wrong password get the same answer, in 
     await login(identifier, 'whatever-password');
     return Number(process.hrtime.bigint() - started) / 1e6;
   };
-  const other = await activeOperatorAccount(h, admin.token);
+  // Two accounts, 4 wrong passwords each: none reaches the lock (the 5th would answer account_locked).
+  const others = [await activeOperatorAccount(h, admin.token), await activeOperatorAccount(h, admin.token)];
   const unknownMs: number[] = [];
   const wrongMs: number[] = [];
-  for (let i = 0; i < 5; i++) {
+  for (let i = 0; i < 8; i++) {
     unknownMs.push(await time(`nobody-${randomBytes(4).toString('hex')}`));
-    wrongMs.push(await time(other.identifier));
+    wrongMs.push(await time(others[i % 2]!.identifier));
   }
-  const median = (xs: number[]) => xs.sort((x, y) => x - y)[2]!;
-  const ratio = median(unknownMs) / median(wrongMs);
-  t.true(ratio > 0.33 && ratio < 3, `unknown ${median(unknownMs).toFixed(1)} ms vs wrong ${median(wrongMs).toFixed(1)} ms`);
+  // The fastest of each: what the path costs. Other test files run beside this one and only ever add
+  // time to a sample, so a median of a few samples can be off by the machine's load, not the code.
+  const fastest = (xs: number[]) => Math.min(...xs);
+  const ratio = fastest(unknownMs) / fastest(wrongMs);
+  t.true(ratio > 0.33 && ratio < 3, `unknown ${fastest(unknownMs).toFixed(1)} ms vs wrong ${fastest(wrongMs).toFixed(1)} ms`);
 });
 
 test("5 wrong passwords in a row lock the account, even the right password is then refused; an administrator's reset unlocks it", async (t) => {
