@@ -12,7 +12,8 @@ import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { AppError } from '../shared/errors.js';
 import { JobClient } from '../shared/face-path/job-client.js';
-import { livenessKey, runnerKey } from '../shared/face-path/worker-liveness.js';
+import { bullWorkerKey, livenessKey, runnerKey } from '../shared/face-path/worker-liveness.js';
+import { bullPrefix } from '../shared/jobs/contract.js';
 import { createRedis } from '../shared/redis.js';
 import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';
 
@@ -55,12 +56,18 @@ function startWorker(prefix: string, role: 'busy' | 'idle', busyMs: number): Pro
   });
 }
 
-function client() {
+function client(admission: typeof ADMISSION | null = ADMISSION) {
   const prefix = testRedisPrefix();
   prefixes.push(prefix);
   return {
     prefix,
-    jobs: new JobClient({ redisUrl: TEST_REDIS_URL, redisPrefix: prefix, timeoutMs: JOB_DEADLINE_MS, admission: ADMISSION, workerLivenessMs: LIVENESS_MS }),
+    jobs: new JobClient({
+      redisUrl: TEST_REDIS_URL,
+      redisPrefix: prefix,
+      timeoutMs: JOB_DEADLINE_MS,
+      admission: admission ?? undefined,
+      workerLivenessMs: LIVENESS_MS,
+    }),
   };
 }
 
@@ -93,6 +100,9 @@ test.serial('a stage whose worker process is killed answers 503 with Retry-After
     await until(async () => (await redis.get(runnerKey(prefix, run.jobId))) !== null, 3000);
     const processId = (await redis.get(runnerKey(prefix, run.jobId)))!;
     t.is(await redis.exists(livenessKey(prefix, processId)), 1);
+    // BullMQ's lock on the job names the Worker holding it, and that Worker is named as this process.
+    const token = (await redis.get(`${bullPrefix(prefix)}:liveness:${run.jobId}:lock`))!;
+    t.is(await redis.get(bullWorkerKey(prefix, token.slice(0, token.lastIndexOf(':')))), processId);
 
     const killedAt = Date.now();
     worker.kill('SIGKILL');
@@ -127,6 +137,46 @@ test.serial('a stage on a live process that holds its main thread past the liven
     t.is((embedded as unknown as { pid: number }).pid, idle.pid!);
     t.true(Date.now() - started >= 2 * LIVENESS_MS, 'the stage held its process past the liveness period');
     t.deepEqual(await redis.keys(runnerKey(prefix, '*')), [], 'a stage that answered leaves no runner key behind');
+  } finally {
+    await jobs.close();
+  }
+});
+
+test.serial('a stage taken by a process that is killed before starting it (its lock held, no runner key yet) answers 503 within 3 s', async (t) => {
+  // Without admission: no process serves the search queue here, and the job is to stay where it is.
+  const { prefix, jobs } = client(null);
+  try {
+    const worker = await startWorker(prefix, 'idle', 0);
+    const names = await redis.keys(bullWorkerKey(prefix, '*'));
+    t.is(names.length, 1, 'the process named its one Worker before taking a job');
+    const bullWorkerId = names[0]!.slice(bullWorkerKey(prefix, '').length);
+    const processId = (await redis.get(names[0]!))!;
+    t.is(await redis.exists(livenessKey(prefix, processId)), 1);
+
+    // A search job (no process here serves that queue) taken by that Worker as BullMQ takes one: its
+    // lock holds the Worker's token; the handler has not run, so no runner key names the process.
+    const run = await jobs.start('search', { op: 'knn', k: 1, minSeq: '0', embeddingRef: randomUUID(), embeddingKey: 'k' });
+    await redis.set(`${bullPrefix(prefix)}:search:${run.jobId}:lock`, `${bullWorkerId}:7`, 'PX', 30_000);
+    const search = run.result('search', run.jobId);
+    let settled = false;
+    search.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    // While the process lives, the taken stage is waited for.
+    await new Promise((r) => setTimeout(r, 2 * LIVENESS_MS));
+    t.false(settled, 'a stage held by a live process is not given up');
+
+    const killedAt = Date.now();
+    worker.kill('SIGKILL');
+    const lost = await t.throwsAsync(search);
+    const elapsed = Date.now() - killedAt;
+    t.is((lost as AppError).code, 'face_engine_unavailable');
+    t.is((lost as AppError).status, 503);
+    t.truthy((lost as AppError).retryAfter);
+    t.like((lost as AppError).details, { queue: 'search', reason: 'worker_lost' });
+    t.log(`answered ${elapsed} ms after the kill`);
+    t.true(elapsed < 3000, `answered ${elapsed} ms after the kill (job deadline ${JOB_DEADLINE_MS} ms)`);
   } finally {
     await jobs.close();
   }

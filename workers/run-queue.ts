@@ -18,7 +18,7 @@ import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Config } from '../shared/config.js';
 import { randomUUID } from 'node:crypto';
 import { EXPIRED_REASON, serveAwaitedJob, type FollowOn } from '../shared/face-path/serve-awaited.js';
-import { LivenessBeat } from '../shared/face-path/worker-liveness.js';
+import { BULL_WORKER_NAME_SECONDS, bullWorkerKey, LivenessBeat } from '../shared/face-path/worker-liveness.js';
 import { AWAITED_QUEUE_NAMES, JOB_CONTRACTS, QUEUE_NAMES, type JobContracts, type QueueName } from '../shared/jobs/index.js';
 import { bullPrefix, QUEUE_OPTIONS } from '../shared/jobs/contract.js';
 import type { Logger } from '../shared/logger.js';
@@ -100,6 +100,16 @@ export async function runQueues<Q extends QueueName>(
     : undefined;
   const runner = beat && { processId: beat.processId, redisPrefix: config.redis.prefix };
   const workers = queues.map((queue) => serveQueue(queue, handlers[queue] as JobHandler<Q>, stats[queue], conns, config, { ...opts, runner }));
+  // Each Worker is named (its id -> this process) before it takes a job: a job it has taken but not
+  // yet started is then traced to this process through the job's lock (worker-liveness.ts).
+  const nameWorkers = () =>
+    Promise.all(workers.map((w) => conns.redis.set(bullWorkerKey(config.redis.prefix, w.id), beat!.processId, 'EX', BULL_WORKER_NAME_SECONDS)));
+  if (beat)
+    await nameWorkers().catch((err: Error) =>
+      opts.logger.warn({ err: err.message }, 'queue workers not named: a stage taken but not started is answered at its deadline'),
+    );
+  const renaming = beat ? setInterval(() => void nameWorkers().catch(() => {}), 24 * 3600 * 1000).unref() : undefined;
+  for (const w of workers) void w.run().catch((err: Error) => opts.logger.error({ err: err.message }, 'queue worker stopped'));
   // The handles a follow-on may need are ready before the first job: opening one costs Redis round
   // trips that a stage adding its follow-on must not wait for (test/face-chain.test.ts).
   await Promise.all([...workers.map((w) => w.waitUntilReady()), ...AWAITED_QUEUE_NAMES.map((q) => conns.handle(q).waitUntilReady())]);
@@ -112,6 +122,8 @@ export async function runQueues<Q extends QueueName>(
     close: async () => {
       // Lets running jobs finish, takes no new ones.
       await Promise.allSettled(workers.map((w) => w.close()));
+      clearInterval(renaming);
+      if (beat) await conns.redis.del(...workers.map((w) => bullWorkerKey(config.redis.prefix, w.id))).catch(() => {});
       await beat?.stop();
       await conns.close();
     },
@@ -181,7 +193,7 @@ function serveQueue<Q extends QueueName>(
     connection: conns.open(log),
     prefix: bullPrefix(config.redis.prefix),
     concurrency: opts.concurrency,
-    autorun: true,
+    autorun: false, // started by runQueues once the Worker is named
   });
   worker.on('completed', () => {
     stats.completed++;

@@ -178,7 +178,7 @@ class RunStages implements StagedRun {
   result = async <S extends QueueName>(stage: S, id: string): Promise<JobContracts[S]['result']> => {
     const entry = this.waiters.get(id);
     if (!entry || entry.queue !== stage) throw new Error(`no stage "${stage}" with job id ${id} in this run`);
-    const runner = this.client.watch?.watch(id);
+    const runner = this.client.watch?.watch(id, stage);
     try {
       const awaited = [withDeadline(entry.waiter.result, this.deadlineAt), this.lost, ...(runner ? [runner.lost] : [])];
       return (await Promise.race(awaited)) as JobContracts[S]['result'];

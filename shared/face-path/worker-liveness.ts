@@ -16,13 +16,22 @@
  *   the runner keys of every awaited stage of the process, one MGET of the liveness keys they name.
  *   A stage whose runner is named but whose liveness key is gone was lost with its process.
  *
- * A stage taken by a process that is killed before it writes its runner key (a window of one
- * command) is not seen here: it is answered at its deadline, as before.
+ * - A stage can be taken by a process before its runner key is written: BullMQ moves the next job to
+ *   active as it completes one (moveToFinished fetches the next) and while other jobs run
+ *   (concurrency), and the job waits in the worker until a slot runs it. For those the API reads the
+ *   job's BullMQ lock, whose token begins with the id of the BullMQ Worker holding it; every Worker of
+ *   a serving process is named under `<prefix>:workers:bull:<worker id>` = its process id before it
+ *   takes a job (workers/run-queue.ts). So a stage taken but not yet started by a killed process is
+ *   answered as quickly as one that had started.
+ *
+ * A stage whose process, or whose Worker's name, cannot be found is never called lost: it is answered
+ * at its deadline, as without the watch.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Redis } from 'ioredis';
+import { bullPrefix } from '../jobs/contract.js';
 import type { RedisTarget } from '../redis.js';
 
 /** The liveness key of one worker process. */
@@ -30,6 +39,16 @@ export const livenessKey = (redisPrefix: string, processId: string) => `${redisP
 
 /** Which process runs (or ran) the awaited job `jobId`. */
 export const runnerKey = (redisPrefix: string, jobId: string) => `${redisPrefix}:jobs:runner:${jobId}`;
+
+/** Which process a BullMQ Worker (by its `id`) belongs to. */
+export const bullWorkerKey = (redisPrefix: string, bullWorkerId: string) => `${redisPrefix}:workers:bull:${bullWorkerId}`;
+
+/** How long a Worker's name is kept (refreshed daily by its process; a dead process's name goes with it). */
+export const BULL_WORKER_NAME_SECONDS = 3 * 24 * 3600;
+
+/** BullMQ's lock of an active job: its value is the token `<worker id>:<counter>` of the Worker holding it. */
+const lockKey = (redisPrefix: string, queue: string, jobId: string) => `${bullPrefix(redisPrefix)}:${queue}:${jobId}:lock`;
+const workerIdOfToken = (token: string) => token.slice(0, Math.max(0, token.lastIndexOf(':')));
 
 /** How often a liveness key is refreshed, and the API polls, for a given period (PX). */
 export const beatEveryMs = (livenessMs: number) => Math.max(50, Math.floor(livenessMs / 3));
@@ -87,11 +106,12 @@ export class WorkerLostError extends Error {
 }
 
 /**
- * The API's side: watches the runners of the stages this process awaits, with one poll (two MGETs)
- * every `everyMs` while any is watched, whatever the number of requests.
+ * The API's side: watches the runners of the stages this process awaits, with one poll (two MGETs,
+ * four while a stage is taken but not started) every `everyMs` while any is watched, whatever the
+ * number of requests.
  */
 export class RunnerWatch {
-  private readonly watched = new Map<string, (e: WorkerLostError) => void>();
+  private readonly watched = new Map<string, { queue: string; reject: (e: WorkerLostError) => void }>();
   private timer: NodeJS.Timeout | undefined;
   private polling = false;
 
@@ -105,8 +125,8 @@ export class RunnerWatch {
    * Rejects with WorkerLostError when the process that started job `jobId` is gone; never resolves.
    * Call the returned `stop` when the stage is no longer awaited.
    */
-  watch(jobId: string): { lost: Promise<never>; stop: () => void } {
-    const lost = new Promise<never>((_, reject) => this.watched.set(jobId, reject));
+  watch(jobId: string, queue: string): { lost: Promise<never>; stop: () => void } {
+    const lost = new Promise<never>((_, reject) => this.watched.set(jobId, { queue, reject }));
     lost.catch(() => {});
     this.timer ??= setInterval(() => void this.poll(), this.everyMs);
     return {
@@ -134,16 +154,27 @@ export class RunnerWatch {
     try {
       const ids = [...this.watched.keys()];
       const runners = await this.conn.mget(ids.map((id) => runnerKey(this.redisPrefix, id)));
-      const started = ids.map((id, i) => ({ id, processId: runners[i] })).filter((s): s is { id: string; processId: string } => !!s.processId);
-      if (started.length === 0) return;
-      const processes = [...new Set(started.map((s) => s.processId))];
+      const processOf = new Map<string, string>();
+      ids.forEach((id, i) => runners[i] && processOf.set(id, runners[i]!));
+      // Taken but not started (no runner key yet): the Worker holding the job's lock names the process.
+      const unnamed = ids.filter((id) => !processOf.has(id));
+      if (unnamed.length > 0) {
+        const tokens = await this.conn.mget(unnamed.map((id) => lockKey(this.redisPrefix, this.watched.get(id)!.queue, id)));
+        const held = unnamed.map((id, i) => ({ id, workerId: tokens[i] ? workerIdOfToken(tokens[i]!) : '' })).filter((h) => h.workerId);
+        if (held.length > 0) {
+          const names = await this.conn.mget(held.map((h) => bullWorkerKey(this.redisPrefix, h.workerId)));
+          held.forEach((h, i) => names[i] && processOf.set(h.id, names[i]!));
+        }
+      }
+      if (processOf.size === 0) return;
+      const processes = [...new Set(processOf.values())];
       const alive = await this.conn.mget(processes.map((p) => livenessKey(this.redisPrefix, p)));
       const gone = new Set(processes.filter((_, i) => alive[i] == null));
-      for (const s of started) {
-        if (!gone.has(s.processId)) continue;
-        const reject = this.watched.get(s.id);
-        this.watched.delete(s.id);
-        reject?.(new WorkerLostError(s.processId));
+      for (const [id, processId] of processOf) {
+        if (!gone.has(processId)) continue;
+        const entry = this.watched.get(id);
+        this.watched.delete(id);
+        entry?.reject(new WorkerLostError(processId));
       }
       if (this.watched.size === 0) this.idle();
     } catch {
