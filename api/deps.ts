@@ -8,6 +8,7 @@ import type { Knex } from 'knex';
 import type { Config } from '../shared/config.js';
 import { createDb } from '../shared/db.js';
 import { JobClient } from '../shared/face-path/job-client.js';
+import { HandoffSealer } from '../shared/face-path/sealing.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { createRedis, keySpace, redisTarget, type KeySpace, type Redis } from '../shared/redis.js';
 import { AuditEventsRepository } from '../shared/repositories/audit.js';
@@ -156,7 +157,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
   const identityTokens = new IdentityTokenStore(redis, keys, keyRing);
   const unitOfWork = new UnitOfWork(db);
   const auditEvents = repos.auditEvents;
-  const face = new FaceService({ config, embeddings: repos.embeddings, jobs, metrics, logger });
+  const face = new FaceService({ config, embeddings: repos.embeddings, jobs, sealer: new HandoffSealer(keyRing), metrics, logger });
   const proofTokens = new ProofTokens({ config, redis, keys });
   const sessions = new SessionService({
     auditEvents,
