@@ -169,13 +169,14 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     metrics,
     logger,
   });
+  const biometricAttempts = new BiometricAttemptsStore(redis, keys, {
+    maxFailures: config.biometrics.maxFailures,
+    lockSeconds: config.biometrics.lockSeconds,
+    maxLockSeconds: config.biometrics.maxLockSeconds,
+  });
   const biometric = new BiometricAttemptsService({
     auditEvents,
-    store: new BiometricAttemptsStore(redis, keys, {
-      maxFailures: config.biometrics.maxFailures,
-      lockSeconds: config.biometrics.lockSeconds,
-      maxLockSeconds: config.biometrics.maxLockSeconds,
-    }),
+    store: biometricAttempts,
     metrics,
     logger,
     inFlightTtlMs: config.queues.faceJobTimeoutMs + 5000,
@@ -201,6 +202,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
   const sms = createSmsTransport(config);
   const dedupe = new DedupeService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, dedupe: repos.dedupe, keyRing, face, metrics, logger });
 
+  const otp = new OtpService({ config, users: repos.users, codes: new OtpCodeStore(redis, keys), tokens, sessions, sms, metrics, logger });
   const userService = new UserService({
     config,
     unitOfWork,
@@ -211,6 +213,8 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     embeddings: repos.embeddings,
     erasures: repos.erasures,
     identityTokens,
+    biometricAttempts,
+    otp,
     proofTokens,
     jobs,
     logger,
@@ -220,7 +224,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
   const historyService = new HistoryService({ searchLogs: repos.searchLogs });
   const services: Services = {
     sessions,
-    otp: new OtpService({ config, users: repos.users, codes: new OtpCodeStore(redis, keys), tokens, sessions, sms, metrics, logger }),
+    otp,
     operatorAuth: new OperatorAuthService({
       unitOfWork,
       auditEvents,
