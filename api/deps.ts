@@ -8,6 +8,7 @@ import type { Knex } from 'knex';
 import type { Config } from '../shared/config.js';
 import { createDb } from '../shared/db.js';
 import { JobClient } from '../shared/face-path/job-client.js';
+import { HandoffSealer } from '../shared/face-path/sealing.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { createRedis, keySpace, redisTarget, type KeySpace, type Redis } from '../shared/redis.js';
 import { AuditEventsRepository } from '../shared/repositories/audit.js';
@@ -156,7 +157,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
   const identityTokens = new IdentityTokenStore(redis, keys, keyRing);
   const unitOfWork = new UnitOfWork(db);
   const auditEvents = repos.auditEvents;
-  const face = new FaceService({ config, embeddings: repos.embeddings, jobs, metrics, logger });
+  const face = new FaceService({ config, embeddings: repos.embeddings, jobs, sealer: new HandoffSealer(keyRing), metrics, logger });
   const proofTokens = new ProofTokens({ config, redis, keys });
   const sessions = new SessionService({
     auditEvents,
@@ -168,13 +169,14 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     metrics,
     logger,
   });
+  const biometricAttempts = new BiometricAttemptsStore(redis, keys, {
+    maxFailures: config.biometrics.maxFailures,
+    lockSeconds: config.biometrics.lockSeconds,
+    maxLockSeconds: config.biometrics.maxLockSeconds,
+  });
   const biometric = new BiometricAttemptsService({
     auditEvents,
-    store: new BiometricAttemptsStore(redis, keys, {
-      maxFailures: config.biometrics.maxFailures,
-      lockSeconds: config.biometrics.lockSeconds,
-      maxLockSeconds: config.biometrics.maxLockSeconds,
-    }),
+    store: biometricAttempts,
     metrics,
     logger,
     inFlightTtlMs: config.queues.faceJobTimeoutMs + 5000,
@@ -200,6 +202,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
   const sms = createSmsTransport(config);
   const dedupe = new DedupeService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, dedupe: repos.dedupe, keyRing, face, metrics, logger });
 
+  const otp = new OtpService({ config, users: repos.users, codes: new OtpCodeStore(redis, keys), tokens, sessions, sms, metrics, logger });
   const userService = new UserService({
     config,
     unitOfWork,
@@ -210,6 +213,8 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     embeddings: repos.embeddings,
     erasures: repos.erasures,
     identityTokens,
+    biometricAttempts,
+    otp,
     proofTokens,
     jobs,
     logger,
@@ -219,7 +224,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
   const historyService = new HistoryService({ searchLogs: repos.searchLogs });
   const services: Services = {
     sessions,
-    otp: new OtpService({ config, users: repos.users, codes: new OtpCodeStore(redis, keys), tokens, sessions, sms, metrics, logger }),
+    otp,
     operatorAuth: new OperatorAuthService({
       unitOfWork,
       auditEvents,

@@ -13,6 +13,8 @@
  *    this run's alone) and a scratch database with BENCH_FP_ENROLLED synthetic enrolled users.
  *    - one client, sequential: POST /verify/self and POST /identify on a 258x282 colour portrait
  *      (grace_hopper_b.jpg resized), BENCH_FP_CALLS calls each after warm-up;
+ *    - one client, sequential: BENCH_FP_LINKS NIN links as a consumer makes them (validate, verify-face
+ *      with a selfie, link; bench/face-path-link.ts), each a first link of a fresh consumer;
  *    - BENCH_FP_IN_FLIGHT (4) POST /identify in flight over the fixture photos with a face for
  *      BENCH_FP_SECONDS: identifies/s, CPU per request per process (web, face, search, the scratch
  *      database's PostgreSQL backends, Redis; from /proc), Redis commands per identify, and the face
@@ -37,6 +39,7 @@ import { freePort, startPrivateRedis } from '../scripts/lib/private-services.js'
 import { adminQuery, dbUrl, procCpuSeconds, startProcess, stopProcess, waitHealthy } from './identify-e2e.js';
 import { ROOT, closedLoop, enrolledVector, fmt, machine, saveResults, summarise, syntheticUserId, table } from './lib.js';
 import { fixturePhotos } from './stages.js';
+import { benchLink } from './face-path-link.js';
 import { processKeyRing } from '../shared/crypto/templates.js';
 
 const ring = processKeyRing();
@@ -46,6 +49,7 @@ const SECONDS = Number(process.env.BENCH_FP_SECONDS ?? 20);
 const CALLS = Number(process.env.BENCH_FP_CALLS ?? 100);
 const ENROLLED = Number(process.env.BENCH_FP_ENROLLED ?? 1000);
 const IN_FLIGHT = Number(process.env.BENCH_FP_IN_FLIGHT ?? 4);
+const LINKS = Number(process.env.BENCH_FP_LINKS ?? 40);
 // As many face processes as `npm start` runs (FACE_PROCESSES, default 2: one per core).
 const FACE_PROCESSES = Number(process.env.BENCH_FP_FACE_PROCESSES ?? loadConfig(process.env).face.processes);
 const DB_NAME = 'faceid_bench_face_path';
@@ -172,10 +176,11 @@ export async function runFacePathBench(): Promise<string> {
       await upsertCanonical(deps.db, userId, e.embedding, 'link_nin', e.engineVersion);
     };
     await enrolFace(readFileSync(path.join(ROOT, 'test/fixtures/faces/grace_hopper_a.jpg')), user.id);
-    for (const file of ['lfw/Bush_2.png', 'lfw/Powell_2.png', 'astronaut.png']) {
+    // (Not Bush: his face is the one the link bench links.)
+    for (const [i, file] of ['lfw/Chavez_1.png', 'lfw/Powell_2.png', 'astronaut.png'].entries()) {
       const [u] = await deps
         .db('users')
-        .insert({ phone: `+2348031${String(file.length).padStart(6, '0')}` })
+        .insert({ phone: `+2348031${String(i).padStart(6, '0')}` })
         .returning('id');
       await enrolFace(readFileSync(path.join(ROOT, 'test/fixtures/faces', file)), u.id);
     }
@@ -264,6 +269,8 @@ export async function runFacePathBench(): Promise<string> {
     const self = await oneClient('verify/self');
     const selfClocks = clockDelta(selfClocks0, await clocksNow()).map(([q, j, s]) => [`${q} (one client, /verify/self, incl. warm-up)`, j!, s!]);
     const ident1 = await oneClient('identify');
+    const face = (f: string) => readFileSync(path.join(ROOT, 'test/fixtures/faces', f));
+    const link = await benchLink({ webUrl, deps, registryPhoto: face('lfw/Bush_1.png'), selfie: face('lfw/Bush_3.png'), calls: LINKS });
 
     // Load: IN_FLIGHT identifies at a time over the fixture photos.
     const pids = (await deps.db.raw('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()')).rows as {
@@ -357,6 +364,9 @@ export async function runFacePathBench(): Promise<string> {
         [stagesRow('POST /verify/self', self), stagesRow('POST /identify', ident1)],
       ),
       '',
+      `NIN link, one client, ${LINKS} links (validate + verify-face with a selfie + link, each a first link): ${fmt(link.wall.p50)} / ${fmt(link.wall.p99)} ms p50 / p99 wall; ` +
+        `validate ${fmt(link.validate.p50)}, verify-face ${fmt(link.verifyFace.p50)}, link ${fmt(link.link.p50)} ms p50.`,
+      '',
       `Slowest of the ${CALLS} one-client calls, wall ms: /verify/self ${self.slowest.join('; ')}; /identify ${ident1.slowest.join('; ')}.`,
       '',
       `Raw engine, same photo, one call at a time: ${fmt(rawOne.p50)} / ${fmt(rawOne.p99)} ms p50 / p99 (normalise ${fmt(rawBefore.one.normalise)}, liveness ${fmt(rawBefore.one.liveness)}, embed ${fmt(rawBefore.one.embed)} ms p50, first run); ` +
@@ -387,6 +397,7 @@ export async function runFacePathBench(): Promise<string> {
       goals,
       self,
       identify: ident1,
+      link,
       rawBefore: { ...rawBefore, one: { ...rawBefore.one, wall: summarise(rawBefore.one.wall) } },
       rawAfter: { ...rawAfter, one: { ...rawAfter.one, wall: summarise(rawAfter.one.wall) } },
       load: { ...load, samples: summarise(load.samples) },

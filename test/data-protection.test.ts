@@ -179,7 +179,7 @@ async function redisKeys(): Promise<string[]> {
 }
 
 test.serial(
-  'erasure: DELETE leaves no phone, name, number or bank account in the database, purges Redis and the snapshots, then audits user.erased; the number can be linked again and is recognised',
+  "erasure: DELETE leaves no phone, name, number or bank account in the database, purges Redis (the phone's sign-in code and cooldown, the biometric failure count) and the snapshots, then audits user.erased; the number can be linked again and is recognised",
   async (t) => {
     const user = await linkedConsumer(t, IMG.bush1, IMG.bush2, { firstName: 'Erasable', lastName: 'Person' });
     const { phone } = await h.deps.db('users').where({ id: user.userId }).first('phone');
@@ -199,6 +199,18 @@ test.serial(
     const dumpBefore = await databaseDump();
     for (const value of [phone, 'Erasable', user.person.nin, '0123456789']) t.true(dumpBefore.includes(value), `the dump holds ${value} before`);
     const validationKeys = (await redisKeys()).filter((k) => k.includes(':identity:validation:'));
+    // The phone's sign-in state: a pending code, its cooldown and the day's counter (keys named by an
+    // HMAC of the phone, so found as the keys this request added).
+    const otpBefore = new Set((await redisKeys()).filter((k) => k.includes(':otp:')));
+    const otp = await api().post('/auth/otp/request', { json: { phone } });
+    t.is(otp.status, 200, otp.text);
+    const phoneKeys = (await redisKeys()).filter((k) => k.includes(':otp:') && !otpBefore.has(k) && !k.includes(':otp:ip:'));
+    t.deepEqual(phoneKeys.map((k) => k.split(':otp:')[1]!.split(':')[0]).sort(), ['code', 'cooldown', 'daily'], phoneKeys.join(','));
+    // A failed comparison: the user's biometric failure count.
+    const miss = await api().post('/verify/self', { token: user.token, form: { image: { data: IMG.powell1, filename: 'other.png', type: 'image/png' } } });
+    t.is(miss.status, 200, miss.text);
+    t.is(miss.body.outcome, 'no_match');
+    t.true((await redisKeys()).some((k) => k.includes(`:biometric:attempts:${user.userId}`)));
 
     const { proofToken } = await issueProofToken(h.deps, user.userId, user.sessionId);
     const del = await api().delete(`/users/${user.userId}`, { token: user.token, json: { proofToken } });
@@ -216,6 +228,13 @@ test.serial(
     t.deepEqual(
       (await redisKeys()).filter((k) => k.includes(user.userId) || validationKeys.includes(k)),
       [],
+    );
+    // The phone's pending code and cooldown are gone; its daily counter (a count under an HMAC,
+    // expiring within 24 h) is kept as the abuse cap it is (docs/data-protection.md).
+    const left = new Set(await redisKeys());
+    t.deepEqual(
+      phoneKeys.filter((k) => left.has(k)).map((k) => k.split(':otp:')[1]!.split(':')[0]),
+      ['daily'],
     );
 
     // The receipt once the snapshots on disk are rewritten (ERASURE_MAX_SECONDS is 3 here).

@@ -48,9 +48,9 @@ function startWorker(role: 'busy' | 'idle'): Promise<ChildProcess> {
 const livenessJob = (embedId: string) => ({
   imageRef: randomUUID(),
   mode: 'single' as const,
-  resultKey: 'k',
+  resultSalt: 'k',
   handOffMinLiveness: 0,
-  embedNext: { jobId: embedId, resultKey: 'k2' },
+  embedNext: { jobId: embedId, resultSalt: 'k2' },
 });
 
 test.serial('a follow-on stage runs at once on an idle process while the process that added it is busy', async (t) => {

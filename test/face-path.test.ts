@@ -9,7 +9,9 @@ import test from 'ava';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type * as ort from 'onnxruntime-node';
-import { newResultKey, openEmbedding, sealToBuffer } from '../shared/face-path/sealing.js';
+import { randomBytes } from 'node:crypto';
+import { BiometricKeyRing } from '../shared/crypto/key-ring.js';
+import { HandoffSealer, newHandoffSalt } from '../shared/face-path/sealing.js';
 import { RedisFaceHandoff } from '../shared/face-path/handoff.js';
 import { createRedis } from '../shared/redis.js';
 import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';
@@ -24,9 +26,10 @@ const photo = (file: string) => readFileSync(path.join(ROOT, 'test/fixtures/face
 let engine: FaceEngine;
 const redisPrefix = testRedisPrefix();
 const redis = createRedis(TEST_REDIS_URL);
-const handoff = new RedisFaceHandoff(redis, redisPrefix);
-/** The normalised image left for a liveness job, as the API leaves it (sealed with the job's key). */
-const imageRef = (jpeg: Buffer, key: string, deadlineAt: number) => handoff.put('image', sealToBuffer(jpeg, key), deadlineAt);
+const sealer = new HandoffSealer(BiometricKeyRing.from({ biometricKeys: `k1:${randomBytes(32).toString('base64')}`, biometricActiveKeyId: 'k1' }));
+const handoff = new RedisFaceHandoff(redis, redisPrefix, sealer);
+/** The normalised image left for a liveness job, as the API leaves it (sealed under the job's salt). */
+const imageRef = (jpeg: Buffer, salt: string, deadlineAt: number) => handoff.put('image', sealer.seal(jpeg, salt), deadlineAt);
 test.before(async () => {
   engine = await FaceEngine.load(path.join(ROOT, 'var/models'));
 });
@@ -72,14 +75,14 @@ test('the aligned face survives its 16-bit encoding to within 1/512 of a grey le
   t.throws(() => decodeAlignedFace(new Uint8Array(100)), { instanceOf: RangeError });
 });
 
-test('the embed job embeds the face the liveness job aligned, taken once from Redis; a wrong key gives invalid_image, never an embedding', async (t) => {
+test('the embed job embeds the face the liveness job aligned, taken once from Redis; a wrong salt gives invalid_image, never an embedding', async (t) => {
   const jpeg = (await normaliseUpload(photo('lfw/Powell_1.png'))).jpeg;
-  const key = newResultKey();
+  const key = newHandoffSalt();
   const deadlineAt = Date.now() + 10_000;
   const live = await livenessHandler(
     engine,
     handoff,
-    { imageRef: await imageRef(jpeg, key, deadlineAt), mode: 'single', resultKey: key, handOffMinLiveness: 0 },
+    { imageRef: await imageRef(jpeg, key, deadlineAt), mode: 'single', resultSalt: key, handOffMinLiveness: 0 },
     deadlineAt,
   );
   if (!live.ok || live.alignedFaceRef === null) return t.fail('no aligned face');
@@ -88,22 +91,22 @@ test('the embed job embeds the face the liveness job aligned, taken once from Re
   t.truthy(stored);
   const ttl = await redis.pttl(`${redisPrefix}:face:aligned:${live.alignedFaceRef}`);
   t.true(ttl > 0 && ttl <= 10_000, `ttl ${ttl}`);
-  const resultKey = newResultKey();
-  const embedded = await embedHandler(engine, handoff, { alignedFaceRef: live.alignedFaceRef, alignedFaceKey: key, resultKey });
+  const resultSalt = newHandoffSalt();
+  const embedded = await embedHandler(engine, handoff, { alignedFaceRef: live.alignedFaceRef, alignedFaceSalt: key, resultSalt });
   if (!embedded.ok) return t.fail(embedded.code);
-  const viaJobs = openEmbedding(embedded.sealedEmbedding, resultKey);
+  const viaJobs = sealer.openEmbedding(embedded.sealedEmbedding, resultSalt);
   // The same as the engine's own embed from the image and the five points.
   const direct = await engine.embed(jpeg, live.face.landmarks5);
   const cos = viaJobs.reduce((s, v, i) => s + v * direct.embedding[i]!, 0);
   t.true(cos > 0.99999, `cosine ${cos}`);
   // Taken: gone from Redis, and a second embed of the same ref fails (an engine fault: 503), never a result.
   t.is(await redis.exists(`${redisPrefix}:face:aligned:${live.alignedFaceRef}`), 0);
-  await t.throwsAsync(embedHandler(engine, handoff, { alignedFaceRef: live.alignedFaceRef, alignedFaceKey: key, resultKey }), { message: /gone/ });
+  await t.throwsAsync(embedHandler(engine, handoff, { alignedFaceRef: live.alignedFaceRef, alignedFaceSalt: key, resultSalt }), { message: /gone/ });
 
   const again = await livenessHandler(
     engine,
     handoff,
-    { imageRef: await imageRef(jpeg, key, deadlineAt), mode: 'single', resultKey: key, handOffMinLiveness: 0 },
+    { imageRef: await imageRef(jpeg, key, deadlineAt), mode: 'single', resultSalt: key, handOffMinLiveness: 0 },
     deadlineAt,
   );
   if (!again.ok || again.alignedFaceRef === null) return t.fail('no aligned face');
@@ -111,13 +114,13 @@ test('the embed job embeds the face the liveness job aligned, taken once from Re
   const failing = await livenessHandler(
     engine,
     handoff,
-    { imageRef: await imageRef(jpeg, key, deadlineAt), mode: 'single', resultKey: key, handOffMinLiveness: 1.01 },
+    { imageRef: await imageRef(jpeg, key, deadlineAt), mode: 'single', resultSalt: key, handOffMinLiveness: 1.01 },
     deadlineAt,
   );
   t.like(failing, { ok: true, alignedFaceRef: null });
-  const wrongKey = await embedHandler(engine, handoff, { alignedFaceRef: again.alignedFaceRef, alignedFaceKey: newResultKey(), resultKey });
-  t.deepEqual({ ok: wrongKey.ok, code: (wrongKey as { code?: string }).code }, { ok: false, code: 'invalid_image' });
-  const notAFaceRef = await handoff.put('aligned', sealToBuffer(new Uint8Array(10), key), deadlineAt);
-  const notAFace = await embedHandler(engine, handoff, { alignedFaceRef: notAFaceRef, alignedFaceKey: key, resultKey });
+  const wrongSalt = await embedHandler(engine, handoff, { alignedFaceRef: again.alignedFaceRef, alignedFaceSalt: newHandoffSalt(), resultSalt });
+  t.deepEqual({ ok: wrongSalt.ok, code: (wrongSalt as { code?: string }).code }, { ok: false, code: 'invalid_image' });
+  const notAFaceRef = await handoff.put('aligned', sealer.seal(new Uint8Array(10), key), deadlineAt);
+  const notAFace = await embedHandler(engine, handoff, { alignedFaceRef: notAFaceRef, alignedFaceSalt: key, resultSalt });
   t.false(notAFace.ok);
 });

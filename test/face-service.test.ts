@@ -176,7 +176,7 @@ test('with no face worker, the call fails with 503 face_engine_unavailable withi
     // passed is skipped by the worker that picks it up.
     const stale = await h2.deps.jobs.queue('liveness').add('liveness', {
       deadlineAt: Date.now() - 1,
-      payload: { imageRef: '00000000-0000-0000-0000-000000000000', mode: 'largest', resultKey: 'k', handOffMinLiveness: 0.5 },
+      payload: { imageRef: '00000000-0000-0000-0000-000000000000', mode: 'largest', resultSalt: 'k', handOffMinLiveness: 0.5 },
       replyTo: `${h2.config.redis.prefix}:jobs:reply:gone`,
     });
 

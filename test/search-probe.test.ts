@@ -1,14 +1,16 @@
 /**
  * The probe embedding of a search job never sits in clear in Redis and never outlives the request's
  * deadline: it waits sealed beside the job (shared/face-path/search-embedding.ts), the job carries only
- * its ref and key, and the value expires at the deadline even when no search worker ever takes it.
+ * its ref and the salt of its key (the key needs the processes' key ring too), and the value expires at the deadline even when no search worker ever takes it.
  */
 import test from 'ava';
 import { randomUUID } from 'node:crypto';
 import { EMBEDDING_DIM, encodeEmbedding } from '../shared/embeddings.js';
 import { AppError } from '../shared/errors.js';
 import { handoffKey } from '../shared/face-path/handoff.js';
-import { openBuffer } from '../shared/face-path/sealing.js';
+import { createDecipheriv } from 'node:crypto';
+import { BiometricKeyRing } from '../shared/crypto/key-ring.js';
+import { HandoffSealer } from '../shared/face-path/sealing.js';
 import { createRedis } from '../shared/redis.js';
 import { upsertCanonical } from '../shared/repositories/embeddings.js';
 import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
@@ -22,7 +24,7 @@ const probe = Array.from({ length: EMBEDDING_DIM }, (_, i) => (i % 7) - 3 + 0.12
 const norm = Math.hypot(...probe);
 const unitProbe = probe.map((x) => x / norm);
 
-test.serial('with no search worker, the job holds a ref and a key only, and the sealed probe is gone at the deadline', async (t) => {
+test.serial('with no search worker, the job holds a ref and a salt only, and the sealed probe is gone at the deadline', async (t) => {
   const redis = createRedis(h.config.redis.url);
   t.teardown(() => redis.disconnect());
   const deadlineAt = Date.now() + 1500;
@@ -36,14 +38,22 @@ test.serial('with no search worker, the job holds a ref and a key only, and the 
   }
   if (!job) return t.fail('the search job never appeared');
   const payload = (job.data as { payload: Record<string, unknown> }).payload;
-  t.deepEqual(Object.keys(payload).sort(), ['embeddingKey', 'embeddingRef', 'op', 'userId']);
+  t.deepEqual(Object.keys(payload).sort(), ['embeddingRef', 'embeddingSalt', 'op', 'userId']);
 
   const valueKey = handoffKey(h.config.redis.prefix, 'embedding', payload.embeddingRef as string);
   const sealed = await redis.getBuffer(valueKey);
   if (!sealed) return t.fail('no sealed probe beside the job');
   const clear = encodeEmbedding(unitProbe);
   t.false(sealed.includes(clear.subarray(0, 64)), 'the value is not the embedding in clear');
-  t.deepEqual(openBuffer(sealed, payload.embeddingKey as string), clear, 'the job key opens it to the probe');
+  // The payload's salt is not a key: used as one (the way hand-offs were once sealed) it opens nothing.
+  const salt = payload.embeddingSalt as string;
+  t.throws(() => {
+    const d = createDecipheriv('aes-256-gcm', Buffer.from(salt, 'base64'), sealed.subarray(0, 12));
+    d.setAuthTag(sealed.subarray(12, 28));
+    return Buffer.concat([d.update(sealed.subarray(28)), d.final()]);
+  });
+  const ring = BiometricKeyRing.from(h.config.security);
+  t.deepEqual(new HandoffSealer(ring).open(sealed, salt), clear, 'the key ring with the job salt opens it to the probe');
   // The time left is read before the TTL. The job client re-derives the deadline from the time left
   // when it adds the job (face-service passes a timeout), so on a loaded machine the value may outlive
   // the caller's deadline by the few hundred ms spent before the add; never by a job's lifetime.

@@ -74,9 +74,9 @@ function client(admission: typeof ADMISSION | null = ADMISSION) {
 const livenessJob = (embedId: string) => ({
   imageRef: randomUUID(),
   mode: 'single' as const,
-  resultKey: 'k',
+  resultSalt: 'k',
   handOffMinLiveness: 0,
-  embedNext: { jobId: embedId, resultKey: 'k2' },
+  embedNext: { jobId: embedId, resultSalt: 'k2' },
 });
 
 async function until(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {

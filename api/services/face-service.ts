@@ -25,7 +25,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Config } from '../../shared/config.js';
 import { AppError } from '../../shared/errors.js';
-import { newResultKey, openEmbedding, sealToBuffer } from '../../shared/face-path/sealing.js';
+import { newHandoffSalt, type HandoffSealer } from '../../shared/face-path/sealing.js';
 import { handoffKey, newHandoffRef } from '../../shared/face-path/handoff.js';
 import { searchEmbeddingValue } from '../../shared/face-path/search-embedding.js';
 import { JobTimeoutError, type JobClient } from '../../shared/face-path/job-client.js';
@@ -44,6 +44,8 @@ export interface FaceServiceDeps {
   config: Config;
   embeddings: EmbeddingsRepository;
   jobs: JobClient;
+  /** Seals what crosses Redis to the workers and opens what comes back (the process's key ring). */
+  sealer: HandoffSealer;
   metrics: Metrics;
   logger?: Logger;
 }
@@ -58,10 +60,10 @@ export type CaptureAnalysis =
       image: NormalisedImage;
       face: DetectedFace;
       /**
-       * Ref of the face the liveness stage aligned (sealed, in Redis), and its key: what the embed stage
-       * takes. null for a capture that failed liveness (nothing embeds it).
+       * Ref of the face the liveness stage aligned (sealed, in Redis), and the salt of its key: what the
+       * embed stage takes. null for a capture that failed liveness (nothing embeds it).
        */
-      alignedFace: { ref: string; key: string } | null;
+      alignedFace: { ref: string; salt: string } | null;
       faceCount: number;
       livenessScore: number;
       /** Advisory capture quality of the chosen face; null from a worker that does not measure it. */
@@ -175,12 +177,12 @@ export class FaceService {
     handOffMinLiveness = this.deps.config.face.livenessThreshold,
   ): Promise<CaptureAnalysis> {
     const image = await this.normalise(input);
-    const resultKey = newResultKey();
+    const resultSalt = newHandoffSalt();
     // The image goes to the worker as a sealed Redis value beside the job (shared/face-path/handoff.ts).
     const imageRef = newHandoffRef();
-    const imageValue = { key: handoffKey(this.deps.config.redis.prefix, 'image', imageRef), value: sealToBuffer(image.jpeg, resultKey) };
-    const r = await this.job('liveness', { imageRef, mode, resultKey, handOffMinLiveness }, deadlineAt, [imageValue]);
-    return this.livenessAnswer(r, image, resultKey);
+    const imageValue = { key: handoffKey(this.deps.config.redis.prefix, 'image', imageRef), value: this.deps.sealer.seal(image.jpeg, resultSalt) };
+    const r = await this.job('liveness', { imageRef, mode, resultSalt, handOffMinLiveness }, deadlineAt, [imageValue]);
+    return this.livenessAnswer(r, image, resultSalt);
   }
 
   /**
@@ -202,8 +204,8 @@ export class FaceService {
     const [image, request] = await Promise.all([this.normalise(input), opts.search]);
     const remaining = deadlineAt - Date.now();
     if (remaining <= 0) throw new JobTimeoutError('liveness', this.deps.config.queues.faceJobTimeoutMs, false);
-    const resultKey = newResultKey();
-    const embedKey = newResultKey();
+    const resultSalt = newHandoffSalt();
+    const embedSalt = newHandoffSalt();
     const imageRef = newHandoffRef();
     const ids = { embed: randomUUID(), search: randomUUID() };
     const run = await this.deps.jobs.start(
@@ -211,13 +213,13 @@ export class FaceService {
       {
         imageRef,
         mode,
-        resultKey,
+        resultSalt,
         handOffMinLiveness: opts.requireLive ? this.deps.config.face.livenessThreshold : 0,
-        embedNext: { jobId: ids.embed, resultKey: embedKey, ...(request ? { searchNext: { jobId: ids.search, request } } : {}) },
+        embedNext: { jobId: ids.embed, resultSalt: embedSalt, ...(request ? { searchNext: { jobId: ids.search, request } } : {}) },
       },
       {
         timeoutMs: remaining,
-        withValues: [{ key: handoffKey(this.deps.config.redis.prefix, 'image', imageRef), value: sealToBuffer(image.jpeg, resultKey) }],
+        withValues: [{ key: handoffKey(this.deps.config.redis.prefix, 'image', imageRef), value: this.deps.sealer.seal(image.jpeg, resultSalt) }],
         followOns: [{ queue: 'embed', jobId: ids.embed }, ...(request ? [{ queue: 'search' as const, jobId: ids.search }] : [])],
       },
     );
@@ -227,7 +229,7 @@ export class FaceService {
       const e = await run.result('embed', ids.embed);
       this.deps.metrics.stage('embed', e.ms);
       if (!e.ok) throw new AppError('invalid_image', 'The image could not be decoded');
-      const embedding = { embedding: openEmbedding(e.sealedEmbedding, embedKey), engineVersion: e.engineVersion, ms: e.ms };
+      const embedding = { embedding: this.deps.sealer.openEmbedding(e.sealedEmbedding, embedSalt), engineVersion: e.engineVersion, ms: e.ms };
       if (!request) return { analysis, embedding };
       const s = await run.result('search', ids.search);
       this.deps.metrics.stage('search', s.ms);
@@ -238,7 +240,7 @@ export class FaceService {
   }
 
   /** A liveness job's result as the capture's analysis (400 for an undecodable image). */
-  private livenessAnswer(r: LivenessJobResult, image: NormalisedImage, alignedFaceKey: string | null): CaptureAnalysis {
+  private livenessAnswer(r: LivenessJobResult, image: NormalisedImage, alignedFaceSalt: string | null): CaptureAnalysis {
     this.deps.metrics.stage('liveness', r.ms);
     if (!r.ok) {
       if (r.code === 'invalid_image') throw new AppError('invalid_image', 'The image could not be decoded');
@@ -249,7 +251,7 @@ export class FaceService {
       outcome: live ? 'ok' : 'liveness_failed',
       image,
       face: r.face,
-      alignedFace: r.alignedFaceRef === null || alignedFaceKey === null ? null : { ref: r.alignedFaceRef, key: alignedFaceKey },
+      alignedFace: r.alignedFaceRef === null || alignedFaceSalt === null ? null : { ref: r.alignedFaceRef, salt: alignedFaceSalt },
       faceCount: r.faceCount,
       livenessScore: r.livenessScore,
       quality: r.quality ?? null,
@@ -264,11 +266,11 @@ export class FaceService {
    */
   async embedCapture(capture: AnalysedFace, deadlineAt = this.budget()): Promise<CaptureEmbedding> {
     if (!capture.alignedFace) throw new Error('embedCapture: this capture kept no aligned face (it failed liveness)');
-    const resultKey = newResultKey();
-    const r = await this.job('embed', { alignedFaceRef: capture.alignedFace.ref, alignedFaceKey: capture.alignedFace.key, resultKey }, deadlineAt);
+    const resultSalt = newHandoffSalt();
+    const r = await this.job('embed', { alignedFaceRef: capture.alignedFace.ref, alignedFaceSalt: capture.alignedFace.salt, resultSalt }, deadlineAt);
     this.deps.metrics.stage('embed', r.ms);
     if (!r.ok) throw new AppError('invalid_image', 'The image could not be decoded');
-    return { embedding: openEmbedding(r.sealedEmbedding, resultKey), engineVersion: r.engineVersion, ms: r.ms };
+    return { embedding: this.deps.sealer.openEmbedding(r.sealedEmbedding, resultSalt), engineVersion: r.engineVersion, ms: r.ms };
   }
 
   /**
@@ -286,7 +288,7 @@ export class FaceService {
   ): Promise<{ hits: SearchHit[]; appliedSeq: string; indexSize: number; ms: number }> {
     const minSeq = await (minSeqRead ?? this.deps.embeddings.currentSeq());
     // The embedding goes sealed beside the job, not in it (shared/face-path/search-embedding.ts).
-    const probe = searchEmbeddingValue(this.deps.config.redis.prefix, embedding);
+    const probe = searchEmbeddingValue(this.deps.config.redis.prefix, this.deps.sealer, embedding);
     const r = await this.job('search', { op: 'knn', ...probe.ref, k, minSeq, ...(excludeUserId ? { excludeUserId } : {}) }, deadlineAt, [probe.value]);
     if (r.op !== 'knn') throw new Error('search worker answered another op');
     this.deps.metrics.stage('search', r.ms);
@@ -347,7 +349,7 @@ export class FaceService {
     userId: string,
     deadlineAt = this.budget(),
   ): Promise<{ score: number | null; reason?: 'no_embedding' | 'engine_version_mismatch'; ms: number }> {
-    const probe = searchEmbeddingValue(this.deps.config.redis.prefix, embedding);
+    const probe = searchEmbeddingValue(this.deps.config.redis.prefix, this.deps.sealer, embedding);
     const r = await this.job('search', { op: 'compare', ...probe.ref, userId }, deadlineAt, [probe.value]);
     if (r.op !== 'compare') throw new Error('search worker answered another op');
     this.deps.metrics.stage('search', r.ms);

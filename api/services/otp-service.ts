@@ -56,6 +56,11 @@ export class OtpService {
     return this.mac('code', phone, code);
   }
 
+  /** An erasure: the phone's pending code and cooldown leave Redis (its daily counter stays, see OtpCodeStore.purgePhone). */
+  async forgetPhone(phone: string): Promise<void> {
+    await this.deps.codes.purgePhone(this.phoneId(phone));
+  }
+
   /** POST /auth/otp/request. Resolves when the code is handed to the SMS transport. */
   async request(rawPhone: string, ip: string): Promise<{ status: 'sent' }> {
     const { config, codes, sms, metrics } = this.deps;

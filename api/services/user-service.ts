@@ -17,6 +17,8 @@ import type { WebhooksRepository } from '../../shared/repositories/webhooks.js';
 import type { EmbeddingsRepository } from '../../shared/repositories/embeddings.js';
 import type { ErasuresRepository } from '../../shared/repositories/erasures.js';
 import type { IdentityTokenStore } from '../../shared/stores/identity-tokens.js';
+import type { BiometricAttemptsStore } from '../../shared/stores/biometric-attempts-store.js';
+import type { OtpService } from './otp-service.js';
 import { isUniqueViolation } from '../../shared/repositories/handle.js';
 import type { SessionsRepository } from '../../shared/repositories/operators.js';
 import type { UserRow, UsersRepository } from '../../shared/repositories/users.js';
@@ -36,6 +38,10 @@ export interface UserDeps {
   embeddings: EmbeddingsRepository;
   erasures: ErasuresRepository;
   identityTokens: IdentityTokenStore;
+  /** An erasure purges the user's failure count and lock. */
+  biometricAttempts: Pick<BiometricAttemptsStore, 'purgeUser'>;
+  /** An erasure purges the pending sign-in code and cooldown of the user's phone. */
+  otp: Pick<OtpService, 'forgetPhone'>;
   proofTokens: ProofTokens;
   jobs: JobClient;
   logger: Logger;
@@ -194,8 +200,10 @@ export class UserService {
     const { users, sessionRows, embeddings, erasures } = this.deps;
     await this.deps.proofTokens.consume(userId, sessionId, proofToken);
 
-    await this.deps.unitOfWork.run(async (trx) => {
-      if (!(await users.softDelete(userId, trx))) throw notFound();
+    // The phone keys the sign-in codes in Redis: read (under the row's lock) as it is erased.
+    const { phone } = await this.deps.unitOfWork.run(async (trx) => {
+      const erased = await users.softDelete(userId, trx);
+      if (!erased) throw notFound();
       const revoked = await sessionRows.expireRefreshTokensOf({ type: 'consumer', id: userId }, trx);
       await this.deps.auditEvents.record(
         {
@@ -212,12 +220,15 @@ export class UserService {
       // Last: the change-log lock is held until the transaction ends.
       const { seq } = await embeddings.remove(userId, trx);
       await erasures.begin(userId, seq, trx);
+      return erased;
     });
     // The copies outside PostgreSQL: Redis now; the search snapshots are rewritten by the search
     // workers within ERASURE_MAX_SECONDS, and the last of them writes the receipt (`user.erased`).
     // A failure here leaves the erasure pending: the retention job's sweep finishes it.
     try {
       await this.deps.identityTokens.purgeUser(userId);
+      await this.deps.biometricAttempts.purgeUser(userId);
+      await this.deps.otp.forgetPhone(phone);
       await erasures.markRedisPurged(userId);
       await erasures.completeCovered();
     } catch (e) {

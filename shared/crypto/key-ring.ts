@@ -12,7 +12,7 @@
  * refuses to start without them (shared/config.ts); elsewhere an empty ring falls back to one fixed
  * development key (`dev`), which production refuses too.
  */
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
 
 const VERSION = 1;
 const IV_BYTES = 12;
@@ -97,6 +97,21 @@ export class BiometricKeyRing {
   static keyIdOf(blob: Uint8Array): string {
     if (blob.length < 2 + 1 + IV_BYTES + TAG_BYTES || blob[0] !== VERSION) throw new KeyRingError('not a biometric blob');
     return Buffer.from(blob.subarray(2, 2 + blob[1]!)).toString('utf8');
+  }
+
+  /**
+   * A 256-bit subkey of one ring key for one purpose and one salt: HMAC-SHA256(key, purpose ‖ 0x00 ‖ salt).
+   * For values whose salt travels apart from them (shared/face-path/sealing.ts): neither the salt
+   * alone nor the ring key alone gives the subkey. Throws KeyRingError for a key the ring does not hold.
+   */
+  deriveKey(purpose: string, salt: Uint8Array, keyId: string = this.activeKeyId): Buffer {
+    const key = this.keys.get(keyId);
+    if (!key) throw new KeyRingError(`no key ${keyId} in the ring (was it dropped before every blob was re-encrypted?)`);
+    return createHmac('sha256', key)
+      .update(purpose, 'utf8')
+      .update(Buffer.from([0]))
+      .update(salt)
+      .digest();
   }
 
   /** Whether a blob was sealed by another key than the active one (a rotation has work to do). */

@@ -15,12 +15,15 @@
  * → API → Redis → worker, parsed and re-serialised by the web process, which never reads it
  * (docs/performance.md §4). As values they cross Redis once each, as binary.
  *
- * Security: each value is sealed (AES-256-GCM) with the request's resultKey, which lives only in the
- * API's memory and the job payloads (deleted when each job finishes); each expires at the request's
- * deadline at the latest, and its reader deletes it as it reads it. No face is in clear in Redis.
+ * Security: each value is sealed (AES-256-GCM, ./sealing.ts) under a key derived from a key-ring key,
+ * which only the processes hold, and the request's salt, which lives only in the API's memory and the
+ * job payloads (deleted when each job finishes): Redis holds the value and the salt, never the key.
+ * Each value expires at the request's deadline at the latest, and its reader deletes it as it reads
+ * it. No face is in clear in Redis.
  */
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import type { HandoffSealer } from './sealing.js';
 
 export type HandoffKind = 'image' | 'aligned' | 'embedding';
 
@@ -31,6 +34,8 @@ export const handoffKey = (redisPrefix: string, kind: HandoffKind, ref: string):
 const REF = /^[0-9a-f-]{36}$/;
 
 export interface FaceHandoff {
+  /** Seals what is put and opens what is taken (this process's key ring). */
+  readonly sealer: HandoffSealer;
   /**
    * Keeps a sealed value until `deadlineAt` (epoch ms); returns its ref (`ref` when given: a caller
    * that names the value in a job sent right behind it). The write is issued before this returns.
@@ -44,6 +49,7 @@ export class RedisFaceHandoff implements FaceHandoff {
   constructor(
     private readonly redis: Redis,
     private readonly redisPrefix: string,
+    readonly sealer: HandoffSealer,
   ) {}
 
   async put(kind: HandoffKind, sealed: Buffer, deadlineAt: number, ref = newHandoffRef()): Promise<string> {

@@ -1,55 +1,82 @@
 /**
- * Embeddings that cross Redis as a job RESULT are sealed. BullMQ copies every job's return value into
- * the queue's events stream (XADD ... returnvalue), which outlives the job; so the API puts a fresh
- * 256-bit key in the job's payload (the job hash, deleted as soon as the result is read) and the worker
- * returns the embedding encrypted with it (AES-256-GCM). What stays in the stream is ciphertext whose
- * key no longer exists anywhere.
+ * How the biometrics of a face request are sealed while they cross Redis: the image, the aligned face
+ * and a search probe as values beside their jobs (./handoff.ts), and the embedding an embed job returns.
+ *
+ * The key that opens a hand-off is never in Redis. It is derived (HMAC-SHA256, ../crypto/key-ring.ts
+ * `deriveKey`) from a key of the biometric key ring, which only the processes hold (BIOMETRIC_KEYS), and
+ * a fresh per-request salt, which travels in the job payload (`resultSalt`, `alignedFaceSalt`,
+ * `embeddingSalt`). So:
+ * - a Redis dump (job payloads and sealed values together) opens nothing: the salt is not a key;
+ * - the ring alone opens nothing either: each request's values need that request's salt;
+ * - once a job hash is gone (the job finished, was withdrawn or wiped), what BullMQ or a reply list may
+ *   still hold sealed with its salt cannot be opened even with the ring, because the salt is gone too.
+ *
+ * A sealed value names the ring key its subkey came from, so a value sealed just before a rotation
+ * still opens while the ring holds that key (the ring's active key seals).
+ *
+ *   buffer (a Redis value):  0x02 | kid length (1 byte) | kid (UTF-8) | iv (12) | tag (16) | AES-256-GCM ciphertext
+ *   SealedEmbedding (JSON, in a job result):  { kid, iv, tag, data }
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import type { BiometricKeyRing } from '../crypto/key-ring.js';
 import { decodeEmbedding, encodeEmbedding } from '../embeddings.js';
 
 export interface SealedEmbedding {
+  /** The ring key the subkey was derived from. */
+  kid: string;
   iv: string;
   tag: string;
   data: string;
 }
 
-export const newResultKey = (): string => randomBytes(32).toString('base64');
+/** What the subkeys are derived for: a ring key used for something else never gives the same key. */
+const PURPOSE = 'faceid face-path hand-off v1';
+const VERSION = 2;
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
 
-/** Bytes sealed the same way (the aligned face the liveness stage hands to the embed stage). */
-export function sealBytes(bytes: Uint8Array, keyB64: string): SealedEmbedding {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', Buffer.from(keyB64, 'base64'), iv);
-  const data = Buffer.concat([cipher.update(bytes), cipher.final()]);
-  return { iv: iv.toString('base64'), tag: cipher.getAuthTag().toString('base64'), data: data.toString('base64') };
-}
+/** A fresh per-request salt (32 random bytes, base64): the half of a hand-off's key that travels in the job. */
+export const newHandoffSalt = (): string => randomBytes(32).toString('base64');
 
-export function openBytes(sealed: SealedEmbedding, keyB64: string): Buffer {
-  const decipher = createDecipheriv('aes-256-gcm', Buffer.from(keyB64, 'base64'), Buffer.from(sealed.iv, 'base64'));
-  decipher.setAuthTag(Buffer.from(sealed.tag, 'base64'));
-  return Buffer.concat([decipher.update(Buffer.from(sealed.data, 'base64')), decipher.final()]);
-}
+export class HandoffSealer {
+  constructor(private readonly ring: BiometricKeyRing) {}
 
-export function sealEmbedding(embedding: ArrayLike<number>, keyB64: string): SealedEmbedding {
-  return sealBytes(encodeEmbedding(embedding), keyB64);
-}
+  private key(salt: string, keyId?: string): Buffer {
+    if (!salt) throw new RangeError('a hand-off needs its salt');
+    return this.ring.deriveKey(PURPOSE, Buffer.from(salt, 'utf8'), keyId);
+  }
 
-export function openEmbedding(sealed: SealedEmbedding, keyB64: string): number[] {
-  return Array.from(decodeEmbedding(openBytes(sealed, keyB64)));
-}
+  /** Bytes -> one compact buffer, for a Redis value. */
+  seal(bytes: Uint8Array, salt: string): Buffer {
+    const kid = Buffer.from(this.ring.activeKeyId, 'utf8');
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', this.key(salt), iv);
+    const data = Buffer.concat([cipher.update(bytes), cipher.final()]);
+    return Buffer.concat([Buffer.from([VERSION, kid.length]), kid, iv, cipher.getAuthTag(), data]);
+  }
 
-/** The same sealing as one compact buffer (iv ‖ tag ‖ ciphertext), for bytes kept in Redis as a value. */
-export function sealToBuffer(bytes: Uint8Array, keyB64: string): Buffer {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', Buffer.from(keyB64, 'base64'), iv);
-  const data = Buffer.concat([cipher.update(bytes), cipher.final()]);
-  return Buffer.concat([iv, cipher.getAuthTag(), data]);
-}
+  /** Opens what `seal` sealed; throws on a wrong salt, a key the ring does not hold, or altered bytes. */
+  open(sealed: Buffer, salt: string): Buffer {
+    if (sealed.length < 2 || sealed[0] !== VERSION) throw new RangeError('not a sealed hand-off');
+    const at = 2 + sealed[1]!;
+    if (sealed.length < at + IV_BYTES + TAG_BYTES) throw new RangeError('sealed hand-off too short');
+    const kid = sealed.subarray(2, at).toString('utf8');
+    const decipher = createDecipheriv('aes-256-gcm', this.key(salt, kid), sealed.subarray(at, at + IV_BYTES));
+    decipher.setAuthTag(sealed.subarray(at + IV_BYTES, at + IV_BYTES + TAG_BYTES));
+    return Buffer.concat([decipher.update(sealed.subarray(at + IV_BYTES + TAG_BYTES)), decipher.final()]);
+  }
 
-/** Opens what sealToBuffer sealed; throws on a wrong key or altered bytes. */
-export function openBuffer(sealed: Buffer, keyB64: string): Buffer {
-  if (sealed.length < 28) throw new RangeError('sealed buffer too short');
-  const decipher = createDecipheriv('aes-256-gcm', Buffer.from(keyB64, 'base64'), sealed.subarray(0, 12));
-  decipher.setAuthTag(sealed.subarray(12, 28));
-  return Buffer.concat([decipher.update(sealed.subarray(28)), decipher.final()]);
+  /** An embedding as a job result's JSON field. */
+  sealEmbedding(embedding: ArrayLike<number>, salt: string): SealedEmbedding {
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', this.key(salt), iv);
+    const data = Buffer.concat([cipher.update(encodeEmbedding(embedding)), cipher.final()]);
+    return { kid: this.ring.activeKeyId, iv: iv.toString('base64'), tag: cipher.getAuthTag().toString('base64'), data: data.toString('base64') };
+  }
+
+  openEmbedding(sealed: SealedEmbedding, salt: string): number[] {
+    const decipher = createDecipheriv('aes-256-gcm', this.key(salt, sealed.kid), Buffer.from(sealed.iv, 'base64'));
+    decipher.setAuthTag(Buffer.from(sealed.tag, 'base64'));
+    return Array.from(decodeEmbedding(Buffer.concat([decipher.update(Buffer.from(sealed.data, 'base64')), decipher.final()])));
+  }
 }

@@ -11,10 +11,10 @@ export const EMBED_QUEUE = 'embed' as const;
 export interface EmbedJob {
   /** Ref of the chosen face the `liveness` job aligned and left sealed in Redis (shared/face-path/handoff.ts, kind `aligned`). */
   alignedFaceRef: string;
-  /** The liveness job's resultKey, which opens the aligned face. A face already taken or expired fails the job (503). */
-  alignedFaceKey: string;
-  /** Key that seals the result's embedding (shared/face-path/sealing.ts); lives only in this job. */
-  resultKey: string;
+  /** The liveness job's resultSalt, with which the key ring opens the aligned face. A face already taken or expired fails the job (503). */
+  alignedFaceSalt: string;
+  /** Salt of the key that seals the result's embedding (shared/face-path/sealing.ts); lives only in this job. */
+  resultSalt: string;
   /** The search to add with the embedding as soon as it is computed (shared/jobs/search.ts `SearchFollowOn`). */
   searchNext?: SearchFollowOn;
 }
@@ -27,8 +27,8 @@ export interface EmbedJob {
 export interface EmbedFollowOn {
   /** Chosen and awaited by the API. */
   jobId: string;
-  /** Seals the embedding of the embed job. */
-  resultKey: string;
+  /** Salt of the key that seals the embedding of the embed job. */
+  resultSalt: string;
   searchNext?: SearchFollowOn;
 }
 
@@ -39,7 +39,7 @@ export interface EmbedFollowOn {
 export type EmbedResult =
   | {
       ok: true;
-      /** 512 floats, L2-normalised, sealed with the job's resultKey (never in clear in Redis). */
+      /** 512 floats, L2-normalised, sealed under the job's resultSalt and the key ring (never in clear in Redis). */
       sealedEmbedding: SealedEmbedding;
       engineVersion: string;
       ms: number;

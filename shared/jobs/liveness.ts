@@ -16,13 +16,16 @@ export const LIVENESS_QUEUE = 'liveness' as const;
 
 export interface LivenessJob {
   /**
-   * Ref of the upload, normalised once by the API (EXIF-rotated, bounded, JPEG), sealed with
-   * `resultKey` and kept in Redis until the deadline (shared/face-path/handoff.ts, kind `image`).
+   * Ref of the upload, normalised once by the API (EXIF-rotated, bounded, JPEG), sealed under
+   * `resultSalt` and kept in Redis until the deadline (shared/face-path/handoff.ts, kind `image`).
    */
   imageRef: string;
   mode: FaceMode;
-  /** Key that seals the image and the aligned face it hands on (shared/face-path/handoff.ts); lives only in the jobs. */
-  resultKey: string;
+  /**
+   * Salt of the key that seals the image and the aligned face it hands on (with the key ring:
+   * shared/face-path/sealing.ts); lives only in the jobs. Not a key: alone it opens nothing.
+   */
+  resultSalt: string;
   /**
    * The aligned face is handed on only when the liveness score reaches this (the API embeds nothing
    * else): a capture that fails liveness leaves no face in Redis. 0 for a registry photo.
@@ -43,8 +46,8 @@ export type LivenessJobResult =
       ok: true;
       /**
        * Ref of the chosen face aligned to the ArcFace 112x112 template (workers/face/pipeline/embed.ts
-       * `encodeAlignedFace`), sealed with this job's resultKey and kept in Redis until the request's
-       * deadline (shared/face-path/handoff.ts, kind `aligned`). The API passes the ref and the key to the embed job.
+       * `encodeAlignedFace`), sealed under this job's resultSalt and kept in Redis until the request's
+       * deadline (shared/face-path/handoff.ts, kind `aligned`). The API passes the ref and the salt to the embed job.
        * null when the liveness score is below the job's `handOffMinLiveness`, and when the job named an
        * `embedNext` (the face went to that job).
        */

@@ -123,8 +123,14 @@ export class UsersRepository extends Repository {
    * account (and a pending change) leave the row; the link rows keep their keyed hash and nothing else
    * personal (no number, no registry record, no device hint). False when there is no live user.
    */
-  async softDelete(userId: string, trx?: Db): Promise<boolean> {
+  /**
+   * Erases a live user's personal columns and link numbers; returns the phone it erased (what keys the
+   * phone's Redis state, for the caller to purge), or null when there is no live user of that id.
+   */
+  async softDelete(userId: string, trx?: Db): Promise<{ phone: string } | null> {
     const db = this.on(trx);
+    const live = await User.query(db).findById(userId).whereNull('deletedAt').select('phone').forUpdate();
+    if (!live) return null;
     const deleted = await User.query(db)
       .findById(userId)
       .whereNull('deletedAt')
@@ -139,13 +145,13 @@ export class UsersRepository extends Repository {
         pendingBankAccount: null,
         pendingBankAccountRequestedAt: null,
       });
-    if (deleted === 0) return false;
+    if (deleted === 0) return null;
     for (const registry of ['nin', 'bvn'] as const) {
       await db(LINK_TABLE[registry])
         .where({ userId })
         .update({ [registry]: null, registryRecord: null, deviceHint: null });
     }
-    return true;
+    return { phone: live.phone };
   }
 
   /** The user's links as their data export shows them (the number is masked by the caller). */

@@ -102,6 +102,11 @@ export class BiometricAttemptsStore {
     await this.redis.del(this.attemptsKey(userId));
   }
 
+  /** An erasure: the user's failure count and lock, and any in-flight claim, go. */
+  async purgeUser(userId: string): Promise<number> {
+    return this.redis.del(this.attemptsKey(userId), this.inFlightKey(userId));
+  }
+
   /**
    * Claims the user's one in-flight face request for at most `ttlMs`; returns the owner token, or null
    * when another request of the user holds it.

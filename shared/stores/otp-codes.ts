@@ -120,6 +120,16 @@ export class OtpCodeStore {
     return (await this.redis.eval(VERIFY_SCRIPT, 1, this.phoneKeys(phoneId).code, digest, maxAttempts, deadSeconds)) as CheckOutcome;
   }
 
+  /**
+   * An erasure: the phone's pending code and its cooldown go. Its daily counter stays: a count with
+   * no number (the key is an HMAC), gone within 24 hours, and what caps the codes one number can be
+   * sent (docs/data-protection.md).
+   */
+  async purgePhone(phoneId: string): Promise<number> {
+    const k = this.phoneKeys(phoneId);
+    return this.redis.del(k.code, k.cooldown);
+  }
+
   /** Seconds left of the phone's cooldown. */
   cooldownLeft(phoneId: string): Promise<number> {
     return this.redis.ttl(this.phoneKeys(phoneId).cooldown);

@@ -30,7 +30,7 @@ const runner =
         {
           liveness: async (job, ctx): Promise<LivenessJobResult> => {
             const next = job.embedNext!;
-            const added = ctx.followOn('embed', next.jobId, { alignedFaceRef: job.imageRef, alignedFaceKey: job.resultKey, resultKey: next.resultKey });
+            const added = ctx.followOn('embed', next.jobId, { alignedFaceRef: job.imageRef, alignedFaceSalt: job.resultSalt, resultSalt: next.resultSalt });
             await yieldOnce(); // as the engine does before its next model run
             const until = Date.now() + busyMs;
             while (Date.now() < until); // the main thread held, like onnxruntime's synchronous run

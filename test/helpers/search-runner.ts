@@ -23,4 +23,4 @@ export function startSearchRunner(
 }
 
 /** The probe fields of a search job whose handler never reads the probe (tests of the queue path, not of search). */
-export const UNREAD_PROBE = { embeddingRef: 'unread', embeddingKey: 'unread' } as const;
+export const UNREAD_PROBE = { embeddingRef: 'unread', embeddingSalt: 'unread' } as const;

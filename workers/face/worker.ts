@@ -6,7 +6,8 @@
  * Face outcomes of the photo (`invalid_image`, `no_face`, `multiple_faces`) are job results; anything
  * else the engine throws is an engine fault and fails the job (the API answers 503).
  */
-import { openBuffer, sealEmbedding, sealToBuffer } from '../../shared/face-path/sealing.js';
+import { HandoffSealer } from '../../shared/face-path/sealing.js';
+import { BiometricKeyRing } from '../../shared/crypto/key-ring.js';
 import { newHandoffRef, RedisFaceHandoff, type FaceHandoff } from '../../shared/face-path/handoff.js';
 import { sealSearchEmbedding } from '../../shared/face-path/search-embedding.js';
 import path from 'node:path';
@@ -68,12 +69,12 @@ export async function livenessHandler(
   followOn?: JobContext['followOn'],
 ): Promise<LivenessJobResult> {
   const t0 = performance.now();
-  // The image the API left for this job (sealed with its key): gone means the request's deadline
+  // The image the API left for this job (sealed under its salt): gone means the request's deadline
   // passed or the value was lost with Redis, a fault of the path (503), not of the photo.
   const sealed = await handoff.take('image', job.imageRef);
   clock?.('take', performance.now() - t0);
   if (!sealed) throw new Error('the image of the liveness job is gone (expired or already taken)');
-  const image = openBuffer(sealed, job.resultKey);
+  const image = handoff.sealer.open(sealed, job.resultSalt);
   const next = job.embedNext;
   if (next && !followOn) throw new Error('the liveness job names an embed follow-on but this runner cannot add one');
   // With a follow-on, the aligned face goes to its embed job before the anti-spoof model runs, so that
@@ -86,11 +87,11 @@ export async function livenessHandler(
     ? (aligned: Float32Array) => {
         const th = performance.now();
         const alignedFaceRef = newHandoffRef();
-        const put = handoff.put('aligned', sealToBuffer(encodeAlignedFace(aligned), job.resultKey), deadlineAt, alignedFaceRef);
+        const put = handoff.put('aligned', handoff.sealer.seal(encodeAlignedFace(aligned), job.resultSalt), deadlineAt, alignedFaceRef);
         const added = followOn!('embed', next.jobId, {
           alignedFaceRef,
-          alignedFaceKey: job.resultKey,
-          resultKey: next.resultKey,
+          alignedFaceSalt: job.resultSalt,
+          resultSalt: next.resultSalt,
           ...(next.searchNext ? { searchNext: next.searchNext } : {}),
         });
         handedOn = Promise.all([put, added]);
@@ -103,7 +104,7 @@ export async function livenessHandler(
     await handedOn;
     const alignedFaceRef =
       !next && r.livenessScore >= job.handOffMinLiveness
-        ? await handoff.put('aligned', sealToBuffer(encodeAlignedFace(aligned!), job.resultKey), deadlineAt)
+        ? await handoff.put('aligned', handoff.sealer.seal(encodeAlignedFace(aligned!), job.resultSalt), deadlineAt)
         : null;
     // The stage's own time in the worker: taking the image, the engine, the aligned face's hand-off.
     return { ok: true, ...r, alignedFaceRef, ms: elapsed(t0) };
@@ -114,8 +115,8 @@ export async function livenessHandler(
 }
 
 /**
- * The embed stage as a job: the face the liveness stage aligned (taken from Redis, sealed with that
- * job's key), through MobileFaceNet. Its `ms` is the stage's own time in the worker: taking and opening
+ * The embed stage as a job: the face the liveness stage aligned (taken from Redis, sealed under that
+ * job's salt), through MobileFaceNet. Its `ms` is the stage's own time in the worker: taking and opening
  * the aligned face, the model, sealing the embedding. A face that is gone (expired with its request's
  * deadline, or already taken) is a fault of the path, not of the photo: the job fails (503).
  */
@@ -135,9 +136,9 @@ export async function embedHandler(
   let aligned: Float32Array;
   const tOpen = performance.now();
   try {
-    aligned = decodeAlignedFace(openBuffer(sealed, job.alignedFaceKey));
+    aligned = decodeAlignedFace(handoff.sealer.open(sealed, job.alignedFaceSalt));
   } catch {
-    // Not what a liveness job produced (tampered, wrong key): like an undecodable image.
+    // Not what a liveness job produced (tampered, wrong salt): like an undecodable image.
     return { ok: false, code: 'invalid_image', ms: elapsed(t0) };
   }
   clock?.('open', performance.now() - tOpen);
@@ -146,12 +147,12 @@ export async function embedHandler(
     // The search starts before this stage replies; its embedding goes sealed beside it, as the API's
     // would (shared/face-path/search-embedding.ts), on the connection the job is added on, just before it.
     const th = performance.now();
-    const probe = sealSearchEmbedding(r.embedding);
+    const probe = sealSearchEmbedding(handoff.sealer, r.embedding);
     const put = handoff.put('embedding', probe.sealed, next!.deadlineAt, probe.ref.embeddingRef);
     await Promise.all([put, next!.followOn('search', job.searchNext.jobId, { ...job.searchNext.request, ...probe.ref })]);
     clock?.('handOn', performance.now() - th);
   }
-  const sealedEmbedding = sealEmbedding(r.embedding, job.resultKey);
+  const sealedEmbedding = handoff.sealer.sealEmbedding(r.embedding, job.resultSalt);
   return { ok: true, sealedEmbedding, engineVersion: FACE_ENGINE_VERSION, ms: elapsed(t0) };
 }
 
@@ -174,7 +175,8 @@ export async function startFaceWorker(config: Config, opts: { logger?: Logger } 
   let status: StatusServerHandle | undefined;
   const clocks = new WorkerClocks();
   let handoffOnRunner: FaceHandoff | undefined;
-  const handoff = (ctx: JobContext) => (handoffOnRunner ??= new RedisFaceHandoff(ctx.redis, config.redis.prefix));
+  const sealer = new HandoffSealer(BiometricKeyRing.from(config.security));
+  const handoff = (ctx: JobContext) => (handoffOnRunner ??= new RedisFaceHandoff(ctx.redis, config.redis.prefix, sealer));
   /** Wraps a stage handler with the worker clocks: wait since the job was created, handler time. */
   const clocked =
     <P, R>(queue: string, handler: (payload: P, ctx: JobContext, clock: StepClock) => Promise<R>) =>

@@ -8,6 +8,7 @@
 import type { Config } from '../../shared/config.js';
 import { createDb } from '../../shared/db.js';
 import { RedisFaceHandoff } from '../../shared/face-path/handoff.js';
+import { HandoffSealer } from '../../shared/face-path/sealing.js';
 import { takeSearchEmbedding } from '../../shared/face-path/search-embedding.js';
 import type { SearchJob, SearchResult } from '../../shared/jobs/index.js';
 import { createLogger, type Logger } from '../../shared/logger.js';
@@ -30,6 +31,8 @@ export async function searchHandler(replica: Pick<IndexReplica, 'knn' | 'compare
 export async function startSearchWorker(config: Config, opts: { logger?: Logger } = {}): Promise<RunningSearchWorker> {
   const logger = opts.logger ?? createLogger({ level: config.runtime.logLevel, format: config.runtime.logFormat, name: 'search' });
   const db = createDb(config.database.url, Math.min(config.database.poolMax, 4), { bindModels: false });
+  const keyRing = BiometricKeyRing.from(config.security);
+  const sealer = new HandoffSealer(keyRing);
   const replica = new IndexReplica(db, {
     factory: config.search.indexFactory,
     nprobe: config.search.indexNprobe,
@@ -41,7 +44,7 @@ export async function startSearchWorker(config: Config, opts: { logger?: Logger 
     retrainGrowth: config.search.retrainGrowth,
     pruneIntervalMs: config.search.pruneIntervalMs,
     replicaStaleMs: config.search.replicaStaleMs,
-    keyRing: BiometricKeyRing.from(config.security),
+    keyRing,
     erasureMaxSeconds: config.protection.erasureMaxSeconds,
     logger,
   });
@@ -60,7 +63,7 @@ export async function startSearchWorker(config: Config, opts: { logger?: Logger 
       config,
       ['search'],
       {
-        search: (job, ctx) => searchHandler(replica, new RedisFaceHandoff(ctx.redis, config.redis.prefix), job),
+        search: (job, ctx) => searchHandler(replica, new RedisFaceHandoff(ctx.redis, config.redis.prefix, sealer), job),
       },
       { logger, concurrency: config.search.workerConcurrency },
     );

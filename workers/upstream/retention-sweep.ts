@@ -10,6 +10,7 @@ import type { UpstreamResult } from '../../shared/jobs/upstream.js';
 import { keySpace, type Redis } from '../../shared/redis.js';
 import { ErasuresRepository } from '../../shared/repositories/erasures.js';
 import { RetentionRepository } from '../../shared/repositories/retention.js';
+import { BiometricAttemptsStore } from '../../shared/stores/biometric-attempts-store.js';
 import { IdentityTokenStore } from '../../shared/stores/identity-tokens.js';
 
 /** A DELETE purges Redis itself right after its commit; the sweep takes over only after this. */
@@ -22,10 +23,14 @@ export async function runRetentionSweep(db: Knex, redis: Redis, config: Config):
     auditEvents: config.protection.retentionDaysAuditEvents,
   });
   const erasures = new ErasuresRepository(db);
-  const store = new IdentityTokenStore(redis, keySpace(config.redis.prefix), BiometricKeyRing.from(config.security));
+  const keys = keySpace(config.redis.prefix);
+  const store = new IdentityTokenStore(redis, keys, BiometricKeyRing.from(config.security));
+  const attempts = new BiometricAttemptsStore(redis, keys, config.biometrics);
   const late = await erasures.awaitingRedisPurge(REDIS_PURGE_GRACE_MS);
   for (const userId of late) {
+    // The phone's sign-in code is not found here (the phone is erased): it expires within OTP_TTL_SECONDS.
     await store.purgeUser(userId);
+    await attempts.purgeUser(userId);
     await erasures.markRedisPurged(userId);
   }
   const finished = await erasures.completeCovered();
