@@ -155,7 +155,7 @@ test.serial('a stage taken by a process that is killed before starting it (its l
 
     // A search job (no process here serves that queue) taken by that Worker as BullMQ takes one: its
     // lock holds the Worker's token; the handler has not run, so no runner key names the process.
-    const run = await jobs.start('search', { op: 'knn', k: 1, minSeq: '0', embeddingRef: randomUUID(), embeddingKey: 'k' });
+    const run = await jobs.start('search', { op: 'knn', k: 1, minSeq: '0', embeddingRef: randomUUID(), embeddingSalt: 's' });
     await redis.set(`${bullPrefix(prefix)}:search:${run.jobId}:lock`, `${bullWorkerId}:7`, 'PX', 30_000);
     const search = run.result('search', run.jobId);
     let settled = false;
