@@ -93,6 +93,14 @@ export class BiometricKeyRing {
     }
   }
 
+  /**
+   * The keys' bytes by id, for this process's own worker threads (handed over in memory as workerData,
+   * e.g. to decrypt a snapshot on several cores): never to be logged, stored or sent anywhere.
+   */
+  keysForThreads(): Record<string, Uint8Array> {
+    return Object.fromEntries([...this.keys].map(([kid, key]) => [kid, new Uint8Array(key)]));
+  }
+
   /** The key id a blob names (without decrypting it). */
   static keyIdOf(blob: Uint8Array): string {
     if (blob.length < 2 + 1 + IV_BYTES + TAG_BYTES || blob[0] !== VERSION) throw new KeyRingError('not a biometric blob');

@@ -28,6 +28,8 @@ export interface SketchIndexNative {
 
 export interface VectorStoreNative {
   append(vectors: Float32Array): number;
+  /** An empty store takes these rows as its base, read in place (referenced, never copied). */
+  adopt(vectors: Float32Array): void;
   /** Inner products of `query` with the rows at `positions` (NaN for -1). */
   scores(query: Float32Array, positions: Int32Array): Float32Array;
   /**
@@ -59,7 +61,7 @@ const require = createRequire(import.meta.url);
 const root = path.dirname(require.resolve('faiss-node/package.json'));
 require('faiss-node'); // same addon; loads (and fails clearly) the usual way first
 const addon = require(path.join(root, 'build', 'Release', 'faiss-node.node')) as Addon;
-if (addon.projectBindingVersion !== 3 || !addon.SketchIndex) {
+if (addon.projectBindingVersion !== 4 || !addon.SketchIndex) {
   throw new Error("the faiss-node addon lacks the project's SketchIndex/VectorStore: run `FAISS_FORCE_BUILD=1 npm run setup`");
 }
 

@@ -411,16 +411,19 @@ export class SketchKind implements EngineKind {
     const meanBytes = Buffer.from(m.mean, 'base64');
     if (meanBytes.length !== m.dim * 4) throw new Error('snapshot mean has the wrong size');
     const mean = new Float32Array(new Uint8Array(meanBytes).buffer);
+    // The vectors are decrypted on every core straight into one shared buffer, which the native store
+    // then reads in place (adopted, not copied); the codes and ids meanwhile on this thread.
+    const vectors = m.rows > 0 ? files.readShared('vectors.f32', m.rows * m.dim * 4) : Promise.resolve(new Uint8Array(0));
+    vectors.catch(() => undefined); // awaited below; a failure before that is not left unhandled
     const codes = await files.read('codes.bin', m.rows * (this.nbits / 8));
     const idsText = (await files.read('ids.txt')).toString('utf8');
     const ids = m.rows === 0 ? [] : idsText.split('\n');
     if (ids.length !== m.rows) throw new Error('snapshot ids have the wrong count');
     const sketch = this.newSketch(mean);
     sketch.addCodes(codes);
-    // Decrypted straight into one buffer of the exact size, copied once into the native store.
-    const vectors = await files.read('vectors.f32', m.rows * m.dim * 4);
+    const plain = await vectors;
     const store = new VectorStore(m.dim, null, 0);
-    if (m.rows > 0) store.append(new Float32Array(vectors.buffer, vectors.byteOffset, m.rows * m.dim));
+    if (m.rows > 0) store.adopt(new Float32Array(plain.buffer, plain.byteOffset, m.rows * m.dim));
     return new SketchEngine(this.factory, this.nbits, this.opts, sketch, store, m.trainedOn, m.trainedAtSize, ids);
   }
 }

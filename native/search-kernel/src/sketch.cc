@@ -38,7 +38,7 @@
 
 namespace {
 
-constexpr int kProjectBindingVersion = 3;
+constexpr int kProjectBindingVersion = 4;
 
 bool HasFastIsa() {
   static const bool fast = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -673,6 +673,7 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
     return DefineClass(env, "VectorStore",
                        {
                            InstanceMethod("append", &VectorStore::Append),
+                           InstanceMethod("adopt", &VectorStore::Adopt),
                            InstanceMethod("scores", &VectorStore::Scores),
                            InstanceMethod("rerank", &VectorStore::Rerank),
                            InstanceMethod("read", &VectorStore::Read),
@@ -731,12 +732,18 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
   size_t base_bytes_ = 0, base_rows_ = 0;
   bool populated_ = false;
   std::vector<float> overlay_;
+  // Rows adopted from a JavaScript buffer (a snapshot's vectors decrypted by several threads straight
+  // into one SharedArrayBuffer): held by this reference, read in place, never copied.
+  Napi::Reference<Napi::Value> adopted_;
+  size_t adopted_bytes_ = 0;
   float (*dot_)(const float*, const float*, int) = DotGeneric;
 
   void Unmap() {
-    if (base_) munmap(const_cast<float*>(base_), base_bytes_);
+    if (base_ && base_bytes_ > 0) munmap(const_cast<float*>(base_), base_bytes_);
+    if (!adopted_.IsEmpty()) adopted_.Reset();
     base_ = nullptr;
     base_bytes_ = 0;
+    adopted_bytes_ = 0;
   }
   size_t RowsNow() const { return base_rows_ + overlay_.size() / d_; }
   const float* Row(size_t r) const { return r < base_rows_ ? base_ + r * d_ : overlay_.data() + (r - base_rows_) * d_; }
@@ -748,6 +755,20 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
     const size_t first = RowsNow();
     overlay_.insert(overlay_.end(), x.Data(), x.Data() + x.ElementLength());
     return Napi::Number::New(info.Env(), static_cast<double>(first));
+  }
+
+  // adopt(Float32Array rows*d): an empty store takes these rows as its base, read in place (the
+  // array is referenced, not copied); later appends go to the overlay as usual.
+  Napi::Value Adopt(const Napi::CallbackInfo& info) {
+    auto x = ArgF32(info, 0, "vectors");
+    if (x.ElementLength() % d_) throw Napi::RangeError::New(info.Env(), "vectors length is not a multiple of d");
+    if (base_ || base_rows_ > 0 || !overlay_.empty()) throw Napi::Error::New(info.Env(), "adopt needs an empty store");
+    adopted_ = Napi::Persistent(info[0]);
+    base_ = x.Data();
+    base_rows_ = x.ElementLength() / d_;
+    adopted_bytes_ = x.ElementLength() * sizeof(float);
+    populated_ = true;
+    return info.Env().Undefined();
   }
 
   // scores(Float32Array query d, Int32Array positions) -> Float32Array (inner products; NaN for -1)
@@ -885,7 +906,7 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
   Napi::Value Populated(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), populated_); }
   Napi::Value BaseRows(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), static_cast<double>(base_rows_)); }
   Napi::Value OverlayBytes(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), static_cast<double>(overlay_.capacity() * sizeof(float)));
+    return Napi::Number::New(info.Env(), static_cast<double>(overlay_.capacity() * sizeof(float) + adopted_bytes_));
   }
   Napi::Value Close(const Napi::CallbackInfo& info) {
     Unmap();
