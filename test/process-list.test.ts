@@ -18,7 +18,8 @@ test('the Procfile is the process list', (t) => {
 
 test('each process of the list has its `npm run start:<name>`', (t) => {
   const scripts = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-  for (const p of SERVICE_PROCESSES) t.is(scripts[`start:${p.name}`], `NODE_ENV=${'${NODE_ENV:-development}'} tsx ${p.file}`, p.name);
+  // `exec node --import tsx`, as the Procfile runs them: the `tsx` command would SIGKILL a child busy past 60 ms on a stop signal.
+  for (const p of SERVICE_PROCESSES) t.is(scripts[`start:${p.name}`], `NODE_ENV=${'${NODE_ENV:-development}'} exec node --import tsx ${p.file}`, p.name);
 });
 
 test("the supervisor waits beyond the web process's own stop deadline, whatever SHUTDOWN_DRAIN_MS", (t) => {
