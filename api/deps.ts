@@ -37,7 +37,7 @@ import { AnalyticsService } from './services/analytics-service.js';
 import { AuditService } from './services/audit-service.js';
 import { Authorizer } from './services/authorization-service.js';
 import { BillingService } from './services/billing-service.js';
-import { BiometricAttemptsService } from './services/biometric-attempts-service.js';
+import { BiometricAttemptsService, IN_FLIGHT_LEASE_MS } from './services/biometric-attempts-service.js';
 import { BiometricAttemptsStore } from '../shared/stores/biometric-attempts-store.js';
 import { OperatorMfaRepository } from '../shared/repositories/operator-mfa.js';
 import { MfaService } from './services/mfa-service.js';
@@ -179,7 +179,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     store: biometricAttempts,
     metrics,
     logger,
-    inFlightTtlMs: config.queues.faceJobTimeoutMs + 5000,
+    inFlightLeaseMs: IN_FLIGHT_LEASE_MS,
   });
   const mfa = new MfaService({
     unitOfWork,

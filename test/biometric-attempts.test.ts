@@ -11,7 +11,12 @@ import test from 'ava';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
+import { spawn } from 'node:child_process';
 import { upsertCanonical } from '../shared/repositories/embeddings.js';
+import { BiometricAttemptsStore } from '../shared/stores/biometric-attempts-store.js';
+import { AppError } from '../shared/errors.js';
+import { freePort } from '../scripts/lib/private-services.js';
+import { BiometricAttemptsService, IN_FLIGHT_LEASE_MS } from '../api/services/biometric-attempts-service.js';
 import { hasFace } from '../api/services/face-service.js';
 import { ROOT, useHarness, type Harness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
@@ -145,6 +150,84 @@ test.serial('/verify/self: two parallel requests of one user, one is refused wit
     both.map((a) => a.status),
     [200, 200],
   );
+});
+
+test.serial(
+  '/verify/self: a check in flight on a web process killed with SIGKILL holds the user back for its lease (3 s), not a face-job budget',
+  async (t) => {
+    const user = await newConsumer(h);
+    await enrolFace(h, user.userId, 'lfw/Bush_1.png');
+    // No face worker: the check on the child web process waits in the queue, holding the user's claim.
+    await Promise.all(h.faceWorkers.splice(0).map((w) => w.close()));
+    const port = await freePort();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'processes/web.ts'], {
+      cwd: ROOT,
+      env: { ...process.env, ...h.env, PORT: String(port) },
+      stdio: 'ignore',
+    });
+    try {
+      const childUrl = `http://127.0.0.1:${port}`;
+      for (let i = 0; i < 300; i++) {
+        if (
+          await fetch(`${childUrl}/health`).then(
+            () => true,
+            () => false,
+          )
+        )
+          break;
+        await sleep(100);
+      }
+      const onChild = client(childUrl)
+        .post('/verify/self', { token: user.token, form: { image: file('lfw/Bush_2.png') } })
+        .catch((e: Error) => e);
+      // Not an image: past the in-flight check it answers 400 at once, without a face worker.
+      const probe = () =>
+        client(h.url).post('/verify/self', {
+          token: user.token,
+          form: { image: { data: Buffer.from('not an image'), filename: 'x.jpg', type: 'image/jpeg' } },
+        });
+      let held = await probe();
+      for (let i = 0; i < 50 && held.status !== 429; i++) {
+        await sleep(100);
+        held = await probe();
+      }
+      t.is(held.status, 429, 'the check on the child holds the claim');
+      t.is(held.body.error, 'rate_limited');
+      child.kill('SIGKILL');
+      const killedAt = Date.now();
+      await onChild;
+      let next = await probe();
+      while (next.status === 429 && Date.now() - killedAt < 25_000) {
+        await sleep(100);
+        next = await probe();
+      }
+      const freedMs = Date.now() - killedAt;
+      t.is(next.status, 400, next.text);
+      t.true(freedMs <= IN_FLIGHT_LEASE_MS + 2000, `refused for ${freedMs} ms after the kill`);
+    } finally {
+      child.kill('SIGKILL');
+      await h.startFaceWorker();
+    }
+  },
+);
+
+test.serial('/verify/self: a check running longer than the lease keeps its claim (renewed)', async (t) => {
+  const leaseMs = 300;
+  const store = new BiometricAttemptsStore(h.deps.redis, h.deps.keys, { maxFailures: MAX_FAILURES, lockSeconds: LOCK_SECONDS, maxLockSeconds: 60 });
+  const service = new BiometricAttemptsService({
+    auditEvents: h.deps.repos.auditEvents,
+    store,
+    metrics: h.deps.metrics,
+    logger: h.deps.logger,
+    inFlightLeaseMs: leaseMs,
+  });
+  const user = await newConsumer(h);
+  const long = service.oneAtATime(user.userId, 'verify_self', () => sleep(leaseMs * 4).then(() => 'done'));
+  await sleep(leaseMs * 3);
+  const second = await service.oneAtATime(user.userId, 'verify_self', async () => 'ran').catch((e: AppError) => e);
+  t.true(second instanceof AppError && second.code === 'rate_limited', String(second));
+  t.is(await long, 'done');
+  t.is(await service.oneAtATime(user.userId, 'verify_self', async () => 'ran'), 'ran', 'released once answered');
 });
 
 test.serial('verify-face: two parallel failed attempts count twice; the lock covers every validation token and /verify/self order holds', async (t) => {

@@ -15,6 +15,12 @@ import type { AuditEventsRepository } from '../../shared/repositories/audit.js';
 import type { BiometricAttemptsStore } from '../../shared/stores/biometric-attempts-store.js';
 import type { Metrics } from '../metrics.js';
 
+/**
+ * The in-flight claim's lease: three renewals a second apart fit in it, so a web process whose event
+ * loop stalls for up to 2 s keeps its claim, and a killed one frees its users within 3 s.
+ */
+export const IN_FLIGHT_LEASE_MS = 3000;
+
 /** The routes whose failures count, as named in metrics and the audit row. */
 export type BiometricRoute = 'verify_self' | 'verify_face';
 
@@ -26,8 +32,12 @@ export interface BiometricAttemptsDeps {
   store: BiometricAttemptsStore;
   metrics: Metrics;
   logger: Logger;
-  /** How long an in-flight claim may live at most (the face-job budget and a margin). */
-  inFlightTtlMs: number;
+  /**
+   * The lease of an in-flight claim: renewed every third of it while the request runs, so that the
+   * claim of a request whose web process was killed frees within the lease, not after a whole face-job
+   * budget (the user's next /verify/self would be refused 429 all that time).
+   */
+  inFlightLeaseMs: number;
 }
 
 export class BiometricAttemptsService {
@@ -74,15 +84,21 @@ export class BiometricAttemptsService {
    */
   async oneAtATime<T>(userId: string, route: BiometricRoute, work: () => Promise<T>): Promise<T> {
     const { store, metrics } = this.deps;
-    const owner = await store.claimInFlight(userId, this.deps.inFlightTtlMs);
+    const leaseMs = this.deps.inFlightLeaseMs;
+    const owner = await store.claimInFlight(userId, leaseMs);
     if (!owner) {
       metrics.outcome(route, 'rate_limited');
-      // The other request answers within seconds (its claim's expiry is only the bound if it died).
+      // The other request answers within seconds (its lease's expiry is only the bound if its process died).
       throw new AppError('rate_limited', 'Another face check of yours is in progress; wait for its answer', { retryAfter: 1 });
     }
+    // A failed renewal (Redis away) lets the lease run out: at worst a second request of the user runs
+    // alongside, its comparisons counted all the same.
+    const renew = setInterval(() => void store.renewInFlight(userId, owner, leaseMs).catch(() => {}), Math.max(50, Math.floor(leaseMs / 3)));
+    renew.unref();
     try {
       return await work();
     } finally {
+      clearInterval(renew);
       await store.releaseInFlight(userId, owner).catch(() => {});
     }
   }

@@ -62,6 +62,11 @@ const RELEASE_LUA = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
+// KEYS[1] = in-flight key; ARGV[1] = owner token, ARGV[2] = ms. Extends the claim only if this owner still holds it.
+const RENEW_LUA = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0`;
+
 export class BiometricAttemptsStore {
   constructor(
     private readonly redis: Redis,
@@ -115,6 +120,11 @@ export class BiometricAttemptsStore {
     const owner = randomBytes(16).toString('hex');
     const ok = await this.redis.set(this.inFlightKey(userId), owner, 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX');
     return ok === 'OK' ? owner : null;
+  }
+
+  /** Extends the owner's claim to `ttlMs` from now; false when the claim is no longer this owner's. */
+  async renewInFlight(userId: string, owner: string, ttlMs: number): Promise<boolean> {
+    return Number(await this.redis.eval(RENEW_LUA, 1, this.inFlightKey(userId), owner, Math.max(1, Math.ceil(ttlMs)))) === 1;
   }
 
   async releaseInFlight(userId: string, owner: string): Promise<void> {

@@ -45,6 +45,8 @@ export interface Harness {
   faceWorkers: RunningWorker[];
   searchWorkers: RunningWorker[];
   outboxFile: string;
+  /** The environment of this deployment's processes (to spawn one as a child process). */
+  env: Record<string, string>;
   /** Builds the config of another process of this deployment (a second worker, say). */
   configFor(env?: Record<string, string>): Config;
   startFaceWorker(env?: Record<string, string>): Promise<RunningWorker>;
@@ -115,6 +117,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     faceWorkers,
     searchWorkers,
     outboxFile,
+    env: baseEnv,
     configFor,
     startFaceWorker,
     startSearchWorker,
