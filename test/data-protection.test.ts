@@ -271,6 +271,46 @@ test.serial(
   },
 );
 
+test.serial("a DELETE whose Redis purge failed is finished by the retention sweep: the user's keys purged, then user.erased", async (t) => {
+  const user = await linkedConsumer(t, IMG.bush1, IMG.bush2, { firstName: 'Deferred', lastName: 'Erasure' });
+  const v = await api().post('/identity/bvn/validate', { token: user.token, json: { bvn: user.person.bvn } });
+  t.is(v.status, 200, v.text);
+  const miss = await api().post('/verify/self', { token: user.token, form: { image: { data: IMG.powell1, filename: 'other.png', type: 'image/png' } } });
+  t.is(miss.body.outcome, 'no_match', miss.text);
+  const userKeys = async () => (await redisKeys()).filter((k) => k.includes(user.userId));
+  t.true((await userKeys()).some((k) => k.includes(':identity:capture:')));
+  t.true((await userKeys()).some((k) => k.includes(':biometric:attempts:')));
+
+  // Redis refuses the DELETE's own purge (its DEL fails on the web process's connection; the sweep has its own).
+  const { proofToken } = await issueProofToken(h.deps, user.userId, user.sessionId);
+  const redis = h.deps.redis;
+  const del = redis.del;
+  redis.del = (() => Promise.reject(new Error('Redis unreachable'))) as typeof redis.del;
+  let deleted;
+  try {
+    deleted = await api().delete(`/users/${user.userId}`, { token: user.token, json: { proofToken } });
+  } finally {
+    redis.del = del;
+  }
+  t.is(deleted.status, 200, deleted.text);
+  t.true((await userKeys()).length > 0, 'the keys outlived the DELETE');
+  t.is((await h.deps.db('erasures').where({ userId: user.userId }).first()).redisPurgedAt, null);
+  t.falsy(await h.deps.db('auditEvents').where({ type: 'user.erased', subjectId: user.userId }).first(), 'no receipt while Redis holds copies');
+
+  // The sweep (every second here) takes over once the DELETE's grace period (60 s) has passed: moved back, not waited for.
+  await h.deps
+    .db('erasures')
+    .where({ userId: user.userId })
+    .update({ requestedAt: new Date(Date.now() - 120_000) });
+  const t0 = Date.now();
+  let receipt;
+  while (!(receipt = await h.deps.db('auditEvents').where({ type: 'user.erased', subjectId: user.userId }).first()) && Date.now() - t0 < 15_000)
+    await new Promise((r) => setTimeout(r, 200));
+  t.truthy(receipt, 'user.erased once the sweep purged Redis');
+  t.deepEqual(await userKeys(), [], 'the capture, the validation and the biometric failure count are gone');
+  t.truthy((await h.deps.db('erasures').where({ userId: user.userId }).first()).redisPurgedAt);
+});
+
 /** Every value under the test's prefix (strings and hash fields), as raw bytes. */
 async function redisValues(): Promise<Map<string, Buffer[]>> {
   const out = new Map<string, Buffer[]>();
