@@ -521,7 +521,7 @@ export const SETTINGS = {
       default: 1500,
       min: 300,
       max: 10_000,
-      doc: "How long a face or search process's liveness key lives in Redis (refreshed three times per period, from a thread apart from the models). A request whose stage was running on a process whose key has expired (the process was killed) answers 503 `face_engine_unavailable` with Retry-After at once (`details.reason` `worker_lost`), within about this period plus a third, instead of at FACE_JOB_TIMEOUT_MS; the API checks every third of it while it awaits a stage (shared/face-path/worker-liveness.ts).",
+      doc: "How long a face or search process's liveness key lives in Redis (refreshed three times per period, from a thread apart from the models). A request whose stage was running on a process whose key has expired (the process was killed) answers 503 `face_engine_unavailable` with Retry-After at once (`details.reason` `worker_lost`), within about this period plus a third, instead of at FACE_JOB_TIMEOUT_MS; the API checks every third of it while it awaits a stage (shared/face-path/worker-liveness.ts). Within max(10 s, 6 periods) of the API's own Redis connection failing (a fail-over), such a lapse answers 503 `dependency_unavailable` (`queue_store_failover`) instead.",
     }),
     upstreamWorkerInWeb: s({
       env: 'UPSTREAM_WORKER_IN_WEB',

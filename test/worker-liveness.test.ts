@@ -7,6 +7,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
@@ -179,5 +180,58 @@ test.serial('a stage taken by a process that is killed before starting it (its l
     t.true(elapsed < 3000, `answered ${elapsed} ms after the kill (job deadline ${JOB_DEADLINE_MS} ms)`);
   } finally {
     await jobs.close();
+  }
+});
+
+/** A TCP relay to the test Redis whose connections can be cut: the API's side of a Redis fail-over. */
+async function redisRelay(): Promise<{ url: string; cut: () => void; close: () => Promise<void> }> {
+  const target = new URL(TEST_REDIS_URL);
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port || 6379), target.hostname);
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+      socket.on('error', () => {});
+    }
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = new URL(TEST_REDIS_URL);
+  url.hostname = '127.0.0.1';
+  url.port = String((server.address() as net.AddressInfo).port);
+  const cut = () => {
+    for (const socket of sockets) socket.destroy();
+  };
+  return { url: url.toString(), cut, close: () => new Promise<void>((resolve) => (cut(), server.close(() => resolve()))) };
+}
+
+test.serial("a liveness key that lapses just after the API's own Redis connection failed is put down to Redis: 503 dependency_unavailable", async (t) => {
+  const prefix = testRedisPrefix();
+  prefixes.push(prefix);
+  const relay = await redisRelay();
+  const jobs = new JobClient({ redisUrl: relay.url, redisPrefix: prefix, timeoutMs: JOB_DEADLINE_MS, admission: ADMISSION, workerLivenessMs: LIVENESS_MS });
+  let worker: ChildProcess | undefined;
+  try {
+    worker = await startWorker(prefix, 'busy', 8000);
+    const embedId = randomUUID();
+    const run = await jobs.start('liveness', livenessJob(embedId), { followOns: [{ queue: 'embed', jobId: embedId }] });
+    const liveness = run.result('liveness', run.jobId);
+    await until(async () => (await redis.get(runnerKey(prefix, run.jobId))) !== null, 3000);
+    // As in a fail-over: the API's connections drop, and the worker's liveness key lapses although its
+    // process lives on (stopped here, as its beat is while Redis has no master).
+    worker.kill('SIGSTOP');
+    relay.cut();
+    const lost = await t.throwsAsync(liveness);
+    t.is((lost as AppError).code, 'dependency_unavailable');
+    t.is((lost as AppError).status, 503);
+    t.is((lost as AppError).retryAfter, 5);
+    t.like((lost as AppError).details, { queue: 'liveness', reason: 'queue_store_failover' });
+  } finally {
+    worker?.kill('SIGCONT');
+    await jobs.close();
+    await relay.close();
   }
 });

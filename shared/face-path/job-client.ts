@@ -188,10 +188,17 @@ class RunStages implements StagedRun {
         // the stage's inputs were taken once by the dead process, so it is not run again (the caller
         // retries the request). BullMQ moves the job back after its lock runs out, past the deadline:
         // the worker that picks it up then skips it.
-        const lost = new AppError('face_engine_unavailable', 'The face engine process running this request stopped; try again', {
-          retryAfter: this.client.retryAfter ?? 1,
-          details: { queue: stage, reason: 'worker_lost' },
-        });
+        // Right after this process's own Redis connection failed, the lapse is Redis's (a fail-over),
+        // not the process's: the same 503, named for what was away.
+        const lost = e.queueStoreTrouble
+          ? new AppError('dependency_unavailable', 'The queue store (Redis) failed over while this request ran; try again', {
+              retryAfter: this.client.retryAfter ?? 1,
+              details: { queue: stage, reason: 'queue_store_failover' },
+            })
+          : new AppError('face_engine_unavailable', 'The face engine process running this request stopped; try again', {
+              retryAfter: this.client.retryAfter ?? 1,
+              details: { queue: stage, reason: 'worker_lost' },
+            });
         this.loseAll(lost);
         this.abandon();
         throw lost;

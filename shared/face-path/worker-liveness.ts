@@ -98,12 +98,23 @@ function threadBootstrap(): string {
   return `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(thread)}); })`;
 }
 
-/** A stage's process is gone: answered at once rather than at the deadline. */
+/**
+ * A stage's process is gone: answered at once rather than at the deadline. `queueStoreTrouble`: this
+ * process's own Redis connection failed shortly before, so the missing liveness key more likely lapsed
+ * with Redis (a fail-over: no master to refresh it on) than with the process; the answer is the same
+ * 503, under Redis's name rather than the face engine's.
+ */
 export class WorkerLostError extends Error {
-  constructor(readonly processId: string) {
-    super('the worker process running this stage is gone');
+  constructor(
+    readonly processId: string,
+    readonly queueStoreTrouble = false,
+  ) {
+    super(queueStoreTrouble ? 'the queue store failed over while this stage ran' : 'the worker process running this stage is gone');
   }
 }
+
+/** How long after this process's Redis connection failed a lapsed liveness key is put down to Redis. */
+export const queueStoreTroubleWindowMs = (livenessMs: number) => Math.max(10_000, 6 * livenessMs);
 
 /**
  * The API's side: watches the runners of the stages this process awaits, with one poll (two MGETs,
@@ -114,12 +125,20 @@ export class RunnerWatch {
   private readonly watched = new Map<string, { queue: string; reject: (e: WorkerLostError) => void }>();
   private timer: NodeJS.Timeout | undefined;
   private polling = false;
+  private connectionTroubleAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly conn: Redis,
     private readonly redisPrefix: string,
     private readonly everyMs: number,
-  ) {}
+    private readonly troubleWindowMs = queueStoreTroubleWindowMs(3 * everyMs),
+  ) {
+    const trouble = () => {
+      this.connectionTroubleAt = Date.now();
+    };
+    conn.on('error', trouble);
+    conn.on('reconnecting', trouble);
+  }
 
   /**
    * Rejects with WorkerLostError when the process that started job `jobId` is gone; never resolves.
@@ -170,11 +189,12 @@ export class RunnerWatch {
       const processes = [...new Set(processOf.values())];
       const alive = await this.conn.mget(processes.map((p) => livenessKey(this.redisPrefix, p)));
       const gone = new Set(processes.filter((_, i) => alive[i] == null));
+      const redisTrouble = Date.now() - this.connectionTroubleAt < this.troubleWindowMs;
       for (const [id, processId] of processOf) {
         if (!gone.has(processId)) continue;
         const entry = this.watched.get(id);
         this.watched.delete(id);
-        entry?.reject(new WorkerLostError(processId));
+        entry?.reject(new WorkerLostError(processId, redisTrouble));
       }
       if (this.watched.size === 0) this.idle();
     } catch {
