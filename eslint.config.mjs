@@ -3,16 +3,68 @@
 // Two jobs:
 // 1. Correctness rules the compiler does not cover, above all no-floating-promises: an un-awaited
 //    promise in a request path is a lost error or a write the client thinks happened.
-// 2. The architecture's import boundaries (docs/architecture.md): api/ and workers/ never import each
-//    other, and shared/ (the ground both stand on) imports neither. processes/ (the composition roots),
-//    scripts/, bench/ and test/ may import anything.
+// 2. The house's import rules (docs/architecture.md), one local rule, `house/layers`:
+//    - platform/ (the floor) imports nothing of features/ or processes/; models/ imports only models/;
+//    - a wing (features/<wing>/) imports platform/, models/, its own files and another wing's public
+//      entry (features/<other>/index.ts) only, never processes/;
+//    - worker-side code (features/<wing>/worker/, platform/worker-runtime/) is imported by no other
+//      file of the floor or the wings (processes/ compose it), and imports no request-side code
+//      (platform/http/, a wing's routes);
+//    processes/ (the composition roots), scripts/, bench/, chaos/ and test/ may import anything.
 import js from '@eslint/js';
+import path from 'node:path';
 import tseslint from 'typescript-eslint';
 
-/** An import specifier that reaches into one of the named top-level layers, relative or not. */
-const layerImport = (...layers) => `^(\\.{1,2}/)+(${layers.join('|')})(/|$)`;
+const ROOT = import.meta.dirname;
+const WHY = ' (docs/architecture.md)';
 
-const boundary = (layers, why) => ['error', { patterns: [{ regex: layerImport(...layers), message: why }] }];
+/** Where a repository file stands: its layer, its wing, and which side of the queue it is on. */
+function place(rel) {
+  const parts = rel.split('/');
+  const layer = parts[0];
+  const wing = layer === 'features' ? parts[1] : undefined;
+  const workerSide = (layer === 'features' && parts.includes('worker')) || rel.startsWith('platform/worker-runtime/');
+  const requestSide =
+    rel.startsWith('platform/http/') || rel.startsWith('processes/web/') || (layer === 'features' && !workerSide && /(^|-)routes\.ts$/.test(parts.at(-1)));
+  return { rel, layer, wing, workerSide, requestSide };
+}
+
+function verdict(from, to) {
+  if (from.layer === 'models' && to.layer !== 'models') return 'models/ imports only models/';
+  if (from.layer === 'platform' && to.layer !== 'platform' && to.layer !== 'models')
+    return `platform/ is the floor: it imports neither features/ nor ${to.layer}/`;
+  if (from.layer === 'features') {
+    if (to.layer !== 'platform' && to.layer !== 'models' && to.layer !== 'features')
+      return `a wing imports platform/, models/ and other wings' public entries, not ${to.layer}/`;
+    if (to.layer === 'features' && to.wing !== from.wing && to.rel !== `features/${to.wing}/index.ts`)
+      return `another wing is used through its public entry only: import features/${to.wing}/index.ts`;
+  }
+  if ((from.layer === 'platform' || from.layer === 'features') && to.workerSide && !from.workerSide)
+    return "request-side code never imports worker-side code (a wing's worker/, platform/worker-runtime/): processes/ compose it";
+  if (from.workerSide && to.requestSide) return 'worker-side code never imports request-side code (platform/http/, routes)';
+  return null;
+}
+
+const layersRule = {
+  meta: { type: 'problem', schema: [] },
+  create(context) {
+    const file = path.relative(ROOT, context.filename).split(path.sep).join('/');
+    if (file.startsWith('..')) return {};
+    const from = place(file);
+    const check = (node) => {
+      const spec = node.source && node.source.type === 'Literal' ? node.source.value : null;
+      if (typeof spec !== 'string' || !spec.startsWith('.')) return;
+      let target = path
+        .relative(ROOT, path.resolve(path.dirname(context.filename), spec))
+        .split(path.sep)
+        .join('/');
+      target = target.replace(/\.js$/, '.ts');
+      const why = verdict(from, place(target));
+      if (why) context.report({ node: node.source, message: `${spec}: ${why}${WHY}.` });
+    };
+    return { ImportDeclaration: check, ExportAllDeclaration: check, ExportNamedDeclaration: check, ImportExpression: check };
+  },
+};
 
 export default tseslint.config(
   {
@@ -40,30 +92,22 @@ export default tseslint.config(
     },
   },
   {
-    files: ['api/**/*.ts'],
+    files: ['**/*.ts'],
+    ignores: ['scripts/**', 'bench/**', 'chaos/**', 'test/**', 'console/**', 'migrations/**'],
+    plugins: { house: { rules: { layers: layersRule } } },
+    rules: { 'house/layers': 'error' },
+  },
+  {
+    // Redis scripts live in their store, beside the keys they touch, never in a route or a service.
+    files: ['platform/http/**/*.ts', 'features/**/*routes.ts', 'features/**/*service.ts'],
     rules: {
-      'no-restricted-imports': boundary(['workers'], 'api/ must not import workers/: share the code through shared/ (docs/architecture.md).'),
-      // Redis scripts live in their store (shared/stores/), beside the keys they touch.
       'no-restricted-syntax': [
         'error',
         {
           selector: 'CallExpression[callee.property.name=/^(eval|evalsha|defineCommand)$/]',
-          message: 'No Redis script under api/: give the store in shared/stores/ a method (docs/architecture.md).',
+          message: 'No Redis script in a route or a service: give the store a method (docs/architecture.md).',
         },
       ],
-    },
-  },
-  {
-    files: ['workers/**/*.ts'],
-    rules: { 'no-restricted-imports': boundary(['api'], 'workers/ must not import api/: share the code through shared/ (docs/architecture.md).') },
-  },
-  {
-    files: ['shared/**/*.ts'],
-    rules: {
-      'no-restricted-imports': boundary(
-        ['api', 'workers', 'processes'],
-        'shared/ is the ground layer: it imports neither api/, workers/ nor processes/ (docs/architecture.md).',
-      ),
     },
   },
   {

@@ -5,8 +5,8 @@
  * build from PostgreSQL (open N blobs; default N = 200000, extrapolated to 1M).
  */
 import { randomBytes } from 'node:crypto';
-import { BiometricKeyRing } from '../shared/crypto/key-ring.js';
-import { openTemplate, sealTemplate } from '../shared/crypto/templates.js';
+import { BiometricKeyRing } from '../platform/keys/key-ring.js';
+import { openTemplate, sealTemplate } from '../platform/keys/templates.js';
 
 const N = Number(process.argv[2] ?? 200_000);
 const ring = BiometricKeyRing.from({ biometricKeys: `k1:${randomBytes(32).toString('base64')}`, biometricActiveKeyId: 'k1' });
@@ -49,12 +49,12 @@ if (at > 0) {
   const os = await import('node:os');
   const path = await import('node:path');
   const { createTestDatabase } = await import('../test/helpers/db.js');
-  const { createDb } = await import('../shared/db.js');
-  const { IndexReplica } = await import('../workers/search/replica.js');
-  const { removeCanonical } = await import('../shared/repositories/embeddings.js');
-  const { ErasuresRepository } = await import('../shared/repositories/erasures.js');
-  const { createLogger } = await import('../shared/logger.js');
-  const { FACE_ENGINE_VERSION } = await import('../shared/face-models.js');
+  const { createDb } = await import('../platform/database/db.js');
+  const { IndexReplica } = await import('../features/search/worker/replica.js');
+  const { removeCanonical } = await import('../features/face/embeddings-repository.js');
+  const { ErasuresRepository } = await import('../features/accounts/erasures-repository.js');
+  const { createLogger } = await import('../platform/logger.js');
+  const { FACE_ENGINE_VERSION } = await import('../platform/face/face-models.js');
   const tdb = await createTestDatabase();
   const db = createDb(tdb.url, 4, { bindModels: false });
   const dir = mkdtempSync(path.join(os.tmpdir(), 'faceid-erasure-bench-'));

@@ -17,11 +17,11 @@
  *   npm run bench -- dedupe                 # BENCH_N=100000 for a quick run
  */
 import { performance } from 'node:perf_hooks';
-import { loadConfig } from '../shared/config.js';
-import { BiometricKeyRing } from '../shared/crypto/key-ring.js';
-import { cosine, decodeEmbedding, encodeEmbedding } from '../shared/embeddings.js';
-import { engineKindFor } from '../workers/search/replica.js';
-import type { EngineRow } from '../workers/search/engine.js';
+import { loadConfig } from '../platform/config.js';
+import { BiometricKeyRing } from '../platform/keys/key-ring.js';
+import { cosine, decodeEmbedding, encodeEmbedding } from '../platform/face/embeddings.js';
+import { engineKindFor } from '../features/search/worker/replica.js';
+import type { EngineRow } from '../features/search/worker/engine.js';
 import { DIM, enrolledVector, fmt, machine, probeVector, queriedIdentities, saveResults, summarise, syntheticUserId, table } from './lib.js';
 
 export async function runDedupeBench(): Promise<string> {

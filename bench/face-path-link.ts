@@ -11,7 +11,7 @@
  * Kept apart from bench/face-path.ts so that an older tree measured for comparison can run it as is.
  */
 import { performance } from 'node:perf_hooks';
-import type { AppDeps } from '../api/deps.js';
+import type { AppDeps } from '../processes/web/deps.js';
 import { summarise } from './lib.js';
 
 type Summary = ReturnType<typeof summarise>;

@@ -11,9 +11,9 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { FaceEngine, type StepClock } from '../workers/face/pipeline/engine.js';
-import { normaliseUpload } from '../shared/face/image.js';
-import { isFaceError } from '../shared/face/face-error.js';
+import { FaceEngine, type StepClock } from '../features/face/worker/pipeline/engine.js';
+import { normaliseUpload } from '../platform/face/image.js';
+import { isFaceError } from '../platform/face/face-error.js';
 import { ROOT, closedLoop, summarise } from './lib.js';
 
 interface Args {
@@ -27,7 +27,7 @@ interface Args {
 
 const args = JSON.parse(readFileSync(0, 'utf8')) as Args; // on stdin: the photos are too large for argv
 
-/** The face path's stages as the worker runs them (kept in step with workers/face/worker.ts). */
+/** The face path's stages as the worker runs them (kept in step with features/face/worker/worker.ts). */
 async function pipeline(engine: FaceEngine, photo: Buffer, clock?: StepClock): Promise<{ normalise: number; liveness: number; embed: number }> {
   let t = performance.now();
   const n = await normaliseUpload(photo);

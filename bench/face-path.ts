@@ -29,18 +29,18 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import sharp from 'sharp';
-import { closeDeps, createDeps } from '../api/deps.js';
-import { upsertCanonical } from '../shared/repositories/embeddings.js';
-import { loadConfig } from '../shared/config.js';
-import { createDb, migrateLatest } from '../shared/db.js';
-import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
-import { createLogger } from '../shared/logger.js';
+import { closeDeps, createDeps } from '../processes/web/deps.js';
+import { upsertCanonical } from '../features/face/embeddings-repository.js';
+import { loadConfig } from '../platform/config.js';
+import { createDb, migrateLatest } from '../platform/database/db.js';
+import { FACE_ENGINE_VERSION } from '../platform/face/face-models.js';
+import { createLogger } from '../platform/logger.js';
 import { freePort, startPrivateRedis } from '../scripts/lib/private-services.js';
 import { adminQuery, dbUrl, procCpuSeconds, startProcess, stopProcess, waitHealthy } from './identify-e2e.js';
 import { ROOT, closedLoop, enrolledVector, fmt, machine, saveResults, summarise, syntheticUserId, table } from './lib.js';
 import { fixturePhotos } from './stages.js';
 import { benchLink } from './face-path-link.js';
-import { processKeyRing } from '../shared/crypto/templates.js';
+import { processKeyRing } from '../platform/keys/templates.js';
 
 const ring = processKeyRing();
 

@@ -29,17 +29,17 @@ import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import pg from 'pg';
-import { closeDeps, createDeps, type AppDeps } from '../api/deps.js';
-import { upsertCanonical } from '../shared/repositories/embeddings.js';
+import { closeDeps, createDeps, type AppDeps } from '../processes/web/deps.js';
+import { upsertCanonical } from '../features/face/embeddings-repository.js';
 import { freePort } from '../scripts/lib/private-services.js';
-import { loadConfig } from '../shared/config.js';
-import { createDb, migrateLatest } from '../shared/db.js';
-import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
-import { createLogger } from '../shared/logger.js';
-import { createRedis } from '../shared/redis.js';
+import { loadConfig } from '../platform/config.js';
+import { createDb, migrateLatest } from '../platform/database/db.js';
+import { FACE_ENGINE_VERSION } from '../platform/face/face-models.js';
+import { createLogger } from '../platform/logger.js';
+import { createRedis } from '../platform/redis/redis.js';
 import { ROOT, closedLoop, enrolledVector, fmt, machine, saveResults, summarise, syntheticUserId, table } from './lib.js';
 import { fixturePhotos } from './stages.js';
-import { processKeyRing } from '../shared/crypto/templates.js';
+import { processKeyRing } from '../platform/keys/templates.js';
 
 const ring = processKeyRing();
 

@@ -4,9 +4,9 @@
  * JSON line. Used by bench/identify-e2e.ts; not meant to be run by hand.
  */
 import path from 'node:path';
-import { FaceEngine } from '../workers/face/pipeline/engine.js';
-import { normaliseUpload } from '../shared/face/image.js';
-import { isFaceError } from '../shared/face/face-error.js';
+import { FaceEngine } from '../features/face/worker/pipeline/engine.js';
+import { normaliseUpload } from '../platform/face/image.js';
+import { isFaceError } from '../platform/face/face-error.js';
 import { ROOT, closedLoop } from './lib.js';
 import { fixturePhotos } from './stages.js';
 

@@ -17,8 +17,8 @@ import { closeSync, openSync, readSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import os from 'node:os';
-import { SketchEngine, SketchKind } from '../workers/search/sketch-engine.js';
-import { SketchIndex, VectorStore } from '../workers/search/search-kernel.js';
+import { SketchEngine, SketchKind } from '../features/search/worker/sketch-engine.js';
+import { SketchIndex, VectorStore } from '../features/search/worker/search-kernel.js';
 import { openDataset } from './search-data.js';
 import { DIM, summarise } from './lib.js';
 

@@ -15,8 +15,8 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { DEFAULT_EXACT_CANDIDATES, SketchEngine } from '../workers/search/sketch-engine.js';
-import { SketchIndex, VectorStore } from '../workers/search/search-kernel.js';
+import { DEFAULT_EXACT_CANDIDATES, SketchEngine } from '../features/search/worker/sketch-engine.js';
+import { SketchIndex, VectorStore } from '../features/search/worker/search-kernel.js';
 import { openDataset } from './search-data.js';
 import { DIM, summarise } from './lib.js';
 

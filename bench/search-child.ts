@@ -12,11 +12,11 @@
  *     probes, which must equal the build's answers.
  */
 import { performance } from 'node:perf_hooks';
-import { createDb } from '../shared/db.js';
-import { createLogger } from '../shared/logger.js';
-import { IndexReplica } from '../workers/search/replica.js';
-import { SketchEngine } from '../workers/search/sketch-engine.js';
-import { VectorStore } from '../workers/search/search-kernel.js';
+import { createDb } from '../platform/database/db.js';
+import { createLogger } from '../platform/logger.js';
+import { IndexReplica } from '../features/search/worker/replica.js';
+import { SketchEngine } from '../features/search/worker/sketch-engine.js';
+import { VectorStore } from '../features/search/worker/search-kernel.js';
 import { FileChangeLogSource } from './search-file-source.js';
 import { openDataset } from './search-data.js';
 import { DIM, summarise, syntheticUserId } from './lib.js';

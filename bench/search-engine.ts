@@ -18,8 +18,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { DEFAULT_EXACT_CANDIDATES, SketchEngine } from '../workers/search/sketch-engine.js';
-import { SketchIndex, VectorStore, fastIsa, scanIsa } from '../workers/search/search-kernel.js';
+import { DEFAULT_EXACT_CANDIDATES, SketchEngine } from '../features/search/worker/sketch-engine.js';
+import { SketchIndex, VectorStore, fastIsa, scanIsa } from '../features/search/worker/search-kernel.js';
 import { openDataset, readGallery } from './search-data.js';
 import { DIM, summarise } from './lib.js';
 

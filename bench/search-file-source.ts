@@ -5,7 +5,7 @@
  * engine's builder, a snapshot written and opened), the same catch-up (an empty change log), the same
  * search job path. Only the rows come from `gallery.f32` (row r = user syntheticUserId(r)).
  */
-import type { ChangeLogSource, FullRead, SourceRow } from '../workers/search/change-log-source.js';
+import type { ChangeLogSource, FullRead, SourceRow } from '../features/search/worker/change-log-source.js';
 import { openDataset, readGallery } from './search-data.js';
 import { DIM, syntheticUserId } from './lib.js';
 

@@ -30,12 +30,12 @@ import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
-import { createDb, migrateLatest } from '../shared/db.js';
-import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
-import { config } from '../shared/config.js';
+import { createDb, migrateLatest } from '../platform/database/db.js';
+import { FACE_ENGINE_VERSION } from '../platform/face/face-models.js';
+import { config } from '../platform/config.js';
 import { generateDataset, openDataset, readGallery, type Generator } from './search-data.js';
 import { DIM, ROOT, fmt, machine, saveResults, syntheticUserId, table } from './lib.js';
-import { processKeyRing } from '../shared/crypto/templates.js';
+import { processKeyRing } from '../platform/keys/templates.js';
 
 const ring = processKeyRing();
 

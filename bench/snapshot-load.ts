@@ -20,12 +20,12 @@ import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { BiometricKeyRing } from '../shared/crypto/key-ring.js';
-import type { EngineRow } from '../workers/search/engine.js';
-import { engineKindFor } from '../workers/search/replica.js';
-import { SealedSnapshotFiles } from '../workers/search/sealed-snapshot-files.js';
-import { SketchIndex, VectorStore } from '../workers/search/search-kernel.js';
-import { DEFAULT_EXACT_CANDIDATES, SketchEngine } from '../workers/search/sketch-engine.js';
+import { BiometricKeyRing } from '../platform/keys/key-ring.js';
+import type { EngineRow } from '../features/search/worker/engine.js';
+import { engineKindFor } from '../features/search/worker/replica.js';
+import { SealedSnapshotFiles } from '../features/search/worker/sealed-snapshot-files.js';
+import { SketchIndex, VectorStore } from '../features/search/worker/search-kernel.js';
+import { DEFAULT_EXACT_CANDIDATES, SketchEngine } from '../features/search/worker/sketch-engine.js';
 import { DIM, enrolledVector, fmt, machine, saveResults, summarise, syntheticUserId, table } from './lib.js';
 
 const FACTORY = 'BinarySketch512';

@@ -14,9 +14,9 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { FaceEngine } from '../workers/face/pipeline/engine.js';
-import { normaliseUpload } from '../shared/face/image.js';
-import { isFaceError } from '../shared/face/face-error.js';
+import { FaceEngine } from '../features/face/worker/pipeline/engine.js';
+import { normaliseUpload } from '../platform/face/image.js';
+import { isFaceError } from '../platform/face/face-error.js';
 import { ROOT, closedLoop, fmt, machine, saveResults, summarise, table } from './lib.js';
 
 const FIXTURES = path.join(ROOT, 'test/fixtures/faces');

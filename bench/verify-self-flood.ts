@@ -14,8 +14,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
-import { hasFace } from '../api/services/face-service.js';
-import { upsertCanonical } from '../shared/repositories/embeddings.js';
+import { hasFace } from '../features/face/face-service.js';
+import { upsertCanonical } from '../features/face/embeddings-repository.js';
 import { ROOT, startHarness } from '../test/helpers/harness.js';
 import { client } from '../test/helpers/http.js';
 import { newConsumer, newOperator } from '../test/helpers/principals.js';

@@ -17,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { createDb } from '../shared/db.js';
+import { createDb } from '../platform/database/db.js';
 import { freePort } from '../scripts/lib/private-services.js';
 import { FACE_KINDS, PG_KINDS, failures, finish, healthy, makeLoad, phase, waitFor, type Layout } from './faults.js';
 import { JOB_TIMEOUT_MS, type AnsweredWrites, type Kind, type Sample } from './lib/load.js';

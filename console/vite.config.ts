@@ -9,7 +9,7 @@ export default defineConfig({
   build: {
     outDir: 'dist',
     emptyOutDir: true,
-    // No inline script or style anywhere: the CSP (api/middleware/console-static.ts) forbids them.
+    // No inline script or style anywhere: the CSP (platform/http/middleware/console-static.ts) forbids them.
     assetsInlineLimit: 0,
     modulePreload: { polyfill: false },
     sourcemap: false,

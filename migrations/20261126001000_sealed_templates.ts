@@ -6,9 +6,9 @@
  * Rows are converted in batches by user id. Down decrypts them back (it needs the keys that sealed them).
  */
 import type { Knex } from 'knex';
-import { EMBEDDING_BYTES } from '../shared/embeddings.js';
-import { BiometricKeyRing } from '../shared/crypto/key-ring.js';
-import { processKeyRing } from '../shared/crypto/templates.js';
+import { EMBEDDING_BYTES } from '../platform/face/embeddings.js';
+import { BiometricKeyRing } from '../platform/keys/key-ring.js';
+import { processKeyRing } from '../platform/keys/templates.js';
 
 const BATCH = 1000;
 

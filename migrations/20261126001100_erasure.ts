@@ -1,14 +1,14 @@
 /**
  * Erasure (docs/data-protection.md, "What an erasure touches"):
  * - a deleted user's row keeps no phone (nor name, date of birth, gender, bank account: already nullable);
- * - link rows keep `number_hash`, the keyed hash of their NIN/BVN (shared/crypto/number-hash.ts), on
+ * - link rows keep `number_hash`, the keyed hash of their NIN/BVN (platform/keys/number-hash.ts), on
  *   every row the service writes, so that an erased row (number and registry record gone) is still
  *   recognised, and the rule "a number belongs to one account" holds on the hash too (unique);
  * - `erasures`: one row per erased user, the steps done, and when every copy was gone (the receipt).
  */
 import type { Knex } from 'knex';
-import { config } from '../shared/config.js';
-import { NumberHasher } from '../shared/crypto/number-hash.js';
+import { config } from '../platform/config.js';
+import { NumberHasher } from '../platform/keys/number-hash.js';
 
 export async function up(knex: Knex): Promise<void> {
   const hasher = NumberHasher.from(config().security);

@@ -1,6 +1,6 @@
 /**
  * objection models, one per table (migrations/ holds the schema). Columns are camelCase here and
- * snake_case in PostgreSQL (knexSnakeCaseMappers in shared/db.ts).
+ * snake_case in PostgreSQL (knexSnakeCaseMappers in platform/database/db.ts).
  */
 import { Model } from 'objection';
 
@@ -93,7 +93,7 @@ export class Operator extends BaseModel {
   createdBy!: string | null;
   createdAt!: Date;
   updatedAt!: Date;
-  /** TOTP secret, encrypted (api/domain/secret-box.ts); null until MFA is confirmed. */
+  /** TOTP secret, encrypted (platform/keys/secret-box.ts); null until MFA is confirmed. */
   mfaSecret!: string | null;
   mfaPendingSecret!: string | null;
   mfaEnabledAt!: Date | null;

@@ -3,12 +3,12 @@
  * that set UPSTREAM_WORKER_IN_WEB=false on the web processes so that the confirmations do not share
  * the API's event loop.
  */
-import { createDb } from '../shared/db.js';
-import { runProcess } from '../shared/shutdown.js';
-import { TokenService } from '../api/services/token-service.js';
-import { WEBHOOK_SECRET_KEY_PURPOSE } from '../shared/webhook-secrets.js';
-import { startUpstreamWorker } from '../workers/upstream/worker.js';
-import { startWebhookWorker } from '../workers/webhooks/worker.js';
+import { createDb } from '../platform/database/db.js';
+import { runProcess } from '../platform/processes/shutdown.js';
+import { TokenService } from '../features/sign-in/token-service.js';
+import { WEBHOOK_SECRET_KEY_PURPOSE } from '../features/webhooks/secrets.js';
+import { startUpstreamWorker } from './upstream/worker.js';
+import { startWebhookWorker } from '../features/webhooks/worker/worker.js';
 
 await runProcess('upstream', async (config, logger) => {
   const db = createDb(config.database.url, config.database.poolMax);

@@ -1,17 +1,17 @@
 /**
  * The `web` process (`npm run start:web`, Procfile `web`): the API and the registry simulator on PORT,
  * and the `upstream` and `webhooks` queues' workers when UPSTREAM_WORKER_IN_WEB (the default; see
- * workers/upstream/worker.ts for why). The tests start the same composition (test/helpers/harness.ts).
+ * processes/upstream/worker.ts for why). The tests start the same composition (test/helpers/harness.ts).
  */
 import type { AddressInfo } from 'node:net';
-import { closeDeps, createDeps, type AppDeps } from '../api/deps.js';
-import { startWeb, type RunningWeb, type StartWebOptions } from '../api/http-server.js';
-import { ensureFirstAdministrator } from '../api/services/operator-service.js';
-import { config, logConfigAtStart } from '../shared/config.js';
-import { isEntryFile, onShutdown, webStopMs } from '../shared/shutdown.js';
-import { startUpstreamWorker } from '../workers/upstream/worker.js';
-import { WEBHOOK_SECRET_KEY_PURPOSE } from '../shared/webhook-secrets.js';
-import { startWebhookWorker } from '../workers/webhooks/worker.js';
+import { closeDeps, createDeps, type AppDeps } from './web/deps.js';
+import { startWeb, type RunningWeb, type StartWebOptions } from './web/http-server.js';
+import { ensureFirstAdministrator } from '../features/staff/service.js';
+import { config, logConfigAtStart } from '../platform/config.js';
+import { isEntryFile, onShutdown, webStopMs } from '../platform/processes/shutdown.js';
+import { startUpstreamWorker } from './upstream/worker.js';
+import { WEBHOOK_SECRET_KEY_PURPOSE } from '../features/webhooks/secrets.js';
+import { startWebhookWorker } from '../features/webhooks/worker/worker.js';
 
 export interface RunningWebProcess {
   web: RunningWeb;
@@ -29,7 +29,7 @@ export async function startWebProcess(deps: AppDeps, opts: StartWebOptions = {})
         return undefined;
       })
     : undefined;
-  // The webhook deliveries run beside the upstream worker (workers/webhooks/worker.ts says why).
+  // The webhook deliveries run beside the upstream worker (features/webhooks/worker/worker.ts says why).
   const webhooks = deps.config.queues.upstreamWorkerInWeb
     ? startWebhookWorker(deps.config, {
         db: deps.db,

@@ -10,8 +10,8 @@
  *
  * Models: FACE_MODELS_DIR (absolute or relative to the project root), default var/models.
  * The figures and the reasoning are written up in docs/face-engine.md; the chosen values live in
- * shared/thresholds.ts. This script recomputes them with the rules stated below and says whether
- * shared/thresholds.ts agrees.
+ * platform/thresholds.ts. This script recomputes them with the rules stated below and says whether
+ * platform/thresholds.ts agrees.
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
@@ -20,14 +20,14 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
-import { FaceEngine, type FaceAnalysis } from '../workers/face/pipeline/engine.js';
-import { config } from '../shared/config.js';
-import { cosine } from '../shared/embeddings.js';
-import { isFaceError } from '../shared/face/face-error.js';
-import { normaliseUpload } from '../shared/face/image.js';
+import { FaceEngine, type FaceAnalysis } from '../features/face/worker/pipeline/engine.js';
+import { config } from '../platform/config.js';
+import { cosine } from '../platform/face/embeddings.js';
+import { isFaceError } from '../platform/face/face-error.js';
+import { normaliseUpload } from '../platform/face/image.js';
 import { FIXTURE_PHOTOS, FIXTURES_DIR, type FixturePhoto } from '../test/fixtures/faces/labels.js';
-import { CALIBRATED_THRESHOLDS } from '../shared/thresholds.js';
-import { FACE_MODELS } from '../shared/face-models.js';
+import { CALIBRATED_THRESHOLDS } from '../platform/thresholds.js';
+import { FACE_MODELS } from '../platform/face/face-models.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -560,7 +560,7 @@ async function main(): Promise<void> {
     choice.liveness === CALIBRATED_THRESHOLDS.liveness;
   console.log(`\nMATCH_THRESHOLD=${choice.match} HIGH_CONFIDENCE_THRESHOLD=${choice.highConfidence} LIVENESS_THRESHOLD=${choice.liveness}`);
   console.log(
-    `shared/thresholds.ts: ${JSON.stringify(CALIBRATED_THRESHOLDS)} ${same ? '(agrees)' : '<-- DIFFERS: update shared/thresholds.ts and docs/face-engine.md'}`,
+    `platform/thresholds.ts: ${JSON.stringify(CALIBRATED_THRESHOLDS)} ${same ? '(agrees)' : '<-- DIFFERS: update platform/thresholds.ts and docs/face-engine.md'}`,
   );
 
   Object.assign(out, {

@@ -17,11 +17,11 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { loadConfig } from '../shared/config.js';
-import { cosine } from '../shared/embeddings.js';
-import { isFaceError } from '../shared/face/face-error.js';
-import { normaliseUpload } from '../shared/face/image.js';
-import { FaceEngine } from '../workers/face/pipeline/engine.js';
+import { loadConfig } from '../platform/config.js';
+import { cosine } from '../platform/face/embeddings.js';
+import { isFaceError } from '../platform/face/face-error.js';
+import { normaliseUpload } from '../platform/face/image.js';
+import { FaceEngine } from '../features/face/worker/pipeline/engine.js';
 import { pairsFromFolder, readManifest, type LabelledPair } from './evaluate/manifest.js';
 import { fpirAt, thresholdForTargetFmr, thresholdTable, type ThresholdRow, type TargetThreshold } from './evaluate/stats.js';
 

@@ -6,7 +6,7 @@
  *
  * The files come from `npm pack faceplugin-face-recognition-js@0.0.1` (never `npm install`: that package
  * drags in a web toolchain); only the four model files are extracted (system `tar`), each checked against
- * the SHA-256 pinned in shared/face-models.ts. A mismatch deletes the file and fails loudly.
+ * the SHA-256 pinned in platform/face/face-models.ts. A mismatch deletes the file and fails loudly.
  * Models directory: FACE_MODELS_DIR (absolute, or relative to the project root), default var/models.
  * Idempotent: when every file is present with the right hash it prints one line and exits.
  */
@@ -18,9 +18,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { loadConfig } from '../shared/config.js';
+import { loadConfig } from '../platform/config.js';
 
-import { FACE_MODEL_PACKAGE, FACE_MODEL_PACKAGE_DIR, FACE_MODELS, type FaceModel } from '../shared/face-models.js';
+import { FACE_MODEL_PACKAGE, FACE_MODEL_PACKAGE_DIR, FACE_MODELS, type FaceModel } from '../platform/face/face-models.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -81,7 +81,7 @@ export async function checkModelFile(model: FaceModel, file: string): Promise<Mo
 }
 
 /**
- * Checks every model of shared/face-models.ts in `dir` (default: the configured models directory).
+ * Checks every model of platform/face/face-models.ts in `dir` (default: the configured models directory).
  * Never throws for a missing or wrong file: see `ok` and each check's `status`.
  */
 export async function verifyModels(dir: string = modelsDir()): Promise<ModelsVerification> {

@@ -1,6 +1,6 @@
-/** Writes docs/configuration.md from the settings table of shared/config.ts (`npm run docs:config`). */
+/** Writes docs/configuration.md from the settings table of platform/config.ts (`npm run docs:config`). */
 import { writeFileSync } from 'node:fs';
-import { GROUP_TITLES, SETTINGS, eachSetting, loadConfig } from '../shared/config.js';
+import { GROUP_TITLES, SETTINGS, eachSetting, loadConfig } from '../platform/config.js';
 
 export function renderConfigDoc(): string {
   // Defaults as a developer sees them (NODE_ENV=development, what `npm start` sets); NODE_ENV's own row
@@ -20,7 +20,7 @@ export function renderConfigDoc(): string {
   return [
     '# Configuration',
     '',
-    'Generated from `shared/config.ts` by `npm run docs:config`; every process reads the same settings, validated at start-up',
+    'Generated from `platform/config.ts` by `npm run docs:config`; every process reads the same settings, validated at start-up',
     '(an invalid value stops the process with a list of every problem). `NODE_ENV=production` (also when NODE_ENV is unset) refuses the development',
     'signing key, the SMS outbox, the registry simulator and the registry fault injection. The defaults below are those of',
     '`NODE_ENV=development`, which `npm start`, `npm test` and the developer scripts set when NODE_ENV is not given; settings',

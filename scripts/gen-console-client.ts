@@ -10,10 +10,10 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
-import { createApp } from '../api/app.js';
-import { closeDeps, createDeps } from '../api/deps.js';
-import { loadConfig } from '../shared/config.js';
-import { createLogger } from '../shared/logger.js';
+import { createApp } from '../processes/web/app.js';
+import { closeDeps, createDeps } from '../processes/web/deps.js';
+import { loadConfig } from '../platform/config.js';
+import { createLogger } from '../platform/logger.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const CLIENT_DIR = path.join(ROOT, 'console', 'src', 'api');

@@ -1,6 +1,6 @@
 /** `npm run migrate` (latest) and `npm run migrate:down` (roll back every batch). Creates the database if needed. */
-import { config } from '../shared/config.js';
-import { createDb, ensureDatabase } from '../shared/db.js';
+import { config } from '../platform/config.js';
+import { createDb, ensureDatabase } from '../platform/database/db.js';
 
 const direction = process.argv[2] ?? 'latest';
 const cfg = config();

@@ -5,10 +5,10 @@
  * reports nothing left under the old key, that key can be removed from BIOMETRIC_KEYS.
  * Resumable: interrupted, it is run again and continues with what is left. Audited (`biometric.key_rotated`).
  */
-import { config } from '../shared/config.js';
-import { createDb } from '../shared/db.js';
-import { processKeyRing } from '../shared/crypto/templates.js';
-import { rotateTemplates } from '../shared/crypto/rotation.js';
+import { config } from '../platform/config.js';
+import { createDb } from '../platform/database/db.js';
+import { processKeyRing } from '../platform/keys/templates.js';
+import { rotateTemplates } from '../features/face/template-rotation.js';
 
 const at = process.argv.indexOf('--batch');
 const batch = at > 0 ? Number(process.argv[at + 1]) : 500;

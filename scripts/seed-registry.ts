@@ -17,7 +17,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { config, givenSettings } from '../shared/config.js';
+import { config, givenSettings } from '../platform/config.js';
 import { FIXTURES_DIR, photosOf } from '../test/fixtures/faces/labels.js';
 
 interface Demo {
@@ -117,8 +117,8 @@ function httpBackend(baseUrl: string): Backend {
 
 async function directBackend(): Promise<Backend> {
   const cfg = config();
-  const { createDb } = await import('../shared/db.js');
-  const { registrySimulatorOn } = await import('../api/registry-simulator/simulator.js');
+  const { createDb } = await import('../platform/database/db.js');
+  const { registrySimulatorOn } = await import('../features/registry-simulator/simulator.js');
   const db = createDb(cfg.database.url, 2);
   const sim = registrySimulatorOn(db, { maxImagePixels: cfg.http.maxImagePixels });
   return {

@@ -21,7 +21,7 @@ import { startHaproxy } from './lib/ha/haproxy.js';
 import { isAlive, startPatroniCluster, type PatroniCluster } from './lib/ha/postgres-patroni.js';
 import { startSentinelTopology, type SentinelTopology } from './lib/ha/redis-sentinel.js';
 import { Supervisor, supervisorOptions } from './supervisor.js';
-import { loadConfig } from '../shared/config.js';
+import { loadConfig } from '../platform/config.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const HA_DIR = path.join(ROOT, 'var', 'ha');

@@ -20,9 +20,9 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { givenSettings, loadConfig } from '../shared/config.js';
-import { SERVICE_PROCESSES } from '../shared/process-list.js';
-import { supervisorGraceMs } from '../shared/shutdown.js';
+import { givenSettings, loadConfig } from '../platform/config.js';
+import { SERVICE_PROCESSES } from '../platform/processes/process-list.js';
+import { supervisorGraceMs } from '../platform/processes/shutdown.js';
 import {
   freePort,
   persistentPostgresDataDir,

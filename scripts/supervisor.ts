@@ -1,6 +1,6 @@
 /**
  * Process supervision for `npm start` (scripts/start.ts): each child process of the service (the list:
- * shared/process-list.ts) is restarted when it dies, with exponential backoff, while the others keep serving.
+ * platform/processes/process-list.ts) is restarted when it dies, with exponential backoff, while the others keep serving.
  *
  * - Backoff: RESTART_BACKOFF_INITIAL_MS (default 500 ms), doubled after each failure in a row, at most
  *   RESTART_BACKOFF_MAX_MS (default 30 s); a child that stayed up STABLE_AFTER_MS (default 30 s) starts
@@ -10,14 +10,14 @@
  *   that comes back is picked up without an operator).
  * - Status: every change is written (atomically) to a JSON file (SUPERVISOR_STATUS_FILE, default
  *   var/run/supervisor.json) that the web process reports in GET /health (`processes`).
- * - Stop: `stop()` sends SIGTERM (the child drains: see shared/shutdown.ts), then SIGKILL after the
+ * - Stop: `stop()` sends SIGTERM (the child drains: see platform/processes/shutdown.ts), then SIGKILL after the
  *   grace period; no restart happens once stopping.
  * The children get SUPERVISOR_PID: each exits when its supervisor is gone (no orphan keeps a port).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Config } from '../shared/config.js';
+import type { Config } from '../platform/config.js';
 
 export interface SupervisorOptions {
   initialBackoffMs: number;

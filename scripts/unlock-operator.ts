@@ -6,10 +6,10 @@
  * configuration (DATABASE_URL), i.e. a shell on a machine of the deployment, no SQL or Redis surgery.
  * Exits 1 when no such operator exists, 2 on bad usage.
  */
-import { config } from '../shared/config.js';
-import { createDb } from '../shared/db.js';
-import { AuditEventsRepository } from '../shared/repositories/audit.js';
-import { OperatorsRepository } from '../shared/repositories/operators.js';
+import { config } from '../platform/config.js';
+import { createDb } from '../platform/database/db.js';
+import { AuditEventsRepository } from '../platform/events/audit.js';
+import { OperatorsRepository } from '../features/sign-in/operators-repository.js';
 
 const [identifier] = process.argv.slice(2);
 if (!identifier || identifier.startsWith('-')) {

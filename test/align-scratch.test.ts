@@ -1,6 +1,6 @@
 /** The detector's reused buffers (align.ts `rowScratch`, `into`) give the values fresh arrays give. */
 import test from 'ava';
-import { cropResize, toPlanar } from '../workers/face/pipeline/align.js';
+import { cropResize, toPlanar } from '../features/face/worker/pipeline/align.js';
 
 function image(width: number, height: number, seed: number) {
   const data = new Uint8Array(width * height * 3);

@@ -7,8 +7,8 @@
  */
 import test from 'ava';
 import { createTestDatabase } from './helpers/db.js';
-import { createDb } from '../shared/db.js';
-import { AuditEventsRepository } from '../shared/repositories/audit.js';
+import { createDb } from '../platform/database/db.js';
+import { AuditEventsRepository } from '../platform/events/audit.js';
 
 test('faceid_app: DML on the product tables, no DDL, no migration tables, audit events append-only', async (t) => {
   const tdb = await createTestDatabase();

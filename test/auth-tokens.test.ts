@@ -290,7 +290,7 @@ test('forged, foreign and expired tokens are 401 unauthorized', async (t) => {
 });
 
 test('housekeeping deletes refresh tokens expired beyond the grace period, and keeps the rest', async (t) => {
-  const { pruneExpiredRefreshTokens } = await import('../api/services/session-service.js');
+  const { pruneExpiredRefreshTokens } = await import('../features/sign-in/session-service.js');
   const db = h.deps.db;
   const [user] = await db('users')
     .insert({ phone: `+23480399${String(Date.now()).slice(-5)}` })

@@ -25,8 +25,8 @@
 import { randomUUID } from 'node:crypto';
 import test from 'ava';
 import type { TSchema } from '@sinclair/typebox';
-import type { AnyRoute, AuthRule } from '../api/route-table.js';
-import { check } from '../api/validation.js';
+import type { AnyRoute, AuthRule } from '../platform/http/route-table.js';
+import { check } from '../platform/http/validation.js';
 import { startHarness, type Harness } from './helpers/harness.js';
 import { client, type RequestOptions } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';

@@ -1,6 +1,6 @@
 /** The one configuration module: defaults, validation at boot, and production's refusals. */
 import test from 'ava';
-import { ConfigError, describeConfig, loadConfig } from '../shared/config.js';
+import { ConfigError, describeConfig, loadConfig } from '../platform/config.js';
 
 test('defaults are usable for local development', (t) => {
   const c = loadConfig({ NODE_ENV: 'development' });

@@ -26,7 +26,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import sharp from 'sharp';
-import { ensureFirstAdministrator } from '../api/services/operator-service.js';
+import { ensureFirstAdministrator } from '../features/staff/service.js';
 import { createApiClient, multipart, type Api } from '../console/src/api/client.js';
 import { CSP_RECORDER, DESKTOP, PHONE, cspViolations, launchChromium, photoToY4m, screenshots, seriousViolations } from './helpers/browser.js';
 import { ROOT, startHarness, type Harness } from './helpers/harness.js';
@@ -474,7 +474,7 @@ test.serial('consumer: re-proves with the camera, changes the bank account (pend
 });
 
 test.serial('staff: turns on two-step sign-in (QR code, recovery codes shown once), then signs in with the code', async (t) => {
-  const { codeAt } = await import('../api/domain/totp.js');
+  const { codeAt } = await import('../features/sign-in/totp.js');
   const created = await api.POST('/operators', { body: { identifier: 'grace', displayName: 'Grace Bello' } });
   t.truthy(created.data, JSON.stringify(created.error));
   const first = await createApiClient(h.url, () => null).POST('/auth/operator/login', {

@@ -5,20 +5,20 @@
  */
 import test from 'ava';
 import { Queue } from 'bullmq';
-import { bullPrefix } from '../shared/jobs/contract.js';
+import { bullPrefix } from '../platform/jobs/contract.js';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { BiometricKeyRing, KeyRingError } from '../shared/crypto/key-ring.js';
-import { rotateTemplates } from '../shared/crypto/rotation.js';
-import { EmbeddingsRepository } from '../shared/repositories/embeddings.js';
-import { PgChangeLogSource } from '../workers/search/change-log-source.js';
-import { SnapshotStore, type SnapshotMeta } from '../workers/search/snapshot-store.js';
-import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
+import { BiometricKeyRing, KeyRingError } from '../platform/keys/key-ring.js';
+import { rotateTemplates } from '../features/face/template-rotation.js';
+import { EmbeddingsRepository } from '../features/face/embeddings-repository.js';
+import { PgChangeLogSource } from '../features/search/worker/change-log-source.js';
+import { SnapshotStore, type SnapshotMeta } from '../features/search/worker/snapshot-store.js';
+import { FACE_ENGINE_VERSION } from '../platform/face/face-models.js';
 import { useHarness, ROOT } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer } from './helpers/principals.js';
-import { issueProofToken } from '../shared/stores/proof-tokens.js';
+import { issueProofToken } from '../features/verification/proof-tokens.js';
 
 const FACES = path.join(ROOT, 'test/fixtures/faces');
 const photo = (f: string) => readFileSync(path.join(FACES, f));

@@ -9,14 +9,14 @@ import test from 'ava';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
-import { createDeps, closeDeps, type AppDeps } from '../api/deps.js';
+import { createDeps, closeDeps, type AppDeps } from '../processes/web/deps.js';
 import { startWebProcess, type RunningWebProcess } from '../processes/web.js';
-import { createLogger } from '../shared/logger.js';
+import { createLogger } from '../platform/logger.js';
 import { freePort } from '../scripts/lib/private-services.js';
 import { useHarness, ROOT } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';
-import { ensureFirstAdministrator } from '../api/services/operator-service.js';
+import { ensureFirstAdministrator } from '../features/staff/service.js';
 import { CSP_RECORDER, DESKTOP, cspViolations, launchChromium, screenshots, seriousViolations } from './helpers/browser.js';
 
 const photo = (f: string) => readFileSync(path.join(ROOT, 'test/fixtures/faces', f));

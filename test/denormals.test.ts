@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
-import { flushDenormalWeights } from '../workers/face/pipeline/denormals.js';
+import { flushDenormalWeights } from '../features/face/worker/pipeline/denormals.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const MODELS = path.resolve(ROOT, process.env.FACE_MODELS_DIR ?? 'var/models');

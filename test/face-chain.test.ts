@@ -4,16 +4,16 @@
  *
  * The face models run on a process's main thread, so while a face process runs one stage its own
  * workers of the other queues cannot act. A follow-on job must still go to another process's idle
- * worker at once, not wait for the busy process (shared/face-path/follow-on.ts `wakeIdleWorker`).
+ * worker at once, not wait for the busy process (platform/face-path/follow-on.ts `wakeIdleWorker`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
-import { JobClient } from '../shared/face-path/job-client.js';
-import { AppError } from '../shared/errors.js';
-import { createRedis } from '../shared/redis.js';
+import { JobClient } from '../platform/face-path/job-client.js';
+import { AppError } from '../platform/errors.js';
+import { createRedis } from '../platform/redis/redis.js';
 import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));

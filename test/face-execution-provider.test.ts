@@ -4,9 +4,9 @@
  * tells which provider runs on /version, /health and /metrics.
  */
 import test from 'ava';
-import { loadConfig } from '../shared/config.js';
-import { createLogger } from '../shared/logger.js';
-import { startFaceWorker } from '../workers/face/worker.js';
+import { loadConfig } from '../platform/config.js';
+import { createLogger } from '../platform/logger.js';
+import { startFaceWorker } from '../features/face/worker/worker.js';
 import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';
 
 async function startWith(provider: string | undefined) {

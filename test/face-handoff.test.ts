@@ -8,12 +8,12 @@ import test from 'ava';
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { BiometricKeyRing } from '../shared/crypto/key-ring.js';
-import { AppError } from '../shared/errors.js';
-import { handoffKey } from '../shared/face-path/handoff.js';
-import { HandoffSealer, newHandoffSalt } from '../shared/face-path/sealing.js';
-import { bullPrefix } from '../shared/jobs/contract.js';
-import { createRedis } from '../shared/redis.js';
+import { BiometricKeyRing } from '../platform/keys/key-ring.js';
+import { AppError } from '../platform/errors.js';
+import { handoffKey } from '../platform/face-path/handoff.js';
+import { HandoffSealer, newHandoffSalt } from '../platform/face-path/sealing.js';
+import { bullPrefix } from '../platform/jobs/contract.js';
+import { createRedis } from '../platform/redis/redis.js';
 import { ROOT, useHarness } from './helpers/harness.js';
 
 const FACES = path.join(ROOT, 'test/fixtures/faces');

@@ -15,7 +15,7 @@
 import test from 'ava';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { hasFace } from '../api/services/face-service.js';
+import { hasFace } from '../features/face/face-service.js';
 import { startHarness, ROOT, type Harness } from './helpers/harness.js';
 
 const FIXTURES = path.join(ROOT, 'test/fixtures/faces');

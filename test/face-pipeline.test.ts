@@ -1,7 +1,7 @@
 /**
  * The real face pipeline on real photos with the real ONNX models (var/models, or FACE_MODELS_DIR;
  * fetched by `npx tsx scripts/fetch-models.ts`). Photos and their provenance: test/fixtures/faces.
- * Thresholds: shared/thresholds.ts (calibrated by scripts/calibrate.ts, docs/face-engine.md).
+ * Thresholds: platform/thresholds.ts (calibrated by scripts/calibrate.ts, docs/face-engine.md).
  */
 import test from 'ava';
 import { readFileSync } from 'node:fs';
@@ -9,14 +9,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
-import { FaceEngine, chooseFace, FACE_SELECTION, type EmbedResult } from '../workers/face/pipeline/engine.js';
-import { cosine } from '../shared/embeddings.js';
-import { normaliseUpload, decodeRgb, MAX_NORMALISED_SIDE } from '../shared/face/image.js';
-import { FaceError, type FaceErrorCode } from '../shared/face/face-error.js';
-import type { LivenessResult } from '../shared/face/liveness.js';
-import { generatePriors, PRIOR_COUNT, type Detection } from '../workers/face/pipeline/detect.js';
-import { estimateSimilarity, applyAffine, ARCFACE_TEMPLATE_112, type Point } from '../workers/face/pipeline/align.js';
-import { CALIBRATED_THRESHOLDS } from '../shared/thresholds.js';
+import { FaceEngine, chooseFace, FACE_SELECTION, type EmbedResult } from '../features/face/worker/pipeline/engine.js';
+import { cosine } from '../platform/face/embeddings.js';
+import { normaliseUpload, decodeRgb, MAX_NORMALISED_SIDE } from '../platform/face/image.js';
+import { FaceError, type FaceErrorCode } from '../platform/face/face-error.js';
+import type { LivenessResult } from '../platform/face/liveness.js';
+import { generatePriors, PRIOR_COUNT, type Detection } from '../features/face/worker/pipeline/detect.js';
+import { estimateSimilarity, applyAffine, ARCFACE_TEMPLATE_112, type Point } from '../features/face/worker/pipeline/align.js';
+import { CALIBRATED_THRESHOLDS } from '../platform/thresholds.js';
 import { FIXTURE_PHOTOS, FIXTURES_DIR, genuinePairs } from './fixtures/faces/labels.js';
 import { rng } from './helpers/vectors.js';
 

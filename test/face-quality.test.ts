@@ -6,10 +6,10 @@
  */
 import test from 'ava';
 import path from 'node:path';
-import { FaceEngine } from '../workers/face/pipeline/engine.js';
-import { normaliseUpload } from '../shared/face/image.js';
-import { component, QUALITY_RANGES } from '../workers/face/pipeline/quality.js';
-import { QUALITY_ISSUES } from '../shared/face/quality.js';
+import { FaceEngine } from '../features/face/worker/pipeline/engine.js';
+import { normaliseUpload } from '../platform/face/image.js';
+import { component, QUALITY_RANGES } from '../features/face/worker/pipeline/quality.js';
+import { QUALITY_ISSUES } from '../platform/face/quality.js';
 import { DEGRADATIONS, CLEAN_PHOTOS, ROOT_DIR, analyse, fixture, geometry, type FaceGeometry } from '../scripts/quality-degradations.js';
 
 const MODELS = path.resolve(ROOT_DIR, process.env.FACE_MODELS_DIR ?? 'var/models');

@@ -6,10 +6,10 @@
 import test from 'ava';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { AppError, type ErrorCode } from '../shared/errors.js';
-import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
-import { upsertCanonical } from '../shared/repositories/embeddings.js';
-import { hasFace } from '../api/services/face-service.js';
+import { AppError, type ErrorCode } from '../platform/errors.js';
+import { FACE_ENGINE_VERSION } from '../platform/face/face-models.js';
+import { upsertCanonical } from '../features/face/embeddings-repository.js';
+import { hasFace } from '../features/face/face-service.js';
 import { useHarness, startHarness, ROOT } from './helpers/harness.js';
 import { newConsumer } from './helpers/principals.js';
 

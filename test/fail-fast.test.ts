@@ -5,8 +5,8 @@
  * such request waited the whole FACE_JOB_TIMEOUT_MS.
  */
 import test from 'ava';
-import { AppError } from '../shared/errors.js';
-import { JobClient } from '../shared/face-path/job-client.js';
+import { AppError } from '../platform/errors.js';
+import { JobClient } from '../platform/face-path/job-client.js';
 import { startSearchRunner, UNREAD_PROBE } from './helpers/search-runner.js';
 import { startHarness, type Harness } from './helpers/harness.js';
 import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';

@@ -4,9 +4,9 @@
  */
 import { Type } from '@sinclair/typebox';
 import test from 'ava';
-import { route } from '../api/route-table.js';
-import { AppError } from '../shared/errors.js';
-import { Strict } from '../api/schemas/common.js';
+import { route } from '../platform/http/route-table.js';
+import { AppError } from '../platform/errors.js';
+import { Strict } from '../platform/http/schemas.js';
 import { useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';

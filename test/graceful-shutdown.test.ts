@@ -5,7 +5,7 @@
  */
 import test from 'ava';
 import { Type } from '@sinclair/typebox';
-import { route } from '../api/route-table.js';
+import { route } from '../platform/http/route-table.js';
 import { startHarness, type Harness } from './helpers/harness.js';
 
 const slowRoute = route({

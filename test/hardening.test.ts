@@ -4,7 +4,7 @@
  */
 import test from 'ava';
 import { readFileSync } from 'node:fs';
-import { issueProofToken } from '../shared/stores/proof-tokens.js';
+import { issueProofToken } from '../features/verification/proof-tokens.js';
 import { useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';

@@ -9,10 +9,10 @@
 import test from 'ava';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { createDeps, closeDeps, type AppDeps } from '../api/deps.js';
+import { createDeps, closeDeps, type AppDeps } from '../processes/web/deps.js';
 import { startWebProcess, type RunningWebProcess } from '../processes/web.js';
-import { removeCanonical } from '../shared/repositories/embeddings.js';
-import { createLogger } from '../shared/logger.js';
+import { removeCanonical } from '../features/face/embeddings-repository.js';
+import { createLogger } from '../platform/logger.js';
 import { freePort } from '../scripts/lib/private-services.js';
 import { useHarness, ROOT } from './helpers/harness.js';
 import { client } from './helpers/http.js';

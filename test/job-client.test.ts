@@ -1,14 +1,14 @@
 /** The awaited-job helper: result, removal from Redis, and timeout with withdrawal when no worker runs. */
 import test from 'ava';
-import { JobClient } from '../shared/face-path/job-client.js';
-import { bullPrefix } from '../shared/jobs/contract.js';
-import { createRedis } from '../shared/redis.js';
-import { replyListKey } from '../shared/face-path/replies.js';
-import type { QueueRunner } from '../workers/run-queue.js';
+import { JobClient } from '../platform/face-path/job-client.js';
+import { bullPrefix } from '../platform/jobs/contract.js';
+import { createRedis } from '../platform/redis/redis.js';
+import { replyListKey } from '../platform/face-path/replies.js';
+import type { QueueRunner } from '../platform/worker-runtime/run-queue.js';
 import { startSearchRunner, UNREAD_PROBE } from './helpers/search-runner.js';
 import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';
-import { AppError } from '../shared/errors.js';
-import { bankAccountConfirmJobId, enqueueBankAccountConfirm } from '../shared/jobs/upstream.js';
+import { AppError } from '../platform/errors.js';
+import { bankAccountConfirmJobId, enqueueBankAccountConfirm } from '../platform/jobs/upstream.js';
 
 const prefix = testRedisPrefix();
 const jobs = new JobClient({ redisUrl: TEST_REDIS_URL, redisPrefix: prefix, timeoutMs: 800 });

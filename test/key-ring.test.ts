@@ -1,8 +1,8 @@
 /** The biometric key ring: sealing bound to its subject, rotation, and the settings production refuses. */
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
-import { BiometricKeyRing, KeyRingError, DEVELOPMENT_KEY_ID } from '../shared/crypto/key-ring.js';
-import { loadConfig, ConfigError } from '../shared/config.js';
+import { BiometricKeyRing, KeyRingError, DEVELOPMENT_KEY_ID } from '../platform/keys/key-ring.js';
+import { loadConfig, ConfigError } from '../platform/config.js';
 
 const key = () => randomBytes(32).toString('base64');
 

@@ -15,8 +15,8 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 const eslint = new ESLint({ cwd: ROOT });
 
-async function lintProbe(folder: string, source: string): Promise<ESLint.LintResult['messages']> {
-  const file = path.join(ROOT, folder, `__lint_probe_${randomUUID().slice(0, 8)}.ts`);
+async function lintProbe(folder: string, source: string, suffix = ''): Promise<ESLint.LintResult['messages']> {
+  const file = path.join(ROOT, folder, `__lint_probe_${randomUUID().slice(0, 8)}${suffix}.ts`);
   writeFileSync(file, source);
   try {
     const [result] = await eslint.lintFiles([file]);
@@ -26,17 +26,37 @@ async function lintProbe(folder: string, source: string): Promise<ESLint.LintRes
   }
 }
 
-const restricted = (messages: ESLint.LintResult['messages']) => messages.filter((m) => m.ruleId === 'no-restricted-imports');
+const restricted = (messages: ESLint.LintResult['messages']) => messages.filter((m) => m.ruleId === 'house/layers');
 
 const cases: { folder: string; source: string; allowed: boolean }[] = [
-  { folder: 'api', source: "export { runQueues } from '../workers/run-queue.js';\n", allowed: false },
-  { folder: 'api/services', source: "export * from '../../workers/face/pipeline/engine.js';\n", allowed: false },
-  { folder: 'workers', source: "export { createApp } from '../api/app.js';\n", allowed: false },
-  { folder: 'shared', source: "export type { AnyRoute } from '../api/route-table.js';\n", allowed: false },
-  { folder: 'shared', source: "export { runQueues } from '../workers/run-queue.js';\n", allowed: false },
-  { folder: 'api', source: "export { loadConfig } from '../shared/config.js';\n", allowed: true },
-  { folder: 'workers', source: "export { loadConfig } from '../shared/config.js';\n", allowed: true },
-  { folder: 'test', source: "export { createApp } from '../api/app.js';\nexport { runQueues } from '../workers/run-queue.js';\n", allowed: true },
+  // the floor imports no wing, no process
+  { folder: 'platform/http', source: "export * from '../../features/sign-in/index.js';\n", allowed: false },
+  { folder: 'platform', source: "export { createApp } from '../processes/web/app.js';\n", allowed: false },
+  // request-side code never imports worker-side code
+  { folder: 'platform/http', source: "export { runQueues } from '../worker-runtime/run-queue.js';\n", allowed: false },
+  { folder: 'features/face', source: "export * from './worker/pipeline/engine.js';\n", allowed: false },
+  { folder: 'features/verification', source: "export * from '../search/worker/replica.js';\n", allowed: false },
+  // worker-side code never imports request-side code
+  { folder: 'features/face/worker', source: "export type { AnyRoute } from '../../../platform/http/route-table.js';\n", allowed: false },
+  { folder: 'features/webhooks/worker', source: "export { default } from '../routes.js';\n", allowed: false },
+  // another wing only through its public entry; never a process
+  { folder: 'features/dedupe', source: "export * from '../identity/identity-tokens.js';\n", allowed: false },
+  { folder: 'features/dedupe', source: "export { createApp } from '../../processes/web/app.js';\n", allowed: false },
+  { folder: 'models', source: "export { loadConfig } from '../platform/config.js';\n", allowed: false },
+  // allowed
+  { folder: 'features/dedupe', source: "export * from '../identity/index.js';\n", allowed: true },
+  {
+    folder: 'features/webhooks/worker',
+    source: "export * from '../repository.js';\nexport { runQueues } from '../../../platform/worker-runtime/run-queue.js';\n",
+    allowed: true,
+  },
+  { folder: 'platform/http', source: "export { loadConfig } from '../config.js';\n", allowed: true },
+  { folder: 'processes', source: "export { createApp } from './web/app.js';\nexport * from '../features/face/worker/worker.js';\n", allowed: true },
+  {
+    folder: 'test',
+    source: "export { createApp } from '../processes/web/app.js';\nexport { runQueues } from '../platform/worker-runtime/run-queue.js';\n",
+    allowed: true,
+  },
 ];
 
 for (const c of cases) {
@@ -51,20 +71,21 @@ for (const c of cases) {
   });
 }
 
-test('a Redis script under api/ is an error: scripts live in their store (shared/stores/)', async (t) => {
-  const source = "import type { Redis } from '../shared/redis.js';\nexport const count = (redis: Redis, key: string) => redis.eval('return 1', 1, key);\n";
-  const inApi = (await lintProbe('api', source)).filter((m) => m.ruleId === 'no-restricted-syntax');
-  t.is(inApi.length, 1);
-  t.is(inApi[0]!.severity, 2);
-  t.regex(inApi[0]!.message, /shared\/stores/);
+test('a Redis script in a route or a service is an error: scripts live in their store', async (t) => {
+  const source =
+    "import type { Redis } from '../../platform/redis/redis.js';\nexport const count = (redis: Redis, key: string) => redis.eval('return 1', 1, key);\n";
+  const inService = (await lintProbe('features/dedupe', source, '-service')).filter((m) => m.ruleId === 'no-restricted-syntax');
+  t.is(inService.length, 1);
+  t.is(inService[0]!.severity, 2);
+  t.regex(inService[0]!.message, /give the store a method/);
   t.deepEqual(
-    (await lintProbe('shared/stores', source.replace('../shared/', '../'))).filter((m) => m.ruleId === 'no-restricted-syntax'),
+    (await lintProbe('features/dedupe', source, '-store')).filter((m) => m.ruleId === 'no-restricted-syntax'),
     [],
   );
 });
 
 test('an un-awaited promise is an error (no-floating-promises)', async (t) => {
-  const messages = await lintProbe('shared', 'async function work(): Promise<void> {}\nexport function caller(): void {\n  work();\n}\n');
+  const messages = await lintProbe('platform', 'async function work(): Promise<void> {}\nexport function caller(): void {\n  work();\n}\n');
   const floating = messages.filter((m) => m.ruleId === '@typescript-eslint/no-floating-promises');
   t.is(floating.length, 1);
   t.is(floating[0]!.severity, 2);

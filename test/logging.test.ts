@@ -1,7 +1,7 @@
 /** Secrets and biometrics never reach a log line, wherever they are nested. */
 import test from 'ava';
 import { Writable } from 'node:stream';
-import { createLogger } from '../shared/logger.js';
+import { createLogger } from '../platform/logger.js';
 
 test('tokens, codes, passwords, images and embeddings are redacted', (t) => {
   const lines: string[] = [];

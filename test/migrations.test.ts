@@ -1,7 +1,7 @@
 /** `npm run migrate` up and down both work, on a fresh database. */
 import test from 'ava';
 import knexFactory from 'knex';
-import { createDb } from '../shared/db.js';
+import { createDb } from '../platform/database/db.js';
 import { TEST_PG_BASE } from './helpers/db.js';
 import { randomBytes } from 'node:crypto';
 

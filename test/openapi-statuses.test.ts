@@ -7,8 +7,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import test from 'ava';
-import { allRoutes } from '../api/routes/index.js';
-import type { AnyRoute } from '../api/route-table.js';
+import { allRoutes } from '../processes/web/routes.js';
+import type { AnyRoute } from '../platform/http/route-table.js';
 import { useHarness } from './helpers/harness.js';
 import { call } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';

@@ -1,7 +1,7 @@
 /** GET /openapi.json is a valid OpenAPI 3.1 document generated from the route table's schemas. */
 import { Validator } from '@seriousme/openapi-schema-validator';
 import test from 'ava';
-import { koaPath } from '../api/route-table.js';
+import { koaPath } from '../platform/http/route-table.js';
 import { useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 

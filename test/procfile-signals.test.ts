@@ -6,7 +6,7 @@
  * drain short. And when the scripts ran the `tsx` command, tsx relayed the signal itself and, unless
  * the process acknowledged it within 2 × 30 ms, killed it with SIGKILL: a process busy when the
  * signal came (a CPU-bound request, a loaded machine) lost its drain. Here a process using
- * shared/shutdown.ts runs through the package's own start:web script (its file swapped for the test's),
+ * platform/processes/shutdown.ts runs through the package's own start:web script (its file swapped for the test's),
  * busy nearly all the time.
  */
 import test from 'ava';
@@ -26,8 +26,8 @@ async function runUnderNpm(cleanupMs: number, stop: (pgid: number, out: () => st
   writeFileSync(
     path.join(dir, 'child.ts'),
     `import { writeSync } from 'node:fs';
-import { onShutdown } from ${JSON.stringify(path.join(ROOT, 'shared', 'shutdown.ts'))};
-import { createLogger } from ${JSON.stringify(path.join(ROOT, 'shared', 'logger.ts'))};
+import { onShutdown } from ${JSON.stringify(path.join(ROOT, 'platform', 'processes', 'shutdown.ts'))};
+import { createLogger } from ${JSON.stringify(path.join(ROOT, 'platform', 'logger.ts'))};
 process.on('exit', (code) => writeSync(1, 'exit ' + code + '\\n'));
 onShutdown(createLogger({ level: 'silent', name: 'x' }), () => new Promise((r) => setTimeout(() => { writeSync(1, 'drained\\n'); r(); }, ${cleanupMs})), 20000);
 writeSync(1, 'ready\\n');

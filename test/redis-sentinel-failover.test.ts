@@ -1,7 +1,7 @@
 /**
  * Redis through Sentinel: a private master + replica + 3 Sentinels (scripts/lib/ha/redis-sentinel.ts).
  * After a failover (asked of a Sentinel, then the new master killed with SIGKILL) the connections made
- * from REDIS_SENTINELS follow the new master: a queue worker (workers/run-queue.ts) keeps consuming
+ * from REDIS_SENTINELS follow the new master: a queue worker (platform/worker-runtime/run-queue.ts) keeps consuming
  * jobs added after the switch and the caller (shared/job-client.ts) gets their replies; a plain
  * connection (tokens, rate limits) writes to the new master. The known traps: bullmq #3088, #4378,
  * #4585 (a worker that silently stops consuming after a master switch).
@@ -10,12 +10,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import { loadConfig } from '../shared/config.js';
-import { JobClient } from '../shared/face-path/job-client.js';
-import { createLogger } from '../shared/logger.js';
-import { createRedis, redisTarget } from '../shared/redis.js';
-import { SingleUseTokens } from '../shared/stores/single-use-token.js';
-import { runQueues, type HandlerMap } from '../workers/run-queue.js';
+import { loadConfig } from '../platform/config.js';
+import { JobClient } from '../platform/face-path/job-client.js';
+import { createLogger } from '../platform/logger.js';
+import { createRedis, redisTarget } from '../platform/redis/redis.js';
+import { SingleUseTokens } from '../platform/redis/single-use-token.js';
+import { runQueues, type HandlerMap } from '../platform/worker-runtime/run-queue.js';
 import { startSentinelTopology } from '../scripts/lib/ha/redis-sentinel.js';
 import { testRedisPrefix } from './helpers/db.js';
 

@@ -6,8 +6,8 @@
 import test from 'ava';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { AppError } from '../shared/errors.js';
-import { RegistryClient } from '../api/adapters/registry-client.js';
+import { AppError } from '../platform/errors.js';
+import { RegistryClient } from '../features/identity/registry-client.js';
 
 async function server(handler: http.RequestListener): Promise<{ url: string; hits: string[]; close(): Promise<void> }> {
   const hits: string[] = [];

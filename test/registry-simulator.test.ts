@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { useHarness, ROOT } from './helpers/harness.js';
 import { client } from './helpers/http.js';
-import { effectiveFault } from '../api/registry-simulator/simulator.js';
+import { effectiveFault } from '../features/registry-simulator/simulator.js';
 
 const FACES = path.join(ROOT, 'test/fixtures/faces');
 const bush = readFileSync(path.join(FACES, 'lfw/Bush_1.png'));

@@ -1,10 +1,10 @@
-/** workers/run-queue.ts: a worker refuses to start with a missing or stray handler; deferred jobs run through it too. */
+/** platform/worker-runtime/run-queue.ts: a worker refuses to start with a missing or stray handler; deferred jobs run through it too. */
 import test from 'ava';
-import { loadConfig } from '../shared/config.js';
-import { enqueueBankAccountConfirm, type UpstreamJob } from '../shared/jobs/upstream.js';
-import { createRedis } from '../shared/redis.js';
-import { createLogger } from '../shared/logger.js';
-import { runQueues, type HandlerMap } from '../workers/run-queue.js';
+import { loadConfig } from '../platform/config.js';
+import { enqueueBankAccountConfirm, type UpstreamJob } from '../platform/jobs/upstream.js';
+import { createRedis } from '../platform/redis/redis.js';
+import { createLogger } from '../platform/logger.js';
+import { runQueues, type HandlerMap } from '../platform/worker-runtime/run-queue.js';
 import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';
 
 const config = loadConfig({ NODE_ENV: 'test', REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: testRedisPrefix() });

@@ -1,5 +1,5 @@
 /**
- * Sealed snapshot files read by several threads at once (workers/search/sealed-snapshot-files.ts
+ * Sealed snapshot files read by several threads at once (features/search/worker/sealed-snapshot-files.ts
  * `readShared`, the way a replica loads its vectors): the same plaintext as the one-thread read for any
  * number of threads (one: on the calling thread, as for a small file), and every damage refused as the one-thread read refuses it (a flipped bit in any
  * frame, frames swapped, a missing last frame, a file of another snapshot, an unknown key, a length
@@ -10,9 +10,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import { BiometricKeyRing, KeyRingError } from '../shared/crypto/key-ring.js';
-import { FRAME_BYTES, SealedSnapshotFiles, SnapshotFileError } from '../workers/search/sealed-snapshot-files.js';
-import { VectorStore } from '../workers/search/search-kernel.js';
+import { BiometricKeyRing, KeyRingError } from '../platform/keys/key-ring.js';
+import { FRAME_BYTES, SealedSnapshotFiles, SnapshotFileError } from '../features/search/worker/sealed-snapshot-files.js';
+import { VectorStore } from '../features/search/worker/search-kernel.js';
 
 const ring = (kid = 'k1') => BiometricKeyRing.from({ biometricKeys: `${kid}:${randomBytes(32).toString('base64')}`, biometricActiveKeyId: kid });
 const dirs: string[] = [];

@@ -1,19 +1,19 @@
 /**
  * The probe embedding of a search job never sits in clear in Redis and never outlives the request's
- * deadline: it waits sealed beside the job (shared/face-path/search-embedding.ts), the job carries only
+ * deadline: it waits sealed beside the job (platform/face-path/search-embedding.ts), the job carries only
  * its ref and the salt of its key (the key needs the processes' key ring too), and the value expires at the deadline even when no search worker ever takes it.
  */
 import test from 'ava';
 import { randomUUID } from 'node:crypto';
-import { EMBEDDING_DIM, encodeEmbedding } from '../shared/embeddings.js';
-import { AppError } from '../shared/errors.js';
-import { handoffKey } from '../shared/face-path/handoff.js';
+import { EMBEDDING_DIM, encodeEmbedding } from '../platform/face/embeddings.js';
+import { AppError } from '../platform/errors.js';
+import { handoffKey } from '../platform/face-path/handoff.js';
 import { createDecipheriv } from 'node:crypto';
-import { BiometricKeyRing } from '../shared/crypto/key-ring.js';
-import { HandoffSealer } from '../shared/face-path/sealing.js';
-import { createRedis } from '../shared/redis.js';
-import { upsertCanonical } from '../shared/repositories/embeddings.js';
-import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
+import { BiometricKeyRing } from '../platform/keys/key-ring.js';
+import { HandoffSealer } from '../platform/face-path/sealing.js';
+import { createRedis } from '../platform/redis/redis.js';
+import { upsertCanonical } from '../features/face/embeddings-repository.js';
+import { FACE_ENGINE_VERSION } from '../platform/face/face-models.js';
 import { useHarness } from './helpers/harness.js';
 import { newConsumer } from './helpers/principals.js';
 

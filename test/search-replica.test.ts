@@ -12,18 +12,18 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFil
 import os from 'node:os';
 import path from 'node:path';
 import type { Knex } from 'knex';
-import { createDb } from '../shared/db.js';
-import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
-import { createLogger } from '../shared/logger.js';
-import { currentChangeSeq, removeCanonical, upsertCanonical } from '../shared/repositories/embeddings.js';
-import { BiometricKeyRing } from '../shared/crypto/key-ring.js';
-import { PgChangeLogSource } from '../workers/search/change-log-source.js';
-import { IndexReplica, type ReplicaOptions } from '../workers/search/replica.js';
-import { SnapshotStore, type SnapshotMeta } from '../workers/search/snapshot-store.js';
-import { SketchEngine } from '../workers/search/sketch-engine.js';
+import { createDb } from '../platform/database/db.js';
+import { FACE_ENGINE_VERSION } from '../platform/face/face-models.js';
+import { createLogger } from '../platform/logger.js';
+import { currentChangeSeq, removeCanonical, upsertCanonical } from '../features/face/embeddings-repository.js';
+import { BiometricKeyRing } from '../platform/keys/key-ring.js';
+import { PgChangeLogSource } from '../features/search/worker/change-log-source.js';
+import { IndexReplica, type ReplicaOptions } from '../features/search/worker/replica.js';
+import { SnapshotStore, type SnapshotMeta } from '../features/search/worker/snapshot-store.js';
+import { SketchEngine } from '../features/search/worker/sketch-engine.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
 import { atCosine, rng } from './helpers/vectors.js';
-import { processKeyRing, sealTemplate } from '../shared/crypto/templates.js';
+import { processKeyRing, sealTemplate } from '../platform/keys/templates.js';
 
 const DIM = 512;
 /** Clustered-ish unit vectors (a shared component makes neighbours compete, as in face embeddings). */

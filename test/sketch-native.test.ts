@@ -6,7 +6,7 @@
  * `VectorStore.rerank`.
  */
 import test from 'ava';
-import { SketchIndex, VectorStore, scanIsa } from '../workers/search/search-kernel.js';
+import { SketchIndex, VectorStore, scanIsa } from '../features/search/worker/search-kernel.js';
 import { rng } from './helpers/vectors.js';
 
 const D = 512;

@@ -5,12 +5,12 @@
  * Codes are computed the way an authenticator app does (RFC 6238 via the same library).
  */
 import test from 'ava';
-import { createDeps, closeDeps, type AppDeps } from '../api/deps.js';
+import { createDeps, closeDeps, type AppDeps } from '../processes/web/deps.js';
 import { startWebProcess, type RunningWebProcess } from '../processes/web.js';
-import { hashPassword } from '../api/domain/passwords.js';
-import { codeAt } from '../api/domain/totp.js';
+import { hashPassword } from '../features/sign-in/passwords.js';
+import { codeAt } from '../features/sign-in/totp.js';
 import { decodeJwt } from 'jose';
-import { createLogger } from '../shared/logger.js';
+import { createLogger } from '../platform/logger.js';
 import { freePort } from '../scripts/lib/private-services.js';
 import { useHarness, type Harness } from './helpers/harness.js';
 import { client } from './helpers/http.js';

@@ -13,7 +13,7 @@
 import test from 'ava';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { ensureFirstAdministrator } from '../api/services/operator-service.js';
+import { ensureFirstAdministrator } from '../features/staff/service.js';
 import { ROOT, useHarness } from './helpers/harness.js';
 import { client, type RequestOptions } from './helpers/http.js';
 

@@ -6,9 +6,9 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import test from 'ava';
-import { issueProofToken, proofTokenKey } from '../shared/stores/proof-tokens.js';
-import { upsertCanonical } from '../shared/repositories/embeddings.js';
-import { isUniqueViolation } from '../shared/repositories/handle.js';
+import { issueProofToken, proofTokenKey } from '../features/verification/proof-tokens.js';
+import { upsertCanonical } from '../features/face/embeddings-repository.js';
+import { isUniqueViolation } from '../platform/database/unit-of-work.js';
 import { useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';

@@ -1,16 +1,16 @@
 /**
- * The FAISS index with its own id mapping (workers/search/faiss-engine.ts), the replica that keeps it
+ * The FAISS index with its own id mapping (features/search/worker/faiss-engine.ts), the replica that keeps it
  * in step with PostgreSQL (replica.ts), and read-your-writes across two real search workers.
  * Embeddings here are synthetic unit vectors (the face pipeline has its own tests); every write goes
- * through shared/repositories/embeddings.ts, the only write path.
+ * through features/face/embeddings-repository.ts, the only write path.
  */
 import test from 'ava';
-import { FACE_ENGINE_VERSION } from '../shared/face-models.js';
-import { createDb } from '../shared/db.js';
-import { createLogger } from '../shared/logger.js';
-import { currentChangeSeq, removeCanonical, upsertCanonical } from '../shared/repositories/embeddings.js';
-import { FaissEngine, describeFactory } from '../workers/search/faiss-engine.js';
-import { IndexReplica } from '../workers/search/replica.js';
+import { FACE_ENGINE_VERSION } from '../platform/face/face-models.js';
+import { createDb } from '../platform/database/db.js';
+import { createLogger } from '../platform/logger.js';
+import { currentChangeSeq, removeCanonical, upsertCanonical } from '../features/face/embeddings-repository.js';
+import { FaissEngine, describeFactory } from '../features/search/worker/faiss-engine.js';
+import { IndexReplica } from '../features/search/worker/replica.js';
 import { useHarness, type Harness } from './helpers/harness.js';
 import { newConsumer, newOperator } from './helpers/principals.js';
 import { atCosine, rng } from './helpers/vectors.js';

@@ -6,8 +6,8 @@
 import test from 'ava';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { upsertCanonical } from '../shared/repositories/embeddings.js';
-import { hasFace } from '../api/services/face-service.js';
+import { upsertCanonical } from '../features/face/embeddings-repository.js';
+import { hasFace } from '../features/face/face-service.js';
 import { ROOT, useHarness, type Harness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';

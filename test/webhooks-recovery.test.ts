@@ -7,10 +7,10 @@
 import test from 'ava';
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { createLogger } from '../shared/logger.js';
-import { WebhooksRepository } from '../shared/repositories/webhooks.js';
-import { WEBHOOK_SECRET_KEY_PURPOSE } from '../shared/webhook-secrets.js';
-import { startWebhookWorker } from '../workers/webhooks/worker.js';
+import { createLogger } from '../platform/logger.js';
+import { WebhooksRepository } from '../features/webhooks/repository.js';
+import { WEBHOOK_SECRET_KEY_PURPOSE } from '../features/webhooks/secrets.js';
+import { startWebhookWorker } from '../features/webhooks/worker/worker.js';
 import { useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newOperator } from './helpers/principals.js';

@@ -1,14 +1,14 @@
 /**
- * The SSRF guard of webhook deliveries (shared/webhook-sender.ts), with WEBHOOK_ALLOW_PRIVATE off as in
+ * The SSRF guard of webhook deliveries (features/webhooks/sender.ts), with WEBHOOK_ALLOW_PRIVATE off as in
  * production: only https, only public addresses, checked against what the name resolves to when the
  * attempt is sent, no redirect followed. A real receiver listens on loopback: it must never be reached.
  */
 import test from 'ava';
-import { WebhooksRepository } from '../shared/repositories/webhooks.js';
-import { newWebhookSecret, sealWebhookSecret } from '../shared/webhook-secrets.js';
-import { checkWebhookUrl, isPublicAddress, sendWebhook } from '../shared/webhook-sender.js';
-import { attemptDelivery } from '../workers/webhooks/delivery.js';
-import { loadConfig } from '../shared/config.js';
+import { WebhooksRepository } from '../features/webhooks/repository.js';
+import { newWebhookSecret, sealWebhookSecret } from '../features/webhooks/secrets.js';
+import { checkWebhookUrl, isPublicAddress, sendWebhook } from '../features/webhooks/sender.js';
+import { attemptDelivery } from '../features/webhooks/worker/delivery.js';
+import { loadConfig } from '../platform/config.js';
 import { useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newOperator } from './helpers/principals.js';

@@ -6,8 +6,8 @@
  */
 import test from 'ava';
 import { Webhook } from 'standardwebhooks';
-import { issueProofToken } from '../shared/stores/proof-tokens.js';
-import { WEBHOOK_EVENT_TYPES } from '../shared/repositories/webhooks.js';
+import { issueProofToken } from '../features/verification/proof-tokens.js';
+import { WEBHOOK_EVENT_TYPES } from '../features/webhooks/repository.js';
 import { useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';

@@ -1,7 +1,7 @@
 /**
  * A request whose stage was running on a worker process that is killed answers 503
  * `face_engine_unavailable` with Retry-After within 3 s, not at its job deadline (10 s here); BullMQ
- * alone would notice the stalled job only after 30 s (shared/face-path/worker-liveness.ts). A stage on
+ * alone would notice the stalled job only after 30 s (platform/face-path/worker-liveness.ts). A stage on
  * a live process that holds its main thread longer than the liveness period (as a model run does) is
  * not mistaken for a dead one.
  */
@@ -11,11 +11,11 @@ import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
-import { AppError } from '../shared/errors.js';
-import { JobClient } from '../shared/face-path/job-client.js';
-import { bullWorkerKey, livenessKey, runnerKey } from '../shared/face-path/worker-liveness.js';
-import { bullPrefix } from '../shared/jobs/contract.js';
-import { createRedis } from '../shared/redis.js';
+import { AppError } from '../platform/errors.js';
+import { JobClient } from '../platform/face-path/job-client.js';
+import { bullWorkerKey, livenessKey, runnerKey } from '../platform/face-path/worker-liveness.js';
+import { bullPrefix } from '../platform/jobs/contract.js';
+import { createRedis } from '../platform/redis/redis.js';
 import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));

@@ -1,5 +1,5 @@
 /**
- * A worker process for test/face-chain.test.ts, on the project's runner (workers/run-queue.ts) with
+ * A worker process for test/face-chain.test.ts, on the project's runner (platform/worker-runtime/run-queue.ts) with
  * stand-in handlers, so that a test can hold one process's main thread the way the face models do.
  *
  *   CHAIN_ROLE=busy   serves `liveness` and `embed`; its liveness handler adds the job's `embedNext`
@@ -10,10 +10,10 @@
  * Every embed answers `{ pid, at }` (this process, the epoch ms it ran). Prints `ready` when serving.
  */
 import { setImmediate as yieldOnce } from 'node:timers/promises';
-import { loadConfig } from '../../shared/config.js';
-import type { EmbedResult, LivenessJobResult } from '../../shared/jobs/index.js';
-import { createLogger } from '../../shared/logger.js';
-import { runQueues } from '../../workers/run-queue.js';
+import { loadConfig } from '../../platform/config.js';
+import type { EmbedResult, LivenessJobResult } from '../../platform/jobs/index.js';
+import { createLogger } from '../../platform/logger.js';
+import { runQueues } from '../../platform/worker-runtime/run-queue.js';
 
 const role = process.env.CHAIN_ROLE;
 const busyMs = Number(process.env.CHAIN_BUSY_MS ?? 1000);

@@ -1,7 +1,7 @@
 /** What the tests of the face path's failures share: an attested /identify with a fixture photo, timed, and what a queue still holds. */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { QueueName } from '../../shared/jobs/index.js';
+import type { QueueName } from '../../platform/jobs/index.js';
 import { ROOT, type Harness } from './harness.js';
 import { client } from './http.js';
 

@@ -7,12 +7,12 @@ import type { TestFn } from 'ava';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig, type Config } from '../../shared/config.js';
-import { createRedis } from '../../shared/redis.js';
-import { closeDeps, createDeps, type AppDeps } from '../../api/deps.js';
-import type { RunningWeb } from '../../api/http-server.js';
-import type { AnyRoute } from '../../api/route-table.js';
-import { createLogger } from '../../shared/logger.js';
+import { loadConfig, type Config } from '../../platform/config.js';
+import { createRedis } from '../../platform/redis/redis.js';
+import { closeDeps, createDeps, type AppDeps } from '../../processes/web/deps.js';
+import type { RunningWeb } from '../../processes/web/http-server.js';
+import type { AnyRoute } from '../../platform/http/route-table.js';
+import { createLogger } from '../../platform/logger.js';
 import { startWebProcess } from '../../processes/web.js';
 import { freePort } from '../../scripts/lib/private-services.js';
 import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL, type TestDatabase } from './db.js';
@@ -92,13 +92,13 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const faceWorkers: RunningWorker[] = [];
   const searchWorkers: RunningWorker[] = [];
   const startFaceWorker = async (env: Record<string, string> = {}) => {
-    const { startFaceWorker: start } = await import('../../workers/face/worker.js');
+    const { startFaceWorker: start } = await import('../../features/face/worker/worker.js');
     const w = await start(configFor(env), { logger: createLogger({ level: config.runtime.logLevel, name: 'test-face' }) });
     faceWorkers.push(w);
     return w;
   };
   const startSearchWorker = async (env: Record<string, string> = {}) => {
-    const { startSearchWorker: start } = await import('../../workers/search/worker.js');
+    const { startSearchWorker: start } = await import('../../features/search/worker/worker.js');
     // Only the first search worker serves the health port; the others use a free one.
     const extra: Record<string, string> = searchWorkers.length ? { SEARCH_HEALTH_PORT: String(await freePort()) } : {};
     const w = await start(configFor({ ...extra, ...env }), { logger: createLogger({ level: config.runtime.logLevel, name: 'test-search' }) });

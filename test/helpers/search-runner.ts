@@ -1,8 +1,8 @@
-/** A `search` queue served by the project's own runner (workers/run-queue.ts), with a handler the test gives. */
-import { loadConfig } from '../../shared/config.js';
-import type { SearchJob, SearchResult } from '../../shared/jobs/index.js';
-import { createLogger } from '../../shared/logger.js';
-import { runQueues, type JobContext, type QueueRunner } from '../../workers/run-queue.js';
+/** A `search` queue served by the project's own runner (platform/worker-runtime/run-queue.ts), with a handler the test gives. */
+import { loadConfig } from '../../platform/config.js';
+import type { SearchJob, SearchResult } from '../../platform/jobs/index.js';
+import { createLogger } from '../../platform/logger.js';
+import { runQueues, type JobContext, type QueueRunner } from '../../platform/worker-runtime/run-queue.js';
 
 export function startSearchRunner(
   redisUrl: string,

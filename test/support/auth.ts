@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Type } from '@sinclair/typebox';
-import { route, type AnyRoute } from '../../api/route-table.js';
+import { route, type AnyRoute } from '../../platform/http/route-table.js';
 import type { Harness } from '../helpers/harness.js';
 import { client } from '../helpers/http.js';
 

@@ -5,7 +5,7 @@
  * disputes), as real rows and sessions in the harness's database.
  */
 import { randomUUID } from 'node:crypto';
-import { TokenService } from '../../api/services/token-service.js';
+import { TokenService } from '../../features/sign-in/token-service.js';
 import type { Harness } from '../helpers/harness.js';
 import { newConsumer, newOperator } from '../helpers/principals.js';
 import type { FuzzPrincipals } from './fuzzer.js';

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { SearchLogsRepository, type NewSearchLog } from '../../shared/repositories/search-logs.js';
+import { SearchLogsRepository, type NewSearchLog } from '../../features/verification/search-logs-repository.js';
 
 export interface IdentifyRow {
   operatorId: string;

@@ -4,7 +4,7 @@ import type { ComponentChildren } from 'preact';
 import type { paths } from '../api/schema.js';
 
 /**
- * A capture-quality issue code, from the generated client (the API's fixed list, shared/face/quality.ts):
+ * A capture-quality issue code, from the generated client (the API's fixed list, platform/face/quality.ts):
  * the advice tables below are `Record<QualityIssue, …>`, so a new code fails the typecheck until it has words.
  */
 export type QualityIssue = NonNullable<paths['/identify']['post']['responses'][200]['content']['application/json']['quality']>['issues'][number];

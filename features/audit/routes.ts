@@ -1,0 +1,61 @@
+/** GET /audit-events: the AuditEvent log for administrators, newest first, with filters and paging. */
+import { Type } from '@sinclair/typebox';
+import { route, type AnyRoute } from '../../platform/http/route-table.js';
+import { DateParam, IsoDateTime, Page, PageQuery, Strict, Uuid } from '../../platform/http/schemas.js';
+import { parseDateRange } from '../../platform/lists/date-range.js';
+import type { AuditService } from './service.js';
+
+const Severity = Type.Union([Type.Literal('info'), Type.Literal('high')]);
+
+const AuditEventBody = Type.Object({
+  id: Type.String({ description: 'Sequence number (as a string)' }),
+  type: Type.String({ description: 'e.g. operator.created, identity.linked, dispute.status_changed' }),
+  severity: Severity,
+  actorType: Type.Union([Type.String(), Type.Null()], { description: 'consumer, operator or system' }),
+  actorId: Type.Union([Uuid, Type.Null()]),
+  subjectType: Type.Union([Type.String(), Type.Null()]),
+  subjectId: Type.Union([Type.String(), Type.Null()]),
+  data: Type.Record(Type.String(), Type.Unknown(), { description: 'Identifiers and masked values only' }),
+  createdAt: IsoDateTime,
+});
+
+const ListAuditEventsQuery = Type.Object(
+  {
+    ...PageQuery.properties,
+    type: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    severity: Type.Optional(Severity),
+    actorId: Type.Optional(Uuid),
+    subjectId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    from: Type.Optional(DateParam('Events on or after (ISO date = whole UTC day, or date-time)')),
+    to: Type.Optional(DateParam('Events on or before (inclusive)')),
+  },
+  Strict,
+);
+
+export default function auditEventRoutes({ audit }: { audit: AuditService }): AnyRoute[] {
+  return [
+    route({
+      method: 'GET',
+      path: '/audit-events',
+      operationId: 'listAuditEvents',
+      tag: 'Audit',
+      summary: 'Audit events, newest first, with filters',
+      auth: 'administrator',
+      query: ListAuditEventsQuery,
+      responses: { 200: { description: 'A page of audit events', schema: Page(AuditEventBody) } },
+      handler: async function listAuditEvents({ query }) {
+        return {
+          body: await audit.list({
+            page: query.page,
+            pageSize: query.pageSize,
+            type: query.type,
+            severity: query.severity,
+            actorId: query.actorId,
+            subjectId: query.subjectId,
+            range: parseDateRange(query.from, query.to),
+          }),
+        };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,2 @@
+/** The public entry of this wing: what other wings may use. */
+export * from './service.js';

@@ -1,0 +1,333 @@
+/**
+ * The face engine: the four ONNX models behind two calls that match the two queue stages.
+ *
+ * - `liveness(jpeg, mode)`: decode, detect, choose the face, 68 landmarks -> 5 points, anti-spoof
+ *   score, capture quality (quality.ts). Throws FaceError `invalid_image`, `no_face` or (mode
+ *   'single') `multiple_faces`.
+ * - `embed(jpeg, landmarks5)`: 5-point similarity alignment to the ArcFace 112x112 template and the
+ *   512-d L2-normalised embedding; or `embedAligned(aligned)` on the face `liveness(..., { align:
+ *   true })` already aligned from the pixels it decoded (the face worker's path: one decode).
+ *
+ * Both take the normalised JPEG (see decode.ts `normaliseUpload`); each reports its own wall-clock
+ * milliseconds. Sessions are created once, in `load`. Pure library: no queue, no HTTP, no config.
+ * See docs/face-engine.md for every number used here and how the thresholds were chosen.
+ */
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import * as ort from 'onnxruntime-node';
+import { EMBEDDING_DIM } from '../../../../platform/face/embeddings.js';
+import { decodeRgb, type RgbImage } from '../../../../platform/face/image.js';
+import { FaceError } from '../../../../platform/face/face-error.js';
+import type { FaceMode, LivenessResult } from '../../../../platform/face/liveness.js';
+import { detectFaces, DEFAULT_DETECT_OPTIONS, DETECT_INPUT_HEIGHT, DETECT_INPUT_WIDTH, type Detection, type DetectOptions } from './detect.js';
+import { fivePoints, predictLandmarks, squareBox, LANDMARK_INPUT_SIZE } from './landmarks.js';
+import { scoreLiveness, LIVENESS_INPUT_SIZE } from './liveness.js';
+import { embedAligned, embedFace } from './embed.js';
+import { alignFace, ALIGNED_SIZE, type Point } from './align.js';
+import { FACE_ENGINE_VERSION, FACE_MODELS, type FaceModelRole } from '../../../../platform/face/face-models.js';
+import { assessQuality, assessWholeImage } from './quality.js';
+import { flushDenormalWeights } from './denormals.js';
+
+/** The loaded model of each role (files and SHA-256 pins: platform/face/face-models.ts). */
+type Sessions = Record<FaceModelRole, ort.InferenceSession>;
+
+/**
+ * When a photo counts as showing several faces in mode 'single' (1:1 flows). Every detection at or
+ * above the detector threshold (0.7) is a face and is counted in `faceCount`; the photo is refused
+ * only when a second face is *clearly* present: detector probability >= 0.9 AND box height at least
+ * 40% of the largest face's. A small or uncertain face in the background (a bystander, a face on a
+ * poster or a T-shirt) does not block a selfie; two people side by side do.
+ */
+export const FACE_SELECTION = {
+  secondFaceMinScore: 0.9,
+  secondFaceMinSizeRatio: 0.4,
+} as const;
+
+/**
+ * Optional per-step clock (profiling): called with each step's name and wall milliseconds inside a
+ * stage (decode, detect, landmarks, antispoof, align, embedModel). Costs nothing when absent.
+ */
+export type StepClock = (step: string, ms: number) => void;
+
+/** What `liveness` returns: the stage's result and, with `align: true`, the aligned face. */
+export interface EngineLivenessResult extends LivenessResult {
+  /**
+   * With `align: true`: the chosen face aligned to the ArcFace 112x112 template (interleaved RGB,
+   * float 0..255), what `embedAligned` takes, so that the embed stage needs neither the image nor a
+   * second decode.
+   */
+  aligned?: Float32Array;
+}
+
+export interface LivenessOptions {
+  /** Also align the chosen face for `embedAligned` (the decoded image is at hand here). */
+  align?: boolean;
+  /**
+   * Called with the aligned face (as `aligned` above) as soon as it exists, before the anti-spoof
+   * model runs, and not awaited: the face worker starts handing the face on to an embed job here and
+   * awaits that at the end of its stage (docs/performance.md §4 "Stages that follow on").
+   */
+  onAligned?: (aligned: Float32Array) => void;
+  /** Assess capture quality (quality.ts); on unless false (the benchmark measures without). */
+  quality?: boolean;
+  clock?: StepClock;
+}
+
+/** One face of `analyse`: the liveness-stage fields plus the embedding. */
+export interface FaceAnalysis {
+  box: [number, number, number, number];
+  detScore: number;
+  landmarks5: number[][];
+  livenessScore: number;
+  embedding: number[];
+}
+
+export interface EmbedResult {
+  /** 512 numbers, L2 norm 1: cosine similarity = dot product. */
+  embedding: number[];
+  ms: number;
+}
+
+export interface FaceEngineOptions {
+  /** onnxruntime intra-op threads per session (default 1: fastest per process on 2 cores, see docs). */
+  intraOpThreads?: number;
+  /** Check each model file against its SHA-256 pin (platform/face/face-models.ts) before loading (default true). */
+  verifyModels?: boolean;
+  /** onnxruntime execution providers, in order of preference (default ['cpu']). */
+  executionProviders?: string[];
+}
+
+/**
+ * onnxruntime graph optimisation per model: `all` (layout transforms, more fusions) for every model,
+ * their denormal weights flushed to zero at load (denormals.ts). SPEC 5: with its denormal weights,
+ * fr_feature.onnx (the embedder) runs about 3x slower under `all` than `extended` on CPUs with a
+ * denormal penalty; flushed, `all` runs it 24 % faster than `extended` on this machine (13.4 -> 10.2 ms
+ * p50 over the fixture faces), embeddings within 2.2e-7. For fr_detect and fr_landmark `all` is 2.3x
+ * and 3.8x faster than `extended`, outputs equal within 5e-7 (docs/face-engine.md, docs/performance.md
+ * §4); the fixture outcomes are unchanged (test/face-outcomes.test.ts).
+ */
+export const GRAPH_OPTIMIZATION: Record<FaceModelRole, 'extended' | 'all'> = {
+  detect: 'all',
+  landmark: 'all',
+  liveness: 'all',
+  embed: 'all',
+};
+
+function round(v: number, digits: number): number {
+  const k = 10 ** digits;
+  return Math.round(v * k) / k;
+}
+
+function elapsed(t0: number): number {
+  return round(performance.now() - t0, 1);
+}
+
+/** Choose the face; throws no_face / multiple_faces. Exported for tests. */
+export function chooseFace(dets: readonly Detection[], mode: FaceMode): Detection {
+  if (dets.length === 0) throw new FaceError('no_face', undefined, { faceCount: 0 });
+  const height = (d: Detection) => d.y2 - d.y1;
+  const bySize = [...dets].sort((a, b) => height(b) - height(a) || b.score - a.score);
+  const largest = bySize[0]!;
+  if (mode === 'single') {
+    const rival = bySize
+      .slice(1)
+      .find((d) => d.score >= FACE_SELECTION.secondFaceMinScore && height(d) >= FACE_SELECTION.secondFaceMinSizeRatio * height(largest));
+    if (rival) {
+      throw new FaceError('multiple_faces', `${dets.length} faces detected; more than one is clearly present`, {
+        faceCount: dets.length,
+      });
+    }
+  }
+  return largest;
+}
+
+function parseLandmarks5(landmarks5: unknown): Point[] {
+  if (!Array.isArray(landmarks5) || landmarks5.length !== 5) {
+    throw new TypeError('landmarks5 must be an array of five [x, y] points');
+  }
+  return landmarks5.map((p) => {
+    if (!Array.isArray(p) || p.length !== 2 || !p.every((v) => typeof v === 'number' && Number.isFinite(v))) {
+      throw new TypeError('landmarks5 must be an array of five [x, y] points of finite numbers');
+    }
+    return [p[0] as number, p[1] as number];
+  });
+}
+
+export class FaceEngine {
+  private constructor(
+    private readonly sessions: Sessions,
+    readonly detectOptions: DetectOptions,
+    readonly intraOpThreads: number,
+  ) {}
+
+  /** Load the four models (file names: platform/face/face-models.ts) from `modelDir`, once per process. */
+  static async load(modelDir: string, opts: FaceEngineOptions = {}): Promise<FaceEngine> {
+    const threads = opts.intraOpThreads ?? 1;
+    if (!Number.isInteger(threads) || threads < 1) throw new RangeError('intraOpThreads must be a positive integer');
+    const sessionOptions = (role: FaceModelRole): ort.InferenceSession.SessionOptions => ({
+      executionProviders: opts.executionProviders ?? ['cpu'],
+      graphOptimizationLevel: GRAPH_OPTIMIZATION[role],
+      intraOpNumThreads: threads,
+      interOpNumThreads: 1,
+      executionMode: 'sequential',
+    });
+    const entries = await Promise.all(
+      FACE_MODELS.map(async ({ role, file, sha256 }) => {
+        const path = join(modelDir, file);
+        let bytes: Buffer;
+        try {
+          bytes = await readFile(path);
+        } catch (err) {
+          throw new Error(`face model ${file} not found in ${modelDir} (run: npx tsx scripts/fetch-models.ts)`, { cause: err });
+        }
+        if (opts.verifyModels !== false) {
+          const actual = createHash('sha256').update(bytes).digest('hex');
+          if (actual !== sha256) throw new Error(`face model ${file}: SHA-256 ${actual}, expected ${sha256}`);
+        }
+        // After the pin check: the bytes onnxruntime gets, not the file, lose their denormal weights.
+        flushDenormalWeights(bytes);
+        const session = await ort.InferenceSession.create(bytes, sessionOptions(role));
+        return [role, session] as const;
+      }),
+    );
+    const engine = new FaceEngine(Object.fromEntries(entries) as Sessions, DEFAULT_DETECT_OPTIONS, threads);
+    await engine.warmUp();
+    return engine;
+  }
+
+  /** One run of each model on a blank input, so that the first request does not pay for set-up. */
+  private async warmUp(): Promise<void> {
+    const zeros = (shape: number[]) => new ort.Tensor('float32', new Float32Array(shape.reduce((a, b) => a * b, 1)), shape);
+    await this.sessions.detect.run({ input: zeros([1, 3, DETECT_INPUT_HEIGHT, DETECT_INPUT_WIDTH]) });
+    await this.sessions.landmark.run({ input: zeros([1, 1, LANDMARK_INPUT_SIZE, LANDMARK_INPUT_SIZE]) });
+    await this.sessions.liveness.run({ input: zeros([1, 3, LIVENESS_INPUT_SIZE, LIVENESS_INPUT_SIZE]) });
+    await this.sessions.embed.run({ input: zeros([1, 3, ALIGNED_SIZE, ALIGNED_SIZE]) });
+  }
+
+  /** What is loaded, for the face process's GET /version. */
+  get version(): { engine: string; models: Record<string, string>; intraOpThreads: number } {
+    const models = Object.fromEntries(FACE_MODELS.map((m) => [m.name, `${m.file}@sha256:${m.sha256}`]));
+    return { engine: FACE_ENGINE_VERSION, models, intraOpThreads: this.intraOpThreads };
+  }
+
+  /**
+   * Landmarks and anti-spoof score of one detected face. `afterLandmarks` runs between the two (the
+   * face's box and 5 points are known, its anti-spoof score not yet).
+   */
+  private async describe(
+    img: RgbImage,
+    face: Detection,
+    clock?: StepClock,
+    afterLandmarks?: (face: LivenessResult['face']) => Promise<void>,
+  ): Promise<{ face: LivenessResult['face']; livenessScore: number; points68: Point[] }> {
+    const square = squareBox(face);
+    let t = performance.now();
+    const { points68 } = await predictLandmarks(this.sessions.landmark, img, square);
+    const landmarks5 = fivePoints(points68).map(([x, y]): [number, number] => [round(x, 2), round(y, 2)]);
+    clock?.('landmarks', performance.now() - t);
+    const x1 = Math.max(0, face.x1),
+      y1 = Math.max(0, face.y1);
+    const x2 = Math.min(img.width, face.x2),
+      y2 = Math.min(img.height, face.y2);
+    const described: LivenessResult['face'] = {
+      box: [round(x1, 1), round(y1, 1), round(x2 - x1, 1), round(y2 - y1, 1)],
+      detScore: round(face.score, 4),
+      landmarks5,
+    };
+    await afterLandmarks?.(described);
+    t = performance.now();
+    const live = await scoreLiveness(this.sessions.liveness, img, square);
+    clock?.('antispoof', performance.now() - t);
+    return { face: described, livenessScore: round(live.live, 4), points68 };
+  }
+
+  /**
+   * Liveness stage: decode, detect, choose the face ('single': refuse several clear faces;
+   * 'largest': take the largest), landmarks, anti-spoof score.
+   */
+  async liveness(jpeg: Buffer, mode: FaceMode, opts: LivenessOptions = {}): Promise<EngineLivenessResult> {
+    if (mode !== 'single' && mode !== 'largest') throw new TypeError(`unknown face mode: ${String(mode)}`);
+    const { clock } = opts;
+    const t0 = performance.now();
+    const img = await decodeRgb(jpeg);
+    let t = performance.now();
+    clock?.('decode', t - t0);
+    const dets = await detectFaces(this.sessions.detect, img, this.detectOptions);
+    clock?.('detect', performance.now() - t);
+    // No face: the advice the photo as a whole allows (too dark, too bright, too blurred to find one).
+    if (dets.length === 0 && opts.quality !== false) throw new FaceError('no_face', undefined, { faceCount: 0, quality: assessWholeImage(img) });
+    const chosen = chooseFace(dets, mode);
+    // The face is aligned as soon as its landmarks are known, before the anti-spoof model: a caller
+    // that hands it on (`onAligned`) lets the embed stage start while this one finishes.
+    let aligned: Float32Array | undefined;
+    const align =
+      opts.align || opts.onAligned
+        ? async (f: LivenessResult['face']) => {
+            const ta = performance.now();
+            // The same points `embed` would parse: the rounded landmarks5 of the result.
+            aligned = alignFace(img, parseLandmarks5(f.landmarks5)).rgb;
+            clock?.('align', performance.now() - ta);
+            opts.onAligned?.(aligned);
+          }
+        : undefined;
+    const { face, livenessScore, points68 } = await this.describe(img, chosen, clock, align);
+    const result: EngineLivenessResult = { face, livenessScore, faceCount: dets.length, ms: 0 };
+    // Quality from what this stage already holds (pixels, 68 landmarks); on by default.
+    if (opts.quality !== false) {
+      t = performance.now();
+      result.quality = assessQuality({ img, points68, landmarks5: face.landmarks5 as Point[] });
+      result.qualityMs = performance.now() - t;
+      clock?.('quality', result.qualityMs);
+    }
+    if (opts.align) result.aligned = aligned;
+    result.ms = elapsed(t0);
+    return result;
+  }
+
+  /** Embed stage on a face `liveness` already aligned (`align: true`): MobileFaceNet only. */
+  async embedAligned(aligned: Float32Array, clock?: StepClock): Promise<EmbedResult> {
+    if (aligned.length !== ALIGNED_SIZE * ALIGNED_SIZE * 3) throw new RangeError('aligned face must be 112x112x3');
+    const t0 = performance.now();
+    const v = await embedAligned(this.sessions.embed, aligned);
+    clock?.('embedModel', performance.now() - t0);
+    return { embedding: Array.from(v), ms: elapsed(t0) };
+  }
+
+  /** Embed stage: align the face given by `landmarks5` (from `liveness`) and embed it. */
+  async embed(jpeg: Buffer, landmarks5: number[][], clock?: StepClock): Promise<EmbedResult> {
+    const points = parseLandmarks5(landmarks5);
+    const t0 = performance.now();
+    const img = await decodeRgb(jpeg);
+    clock?.('decode', performance.now() - t0);
+    const t = performance.now();
+    const v = await embedFace(this.sessions.embed, img, points);
+    clock?.('alignAndEmbed', performance.now() - t);
+    if (v.length !== EMBEDDING_DIM) throw new Error('unexpected embedding size');
+    return { embedding: Array.from(v), ms: elapsed(t0) };
+  }
+
+  /**
+   * Every detected face with its landmarks, liveness score and embedding, largest first (the
+   * same computations as `liveness` + `embed`). For calibration and diagnostics, not for the
+   * request path.
+   */
+  async analyse(jpeg: Buffer): Promise<{ width: number; height: number; faces: FaceAnalysis[] }> {
+    const img = await decodeRgb(jpeg);
+    const dets = await detectFaces(this.sessions.detect, img, this.detectOptions);
+    const bySize = [...dets].sort((a, b) => b.y2 - b.y1 - (a.y2 - a.y1) || b.score - a.score);
+    const faces: FaceAnalysis[] = [];
+    for (const d of bySize) {
+      const { face, livenessScore } = await this.describe(img, d);
+      const v = await embedFace(this.sessions.embed, img, parseLandmarks5(face.landmarks5));
+      faces.push({ ...face, livenessScore, embedding: Array.from(v) });
+    }
+    return { width: img.width, height: img.height, faces };
+  }
+
+  /** Release the ONNX sessions (the engine is unusable afterwards). */
+  async release(): Promise<void> {
+    await Promise.all(Object.values(this.sessions).map((s) => s.release()));
+  }
+}

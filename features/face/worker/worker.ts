@@ -1,0 +1,241 @@
+/**
+ * The face worker (Procfile `face`): loads the four ONNX models once, serves the `liveness` and
+ * `embed` queues, and answers `GET /version` and `GET /health` on FACE_ENGINE_PORT for the API's
+ * `/models` and `/health`.
+ *
+ * Face outcomes of the photo (`invalid_image`, `no_face`, `multiple_faces`) are job results; anything
+ * else the engine throws is an engine fault and fails the job (the API answers 503).
+ */
+import { HandoffSealer } from '../../../platform/face-path/sealing.js';
+import { BiometricKeyRing } from '../../../platform/keys/key-ring.js';
+import { newHandoffRef, RedisFaceHandoff, type FaceHandoff } from '../../../platform/face-path/handoff.js';
+import { sealSearchEmbedding } from '../../../platform/face-path/search-embedding.js';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import type { Config } from '../../../platform/config.js';
+import { FACE_ENGINE_VERSION, FACE_MODELS } from '../../../platform/face/face-models.js';
+import { isFaceError } from '../../../platform/face/face-error.js';
+import type { EmbedJob, EmbedResult, LivenessJob, LivenessJobResult } from '../../../platform/jobs/index.js';
+import { createLogger, type Logger } from '../../../platform/logger.js';
+import { FaceEngine, type StepClock } from './pipeline/engine.js';
+import { decodeAlignedFace, encodeAlignedFace } from './pipeline/embed.js';
+import { runQueues, type JobContext } from '../../../platform/worker-runtime/run-queue.js';
+import { startStatusServer } from '../../../platform/worker-runtime/status-server.js';
+import { loadWithProvider, providerMetric, type ExecutionProvider } from './execution-provider.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export interface RunningFaceWorker {
+  url: string;
+  close(): Promise<void>;
+}
+
+const elapsed = (t0: number) => Math.round((performance.now() - t0) * 10) / 10;
+
+/**
+ * Per-step clocks inside the worker, summed since the process started (GET /clocks on the status
+ * port): for each queue, jobs handled, the wait from the job's creation to its handler starting
+ * (queue + Redis + wake-up), the handler's own time, and the engine's steps. For profiling the face
+ * path (bench/face-path.ts); never a payload or a result.
+ */
+export class WorkerClocks {
+  readonly byQueue: Record<string, { jobs: number; msByStep: Record<string, number> }> = {};
+
+  clock(queue: string): StepClock {
+    const q = (this.byQueue[queue] ??= { jobs: 0, msByStep: {} });
+    return (step, ms) => {
+      q.msByStep[step] = (q.msByStep[step] ?? 0) + ms;
+    };
+  }
+
+  job(queue: string): void {
+    (this.byQueue[queue] ??= { jobs: 0, msByStep: {} }).jobs++;
+  }
+}
+
+/**
+ * The liveness stage as a job: the engine's call, with photo outcomes turned into results, and the
+ * chosen face aligned, sealed and handed to the embed job through Redis (platform/face-path/handoff.ts).
+ * Its `ms` is the stage's own time in the worker.
+ */
+export async function livenessHandler(
+  engine: FaceEngine,
+  handoff: FaceHandoff,
+  job: LivenessJob,
+  deadlineAt: number,
+  clock?: StepClock,
+  /** Adds the job's `embedNext` (JobContext.followOn); required when the job names one. */
+  followOn?: JobContext['followOn'],
+): Promise<LivenessJobResult> {
+  const t0 = performance.now();
+  // The image the API left for this job (sealed under its salt): gone means the request's deadline
+  // passed or the value was lost with Redis, a fault of the path (503), not of the photo.
+  const sealed = await handoff.take('image', job.imageRef);
+  clock?.('take', performance.now() - t0);
+  if (!sealed) throw new Error('the image of the liveness job is gone (expired or already taken)');
+  const image = handoff.sealer.open(sealed, job.resultSalt);
+  const next = job.embedNext;
+  if (next && !followOn) throw new Error('the liveness job names an embed follow-on but this runner cannot add one');
+  // With a follow-on, the aligned face goes to its embed job before the anti-spoof model runs, so that
+  // another face process embeds it meanwhile. Not awaited until the stage's end: awaiting here would
+  // let this process's own embed worker, woken by the add, take the job and then wait for this stage
+  // to finish (the models run on the main thread). The value and the job go out on one connection,
+  // in that order, so the face is in Redis before its job is.
+  let handedOn: Promise<unknown> | undefined;
+  const onAligned = next
+    ? (aligned: Float32Array) => {
+        const th = performance.now();
+        const alignedFaceRef = newHandoffRef();
+        const put = handoff.put('aligned', handoff.sealer.seal(encodeAlignedFace(aligned), job.resultSalt), deadlineAt, alignedFaceRef);
+        const added = followOn!('embed', next.jobId, {
+          alignedFaceRef,
+          alignedFaceSalt: job.resultSalt,
+          resultSalt: next.resultSalt,
+          ...(next.searchNext ? { searchNext: next.searchNext } : {}),
+        });
+        handedOn = Promise.all([put, added]);
+        handedOn.catch(() => {}); // awaited below
+        clock?.('handOn', performance.now() - th);
+      }
+    : undefined;
+  try {
+    const { aligned, ...r } = await engine.liveness(image, job.mode, { align: !next, onAligned, clock });
+    await handedOn;
+    const alignedFaceRef =
+      !next && r.livenessScore >= job.handOffMinLiveness
+        ? await handoff.put('aligned', handoff.sealer.seal(encodeAlignedFace(aligned!), job.resultSalt), deadlineAt)
+        : null;
+    // The stage's own time in the worker: taking the image, the engine, the aligned face's hand-off.
+    return { ok: true, ...r, alignedFaceRef, ms: elapsed(t0) };
+  } catch (e) {
+    if (!isFaceError(e)) throw e;
+    return { ok: false, code: e.code, faceCount: e.faceCount ?? 0, ...(e.quality ? { quality: e.quality } : {}), ms: elapsed(t0) };
+  }
+}
+
+/**
+ * The embed stage as a job: the face the liveness stage aligned (taken from Redis, sealed under that
+ * job's salt), through MobileFaceNet. Its `ms` is the stage's own time in the worker: taking and opening
+ * the aligned face, the model, sealing the embedding. A face that is gone (expired with its request's
+ * deadline, or already taken) is a fault of the path, not of the photo: the job fails (503).
+ */
+export async function embedHandler(
+  engine: FaceEngine,
+  handoff: FaceHandoff,
+  job: EmbedJob,
+  clock?: StepClock,
+  /** Adds the job's `searchNext` (JobContext.followOn) by the job's deadline; required when the job names one. */
+  next?: { followOn: JobContext['followOn']; deadlineAt: number },
+): Promise<EmbedResult> {
+  const t0 = performance.now();
+  if (job.searchNext && !next) throw new Error('the embed job names a search follow-on but this runner cannot add one');
+  const sealed = await handoff.take('aligned', job.alignedFaceRef);
+  clock?.('take', performance.now() - t0);
+  if (!sealed) throw new Error('the aligned face of the liveness stage is gone (expired or already taken)');
+  let aligned: Float32Array;
+  const tOpen = performance.now();
+  try {
+    aligned = decodeAlignedFace(handoff.sealer.open(sealed, job.alignedFaceSalt));
+  } catch {
+    // Not what a liveness job produced (tampered, wrong salt): like an undecodable image.
+    return { ok: false, code: 'invalid_image', ms: elapsed(t0) };
+  }
+  clock?.('open', performance.now() - tOpen);
+  const r = await engine.embedAligned(aligned, clock);
+  if (job.searchNext) {
+    // The search starts before this stage replies; its embedding goes sealed beside it, as the API's
+    // would (platform/face-path/search-embedding.ts), on the connection the job is added on, just before it.
+    const th = performance.now();
+    const probe = sealSearchEmbedding(handoff.sealer, r.embedding);
+    const put = handoff.put('embedding', probe.sealed, next!.deadlineAt, probe.ref.embeddingRef);
+    await Promise.all([put, next!.followOn('search', job.searchNext.jobId, { ...job.searchNext.request, ...probe.ref })]);
+    clock?.('handOn', performance.now() - th);
+  }
+  const sealedEmbedding = handoff.sealer.sealEmbedding(r.embedding, job.resultSalt);
+  return { ok: true, sealedEmbedding, engineVersion: FACE_ENGINE_VERSION, ms: elapsed(t0) };
+}
+
+export async function startFaceWorker(config: Config, opts: { logger?: Logger } = {}): Promise<RunningFaceWorker> {
+  const logger = opts.logger ?? createLogger({ level: config.runtime.logLevel, format: config.runtime.logFormat, name: 'face' });
+  const modelsDir = path.resolve(ROOT, config.face.modelsDir);
+  const t0 = performance.now();
+  const loaded = await loadWithProvider(
+    (o) => FaceEngine.load(modelsDir, { ...o, intraOpThreads: config.face.intraOpThreads }),
+    config.face.executionProvider as ExecutionProvider,
+    logger,
+  );
+  const { engine } = loaded;
+  logger.info(
+    { modelsDir, engineVersion: FACE_ENGINE_VERSION, intraOpThreads: config.face.intraOpThreads, executionProvider: loaded.provider, loadMs: elapsed(t0) },
+    'face engine loaded',
+  );
+
+  let runner: Awaited<ReturnType<typeof runQueues<'liveness' | 'embed'>>> | undefined;
+  let status: StatusServerHandle | undefined;
+  const clocks = new WorkerClocks();
+  let handoffOnRunner: FaceHandoff | undefined;
+  const sealer = new HandoffSealer(BiometricKeyRing.from(config.security));
+  const handoff = (ctx: JobContext) => (handoffOnRunner ??= new RedisFaceHandoff(ctx.redis, config.redis.prefix, sealer));
+  /** Wraps a stage handler with the worker clocks: wait since the job was created, handler time. */
+  const clocked =
+    <P, R>(queue: string, handler: (payload: P, ctx: JobContext, clock: StepClock) => Promise<R>) =>
+    async (payload: P, ctx: JobContext): Promise<R> => {
+      const clock = clocks.clock(queue);
+      clock('waitSinceCreated', Math.max(0, Date.now() - ctx.job.timestamp));
+      const t0 = performance.now();
+      try {
+        return await handler(payload, ctx, clock);
+      } finally {
+        clock('handler', performance.now() - t0);
+        clocks.job(queue);
+      }
+    };
+  try {
+    runner = await runQueues(
+      config,
+      ['liveness', 'embed'],
+      {
+        liveness: clocked('liveness', (job: LivenessJob, ctx, clock) => livenessHandler(engine, handoff(ctx), job, ctx.deadlineAt, clock, ctx.followOn)),
+        embed: clocked('embed', (job: EmbedJob, ctx, clock) =>
+          embedHandler(engine, handoff(ctx), job, clock, { followOn: ctx.followOn, deadlineAt: ctx.deadlineAt }),
+        ),
+      },
+      { logger, concurrency: config.face.workerConcurrency },
+    );
+    const stats = runner.stats;
+    status = await startStatusServer(config.face.enginePort, config.http.host, {
+      '/version': () => ({
+        body: {
+          version: FACE_ENGINE_VERSION,
+          models: FACE_MODELS.map((m) => ({ name: m.name, role: m.role, file: m.file, sha256: m.sha256 })),
+          intraOpThreads: engine.intraOpThreads,
+          executionProvider: loaded.provider,
+        },
+      }),
+      '/metrics': () => ({ body: null, text: providerMetric(loaded) }),
+      '/clocks': () => ({ body: { pid: process.pid, cpuMs: (process.cpuUsage().user + process.cpuUsage().system) / 1000, ...clocks.byQueue } }),
+      '/health': () => ({
+        body: { status: 'ok', engineVersion: FACE_ENGINE_VERSION, executionProvider: loaded.provider, concurrency: config.face.workerConcurrency, jobs: stats },
+      }),
+    });
+  } catch (e) {
+    await runner?.close();
+    await engine.release().catch(() => {});
+    throw e;
+  }
+  logger.info({ url: status.url }, 'face worker ready');
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: status.url,
+    close: () =>
+      (closing ??= (async () => {
+        await runner!.close(); // running jobs finish first
+        await status!.close();
+        await engine.release().catch(() => {});
+      })()),
+  };
+}
+
+type StatusServerHandle = Awaited<ReturnType<typeof startStatusServer>>;

@@ -1,0 +1,38 @@
+/** The queue dashboard itself (Bull Board), behind the administrator cookie of features/system/admin-queues-routes.ts. */
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { KoaAdapter } from '@bull-board/koa';
+import type { Middleware } from 'koa';
+import { AppError } from '../../platform/errors.js';
+import { QUEUE_NAMES } from '../../platform/jobs/index.js';
+import type { Config } from '../../platform/config.js';
+import type { JobClient } from '../../platform/face-path/job-client.js';
+import type { Authorizer, TokenService } from '../sign-in/index.js';
+import { ADMIN_UI_BASE, ADMIN_UI_COOKIE } from './admin-queues-routes.js';
+
+/** The guard and the board itself, mounted before the API router. */
+export function adminQueuesMiddleware(deps: { jobs: JobClient; tokens: TokenService; authorizer: Authorizer; config: Config }): Middleware {
+  const serverAdapter = new KoaAdapter();
+  serverAdapter.setBasePath(ADMIN_UI_BASE);
+  createBullBoard({
+    // Read-only (QUEUE_DASHBOARD_READ_ONLY, on in production): looking at the queues, never changing them.
+    queues: QUEUE_NAMES.map((name) => new BullMQAdapter(deps.jobs.queue(name), { readOnlyMode: deps.config.queues.dashboardReadOnly })),
+    serverAdapter,
+    options: { uiConfig: { boardTitle: 'faceid queues' } },
+  });
+  const board = serverAdapter.registerPlugin({ mount: ADMIN_UI_BASE });
+  const sessionPath = `${ADMIN_UI_BASE}/session`;
+
+  return async (ctx, next) => {
+    if (!(ctx.path === ADMIN_UI_BASE || ctx.path.startsWith(`${ADMIN_UI_BASE}/`)) || ctx.path === sessionPath) {
+      return next();
+    }
+    ctx.state.routeTemplate = ADMIN_UI_BASE;
+    const cookie = ctx.cookies.get(ADMIN_UI_COOKIE);
+    if (!cookie) throw new AppError('unauthorized', 'Open the dashboard with POST /admin/queues/session first');
+    const { sub, sid } = await deps.tokens.verifyAdminUi(cookie);
+    // The same "administrator right now" check as every administrator route.
+    await deps.authorizer.operatorNow(sub, sid, 'administrator');
+    await board(ctx, next);
+  };
+}

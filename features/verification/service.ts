@@ -1,0 +1,293 @@
+/**
+ * Verification: 1:N /identify by operators (with escalation) and 1:1 /verify/self by consumers.
+ * Every call that reaches here writes exactly one SearchLog row, whatever its outcome — including
+ * an undecodable image or an engine timeout (the row then records the error code as its outcome).
+ */
+import { randomUUID } from 'node:crypto';
+import type { Config } from '../../platform/config.js';
+import { AppError } from '../../platform/errors.js';
+import type { Logger } from '../../platform/logger.js';
+import type { Candidate, LatencyMs } from '../../models/index.js';
+import type { AuditEventsRepository } from '../../platform/events/audit.js';
+import type { UnitOfWork } from '../../platform/database/unit-of-work.js';
+import type { WebhooksRepository } from '../webhooks/index.js';
+import type { EmbeddingsRepository } from '../face/index.js';
+import type { NewSearchLog, SearchLogsRepository } from './search-logs-repository.js';
+import type { UsersRepository } from '../users/index.js';
+import type { Metrics } from '../../platform/metrics.js';
+import type { ConsumerPrincipal, OperatorPrincipal } from '../../platform/http/principal.js';
+import { decideCanonicalRefresh, type CanonicalRefreshDecision } from '../face/index.js';
+import { qualitySummary, type QualitySummary } from '../../platform/face/quality.js';
+import type { FaceService } from '../face/index.js';
+import type { ProofTokens } from './proof-tokens.js';
+import type { BiometricAttemptsService } from '../face/index.js';
+
+export interface VerificationDeps {
+  webhooks: WebhooksRepository;
+  config: Config;
+  unitOfWork: UnitOfWork;
+  auditEvents: AuditEventsRepository;
+  users: UsersRepository;
+  searchLogs: SearchLogsRepository;
+  embeddings: EmbeddingsRepository;
+  proofTokens: ProofTokens;
+  face: FaceService;
+  biometric: BiometricAttemptsService;
+  metrics: Metrics;
+  logger: Logger;
+}
+
+export interface IdentifyAnswer {
+  referenceId: string;
+  outcome: 'match' | 'no_match' | 'liveness_failed' | 'no_face';
+  candidates: Candidate[];
+  /** Advisory capture quality of the probe; on no_face, that of the whole photo (too dark, too bright, too blurred). */
+  quality: QualitySummary | null;
+  /** The 1:N threshold the candidates were cut at. */
+  threshold: { setting: 'IDENTIFY_MATCH_THRESHOLD'; value: number };
+  latencyMs: LatencyMs;
+}
+
+export interface SelfAnswer {
+  referenceId: string;
+  outcome: 'match' | 'no_match' | 'liveness_failed' | 'no_face';
+  /** On a match only: a failed comparison answers no score (it would guide someone trying faces). */
+  score?: number;
+  proofToken?: string;
+  expiresIn?: number;
+  /** Advisory capture quality; on no_face, that of the whole photo (too dark, too bright, too blurred). */
+  quality: QualitySummary | null;
+  /** On a match: whether this capture replaced the canonical embedding, and why (features/face/canonical-refresh.ts). */
+  canonicalRefresh?: CanonicalRefreshDecision;
+  latencyMs: LatencyMs;
+}
+
+type LogRow = NewSearchLog;
+
+const elapsed = (t0: number) => Math.round(performance.now() - t0);
+
+/** Candidates whose account is still live (a deleted user is never returned, whatever the index says). */
+async function liveOnly(users: UsersRepository, candidates: Candidate[]): Promise<Candidate[]> {
+  if (candidates.length === 0) return candidates;
+  const live = await users.liveIds(candidates.map((c) => c.userId));
+  return candidates.filter((c) => live.has(c.userId)).map((c, i) => ({ ...c, rank: i + 1 }));
+}
+
+export class VerificationService {
+  constructor(private readonly deps: VerificationDeps) {}
+
+  /** POST /identify: the attestation was checked by the route before anything else. */
+  async identify(operator: OperatorPrincipal, probe: Buffer): Promise<IdentifyAnswer> {
+    const { users, searchLogs, face, metrics } = this.deps;
+    const t0 = performance.now();
+    try {
+      const r = await face.identify(probe);
+      const candidates = await liveOnly(users, r.candidates);
+      const outcome = r.outcome === 'match' && candidates.length === 0 ? 'no_match' : r.outcome;
+      const referenceId = await searchLogs.insert({
+        kind: 'identify',
+        operatorId: operator.operatorId,
+        orgId: operator.orgId,
+        outcome,
+        candidates,
+        topScore: r.topScore,
+        latencyMs: r.latencyMs,
+        engineVersion: r.engineVersion,
+        // The stored score is the face's: a photo without one has none (its advice is in the answer only).
+        qualityScore: outcome === 'no_face' ? null : (r.quality?.score ?? null),
+      });
+      metrics.outcome('identify', outcome);
+      return {
+        referenceId,
+        outcome,
+        candidates,
+        quality: qualitySummary(r.quality),
+        threshold: { setting: 'IDENTIFY_MATCH_THRESHOLD', value: r.threshold },
+        latencyMs: r.latencyMs,
+      };
+    } catch (e) {
+      await this.logFailure(e, t0, { kind: 'identify', operatorId: operator.operatorId, orgId: operator.orgId });
+      throw e;
+    }
+  }
+
+  /** Records a call that ended in an error (bad image, engine timeout) and counts it; never masks the error. */
+  private async logFailure(e: unknown, t0: number, who: Pick<LogRow, 'kind' | 'operatorId' | 'orgId' | 'userId'>): Promise<void> {
+    const code = e instanceof AppError ? e.code : 'internal_error';
+    this.deps.metrics.outcome(who.kind, code);
+    try {
+      await this.deps.searchLogs.insert({
+        ...who,
+        outcome: code,
+        errorCode: code,
+        candidates: [],
+        topScore: null,
+        latencyMs: { liveness: null, embed: null, search: null, total: elapsed(t0) },
+      });
+    } catch (logErr) {
+      // The database itself may be what failed; the original error is what the caller gets.
+      this.deps.logger.error({ err: (logErr as Error).message, code }, 'could not write the SearchLog row of a failed call');
+    }
+  }
+
+  /** POST /identify/{referenceId}/escalate: idempotent — a second call keeps the first time. */
+  async escalate(operator: OperatorPrincipal, referenceId: string): Promise<{ referenceId: string; escalatedAt: Date }> {
+    const { searchLogs } = this.deps;
+    return this.deps.unitOfWork.run(async (trx) => {
+      const row = await searchLogs.findIdentifyForUpdate(referenceId, trx);
+      // Another organisation's searches are not visible to this operator: not found, not forbidden.
+      if (!row || (operator.role !== 'administrator' && row.orgId !== operator.orgId)) {
+        throw new AppError('not_found', 'No identification with this referenceId');
+      }
+      if (row.escalatedAt) return { referenceId, escalatedAt: row.escalatedAt };
+      const escalatedAt = await searchLogs.markEscalated(referenceId, operator.operatorId, trx);
+      await this.deps.auditEvents.record(
+        {
+          type: 'search_escalated',
+          actorType: 'operator',
+          actorId: operator.operatorId,
+          subjectType: 'search_log',
+          subjectId: referenceId,
+        },
+        trx,
+      );
+      await this.deps.webhooks.recordEvent(
+        'identify.escalated',
+        { referenceId, operatorId: operator.operatorId, escalatedAt: new Date(escalatedAt).toISOString() },
+        trx,
+      );
+      return { referenceId, escalatedAt };
+    });
+  }
+
+  /**
+   * POST /verify/self: one comparison with the caller's own canonical embedding. Checked in this order
+   * before the upload is decoded (the route already checked the token and the deleted user): enrolment
+   * (409), the biometric lock (429 `biometric_locked`, no SearchLog row), one face request of the user
+   * at a time (429 `rate_limited`).
+   */
+  async verifySelf(consumer: ConsumerPrincipal, image: Buffer): Promise<SelfAnswer> {
+    const { searchLogs, embeddings, metrics, biometric } = this.deps;
+    const t0 = performance.now();
+    const enrolled = await embeddings.enrolment(consumer.userId);
+    if (!enrolled) {
+      // Nothing to compare with: the consumer has not linked a NIN or BVN yet. Logged like any call.
+      await searchLogs.insert({
+        kind: 'verify_self',
+        userId: consumer.userId,
+        outcome: 'not_enrolled',
+        errorCode: 'conflict',
+        candidates: [],
+        topScore: null,
+        latencyMs: { liveness: null, embed: null, search: null, total: elapsed(t0) },
+      });
+      metrics.outcome('verify_self', 'not_enrolled');
+      throw new AppError('conflict', 'No enrolled face to verify against: link a NIN or BVN first');
+    }
+    await biometric.assertNotLocked(consumer.userId, 'verify_self');
+    return biometric.oneAtATime(consumer.userId, 'verify_self', () => this.compareSelf(consumer, image, enrolled, t0));
+  }
+
+  private async compareSelf(consumer: ConsumerPrincipal, image: Buffer, enrolled: { qualityScore?: number | null }, t0: number): Promise<SelfAnswer> {
+    const { searchLogs, face, metrics, config, biometric } = this.deps;
+    let r;
+    try {
+      const normalised = await face.normalise(image, { maxPixels: config.biometrics.selfieMaxPixels });
+      r = await face.verifyAgainstUser(normalised, consumer.userId, 'largest');
+    } catch (e) {
+      await this.logFailure(e, t0, { kind: 'verify_self', userId: consumer.userId });
+      throw e;
+    }
+    // `total` from this call's start: the upload was normalised beside the enrolment read, before the face service's clock.
+    r = { ...r, latencyMs: { ...r.latencyMs, total: elapsed(t0) } };
+    // /verify/self has four outcomes; several faces cannot occur with the largest face chosen.
+    const outcome = r.outcome === 'multiple_faces' ? 'no_face' : r.outcome;
+    const embedding = r.embedding;
+    const referenceId = randomUUID();
+    const quality = r.quality ?? null;
+    // A high-confidence match refreshes the searchable record with the most recent proven appearance,
+    // unless the capture is poorer than the one stored (features/face/canonical-refresh.ts).
+    const decision =
+      outcome === 'match' && r.score !== null && embedding
+        ? decideCanonicalRefresh({
+            score: r.score,
+            highConfidenceThreshold: config.face.highConfidenceThreshold,
+            newQuality: quality?.score ?? null,
+            storedQuality: enrolled.qualityScore ?? null,
+            floor: config.face.canonicalRefreshMinQuality,
+          })
+        : undefined;
+    // The log row, the canonical refresh (with its audit row) and the proof token do not depend on each
+    // other: one wait instead of three. Any failure still fails the call.
+    const [, , proof] = await Promise.all([
+      searchLogs.insert({
+        id: referenceId,
+        kind: 'verify_self',
+        userId: consumer.userId,
+        outcome,
+        candidates: outcome === 'match' && r.score !== null ? [{ userId: consumer.userId, score: r.score, rank: 1 }] : [],
+        topScore: r.score,
+        latencyMs: r.latencyMs,
+        engineVersion: embedding?.engineVersion ?? null,
+        qualityScore: outcome === 'no_face' ? null : (quality?.score ?? null),
+      }),
+      decision && embedding && r.score !== null
+        ? this.applyCanonicalRefresh(consumer.userId, referenceId, decision, {
+            score: r.score,
+            embedding,
+            quality,
+            storedQuality: enrolled.qualityScore ?? null,
+          })
+        : undefined,
+      outcome === 'match' ? this.deps.proofTokens.issue(consumer.userId, consumer.sessionId) : undefined,
+    ]);
+    await biometric.record(consumer.userId, 'verify_self', outcome);
+    metrics.outcome('verify_self', outcome);
+    const answer: SelfAnswer = { referenceId, outcome, quality: qualitySummary(r.quality), latencyMs: r.latencyMs };
+    if (outcome === 'match' && r.score !== null) answer.score = r.score;
+    if (decision) answer.canonicalRefresh = decision;
+    return Object.assign(answer, proof);
+  }
+
+  /**
+   * Applies a /verify/self refresh decision: the new canonical embedding when refreshed, and its audit
+   * row, in one transaction (refreshed and audited together, or neither; one commit on the critical path).
+   */
+  private async applyCanonicalRefresh(
+    userId: string,
+    referenceId: string,
+    decision: CanonicalRefreshDecision,
+    c: { score: number; embedding: { embedding: number[]; engineVersion: string }; quality: QualitySummary | null; storedQuality: number | null },
+  ): Promise<void> {
+    const { embeddings, config } = this.deps;
+    const audited = decision.reason !== 'below_high_confidence';
+    if (!decision.refreshed && !audited) return;
+    await this.deps.unitOfWork.run(async (trx) => {
+      // The audit row first: the change-log lock the upsert takes is held no longer than before.
+      if (audited) {
+        await this.deps.auditEvents.record(
+          {
+            type: decision.refreshed ? 'canonical_embedding.refreshed' : 'canonical_embedding.refresh_declined',
+            actorType: 'consumer',
+            actorId: userId,
+            subjectType: 'user',
+            subjectId: userId,
+            data: {
+              referenceId,
+              reason: decision.reason,
+              score: c.score,
+              qualityScore: c.quality?.score ?? null,
+              qualityIssues: c.quality?.issues ?? null,
+              storedQualityScore: c.storedQuality,
+              floor: config.face.canonicalRefreshMinQuality,
+            },
+          },
+          trx,
+        );
+      }
+      if (decision.refreshed) {
+        await embeddings.upsert(userId, c.embedding.embedding, 'verify_self', c.embedding.engineVersion, trx, c.quality?.score ?? null);
+      }
+    });
+  }
+}

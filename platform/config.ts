@@ -1,0 +1,982 @@
+/**
+ * The one typed, validated configuration of every process (web, face, search, scripts).
+ * Each setting is declared once below: its environment variable, type, default and meaning.
+ * `docs/configuration.md` is generated from the same table (scripts/gen-config-doc.ts).
+ */
+import { CALIBRATED_THRESHOLDS } from './thresholds.js';
+import { BiometricKeyRing, KeyRingError } from './keys/key-ring.js';
+
+/** Settings parsed so far, by group, as seen by a default that depends on them. */
+type Parsed = Record<string, Record<string, unknown> | undefined>;
+type Kind = 'string' | 'int' | 'number' | 'bool' | 'url';
+
+interface SettingSpec<K extends Kind, E extends readonly string[] | undefined = undefined> {
+  env: string;
+  kind: K;
+  /** Default for local use; a function receives the settings parsed so far (declaration order). */
+  default?: unknown;
+  enum?: E;
+  min?: number;
+  max?: number;
+  doc: string;
+  /** Never printed (config dumps and docs show `<secret>`). */
+  secret?: boolean;
+}
+
+function s<K extends Kind, const E extends readonly string[] | undefined = undefined>(spec: SettingSpec<K, E>): SettingSpec<K, E> {
+  return spec;
+}
+
+/** What each group is about: the sections of docs/configuration.md. */
+export const GROUP_TITLES = {
+  runtime: 'Runtime and logs',
+  http: 'HTTP server',
+  database: 'PostgreSQL',
+  redis: 'Redis',
+  registry: 'Identity registry',
+  security: 'Access tokens',
+  otp: 'One-time codes',
+  sms: 'SMS delivery',
+  identity: 'Identity linking and account changes',
+  biometrics: 'Biometric attempt limits and live captures',
+  operators: 'Operators and administrators',
+  face: 'Face engine and matching',
+  queues: 'Queues, fail-fast and the upstream worker',
+  search: 'Search replicas (1:N index)',
+  supervisor: '`npm start` supervision',
+  billing: 'Billing',
+  webhooks: 'Webhooks',
+  dedupe: 'Duplicate identities',
+  protection: 'Biometric data protection, erasure and retention',
+} as const;
+
+/** The settings by group: `config.redis.url`, `config.face.processes`, ... */
+export const SETTINGS = {
+  runtime: {
+    nodeEnv: s({
+      env: 'NODE_ENV',
+      kind: 'string',
+      default: 'production',
+      enum: ['development', 'test', 'production'] as const,
+      doc: 'Runtime mode. Unset means `production`, which refuses development secrets, the SMS outbox and the registry simulator; `npm start`, `npm test` and the developer scripts set `development` (or `test`) explicitly unless NODE_ENV is given.',
+    }),
+    logLevel: s({
+      env: 'LOG_LEVEL',
+      kind: 'string',
+      default: 'info',
+      enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const,
+      doc: 'pino log level.',
+    }),
+    logFormat: s({
+      env: 'LOG_FORMAT',
+      kind: 'string',
+      default: (c: Parsed) => (c.runtime?.nodeEnv === 'development' ? 'pretty' : 'json'),
+      enum: ['pretty', 'json'] as const,
+      doc: 'Log lines: `pretty` (pino-pretty: time, level, process, message and fields on one readable line; the default in development) or `json` (one JSON object a line, for log collectors; the default in test and production).',
+    }),
+    dependencyPollIntervalMs: s({
+      env: 'DEPENDENCY_POLL_INTERVAL_MS',
+      kind: 'int',
+      default: 15_000,
+      min: 100,
+      doc: 'Refresh period of the `service_dependency_up` gauge.',
+    }),
+  },
+  http: {
+    port: s({ env: 'PORT', kind: 'int', default: 3000, min: 0, max: 65535, doc: 'HTTP port of the web process (API and registry simulator).' }),
+    host: s({ env: 'HOST', kind: 'string', default: '127.0.0.1', doc: 'Interface the web process listens on.' }),
+    trustProxy: s({ env: 'TRUST_PROXY', kind: 'bool', default: false, doc: 'Take the client IP from `X-Forwarded-For` (only behind a trusted proxy).' }),
+    maxUploadBytes: s({
+      env: 'MAX_UPLOAD_BYTES',
+      kind: 'int',
+      default: 8 * 1024 * 1024,
+      min: 1024,
+      doc: 'Largest accepted upload; beyond it 413 `payload_too_large`.',
+    }),
+    maxImagePixels: s({
+      env: 'MAX_IMAGE_PIXELS',
+      kind: 'int',
+      default: 40_000_000,
+      min: 10_000,
+      doc: 'Largest decoded image (pixels); beyond it 400 `invalid_image`.',
+    }),
+    shutdownDrainMs: s({
+      env: 'SHUTDOWN_DRAIN_MS',
+      kind: 'int',
+      default: 15_000,
+      min: 0,
+      doc: 'On SIGTERM/SIGINT the web process stops accepting connections and waits up to this long for in-flight requests to be answered before it closes the rest (default: above FACE_JOB_TIMEOUT_MS, so an awaited face job can finish).',
+    }),
+  },
+  database: {
+    url: s({ env: 'DATABASE_URL', kind: 'url', default: 'postgres://postgres@127.0.0.1:5432/faceid', doc: 'PostgreSQL, the source of truth.' }),
+    migrationUrl: s({
+      env: 'MIGRATION_DATABASE_URL',
+      kind: 'url',
+      default: '',
+      doc: "The owner role's connection for `npm run migrate` (the Procfile's `release`) and `create-admin`, when DATABASE_URL is the application's least-privilege login (a member of `faceid_app`, docs/security.md). Empty: DATABASE_URL.",
+    }),
+    poolMax: s({ env: 'DATABASE_POOL_MAX', kind: 'int', default: 10, min: 1, max: 200, doc: 'Connections per process.' }),
+  },
+  redis: {
+    url: s({ env: 'REDIS_URL', kind: 'url', default: 'redis://127.0.0.1:6379', doc: 'Redis: queues, one-time codes, single-use tokens, rate limits.' }),
+    prefix: s({
+      env: 'REDIS_PREFIX',
+      kind: 'string',
+      default: 'faceid',
+      doc: 'Prefix of every Redis key and BullMQ queue of this deployment (tests use their own).',
+    }),
+    sentinels: s({
+      env: 'REDIS_SENTINELS',
+      kind: 'string',
+      default: '',
+      doc: 'Redis Sentinels as `host:port,host:port,...`: when set, every Redis connection (queues, workers, tokens, rate limits) asks them for the master of REDIS_SENTINEL_NAME and follows it across a failover; REDIS_URL then gives only the password, database and `rediss://` (TLS), not the address (docs/deployment.md).',
+    }),
+    sentinelName: s({
+      env: 'REDIS_SENTINEL_NAME',
+      kind: 'string',
+      default: 'faceid',
+      doc: 'Name of the master the Sentinels monitor (`sentinel monitor <name> ...`), used with REDIS_SENTINELS.',
+    }),
+  },
+  registry: {
+    url: s({
+      env: 'REGISTRY_URL',
+      kind: 'url',
+      default: (c: Parsed) => `http://127.0.0.1:${c.http?.port}/api`,
+      doc: "Identity registry base URL (default: this server's own simulator).",
+    }),
+    timeoutMs: s({
+      env: 'REGISTRY_TIMEOUT_MS',
+      kind: 'int',
+      default: 5000,
+      min: 50,
+      doc: 'Timeout of one registry call; beyond it validate answers 502 `registry_unavailable`.',
+    }),
+    maxBodyBytes: s({
+      env: 'REGISTRY_MAX_BODY_BYTES',
+      kind: 'int',
+      default: 16 * 1024 * 1024,
+      min: 1024,
+      doc: 'Largest registry answer read (a record with its base64 photo); a larger one is 502 `registry_unavailable`. Redirects from the registry are never followed.',
+    }),
+    simulator: s({
+      env: 'REGISTRY_SIMULATOR',
+      kind: 'bool',
+      default: (c: Parsed) => c.runtime?.nodeEnv !== 'production',
+      doc: 'Mount the registry simulator under `/api` (a development stand-in for the national registry: anyone may enrol a person there). Refused in production.',
+    }),
+    simFault: s({
+      env: 'REGISTRY_SIM_FAULT',
+      kind: 'string',
+      default: 'none',
+      enum: ['none', 'timeout', 'error'] as const,
+      doc: 'Fault injection of the registry simulator (tests can also send `X-Registry-Fault`).',
+    }),
+  },
+  security: {
+    jwtPrivateKey: s({
+      env: 'JWT_PRIVATE_KEY',
+      kind: 'string',
+      default: '',
+      secret: true,
+      doc: 'PKCS#8 PEM EdDSA (Ed25519) key signing access tokens. Empty: a development key is generated in `var/dev-jwt-key.pem` (refused in production).',
+    }),
+    jwtPreviousPublicKeys: s({
+      env: 'JWT_PREVIOUS_PUBLIC_KEYS',
+      kind: 'string',
+      default: '',
+      doc: 'Key ring for rotation: SPKI PEM public keys (or PKCS#8 private keys) of earlier signing keys, concatenated. Tokens name their key by `kid` (a thumbprint); tokens of these keys stay valid until they expire, so a rotation logs nobody out. Only JWT_PRIVATE_KEY signs.',
+    }),
+    jwtIssuer: s({ env: 'JWT_ISSUER', kind: 'string', default: 'faceid', doc: 'Issuer claim of access tokens.' }),
+    accessTokenTtlSeconds: s({ env: 'ACCESS_TOKEN_TTL_SECONDS', kind: 'int', default: 900, min: 30, doc: 'Access token lifetime.' }),
+    biometricKeys: s({
+      env: 'BIOMETRIC_KEYS',
+      kind: 'string',
+      default: '',
+      secret: true,
+      doc: 'Key ring sealing face templates and stored captures at rest (AES-256-GCM): `kid:base64(32 bytes),kid2:...`. Empty: a fixed development key (refused in production). Rotation: docs/data-protection.md.',
+    }),
+    biometricActiveKeyId: s({
+      env: 'BIOMETRIC_ACTIVE_KEY_ID',
+      kind: 'string',
+      default: '',
+      doc: 'The key of BIOMETRIC_KEYS that seals new data (default: the last one listed); the others only decrypt.',
+    }),
+    refreshTokenTtlSeconds: s({
+      env: 'REFRESH_TOKEN_TTL_SECONDS',
+      kind: 'int',
+      default: 30 * 24 * 3600,
+      min: 60,
+      doc: 'Refresh token lifetime (rotated on every refresh).',
+    }),
+    linkNumberHashKey: s({
+      env: 'LINK_NUMBER_HASH_KEY',
+      kind: 'string',
+      default: '',
+      secret: true,
+      doc: 'Key (base64, 32 bytes) of the keyed hash (HMAC-SHA256) that link rows keep of a NIN/BVN: an erased account keeps only this hash, so the number is still recognised. Never rotated (a new key forgets every erased number). Empty: a fixed development key (refused in production).',
+    }),
+  },
+  otp: {
+    ttlSeconds: s({ env: 'OTP_TTL_SECONDS', kind: 'int', default: 300, min: 10, doc: 'One-time code lifetime.' }),
+    cooldownSeconds: s({ env: 'OTP_COOLDOWN_SECONDS', kind: 'int', default: 60, min: 0, doc: 'Per-phone wait between code requests (429 `otp_cooldown`).' }),
+    maxAttempts: s({ env: 'OTP_MAX_ATTEMPTS', kind: 'int', default: 5, min: 1, doc: 'Wrong codes before the code dies (429 `otp_too_many_attempts`).' }),
+    requestsPerIpPerHour: s({
+      env: 'OTP_REQUESTS_PER_IP_PER_HOUR',
+      kind: 'int',
+      default: 20,
+      min: 1,
+      doc: 'Per-IP hourly cap on code requests (SMS pumping).',
+    }),
+    requestsPerPhonePerDay: s({
+      env: 'OTP_REQUESTS_PER_PHONE_PER_DAY',
+      kind: 'int',
+      default: 10,
+      min: 1,
+      doc: 'Codes one phone number may be sent per 24 h (429 `rate_limited`): bounds guessing against one number to this × OTP_MAX_ATTEMPTS per day.',
+    }),
+    secret: s({
+      env: 'OTP_SECRET',
+      kind: 'string',
+      default: '',
+      secret: true,
+      doc: 'Secret (at least 32 characters) keying the HMAC of consumer one-time codes, apart from the signing key so that rotating JWT_PRIVATE_KEY leaves pending codes valid. Empty: derived from JWT_PRIVATE_KEY (a rotation then voids pending codes).',
+    }),
+  },
+  sms: {
+    transport: s({
+      env: 'SMS_TRANSPORT',
+      kind: 'string',
+      default: (c: Parsed) => (c.runtime?.nodeEnv === 'production' ? 'webhook' : 'outbox'),
+      enum: ['outbox', 'webhook'] as const,
+      doc: '`outbox` appends codes to a file (development, tests); `webhook` POSTs them to the SMS gateway.',
+    }),
+    outboxFile: s({
+      env: 'SMS_OUTBOX_FILE',
+      kind: 'string',
+      default: 'var/sms-outbox.jsonl',
+      doc: 'Outbox file, one JSON line `{ to, code, sentAt }` per code.',
+    }),
+    webhookUrl: s({ env: 'SMS_WEBHOOK_URL', kind: 'string', default: '', doc: 'SMS gateway endpoint for `SMS_TRANSPORT=webhook`.' }),
+    webhookToken: s({
+      env: 'SMS_WEBHOOK_TOKEN',
+      kind: 'string',
+      default: '',
+      secret: true,
+      doc: 'Bearer token sent to the SMS gateway (`Authorization: Bearer ...`), when it wants one.',
+    }),
+    webhookTimeoutMs: s({
+      env: 'SMS_WEBHOOK_TIMEOUT_MS',
+      kind: 'int',
+      default: 5000,
+      min: 100,
+      doc: 'Timeout of one SMS gateway call; beyond it the code request answers 503 and can be retried at once.',
+    }),
+  },
+  identity: {
+    validationTokenTtlSeconds: s({
+      env: 'VALIDATION_TOKEN_TTL_SECONDS',
+      kind: 'int',
+      default: 900,
+      min: 10,
+      doc: 'validationToken lifetime (the registry photo is cached as long).',
+    }),
+    validationsPerUserPerHour: s({
+      env: 'VALIDATIONS_PER_USER_PER_HOUR',
+      kind: 'int',
+      default: 10,
+      min: 1,
+      doc: 'NIN/BVN validations one consumer may start per hour (429 `rate_limited`); bounds how many verify-face attempts re-validating can buy, and number enumeration.',
+    }),
+    verifyFaceMaxAttempts: s({
+      env: 'VERIFY_FACE_MAX_ATTEMPTS',
+      kind: 'int',
+      default: 5,
+      min: 1,
+      doc: 'verify-face attempts per validationToken (then 429 `rate_limited`).',
+    }),
+    captureReuseSeconds: s({
+      env: 'CAPTURE_REUSE_SECONDS',
+      kind: 'int',
+      default: 600,
+      min: 0,
+      doc: 'How long a passing NIN capture can be reused for BVN (`reuseCapture=true`).',
+    }),
+    linkTokenTtlSeconds: s({ env: 'LINK_TOKEN_TTL_SECONDS', kind: 'int', default: 300, min: 5, doc: 'linkToken lifetime.' }),
+    proofTokenTtlSeconds: s({ env: 'PROOF_TOKEN_TTL_SECONDS', kind: 'int', default: 120, min: 5, doc: 'proofToken lifetime.' }),
+    crossRegistryMismatchPolicy: s({
+      env: 'CROSS_REGISTRY_MISMATCH_POLICY',
+      kind: 'string',
+      default: 'hard-block',
+      enum: ['hard-block', 'flag-and-continue'] as const,
+      doc: "What verify-face does when the face does not match the account's other registry.",
+    }),
+    bankAccountConfirmDelayMs: s({
+      env: 'BANK_ACCOUNT_CONFIRM_DELAY_MS',
+      kind: 'int',
+      default: 30_000,
+      min: 0,
+      doc: 'Delay of the simulated upstream confirmation of a bankAccount change.',
+    }),
+  },
+  biometrics: {
+    maxFailures: s({
+      env: 'BIOMETRIC_MAX_FAILURES',
+      kind: 'int',
+      default: 5,
+      min: 1,
+      max: 100,
+      doc: 'Consecutive failed biometric attempts of one user (`/verify/self` `no_match`/`liveness_failed`, verify-face `face_mismatch`/`liveness_failed`, across validation tokens) that lock their biometric routes (429 `biometric_locked`; NIST SP 800-63B 5.2.3). A match resets the count.',
+    }),
+    lockSeconds: s({
+      env: 'BIOMETRIC_LOCK_SECONDS',
+      kind: 'int',
+      default: 30,
+      min: 1,
+      doc: 'First biometric lock; each further failure after a lock doubles it, up to BIOMETRIC_MAX_LOCK_SECONDS.',
+    }),
+    maxLockSeconds: s({
+      env: 'BIOMETRIC_MAX_LOCK_SECONDS',
+      kind: 'int',
+      default: 86_400,
+      min: 1,
+      doc: 'Longest biometric lock (24 h); consecutive failures are also remembered this long after the last one.',
+    }),
+    selfieMaxPixels: s({
+      env: 'SELFIE_MAX_PIXELS',
+      kind: 'int',
+      default: 16_777_216,
+      min: 10_000,
+      doc: "Largest live capture (pixels, from the image header, checked before decoding) on `/verify/self` and verify-face; beyond it 400 `invalid_image`. 16 MP holds a 12 MP phone still (4032×3024) and any front camera's selfie; the pipeline works on at most 1280 px, and decoding cost grows with pixels (a 40 MP image costs about a second of CPU and 150 MB in the web process), so a consumer cannot buy that with a small upload.",
+    }),
+  },
+  operators: {
+    maxFailedLogins: s({ env: 'OPERATOR_MAX_FAILED_LOGINS', kind: 'int', default: 5, min: 1, doc: 'Failed logins in a row before an operator is locked.' }),
+    loginsPerIpPerHour: s({
+      env: 'OPERATOR_LOGINS_PER_IP_PER_HOUR',
+      kind: 'int',
+      default: 30,
+      min: 1,
+      doc: "Operator sign-in attempts per client address AND identifier per hour (429 `rate_limited`), checked before any password hashing: guessing one account from an office's address does not block the other operators behind it.",
+    }),
+    loginFailuresPerIpPerHour: s({
+      env: 'OPERATOR_LOGIN_FAILURES_PER_IP_PER_HOUR',
+      kind: 'int',
+      default: 100,
+      min: 1,
+      doc: 'Failed operator sign-ins per client address per hour, whatever the identifier (password spraying), beyond which that address gets 429 `rate_limited`; successes never count.',
+    }),
+    adminLockSeconds: s({
+      env: 'ADMIN_LOCK_SECONDS',
+      kind: 'int',
+      default: 900,
+      min: 0,
+      doc: 'An administrator locked by failed sign-ins is unlocked after this long (0: only a reset or `npm run unlock-operator` unlocks), so nobody can lock the organisation out of its last administrator; operators stay locked until an administrator resets them.',
+    }),
+    staffMfa: s({
+      env: 'STAFF_MFA',
+      kind: 'string',
+      default: (c: Parsed) => (c.runtime?.nodeEnv === 'production' ? 'required' : 'optional'),
+      enum: ['required', 'optional'] as const,
+      doc: 'Staff second factor (TOTP). `required`: an operator without one signs in with `mfaSetupRequired: true` and gets 403 `mfa_setup_required` on every route but set-password, mfa/setup and mfa/confirm. `optional`: operators may enable it.',
+    }),
+    mfaEncryptionKey: s({
+      env: 'MFA_ENCRYPTION_KEY',
+      kind: 'string',
+      default: '',
+      secret: true,
+      doc: 'Key (32 bytes, base64 or hex) encrypting staff TOTP secrets at rest (AES-256-GCM). Set it in production, kept apart from the database. Empty: in production a key derived (HKDF) from JWT_PRIVATE_KEY; elsewhere a fixed, public development key.',
+    }),
+    staffSessionMaxSeconds: s({
+      env: 'STAFF_SESSION_MAX_SECONDS',
+      kind: 'int',
+      default: 43_200,
+      min: 1,
+      doc: 'Absolute lifetime of a staff session from its sign-in; past it /auth/refresh answers 401 `invalid_refresh_token`.',
+    }),
+    staffSessionIdleSeconds: s({
+      env: 'STAFF_SESSION_IDLE_SECONDS',
+      kind: 'int',
+      default: 1800,
+      min: 1,
+      doc: 'Idle limit of a staff session: a refresh token not used within this long answers 401 `invalid_refresh_token`.',
+    }),
+    tempPasswordTtlSeconds: s({
+      env: 'TEMP_PASSWORD_TTL_SECONDS',
+      kind: 'int',
+      default: 86_400,
+      min: 1,
+      doc: 'A temporary password (new operator, reset) not replaced within this long answers 403 `temporary_password_expired` at login; an administrator issues a new one.',
+    }),
+    adminIdentifier: s({ env: 'ADMIN_IDENTIFIER', kind: 'string', default: '', doc: 'First administrator, created at start-up when no administrator exists.' }),
+    adminPassword: s({ env: 'ADMIN_PASSWORD', kind: 'string', default: '', secret: true, doc: 'Password of that first administrator.' }),
+  },
+  face: {
+    matchThreshold: s({
+      env: 'MATCH_THRESHOLD',
+      kind: 'number',
+      default: CALIBRATED_THRESHOLDS.match,
+      min: -1,
+      max: 1,
+      doc: 'Cosine at or above which two faces match (calibrated: docs/face-engine.md).',
+    }),
+    highConfidenceThreshold: s({
+      env: 'HIGH_CONFIDENCE_THRESHOLD',
+      kind: 'number',
+      default: CALIBRATED_THRESHOLDS.highConfidence,
+      min: -1,
+      max: 1,
+      doc: '/verify/self score at or above which the canonical embedding is refreshed.',
+    }),
+    livenessThreshold: s({
+      env: 'LIVENESS_THRESHOLD',
+      kind: 'number',
+      default: CALIBRATED_THRESHOLDS.liveness,
+      min: 0,
+      max: 1,
+      doc: 'Live probability below which a capture fails liveness.',
+    }),
+    identifyMatchThreshold: s({
+      env: 'IDENTIFY_MATCH_THRESHOLD',
+      kind: 'number',
+      default: (c: Parsed) => c.face?.matchThreshold,
+      min: -1,
+      max: 1,
+      doc: 'Cosine at or above which /identify returns a candidate (1:N). Default: MATCH_THRESHOLD. A 1:N search compares the probe with everyone enrolled, so its false-positive rate grows with the gallery (FPIR ≈ 1 − (1 − FMR)^N): set it from your own data (docs/face-engine.md, "The 1:N threshold").',
+    }),
+    canonicalRefreshMinQuality: s({
+      env: 'CANONICAL_REFRESH_MIN_QUALITY',
+      kind: 'int',
+      default: 50,
+      min: 0,
+      max: 100,
+      doc: 'Capture quality score (0..100) at or above which a high-confidence /verify/self always refreshes the canonical embedding; below it, only when not worse than the stored capture\'s (docs/face-engine.md, "Capture quality").',
+    }),
+    identifyMaxCandidates: s({ env: 'IDENTIFY_MAX_CANDIDATES', kind: 'int', default: 5, min: 1, max: 100, doc: 'Most candidates /identify returns.' }),
+    modelsDir: s({ env: 'FACE_MODELS_DIR', kind: 'string', default: 'var/models', doc: 'Directory of the four ONNX models (fetched by `npm run setup`).' }),
+    intraOpThreads: s({ env: 'FACE_INTRA_OP_THREADS', kind: 'int', default: 1, min: 1, max: 64, doc: 'onnxruntime intra-op threads per face worker process.' }),
+    processes: s({
+      env: 'FACE_PROCESSES',
+      kind: 'int',
+      default: 2,
+      min: 1,
+      max: 64,
+      doc: "`face` processes `npm start` runs (one per core: onnxruntime runs a model on the process's main thread, so a second process, not a second job slot, uses the second core; docs/performance.md). The first answers `/health` on FACE_ENGINE_PORT, the others on a free port each.",
+    }),
+    workerConcurrency: s({ env: 'FACE_WORKER_CONCURRENCY', kind: 'int', default: 1, min: 1, max: 64, doc: 'Jobs one face worker process runs at once.' }),
+    enginePort: s({ env: 'FACE_ENGINE_PORT', kind: 'int', default: 3100, min: 0, max: 65535, doc: "Port of the face worker's own `/version` and `/health`." }),
+    engineUrl: s({
+      env: 'FACE_ENGINE_URL',
+      kind: 'url',
+      default: (c: Parsed) => `http://127.0.0.1:${c.face?.enginePort}`,
+      doc: "Where the API reaches the face worker's `/version` and `/health`.",
+    }),
+    executionProvider: s({
+      env: 'FACE_EXECUTION_PROVIDER',
+      kind: 'string',
+      default: 'cpu',
+      enum: ['cpu', 'cuda'] as const,
+      doc: 'onnxruntime execution provider of the face models. `cuda` runs them on an NVIDIA GPU when onnxruntime-node\'s CUDA provider and the CUDA runtime are installed (docs/face-engine.md, "GPU face workers"); when they are not, the face process logs why and runs on the CPU. Which one runs: the face process\'s `/version`, `/health` and `/metrics` (`faceid_face_execution_provider`).',
+    }),
+  },
+  queues: {
+    faceJobTimeoutMs: s({
+      env: 'FACE_JOB_TIMEOUT_MS',
+      kind: 'int',
+      default: 10_000,
+      min: 100,
+      doc: 'How long the API awaits a face or search job before 503 `face_engine_unavailable`.',
+    }),
+    failFast: s({
+      env: 'FAIL_FAST',
+      kind: 'bool',
+      default: true,
+      doc: 'Refuse face work at once (503 with Retry-After, nothing enqueued) when no worker is on its queue, Redis is unreachable or FACE_QUEUE_MAX_WAITING jobs wait; false: enqueue and wait up to FACE_JOB_TIMEOUT_MS (the test harness uses false so that the timeout and withdrawal path stays exercised).',
+    }),
+    maxWaiting: s({
+      env: 'FACE_QUEUE_MAX_WAITING',
+      kind: 'int',
+      default: 50,
+      min: 1,
+      doc: 'Jobs waiting on one face/search queue beyond which face routes answer 503 `face_engine_unavailable` with Retry-After at once (a bound on waiting work).',
+    }),
+    failFastSampleMs: s({
+      env: 'FAIL_FAST_SAMPLE_MS',
+      kind: 'int',
+      default: 500,
+      min: 0,
+      doc: 'How long a healthy sample of the queues (workers alive, jobs waiting) is reused by the fail-fast check; an unhealthy one is never reused.',
+    }),
+    failFastRetryAfterSeconds: s({
+      env: 'FAIL_FAST_RETRY_AFTER_SECONDS',
+      kind: 'int',
+      default: 5,
+      min: 1,
+      doc: 'Retry-After of the fail-fast 503s (no worker, Redis unreachable, queue full).',
+    }),
+    workerLivenessMs: s({
+      env: 'WORKER_LIVENESS_MS',
+      kind: 'int',
+      default: 1500,
+      min: 300,
+      max: 10_000,
+      doc: "How long a face or search process's liveness key lives in Redis (refreshed three times per period, from a thread apart from the models). A request whose stage was running on a process whose key has expired (the process was killed) answers 503 `face_engine_unavailable` with Retry-After at once (`details.reason` `worker_lost`), within about this period plus a third, instead of at FACE_JOB_TIMEOUT_MS; the API checks every third of it while it awaits a stage (platform/face-path/worker-liveness.ts). Within max(10 s, 6 periods) of the API's own Redis connection failing (a fail-over), such a lapse answers 503 `dependency_unavailable` (`queue_store_failover`) instead.",
+    }),
+    upstreamWorkerInWeb: s({
+      env: 'UPSTREAM_WORKER_IN_WEB',
+      kind: 'bool',
+      default: true,
+      doc: "Run the `upstream` queue's worker (delayed bankAccount confirmations) inside the web process; `false` when `processes/upstream.ts` (`npm run start:upstream`) runs it instead.",
+    }),
+    dashboardReadOnly: s({
+      env: 'QUEUE_DASHBOARD_READ_ONLY',
+      kind: 'bool',
+      default: (c: Parsed) => c.runtime?.nodeEnv === 'production',
+      doc: "The administrators' queue dashboard (`/admin/queues`) only shows the queues: no retry, clean, pause or promote (405). Default: on in production, where a job is a person's face on its way.",
+    }),
+  },
+  search: {
+    processes: s({
+      env: 'SEARCH_PROCESSES',
+      kind: 'int',
+      default: 2,
+      min: 1,
+      max: 16,
+      doc: '`search` processes (replicas) `npm start` runs. With 2, the death of one is no outage: the other serves while the supervisor restarts it (docs/reliability.md); each holds its own copy of the index codes and ids (about 190 MiB at 1M, docs/vector-index.md). The first answers `/health` on SEARCH_HEALTH_PORT, the others on a free port each.',
+    }),
+    healthPort: s({
+      env: 'SEARCH_HEALTH_PORT',
+      kind: 'int',
+      default: 3101,
+      min: 0,
+      max: 65535,
+      doc: "Port of the search worker's `/health` (index size and applied change sequence).",
+    }),
+    healthUrl: s({
+      env: 'SEARCH_HEALTH_URL',
+      kind: 'url',
+      default: (c: Parsed) => `http://127.0.0.1:${c.search?.healthPort}`,
+      doc: "Where the API reaches a search worker's `/health`.",
+    }),
+    indexFactory: s({
+      env: 'VECTOR_INDEX_FACTORY',
+      kind: 'string',
+      default: 'BinarySketch512',
+      doc: 'Index type: `BinarySketch<bits>` (binary codes in memory, Hamming scan, exact re-rank; the default, docs/vector-index.md) or any FAISS factory string (inner product), e.g. `Flat`, `IVF1024,SQ8`.',
+    }),
+    indexNprobe: s({
+      env: 'VECTOR_INDEX_NPROBE',
+      kind: 'int',
+      default: 32,
+      min: 1,
+      max: 65536,
+      doc: 'Inverted lists probed per query by IVF index types (speed/recall trade-off; see docs/vector-index.md).',
+    }),
+    syncIntervalMs: s({
+      env: 'SEARCH_SYNC_INTERVAL_MS',
+      kind: 'int',
+      default: 1000,
+      min: 0,
+      doc: "Period of a search worker's background catch-up from the change log (0: only when a search needs it).",
+    }),
+    workerConcurrency: s({
+      env: 'SEARCH_WORKER_CONCURRENCY',
+      kind: 'int',
+      default: 16,
+      min: 1,
+      max: 64,
+      doc: 'Search jobs one search worker holds at once (searches that are waiting together go to the index in one call, up to SEARCH_MAX_BATCH).',
+    }),
+    snapshotDir: s({
+      env: 'SEARCH_SNAPSHOT_DIR',
+      kind: 'string',
+      default: 'var/search-snapshots',
+      doc: 'Where search replicas keep index snapshots (a replica starts from the newest valid one plus the changes after it; see docs/vector-index.md).',
+    }),
+    rerankCandidates: s({
+      env: 'SEARCH_RERANK_CANDIDATES',
+      kind: 'int',
+      default: 2000,
+      min: 10,
+      max: 100_000,
+      doc: 'Candidates a `BinarySketch` index takes from its Hamming scan per query (recall/speed trade-off; docs/vector-index.md).',
+    }),
+    exactCandidates: s({
+      env: 'SEARCH_EXACT_CANDIDATES',
+      kind: 'int',
+      default: 200,
+      min: 0,
+      max: 100_000,
+      doc: 'Of the Hamming candidates, how many a `BinarySketch` index re-ranks exactly (float32 reads) after ordering them by the asymmetric estimate; 0: all of them (docs/vector-index.md).',
+    }),
+    maxBatch: s({
+      env: 'SEARCH_MAX_BATCH',
+      kind: 'int',
+      default: 32,
+      min: 1,
+      max: 1024,
+      doc: 'Most `knn` searches a search worker sends to the index in one call (micro-batching).',
+    }),
+    retrainGrowth: s({
+      env: 'SEARCH_RETRAIN_GROWTH',
+      kind: 'number',
+      default: 2,
+      min: 1.1,
+      max: 100,
+      doc: 'An index type that needs training is retrained (in the background) once the population exceeds this factor times the rows it was trained on.',
+    }),
+    pruneIntervalMs: s({
+      env: 'SEARCH_PRUNE_INTERVAL_MS',
+      kind: 'int',
+      default: 60_000,
+      min: 0,
+      doc: 'Period at which a search worker prunes change-log rows every live replica (and snapshot) has applied (0: never).',
+    }),
+    replicaStaleMs: s({
+      env: 'SEARCH_REPLICA_STALE_MS',
+      kind: 'int',
+      default: 600_000,
+      min: 1000,
+      doc: 'A replica whose position is older than this no longer holds back change-log pruning (it rebuilds if it comes back behind the pruned point).',
+    }),
+  },
+  supervisor: {
+    pid: s({
+      env: 'SUPERVISOR_PID',
+      kind: 'int',
+      default: 0,
+      min: 0,
+      doc: "Set by `npm start` for its children: the supervisor's process id; a child whose supervisor is gone stops (no orphan keeps a port). 0: not supervised.",
+    }),
+    statusFile: s({
+      env: 'SUPERVISOR_STATUS_FILE',
+      kind: 'string',
+      default: '',
+      doc: "Set by `npm start` for its children: the supervisor's status file (restarts, crash loops), reported by GET /health as `processes`.",
+    }),
+    serviceFile: s({
+      env: 'FACEID_SERVICE_FILE',
+      kind: 'string',
+      default: 'var/run/service.json',
+      doc: 'Where `npm start` writes its pid and URL, read by the scripts run beside the service (`npm run seed:registry`).',
+    }),
+    restartBackoffInitialMs: s({
+      env: 'RESTART_BACKOFF_INITIAL_MS',
+      kind: 'int',
+      default: 500,
+      min: 0,
+      doc: '`npm start`: wait before restarting a child that died, doubled after each failure in a row.',
+    }),
+    restartBackoffMaxMs: s({ env: 'RESTART_BACKOFF_MAX_MS', kind: 'int', default: 30_000, min: 0, doc: '`npm start`: longest wait before a restart.' }),
+    stableAfterMs: s({
+      env: 'STABLE_AFTER_MS',
+      kind: 'int',
+      default: 30_000,
+      min: 0,
+      doc: '`npm start`: a child up this long starts the failure count again.',
+    }),
+    crashLoopRestarts: s({
+      env: 'CRASH_LOOP_RESTARTS',
+      kind: 'int',
+      default: 5,
+      min: 1,
+      doc: '`npm start`: restarts within CRASH_LOOP_WINDOW_MS that mark a crash loop (logged, shown in GET /health); restarts go on at the backoff.',
+    }),
+    crashLoopWindowMs: s({ env: 'CRASH_LOOP_WINDOW_MS', kind: 'int', default: 60_000, min: 1000, doc: '`npm start`: the window of CRASH_LOOP_RESTARTS.' }),
+  },
+  billing: {
+    tiersFile: s({
+      env: 'BILLING_TIERS_FILE',
+      kind: 'string',
+      default: 'config/billing-tiers.json',
+      doc: 'Static contracted-tier file of the billing report.',
+    }),
+  },
+  webhooks: {
+    retryScheduleSeconds: s({
+      env: 'WEBHOOK_RETRY_SCHEDULE_SECONDS',
+      kind: 'string',
+      default: '5,300,1800,7200,18000,36000,36000',
+      doc: 'Waits (seconds, comma-separated) before each retry of a webhook delivery that did not get a 2xx; each wait gets ±10% jitter; after the last retry fails the delivery is `failed` (docs/webhooks.md).',
+    }),
+    timeoutMs: s({
+      env: 'WEBHOOK_TIMEOUT_MS',
+      kind: 'int',
+      default: 15_000,
+      min: 100,
+      doc: 'Timeout of one webhook delivery attempt (connect, send, answer); beyond it the attempt failed and is retried.',
+    }),
+    secretOverlapSeconds: s({
+      env: 'WEBHOOK_SECRET_OVERLAP_SECONDS',
+      kind: 'int',
+      default: 86_400,
+      min: 0,
+      doc: 'After a webhook secret rotation, how long deliveries are signed with the old secret as well as the new one.',
+    }),
+    allowPrivate: s({
+      env: 'WEBHOOK_ALLOW_PRIVATE',
+      kind: 'bool',
+      default: (c: Parsed) => c.runtime?.nodeEnv !== 'production',
+      doc: 'Allow webhook endpoints on http and on private, loopback or link-local addresses (default: outside production only). Off: only https to public addresses, checked against what the name resolves to when each attempt is sent, redirects not followed (docs/security.md).',
+    }),
+    retentionDays: s({
+      env: 'WEBHOOK_RETENTION_DAYS',
+      kind: 'int',
+      default: 30,
+      min: 1,
+      doc: 'Webhook events older than this, with no delivery still pending, are deleted with their deliveries and delivery log (hourly, by the webhook worker); a purged event can no longer be replayed.',
+    }),
+    dispatchIntervalMs: s({
+      env: 'WEBHOOK_DISPATCH_INTERVAL_MS',
+      kind: 'int',
+      default: 1000,
+      min: 50,
+      doc: 'Period at which the webhook dispatcher scans the event outbox and the due deliveries (PostgreSQL) and queues their attempts; also how soon deliveries resume after a Redis outage.',
+    }),
+  },
+  dedupe: {
+    threshold: s({
+      env: 'DEDUPE_THRESHOLD',
+      kind: 'number',
+      default: 0.6,
+      min: -1,
+      max: 1,
+      doc: "Cosine at or above which a link's face found under another live account is a `duplicate` (1:N against everyone enrolled, and the watch-list). Set it for your population: FPIR ≈ N × FMR (docs/dedupe.md, docs/evaluation.md).",
+    }),
+    reviewThreshold: s({
+      env: 'DEDUPE_REVIEW_THRESHOLD',
+      kind: 'number',
+      default: 0.45,
+      min: -1,
+      max: 1,
+      doc: "Cosine from which (up to DEDUPE_THRESHOLD) a link's face found under another live account is a `possible_duplicate`, a case for review that never blocks (docs/dedupe.md).",
+    }),
+    policy: s({
+      env: 'DEDUPE_POLICY',
+      kind: 'string',
+      default: 'flag-and-continue',
+      enum: ['flag-and-continue', 'hard-block'] as const,
+      doc: '`flag-and-continue`: a link whose face is a duplicate or on the watch-list links and opens a case; `hard-block`: it answers 422 `duplicate_identity`, links nothing and opens a case (a `possible_duplicate` never blocks).',
+    }),
+    captureRetentionDays: s({
+      env: 'DEDUPE_CAPTURE_RETENTION_DAYS',
+      kind: 'int',
+      default: 30,
+      min: 0,
+      doc: 'Days a decided duplicate-identity case keeps its sealed live capture for the record; then the capture is deleted (the case stays).',
+    }),
+  },
+  protection: {
+    erasureMaxSeconds: s({
+      env: 'ERASURE_MAX_SECONDS',
+      kind: 'int',
+      default: 300,
+      min: 1,
+      doc: "Longest time a deleted user's template may stay in a search snapshot on disk: each search worker rewrites its snapshot (and removes the older ones) within this after a deletion.",
+    }),
+    retentionDaysSearchLogs: s({
+      env: 'RETENTION_DAYS_SEARCH_LOGS',
+      kind: 'int',
+      default: 400,
+      min: 1,
+      doc: 'Days a SearchLog row is kept (billing is monthly and disputes refer to calls: 13 months covers a year of invoices and their disputes). Purged by the retention job.',
+    }),
+    retentionDaysDisputes: s({
+      env: 'RETENTION_DAYS_DISPUTES',
+      kind: 'int',
+      default: 2190,
+      min: 1,
+      doc: 'Days a resolved or rejected dispute is kept after its last change (6 years: the limitation period for a contract claim). Open disputes are never purged.',
+    }),
+    retentionDaysAuditEvents: s({
+      env: 'RETENTION_DAYS_AUDIT_EVENTS',
+      kind: 'int',
+      default: 2190,
+      min: 1,
+      doc: 'Days an AuditEvent is kept (6 years: accountability for processing, NDPA 2023 s.39, and the limitation period).',
+    }),
+    retentionSweepIntervalSeconds: s({
+      env: 'RETENTION_SWEEP_INTERVAL_SECONDS',
+      kind: 'int',
+      default: 3600,
+      min: 1,
+      doc: 'How often the retention job (a BullMQ repeatable job on the upstream worker) purges records past their RETENTION_DAYS_*.',
+    }),
+  },
+} as const;
+
+type Table = typeof SETTINGS;
+type ValueOf<S> = S extends SettingSpec<Kind, infer E> ? (E extends readonly (infer V)[] ? V : KindValue<S>) : never;
+type KindValue<S> = S extends { kind: 'int' | 'number' } ? number : S extends { kind: 'bool' } ? boolean : string;
+
+export type Config = { readonly [G in keyof Table]: { readonly [K in keyof Table[G]]: ValueOf<Table[G][K]> } } & {
+  readonly isProduction: boolean;
+};
+
+type AnySpec = SettingSpec<Kind, readonly string[] | undefined>;
+
+/** Every setting with its group and key, in declaration order. */
+export function eachSetting(): Array<{ group: keyof Table; key: string; spec: AnySpec }> {
+  return Object.entries(SETTINGS).flatMap(([group, settings]) =>
+    Object.entries(settings as Record<string, AnySpec>).map(([key, spec]) => ({ group: group as keyof Table, key, spec })),
+  );
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+function parseValue(key: string, spec: SettingSpec<Kind, readonly string[] | undefined>, raw: string, problems: string[]): unknown {
+  const where = `${spec.env}=${spec.secret ? '<secret>' : JSON.stringify(raw)}`;
+  switch (spec.kind) {
+    case 'int':
+    case 'number': {
+      const n = Number(raw);
+      if (raw.trim() === '' || !Number.isFinite(n) || (spec.kind === 'int' && !Number.isInteger(n))) {
+        problems.push(`${where}: expected ${spec.kind === 'int' ? 'an integer' : 'a number'}`);
+        return undefined;
+      }
+      if (spec.min !== undefined && n < spec.min) problems.push(`${where}: must be >= ${spec.min}`);
+      if (spec.max !== undefined && n > spec.max) problems.push(`${where}: must be <= ${spec.max}`);
+      return n;
+    }
+    case 'bool':
+      if (/^(1|true|yes|on)$/i.test(raw)) return true;
+      if (/^(0|false|no|off|)$/i.test(raw)) return false;
+      problems.push(`${where}: expected true or false`);
+      return undefined;
+    case 'url':
+      try {
+        new URL(raw);
+      } catch {
+        problems.push(`${where}: expected a URL`);
+      }
+      return raw.replace(/\/+$/, '');
+    default:
+      if (spec.enum && !spec.enum.includes(raw)) problems.push(`${where}: expected one of ${spec.enum.join(', ')}`);
+      void key;
+      return raw;
+  }
+}
+
+/** Parses and validates the settings from an environment; throws ConfigError listing every problem. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const problems: string[] = [];
+  const out: Record<string, Record<string, unknown>> = {};
+  for (const { group, key, spec } of eachSetting()) {
+    const into = (out[group] ??= {});
+    const raw = env[spec.env];
+    if (raw !== undefined && raw !== '') {
+      into[key] = parseValue(key, spec, raw, problems);
+    } else {
+      into[key] = typeof spec.default === 'function' ? (spec.default as (c: Parsed) => unknown)(out) : spec.default;
+    }
+  }
+  const { runtime, registry, security, otp, sms, operators, face, webhooks, dedupe, redis } = out as unknown as Omit<Config, 'isProduction'>;
+  const isProduction = runtime.nodeEnv === 'production';
+  if (dedupe.reviewThreshold > dedupe.threshold) {
+    problems.push('DEDUPE_REVIEW_THRESHOLD must not be above DEDUPE_THRESHOLD (the review band lies below the duplicate band)');
+  }
+  if (isProduction) {
+    if (!security.linkNumberHashKey)
+      problems.push(
+        'LINK_NUMBER_HASH_KEY must be set in production (link rows of erased accounts keep a keyed hash of the number under it; the development key is refused)',
+      );
+    if (!security.biometricKeys)
+      problems.push('BIOMETRIC_KEYS must be set in production (face templates are sealed at rest under it; the development key is refused)');
+    if (otp.secret && String(otp.secret).length < 32) problems.push('OTP_SECRET must have at least 32 characters');
+    if (!security.jwtPrivateKey) problems.push('JWT_PRIVATE_KEY must be set in production (the generated development key is refused)');
+    if (sms.transport === 'outbox') problems.push('SMS_TRANSPORT=outbox is a development transport and is refused in production');
+    if (registry.simFault !== 'none') problems.push('REGISTRY_SIM_FAULT is a test setting and is refused in production');
+    if (registry.simulator) problems.push('REGISTRY_SIMULATOR=true is refused in production: the simulator lets anyone enrol an identity');
+    if (!env.REGISTRY_URL) problems.push('REGISTRY_URL must name the real identity registry in production (the default is the simulator)');
+    if (operators.adminPassword && String(operators.adminPassword).length < 12) problems.push('ADMIN_PASSWORD must have at least 12 characters in production');
+  }
+  if (sms.transport === 'webhook' && !sms.webhookUrl) problems.push('SMS_WEBHOOK_URL is required with SMS_TRANSPORT=webhook');
+  if ((operators.adminIdentifier === '') !== (operators.adminPassword === ''))
+    problems.push('ADMIN_IDENTIFIER and ADMIN_PASSWORD are set together or not at all');
+  try {
+    BiometricKeyRing.from({ biometricKeys: security.biometricKeys, biometricActiveKeyId: security.biometricActiveKeyId });
+  } catch (e) {
+    if (!(e instanceof KeyRingError)) throw e;
+    problems.push(e.message);
+  }
+  if (Number(face.highConfidenceThreshold) < Number(face.matchThreshold)) problems.push('HIGH_CONFIDENCE_THRESHOLD must be >= MATCH_THRESHOLD');
+  if (parseRetrySchedule(String(webhooks.retryScheduleSeconds)) === undefined)
+    problems.push('WEBHOOK_RETRY_SCHEDULE_SECONDS must be comma-separated non-negative numbers of seconds');
+  for (const entry of String(redis.sentinels)
+    .split(',')
+    .filter((e) => e.trim() !== '')) {
+    if (!/^[^\s:]+:\d{1,5}$/.test(entry.trim())) problems.push(`REDIS_SENTINELS=${JSON.stringify(redis.sentinels)}: expected host:port,host:port,...`);
+  }
+  if (problems.length) throw new ConfigError(problems);
+  for (const group of Object.values(out)) Object.freeze(group);
+  return Object.freeze({ ...out, isProduction }) as unknown as Config;
+}
+
+/** WEBHOOK_RETRY_SCHEDULE_SECONDS as seconds; undefined when malformed (an empty value: no retry). */
+export function parseRetrySchedule(raw: string): number[] | undefined {
+  if (raw.trim() === '') return [];
+  const waits = raw.split(',').map((p) => Number(p.trim()));
+  return waits.every((w) => Number.isFinite(w) && w >= 0) ? waits : undefined;
+}
+
+let cached: Config | undefined;
+/** The process-wide configuration, parsed once from process.env. */
+export function config(): Config {
+  cached ??= loadConfig(process.env);
+  return cached;
+}
+
+/** The environment variables of settings that are set (not empty) in `env`: given, rather than defaulted. */
+export function givenSettings(env: NodeJS.ProcessEnv = process.env): Set<string> {
+  return new Set(
+    eachSetting()
+      .map(({ spec }) => spec.env)
+      .filter((name) => (env[name] ?? '') !== ''),
+  );
+}
+
+/** A printable view with secrets masked (for start-up logs). */
+export function describeConfig(c: Config): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const { group, key, spec } of eachSetting()) {
+    const v = (c[group] as Record<string, unknown>)[key];
+    // Any URL may carry credentials or an API key in its query: show scheme, host and path only.
+    out[spec.env] = spec.secret && v ? '<secret>' : spec.kind === 'url' || spec.env === 'SMS_WEBHOOK_URL' ? maskUrl(String(v)) : v;
+  }
+  return out;
+}
+
+/**
+ * What a process logs of its configuration at start. JSON logs (production) carry every setting, for
+ * the record; readable logs (development) only the settings that differ from their defaults, so that a
+ * newcomer reads a line, not a wall (LOG_LEVEL=debug logs them all). Secrets masked either way.
+ */
+export function logConfigAtStart(logger: { info(obj: object, msg: string): void; debug(obj: object, msg: string): void }, c: Config, name: string): void {
+  const all = describeConfig(c);
+  if (c.runtime.logFormat === 'json') {
+    logger.info({ config: all }, `${name} starting`);
+    return;
+  }
+  const defaults = describeConfig(loadConfig({ NODE_ENV: c.runtime.nodeEnv }));
+  const changed = Object.fromEntries(Object.entries(all).filter(([env, v]) => JSON.stringify(v) !== JSON.stringify(defaults[env])));
+  logger.info({ settings: changed }, `${name} starting (${c.runtime.nodeEnv}; the settings off their defaults, all of them at LOG_LEVEL=debug)`);
+  logger.debug({ config: all }, `${name} configuration`);
+}
+
+function maskUrl(u: string): string {
+  try {
+    if (!u) return u;
+    const url = new URL(u);
+    if (url.password) url.password = '***';
+    if (url.search) url.search = '?***';
+    return url.toString();
+  } catch {
+    return u;
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * The `upstream` queue's worker: lands the simulated upstream confirmations (today: a bankAccount
+ * change, after BANK_ACCOUNT_CONFIRM_DELAY_MS). It needs PostgreSQL and Redis only, no model and no
+ * index, so it runs inside the `web` process by default (UPSTREAM_WORKER_IN_WEB=true, see
+ * processes/web.ts): the API is the one process that is always deployed, and BullMQ hands each
+ * delayed job to exactly one worker however many web replicas run. `processes/upstream.ts` runs it as
+ * a process of its own instead. Its queue is served by the one runner (platform/worker-runtime/run-queue.ts).
+ *
+ * A repair sweep (at start and every minute) re-enqueues the confirmation of any pending change whose
+ * job is missing (Redis flushed, enqueue failed after the commit): the job id is deterministic, so a
+ * job that exists is left alone, and processing is idempotent.
+ */
+import type { Knex } from 'knex';
+import type { Config } from '../../platform/config.js';
+import {
+  UPSTREAM_QUEUE,
+  enqueueBankAccountConfirm,
+  scheduleRetentionSweep,
+  upstreamContract,
+  type UpstreamJob,
+  type UpstreamResult,
+} from '../../platform/jobs/upstream.js';
+import { createRedis } from '../../platform/redis/redis.js';
+import { runRetentionSweep } from '../../features/accounts/worker/retention-sweep.js';
+import type { Logger } from '../../platform/logger.js';
+import { runQueues } from '../../platform/worker-runtime/run-queue.js';
+import { confirmBankAccount, pendingBankAccountChanges } from '../../features/accounts/worker/bank-account-confirmation.js';
+
+const SWEEP_INTERVAL_MS = 60_000;
+const SWEEP_BATCH = 500;
+/** Confirmations one process lands at once: short PostgreSQL transactions, no CPU to speak of. */
+const UPSTREAM_CONCURRENCY = 4;
+
+export interface RunningUpstreamWorker {
+  close(): Promise<void>;
+  /** Runs one repair sweep now; returns how many confirmations it (re-)enqueued. */
+  sweep(): Promise<number>;
+}
+
+async function upstreamHandler(db: Knex, logger: Logger, job: UpstreamJob, retention: () => Promise<UpstreamResult>): Promise<UpstreamResult> {
+  switch (job.kind) {
+    case 'retention-sweep': {
+      const result = await retention();
+      logger.info({ queue: UPSTREAM_QUEUE, job: job.kind, purged: result.purged, erasuresFinished: result.erasuresFinished }, 'retention sweep done');
+      return result;
+    }
+    case 'bank-account-confirm': {
+      const result = await confirmBankAccount(db, job);
+      logger.info({ queue: UPSTREAM_QUEUE, job: job.kind, userId: job.userId, applied: result.applied }, 'upstream confirmation processed');
+      return result;
+    }
+    default:
+      throw new Error(`Unknown upstream job kind ${(job as { kind?: string }).kind}`);
+  }
+}
+
+export async function startUpstreamWorker(config: Config, deps: { db: Knex; logger: Logger }): Promise<RunningUpstreamWorker> {
+  // The retention job purges the user keys of unfinished erasures: its own connection.
+  const redis = createRedis(config.redis.url);
+  const runner = await runQueues(
+    config,
+    [UPSTREAM_QUEUE],
+    { [UPSTREAM_QUEUE]: (job) => upstreamHandler(deps.db, deps.logger, job, () => runRetentionSweep(deps.db, redis, config)) },
+    { logger: deps.logger, concurrency: UPSTREAM_CONCURRENCY },
+  );
+  const queue = runner.queue(UPSTREAM_QUEUE);
+  await scheduleRetentionSweep(queue, config.protection.retentionSweepIntervalSeconds * 1000).catch((e: unknown) =>
+    deps.logger.warn({ err: (e as Error).message }, 'retention job not scheduled (Redis away?); the next start schedules it'),
+  );
+
+  const sweep = async (): Promise<number> => {
+    let enqueued = 0;
+    for (const { userId, requestedAt } of await pendingBankAccountChanges(deps.db, SWEEP_BATCH)) {
+      const payload: UpstreamJob = { kind: 'bank-account-confirm', userId, requestedAt: requestedAt.toISOString() };
+      if (await queue.getJob(upstreamContract.jobId(payload))) continue;
+      await enqueueBankAccountConfirm(queue, userId, requestedAt, requestedAt.getTime() + config.identity.bankAccountConfirmDelayMs - Date.now());
+      enqueued++;
+    }
+    if (enqueued) deps.logger.info({ queue: UPSTREAM_QUEUE, enqueued }, 'upstream repair sweep re-enqueued confirmations');
+    return enqueued;
+  };
+  const runSweep = () => sweep().catch((e: unknown) => deps.logger.debug({ err: (e as Error).message }, 'upstream repair sweep failed'));
+  const initial = runSweep();
+  const timer = setInterval(runSweep, SWEEP_INTERVAL_MS);
+  timer.unref();
+
+  return {
+    sweep,
+    close: async () => {
+      clearInterval(timer);
+      await initial;
+      await runner.close();
+      redis.disconnect();
+    },
+  };
+}
