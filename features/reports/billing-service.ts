@@ -16,7 +16,6 @@
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Type, type Static } from '@sinclair/typebox';
 import type { Config } from '../../platform/config.js';
 import { AppError } from '../../platform/errors.js';
@@ -24,8 +23,7 @@ import type { SearchLogsRepository } from '../verification/index.js';
 import { check } from '../../platform/http/validation.js';
 import { KNOWN_OUTCOMES } from './analytics-service.js';
 import type { DateRange } from '../../platform/lists/date-range.js';
-
-const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+import { PROJECT_ROOT } from '../../platform/paths.js';
 
 const Price = Type.Number({ minimum: 0 });
 export const TierSchema = Type.Object(

@@ -3,12 +3,12 @@ import knexFactory, { type Knex } from 'knex';
 import { Model, knexSnakeCaseMappers } from 'objection';
 import path from 'node:path';
 import pg from 'pg';
-import { fileURLToPath } from 'node:url';
+import { PROJECT_ROOT } from '../paths.js';
 
 // A DATE column is a calendar date, not an instant: keep it as 'YYYY-MM-DD' instead of a local-midnight Date.
 pg.types.setTypeParser(pg.types.builtins.DATE, (v: string) => v);
 
-export const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'migrations');
+export const MIGRATIONS_DIR = path.resolve(PROJECT_ROOT, 'migrations');
 
 /** `bindModels: false` leaves objection's models alone (a worker sharing a process with the API, in tests). */
 export function createDb(databaseUrl: string, poolMax = 10, opts: { bindModels?: boolean } = {}): Knex {

@@ -12,7 +12,6 @@ import { newHandoffRef, RedisFaceHandoff, type FaceHandoff } from '../../../plat
 import { sealSearchEmbedding } from '../../../platform/face-path/search-embedding.js';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import type { Config } from '../../../platform/config.js';
 import { FACE_ENGINE_VERSION, FACE_MODELS } from '../../../platform/face/face-models.js';
 import { isFaceError } from '../../../platform/face/face-error.js';
@@ -23,8 +22,7 @@ import { decodeAlignedFace, encodeAlignedFace } from './pipeline/embed.js';
 import { runQueues, type JobContext } from '../../../platform/worker-runtime/run-queue.js';
 import { startStatusServer } from '../../../platform/worker-runtime/status-server.js';
 import { loadWithProvider, providerMetric, type ExecutionProvider } from './execution-provider.js';
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+import { PROJECT_ROOT as ROOT } from '../../../platform/paths.js';
 
 export interface RunningFaceWorker {
   url: string;

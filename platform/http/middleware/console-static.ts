@@ -13,11 +13,11 @@
  */
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Middleware } from 'koa';
+import { PROJECT_ROOT } from '../../paths.js';
 
 export const CONSOLE_BASE = '/console';
-export const CONSOLE_DIST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'console', 'dist');
+export const CONSOLE_DIST = path.resolve(PROJECT_ROOT, 'console', 'dist');
 
 export const CONSOLE_CSP = [
   "default-src 'none'",
