@@ -70,11 +70,27 @@ test.serial(
     const recentLog = await log(daysAgo(10));
     const [oldAudit] = await h.deps
       .db('auditEvents')
-      .insert({ type: 'profile.changed', actorType: 'consumer', actorId: user.userId, subjectType: 'user', subjectId: user.userId, data: {}, createdAt: daysAgo(2500) })
+      .insert({
+        type: 'profile.changed',
+        actorType: 'consumer',
+        actorId: user.userId,
+        subjectType: 'user',
+        subjectId: user.userId,
+        data: {},
+        createdAt: daysAgo(2500),
+      })
       .returning('id');
     const [keptAudit] = await h.deps
       .db('auditEvents')
-      .insert({ type: 'profile.changed', actorType: 'consumer', actorId: user.userId, subjectType: 'user', subjectId: user.userId, data: {}, createdAt: daysAgo(2000) })
+      .insert({
+        type: 'profile.changed',
+        actorType: 'consumer',
+        actorId: user.userId,
+        subjectType: 'user',
+        subjectId: user.userId,
+        data: {},
+        createdAt: daysAgo(2000),
+      })
       .returning('id');
     // Dedupe captures: decided past DEDUPE_CAPTURE_RETENTION_DAYS (30) go without anyone opening the cases page.
     const expiredCapture = await dedupeCase(user.userId, { status: 'dismissed', decidedAt: daysAgo(31) });
@@ -131,6 +147,11 @@ test.serial("an erasure takes the live captures of the user's duplicate-identity
 
 test('every data family is documented in docs/data-protection.md', (t) => {
   const doc = readFileSync(path.join(ROOT, 'docs/data-protection.md'), 'utf8');
-  const registry = dataFamilies({ db: h.deps.db, config: h.config, identityTokens: { purgeUser: async () => 0 }, biometricAttempts: { purgeUser: async () => 0 } });
+  const registry = dataFamilies({
+    db: h.deps.db,
+    config: h.config,
+    identityTokens: { purgeUser: async () => 0 },
+    biometricAttempts: { purgeUser: async () => 0 },
+  });
   for (const f of registry.families()) t.true(doc.includes(`\`${f.name}\``), `${f.name} is not in docs/data-protection.md`);
 });

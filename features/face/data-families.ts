@@ -14,7 +14,7 @@ export function faceDataFamilies(attempts: Pick<BiometricAttemptsStore, 'purgeUs
       store: 'redis biometric:attempts:*',
       erasure: {
         phase: 'after-commit',
-        removes: "the failure count, the lock and any in-flight claim",
+        removes: 'the failure count, the lock and any in-flight claim',
         erase: async ({ userId }) => {
           await attempts.purgeUser(userId);
         },

@@ -68,7 +68,11 @@ export interface UpstreamWorkerOptions {
   scheduleRetention?: boolean;
 }
 
-export async function startUpstreamWorker(config: Config, deps: { db: Knex; logger: Logger }, opts: UpstreamWorkerOptions = {}): Promise<RunningUpstreamWorker> {
+export async function startUpstreamWorker(
+  config: Config,
+  deps: { db: Knex; logger: Logger },
+  opts: UpstreamWorkerOptions = {},
+): Promise<RunningUpstreamWorker> {
   // The retention sweep purges the user keys of unfinished erasures: its own connection.
   const redis = createRedis(config.redis.url);
   const keys = keySpace(config.redis.prefix);
@@ -83,8 +87,7 @@ export async function startUpstreamWorker(config: Config, deps: { db: Knex; logg
     config,
     [UPSTREAM_QUEUE],
     {
-      [UPSTREAM_QUEUE]: (job) =>
-        upstreamHandler(deps.db, deps.logger, job, () => runRetentionSweep({ db: deps.db, registry, ledger, logger: deps.logger })),
+      [UPSTREAM_QUEUE]: (job) => upstreamHandler(deps.db, deps.logger, job, () => runRetentionSweep({ db: deps.db, registry, ledger, logger: deps.logger })),
     },
     { logger: deps.logger, concurrency: UPSTREAM_CONCURRENCY },
   );

@@ -97,7 +97,11 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const config = configFor();
   const logger = createLogger({ level: config.runtime.logLevel, name: 'test-web' });
   const deps = createDeps(config, { logger });
-  const webProcess = await startWebProcess(deps, { poller: opts.poller ?? false, extraRoutes: opts.extraRoutes, scheduleRetention: opts.retentionSweep ?? false });
+  const webProcess = await startWebProcess(deps, {
+    poller: opts.poller ?? false,
+    extraRoutes: opts.extraRoutes,
+    scheduleRetention: opts.retentionSweep ?? false,
+  });
   const web = webProcess.web;
 
   const faceWorkers: RunningWorker[] = [];
