@@ -38,6 +38,6 @@ export function dataFamilies(deps: DataFamilyDeps): RetentionRegistry {
     ...webhookDataFamilies(db, { webhookEvents: config.webhooks.retentionDays }),
     ...identityDataFamilies(deps.identityTokens),
     ...faceDataFamilies(deps.biometricAttempts),
-    ...signInDataFamilies(deps.otp ?? { forgetPhone: async () => {} }),
+    ...signInDataFamilies(db, deps.otp ?? { forgetPhone: async () => {} }),
   );
 }

@@ -490,7 +490,7 @@ test.serial(
     t.false(await left('disputes', closedDispute.id));
     t.false(await left('searchLogs', oldLogOfClosedDispute));
     t.false(await left('auditEvents', oldAudit.id));
-    t.deepEqual(Object.keys(run.data.counts).sort(), ['auditEvents', 'dedupeCaptures', 'disputes', 'searchLogs', 'webhookEvents']);
+    t.deepEqual(Object.keys(run.data.counts).sort(), ['auditEvents', 'dedupeCaptures', 'disputes', 'refreshTokens', 'searchLogs', 'webhookEvents']);
   },
 );
 

@@ -118,7 +118,7 @@ test.serial(
 
     const runs = await h.deps.db('auditEvents').where({ type: 'retention.purged' }).where('createdAt', '>', since);
     const counts = runs.map((r) => r.data.counts as Record<string, number>);
-    t.deepEqual(Object.keys(counts[0]!).sort(), ['auditEvents', 'dedupeCaptures', 'disputes', 'searchLogs', 'webhookEvents']);
+    t.deepEqual(Object.keys(counts[0]!).sort(), ['auditEvents', 'dedupeCaptures', 'disputes', 'refreshTokens', 'searchLogs', 'webhookEvents']);
     const total = (name: string) => counts.reduce((n, c) => n + (c[name] ?? 0), 0);
     t.true(total('auditEvents') >= 1 && total('searchLogs') >= 1 && total('dedupeCaptures') >= 1 && total('webhookEvents') >= 1);
     t.false(
