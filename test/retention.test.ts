@@ -10,6 +10,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { issueProofToken } from '../features/verification/proof-tokens.js';
 import { dataFamilies } from '../processes/data-families.js';
+import { RetentionRegistry } from '../platform/retention/registry.js';
+import { RetentionSweepError, runRetentionSweep } from '../platform/retention/sweep.js';
 import { ROOT, useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer } from './helpers/principals.js';
@@ -49,9 +51,16 @@ async function sweptUntil(since: Date, done: () => Promise<boolean>): Promise<vo
   throw new Error('no retention run did it within 30 s');
 }
 
-test.serial('the processes run as faceid_app: audit rows cannot be deleted directly', async (t) => {
+test.serial('the processes run as faceid_app: audit rows cannot be deleted directly, and the owner’s function keeps at least a year', async (t) => {
   t.regex(String((await h.deps.db.raw('SELECT current_user AS u')).rows[0].u), /^faceid_test_app$/);
   await t.throwsAsync(h.deps.db.raw('DELETE FROM audit_events'), { message: /permission denied/ });
+  await t.throwsAsync(h.deps.db.raw('SELECT purge_audit_events(30, 1000)'), { message: /kept at least 365 days/ });
+  const [young] = await h.deps
+    .db('auditEvents')
+    .insert({ type: 'test.young', actorType: 'system', actorId: null, subjectType: 'test', subjectId: 'x', data: {}, createdAt: daysAgo(364) })
+    .returning('id');
+  await h.deps.db.raw('SELECT purge_audit_events(365, 1000)');
+  t.true(await exists('auditEvents', young.id));
 });
 
 test.serial(
@@ -143,6 +152,20 @@ test.serial("an erasure takes the live captures of the user's duplicate-identity
   t.true(await keepsCapture(others));
   const receipt = await h.deps.db('auditEvents').where({ type: 'user.erased', subjectId: user.userId }).first();
   t.truthy(receipt, 'the erasure completed under faceid_app');
+});
+
+test('a family whose purge fails is reported, and neither the erasures nor the other families wait for it', async (t) => {
+  const ran: string[] = [];
+  const registry = new RetentionRegistry().register(
+    { name: 'broken', store: 'nowhere', retention: { days: 1, rule: 'always fails', purge: () => Promise.reject(new Error('permission denied')) } },
+    { name: 'fine', store: 'memory', retention: { days: 1, rule: 'counts', purge: async () => (ran.push('fine'), 2) } },
+  );
+  const finished: string[] = [];
+  const ledger = { awaitingAfterCommit: async () => [], markAfterCommitDone: async () => {}, completeCovered: async () => (finished.push('done'), ['u']) };
+  const err = await t.throwsAsync(runRetentionSweep({ db: h.deps.db, registry, ledger, logger: h.deps.logger }), { instanceOf: RetentionSweepError });
+  t.deepEqual(err?.result, { purged: { fine: 2 }, erasuresFinished: 1, failed: ['broken'] });
+  t.deepEqual(ran, ['fine']);
+  t.deepEqual(finished, ['done']);
 });
 
 test('every data family is documented in docs/data-protection.md', (t) => {
