@@ -91,7 +91,7 @@ if (at > 0) {
     const { seq } = await removeCanonical(db, victim);
     const erasures = new ErasuresRepository(db);
     await db.transaction((trx) => erasures.begin(victim, seq, trx));
-    await erasures.markRedisPurged(victim);
+    await erasures.markAfterCommitDone(victim);
     t = performance.now();
     await first.eraseFromSnapshots();
     const rewriteMs = performance.now() - t;

@@ -725,7 +725,7 @@ export const SETTINGS = {
       kind: 'int',
       default: 30,
       min: 1,
-      doc: 'Webhook events older than this, with no delivery still pending, are deleted with their deliveries and delivery log (hourly, by the webhook worker); a purged event can no longer be replayed.',
+      doc: 'Webhook events older than this, with no delivery still pending, are deleted with their deliveries and delivery log (by the retention sweep, every RETENTION_SWEEP_INTERVAL_SECONDS); a purged event can no longer be replayed.',
     }),
     dispatchIntervalMs: s({
       env: 'WEBHOOK_DISPATCH_INTERVAL_MS',
@@ -793,15 +793,15 @@ export const SETTINGS = {
       env: 'RETENTION_DAYS_AUDIT_EVENTS',
       kind: 'int',
       default: 2190,
-      min: 1,
-      doc: 'Days an AuditEvent is kept (6 years: accountability for processing, NDPA 2023 s.39, and the limitation period).',
+      min: 365,
+      doc: 'Days an AuditEvent is kept (6 years: accountability for processing, NDPA 2023 s.39, and the limitation period). At least 365: the database function that ages audit rows out refuses less (docs/data-protection.md).',
     }),
     retentionSweepIntervalSeconds: s({
       env: 'RETENTION_SWEEP_INTERVAL_SECONDS',
       kind: 'int',
       default: 3600,
       min: 1,
-      doc: 'How often the retention job (a BullMQ repeatable job on the upstream worker) purges records past their RETENTION_DAYS_*.',
+      doc: 'How often the retention sweep (a BullMQ repeatable job on the upstream worker) purges every data family past its retention period and finishes the erasures whose Redis step failed (platform/retention/README.md).',
     }),
   },
 } as const;

@@ -9,7 +9,7 @@ import { startWeb, type RunningWeb, type StartWebOptions } from './web/http-serv
 import { ensureFirstAdministrator } from '../features/staff/service.js';
 import { config, logConfigAtStart } from '../platform/config.js';
 import { isEntryFile, onShutdown, webStopMs } from '../platform/processes/shutdown.js';
-import { startUpstreamWorker } from './upstream/worker.js';
+import { startUpstreamWorker, type UpstreamWorkerOptions } from './upstream/worker.js';
 import { WEBHOOK_SECRET_KEY_PURPOSE } from '../features/webhooks/secrets.js';
 import { startWebhookWorker } from '../features/webhooks/worker/worker.js';
 
@@ -19,12 +19,12 @@ export interface RunningWebProcess {
 }
 
 /** What runs in a web process: the HTTP server and, when UPSTREAM_WORKER_IN_WEB, the upstream worker. */
-export async function startWebProcess(deps: AppDeps, opts: StartWebOptions = {}): Promise<RunningWebProcess> {
+export async function startWebProcess(deps: AppDeps, opts: StartWebOptions & UpstreamWorkerOptions = {}): Promise<RunningWebProcess> {
   const web = await startWeb(deps, opts);
   // Not awaited: the worker connects to Redis in the background, so the API serves (and /health
   // reports Redis) even while Redis is away.
   const upstream = deps.config.queues.upstreamWorkerInWeb
-    ? startUpstreamWorker(deps.config, { db: deps.db, logger: deps.logger }).catch((e: unknown) => {
+    ? startUpstreamWorker(deps.config, { db: deps.db, logger: deps.logger }, { scheduleRetention: opts.scheduleRetention }).catch((e: unknown) => {
         deps.logger.error({ err: e instanceof Error ? e.message : String(e) }, 'upstream worker failed to start');
         return undefined;
       })

@@ -27,9 +27,13 @@ const IMG = { bush1: photo('lfw/Bush_1.png'), bush2: photo('lfw/Bush_2.png'), po
 const K1 = randomBytes(32).toString('base64');
 const K2 = randomBytes(32).toString('base64');
 
+// As a deployment runs: every process a login member of the least-privilege role `faceid_app`, and the
+// retention sweep scheduled (every second here).
 const h = useHarness(test, {
   face: true,
   search: 1,
+  appRole: true,
+  retentionSweep: true,
   env: { BIOMETRIC_KEYS: `k1:${K1}`, BIOMETRIC_ACTIVE_KEY_ID: 'k1', ERASURE_MAX_SECONDS: '3', RETENTION_SWEEP_INTERVAL_SECONDS: '1' },
 });
 
@@ -486,7 +490,7 @@ test.serial(
     t.false(await left('disputes', closedDispute.id));
     t.false(await left('searchLogs', oldLogOfClosedDispute));
     t.false(await left('auditEvents', oldAudit.id));
-    t.deepEqual(Object.keys(run.data.counts).sort(), ['auditEvents', 'disputes', 'searchLogs']);
+    t.deepEqual(Object.keys(run.data.counts).sort(), ['auditEvents', 'dedupeCaptures', 'disputes', 'refreshTokens', 'searchLogs', 'webhookEvents']);
   },
 );
 

@@ -3,29 +3,33 @@
  * begun in the transaction of the DELETE, then each later copy's step marked as it is done:
  *   1. PostgreSQL (in the DELETE's transaction): personal columns cleared, link rows reduced to their
  *      keyed hash, the canonical embedding deleted and its removal appended to the change log;
- *   2. Redis: the user's keys purged (capture, validations with their registry photo, link tokens);
+ *   2. after the commit, every registered after-commit eraser (platform/retention/registry.ts: the
+ *      user's Redis keys: capture, validations with their registry photo, link tokens, failure count);
  *   3. search snapshots on disk: every search replica that writes snapshots rewrites its snapshot past
  *      the removal and deletes the older ones, within ERASURE_MAX_SECONDS (it reports its snapshot seq);
  * and, once all are done, the AuditEvent `user.erased` (the receipt), written exactly once.
  */
 import { AuditEventsRepository } from '../../platform/events/audit.js';
 import { Repository, type Db, type Tx } from '../../platform/database/unit-of-work.js';
+import type { ErasureLedger } from '../../platform/retention/registry.js';
 
 /** A replica whose position is older than this no longer holds erasures back (it is gone). */
 export const ERASURE_REPLICA_STALE_MS = 10 * 60_000;
 
-export class ErasuresRepository extends Repository {
+/** The erasure ledger the retention sweep finishes erasures with (platform/retention/sweep.ts). */
+export class ErasuresRepository extends Repository implements ErasureLedger {
   /** Step 1 is done in `trx`: the erasure is recorded with the seq of the embedding's removal. */
   async begin(userId: string, deleteSeq: string, trx: Tx): Promise<void> {
     await trx('erasures').insert({ userId, deleteSeq }).onConflict('userId').ignore();
   }
 
-  async markRedisPurged(userId: string): Promise<void> {
+  /** Step 2 is done: every after-commit eraser succeeded. */
+  async markAfterCommitDone(userId: string): Promise<void> {
     await this.db('erasures').where({ userId }).whereNull('redisPurgedAt').update({ redisPurgedAt: this.db.fn.now() });
   }
 
-  /** Erasures whose Redis purge has not been confirmed after `graceMs` (the DELETE's purge failed). */
-  async awaitingRedisPurge(graceMs: number, limit = 500): Promise<string[]> {
+  /** Erasures whose step 2 has not been confirmed after `graceMs` (the DELETE's own attempt failed). */
+  async awaitingAfterCommit(graceMs: number, limit = 500): Promise<string[]> {
     const rows = await this.db('erasures')
       .whereNull('redisPurgedAt')
       .where('requestedAt', '<', new Date(Date.now() - graceMs))

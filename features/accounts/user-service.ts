@@ -16,9 +16,7 @@ import type { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import type { WebhooksRepository } from '../webhooks/index.js';
 import type { EmbeddingsRepository } from '../face/index.js';
 import type { ErasuresRepository } from './erasures-repository.js';
-import type { IdentityTokenStore } from '../identity/index.js';
-import type { BiometricAttemptsStore } from '../face/index.js';
-import type { OtpService } from '../sign-in/index.js';
+import type { RetentionRegistry } from '../../platform/retention/registry.js';
 import { isUniqueViolation } from '../../platform/database/unit-of-work.js';
 import type { SessionsRepository } from '../sign-in/index.js';
 import type { UserRow, UsersRepository } from '../users/index.js';
@@ -37,11 +35,8 @@ export interface UserDeps {
   sessionRows: SessionsRepository;
   embeddings: EmbeddingsRepository;
   erasures: ErasuresRepository;
-  identityTokens: IdentityTokenStore;
-  /** An erasure purges the user's failure count and lock. */
-  biometricAttempts: Pick<BiometricAttemptsStore, 'purgeUser'>;
-  /** An erasure purges the pending sign-in code and cooldown of the user's phone. */
-  otp: Pick<OtpService, 'forgetPhone'>;
+  /** Every wing's eraser (platform/retention/registry.ts): the user's rows in the DELETE's transaction, then the copies outside PostgreSQL. */
+  erasure: Pick<RetentionRegistry, 'eraseInTransaction' | 'eraseAfterCommit'>;
   proofTokens: ProofTokens;
   jobs: JobClient;
   logger: Logger;
@@ -217,19 +212,19 @@ export class UserService {
         trx,
       );
       await this.deps.webhooks.recordEvent('user.deleted', { userId }, trx);
+      // Every other wing's rows of the user (e.g. the live captures of duplicate-identity cases).
+      await this.deps.erasure.eraseInTransaction(userId, trx);
       // Last: the change-log lock is held until the transaction ends.
       const { seq } = await embeddings.remove(userId, trx);
       await erasures.begin(userId, seq, trx);
       return erased;
     });
-    // The copies outside PostgreSQL: Redis now; the search snapshots are rewritten by the search
-    // workers within ERASURE_MAX_SECONDS, and the last of them writes the receipt (`user.erased`).
-    // A failure here leaves the erasure pending: the retention job's sweep finishes it.
+    // The copies outside PostgreSQL: Redis now (every after-commit eraser); the search snapshots are
+    // rewritten by the search workers within ERASURE_MAX_SECONDS, and the last of them writes the
+    // receipt (`user.erased`). A failure here leaves the erasure pending: the retention sweep finishes it.
     try {
-      await this.deps.identityTokens.purgeUser(userId);
-      await this.deps.biometricAttempts.purgeUser(userId);
-      await this.deps.otp.forgetPhone(phone);
-      await erasures.markRedisPurged(userId);
+      await this.deps.erasure.eraseAfterCommit({ userId, phone });
+      await erasures.markAfterCommitDone(userId);
       await erasures.completeCovered();
     } catch (e) {
       this.deps.logger.warn({ userId, err: (e as Error).message }, 'erasure: Redis purge deferred to the sweep');

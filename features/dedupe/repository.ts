@@ -114,14 +114,14 @@ export class DedupeRepository extends Repository {
     return (row?.captureSealed as Buffer | null | undefined) ?? null;
   }
 
-  /** Deletes the captures of cases decided more than `days` ago; the cases stay. Returns how many. */
-  async purgeDecidedCaptures(days: number, trx?: Db): Promise<number> {
-    const db = this.on(trx);
-    return db(CASES)
-      .whereNotNull('captureSealed')
-      .whereNot({ status: 'open' })
-      .where('decidedAt', '<=', db.raw(`now() - make_interval(days => ?)`, [days]))
-      .update({ captureSealed: null });
+  /** Deletes the captures of cases decided before `cutoff`; the cases stay. Returns how many. */
+  async purgeCapturesDecidedBefore(cutoff: Date, trx?: Db): Promise<number> {
+    return this.on(trx)(CASES).whereNotNull('captureSealed').whereNot({ status: 'open' }).where('decidedAt', '<=', cutoff).update({ captureSealed: null });
+  }
+
+  /** An erasure: the live captures the user gave when linking (open or decided cases alike); the cases stay. */
+  async eraseCapturesOf(userId: string, trx?: Db): Promise<number> {
+    return this.on(trx)(CASES).where({ userId }).whereNotNull('captureSealed').update({ captureSealed: null });
   }
 
   /** What a reviewer may see of an account (masked by the service): name, phone, linked numbers. */

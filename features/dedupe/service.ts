@@ -235,17 +235,12 @@ export class DedupeService {
 
   // ---- administrators ------------------------------------------------------------------------
 
-  private async purgeExpiredCaptures(): Promise<void> {
-    await this.deps.dedupe.purgeDecidedCaptures(this.deps.config.dedupe.captureRetentionDays);
-  }
-
   async list(f: {
     status?: DedupeStatus;
     kind?: DedupeKind;
     page: number;
     pageSize: number;
   }): Promise<{ items: DedupeCaseView[]; page: number; pageSize: number; total: number }> {
-    await this.purgeExpiredCaptures();
     const { rows, total } = await this.deps.dedupe.casePage(f);
     return { items: rows.map(toView), page: f.page, pageSize: f.pageSize, total };
   }
@@ -274,7 +269,6 @@ export class DedupeService {
   async get(
     id: string,
   ): Promise<{ case: DedupeCaseView; accounts: { user: MaskedAccount; matchedUser: MaskedAccount | null }; watchlistReason: string | null }> {
-    await this.purgeExpiredCaptures();
     const row = await this.load(id);
     const [user, matchedUser, entries] = await Promise.all([
       this.account(row.userId),
@@ -286,9 +280,10 @@ export class DedupeService {
 
   /** The case's live capture (JPEG), for an administrator's review; audited as a biometric read. */
   async capture(operatorId: string, id: string): Promise<Buffer> {
-    await this.purgeExpiredCaptures();
     const row = await this.load(id);
-    const sealed = await this.deps.dedupe.caseCapture(row.id);
+    // Past its period a capture is no longer shown, even in the moments before the sweep deletes it.
+    const expired = row.decidedAt !== null && row.decidedAt.getTime() <= Date.now() - this.deps.config.dedupe.captureRetentionDays * 86_400_000;
+    const sealed = expired ? null : await this.deps.dedupe.caseCapture(row.id);
     if (!sealed) throw new AppError('not_found', 'This case keeps no capture (none was taken at link, or its retention period has passed)');
     const jpeg = this.deps.keyRing.decrypt(sealed, caseSubject(row.id));
     await this.deps.auditEvents.record({

@@ -141,6 +141,9 @@ export class OperatorsRepository extends Repository {
   }
 }
 
+/** Days a refresh-token row outlives its expiry: presenting a rotated token again is still recognised as reuse. */
+export const REFRESH_TOKEN_REUSE_GRACE_DAYS = 30;
+
 export class SessionsRepository extends Repository {
   /** Opens a session and returns its id. */
   async open(subject: SessionSubject, deviceHint: string | null, trx?: Db): Promise<string> {
@@ -215,9 +218,12 @@ export class SessionsRepository extends Repository {
    * Deletes refresh-token rows that expired more than `graceDays` ago. The grace keeps a rotated token's
    * row long enough that presenting it again is still recognised as reuse (and revokes its family).
    */
-  async pruneExpiredRefreshTokens(graceDays = 30): Promise<number> {
-    return this.db(RefreshToken.tableName)
-      .where('expiresAt', '<', this.db.raw(`now() - make_interval(days => ?)`, [graceDays]))
-      .del();
+  async pruneExpiredRefreshTokens(graceDays = REFRESH_TOKEN_REUSE_GRACE_DAYS): Promise<number> {
+    return this.pruneRefreshTokensExpiredBefore(new Date(Date.now() - graceDays * 86_400_000));
+  }
+
+  /** Deletes the refresh-token rows that expired before `cutoff`; returns how many. */
+  async pruneRefreshTokensExpiredBefore(cutoff: Date): Promise<number> {
+    return this.db(RefreshToken.tableName).where('expiresAt', '<', cutoff).del();
   }
 }

@@ -286,8 +286,13 @@ export class WebhooksRepository extends Repository {
    * is pending and they have been dispatched. Returns how many events went.
    */
   async purgeEvents(days: number): Promise<number> {
+    return this.purgeEventsBefore(new Date(Date.now() - days * 86_400_000));
+  }
+
+  /** Deletes the dispatched events created before `cutoff` with no delivery pending (their deliveries and log go with them). */
+  async purgeEventsBefore(cutoff: Date): Promise<number> {
     return this.db(WebhookEvent.tableName)
-      .where('createdAt', '<', this.db.raw('now() - make_interval(days => ?)', [days]))
+      .where('createdAt', '<', cutoff)
       .whereNotNull('dispatchedAt')
       .whereNotExists(this.db(WebhookDelivery.tableName).whereRaw('webhook_deliveries.event_id = webhook_events.id').where({ status: 'pending' }))
       .del();

@@ -21,8 +21,8 @@ export interface BankAccountConfirmJob {
 }
 
 /**
- * The retention job (docs/data-protection.md): purges records past their RETENTION_DAYS_* and finishes
- * erasures whose Redis purge failed. Repeatable (a BullMQ job scheduler every
+ * The retention sweep (platform/retention/sweep.ts): purges every data family past its retention
+ * period and finishes the erasures whose after-commit step failed. Repeatable (a BullMQ job scheduler every
  * RETENTION_SWEEP_INTERVAL_SECONDS): however many upstream workers run, one run at a time is scheduled.
  */
 export interface RetentionSweepJob {
@@ -49,8 +49,8 @@ export async function scheduleRetentionSweep(queue: Queue, everyMs: number): Pro
 export interface UpstreamResult {
   /** false when the change had been superseded, already applied, or the user deleted. */
   applied: boolean;
-  /** A retention sweep: rows purged per family, and erasures finished. */
-  purged?: { searchLogs: number; disputes: number; auditEvents: number };
+  /** A retention sweep: records purged per data family (platform/retention), and erasures finished. */
+  purged?: Record<string, number>;
   erasuresFinished?: number;
 }
 

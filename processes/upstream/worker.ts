@@ -20,8 +20,13 @@ import {
   type UpstreamJob,
   type UpstreamResult,
 } from '../../platform/jobs/upstream.js';
-import { createRedis } from '../../platform/redis/redis.js';
-import { runRetentionSweep } from '../../features/accounts/worker/retention-sweep.js';
+import { createRedis, keySpace } from '../../platform/redis/redis.js';
+import { BiometricKeyRing } from '../../platform/keys/key-ring.js';
+import { runRetentionSweep, type SweepResult } from '../../platform/retention/sweep.js';
+import { ErasuresRepository } from '../../features/accounts/erasures-repository.js';
+import { BiometricAttemptsStore } from '../../features/face/biometric-attempts-store.js';
+import { IdentityTokenStore } from '../../features/identity/identity-tokens.js';
+import { dataFamilies } from '../data-families.js';
 import type { Logger } from '../../platform/logger.js';
 import { runQueues } from '../../platform/worker-runtime/run-queue.js';
 import { confirmBankAccount, pendingBankAccountChanges } from '../../features/accounts/worker/bank-account-confirmation.js';
@@ -37,12 +42,12 @@ export interface RunningUpstreamWorker {
   sweep(): Promise<number>;
 }
 
-async function upstreamHandler(db: Knex, logger: Logger, job: UpstreamJob, retention: () => Promise<UpstreamResult>): Promise<UpstreamResult> {
+async function upstreamHandler(db: Knex, logger: Logger, job: UpstreamJob, retention: () => Promise<SweepResult>): Promise<UpstreamResult> {
   switch (job.kind) {
     case 'retention-sweep': {
       const result = await retention();
       logger.info({ queue: UPSTREAM_QUEUE, job: job.kind, purged: result.purged, erasuresFinished: result.erasuresFinished }, 'retention sweep done');
-      return result;
+      return { applied: true, purged: result.purged, erasuresFinished: result.erasuresFinished };
     }
     case 'bank-account-confirm': {
       const result = await confirmBankAccount(db, job);
@@ -54,19 +59,43 @@ async function upstreamHandler(db: Knex, logger: Logger, job: UpstreamJob, reten
   }
 }
 
-export async function startUpstreamWorker(config: Config, deps: { db: Knex; logger: Logger }): Promise<RunningUpstreamWorker> {
-  // The retention job purges the user keys of unfinished erasures: its own connection.
+export interface UpstreamWorkerOptions {
+  /**
+   * Schedule the retention sweep (default true). Its first run is immediate (a BullMQ `every`
+   * scheduler) and the worker starts in the background, so the test harness turns it off unless a
+   * test asks for it: fixtures dated in the past would otherwise be purged whenever the start ends.
+   */
+  scheduleRetention?: boolean;
+}
+
+export async function startUpstreamWorker(
+  config: Config,
+  deps: { db: Knex; logger: Logger },
+  opts: UpstreamWorkerOptions = {},
+): Promise<RunningUpstreamWorker> {
+  // The retention sweep purges the user keys of unfinished erasures: its own connection.
   const redis = createRedis(config.redis.url);
+  const keys = keySpace(config.redis.prefix);
+  const registry = dataFamilies({
+    db: deps.db,
+    config,
+    identityTokens: new IdentityTokenStore(redis, keys, BiometricKeyRing.from(config.security)),
+    biometricAttempts: new BiometricAttemptsStore(redis, keys, config.biometrics),
+  });
+  const ledger = new ErasuresRepository(deps.db);
   const runner = await runQueues(
     config,
     [UPSTREAM_QUEUE],
-    { [UPSTREAM_QUEUE]: (job) => upstreamHandler(deps.db, deps.logger, job, () => runRetentionSweep(deps.db, redis, config)) },
+    {
+      [UPSTREAM_QUEUE]: (job) => upstreamHandler(deps.db, deps.logger, job, () => runRetentionSweep({ db: deps.db, registry, ledger, logger: deps.logger })),
+    },
     { logger: deps.logger, concurrency: UPSTREAM_CONCURRENCY },
   );
   const queue = runner.queue(UPSTREAM_QUEUE);
-  await scheduleRetentionSweep(queue, config.protection.retentionSweepIntervalSeconds * 1000).catch((e: unknown) =>
-    deps.logger.warn({ err: (e as Error).message }, 'retention job not scheduled (Redis away?); the next start schedules it'),
-  );
+  if (opts.scheduleRetention ?? true)
+    await scheduleRetentionSweep(queue, config.protection.retentionSweepIntervalSeconds * 1000).catch((e: unknown) =>
+      deps.logger.warn({ err: (e as Error).message }, 'retention job not scheduled (Redis away?); the next start schedules it'),
+    );
 
   const sweep = async (): Promise<number> => {
     let enqueued = 0;

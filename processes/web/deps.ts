@@ -57,6 +57,7 @@ import { TokenService } from '../../features/sign-in/token-service.js';
 import { UserService } from '../../features/accounts/user-service.js';
 import { VerificationService } from '../../features/verification/service.js';
 import { WebhookService } from '../../features/webhooks/service.js';
+import { dataFamilies } from '../data-families.js';
 
 export interface Repositories {
   users: UsersRepository;
@@ -212,9 +213,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     sessionRows: repos.sessions,
     embeddings: repos.embeddings,
     erasures: repos.erasures,
-    identityTokens,
-    biometricAttempts,
-    otp,
+    erasure: dataFamilies({ db, config, identityTokens, biometricAttempts, otp }),
     proofTokens,
     jobs,
     logger,

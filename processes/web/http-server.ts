@@ -5,7 +5,6 @@ import { createApp, type App } from './app.js';
 import { createEnvelopedServer } from '../../platform/http/http-envelope.js';
 import type { AppDeps } from './deps.js';
 import type { AnyRoute } from '../../platform/http/route-table.js';
-import { pruneExpiredRefreshTokens } from '../../features/sign-in/session-service.js';
 
 export interface RunningWeb {
   app: App;
@@ -54,11 +53,6 @@ export async function startWeb(deps: AppDeps, opts: StartWebOptions = {}): Promi
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;
   if (opts.poller !== false) deps.health.startPoller(deps.config.runtime.dependencyPollIntervalMs);
-  // Housekeeping: long-expired refresh-token rows go, hourly (every web replica may run it; it is idempotent).
-  const prune = () =>
-    pruneExpiredRefreshTokens(deps.db).catch((e: unknown) => deps.logger.debug({ err: (e as Error).message }, 'refresh-token pruning failed'));
-  const pruneTimer = setInterval(prune, 3600_000);
-  pruneTimer.unref();
   return {
     app,
     server,
@@ -71,7 +65,6 @@ export async function startWeb(deps: AppDeps, opts: StartWebOptions = {}): Promi
     close: async (drainMs = deps.config.http.shutdownDrainMs) => {
       draining = true;
       deps.health.stopPoller();
-      clearInterval(pruneTimer);
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections?.();
       if (inFlight > 0) {

@@ -93,3 +93,30 @@ export async function createTestDatabase(): Promise<TestDatabase> {
 }
 
 export const testRedisPrefix = () => `t_${randomBytes(4).toString('hex')}`;
+
+/** The login role the tests connect as to run under `faceid_app` (a deployment's `faceid_web`). */
+export const TEST_APP_LOGIN = 'faceid_test_app';
+
+/**
+ * `url` as the least-privilege application role: a LOGIN member of `faceid_app` (cluster-wide,
+ * created once, tolerant of another test process creating it at the same instant; trust auth).
+ */
+export async function appRoleUrl(url: string): Promise<string> {
+  const a = admin();
+  try {
+    await a.raw(`
+      DO $$
+      BEGIN
+        IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${TEST_APP_LOGIN}') THEN
+          CREATE ROLE ${TEST_APP_LOGIN} LOGIN IN ROLE faceid_app;
+        END IF;
+      EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+      END $$`);
+  } finally {
+    await a.destroy();
+  }
+  const u = new URL(url);
+  u.username = TEST_APP_LOGIN;
+  u.password = '';
+  return u.toString();
+}

@@ -15,7 +15,7 @@ import type { AnyRoute } from '../../platform/http/route-table.js';
 import { createLogger } from '../../platform/logger.js';
 import { startWebProcess } from '../../processes/web.js';
 import { freePort } from '../../scripts/lib/private-services.js';
-import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL, type TestDatabase } from './db.js';
+import { appRoleUrl, createTestDatabase, testRedisPrefix, TEST_REDIS_URL, type TestDatabase } from './db.js';
 
 export const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', '..');
 
@@ -34,6 +34,17 @@ export interface HarnessOptions {
   poller?: boolean;
   /** Routes mounted beside the real ones (tests of the framework itself). */
   extraRoutes?: AnyRoute[];
+  /**
+   * Schedule the retention sweep in the web process's upstream worker, as a deployment does (off by
+   * default). Its first run is immediate, and the worker starts in the background: on a busy machine
+   * that run came after a test had seeded records dated in the past, and purged them under it.
+   */
+  retentionSweep?: boolean;
+  /**
+   * Connect every process as a login role that is a member of the least-privilege role `faceid_app`
+   * (migrations/20261126080100_app_role.ts), as a deployment does, instead of the owner.
+   */
+  appRole?: boolean;
 }
 
 export interface Harness {
@@ -62,7 +73,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const outboxFile = path.join(tmp, 'sms-outbox.jsonl');
   const baseEnv: Record<string, string> = {
     NODE_ENV: 'test',
-    DATABASE_URL: db.url,
+    DATABASE_URL: opts.appRole ? await appRoleUrl(db.url) : db.url,
     DATABASE_POOL_MAX: '5',
     REDIS_URL: TEST_REDIS_URL,
     REDIS_PREFIX: prefix,
@@ -86,7 +97,11 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const config = configFor();
   const logger = createLogger({ level: config.runtime.logLevel, name: 'test-web' });
   const deps = createDeps(config, { logger });
-  const webProcess = await startWebProcess(deps, { poller: opts.poller ?? false, extraRoutes: opts.extraRoutes });
+  const webProcess = await startWebProcess(deps, {
+    poller: opts.poller ?? false,
+    extraRoutes: opts.extraRoutes,
+    scheduleRetention: opts.retentionSweep ?? false,
+  });
   const web = webProcess.web;
 
   const faceWorkers: RunningWorker[] = [];

@@ -10,7 +10,8 @@
  *    down when it was queued, Redis flushed, a process killed mid-attempt once its lease ran out) is
  *    queued again. Job ids are (delivery, attempt), and an attempt runs only if PostgreSQL says it is
  *    the next one, so re-queueing what already exists is harmless.
- * Hourly, events older than WEBHOOK_RETENTION_DAYS with no pending delivery are deleted with their log.
+ * Events older than WEBHOOK_RETENTION_DAYS are deleted by the one retention sweep (the `webhookEvents`
+ * family, features/webhooks/data-families.ts), not here.
  * While Redis is away, step 1 still runs (the deliveries wait in PostgreSQL) and step 2 queues them when
  * it is back: no event is lost.
  */
@@ -25,7 +26,6 @@ import { attemptDelivery, type AttemptReport } from './delivery.js';
 /** Attempts one process sends at once: each mostly waits on a receiver (up to WEBHOOK_TIMEOUT_MS). */
 const WEBHOOK_CONCURRENCY = 8;
 const DISPATCH_BATCH = 200;
-const PURGE_INTERVAL_MS = 3600_000;
 
 export interface RunningWebhookWorker {
   /** One dispatcher pass now (tests); returns how many attempts it queued. */
@@ -102,19 +102,11 @@ export async function startWebhookWorker(config: Config, deps: WebhookWorkerDeps
   const timer = setInterval(tick, config.webhooks.dispatchIntervalMs);
   timer.unref();
   void tick();
-  const purge = () =>
-    repo.purgeEvents(config.webhooks.retentionDays).then(
-      (n) => n && log.info({ purged: n, retentionDays: config.webhooks.retentionDays }, 'old webhook events purged'),
-      (e: unknown) => log.debug({ err: (e as Error).message }, 'webhook purge failed'),
-    );
-  const purgeTimer = setInterval(purge, PURGE_INTERVAL_MS);
-  purgeTimer.unref();
 
   return {
     dispatch,
     close: async () => {
       clearInterval(timer);
-      clearInterval(purgeTimer);
       await running?.catch(() => {});
       await runner.close();
     },

@@ -1,0 +1,43 @@
+/**
+ * The retention registry of this deployment: every wing's data families, composed once here
+ * (platform/retention/README.md). The web process uses it for the DELETE of an account (its erasers),
+ * the upstream worker for the retention sweep (its age rules and the erasers it retries). Order
+ * matters for the sweep: disputes before the search logs they hold.
+ */
+import type { Knex } from 'knex';
+import type { Config } from '../platform/config.js';
+import { auditEventsFamily } from '../platform/retention/audit-events-family.js';
+import { RetentionRegistry } from '../platform/retention/registry.js';
+import { dedupeDataFamilies } from '../features/dedupe/data-families.js';
+import { disputeDataFamilies } from '../features/disputes/data-families.js';
+import { faceDataFamilies } from '../features/face/data-families.js';
+import { identityDataFamilies } from '../features/identity/data-families.js';
+import { signInDataFamilies } from '../features/sign-in/data-families.js';
+import { verificationDataFamilies } from '../features/verification/data-families.js';
+import { webhookDataFamilies } from '../features/webhooks/data-families.js';
+import type { BiometricAttemptsStore } from '../features/face/biometric-attempts-store.js';
+import type { IdentityTokenStore } from '../features/identity/identity-tokens.js';
+import type { OtpService } from '../features/sign-in/otp-service.js';
+
+export interface DataFamilyDeps {
+  db: Knex;
+  config: Pick<Config, 'protection' | 'dedupe' | 'webhooks'>;
+  identityTokens: Pick<IdentityTokenStore, 'purgeUser'>;
+  biometricAttempts: Pick<BiometricAttemptsStore, 'purgeUser'>;
+  /** The web process's; the sweep has none (it retries erasures without the phone, which is erased). */
+  otp?: Pick<OtpService, 'forgetPhone'>;
+}
+
+export function dataFamilies(deps: DataFamilyDeps): RetentionRegistry {
+  const { db, config } = deps;
+  return new RetentionRegistry().register(
+    ...disputeDataFamilies(db, { disputes: config.protection.retentionDaysDisputes }),
+    ...verificationDataFamilies(db, { searchLogs: config.protection.retentionDaysSearchLogs }),
+    auditEventsFamily(db, config.protection.retentionDaysAuditEvents),
+    ...dedupeDataFamilies(db, { captures: config.dedupe.captureRetentionDays }),
+    ...webhookDataFamilies(db, { webhookEvents: config.webhooks.retentionDays }),
+    ...identityDataFamilies(deps.identityTokens),
+    ...faceDataFamilies(deps.biometricAttempts),
+    ...signInDataFamilies(db, deps.otp ?? { forgetPhone: async () => {} }),
+  );
+}
