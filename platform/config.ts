@@ -372,7 +372,14 @@ export const SETTINGS = {
       kind: 'int',
       default: 900,
       min: 0,
-      doc: 'An administrator locked by failed sign-ins is unlocked after this long (0: only a reset or `npm run unlock-operator` unlocks), so nobody can lock the organisation out of its last administrator; operators stay locked until an administrator resets them.',
+      doc: "An administrator's first lock after OPERATOR_MAX_FAILED_LOGINS failed sign-ins (a wrong password or a wrong `otp`) lasts this long, each further lock twice as long up to 24 h, so nobody can lock the organisation out of its last administrator; the failure count runs on across the locks (only a successful sign-in clears it) up to STAFF_MAX_FAILURES. 0: an administrator's lock lasts until a reset or `npm run unlock-operator`, like an operator's.",
+    }),
+    staffMaxFailures: s({
+      env: 'STAFF_MAX_FAILURES',
+      kind: 'int',
+      default: 20,
+      min: 1,
+      doc: "Consecutive failed sign-ins after which an administrator's account stays locked (403 `account_locked`) until another administrator's reset-password or reset-mfa, or `npm run unlock-operator`: with the lapsing locks before it, a guessed password's second factor gets at most this many tries (NIST SP 800-63B allows 100).",
     }),
     staffMfa: s({
       env: 'STAFF_MFA',
