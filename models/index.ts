@@ -89,6 +89,8 @@ export class Operator extends BaseModel {
   passwordHash!: string;
   failedLoginCount!: number;
   lockedAt!: Date | null;
+  /** When a lapsing (administrator's) lock ends; null with lockedAt set: locked until a reset. */
+  lockedUntil!: Date | null;
   orgId!: string;
   createdBy!: string | null;
   createdAt!: Date;
@@ -100,6 +102,11 @@ export class Operator extends BaseModel {
   mfaLastStep!: string | number | null;
   passwordSetAt!: Date;
 
+  /** Locked at this moment: locked, and not a lapsing lock whose window has passed. */
+  isLockedNow(now = Date.now()): boolean {
+    return this.lockedAt !== null && (this.lockedUntil == null || new Date(this.lockedUntil).getTime() > now);
+  }
+
   /** The public shape: never the password hash or the lock counters' internals. */
   toPublic() {
     return {
@@ -109,7 +116,7 @@ export class Operator extends BaseModel {
       role: this.role,
       status: this.status,
       mustResetPassword: this.mustResetPassword,
-      locked: this.lockedAt !== null,
+      locked: this.isLockedNow(),
       mfaEnabled: Boolean(this.mfaEnabledAt),
       orgId: this.orgId,
       createdAt: this.createdAt,

@@ -236,6 +236,12 @@ export const SETTINGS = {
       min: 1,
       doc: 'Codes one phone number may be sent per 24 h (429 `rate_limited`): bounds guessing against one number to this × OTP_MAX_ATTEMPTS per day.',
     }),
+    allowedCountryCodes: s({
+      env: 'OTP_ALLOWED_COUNTRY_CODES',
+      kind: 'string',
+      default: '234',
+      doc: 'Country calling codes (comma-separated digits, e.g. `234,233`) whose mobile numbers may receive SMS: `POST /auth/otp/request` and a phone change (`PATCH /users/{id}`) to a number outside them answer 400 `phone_not_supported`, and phone-change notices go only to such numbers. SMS pumping (toll fraud through premium international routes) is the commonest abuse of code endpoints; the service is meant for Nigerian numbers.',
+    }),
     secret: s({
       env: 'OTP_SECRET',
       kind: 'string',
@@ -372,7 +378,14 @@ export const SETTINGS = {
       kind: 'int',
       default: 900,
       min: 0,
-      doc: 'An administrator locked by failed sign-ins is unlocked after this long (0: only a reset or `npm run unlock-operator` unlocks), so nobody can lock the organisation out of its last administrator; operators stay locked until an administrator resets them.',
+      doc: "An administrator's first lock after OPERATOR_MAX_FAILED_LOGINS failed sign-ins (a wrong password or a wrong `otp`) lasts this long, each further lock twice as long up to 24 h, so nobody can lock the organisation out of its last administrator; the failure count runs on across the locks (only a successful sign-in clears it) up to STAFF_MAX_FAILURES. 0: an administrator's lock lasts until a reset or `npm run unlock-operator`, like an operator's.",
+    }),
+    staffMaxFailures: s({
+      env: 'STAFF_MAX_FAILURES',
+      kind: 'int',
+      default: 20,
+      min: 1,
+      doc: "Consecutive failed sign-ins after which an administrator's account stays locked (403 `account_locked`) until another administrator's reset-password or reset-mfa, or `npm run unlock-operator`: with the lapsing locks before it, a guessed password's second factor gets at most this many tries (NIST SP 800-63B allows 100).",
     }),
     staffMfa: s({
       env: 'STAFF_MFA',
@@ -913,6 +926,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     .filter((e) => e.trim() !== '')) {
     if (!/^[^\s:]+:\d{1,5}$/.test(entry.trim())) problems.push(`REDIS_SENTINELS=${JSON.stringify(redis.sentinels)}: expected host:port,host:port,...`);
   }
+  if (parseCountryCodes(String(otp.allowedCountryCodes)) === undefined)
+    problems.push('OTP_ALLOWED_COUNTRY_CODES must be comma-separated country calling codes (1 to 3 digits each), at least one');
   if (problems.length) throw new ConfigError(problems);
   for (const group of Object.values(out)) Object.freeze(group);
   return Object.freeze({ ...out, isProduction }) as unknown as Config;
@@ -923,6 +938,15 @@ export function parseRetrySchedule(raw: string): number[] | undefined {
   if (raw.trim() === '') return [];
   const waits = raw.split(',').map((p) => Number(p.trim()));
   return waits.every((w) => Number.isFinite(w) && w >= 0) ? waits : undefined;
+}
+
+/** OTP_ALLOWED_COUNTRY_CODES as calling codes without `+`; undefined when malformed or empty. */
+export function parseCountryCodes(raw: string): string[] | undefined {
+  const codes = raw
+    .split(',')
+    .map((c) => c.trim().replace(/^\+/, ''))
+    .filter((c) => c !== '');
+  return codes.length > 0 && codes.every((c) => /^[1-9][0-9]{0,2}$/.test(c)) ? codes : undefined;
 }
 
 let cached: Config | undefined;

@@ -10,6 +10,7 @@ export const ERROR_STATUS = {
   otp_invalid: 400,
   bad_request: 400,
   weak_password: 400,
+  phone_not_supported: 400,
   request_timeout: 408,
   unauthorized: 401,
   invalid_credentials: 401,

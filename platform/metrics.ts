@@ -20,6 +20,7 @@ export class Metrics {
   private readonly webhookAttempts: client.Counter<'outcome'>;
   private readonly dedupeCasesOpened: client.Counter<'kind'>;
   private readonly dedupeDecisions: client.Counter<'status'>;
+  private readonly operatorLocks: client.Counter<'role' | 'kind'>;
 
   constructor() {
     client.collectDefaultMetrics({ register: this.registry });
@@ -89,6 +90,13 @@ export class Metrics {
       registers: [this.registry],
     });
     for (const status of ['confirmed', 'dismissed']) this.dedupeDecisions.inc({ status }, 0);
+    this.operatorLocks = new client.Counter({
+      name: 'operator_locks_total',
+      help: 'Staff accounts locked by failed sign-ins, by role (operator, administrator) and kind: lapsing (an administrator, for a window) or until_reset',
+      labelNames: ['role', 'kind'],
+      registers: [this.registry],
+    });
+    for (const role of ['operator', 'administrator']) for (const kind of ['lapsing', 'until_reset']) this.operatorLocks.inc({ role, kind }, 0);
     this.queueWorkers = new client.Gauge({
       name: 'face_queue_workers',
       help: 'Workers connected to each face/search queue, as last sampled by the fail-fast admission check',
@@ -100,6 +108,11 @@ export class Metrics {
   /** One webhook delivery attempt ended: succeeded, retry (failed, another attempt follows) or failed (the last). */
   webhookAttempt(outcome: 'succeeded' | 'retry' | 'failed'): void {
     this.webhookAttempts.inc({ outcome });
+  }
+
+  /** A staff account was locked by failed sign-ins (the alert on repeated administrator locks reads it). */
+  operatorLocked(role: string, kind: 'lapsing' | 'until_reset'): void {
+    this.operatorLocks.inc({ role, kind });
   }
 
   dedupeCaseOpened(kind: 'duplicate' | 'possible_duplicate' | 'watchlist'): void {

@@ -34,13 +34,13 @@ try {
           actorId: null,
           subjectType: 'operator',
           subjectId: op.id,
-          data: { via: 'cli', wasLocked: op.lockedAt !== null },
+          data: { via: 'cli', wasLocked: op.isLockedNow() },
         },
         trx,
       );
     });
     console.log(
-      op.lockedAt
+      op.isLockedNow()
         ? `${op.role} "${op.identifier}" unlocked (it had ${op.failedLoginCount} failed sign-ins).`
         : `${op.role} "${op.identifier}" was not locked; failure count cleared.`,
     );

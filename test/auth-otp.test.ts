@@ -196,6 +196,18 @@ test('an invalid phone is 400 validation_failed, and no SMS is sent', async (t) 
   t.is(verify.body.error, 'validation_failed');
 });
 
+test('a mobile number outside OTP_ALLOWED_COUNTRY_CODES (default 234) is 400 phone_not_supported, and no SMS is sent', async (t) => {
+  const api = client(h.url);
+  for (const phone of ['+233 24 123 4567' /* Ghana */, '+44 7400 123456' /* United Kingdom */, '+1 201 555 0123' /* United States */]) {
+    const res = await api.post('/auth/otp/request', { json: { phone } });
+    t.is(res.status, 400, `${phone}: ${res.text}`);
+    t.is(res.body.error, 'phone_not_supported', phone);
+    t.is(outboxCodes(h, phone.replace(/ /g, '')).length, 0, phone);
+  }
+  const ok = await api.post('/auth/otp/request', { json: { phone: uniqueLocalPhone() } });
+  t.is(ok.status, 200, 'a Nigerian number is served');
+});
+
 test('the code must be 6 digits by schema', async (t) => {
   const api = client(h.url);
   const phone = uniqueLocalPhone();

@@ -3,7 +3,7 @@
  * face and search workers: consecutive failed comparisons of one user on /verify/self and verify-face
  * lock that user's biometric routes (429 `biometric_locked`, before any image is decoded, no SearchLog
  * row), the lock doubles with each further failure, a match resets the count; a failed comparison
- * answers no score; one /verify/self of a user at a time; a selfie-sized pixel limit.
+ * answers no score; one /verify/self or verify-face of a user at a time; a selfie-sized pixel limit.
  *
  * BIOMETRIC_MAX_FAILURES is 3 and BIOMETRIC_LOCK_SECONDS 2 here, so that locks expire within a test.
  */
@@ -230,17 +230,46 @@ test.serial('/verify/self: a check running longer than the lease keeps its claim
   t.is(await service.oneAtATime(user.userId, 'verify_self', async () => 'ran'), 'ran', 'released once answered');
 });
 
-test.serial('verify-face: two parallel failed attempts count twice; the lock covers every validation token and /verify/self order holds', async (t) => {
+test.serial(
+  'verify-face: one face request of a user at a time (429 rate_limited), reserved with the lock check: parallel uploads cannot compare past the lock',
+  async (t) => {
+    const nin = await registryPerson('lfw/Bush_1.png');
+    const user = await newConsumer(h);
+    const vt = await validation(user.token, nin);
+    // As many wrong faces at once as the validation token allows attempts (more than the lock allows failures).
+    t.true(h.config.identity.verifyFaceMaxAttempts > MAX_FAILURES);
+    const burst = await Promise.all(
+      Array.from({ length: h.config.identity.verifyFaceMaxAttempts }, (_, i) =>
+        verifyFace(user.token, vt, file(i % 2 ? 'lfw/Powell_2.png' : 'lfw/Powell_1.png')),
+      ),
+    );
+    const compared = burst.filter((r) => r.status === 422);
+    t.true(compared.length >= 1 && compared.length <= MAX_FAILURES, `comparisons: ${burst.map((r) => r.body.error).join(', ')}`);
+    t.true(compared.every((r) => r.body.error === 'face_mismatch'));
+    const refused = burst.filter((r) => r.status !== 422);
+    t.true(
+      refused.some((r) => r.body.error === 'rate_limited'),
+      'the requests sent while another ran were refused',
+    );
+    for (const r of refused) {
+      t.is(r.status, 429, r.text);
+      t.true(['rate_limited', 'biometric_locked'].includes(r.body.error), r.text);
+      t.truthy(r.headers.get('retry-after'));
+    }
+  },
+);
+
+test.serial('verify-face: failed attempts count across validation tokens; the lock covers every validation token and /verify/self order holds', async (t) => {
   const nin = await registryPerson('lfw/Bush_1.png');
   const user = await newConsumer(h);
   const vt = await validation(user.token, nin);
-  const parallel = await Promise.all([verifyFace(user.token, vt, file('lfw/Powell_2.png')), verifyFace(user.token, vt, file('lfw/Powell_1.png'))]);
-  for (const res of parallel) {
+  for (const rel of ['lfw/Powell_2.png', 'lfw/Powell_1.png']) {
+    const res = await verifyFace(user.token, vt, file(rel));
     t.is(res.status, 422, res.text);
     t.is(res.body.error, 'face_mismatch');
     t.false('score' in res.body, 'a failed comparison answers no score');
   }
-  // The third failure, on a new validation token, is the one that locks: both parallel ones counted.
+  // The third failure, on a new validation token, is the one that locks: both earlier ones counted.
   const vt2 = await validation(user.token, nin);
   const third = await verifyFace(user.token, vt2, file('lfw/Powell_2.png'));
   t.is(third.status, 422);

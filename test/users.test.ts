@@ -5,6 +5,7 @@
  * proofTokens come from issueProofToken, the function POST /verify/self calls on a match.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import test from 'ava';
 import { issueProofToken, proofTokenKey } from '../features/verification/proof-tokens.js';
 import { upsertCanonical } from '../features/face/embeddings-repository.js';
@@ -167,6 +168,52 @@ test('a phone change is normalised, applied at once, audited, and must be free a
   t.is(taken.body.error, 'conflict');
   const retry = await api().patch(`/users/${other.userId}`, { token: other.token, json: { proofToken: token, phone: freshPhone().local } });
   t.is(retry.status, 200);
+});
+
+test('PATCH /users/{id} checks the schema, then the proofToken, and only then whether another account holds the number', async (t) => {
+  const holder = await newConsumer(h);
+  const { phone: held } = (await h.deps.db('users').where({ id: holder.userId }).first('phone')) as { phone: string };
+  const prober = await newConsumer(h);
+  // Without a valid proof the answer is the same whether the number holds an account or not: no probing.
+  for (const proofToken of [undefined, 'not-a-proof-token', await proof(holder)]) {
+    for (const phone of [held, freshPhone().e164]) {
+      const res = await api().patch(`/users/${prober.userId}`, { token: prober.token, json: { ...(proofToken ? { proofToken } : {}), phone } });
+      t.is(res.status, 403, `${proofToken ?? 'no token'} ${phone === held ? 'held number' : 'free number'}: ${res.text}`);
+      t.is(res.body.error, 'proof_token_invalid');
+    }
+  }
+  // The schema comes first of all.
+  const bad = await api().patch(`/users/${prober.userId}`, { token: prober.token, json: { phone: held, name: 'Someone' } });
+  t.is(bad.status, 400);
+  t.is(bad.body.error, 'validation_failed');
+  // With the proof, the conflict is named, and the token is given back for another try.
+  const token = await proof(prober);
+  const taken = await api().patch(`/users/${prober.userId}`, { token: prober.token, json: { proofToken: token, phone: held } });
+  t.is(taken.status, 409);
+  t.is(taken.body.error, 'conflict');
+  const retry = await api().patch(`/users/${prober.userId}`, { token: prober.token, json: { proofToken: token, phone: freshPhone().local } });
+  t.is(retry.status, 200, retry.text);
+});
+
+test('a phone change to a number outside OTP_ALLOWED_COUNTRY_CODES is 400 phone_not_supported (the token kept); notices go only to allowed numbers', async (t) => {
+  const me = await newConsumer(h);
+  const token = await proof(me);
+  const foreign = await api().patch(`/users/${me.userId}`, { token: me.token, json: { proofToken: token, phone: '+447400123456' } });
+  t.is(foreign.status, 400, foreign.text);
+  t.is(foreign.body.error, 'phone_not_supported');
+  // An account whose number came from before the setting: the notice goes to the new number only.
+  const legacy = '+447400123457';
+  await h.deps.db('users').where({ id: me.userId }).update({ phone: legacy });
+  const { e164 } = freshPhone();
+  const moved = await api().patch(`/users/${me.userId}`, { token: me.token, json: { proofToken: token, phone: e164 } });
+  t.is(moved.status, 200, moved.text);
+  await new Promise((r) => setTimeout(r, 200));
+  const sentTo = readFileSync(h.outboxFile, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => (JSON.parse(l) as { to: string }).to);
+  t.true(sentTo.includes(e164), 'the new number hears of the change');
+  t.false(sentTo.includes(legacy), 'no SMS to a number outside OTP_ALLOWED_COUNTRY_CODES');
 });
 
 test('a bankAccount change is pending_upstream, the old value stays in effect, and it lands after the delay', async (t) => {

@@ -172,13 +172,13 @@ export default function userRoutes({
       tag: 'Profile',
       summary: 'Change the phone (applied) or the BVN-linked bankAccount (pending upstream), with a proofToken',
       description:
-        'Strict body: name, dateOfBirth, gender and any other key are 400 `validation_failed`; at least one of phone and bankAccount. The body, the phone and its uniqueness are checked before the proofToken is consumed, so a refused request does not burn it. A bankAccount change answers `pending_upstream`: the old value stays in effect until the upstream confirmation lands (after BANK_ACCOUNT_CONFIRM_DELAY_MS). ' +
-        'A phone change is applied at once, an SMS notice goes to the old and the new number, and every other session of the account ends. The proofToken is bound to the session that ran /verify/self: from another session it is 403 `proof_token_invalid`.',
+        "Strict body: name, dateOfBirth, gender and any other key are 400 `validation_failed`; at least one of phone and bankAccount. Checked in this order: the body and the phone's form (400 `validation_failed`; a number outside OTP_ALLOWED_COUNTRY_CODES 400 `phone_not_supported`), the proofToken (403 `proof_token_invalid`), then a phone held by another account (409 `conflict`, never told without a valid proofToken). A refused body does not burn the token, and a 409 gives it back. A bankAccount change answers `pending_upstream`: the old value stays in effect until the upstream confirmation lands (after BANK_ACCOUNT_CONFIRM_DELAY_MS). " +
+        'A phone change is applied at once, an SMS notice goes to the old and the new number (each only if within OTP_ALLOWED_COUNTRY_CODES), and every other session of the account ends. The proofToken is bound to the session that ran /verify/self: from another session it is 403 `proof_token_invalid`.',
       auth: 'consumer:self',
       params: IdParams,
       body: PatchUserRequest,
       responses: { 200: { description: '`applied` (phone only) or `pending_upstream` (a bankAccount change is included)', schema: PatchUserResponse } },
-      errors: ['proof_token_invalid', 'conflict', 'not_found'],
+      errors: ['phone_not_supported', 'proof_token_invalid', 'conflict', 'not_found'],
       handler: async function patchUser({ params, body, auth }) {
         return {
           body: await users.update(params.id, { proofToken: body.proofToken ?? '', phone: body.phone, bankAccount: body.bankAccount }, auth.sessionId),

@@ -2,9 +2,10 @@
  * The consumer's own record: read it, change the phone (applied at once) or the BVN-linked bankAccount
  * (pending until the simulated upstream confirmation lands), and delete it.
  *
- * PATCH and DELETE need a fresh proofToken (features/verification/proof-tokens.ts). Everything that can be
- * refused without side effects (the body, the phone's form, a phone taken by another account) is
- * checked BEFORE the token is consumed, so a mistake does not cost the consumer a new selfie.
+ * PATCH and DELETE need a fresh proofToken (features/verification/proof-tokens.ts). The body and the
+ * phone's form are checked BEFORE the token is consumed, so a mistake does not cost the consumer a new
+ * selfie; a phone held by another account is checked only AFTER it (SPEC 13.3: otherwise any consumer
+ * could ask which numbers hold an account), and that refusal gives the token back.
  */
 import type { Config } from '../../platform/config.js';
 import { AppError } from '../../platform/errors.js';
@@ -21,14 +22,15 @@ import { isUniqueViolation } from '../../platform/database/unit-of-work.js';
 import type { SessionsRepository } from '../sign-in/index.js';
 import type { UserRow, UsersRepository } from '../users/index.js';
 import { validationError } from '../../platform/http/validation.js';
-import { requirePhone } from '../../platform/phone.js';
+import { requirePhone, requireSmsCountry, smsAllowedTo } from '../../platform/phone.js';
+import { parseCountryCodes } from '../../platform/config.js';
 import type { ProofTokens } from '../verification/index.js';
 import { phoneChangeNotices } from './phone-change-notice.js';
 import type { SmsTransport } from '../../platform/sms.js';
 
 export interface UserDeps {
   webhooks: WebhooksRepository;
-  config: Pick<Config, 'identity'>;
+  config: Pick<Config, 'identity' | 'otp'>;
   unitOfWork: UnitOfWork;
   auditEvents: AuditEventsRepository;
   users: UsersRepository;
@@ -71,7 +73,12 @@ function toView(row: UserRow): UserView {
 const notFound = () => new AppError('not_found', 'User not found');
 
 export class UserService {
-  constructor(private readonly deps: UserDeps) {}
+  /** OTP_ALLOWED_COUNTRY_CODES: a phone change only to, and notices only to, numbers of these countries. */
+  private readonly smsCountries: readonly string[];
+
+  constructor(private readonly deps: UserDeps) {
+    this.smsCountries = parseCountryCodes(String(deps.config.otp.allowedCountryCodes)) ?? ['234'];
+  }
 
   async get(userId: string): Promise<UserView> {
     const row = await this.deps.users.findLiveView(userId);
@@ -88,18 +95,22 @@ export class UserService {
     if (change.phone === undefined && change.bankAccount === undefined) {
       throw validationError([{ in: 'body', path: '/', message: 'must contain phone or bankAccount (or both)' }]);
     }
-    // The same normal form as OTP sign-in (E.164, Nigerian local forms accepted), else 400.
-    const phone = change.phone !== undefined ? requirePhone(change.phone) : undefined;
+    // The same normal form as OTP sign-in (E.164, Nigerian local forms accepted), else 400; and, as
+    // there, a number of OTP_ALLOWED_COUNTRY_CODES (400 `phone_not_supported`): the change sends SMS to it.
+    const phone = change.phone !== undefined ? requireSmsCountry(requirePhone(change.phone), this.smsCountries) : undefined;
     const { users } = this.deps;
     const current = await users.findLive(userId);
     if (!current) throw notFound();
     const phoneChanges = phone !== undefined && phone !== current.phone;
-    if (phoneChanges && (await users.phoneTakenByAnother(phone!, userId))) {
-      throw new AppError('conflict', 'This phone number belongs to another account');
-    }
 
-    // 2. The proof: exactly one request can spend a token.
-    await this.deps.proofTokens.consume(userId, sessionId, change.proofToken);
+    // 2. The proof: exactly one request can spend a token. Only after it is a number held by another
+    //    account named (409): without the proof, the answer must not tell who has an account.
+    const proof = await this.deps.proofTokens.consume(userId, sessionId, change.proofToken);
+    const phoneTaken = () => new AppError('conflict', 'This phone number belongs to another account');
+    if (phoneChanges && (await users.phoneTakenByAnother(phone!, userId))) {
+      await proof.giveBack();
+      throw phoneTaken();
+    }
 
     // 3. The change and its audit row, together; a new phone also ends every other session (whoever
     //    held one, with the old number, is out).
@@ -151,7 +162,10 @@ export class UserService {
       });
     } catch (e) {
       // Two accounts racing for one number: the partial unique index decides.
-      if (isUniqueViolation(e)) throw new AppError('conflict', 'This phone number belongs to another account');
+      if (isUniqueViolation(e)) {
+        await proof.giveBack();
+        throw phoneTaken();
+      }
       throw e;
     }
 
@@ -159,11 +173,14 @@ export class UserService {
     //    the commit; a failed notice is logged, the change stands.
     if (phoneChanges) {
       await Promise.all(
-        phoneChangeNotices(current.phone, phone!).map((n) =>
-          this.deps.sms
-            .sendNotice(n.to, n.message)
-            .catch((e: unknown) => this.deps.logger.warn({ userId, err: (e as Error).message }, 'phone change notice not sent')),
-        ),
+        // An old number outside OTP_ALLOWED_COUNTRY_CODES (kept from before the setting) gets no SMS.
+        phoneChangeNotices(current.phone, phone!)
+          .filter((n) => smsAllowedTo(n.to, this.smsCountries))
+          .map((n) =>
+            this.deps.sms
+              .sendNotice(n.to, n.message)
+              .catch((e: unknown) => this.deps.logger.warn({ userId, err: (e as Error).message }, 'phone change notice not sent')),
+          ),
       );
     }
 

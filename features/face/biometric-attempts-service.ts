@@ -4,8 +4,9 @@
  * doubles with each further failure; a match resets the count. Someone holding a stolen consumer
  * session cannot try printed or replayed faces without limit.
  *
- * Also the per-user in-flight limit of `/verify/self`: one face request of a user at a time, so that
- * one account cannot occupy the face queue (and the web process's decoder) with parallel uploads.
+ * Also the per-user in-flight limit of `/verify/self` and verify-face: one face request of a user at a
+ * time, claimed in one step with the lock check, so that one account cannot occupy the face queue (and
+ * the web process's decoder) with parallel uploads, nor run parallel comparisons past its lock.
  *
  * Both are checked before an upload is decoded. The counters are BiometricAttemptsStore (Redis, Lua).
  */
@@ -79,13 +80,21 @@ export class BiometricAttemptsService {
   }
 
   /**
-   * Runs `work` as the user's one in-flight face request; a second one meanwhile gets 429
-   * `rate_limited` with Retry-After.
+   * Runs `work` as the user's one in-flight face request, reserved atomically with the lock check: 429
+   * `biometric_locked` while the user is locked, 429 `rate_limited` while another request of the user
+   * runs (both with Retry-After). A request that passed `assertNotLocked` just before another one's
+   * failure locked the user is refused here, so parallel requests cannot compare past the lock.
    */
   async oneAtATime<T>(userId: string, route: BiometricRoute, work: () => Promise<T>): Promise<T> {
     const { store, metrics } = this.deps;
     const leaseMs = this.deps.inFlightLeaseMs;
-    const owner = await store.claimInFlight(userId, leaseMs);
+    const { owner, lockLeftMs } = await store.reserve(userId, leaseMs);
+    if (lockLeftMs > 0) {
+      metrics.outcome(route, 'biometric_locked');
+      throw new AppError('biometric_locked', 'Too many failed face checks in a row; try again later', {
+        retryAfter: Math.max(1, Math.ceil(lockLeftMs / 1000)),
+      });
+    }
     if (!owner) {
       metrics.outcome(route, 'rate_limited');
       // The other request answers within seconds (its lease's expiry is only the bound if its process died).

@@ -4,7 +4,8 @@
  *   the end of the current lock (ms since the epoch, Redis's own clock). Remembered for the longest lock
  *   after the last failure; a match deletes it.
  * - `biometric:in-flight:<userId>`: the one face request of this user being served (a random owner
- *   token, expiring after the request's face-job budget even if its process dies).
+ *   token, expiring after the request's face-job budget even if its process dies), claimed in one
+ *   script with the lock check (`reserve`).
  *
  * Counting a failure and setting the lock it earns are one Lua script, so parallel failures each count
  * and the lock they earn is never lost between two commands. The lock rule lives here, beside the count:
@@ -56,6 +57,21 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local left = tonumber(u) - now
 if left < 0 then return 0 end
 return left`;
+
+// KEYS[1] = attempts hash, KEYS[2] = in-flight key; ARGV[1] = owner token, ARGV[2] = lease ms.
+// Returns { 'locked', ms left } while the user is locked, else claims the user's one in-flight request:
+// { 'claimed', 0 }, or { 'busy', 0 } when another request holds it. One script, so no comparison
+// starts between another request's lock and this check.
+const RESERVE_LUA = `
+local u = redis.call('HGET', KEYS[1], 'lockedUntil')
+if u then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local left = tonumber(u) - now
+  if left > 0 then return { 'locked', left } end
+end
+if redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2], 'NX') then return { 'claimed', 0 } end
+return { 'busy', 0 }`;
 
 // KEYS[1] = in-flight key; ARGV[1] = owner token. Deletes the key only if this owner still holds it.
 const RELEASE_LUA = `
@@ -120,6 +136,20 @@ export class BiometricAttemptsStore {
     const owner = randomBytes(16).toString('hex');
     const ok = await this.redis.set(this.inFlightKey(userId), owner, 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX');
     return ok === 'OK' ? owner : null;
+  }
+
+  /**
+   * Reserves a comparison: when the user is not locked, claims the user's one in-flight face request
+   * for at most `ttlMs`, atomically with the lock check. `owner` is the claim's token (null: locked, or
+   * another request of the user holds the claim); `lockLeftMs` is the lock's remaining time (0: none).
+   */
+  async reserve(userId: string, ttlMs: number): Promise<{ owner: string | null; lockLeftMs: number }> {
+    const owner = randomBytes(16).toString('hex');
+    const [state, left] = (await this.redis.eval(RESERVE_LUA, 2, this.attemptsKey(userId), this.inFlightKey(userId), owner, Math.max(1, Math.ceil(ttlMs)))) as [
+      string,
+      number,
+    ];
+    return { owner: state === 'claimed' ? owner : null, lockLeftMs: state === 'locked' ? Number(left) : 0 };
   }
 
   /** Extends the owner's claim to `ttlMs` from now; false when the claim is no longer this owner's. */

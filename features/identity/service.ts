@@ -19,7 +19,7 @@ import type { UsersRepository } from '../users/index.js';
 import { qualitySummary, type QualitySummary } from '../../platform/face/quality.js';
 import type { Metrics } from '../../platform/metrics.js';
 import type { FaceService } from '../face/index.js';
-import type { IdentityTokenStore, LinkClaims } from './identity-tokens.js';
+import type { IdentityTokenStore, LinkClaims, ValidationMeta } from './identity-tokens.js';
 import type { Registry, RegistryClient } from './registry-client.js';
 import type { BiometricKeyRing } from '../../platform/keys/key-ring.js';
 import type { DedupeService } from '../dedupe/index.js';
@@ -160,7 +160,7 @@ export class IdentityService {
   }
 
   async verifyFace(input: VerifyFaceInput): Promise<VerifyFaceMatch> {
-    const { config, store, face, metrics, logger } = this.deps;
+    const { config, store, metrics } = this.deps;
     const { userId, registry, validationToken } = input;
     const meta = await store.validationMeta(validationToken);
     if (!meta || meta.userId !== userId || meta.registry !== registry) throw unknownValidation(registry);
@@ -174,10 +174,15 @@ export class IdentityService {
       });
     }
 
-    // The user's biometric lock (consecutive failures across validation tokens and /verify/self),
-    // before any image is decoded.
-    await this.deps.biometric.assertNotLocked(userId, 'verify_face');
+    // The user's biometric lock (consecutive failures across validation tokens and /verify/self) and
+    // one face request of the user at a time, reserved together before any image is decoded: parallel
+    // requests (over several validation tokens) cannot run comparisons past the lock.
+    return this.deps.biometric.oneAtATime(userId, 'verify_face', () => this.compareFace(input, meta));
+  }
 
+  private async compareFace(input: VerifyFaceInput, meta: ValidationMeta): Promise<VerifyFaceMatch> {
+    const { config, store, face, metrics, logger } = this.deps;
+    const { userId, registry, validationToken } = input;
     const photo = await store.validationPhoto(validationToken);
     if (!photo) throw unknownValidation(registry);
 

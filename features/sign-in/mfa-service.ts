@@ -109,7 +109,10 @@ export class MfaService {
     return null;
   }
 
-  /** POST /operators/{id}/reset-mfa (administrator): clears the factor and ends the operator's sessions. */
+  /**
+   * POST /operators/{id}/reset-mfa (administrator): clears the factor, unlocks the account (its failure
+   * count cleared: a lost device is what a locked administrator usually needs) and ends its sessions.
+   */
   async reset(operatorId: string, actor: { operatorId: string }): Promise<Operator> {
     const { unitOfWork, auditEvents, operators, mfa, sessionRows } = this.deps;
     if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(operatorId)) throw new AppError('not_found', 'Operator not found');
@@ -117,6 +120,7 @@ export class MfaService {
       const op = await operators.findForUpdate(operatorId, trx);
       if (!op) throw new AppError('not_found', 'Operator not found');
       await mfa.reset(operatorId, trx);
+      await operators.unlock(operatorId, trx);
       const revoked = await sessionRows.revokeAllOf({ type: 'operator', id: operatorId }, 'mfa_reset', {}, trx);
       await auditEvents.record(
         {
@@ -126,7 +130,7 @@ export class MfaService {
           actorId: actor.operatorId,
           subjectType: 'operator',
           subjectId: operatorId,
-          data: { wasEnabled: Boolean(op.mfaEnabledAt), sessionsRevoked: revoked },
+          data: { wasEnabled: Boolean(op.mfaEnabledAt), wasLocked: op.isLockedNow(), sessionsRevoked: revoked },
         },
         trx,
       );

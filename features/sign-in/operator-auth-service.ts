@@ -3,10 +3,13 @@
  *
  * - An unknown identifier and a wrong password get the same 401 `invalid_credentials`, after the same
  *   work (an unknown identifier is checked against a dummy scrypt hash of the same cost).
- * - OPERATOR_MAX_FAILED_LOGINS wrong passwords in a row lock the account (403 `account_locked`, an
- *   AuditEvent of severity high); while locked even the right password is refused, and only an
- *   administrator's reset-password unlocks. The counter moves by conditional UPDATEs, so concurrent
- *   guesses cannot overshoot the limit or slip past a lock. A success resets the counter.
+ * - OPERATOR_MAX_FAILED_LOGINS failed sign-ins in a row (a wrong password or a wrong `otp`) lock the
+ *   account (403 `account_locked`, an AuditEvent `operator.locked` of severity high); while locked even
+ *   the right password is refused. An operator stays locked until a reset; an administrator's lock
+ *   lapses after ADMIN_LOCK_SECONDS, doubling per lock up to 24 h, with the count running on to
+ *   STAFF_MAX_FAILURES, which locks until a reset (see lockPolicy). The counter and the lock move by one
+ *   conditional UPDATE, so concurrent guesses cannot overshoot a limit or slip past a lock. Only a
+ *   success (or a reset) clears the counter.
  * - A deactivated operator with the right password gets 403 `operator_deactivated` (with a wrong one,
  *   the ordinary 401: the answer says nothing to someone who does not know the password).
  * - Set-password checks the current password under the same counter, so a stolen access token cannot
@@ -18,7 +21,8 @@ import { AppError } from '../../platform/errors.js';
 import type { Logger } from '../../platform/logger.js';
 import type { AuditEventsRepository } from '../../platform/events/audit.js';
 import type { UnitOfWork } from '../../platform/database/unit-of-work.js';
-import type { OperatorsRepository, SessionsRepository } from './operators-repository.js';
+import type { LockPolicy, OperatorsRepository, SessionsRepository } from './operators-repository.js';
+import type { Operator } from '../../models/index.js';
 import type { LoginAttemptStore } from './login-attempts.js';
 import { ipBucket } from '../../platform/http/client-address.js';
 import type { Metrics } from '../../platform/metrics.js';
@@ -41,7 +45,13 @@ export interface OperatorAuthDeps {
 }
 
 const invalidCredentials = () => new AppError('invalid_credentials', 'The identifier or the password is wrong');
-const locked = () => new AppError('account_locked', 'This account is locked after too many failed sign-ins; an administrator must reset its password');
+const locked = (until?: Date | null) =>
+  until
+    ? new AppError('account_locked', 'This account is locked after too many failed sign-ins; try again later')
+    : new AppError('account_locked', 'This account is locked after too many failed sign-ins; an administrator must reset its password');
+
+/** The longest lapsing lock (SPEC 13.3: doubling up to 24 h). */
+const ADMIN_MAX_LOCK_SECONDS = 86_400;
 const deactivated = () => new AppError('operator_deactivated', 'This operator account is deactivated');
 const mfaRequired = () => new AppError('mfa_required', 'Enter the current code of your authenticator app (or an unused recovery code) as `otp`');
 
@@ -86,39 +96,19 @@ export class OperatorAuthService {
 
   private async checkCredentials(identifier: string, password: string, opts: { deviceHint?: string | null; otp?: string }): Promise<OperatorSignIn> {
     const { operators, metrics, config } = this.deps;
-    let op = await operators.findByIdentifier(identifier);
+    const op = await operators.findByIdentifier(identifier);
     if (!op) {
       await burnPasswordCheck(password);
       metrics?.outcome('operator_login', 'invalid_credentials');
       throw invalidCredentials();
     }
-    // An administrator's lock lapses after ADMIN_LOCK_SECONDS: whoever knows an administrator's sign-in
-    // name can lock it, and the organisation must not lose its last administrator to that.
-    if (
-      op.lockedAt &&
-      op.role === 'administrator' &&
-      config.operators.adminLockSeconds > 0 &&
-      Date.now() - new Date(op.lockedAt).getTime() >= config.operators.adminLockSeconds * 1000
-    ) {
-      if (await operators.unlockIfLockedAt(op.id, op.lockedAt)) {
-        await this.deps.auditEvents.record({
-          type: 'operator.unlocked',
-          actorType: 'system',
-          actorId: null,
-          subjectType: 'operator',
-          subjectId: op.id,
-          data: { via: 'admin_lock_expired', lockSeconds: config.operators.adminLockSeconds },
-        });
-      }
-      op = Object.assign(op, { lockedAt: null, failedLoginCount: 0 });
-    }
     // Always the full check first: the time taken says nothing about the account's state.
     const ok = await verifyPassword(password, op.passwordHash);
-    if (op.lockedAt) {
+    if (op.isLockedNow()) {
       metrics?.outcome('operator_login', 'locked');
-      throw locked();
+      throw locked(op.lockedUntil);
     }
-    if (!ok) await this.recordFailure(op.id, 'login');
+    if (!ok) await this.recordFailure(op, 'login');
     if (op.status !== 'active') {
       metrics?.outcome('operator_login', 'deactivated');
       throw deactivated();
@@ -134,7 +124,7 @@ export class OperatorAuthService {
         metrics?.outcome('operator_login', 'mfa_required');
         throw mfaRequired();
       }
-      if (!(await this.deps.mfa.check(op, opts.otp))) await this.recordFailure(op.id, 'login_otp', undefined, mfaRequired);
+      if (!(await this.deps.mfa.check(op, opts.otp))) await this.recordFailure(op, 'login_otp', undefined, mfaRequired);
     }
 
     const rehash = needsRehash(op.passwordHash) ? await hashPassword(password) : null;
@@ -154,33 +144,61 @@ export class OperatorAuthService {
   }
 
   /**
-   * Counts one failed password check; throws 401 `invalid_credentials`, or 403 `account_locked` when
-   * this failure reached the limit (or the account was locked meanwhile).
+   * The lock policy of SPEC 13.3: an operator is locked at OPERATOR_MAX_FAILED_LOGINS failures until a
+   * reset. An administrator's lock lapses (whoever knows its sign-in name can lock it, and the
+   * organisation must not lose its last administrator to that), but the failure count runs on across
+   * the windows, each lock twice as long as the one before, and STAFF_MAX_FAILURES failures lock it
+   * until a reset: a phished password's second factor gets that many guesses, not 5 every 15 minutes.
+   */
+  private lockPolicy(role: Operator['role']): LockPolicy {
+    const { maxFailedLogins, adminLockSeconds, staffMaxFailures } = this.deps.config.operators;
+    if (role !== 'administrator' || adminLockSeconds === 0) {
+      return { lockEvery: maxFailedLogins, permanentAfter: maxFailedLogins, firstLockSeconds: 0, maxLockSeconds: 0 };
+    }
+    return {
+      lockEvery: maxFailedLogins,
+      permanentAfter: Math.max(staffMaxFailures, maxFailedLogins),
+      firstLockSeconds: adminLockSeconds,
+      maxLockSeconds: Math.max(ADMIN_MAX_LOCK_SECONDS, adminLockSeconds),
+    };
+  }
+
+  /**
+   * Counts one failed sign-in (a wrong password or a wrong second factor); throws 401
+   * `invalid_credentials` (or `otherwise`), or 403 `account_locked` when this failure locked the account
+   * (audited `operator.locked`, counted in `operator_locks_total`) or it was locked meanwhile.
    */
   private async recordFailure(
-    operatorId: string,
+    op: Pick<Operator, 'id' | 'role'>,
     via: 'login' | 'login_otp' | 'set_password',
     sessionId?: string,
     otherwise: () => AppError = invalidCredentials,
   ): Promise<never> {
-    const { config, metrics } = this.deps;
-    const row = await this.deps.operators.countFailure(operatorId, config.operators.maxFailedLogins);
+    const { metrics } = this.deps;
+    const row = await this.deps.operators.countFailure(op.id, this.lockPolicy(op.role));
     if (!row) throw locked();
     if (row.lockedAt) {
+      const lockedUntil = row.lockedUntil ? new Date(row.lockedUntil) : null;
       await this.deps.auditEvents.record({
         type: 'operator.locked',
         severity: 'high',
         actorType: 'system',
         actorId: null,
         subjectType: 'operator',
-        subjectId: operatorId,
-        data: { failedAttempts: row.failedLoginCount, via },
+        subjectId: op.id,
+        data: {
+          failedAttempts: row.failedLoginCount,
+          via,
+          lockedUntil: lockedUntil?.toISOString() ?? null,
+          lockSeconds: lockedUntil ? Math.round((lockedUntil.getTime() - new Date(row.lockedAt).getTime()) / 1000) : null,
+        },
       });
       // Guessing through set-password needs a session: that session ends with the lock.
       if (sessionId) await this.deps.sessionRows.revoke(sessionId, 'account_locked');
       metrics?.outcome('operator_login', 'locked');
-      this.deps.logger?.warn({ operatorId, via }, 'operator account locked after failed password checks');
-      throw locked();
+      metrics?.operatorLocked(op.role, lockedUntil ? 'lapsing' : 'until_reset');
+      this.deps.logger?.warn({ operatorId: op.id, via, lockedUntil }, 'operator account locked after failed sign-ins');
+      throw locked(lockedUntil);
     }
     const error = otherwise();
     metrics?.outcome(via === 'set_password' ? 'operator_set_password' : 'operator_login', error.code);
@@ -196,8 +214,8 @@ export class OperatorAuthService {
     const op = await operators.find(operatorId);
     if (!op) throw new AppError('unauthorized', 'The operator no longer exists');
     const ok = await verifyPassword(currentPassword, op.passwordHash);
-    if (op.lockedAt) throw locked();
-    if (!ok) await this.recordFailure(operatorId, 'set_password', sessionId);
+    if (op.isLockedNow()) throw locked(op.lockedUntil);
+    if (!ok) await this.recordFailure(op, 'set_password', sessionId);
     if (newPassword.normalize('NFC') === currentPassword.normalize('NFC')) {
       throw new AppError('validation_failed', 'The request is not valid', {
         details: { errors: [{ in: 'body', path: '/newPassword', message: 'must differ from the current password' }] },
@@ -207,7 +225,12 @@ export class OperatorAuthService {
     if (weak) throw new AppError('weak_password', `Choose another password: ${weak}`);
     const passwordHash = await hashPassword(newPassword);
     await this.deps.unitOfWork.run(async (trx) => {
-      const updated = await operators.update(operatorId, { passwordHash, mustResetPassword: false, failedLoginCount: 0 }, { unlockedOnly: true }, trx);
+      const updated = await operators.update(
+        operatorId,
+        { passwordHash, mustResetPassword: false, failedLoginCount: 0, lockedAt: null, lockedUntil: null },
+        { unlockedOnly: true },
+        trx,
+      );
       if (!updated) throw locked();
       const revoked = await this.deps.sessionRows.revokeAllOf({ type: 'operator', id: operatorId }, 'password_changed', { exceptSessionId: sessionId }, trx);
       await this.deps.auditEvents.record(

@@ -35,6 +35,21 @@ export interface OperatorFilter {
   q?: string;
 }
 
+/**
+ * How failed sign-ins lock an account (OperatorAuthService builds it from the settings and the role):
+ * every `lockEvery`-th consecutive failure locks for `firstLockSeconds`, doubled per further lock up to
+ * `maxLockSeconds`; `permanentAfter` failures lock until a reset or `npm run unlock-operator`.
+ */
+export interface LockPolicy {
+  lockEvery: number;
+  permanentAfter: number;
+  firstLockSeconds: number;
+  maxLockSeconds: number;
+}
+
+/** Not locked at this moment, by the database's clock: never locked, or a lock whose window has lapsed. */
+const NOT_LOCKED_NOW = '(operators.locked_at IS NULL OR operators.locked_until <= now())';
+
 /** LIKE treats `%`, `_` and `\` specially: a search for "a_b" means those three characters. */
 const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 
@@ -72,58 +87,62 @@ export class OperatorsRepository extends Repository {
     return toOperator(inserted);
   }
 
-  /** Changes an operator; with `unlockedOnly`, only while it is not locked (undefined otherwise). */
+  /** Changes an operator; with `unlockedOnly`, only while it is not locked now (undefined otherwise). */
   async update(
     id: string,
-    changes: Partial<Pick<Operator, 'displayName' | 'role' | 'status' | 'passwordHash' | 'mustResetPassword' | 'failedLoginCount' | 'lockedAt'>>,
+    changes: Partial<
+      Pick<Operator, 'displayName' | 'role' | 'status' | 'passwordHash' | 'mustResetPassword' | 'failedLoginCount' | 'lockedAt' | 'lockedUntil'>
+    >,
     opts: { unlockedOnly?: boolean } = {},
     trx?: Db,
   ): Promise<Operator | undefined> {
     const db = this.on(trx);
     const q = db(Operator.tableName).where({ id });
-    if (opts.unlockedOnly) q.whereNull('lockedAt');
+    if (opts.unlockedOnly) q.whereRaw(NOT_LOCKED_NOW);
     const [row] = await q.update({ ...changes, updatedAt: db.fn.now() }).returning('*');
     return row ? toOperator(row) : undefined;
   }
 
-  /** A successful sign-in: the failure counter cleared (and a rehashed password stored), unless locked meanwhile. */
+  /** A successful sign-in: the failure counter and any lapsed lock cleared (and a rehashed password stored), unless locked meanwhile. */
   async clearFailures(id: string, rehash: string | null): Promise<Pick<Operator, 'mustResetPassword' | 'status'> | undefined> {
     const [row] = await this.db(Operator.tableName)
       .where({ id })
-      .whereNull('lockedAt')
-      .update({ failedLoginCount: 0, ...(rehash ? { passwordHash: rehash } : {}) })
+      .whereRaw(NOT_LOCKED_NOW)
+      .update({ failedLoginCount: 0, lockedAt: null, lockedUntil: null, ...(rehash ? { passwordHash: rehash } : {}) })
       .returning(['mustResetPassword', 'status']);
     return row;
   }
 
   /**
-   * Counts one failed password check; the `maxFailures`-th locks the account. Conditional on not being
-   * locked, so concurrent guesses cannot overshoot the limit (undefined: it was locked already).
+   * Counts one failed sign-in and applies the lock policy in the same UPDATE: every `lockEvery`-th
+   * consecutive failure locks, for `firstLockSeconds` doubling with each further lock up to
+   * `maxLockSeconds`; from `permanentAfter` failures on the lock has no end. Conditional on not being
+   * locked now (a lapsed lock counts as unlocked, its count kept), so concurrent guesses cannot
+   * overshoot a limit or slip past a lock (undefined: it is locked).
    */
-  async countFailure(id: string, maxFailures: number): Promise<Pick<Operator, 'failedLoginCount' | 'lockedAt'> | undefined> {
+  async countFailure(id: string, policy: LockPolicy): Promise<Pick<Operator, 'failedLoginCount' | 'lockedAt' | 'lockedUntil'> | undefined> {
+    const { lockEvery, permanentAfter, firstLockSeconds, maxLockSeconds } = policy;
+    const n = 'failed_login_count + 1';
     const [row] = await this.db(Operator.tableName)
       .where({ id })
-      .whereNull('lockedAt')
+      .whereRaw(NOT_LOCKED_NOW)
       .update({
-        failedLoginCount: this.db.raw('failed_login_count + 1'),
-        lockedAt: this.db.raw('CASE WHEN failed_login_count + 1 >= ? THEN now() ELSE NULL END', [maxFailures]),
+        failedLoginCount: this.db.raw(n),
+        lockedAt: this.db.raw(`CASE WHEN ${n} >= ?::int OR (${n}) % ?::int = 0 THEN now() ELSE NULL END`, [permanentAfter, lockEvery]),
+        lockedUntil: this.db.raw(
+          `CASE WHEN ${n} >= ?::int THEN NULL
+                WHEN (${n}) % ?::int = 0 THEN now() + make_interval(secs => LEAST(?::int, ?::int * power(2, (${n}) / ?::int - 1)))
+                ELSE NULL END`,
+          [permanentAfter, lockEvery, maxLockSeconds, firstLockSeconds, lockEvery],
+        ),
       })
-      .returning(['failedLoginCount', 'lockedAt']);
+      .returning(['failedLoginCount', 'lockedAt', 'lockedUntil']);
     return row;
-  }
-
-  /**
-   * Clears a lock, only if it is still the lock that was read (`lockedAt`): an expired administrator
-   * lock lifted by one sign-in is not lifted twice, and a fresh lock is never lifted by a stale read.
-   */
-  async unlockIfLockedAt(id: string, lockedAt: Date): Promise<boolean> {
-    const n = await Operator.query(this.db).where({ id, lockedAt }).patch({ lockedAt: null, failedLoginCount: 0, updatedAt: fn.now() });
-    return n > 0;
   }
 
   /** Clears the lock and the failure count whatever they are (`npm run unlock-operator`). */
   async unlock(id: string, trx?: Db): Promise<void> {
-    await Operator.query(this.on(trx)).findById(id).patch({ lockedAt: null, failedLoginCount: 0, updatedAt: fn.now() });
+    await Operator.query(this.on(trx)).findById(id).patch({ lockedAt: null, lockedUntil: null, failedLoginCount: 0, updatedAt: fn.now() });
   }
 
   /** Serialises every change that could leave the deployment without an administrator. */
@@ -133,7 +152,7 @@ export class OperatorsRepository extends Repository {
 
   /** Active, unlocked administrators other than `exceptId`: the ones who could still manage the deployment. */
   async otherManagingAdministrators(exceptId: string, trx?: Db): Promise<number> {
-    return Operator.query(this.on(trx)).where({ role: 'administrator', status: 'active' }).whereNull('lockedAt').whereNot({ id: exceptId }).resultSize();
+    return Operator.query(this.on(trx)).where({ role: 'administrator', status: 'active' }).whereRaw(NOT_LOCKED_NOW).whereNot({ id: exceptId }).resultSize();
   }
 
   async activeAdministratorExists(trx?: Db): Promise<boolean> {

@@ -13,13 +13,13 @@
  *   until a new code is requested.
  */
 import { createHmac, randomInt } from 'node:crypto';
-import type { Config } from '../../platform/config.js';
+import { parseCountryCodes, type Config } from '../../platform/config.js';
 import { AppError } from '../../platform/errors.js';
 import type { Logger } from '../../platform/logger.js';
 import type { UsersRepository } from '../users/index.js';
 import type { OtpCodeStore } from './otp-codes.js';
 import type { Metrics } from '../../platform/metrics.js';
-import { requirePhone } from '../../platform/phone.js';
+import { requirePhone, requireSmsCountry, smsAllowedTo } from '../../platform/phone.js';
 import type { SessionService, TokenPair } from './session-service.js';
 import { SmsDeliveryError, type SmsTransport } from '../../platform/sms.js';
 import { ipBucket } from '../../platform/http/client-address.js';
@@ -38,9 +38,12 @@ export interface OtpDeps {
 
 export class OtpService {
   private readonly secret: Buffer;
+  /** OTP_ALLOWED_COUNTRY_CODES: no code goes to a number of another country (SMS pumping). */
+  private readonly smsCountries: readonly string[];
 
   constructor(private readonly deps: OtpDeps) {
     this.secret = deps.tokens.otpSecret();
+    this.smsCountries = parseCountryCodes(String(deps.config.otp.allowedCountryCodes)) ?? ['234'];
   }
 
   private mac(...parts: string[]): string {
@@ -65,6 +68,10 @@ export class OtpService {
   async request(rawPhone: string, ip: string): Promise<{ status: 'sent' }> {
     const { config, codes, sms, metrics } = this.deps;
     const phone = requirePhone(rawPhone);
+    if (!smsAllowedTo(phone, this.smsCountries)) {
+      metrics?.outcome('otp_request', 'phone_not_supported');
+      requireSmsCountry(phone, this.smsCountries);
+    }
     const phoneId = this.phoneId(phone);
     const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
 

@@ -61,11 +61,12 @@ export default function authRoutes({
       summary: 'Send a 6-digit sign-in code by SMS',
       description:
         `Always \`{ status: "sent" }\` for a valid number, registered or not. Per phone, one request per OTP_COOLDOWN_SECONDS (${config.otp.cooldownSeconds} s; else 429 \`otp_cooldown\`); ` +
-        `per client IP, OTP_REQUESTS_PER_IP_PER_HOUR (${config.otp.requestsPerIpPerHour}; else 429 \`rate_limited\`); both with Retry-After. The code lives OTP_TTL_SECONDS (${config.otp.ttlSeconds} s).`,
+        `per client IP, OTP_REQUESTS_PER_IP_PER_HOUR (${config.otp.requestsPerIpPerHour}; else 429 \`rate_limited\`); both with Retry-After. The code lives OTP_TTL_SECONDS (${config.otp.ttlSeconds} s). ` +
+        `Only mobile numbers of OTP_ALLOWED_COUNTRY_CODES (+${config.otp.allowedCountryCodes}) are sent codes; another country's number is 400 \`phone_not_supported\` (SMS pumping).`,
       auth: 'none',
       body: Type.Object({ phone: Phone }, Strict),
       responses: { 200: { description: 'Code sent', schema: StatusBody('sent') } },
-      errors: ['otp_cooldown', 'rate_limited', 'dependency_unavailable'],
+      errors: ['phone_not_supported', 'otp_cooldown', 'rate_limited', 'dependency_unavailable'],
       handler: async function requestOtp({ body, ip }) {
         return { body: await otp.request(body.phone, ip) };
       },

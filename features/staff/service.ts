@@ -192,7 +192,7 @@ export class OperatorService {
     const passwordHash = await hashPassword(temp);
     await this.deps.unitOfWork.run(async (trx) => {
       const op = await this.findForUpdate(trx, id);
-      await this.deps.operators.update(id, { passwordHash, mustResetPassword: true, failedLoginCount: 0, lockedAt: null }, {}, trx);
+      await this.deps.operators.update(id, { passwordHash, mustResetPassword: true, failedLoginCount: 0, lockedAt: null, lockedUntil: null }, {}, trx);
       const revoked = await this.deps.sessionRows.revokeAllOf({ type: 'operator', id }, 'password_reset', {}, trx);
       await this.deps.auditEvents.record(
         {
@@ -200,7 +200,7 @@ export class OperatorService {
           ...auditActor(actor),
           subjectType: 'operator',
           subjectId: id,
-          data: { wasLocked: op.lockedAt !== null, sessionsRevoked: revoked },
+          data: { wasLocked: op.isLockedNow(), sessionsRevoked: revoked },
         },
         trx,
       );

@@ -319,7 +319,7 @@ export interface paths {
         put?: never;
         /**
          * Send a 6-digit sign-in code by SMS
-         * @description Always `{ status: "sent" }` for a valid number, registered or not. Per phone, one request per OTP_COOLDOWN_SECONDS (60 s; else 429 `otp_cooldown`); per client IP, OTP_REQUESTS_PER_IP_PER_HOUR (20; else 429 `rate_limited`); both with Retry-After. The code lives OTP_TTL_SECONDS (300 s).
+         * @description Always `{ status: "sent" }` for a valid number, registered or not. Per phone, one request per OTP_COOLDOWN_SECONDS (60 s; else 429 `otp_cooldown`); per client IP, OTP_REQUESTS_PER_IP_PER_HOUR (20; else 429 `rate_limited`); both with Retry-After. The code lives OTP_TTL_SECONDS (300 s). Only mobile numbers of OTP_ALLOWED_COUNTRY_CODES (+234) are sent codes; another country's number is 400 `phone_not_supported` (SMS pumping).
          *
          *     **Authorisation:** No token.
          */
@@ -979,7 +979,7 @@ export interface paths {
         head?: never;
         /**
          * Change the phone (applied) or the BVN-linked bankAccount (pending upstream), with a proofToken
-         * @description Strict body: name, dateOfBirth, gender and any other key are 400 `validation_failed`; at least one of phone and bankAccount. The body, the phone and its uniqueness are checked before the proofToken is consumed, so a refused request does not burn it. A bankAccount change answers `pending_upstream`: the old value stays in effect until the upstream confirmation lands (after BANK_ACCOUNT_CONFIRM_DELAY_MS). A phone change is applied at once, an SMS notice goes to the old and the new number, and every other session of the account ends. The proofToken is bound to the session that ran /verify/self: from another session it is 403 `proof_token_invalid`.
+         * @description Strict body: name, dateOfBirth, gender and any other key are 400 `validation_failed`; at least one of phone and bankAccount. Checked in this order: the body and the phone's form (400 `validation_failed`; a number outside OTP_ALLOWED_COUNTRY_CODES 400 `phone_not_supported`), the proofToken (403 `proof_token_invalid`), then a phone held by another account (409 `conflict`, never told without a valid proofToken). A refused body does not burn the token, and a 409 gives it back. A bankAccount change answers `pending_upstream`: the old value stays in effect until the upstream confirmation lands (after BANK_ACCOUNT_CONFIRM_DELAY_MS). A phone change is applied at once, an SMS notice goes to the old and the new number (each only if within OTP_ALLOWED_COUNTRY_CODES), and every other session of the account ends. The proofToken is bound to the session that ran /verify/self: from another session it is 403 `proof_token_invalid`.
          *
          *     **Authorisation:** Consumer bearer token whose subject equals `{id}` (else 403 `forbidden`).
          */
@@ -2628,7 +2628,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: `validation_failed` */
+            /** @description Error: `phone_not_supported`, `validation_failed` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6507,7 +6507,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: `validation_failed` */
+            /** @description Error: `phone_not_supported`, `validation_failed` */
             400: {
                 headers: {
                     [name: string]: unknown;
