@@ -53,10 +53,16 @@ export function sniffFormat(buf: Uint8Array): 'jpeg' | 'png' | 'webp' | undefine
   return undefined;
 }
 
+/**
+ * A fixed message: the decoder's own text names the library, its version and the inner workings of the
+ * file (a fingerprint for whoever probes with crafted uploads), so it stays in `cause` and never reaches
+ * an answer.
+ */
+export const UNDECODABLE_IMAGE_MESSAGE = 'The upload could not be decoded as a JPEG, PNG or WebP image';
+
 function asInvalid(err: unknown): FaceError {
   if (err instanceof FaceError) return err;
-  const detail = err instanceof Error ? err.message : String(err);
-  return new FaceError('invalid_image', `The upload could not be decoded as an image: ${detail}`, { cause: err });
+  return new FaceError('invalid_image', UNDECODABLE_IMAGE_MESSAGE, { cause: err });
 }
 
 /**
