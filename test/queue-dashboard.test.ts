@@ -23,6 +23,12 @@ test('an administrator opens the dashboard with a short-lived HttpOnly SameSite 
   const page = await api.get('/admin/queues', { headers: { cookie: cookieOf(session) } });
   t.is(page.status, 200);
   t.regex(page.text, /<html/i);
+  // The board's page: scripts from this origin only, never framed.
+  const csp = page.headers.get('content-security-policy') ?? '';
+  t.regex(csp, /default-src 'none'/);
+  t.regex(csp, /script-src 'self'(;|$)/);
+  t.regex(csp, /frame-ancestors 'none'/);
+  t.is(page.headers.get('x-frame-options'), 'DENY');
   const queues = await api.get('/admin/queues/api/queues?activeQueue=liveness&page=1&jobsPerPage=10', { headers: { cookie: cookieOf(session) } });
   t.is(queues.status, 200);
   const names = (queues.body.queues as { name: string }[]).map((q) => q.name).sort();
@@ -72,6 +78,7 @@ test('QUEUE_DASHBOARD_READ_ONLY (the production default): the board shows the qu
       LINK_NUMBER_HASH_KEY: Buffer.alloc(32, 9).toString('base64'),
       SMS_WEBHOOK_URL: 'https://sms.example/send',
       REGISTRY_URL: 'https://registry.example/v1',
+      REDIS_URL: 'redis://:a-redis-password@redis.internal:6379',
     }).queues.dashboardReadOnly,
     'on in production',
   );

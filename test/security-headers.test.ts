@@ -1,0 +1,42 @@
+/**
+ * Strict-Transport-Security (platform/http/middleware/security-headers.ts): on answers to requests that
+ * came over TLS, which behind a proxy means a trusted proxy's `X-Forwarded-Proto: https` (TRUST_PROXY),
+ * never on plain http, and never on a forwarded header from a proxy that is not trusted.
+ */
+import test from 'ava';
+import Koa from 'koa';
+import type { AddressInfo } from 'node:net';
+import { HSTS, securityHeaders } from '../platform/http/middleware/security-headers.js';
+
+async function serve(trustProxy: boolean): Promise<{ url: string; close: () => void }> {
+  const koa = new Koa({ proxy: trustProxy });
+  koa.use(securityHeaders());
+  koa.use((ctx) => {
+    if (ctx.path === '/boom') throw Object.assign(new Error('boom'), { status: 500, expose: false });
+    ctx.body = { ok: true };
+  });
+  koa.on('error', () => {});
+  const server = koa.listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
+}
+
+test('HSTS behind a trusted proxy that says https; not on plain http; not on an untrusted forwarded header', async (t) => {
+  const trusted = await serve(true);
+  const untrusted = await serve(false);
+  t.teardown(() => (trusted.close(), untrusted.close()));
+  const overTls = await fetch(`${trusted.url}/x`, { headers: { 'x-forwarded-proto': 'https' } });
+  t.is(overTls.headers.get('strict-transport-security'), HSTS);
+  t.regex(HSTS, /max-age=31536000/);
+  // An error answer carries it too.
+  const failed = await fetch(`${trusted.url}/boom`, { headers: { 'x-forwarded-proto': 'https' } });
+  t.is(failed.status, 500);
+  t.is(failed.headers.get('strict-transport-security'), HSTS);
+  t.is((await fetch(`${trusted.url}/x`)).headers.get('strict-transport-security'), null, 'plain http');
+  t.is((await fetch(`${trusted.url}/x`, { headers: { 'x-forwarded-proto': 'http' } })).headers.get('strict-transport-security'), null);
+  t.is(
+    (await fetch(`${untrusted.url}/x`, { headers: { 'x-forwarded-proto': 'https' } })).headers.get('strict-transport-security'),
+    null,
+    'TRUST_PROXY off: a forwarded header proves nothing',
+  );
+});
