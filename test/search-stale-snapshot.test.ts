@@ -46,7 +46,8 @@ test.serial("a stopped replica's snapshot older than an erasure is rewritten and
   const logger = createLogger({ level: 'silent' });
   const dirA = mkdtempSync(path.join(os.tmpdir(), 'faceid-snap-a-'));
   const dirB = mkdtempSync(path.join(os.tmpdir(), 'faceid-snap-b-'));
-  const replica = (dir: string) => new IndexReplica(db, { factory: 'BinarySketch512', nprobe: 1, syncIntervalMs: 100, logger, snapshotDir: dir, erasureMaxSeconds: 3 });
+  const replica = (dir: string) =>
+    new IndexReplica(db, { factory: 'BinarySketch512', nprobe: 1, syncIntervalMs: 100, logger, snapshotDir: dir, erasureMaxSeconds: 3 });
 
   const users = await Promise.all(Array.from({ length: 6 }, () => newConsumer(h)));
   for (const [i, u] of users.entries()) await upsertCanonical(h.deps.db, u.userId, unit(100 + i), 'link_nin', FACE_ENGINE_VERSION);
