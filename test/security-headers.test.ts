@@ -6,13 +6,17 @@
 import test from 'ava';
 import Koa from 'koa';
 import type { AddressInfo } from 'node:net';
+import { AppError } from '../platform/errors.js';
+import { errorMiddleware } from '../platform/http/middleware/errors.js';
 import { HSTS, securityHeaders } from '../platform/http/middleware/security-headers.js';
 
 async function serve(trustProxy: boolean): Promise<{ url: string; close: () => void }> {
   const koa = new Koa({ proxy: trustProxy });
+  // As processes/web/app.ts stacks them: the headers around the error renderer.
   koa.use(securityHeaders());
+  koa.use(errorMiddleware());
   koa.use((ctx) => {
-    if (ctx.path === '/boom') throw Object.assign(new Error('boom'), { status: 500, expose: false });
+    if (ctx.path === '/missing') throw new AppError('not_found', 'nothing here');
     ctx.body = { ok: true };
   });
   koa.on('error', () => {});
@@ -29,8 +33,8 @@ test('HSTS behind a trusted proxy that says https; not on plain http; not on an 
   t.is(overTls.headers.get('strict-transport-security'), HSTS);
   t.regex(HSTS, /max-age=31536000/);
   // An error answer carries it too.
-  const failed = await fetch(`${trusted.url}/boom`, { headers: { 'x-forwarded-proto': 'https' } });
-  t.is(failed.status, 500);
+  const failed = await fetch(`${trusted.url}/missing`, { headers: { 'x-forwarded-proto': 'https' } });
+  t.is(failed.status, 404);
   t.is(failed.headers.get('strict-transport-security'), HSTS);
   t.is((await fetch(`${trusted.url}/x`)).headers.get('strict-transport-security'), null, 'plain http');
   t.is((await fetch(`${trusted.url}/x`, { headers: { 'x-forwarded-proto': 'http' } })).headers.get('strict-transport-security'), null);
