@@ -3,6 +3,7 @@ import test from 'ava';
 import { useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';
+import { CSP_RECORDER, cspViolations, launchChromium } from './helpers/browser.js';
 
 const h = useHarness(test);
 
@@ -98,5 +99,31 @@ test('QUEUE_DASHBOARD_READ_ONLY (the production default): the board shows the qu
     t.false(await ro.deps.jobs.queue('liveness').isPaused());
   } finally {
     await ro.stop();
+  }
+});
+
+test('the board works in a browser under its Content-Security-Policy: nothing it needs is blocked', async (t) => {
+  t.timeout(120_000);
+  const admin = await newOperator(h, { role: 'administrator' });
+  const session = await client(h.url).post('/admin/queues/session', { token: admin.token });
+  const [name, value] = cookieOf(session).split('=') as [string, string];
+  const browser = await launchChromium();
+  try {
+    const context = await browser.newContext({ baseURL: h.url });
+    await context.addInitScript(CSP_RECORDER);
+    await context.addCookies([{ name, value, url: h.url }]);
+    const page = await context.newPage();
+    await page.goto('/admin/queues');
+    // The React app ran (scripts from this origin) and fetched the queues (connect-src 'self').
+    await page.getByText('liveness').first().waitFor({ timeout: 60_000 });
+    // Only the third-party font stylesheet is refused, on purpose (which also shows the recorder works).
+    const violations = await cspViolations(page);
+    t.true(violations.some((v) => v.includes('fonts.googleapis.com')));
+    t.deepEqual(
+      violations.filter((v) => !v.includes('fonts.googleapis.com')),
+      [],
+    );
+  } finally {
+    await browser.close();
   }
 });
