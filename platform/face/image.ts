@@ -59,10 +59,13 @@ export function sniffFormat(buf: Uint8Array): 'jpeg' | 'png' | 'webp' | undefine
  * an answer.
  */
 export const UNDECODABLE_IMAGE_MESSAGE = 'The upload could not be decoded as a JPEG, PNG or WebP image';
+export const OVER_PIXEL_LIMIT_MESSAGE = 'The image exceeds the pixel limit';
 
 function asInvalid(err: unknown): FaceError {
   if (err instanceof FaceError) return err;
-  return new FaceError('invalid_image', UNDECODABLE_IMAGE_MESSAGE, { cause: err });
+  // libvips refuses a header over `limitInputPixels` itself: the one library error told apart, by a fixed text.
+  const overLimit = err instanceof Error && /pixel limit/i.test(err.message);
+  return new FaceError('invalid_image', overLimit ? OVER_PIXEL_LIMIT_MESSAGE : UNDECODABLE_IMAGE_MESSAGE, { cause: err });
 }
 
 /**
