@@ -43,8 +43,8 @@ export interface SendResult {
 
 export class BlockedTargetError extends Error {
   /**
-   * `address`: the target's address is not one a webhook may reach. What a name resolved to stays in
-   * this message (for the API's answer to a literal); the delivery log keeps only REFUSED_ADDRESS.
+   * `address`: the target's address is not one a webhook may reach (the API's answer to a literal names
+   * it; what a name resolved to is never put in a message); the delivery log keeps only REFUSED_ADDRESS.
    */
   constructor(
     message: string,
@@ -148,7 +148,7 @@ const guardedLookup =
       const list = addresses as dns.LookupAddress[];
       const blocked = list.find((a) => !isAllowedAddress(a.address, allowList));
       if (blocked || list.length === 0) {
-        return callback(new BlockedTargetError(`${hostname} resolves to ${blocked?.address ?? 'nothing'}, not a public address`, 'address'), '', 0);
+        return callback(new BlockedTargetError(`${hostname} does not resolve to public addresses only`, 'address'), '', 0);
       }
       // Connect to exactly what was checked (the first address, as dns.lookup orders them).
       if ((options as { all?: boolean }).all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, [list[0]!]);
