@@ -3,6 +3,7 @@
  * Each setting is declared once below: its environment variable, type, default and meaning.
  * `docs/configuration.md` is generated from the same table (scripts/gen-config-doc.ts).
  */
+import { isIP } from 'node:net';
 import { CALIBRATED_THRESHOLDS } from './thresholds.js';
 import { BiometricKeyRing, KeyRingError } from './keys/key-ring.js';
 
@@ -119,7 +120,12 @@ export const SETTINGS = {
     poolMax: s({ env: 'DATABASE_POOL_MAX', kind: 'int', default: 10, min: 1, max: 200, doc: 'Connections per process.' }),
   },
   redis: {
-    url: s({ env: 'REDIS_URL', kind: 'url', default: 'redis://127.0.0.1:6379', doc: 'Redis: queues, one-time codes, single-use tokens, rate limits.' }),
+    url: s({
+      env: 'REDIS_URL',
+      kind: 'url',
+      default: 'redis://127.0.0.1:6379',
+      doc: 'Redis: queues, one-time codes, single-use tokens, rate limits. In production it must carry the password (`redis://:<password>@host:6379`, `rediss://` for TLS): a Redis without one is refused at start.',
+    }),
     prefix: s({
       env: 'REDIS_PREFIX',
       kind: 'string',
@@ -215,7 +221,7 @@ export const SETTINGS = {
       kind: 'string',
       default: '',
       secret: true,
-      doc: 'Key (base64, 32 bytes) of the keyed hash (HMAC-SHA256) that link rows keep of a NIN/BVN: an erased account keeps only this hash, so the number is still recognised. Never rotated (a new key forgets every erased number). Empty: a fixed development key (refused in production).',
+      doc: 'Key (base64, 32 bytes) of the keyed hash (HMAC-SHA256) that link rows keep of a NIN/BVN: an erased account keeps only this hash, so the number is still recognised. Never rotated (a new key forgets every erased number). Empty: a fixed development key; production refuses it and any key under 32 bytes (11-digit numbers are few enough to hash them all under a short key).',
     }),
   },
   otp: {
@@ -294,6 +300,13 @@ export const SETTINGS = {
       default: 10,
       min: 1,
       doc: 'NIN/BVN validations one consumer may start per hour (429 `rate_limited`); bounds how many verify-face attempts re-validating can buy, and number enumeration.',
+    }),
+    exportsPerDay: s({
+      env: 'EXPORTS_PER_DAY',
+      kind: 'int',
+      default: 3,
+      min: 1,
+      doc: "Data exports (`GET /users/{id}/export`) one consumer may take per day (a fixed 24-hour window from the first; beyond it 429 `rate_limited`). Each export sends an SMS notice to the account's phone.",
     }),
     verifyFaceMaxAttempts: s({
       env: 'VERIFY_FACE_MAX_ATTEMPTS',
@@ -731,7 +744,13 @@ export const SETTINGS = {
       env: 'WEBHOOK_ALLOW_PRIVATE',
       kind: 'bool',
       default: (c: Parsed) => c.runtime?.nodeEnv !== 'production',
-      doc: 'Allow webhook endpoints on http and on private, loopback or link-local addresses (default: outside production only). Off: only https to public addresses, checked against what the name resolves to when each attempt is sent, redirects not followed (docs/security.md).',
+      doc: 'Allow webhook endpoints on http and on private, loopback or link-local addresses (default: outside production only; refused in production, where WEBHOOK_PRIVATE_CIDRS names the private receivers instead). Off: only https to public addresses, checked against what the name resolves to when each attempt is sent, redirects not followed (docs/security.md).',
+    }),
+    privateCidrs: s({
+      env: 'WEBHOOK_PRIVATE_CIDRS',
+      kind: 'string',
+      default: '',
+      doc: 'Private networks webhook endpoints may reach although WEBHOOK_ALLOW_PRIVATE is off, as `address/prefix,address/prefix,...` (e.g. `10.20.0.0/16,fd00:20::/32`): the explicit allow-list for receivers inside your own network. Still https only, still checked against what the name resolves to at each attempt. Empty: public addresses only.',
     }),
     retentionDays: s({
       env: 'WEBHOOK_RETENTION_DAYS',
@@ -908,6 +927,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (registry.simulator) problems.push('REGISTRY_SIMULATOR=true is refused in production: the simulator lets anyone enrol an identity');
     if (!env.REGISTRY_URL) problems.push('REGISTRY_URL must name the real identity registry in production (the default is the simulator)');
     if (operators.adminPassword && String(operators.adminPassword).length < 12) problems.push('ADMIN_PASSWORD must have at least 12 characters in production');
+    if (security.linkNumberHashKey && Buffer.from(String(security.linkNumberHashKey), 'base64').length < 32)
+      problems.push(
+        'LINK_NUMBER_HASH_KEY must be at least 32 bytes (base64) in production: under a short key the hashes of erased 11-digit numbers can be reversed by trying every number',
+      );
+    if (!redisUrlHasPassword(String(redis.url)))
+      problems.push(
+        'REDIS_URL must carry the Redis password in production (redis://:<password>@host:6379, or rediss://<user>:<password>@...; with REDIS_SENTINELS the same password authenticates the master and the Sentinels): one-time codes, tokens and queued jobs are in Redis',
+      );
+    if (webhooks.allowPrivate)
+      problems.push('WEBHOOK_ALLOW_PRIVATE=true is refused in production: name the private receivers in WEBHOOK_PRIVATE_CIDRS instead');
+  }
+  for (const cidr of splitList(String(webhooks.privateCidrs))) {
+    if (parseCidr(cidr) === undefined)
+      problems.push(`WEBHOOK_PRIVATE_CIDRS=${JSON.stringify(webhooks.privateCidrs)}: expected address/prefix,address/prefix,...`);
   }
   if (sms.transport === 'webhook' && !sms.webhookUrl) problems.push('SMS_WEBHOOK_URL is required with SMS_TRANSPORT=webhook');
   if ((operators.adminIdentifier === '') !== (operators.adminPassword === ''))
@@ -931,6 +964,36 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (problems.length) throw new ConfigError(problems);
   for (const group of Object.values(out)) Object.freeze(group);
   return Object.freeze({ ...out, isProduction }) as unknown as Config;
+}
+
+function redisUrlHasPassword(url: string): boolean {
+  try {
+    return new URL(url).password !== '';
+  } catch {
+    return false;
+  }
+}
+
+function splitList(raw: string): string[] {
+  return raw
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
+}
+
+/** One `address/prefix` of WEBHOOK_PRIVATE_CIDRS; undefined when malformed. */
+export function parseCidr(raw: string): { address: string; prefix: number; family: 'ipv4' | 'ipv6' } | undefined {
+  const m = /^([^/\s]+)\/(\d{1,3})$/.exec(raw.trim());
+  if (!m) return undefined;
+  const family = isIP(m[1]!);
+  const prefix = Number(m[2]);
+  if (family === 0 || prefix > (family === 4 ? 32 : 128)) return undefined;
+  return { address: m[1]!, prefix, family: family === 4 ? 'ipv4' : 'ipv6' };
+}
+
+/** WEBHOOK_PRIVATE_CIDRS as networks (the malformed ones were refused at load). */
+export function parsePrivateCidrs(raw: string): Array<{ address: string; prefix: number; family: 'ipv4' | 'ipv6' }> {
+  return splitList(raw).flatMap((c) => parseCidr(c) ?? []);
 }
 
 /** WEBHOOK_RETRY_SCHEDULE_SECONDS as seconds; undefined when malformed (an empty value: no retry). */

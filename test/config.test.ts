@@ -47,6 +47,7 @@ test('production refuses the development signing key and the SMS outbox', (t) =>
     LINK_NUMBER_HASH_KEY,
     SMS_WEBHOOK_URL: 'https://sms.example/send',
     REGISTRY_URL: 'https://registry.example/v1',
+    REDIS_URL: 'redis://:a-redis-password@redis.internal:6379',
   });
   t.false(ok.registry.simulator, 'the simulator is not mounted in production');
   t.is(ok.sms.transport, 'webhook');
@@ -57,6 +58,7 @@ test('production refuses the development signing key and the SMS outbox', (t) =>
     LINK_NUMBER_HASH_KEY,
     SMS_WEBHOOK_URL: 'https://x',
     REGISTRY_URL: 'https://registry.example/v1',
+    REDIS_URL: 'redis://:a-redis-password@redis.internal:6379',
   };
   t.throws(() => loadConfig({ ...base, REGISTRY_SIM_FAULT: 'error' }), { instanceOf: ConfigError });
   // The simulator lets anyone enrol an identity: never in production, and never the default registry there.
@@ -66,6 +68,39 @@ test('production refuses the development signing key and the SMS outbox', (t) =>
   // Erased accounts keep a keyed hash of their numbers: never under the public development key.
   const noHashKey = t.throws(() => loadConfig({ ...base, LINK_NUMBER_HASH_KEY: '' }), { instanceOf: ConfigError });
   t.regex((noHashKey as ConfigError).problems.join('\n'), /LINK_NUMBER_HASH_KEY/);
+});
+
+test('production refuses a Redis without a password, a short number-hash key and WEBHOOK_ALLOW_PRIVATE', (t) => {
+  const base = {
+    NODE_ENV: 'production',
+    JWT_PRIVATE_KEY: 'k',
+    BIOMETRIC_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}`,
+    LINK_NUMBER_HASH_KEY: Buffer.alloc(32, 9).toString('base64'),
+    SMS_WEBHOOK_URL: 'https://x',
+    REGISTRY_URL: 'https://registry.example/v1',
+    REDIS_URL: 'rediss://faceid:a-redis-password@redis.internal:6380/2',
+  };
+  t.notThrows(() => loadConfig(base));
+  const refused = (env: Record<string, string>, pattern: RegExp) => {
+    const err = t.throws(() => loadConfig({ ...base, ...env }), { instanceOf: ConfigError }, JSON.stringify(env));
+    t.regex((err as ConfigError).problems.join('\n'), pattern);
+  };
+  // Redis holds one-time codes, single-use tokens and the queued jobs: never open to whoever reaches it.
+  refused({ REDIS_URL: 'redis://redis.internal:6379' }, /REDIS_URL must carry the Redis password/);
+  refused({ REDIS_URL: 'redis://faceid@redis.internal:6379' }, /REDIS_URL must carry the Redis password/);
+  refused({ REDIS_URL: '' }, /REDIS_URL must carry the Redis password/);
+  // With Sentinels the URL gives the password for the master and the Sentinels.
+  refused({ REDIS_URL: '', REDIS_SENTINELS: 's1:26379,s2:26379' }, /REDIS_URL must carry the Redis password/);
+  t.notThrows(() => loadConfig({ ...base, REDIS_URL: 'redis://:pw-for-all@ignored:6379', REDIS_SENTINELS: 's1:26379,s2:26379' }));
+  // An 11-digit number space is small: the hash key must not be.
+  refused({ LINK_NUMBER_HASH_KEY: Buffer.alloc(31, 9).toString('base64') }, /LINK_NUMBER_HASH_KEY must be at least 32 bytes/);
+  refused({ LINK_NUMBER_HASH_KEY: 'c2hvcnQ=' }, /LINK_NUMBER_HASH_KEY must be at least 32 bytes/);
+  refused({ WEBHOOK_ALLOW_PRIVATE: 'true' }, /WEBHOOK_ALLOW_PRIVATE=true is refused in production/);
+  t.notThrows(() => loadConfig({ ...base, WEBHOOK_ALLOW_PRIVATE: 'false', WEBHOOK_PRIVATE_CIDRS: '10.20.0.0/16' }));
+  // Outside production all three stay as they were: local Redis without a password, the development key.
+  const dev = loadConfig({ NODE_ENV: 'development', LINK_NUMBER_HASH_KEY: 'c2hvcnQ=', WEBHOOK_ALLOW_PRIVATE: 'true' });
+  t.is(dev.redis.url, 'redis://127.0.0.1:6379');
+  t.true(dev.webhooks.allowPrivate);
 });
 
 test('NODE_ENV unset means production: without its settings the service refuses to start; with them, no simulator, staff MFA required', (t) => {
@@ -80,6 +115,7 @@ test('NODE_ENV unset means production: without its settings the service refuses 
     LINK_NUMBER_HASH_KEY: Buffer.alloc(32, 9).toString('base64'),
     SMS_WEBHOOK_URL: 'https://sms.example/send',
     REGISTRY_URL: 'https://registry.example/v1',
+    REDIS_URL: 'redis://:a-redis-password@redis.internal:6379',
   });
   t.is(c.runtime.nodeEnv, 'production');
   t.true(c.isProduction);

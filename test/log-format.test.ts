@@ -95,6 +95,7 @@ test('the default format: pretty in development, JSON in test and production', (
     SMS_WEBHOOK_URL: 'http://sms.invalid',
     REGISTRY_SIMULATOR: 'false',
     REGISTRY_URL: 'http://registry.invalid',
+    REDIS_URL: 'redis://:a-redis-password@redis.internal:6379',
   };
   t.is(loadConfig(production).runtime.logFormat, 'json');
 });

@@ -3,6 +3,7 @@
  * scripts agree with platform/processes/process-list.ts, and the supervisor never kills a process inside its own
  * stop deadline (the web process drains for SHUTDOWN_DRAIN_MS, then closes the rest).
  */
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
@@ -14,6 +15,20 @@ import { ROOT } from './helpers/harness.js';
 
 test('the Procfile is the process list', (t) => {
   t.is(readFileSync(path.join(ROOT, 'Procfile'), 'utf8'), procfileText());
+});
+
+test("the Procfile's release runs in production when NODE_ENV is unset, with production's refusals", (t) => {
+  const release = /^release: (.*)$/m.exec(readFileSync(path.join(ROOT, 'Procfile'), 'utf8'))![1]!;
+  // A platform's environment without NODE_ENV and without production settings; an unreachable database,
+  // so that nothing is migrated whatever happens.
+  const run = spawnSync('sh', ['-c', release], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/unreachable' },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  t.not(run.status, 0);
+  t.regex(run.stdout + run.stderr, /JWT_PRIVATE_KEY must be set in production/);
 });
 
 test('each process of the list has its `npm run start:<name>`', (t) => {

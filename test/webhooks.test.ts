@@ -291,6 +291,33 @@ test.serial('a replay resends the event with the same webhook-id and body', asyn
   t.is(verified(secret, again!).type, 'operator.deactivated');
 });
 
+test.serial('a replay goes only to the endpoints that were subscribed when the event was written', async (t) => {
+  const before = await createEndpoint('/replay-before', ['operator.deactivated']);
+  const otherType = await createEndpoint('/replay-other-type', ['user.deleted']);
+  await api().delete(`/operators/${(await newOperator(h)).operatorId}`, { token: adminToken });
+  const [first] = await receiver.waitFor('/replay-before', 1);
+  const eventId = first!.headers['webhook-id']!;
+  // Afterwards: a new endpoint for the type, and the other one subscribes to it.
+  await createEndpoint('/replay-after', ['operator.deactivated']);
+  const resubscribed = await api().patch(`/webhooks/endpoints/${otherType.id}`, {
+    token: adminToken,
+    json: { events: ['user.deleted', 'operator.deactivated'] },
+  });
+  t.is(resubscribed.status, 200);
+
+  const replay = await api().post(`/webhooks/events/${eventId}/replay`, { token: adminToken });
+  t.is(replay.status, 202);
+  t.like(replay.body, { eventId, status: 'queued' });
+  const [, again] = await receiver.waitFor('/replay-before', 2);
+  t.is(again!.headers['webhook-id'], eventId);
+  t.is(verified(before.secret, again!).type, 'operator.deactivated');
+  await sleep(700);
+  t.is(receiver.on('/replay-after').filter((w) => w.headers['webhook-id'] === eventId).length, 0, 'created after the event');
+  t.is(receiver.on('/replay-other-type').filter((w) => w.headers['webhook-id'] === eventId).length, 0, 'subscribed after the event');
+  const sent = await h.deps.db('webhook_deliveries').where({ eventId }).select('endpointId');
+  t.false(sent.some((d: { endpointId: string }) => d.endpointId === otherType.id));
+});
+
 test.serial('disabling by PATCH stops deliveries; DELETE removes the endpoint', async (t) => {
   const { id } = await createEndpoint('/disabled', ['operator.deactivated']);
   const off = await api().patch(`/webhooks/endpoints/${id}`, {

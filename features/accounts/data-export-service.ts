@@ -4,6 +4,10 @@
  * registry record they were made with, the preferences, the whole history, the disputes, and what is
  * held about the face (whether a template is enrolled, from which source, when). Never a template, a
  * photo, a full NIN/BVN or a token.
+ *
+ * Whoever holds a session can take it, so an export is also what a stolen session is most likely to be
+ * used for: each one sends an SMS notice to the account's phone (the owner hears of it, as of a phone
+ * change), and at most EXPORTS_PER_DAY are served per consumer in a 24-hour window (429 `rate_limited`).
  */
 import type { EmbeddingsRepository } from '../face/index.js';
 import type { SearchLogsRepository } from '../verification/index.js';
@@ -12,6 +16,16 @@ import { maskTail } from '../../platform/events/audit.js';
 import type { HistoryItem, HistoryService } from '../verification/index.js';
 import type { PreferencesService } from './preferences-service.js';
 import type { UserService, UserView } from './user-service.js';
+import type { Config } from '../../platform/config.js';
+import { AppError } from '../../platform/errors.js';
+import type { Logger } from '../../platform/logger.js';
+import type { KeySpace, Redis } from '../../platform/redis/redis.js';
+import { countInWindow, DAY_MS } from '../../platform/redis/window-counter.js';
+import type { SmsTransport } from '../../platform/sms.js';
+
+/** The SMS an export sends to the account's phone. */
+export const EXPORT_NOTICE =
+  'faceid: a copy of all the data held about your account was just downloaded. If this was not you, sign in and sign out your other sessions, and contact support now.';
 
 export interface DataExport {
   exportedAt: string;
@@ -55,12 +69,25 @@ export class DataExportService {
       searchLogs: SearchLogsRepository;
       history: HistoryService;
       preferences: PreferencesService;
+      config: Pick<Config, 'identity'>;
+      redis: Redis;
+      keys: KeySpace;
+      sms: SmsTransport;
+      logger: Logger;
     },
   ) {}
 
   async export(userId: string): Promise<DataExport> {
-    const { users, embeddings, searchLogs } = this.deps;
+    const { users, embeddings, searchLogs, config } = this.deps;
     const profile = await this.deps.userService.get(userId); // 404 for a deleted user
+    const { count, resetInSeconds } = await countInWindow(this.deps.redis, this.deps.keys('accounts', 'export-rate', userId), DAY_MS);
+    if (count > config.identity.exportsPerDay) {
+      throw new AppError('rate_limited', `At most ${config.identity.exportsPerDay} data exports per day; try again later`, { retryAfter: resetInSeconds });
+    }
+    // Sent before the data is served; a failed notice is logged (the owner's right of access stands).
+    await this.deps.sms
+      .sendNotice(profile.phone, EXPORT_NOTICE)
+      .catch((e: unknown) => this.deps.logger.warn({ userId, err: (e as Error).message }, 'export notice not sent'));
     const history: HistoryItem[] = [];
     for await (const item of this.deps.history.iterate(userId)) history.push(item);
     const template = await embeddings.describe(userId);

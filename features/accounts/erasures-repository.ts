@@ -49,6 +49,16 @@ export class ErasuresRepository extends Repository implements ErasureLedger {
   }
 
   /**
+   * The smallest removal seq of any erasure, receipted or not, above `snapshotSeq`, or null. A replica
+   * stopped during an erasure is not counted by the receipt; its snapshot older than the removal may
+   * still hold the erased vector, so it must be rewritten when the replica starts again.
+   */
+  async oldestAfter(snapshotSeq: bigint, trx?: Db): Promise<bigint | null> {
+    const row = await this.on(trx)('erasures').where('deleteSeq', '>', String(snapshotSeq)).min({ seq: 'deleteSeq' }).first();
+    return row?.seq == null ? null : BigInt(row.seq);
+  }
+
+  /**
    * Completes every erasure whose copies are all gone: Redis purged, and no fresh replica holds a
    * snapshot older than its removal. Writes `user.erased` once per erasure; returns the user ids.
    */

@@ -142,11 +142,11 @@ export default function userRoutes({
       tag: 'Profile',
       summary: 'Everything held about the consumer, as one JSON document (the right of access)',
       description:
-        'Profile, links (numbers masked to their last 3 digits, with the registry record they were made with), preferences, the whole history, disputes, and what is held about the face (whether a template is enrolled, its source and date). Never a template, a photo, a full NIN/BVN or a token. Served with `Content-Disposition: attachment`.',
+        "Profile, links (numbers masked to their last 3 digits, with the registry record they were made with), preferences, the whole history, disputes, and what is held about the face (whether a template is enrolled, its source and date). Never a template, a photo, a full NIN/BVN or a token. Served with `Content-Disposition: attachment`. Each export sends an SMS notice to the account's phone; at most EXPORTS_PER_DAY (3) per consumer in 24 hours, then 429 `rate_limited` with Retry-After.",
       auth: 'consumer:self',
       params: IdParams,
       responses: { 200: { description: 'The data export', schema: DataExportBody } },
-      errors: ['not_found'],
+      errors: ['not_found', 'rate_limited'],
       handler: async function exportUserData({ params }) {
         return { headers: { 'Content-Disposition': `attachment; filename="my-data-${params.id}.json"` }, body: await dataExport.export(params.id) };
       },

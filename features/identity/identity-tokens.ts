@@ -1,7 +1,7 @@
 /**
  * The identity workflow's server-side state, all in Redis under the deployment prefix, keyed by the
  * SHA-256 of each token (the tokens themselves are never stored or logged):
- * - validation  `identity:validation:<hash>`: a hash { meta (user, registry, number, record), photo }
+ * - validation  `identity:validation:<hash>`: a hash { meta (user, registry, number, record; sealed), photo (sealed) }
  *   with TTL VALIDATION_TOKEN_TTL_SECONDS. The registry photo lives only here and is dropped (the whole
  *   key is deleted) by the first passing verify-face, or by the TTL.
  * - current     `identity:current-validation:<userId>:<registry>`: the user's one live validation per
@@ -19,15 +19,17 @@
  *   review evidence of a duplicate-identity case the link opens.
  *
  * The biometric values among them (the registry photo, the capture's embedding, the embedding inside
- * link-token claims) are sealed with the process's biometric key ring (AES-256-GCM, bound to the key
- * they live under): the key is held by the processes and never written to Redis, so a Redis dump, an
- * RDB/AOF file or a replica holds no face.
+ * link-token claims) and the registry values (the NIN or BVN and the registry record: name, date of
+ * birth, gender, in a validation's meta and in link-token claims) are sealed with the process's
+ * biometric key ring (AES-256-GCM, bound to the key they live under): the key is held by the processes
+ * and never written to Redis, so a Redis dump, an RDB/AOF file or a replica holds no face and no
+ * identity.
  */
 import type { QualitySummary } from '../../platform/face/quality.js';
 import type { RegistryRecordSnapshot } from '../../models/index.js';
 import { decodeEmbedding, encodeEmbedding } from '../../platform/face/embeddings.js';
 import type { KeySpace, Redis } from '../../platform/redis/redis.js';
-import type { BiometricKeyRing } from '../../platform/keys/key-ring.js';
+import { KeyRingError, type BiometricKeyRing } from '../../platform/keys/key-ring.js';
 import { processKeyRing } from '../../platform/keys/templates.js';
 import { hashToken, newToken, SingleUseTokens, type TakenToken } from '../../platform/redis/single-use-token.js';
 import { countInWindow, HOUR_MS } from '../../platform/redis/window-counter.js';
@@ -95,15 +97,24 @@ export class IdentityTokenStore {
     const tokenHash = hashToken(validationToken);
     const key = this.validationKey(tokenHash);
     const sealed = this.ring.encrypt(photo, `validation-photo:${tokenHash}`);
-    await this.redis.multi().hset(key, 'meta', JSON.stringify(meta), 'photo', sealed).expire(key, ttlSeconds).exec();
+    const sealedMeta = this.ring.encrypt(Buffer.from(JSON.stringify(meta), 'utf8'), `validation-meta:${tokenHash}`);
+    await this.redis.multi().hset(key, 'meta', sealedMeta, 'photo', sealed).expire(key, ttlSeconds).exec();
     const previous = (await this.redis.set(this.currentValidationKey(meta.userId, meta.registry), tokenHash, 'EX', ttlSeconds, 'GET')) as string | null;
     if (previous && previous !== tokenHash) await this.redis.del(this.validationKey(previous));
     return validationToken;
   }
 
   async validationMeta(validationToken: string): Promise<ValidationMeta | null> {
-    const raw = await this.redis.hget(this.validationKey(hashToken(validationToken)), 'meta');
-    return raw ? (JSON.parse(raw) as ValidationMeta) : null;
+    const tokenHash = hashToken(validationToken);
+    const sealed = await this.redis.hgetBuffer(this.validationKey(tokenHash), 'meta');
+    if (!sealed) return null;
+    try {
+      return JSON.parse(this.ring.decrypt(sealed, `validation-meta:${tokenHash}`).toString('utf8')) as ValidationMeta;
+    } catch (e) {
+      // Written before the values were sealed, or under a key the ring no longer holds: redo the validation.
+      if (e instanceof KeyRingError || e instanceof SyntaxError) return null;
+      throw e;
+    }
   }
 
   async validationPhoto(validationToken: string): Promise<Buffer | null> {
@@ -194,20 +205,30 @@ export class IdentityTokenStore {
 
   // ---- link tokens -------------------------------------------------------------------------
 
+  /** Stored as the claims without `number` and `record`, which travel sealed in `identity`, and the embedding sealed. */
   issueLinkToken(claims: LinkClaims, ttlSeconds: number): Promise<string> {
-    const sealed = this.ring.encrypt(Buffer.from(claims.embedding, 'base64'), this.linkEmbeddingBinding(claims.registry, claims.userId)).toString('base64');
-    return this.linkTokens.issue(JSON.stringify({ ...claims, embedding: sealed }), ttlSeconds, [claims.registry, claims.userId], { prefix: 'lt' });
+    const { number, record, ...rest } = claims;
+    const binding = [claims.registry, claims.userId] as const;
+    const embedding = this.ring.encrypt(Buffer.from(claims.embedding, 'base64'), this.linkEmbeddingBinding(...binding)).toString('base64');
+    const identity = this.ring.encrypt(Buffer.from(JSON.stringify({ number, record }), 'utf8'), this.linkIdentityBinding(...binding)).toString('base64');
+    return this.linkTokens.issue(JSON.stringify({ ...rest, embedding, identity }), ttlSeconds, [claims.registry, claims.userId], { prefix: 'lt' });
   }
 
   private linkEmbeddingBinding = (registry: Registry, userId: string) => `link-embedding:${registry}:${userId}`;
+  private linkIdentityBinding = (registry: Registry, userId: string) => `link-identity:${registry}:${userId}`;
 
   /** Takes a link token once; null when unknown, expired, used, or another user's or registry's. */
   async takeLinkToken(linkToken: string, registry: Registry, userId: string): Promise<{ claims: LinkClaims; taken: TakenToken } | null> {
     const taken = await this.linkTokens.take(linkToken, [registry, userId]);
     if (!taken) return null;
-    const claims = JSON.parse(taken.value) as LinkClaims;
-    const embedding = this.ring.decrypt(Buffer.from(claims.embedding, 'base64'), this.linkEmbeddingBinding(registry, userId));
-    return { claims: { ...claims, embedding: embedding.toString('base64') }, taken };
+    const stored = JSON.parse(taken.value) as Omit<LinkClaims, 'number' | 'record'> & { identity: string };
+    const { identity: sealedIdentity, ...rest } = stored;
+    const embedding = this.ring.decrypt(Buffer.from(stored.embedding, 'base64'), this.linkEmbeddingBinding(registry, userId));
+    const identity = JSON.parse(this.ring.decrypt(Buffer.from(sealedIdentity, 'base64'), this.linkIdentityBinding(registry, userId)).toString('utf8')) as Pick<
+      LinkClaims,
+      'number' | 'record'
+    >;
+    return { claims: { ...rest, ...identity, embedding: embedding.toString('base64') }, taken };
   }
 
   /** Gives a taken link token back for a retry (nothing was linked). */

@@ -10,6 +10,25 @@ import type { JobClient } from '../../platform/face-path/job-client.js';
 import type { Authorizer, TokenService } from '../sign-in/index.js';
 import { ADMIN_UI_BASE, ADMIN_UI_COOKIE } from './admin-queues-routes.js';
 
+/**
+ * The page security headers of every answer under the board: its scripts, styles and data from this
+ * origin only, never framed. Bull Board's page has inline `style` attributes and a `<style>` element
+ * (hence 'unsafe-inline' for styles only, never for scripts), a `<base href>` (hence base-uri 'self'),
+ * and a JSON `<script type="application/json">` that is read, not run. Its Google Fonts stylesheet is
+ * not allowed: an administrator's page loads nothing from a third party (the fonts fall back).
+ */
+export const QUEUE_DASHBOARD_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "base-uri 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
 /** The guard and the board itself, mounted before the API router. */
 export function adminQueuesMiddleware(deps: { jobs: JobClient; tokens: TokenService; authorizer: Authorizer; config: Config }): Middleware {
   const serverAdapter = new KoaAdapter();
@@ -28,6 +47,9 @@ export function adminQueuesMiddleware(deps: { jobs: JobClient; tokens: TokenServ
       return next();
     }
     ctx.state.routeTemplate = ADMIN_UI_BASE;
+    ctx.set('Content-Security-Policy', QUEUE_DASHBOARD_CSP);
+    ctx.set('X-Frame-Options', 'DENY');
+    ctx.set('Referrer-Policy', 'no-referrer');
     const cookie = ctx.cookies.get(ADMIN_UI_COOKIE);
     if (!cookie) throw new AppError('unauthorized', 'Open the dashboard with POST /admin/queues/session first');
     const { sub, sid } = await deps.tokens.verifyAdminUi(cookie);

@@ -215,13 +215,20 @@ export class WebhooksRepository extends Repository {
       .select('id', 'attempts');
   }
 
-  /** New deliveries of an event to the endpoints subscribed to its type now: a replay. */
+  /**
+   * New deliveries of an event (a replay) to the endpoints that were sent it when it was written: those
+   * the dispatcher fanned it out to (they existed and were subscribed to its type then), provided they
+   * are still active and still subscribed. An endpoint created or subscribed afterwards never receives
+   * it, since a replay must not widen who learns of an event. An event not yet dispatched has no such
+   * endpoints yet: the dispatcher delivers it.
+   */
   async replayEvent(eventId: string, trx?: Db): Promise<number> {
     const { rows } = (await this.on(trx).raw(
       `INSERT INTO webhook_deliveries (event_id, endpoint_id)
        SELECT ev.id, e.id FROM webhook_events ev
          JOIN webhook_endpoints e ON e.status = 'active' AND ev.type = ANY (e.events)
         WHERE ev.id = ?
+          AND EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = ev.id AND d.endpoint_id = e.id)
        RETURNING id`,
       [eventId],
     )) as { rows: { id: string }[] };

@@ -172,7 +172,7 @@ export default function webhookRoutes(deps: { webhooks: WebhookService }): AnyRo
       path: '/webhooks/events/{eventId}/replay',
       operationId: 'replayWebhookEvent',
       tag: 'Webhooks',
-      summary: 'Send an event again (same body and webhook-id) to every active endpoint subscribed to its type',
+      summary: 'Send an event again (same body and webhook-id) to the endpoints it was first sent to, if still active and subscribed',
       auth: 'administrator',
       params: EventParams,
       responses: {

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { WebhookEndpoint } from '../../models/index.js';
-import type { Config } from '../../platform/config.js';
+import { parsePrivateCidrs, type Config } from '../../platform/config.js';
 import { AppError } from '../../platform/errors.js';
 import type { AuditEventsRepository } from '../../platform/events/audit.js';
 import type { UnitOfWork } from '../../platform/database/unit-of-work.js';
@@ -80,7 +80,10 @@ export class WebhookService {
 
   private checkUrl(url: string): void {
     try {
-      checkWebhookUrl(url, this.deps.config.webhooks.allowPrivate);
+      checkWebhookUrl(url, {
+        allowPrivate: this.deps.config.webhooks.allowPrivate,
+        privateCidrs: parsePrivateCidrs(this.deps.config.webhooks.privateCidrs),
+      });
     } catch (e) {
       if (e instanceof BlockedTargetError) throw new AppError('validation_failed', `url: ${e.message}`, { details: { field: 'url' } });
       throw e;
@@ -242,8 +245,9 @@ export class WebhookService {
   }
 
   /**
-   * Sends an event again, as it was (same body, same `webhook-id`), to every active endpoint subscribed
-   * to its type: a new delivery each, with its own attempts and schedule.
+   * Sends an event again, as it was (same body, same `webhook-id`), to the endpoints it was first sent
+   * to (they existed and were subscribed to its type when it was written) that are still active and
+   * subscribed: a new delivery each, with its own attempts and schedule (WebhooksRepository.replayEvent).
    */
   async replay(operatorId: string, eventId: string): Promise<{ eventId: string; status: 'queued'; deliveries: number }> {
     return this.deps.unitOfWork.run(async (trx) => {

@@ -53,10 +53,19 @@ export function sniffFormat(buf: Uint8Array): 'jpeg' | 'png' | 'webp' | undefine
   return undefined;
 }
 
+/**
+ * A fixed message: the decoder's own text names the library, its version and the inner workings of the
+ * file (a fingerprint for whoever probes with crafted uploads), so it stays in `cause` and never reaches
+ * an answer.
+ */
+export const UNDECODABLE_IMAGE_MESSAGE = 'The upload could not be decoded as a JPEG, PNG or WebP image';
+export const OVER_PIXEL_LIMIT_MESSAGE = 'The image exceeds the pixel limit';
+
 function asInvalid(err: unknown): FaceError {
   if (err instanceof FaceError) return err;
-  const detail = err instanceof Error ? err.message : String(err);
-  return new FaceError('invalid_image', `The upload could not be decoded as an image: ${detail}`, { cause: err });
+  // libvips refuses a header over `limitInputPixels` itself: the one library error told apart, by a fixed text.
+  const overLimit = err instanceof Error && /pixel limit/i.test(err.message);
+  return new FaceError('invalid_image', overLimit ? OVER_PIXEL_LIMIT_MESSAGE : UNDECODABLE_IMAGE_MESSAGE, { cause: err });
 }
 
 /**

@@ -39,8 +39,12 @@ export const SERVICE_PROCESSES: readonly ServiceProcess[] = [
   },
 ];
 
-/** Runs once before the processes start, to completion (the Procfile's `release`). */
-export const RELEASE_COMMAND = 'npm run migrate';
+/**
+ * Runs once before the processes start, to completion (the Procfile's `release`). Not `npm run migrate`:
+ * that script says NODE_ENV=development when NODE_ENV is unset, so a release would skip production's
+ * refusals; like the processes, the release runs in production unless told otherwise.
+ */
+export const RELEASE_COMMAND = 'exec node --import tsx scripts/migrate.ts latest';
 
 /** The Procfile these processes make: `release`, then `<name>: exec node --import tsx <file>` each. */
 export function procfileText(): string {

@@ -13,3 +13,4 @@ export async function countInWindow(redis: Redis, key: string, windowMs: number)
 }
 
 export const HOUR_MS = 3_600_000;
+export const DAY_MS = 24 * HOUR_MS;

@@ -995,7 +995,7 @@ export interface paths {
         };
         /**
          * Everything held about the consumer, as one JSON document (the right of access)
-         * @description Profile, links (numbers masked to their last 3 digits, with the registry record they were made with), preferences, the whole history, disputes, and what is held about the face (whether a template is enrolled, its source and date). Never a template, a photo, a full NIN/BVN or a token. Served with `Content-Disposition: attachment`.
+         * @description Profile, links (numbers masked to their last 3 digits, with the registry record they were made with), preferences, the whole history, disputes, and what is held about the face (whether a template is enrolled, its source and date). Never a template, a photo, a full NIN/BVN or a token. Served with `Content-Disposition: attachment`. Each export sends an SMS notice to the account's phone; at most EXPORTS_PER_DAY (3) per consumer in 24 hours, then 429 `rate_limited` with Retry-After.
          *
          *     **Authorisation:** Consumer bearer token whose subject equals `{id}` (else 403 `forbidden`).
          */
@@ -1248,7 +1248,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Send an event again (same body and webhook-id) to every active endpoint subscribed to its type
+         * Send an event again (same body and webhook-id) to the endpoints it was first sent to, if still active and subscribed
          * @description **Authorisation:** Administrator bearer token.
          */
         post: operations["replayWebhookEvent"];
@@ -6713,6 +6713,15 @@ export interface operations {
             };
             /** @description Error: `not_found` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `rate_limited` */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

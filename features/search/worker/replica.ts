@@ -194,6 +194,10 @@ export class IndexReplica {
     const s = await this.loader.load('start');
     await this.catchUp.request(s);
     this.state = s;
+    // A snapshot older than an erasure (written before it, kept while this replica was stopped, so
+    // outside the erasure's receipt) is rewritten and deleted before anything else: it may hold an
+    // erased vector, which must not outlive the receipt on any disk this replica owns.
+    if (this.snapshots) await this.eraseFromSnapshots({ includeReceipted: true });
     await this.report(true);
     if (this.opts.syncIntervalMs > 0) {
       this.every(this.opts.syncIntervalMs, async () => {
@@ -214,11 +218,13 @@ export class IndexReplica {
    * snapshot, the snapshot still holds their vector. Writes a new snapshot past the removal (live
    * rows only), deletes every older one, reports the new snapshot seq, and completes the erasures
    * that no replica holds any more (the `user.erased` receipt). Returns whether it rewrote.
+   * `includeReceipted` (at start): erasures already receipted count too, for the snapshots a stopped
+   * replica kept.
    */
-  async eraseFromSnapshots(): Promise<boolean> {
+  async eraseFromSnapshots(opts: { includeReceipted?: boolean } = {}): Promise<boolean> {
     const s = this.state;
     if (!this.snapshots || !s || s.invalid || s.snapshotSeq === null) return false;
-    const pending = await this.erasures.oldestPendingAfter(s.snapshotSeq);
+    const pending = opts.includeReceipted ? await this.erasures.oldestAfter(s.snapshotSeq) : await this.erasures.oldestPendingAfter(s.snapshotSeq);
     if (pending === null) {
       await this.erasures.completeCovered();
       return false;

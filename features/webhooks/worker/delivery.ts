@@ -17,12 +17,11 @@ import type { WebhookEndpoint, WebhookEvent } from '../../../models/index.js';
 import type { WebhookDeliveryJob } from '../../../platform/jobs/webhook.js';
 import type { WebhooksRepository } from '../repository.js';
 import { openWebhookSecret } from '../secrets.js';
-import { sendWebhook } from '../sender.js';
+import { sendWebhook, type TargetPolicy } from '../sender.js';
 
-export interface DeliverySettings {
+export interface DeliverySettings extends TargetPolicy {
   retryScheduleSeconds: readonly number[];
   timeoutMs: number;
-  allowPrivate: boolean;
   /** The key the endpoint secrets are sealed with (features/webhooks/secrets.ts). */
   secretsKey: Buffer;
 }
@@ -77,7 +76,11 @@ export async function attemptDelivery(repo: WebhooksRepository, settings: Delive
   const now = new Date();
   const body = eventBody(claim.event);
   const headers = signedHeaders(claim.event.id, body, liveSecrets(claim.endpoint, settings.secretsKey, now), now);
-  const sent = await sendWebhook(claim.endpoint.url, headers, body, { timeoutMs: settings.timeoutMs, allowPrivate: settings.allowPrivate });
+  const sent = await sendWebhook(claim.endpoint.url, headers, body, {
+    timeoutMs: settings.timeoutMs,
+    allowPrivate: settings.allowPrivate,
+    privateCidrs: settings.privateCidrs,
+  });
 
   const ok = sent.status !== null && sent.status >= 200 && sent.status < 300;
   const gone = sent.status === 410;

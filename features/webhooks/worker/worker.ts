@@ -16,7 +16,7 @@
  * it is back: no event is lost.
  */
 import type { Knex } from 'knex';
-import { parseRetrySchedule, type Config } from '../../../platform/config.js';
+import { parsePrivateCidrs, parseRetrySchedule, type Config } from '../../../platform/config.js';
 import { enqueueWebhookDelivery, WEBHOOK_QUEUE, type WebhookDeliveryJob, type WebhookDeliveryResult } from '../../../platform/jobs/webhook.js';
 import type { Logger } from '../../../platform/logger.js';
 import { WebhooksRepository } from '../repository.js';
@@ -48,6 +48,7 @@ export async function startWebhookWorker(config: Config, deps: WebhookWorkerDeps
     retryScheduleSeconds: parseRetrySchedule(config.webhooks.retryScheduleSeconds) ?? [],
     timeoutMs: config.webhooks.timeoutMs,
     allowPrivate: config.webhooks.allowPrivate,
+    privateCidrs: parsePrivateCidrs(config.webhooks.privateCidrs),
     secretsKey: deps.secretsKey,
   };
   const log = deps.logger.child({ queue: WEBHOOK_QUEUE });
