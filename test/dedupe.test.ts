@@ -292,17 +292,15 @@ test.serial('GET /watchlist is a list like every other: { items, page, pageSize,
   // Entries of an engine version no link searches: they only fill the list.
   const base = Date.parse('2030-01-01T00:00:00Z');
   const ids = [0, 1, 2].map((i) => `00000000-0000-4000-8000-00000000000${i}`);
-  await h.deps
-    .db('watchlistEntries')
-    .insert(
-      ids.map((id, i) => ({
-        id,
-        reason: `paging ${i}`,
-        embeddingSealed: Buffer.alloc(16),
-        engineVersion: 'paging-only',
-        createdAt: new Date(base + i * 1000),
-      })),
-    );
+  await h.deps.db('watchlistEntries').insert(
+    ids.map((id, i) => ({
+      id,
+      reason: `paging ${i}`,
+      embeddingSealed: Buffer.alloc(16),
+      engineVersion: 'paging-only',
+      createdAt: new Date(base + i * 1000),
+    })),
+  );
   try {
     const all = await api().get('/watchlist', { token: admin.token });
     t.is(all.status, 200, all.text);
