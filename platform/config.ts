@@ -1028,6 +1028,15 @@ export function givenSettings(env: NodeJS.ProcessEnv = process.env): Set<string>
   );
 }
 
+/**
+ * A child process's environment: this process's own, with `settings` over it. A launcher's layout
+ * chooses some settings for its children (the servers it started, their ports); the children read them
+ * as their configuration, like any other setting.
+ */
+export function environmentWith(settings: Record<string, string>): NodeJS.ProcessEnv {
+  return { ...process.env, ...settings };
+}
+
 /** A printable view with secrets masked (for start-up logs). */
 export function describeConfig(c: Config): Record<string, unknown> {
   const out: Record<string, unknown> = {};

@@ -288,6 +288,52 @@ test.serial("a confirmed case's capture joins the watch-list", async (t) => {
   t.is((await api().post(`/dedupe/cases/${open.id}/watchlist`, { token: admin.token, json: { reason: 'not yet' } })).status, 409);
 });
 
+test.serial('GET /watchlist is a list like every other: { items, page, pageSize, total }, paged by ?page&pageSize, newest first', async (t) => {
+  // Entries of an engine version no link searches: they only fill the list.
+  const base = Date.parse('2030-01-01T00:00:00Z');
+  const ids = [0, 1, 2].map((i) => `00000000-0000-4000-8000-00000000000${i}`);
+  await h.deps.db('watchlistEntries').insert(
+    ids.map((id, i) => ({
+      id,
+      reason: `paging ${i}`,
+      embeddingSealed: Buffer.alloc(16),
+      engineVersion: 'paging-only',
+      createdAt: new Date(base + i * 1000),
+    })),
+  );
+  try {
+    const all = await api().get('/watchlist', { token: admin.token });
+    t.is(all.status, 200, all.text);
+    t.deepEqual(Object.keys(all.body).sort(), ['items', 'page', 'pageSize', 'total']);
+    t.like(all.body, { page: 1, pageSize: 20 });
+    t.is(all.body.total, all.body.items.length);
+    t.true(all.body.total >= 3);
+
+    // The three newest entries are these, newest first, two a page.
+    const first = await api().get('/watchlist?page=1&pageSize=2', { token: admin.token });
+    t.is(first.status, 200, first.text);
+    t.like(first.body, { page: 1, pageSize: 2, total: all.body.total });
+    t.deepEqual(
+      first.body.items.map((e: { reason: string }) => e.reason),
+      ['paging 2', 'paging 1'],
+    );
+    t.deepEqual(Object.keys(first.body.items[0]).sort(), ['createdAt', 'id', 'reason']);
+    const second = await api().get('/watchlist?page=2&pageSize=2', { token: admin.token });
+    t.like(second.body, { page: 2, pageSize: 2, total: all.body.total });
+    t.is(second.body.items[0].reason, 'paging 0');
+    const beyond = await api().get(`/watchlist?page=${all.body.total + 1}&pageSize=1`, { token: admin.token });
+    t.like(beyond.body, { items: [], total: all.body.total });
+
+    for (const bad of ['pageSize=101', 'pageSize=0', 'page=0', 'page=x', 'size=2']) {
+      const res = await api().get(`/watchlist?${bad}`, { token: admin.token });
+      t.is(res.status, 400, `${bad}: ${res.text}`);
+      t.is(res.body.error, 'validation_failed', bad);
+    }
+  } finally {
+    await h.deps.db('watchlistEntries').whereIn('id', ids).del();
+  }
+});
+
 test.serial('console: an administrator reviews a case (capture, both masked accounts, score and band) and dismisses it with a note', async (t) => {
   const browser = await launchChromium();
   try {

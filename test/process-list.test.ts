@@ -4,13 +4,14 @@
  * stop deadline (the web process drains for SHUTDOWN_DRAIN_MS, then closes the rest).
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import { loadConfig } from '../platform/config.js';
 import { procfileText, SERVICE_PROCESSES } from '../platform/processes/process-list.js';
 import { supervisorGraceMs, webStopMs, WORKER_STOP_MS } from '../platform/processes/shutdown.js';
-import { Supervisor } from '../scripts/supervisor.js';
+import { Supervisor } from '../platform/processes/supervisor.js';
 import { ROOT } from './helpers/harness.js';
 
 test('the Procfile is the process list', (t) => {
@@ -37,6 +38,12 @@ test('each process of the list has its `npm run start:<name>`', (t) => {
   for (const p of SERVICE_PROCESSES) t.is(scripts[`start:${p.name}`], `NODE_ENV=${'${NODE_ENV:-development}'} exec node --import tsx ${p.file}`, p.name);
 });
 
+test('the launcher and its layouts read their settings from the configuration, never from process.env', (t) => {
+  // They set their children's environment (environmentWith); what they read themselves comes from platform/config.ts.
+  const files = ['scripts/start.ts', 'scripts/start-ha.ts', ...readdirSync(path.join(ROOT, 'platform', 'processes')).map((f) => `platform/processes/${f}`)];
+  for (const file of files) t.notRegex(readFileSync(path.join(ROOT, file), 'utf8'), /process\.env\b/, file);
+});
+
 test("the supervisor waits beyond the web process's own stop deadline, whatever SHUTDOWN_DRAIN_MS", (t) => {
   for (const env of [{}, { SHUTDOWN_DRAIN_MS: '20000' }, { SHUTDOWN_DRAIN_MS: '0' }, { SHUTDOWN_DRAIN_MS: '60000' }]) {
     const c = loadConfig({ NODE_ENV: 'development', ...env });
@@ -52,13 +59,14 @@ test('a supervised process that uses its whole stop deadline ends by itself, not
   t.timeout(30_000);
   const c = loadConfig({ NODE_ENV: 'development', SHUTDOWN_DRAIN_MS: '300' });
   const deadline = webStopMs(c);
+  const readyFile = path.join(mkdtempSync(path.join(os.tmpdir(), 'faceid-stop-deadline-')), 'ready');
   // A child that stops as the web process does (onShutdown with its deadline) and needs nearly all of it.
   const child = `
     const { onShutdown } = await import(${JSON.stringify(path.join(ROOT, 'platform', 'processes', 'shutdown.ts'))});
     const { createLogger } = await import(${JSON.stringify(path.join(ROOT, 'platform', 'logger.ts'))});
     onShutdown(createLogger({ level: 'silent' }), () => new Promise((r) => setTimeout(r, ${deadline - 500})), ${deadline});
     setInterval(() => {}, 1000);
-    console.log('ready');
+    (await import('node:fs')).writeFileSync(${JSON.stringify(readyFile)}, 'ready');
   `;
   const logs: string[] = [];
   const sup = new Supervisor({
@@ -70,7 +78,8 @@ test('a supervised process that uses its whole stop deadline ends by itself, not
     log: (m) => logs.push(m),
   });
   sup.add({ name: 'web', command: process.execPath, args: ['--import', 'tsx', '--input-type=module', '-e', child], env: process.env, cwd: ROOT });
-  await new Promise((r) => setTimeout(r, 1500));
+  // Signalled once it handles the signal (loading tsx takes seconds on a busy machine).
+  for (let i = 0; i < 600 && !existsSync(readyFile); i++) await new Promise((r) => setTimeout(r, 50));
   const t0 = Date.now();
   await sup.stop(['web'], supervisorGraceMs(c));
   const took = Date.now() - t0;

@@ -12,7 +12,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Supervisor, type ChildStatus } from '../scripts/supervisor.js';
+import { Supervisor, type ChildStatus } from '../platform/processes/supervisor.js';
 import { freePort } from '../scripts/lib/private-services.js';
 import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL } from './helpers/db.js';
 import { ROOT } from './helpers/harness.js';

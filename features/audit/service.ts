@@ -3,6 +3,7 @@
  * transaction of the change it describes; `data` holds only identifiers and masked values.
  */
 import type { AuditEventsRepository, AuditFilter } from '../../platform/events/audit.js';
+import { pageOf, type Page } from '../../platform/lists/paging.js';
 
 export type { AuditFilter };
 
@@ -21,7 +22,7 @@ export interface AuditEventView {
 export class AuditService {
   constructor(private readonly deps: { auditEvents: AuditEventsRepository }) {}
 
-  async list(f: AuditFilter): Promise<{ items: AuditEventView[]; page: number; pageSize: number; total: number }> {
+  async list(f: AuditFilter): Promise<Page<AuditEventView>> {
     const { rows, total } = await this.deps.auditEvents.list(f);
     const items = rows.map((r) => ({
       id: String(r.id),
@@ -34,6 +35,6 @@ export class AuditService {
       data: (typeof r.data === 'string' ? JSON.parse(r.data) : r.data) as Record<string, unknown>,
       createdAt: new Date(r.createdAt).toISOString(),
     }));
-    return { items, page: f.page, pageSize: f.pageSize, total };
+    return pageOf(items, f, total);
   }
 }

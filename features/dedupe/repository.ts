@@ -5,6 +5,7 @@
  */
 import type { Knex } from 'knex';
 import { Repository, type Db } from '../../platform/database/unit-of-work.js';
+import { countOf, onePage, type PageRequest } from '../../platform/lists/paging.js';
 
 export type DedupeKind = 'duplicate' | 'possible_duplicate' | 'watchlist';
 export type DedupeStatus = 'open' | 'confirmed' | 'dismissed';
@@ -93,8 +94,7 @@ export class DedupeRepository extends Repository {
           { column: 'createdAt', order: 'desc' },
           { column: 'id', order: 'desc' },
         ])
-        .limit(f.pageSize)
-        .offset((f.page - 1) * f.pageSize),
+        .modify(onePage, f),
       filtered(db(CASES)).count({ n: '*' }).first(),
     ]);
     return { rows, total: Number((count as { n: string | number } | undefined)?.n ?? 0) };
@@ -149,13 +149,24 @@ export class DedupeRepository extends Repository {
     return row as WatchlistRow;
   }
 
-  async watchlist(trx?: Db): Promise<WatchlistRow[]> {
-    return this.on(trx)(WATCHLIST)
-      .orderBy([
-        { column: 'createdAt', order: 'desc' },
-        { column: 'id', order: 'desc' },
-      ])
-      .select('id', 'reason', 'engineVersion', 'createdAt');
+  /** One page of the watch-list, newest first, and the number of entries. */
+  async watchlistPage(request: PageRequest, trx?: Db): Promise<{ rows: WatchlistRow[]; total: number }> {
+    const db = this.on(trx);
+    const [rows, count] = await Promise.all([
+      db(WATCHLIST)
+        .orderBy([
+          { column: 'createdAt', order: 'desc' },
+          { column: 'id', order: 'desc' },
+        ])
+        .select('id', 'reason', 'engineVersion', 'createdAt')
+        .modify(onePage, request),
+      db(WATCHLIST).count({ n: '*' }).first(),
+    ]);
+    return { rows, total: countOf(count) };
+  }
+
+  async watchlistEntry(id: string, trx?: Db): Promise<WatchlistRow | undefined> {
+    return this.on(trx)(WATCHLIST).where({ id }).first('id', 'reason', 'engineVersion', 'createdAt');
   }
 
   /** Every entry of one engine version with its sealed embedding (the search at link reads them all). */

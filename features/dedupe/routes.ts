@@ -157,11 +157,12 @@ export default function dedupeRoutes(deps: { dedupe: DedupeService }): AnyRoute[
       path: '/watchlist',
       operationId: 'listWatchlist',
       tag: TAG,
-      summary: 'The watch-list, newest first (no faces)',
+      summary: 'The watch-list, newest first (no faces), a page at a time',
       auth: 'administrator',
-      responses: { 200: { description: 'Every entry', schema: Type.Object({ items: Type.Array(WatchlistEntry) }) } },
-      handler: async function listWatchlist() {
-        return { body: await service.watchlist() };
+      query: PageQuery,
+      responses: { 200: { description: 'A page of entries', schema: Page(WatchlistEntry) } },
+      handler: async function listWatchlist({ query }) {
+        return { body: await service.watchlist(query) };
       },
     }),
     route({

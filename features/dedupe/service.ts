@@ -26,6 +26,7 @@ import type { WebhooksRepository } from '../webhooks/index.js';
 import { maskName } from '../../platform/masking.js';
 import type { Metrics } from '../../platform/metrics.js';
 import type { FaceService } from '../face/index.js';
+import { pageOf, type Page, type PageRequest } from '../../platform/lists/paging.js';
 
 export { DEDUPE_KINDS, DEDUPE_STATUSES, type DedupeKind, type DedupeStatus } from './repository.js';
 
@@ -235,14 +236,9 @@ export class DedupeService {
 
   // ---- administrators ------------------------------------------------------------------------
 
-  async list(f: {
-    status?: DedupeStatus;
-    kind?: DedupeKind;
-    page: number;
-    pageSize: number;
-  }): Promise<{ items: DedupeCaseView[]; page: number; pageSize: number; total: number }> {
+  async list(f: { status?: DedupeStatus; kind?: DedupeKind; page: number; pageSize: number }): Promise<Page<DedupeCaseView>> {
     const { rows, total } = await this.deps.dedupe.casePage(f);
-    return { items: rows.map(toView), page: f.page, pageSize: f.pageSize, total };
+    return pageOf(rows.map(toView), f, total);
   }
 
   private async load(id: string, trx?: Tx): Promise<DedupeCaseRow> {
@@ -270,12 +266,12 @@ export class DedupeService {
     id: string,
   ): Promise<{ case: DedupeCaseView; accounts: { user: MaskedAccount; matchedUser: MaskedAccount | null }; watchlistReason: string | null }> {
     const row = await this.load(id);
-    const [user, matchedUser, entries] = await Promise.all([
+    const [user, matchedUser, entry] = await Promise.all([
       this.account(row.userId),
       row.matchedUserId ? this.account(row.matchedUserId) : Promise.resolve(null),
-      row.watchlistEntryId ? this.deps.dedupe.watchlist() : Promise.resolve([]),
+      row.watchlistEntryId ? this.deps.dedupe.watchlistEntry(row.watchlistEntryId) : Promise.resolve(undefined),
     ]);
-    return { case: toView(row), accounts: { user, matchedUser }, watchlistReason: entries.find((e) => e.id === row.watchlistEntryId)?.reason ?? null };
+    return { case: toView(row), accounts: { user, matchedUser }, watchlistReason: entry?.reason ?? null };
   }
 
   /** The case's live capture (JPEG), for an administrator's review; audited as a biometric read. */
@@ -379,8 +375,14 @@ export class DedupeService {
     return this.addTemplate(operatorId, reason, e.embedding, e.engineVersion, row.id);
   }
 
-  async watchlist(): Promise<{ items: WatchlistEntryView[] }> {
-    return { items: (await this.deps.dedupe.watchlist()).map((r) => ({ id: r.id, reason: r.reason, createdAt: iso(r.createdAt) })) };
+  /** One page of the watch-list, newest first (no faces). */
+  async watchlist(request: PageRequest): Promise<Page<WatchlistEntryView>> {
+    const { rows, total } = await this.deps.dedupe.watchlistPage(request);
+    return pageOf(
+      rows.map((r) => ({ id: r.id, reason: r.reason, createdAt: iso(r.createdAt) })),
+      request,
+      total,
+    );
   }
 
   async removeFromWatchlist(operatorId: string, id: string): Promise<void> {

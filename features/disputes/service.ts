@@ -11,6 +11,7 @@ import type { DateRange } from '../../platform/lists/date-range.js';
 import { isUniqueViolation } from '../../platform/database/unit-of-work.js';
 import type { DisputeRow, SearchLogsRepository } from '../verification/index.js';
 import type { WebhooksRepository } from '../webhooks/index.js';
+import { pageOf, type Page } from '../../platform/lists/paging.js';
 
 export const DISPUTE_STATUSES = ['open', 'investigating', 'resolved', 'rejected'] as const satisfies readonly DisputeStatus[];
 export type { DisputeStatus };
@@ -100,9 +101,9 @@ export class DisputeService {
     }
   }
 
-  async list(f: DisputeFilters): Promise<{ items: DisputeView[]; page: number; pageSize: number; total: number }> {
+  async list(f: DisputeFilters): Promise<Page<DisputeView>> {
     const { rows, total } = await this.deps.searchLogs.disputePage(f, f.page, f.pageSize);
-    return { items: rows.map(toView), page: f.page, pageSize: f.pageSize, total };
+    return pageOf(rows.map(toView), f, total);
   }
 
   async updateStatus(operatorId: string, disputeId: string, change: { status: DisputeStatus; note?: string }): Promise<DisputeView> {

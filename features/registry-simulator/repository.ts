@@ -5,6 +5,7 @@
 import type { Knex } from 'knex';
 import { RegistryPerson } from '../../models/index.js';
 import { Repository } from '../../platform/database/unit-of-work.js';
+import { onePage } from '../../platform/lists/paging.js';
 
 export type RegistryKind = 'nin' | 'bvn';
 
@@ -48,8 +49,7 @@ export class RegistryPersonsRepository extends Repository {
     const rows = await where(this.db(TABLE))
       .select([...PUBLIC_COLUMNS])
       .orderBy([{ column: 'lastName' }, { column: 'firstName' }, { column: 'createdAt' }, { column: 'id' }])
-      .limit(pageSize)
-      .offset((page - 1) * pageSize);
+      .modify(onePage, { page, pageSize });
     return { rows, total: Number(count) };
   }
 

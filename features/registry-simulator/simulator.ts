@@ -11,6 +11,7 @@ import type { Knex } from 'knex';
 import sharp from 'sharp';
 import { AppError } from '../../platform/errors.js';
 import { RegistryPersonsRepository, type PersonRow, type RegistryKind } from './repository.js';
+import { pageOf } from '../../platform/lists/paging.js';
 
 export type { RegistryKind };
 export type IssueWhat = 'nin' | 'bvn' | 'both';
@@ -181,7 +182,11 @@ export class RegistrySimulator {
   async search(name: string, page: number, pageSize: number) {
     const terms = name.toLowerCase().split(/\s+/).filter(Boolean);
     const { rows, total } = await this.persons.searchByName(terms, page, pageSize);
-    return { items: rows.map((r) => toView(r, false)), page, pageSize, total };
+    return pageOf(
+      rows.map((r) => toView(r, false)),
+      { page, pageSize },
+      total,
+    );
   }
 
   /** Dashboard counts: persons, NINs, BVNs, and enrolments per UTC day over the last `days` days (zeros included). */

@@ -5,7 +5,8 @@
 import type { Knex } from 'knex';
 import { Operator, RefreshToken, Session, type OperatorRole, type OperatorStatus } from '../../models/index.js';
 import { fn } from 'objection';
-import { newestFirstPage, Repository, type Db } from '../../platform/database/unit-of-work.js';
+import { Repository, type Db } from '../../platform/database/unit-of-work.js';
+import { newestFirstPage } from '../../platform/lists/paging.js';
 
 export type SubjectType = Session['subjectType'];
 export interface SessionSubject {

@@ -20,6 +20,7 @@ import { isUniqueViolation } from '../../platform/database/unit-of-work.js';
 import { OperatorsRepository, SessionsRepository, type OperatorFilter } from '../sign-in/index.js';
 import { SearchLogsRepository } from '../verification/index.js';
 import { hashPassword, temporaryPassword } from '../sign-in/index.js';
+import { pageOf, type Page, type PageRequest } from '../../platform/lists/paging.js';
 
 export interface OperatorDeps {
   webhooks: WebhooksRepository;
@@ -120,9 +121,13 @@ export class OperatorService {
   }
 
   /** GET /operators: a page of operators, newest first (never a password hash). */
-  async list(filter: OperatorFilter): Promise<{ items: PublicOperator[]; page: number; pageSize: number; total: number }> {
+  async list(filter: OperatorFilter): Promise<Page<PublicOperator>> {
     const { rows, total } = await this.deps.operators.list(filter);
-    return { items: rows.map((o) => o.toPublic()), page: filter.page, pageSize: filter.pageSize, total };
+    return pageOf(
+      rows.map((o) => o.toPublic()),
+      filter,
+      total,
+    );
   }
 
   async get(id: string): Promise<Operator> {
@@ -209,14 +214,11 @@ export class OperatorService {
   }
 
   /** GET /operators/{id}/sessions: full SearchLog rows of the operator's /identify calls, newest first. */
-  async searchLogs(
-    id: string,
-    page: { page: number; pageSize: number },
-  ): Promise<{ items: Record<string, unknown>[]; page: number; pageSize: number; total: number }> {
+  async searchLogs(id: string, page: PageRequest): Promise<Page<Record<string, unknown>>> {
     await this.get(id);
     const { rows, total } = await this.deps.searchLogs.operatorIdentifyPage(id, page.page, page.pageSize);
     const items = rows.map((r) => ({ referenceId: r.id, ...r }));
-    return { items, page: page.page, pageSize: page.pageSize, total };
+    return pageOf(items, page, total);
   }
 
   /**

@@ -16,7 +16,7 @@ export interface DependencyStatus {
   detail?: string | Record<string, unknown>;
 }
 
-/** One process under `npm start`'s supervisor (scripts/supervisor.ts). */
+/** One process under `npm start`'s supervisor (platform/processes/supervisor.ts). */
 export interface SupervisedProcess {
   name: string;
   state: string;

@@ -10,6 +10,7 @@
 import { Readable } from 'node:stream';
 import { stringify } from 'csv-stringify';
 import type { HistoryKind, HistoryRow, SearchLogsRepository } from './search-logs-repository.js';
+import { pageOf, type Page } from '../../platform/lists/paging.js';
 
 export type { HistoryKind };
 
@@ -48,9 +49,9 @@ export function neutraliseCell(value: string): string {
 export class HistoryService {
   constructor(private readonly deps: { searchLogs: SearchLogsRepository }) {}
 
-  async list(userId: string, page: number, pageSize: number): Promise<{ items: HistoryItem[]; page: number; pageSize: number; total: number }> {
+  async list(userId: string, page: number, pageSize: number): Promise<Page<HistoryItem>> {
     const [total, rows] = await Promise.all([this.deps.searchLogs.historyCount(userId), this.deps.searchLogs.historyPage(userId, page, pageSize)]);
-    return { items: rows.map(toItem), page, pageSize, total };
+    return pageOf(rows.map(toItem), { page, pageSize }, total);
   }
 
   /** Every history item, newest first, read in keyset batches. */

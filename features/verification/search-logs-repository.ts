@@ -6,6 +6,7 @@ import type { Knex } from 'knex';
 import { Dispute, Operator, SearchLog, type Candidate, type DisputeStatus, type LatencyMs } from '../../models/index.js';
 import { whereInRange, type DateRange } from '../../platform/lists/date-range.js';
 import { Repository, type Db } from '../../platform/database/unit-of-work.js';
+import { onePage } from '../../platform/lists/paging.js';
 
 /** What a call records; everything else of the row follows from it. */
 export interface NewSearchLog {
@@ -123,11 +124,7 @@ export class SearchLogsRepository extends Repository {
   async operatorIdentifyPage(operatorId: string, page: number, pageSize: number): Promise<{ rows: Record<string, unknown>[]; total: number }> {
     const base = () => this.db(SearchLog.tableName).where({ kind: 'identify', operatorId });
     const [rows, [{ total }]] = await Promise.all([
-      base()
-        .select('*')
-        .orderBy(newestFirst())
-        .limit(pageSize)
-        .offset((page - 1) * pageSize),
+      base().select('*').orderBy(newestFirst()).modify(onePage, { page, pageSize }),
       base().count({ total: '*' }),
     ]);
     return { rows, total: Number(total) };
@@ -185,9 +182,7 @@ export class SearchLogsRepository extends Repository {
   }
 
   async historyPage(userId: string, page: number, pageSize: number): Promise<HistoryRow[]> {
-    return this.historyItems(this.historyQuery(userId), userId)
-      .limit(pageSize)
-      .offset((page - 1) * pageSize);
+    return onePage(this.historyItems(this.historyQuery(userId), userId), { page, pageSize });
   }
 
   /** The next `limit` entries after a keyset cursor (from the start when null), newest first. */
@@ -275,10 +270,7 @@ export class SearchLogsRepository extends Repository {
       return whereInRange(q, 'd.createdAt', f.range);
     };
     const [countRow] = await filtered(this.db(DISPUTES)).count<{ count: string }[]>({ count: '*' });
-    const rows = await filtered(this.disputes(this.db))
-      .orderBy(newestFirst('d'))
-      .limit(pageSize)
-      .offset((page - 1) * pageSize);
+    const rows = await filtered(this.disputes(this.db)).orderBy(newestFirst('d')).modify(onePage, { page, pageSize });
     return { rows, total: Number(countRow?.count ?? 0) };
   }
 

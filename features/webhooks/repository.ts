@@ -20,6 +20,7 @@ import {
   type WebhookEndpointStatus,
 } from '../../models/index.js';
 import { Repository, type Db } from '../../platform/database/unit-of-work.js';
+import { onePage } from '../../platform/lists/paging.js';
 
 /** Every event type an endpoint may subscribe to, with the data it carries. */
 export interface WebhookEventData {
@@ -147,8 +148,7 @@ export class WebhooksRepository extends Repository {
           { column: 'createdAt', order: 'desc' },
           { column: 'id', order: 'desc' },
         ])
-        .limit(page.pageSize)
-        .offset((page.page - 1) * page.pageSize),
+        .modify(onePage, page),
       this.db(WebhookEndpoint.tableName).count({ total: '*' }),
     ]);
     return { rows: rows as WebhookEndpoint[], total: Number(total) };
@@ -317,8 +317,7 @@ export class WebhooksRepository extends Repository {
           { column: 'a.createdAt', order: 'desc' },
           { column: 'a.id', order: 'desc' },
         ])
-        .limit(page.pageSize)
-        .offset((page.page - 1) * page.pageSize),
+        .modify(onePage, page),
       base().count({ total: '*' }),
     ]);
     return { rows: rows as AttemptRow[], total: Number(total) };

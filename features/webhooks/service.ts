@@ -14,6 +14,7 @@ import type { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import type { WebhookEventType, WebhooksRepository } from './repository.js';
 import { newWebhookSecret, sealWebhookSecret } from './secrets.js';
 import { BlockedTargetError, checkWebhookUrl } from './sender.js';
+import { pageOf, type Page, type PageRequest } from '../../platform/lists/paging.js';
 
 export interface WebhookEndpointView {
   id: string;
@@ -126,9 +127,13 @@ export class WebhookService {
     return { endpoint: toView(endpoint), secret };
   }
 
-  async list(page: { page: number; pageSize: number }): Promise<{ items: WebhookEndpointView[]; page: number; pageSize: number; total: number }> {
+  async list(page: PageRequest): Promise<Page<WebhookEndpointView>> {
     const { rows, total } = await this.deps.webhooks.endpointPage(page);
-    return { items: rows.map((r) => toView(r)), page: page.page, pageSize: page.pageSize, total };
+    return pageOf(
+      rows.map((r) => toView(r)),
+      page,
+      total,
+    );
   }
 
   async get(id: string): Promise<WebhookEndpointView> {
@@ -221,14 +226,11 @@ export class WebhookService {
     return { secret, previousSecretExpiresAt: overlapEnds.toISOString() };
   }
 
-  async deliveries(
-    id: string,
-    page: { page: number; pageSize: number },
-  ): Promise<{ items: DeliveryAttemptView[]; page: number; pageSize: number; total: number }> {
+  async deliveries(id: string, page: PageRequest): Promise<Page<DeliveryAttemptView>> {
     if (!(await this.deps.webhooks.endpoint(id))) throw notFound();
     const { rows, total } = await this.deps.webhooks.attemptPage(id, page);
-    return {
-      items: rows.map((r) => ({
+    return pageOf(
+      rows.map((r) => ({
         id: r.id,
         eventId: r.eventId,
         eventType: r.eventType,
@@ -238,10 +240,9 @@ export class WebhookService {
         error: r.error ?? null,
         createdAt: new Date(r.createdAt).toISOString(),
       })),
-      page: page.page,
-      pageSize: page.pageSize,
+      page,
       total,
-    };
+    );
   }
 
   /**

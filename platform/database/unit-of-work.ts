@@ -3,7 +3,6 @@
  * one is passed, so that a service keeps several writes atomic across repositories.
  */
 import type { Knex } from 'knex';
-import type { Model, QueryBuilder } from 'objection';
 
 export type Db = Knex | Knex.Transaction;
 
@@ -39,27 +38,6 @@ export abstract class Repository {
   transaction<T>(fn: (trx: Knex.Transaction) => Promise<T>, trx?: Knex.Transaction): Promise<T> {
     return trx ? fn(trx) : this.db.transaction(fn);
   }
-}
-
-/**
- * One page of a filtered objection query, newest first (createdAt, then id, both descending), with the
- * filter's total: `filtered` builds the same filtered query twice, once for the rows and once for the count.
- */
-export async function newestFirstPage<M extends Model>(
-  filtered: () => QueryBuilder<M>,
-  page: { page: number; pageSize: number },
-): Promise<{ rows: M[]; total: number }> {
-  const [rows, total] = await Promise.all([
-    filtered()
-      .orderBy([
-        { column: 'createdAt', order: 'desc' },
-        { column: 'id', order: 'desc' },
-      ])
-      .limit(page.pageSize)
-      .offset((page.page - 1) * page.pageSize),
-    filtered().resultSize(),
-  ]);
-  return { rows, total };
 }
 
 /** A unique violation (23505), raised by knex (the driver's error) or by objection (db-errors wraps it: `nativeError`). */

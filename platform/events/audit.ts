@@ -4,7 +4,8 @@
  */
 import { AuditEvent } from '../../models/index.js';
 import type { DateRange } from '../lists/date-range.js';
-import { newestFirstPage, Repository, type Db } from '../database/unit-of-work.js';
+import { Repository, type Db } from '../database/unit-of-work.js';
+import { newestFirstPage } from '../lists/paging.js';
 
 export interface AuditInput {
   type: string;

@@ -46,9 +46,13 @@ export const bullWorkerKey = (redisPrefix: string, bullWorkerId: string) => `${r
 /** How long a Worker's name is kept (refreshed daily by its process; a dead process's name goes with it). */
 export const BULL_WORKER_NAME_SECONDS = 3 * 24 * 3600;
 
-/** BullMQ's lock of an active job: its value is the token `<worker id>:<counter>` of the Worker holding it. */
-const lockKey = (redisPrefix: string, queue: string, jobId: string) => `${bullPrefix(redisPrefix)}:${queue}:${jobId}:lock`;
-const workerIdOfToken = (token: string) => token.slice(0, Math.max(0, token.lastIndexOf(':')));
+/**
+ * BullMQ's lock of an active job: its value is the token `<worker id>:<counter>` of the Worker holding
+ * it. Both are BullMQ internals, checked against the pinned version by test/bullmq-internals.test.ts.
+ */
+export const lockKey = (redisPrefix: string, queue: string, jobId: string) => `${bullPrefix(redisPrefix)}:${queue}:${jobId}:lock`;
+/** The id of the BullMQ Worker a lock token belongs to. */
+export const workerIdOfToken = (token: string) => token.slice(0, Math.max(0, token.lastIndexOf(':')));
 
 /** How often a liveness key is refreshed, and the API polls, for a given period (PX). */
 export const beatEveryMs = (livenessMs: number) => Math.max(50, Math.floor(livenessMs / 3));

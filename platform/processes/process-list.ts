@@ -1,7 +1,8 @@
 /**
- * The processes of the service, written once: `npm start` (scripts/start.ts) runs them under its
- * supervisor, the Procfile (for foreman, honcho, a PaaS) lists them, and `npm run start:<name>` runs
- * one. test/process-list.test.ts checks the Procfile and package.json against this list.
+ * The processes of the service, written once: the launcher (platform/processes/launcher.ts) runs them
+ * under its supervisor for `npm start` (scripts/start.ts) and `npm run start:ha` (scripts/start-ha.ts),
+ * the Procfile (for foreman, honcho, a PaaS) lists them, and `npm run start:<name>` runs one.
+ * test/process-list.test.ts checks the Procfile and package.json against this list.
  */
 import type { Config } from '../config.js';
 
@@ -18,11 +19,16 @@ export interface ServiceProcess {
    * copies get 0 (a free port each).
    */
   healthPortEnv?: string;
+  /**
+   * Stopped first, alone: it drains the requests in flight, which may still hand jobs to the others
+   * (the workers stop once it is gone).
+   */
+  drainsFirst?: boolean;
 }
 
 /** In start order; `npm start` stops web first (it drains its in-flight requests), then the workers. */
 export const SERVICE_PROCESSES: readonly ServiceProcess[] = [
-  { name: 'web', file: 'processes/web.ts', role: 'the API, the consoles and the registry simulator' },
+  { name: 'web', file: 'processes/web.ts', role: 'the API, the consoles and the registry simulator', drainsFirst: true },
   {
     name: 'face',
     file: 'processes/face.ts',
@@ -39,12 +45,38 @@ export const SERVICE_PROCESSES: readonly ServiceProcess[] = [
   },
 ];
 
+/** One running copy of a process of the list, as a layout starts it. */
+export interface ProcessCopy {
+  /** `web`, `face`, `face-2`, ...: the first copy has the process's name, the others a number. */
+  name: string;
+  process: ServiceProcess;
+  /** Which copy (0: the first). */
+  index: number;
+  /** The settings of this copy alone (its ports), over the layout's shared environment. */
+  env: Record<string, string>;
+}
+
 /**
- * Runs once before the processes start, to completion (the Procfile's `release`). Not `npm run migrate`:
- * that script says NODE_ENV=development when NODE_ENV is unset, so a release would skip production's
- * refusals; like the processes, the release runs in production unless told otherwise.
+ * The copies a layout runs, in the list's order: `copies(p)` of each process, each with the settings
+ * `env(p, index)` gives it.
  */
-export const RELEASE_COMMAND = 'exec node --import tsx scripts/migrate.ts latest';
+export function processCopies(
+  copies: (p: ServiceProcess) => number,
+  env: (p: ServiceProcess, index: number) => Record<string, string> = () => ({}),
+): ProcessCopy[] {
+  return SERVICE_PROCESSES.flatMap((p) =>
+    Array.from({ length: copies(p) }, (_, index) => ({ name: index === 0 ? p.name : `${p.name}-${index + 1}`, process: p, index, env: env(p, index) })),
+  );
+}
+
+/**
+ * Runs once before the processes start, to completion (the Procfile's `release`, and the launcher's
+ * first step). Not `npm run migrate`: that script says NODE_ENV=development when NODE_ENV is unset, so a
+ * release would skip production's refusals; like the processes, the release runs in production unless
+ * told otherwise.
+ */
+export const RELEASE = { file: 'scripts/migrate.ts', args: ['latest'] } as const;
+export const RELEASE_COMMAND = `exec node --import tsx ${RELEASE.file} ${RELEASE.args.join(' ')}`;
 
 /** The Procfile these processes make: `release`, then `<name>: exec node --import tsx <file>` each. */
 export function procfileText(): string {

@@ -2,7 +2,7 @@
  * A process's life: start what it runs, stop it gracefully on SIGINT/SIGTERM (run the cleanup once,
  * then exit; a second signal exits at once, unless it is the first one delivered twice: see
  * REPEATED_SIGNAL_MS). Used by the entry files in processes/.
- * Under `npm start` (SUPERVISOR_PID, `supervisorPid`, set by scripts/supervisor.ts) a process also stops when its
+ * Under `npm start` (SUPERVISOR_PID, `supervisorPid`, set by platform/processes/supervisor.ts) a process also stops when its
  * supervisor is gone (it was re-parented): no orphan keeps a port after the supervisor was killed.
  */
 import { fileURLToPath } from 'node:url';

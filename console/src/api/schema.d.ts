@@ -1104,7 +1104,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The watch-list, newest first (no faces)
+         * The watch-list, newest first (no faces), a page at a time
          * @description **Authorisation:** Administrator bearer token.
          */
         get: operations["listWatchlist"];
@@ -7244,14 +7244,17 @@ export interface operations {
     };
     listWatchlist: {
         parameters: {
-            query?: never;
+            query: {
+                page: number;
+                pageSize: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Every entry */
+            /** @description A page of entries */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -7265,6 +7268,9 @@ export interface operations {
                             id: string;
                             reason: string;
                         }[];
+                        page: number;
+                        pageSize: number;
+                        total: number;
                     };
                 };
             };

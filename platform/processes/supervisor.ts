@@ -1,6 +1,7 @@
 /**
- * Process supervision for `npm start` (scripts/start.ts): each child process of the service (the list:
- * platform/processes/process-list.ts) is restarted when it dies, with exponential backoff, while the others keep serving.
+ * Process supervision for the launcher (platform/processes/launcher.ts: `npm start` and `npm run start:ha`):
+ * each child process of the service (the list: platform/processes/process-list.ts) is restarted when it
+ * dies, with exponential backoff, while the others keep serving.
  *
  * - Backoff: RESTART_BACKOFF_INITIAL_MS (default 500 ms), doubled after each failure in a row, at most
  *   RESTART_BACKOFF_MAX_MS (default 30 s); a child that stayed up STABLE_AFTER_MS (default 30 s) starts
@@ -11,13 +12,16 @@
  * - Status: every change is written (atomically) to a JSON file (SUPERVISOR_STATUS_FILE, default
  *   var/run/supervisor.json) that the web process reports in GET /health (`processes`).
  * - Stop: `stop()` sends SIGTERM (the child drains: see platform/processes/shutdown.ts), then SIGKILL after the
- *   grace period; no restart happens once stopping.
+ *   grace period. `shutDown()` stops the whole supervisor: from its first moment nothing is restarted or
+ *   added, whichever child exits (a stop signal sent to the process group reaches the children directly,
+ *   and the workers, quicker than web's drain, used to be restarted meanwhile and outlive the launcher);
+ *   it resolves when every child is gone.
  * The children get SUPERVISOR_PID: each exits when its supervisor is gone (no orphan keeps a port).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Config } from '../platform/config.js';
+import type { Config } from '../config.js';
 
 export interface SupervisorOptions {
   initialBackoffMs: number;
@@ -73,6 +77,8 @@ class Supervised {
     readonly spec: ChildSpec,
     private readonly opts: SupervisorOptions,
     private readonly changed: () => void,
+    /** True once the whole supervisor stops: no restart from then on. */
+    private readonly supervisorStopping: () => boolean,
   ) {
     this.status = { name: spec.name, state: 'starting', pid: null, restarts: 0, crashLoop: false, lastExit: null, nextRestartAt: null, startedAt: null };
   }
@@ -95,11 +101,19 @@ class Supervised {
         buf = lines.pop() ?? '';
         for (const line of lines) process.stdout.write(prefix + line + '\n');
       });
+      stream.on('end', () => {
+        if (buf) process.stdout.write(prefix + buf + '\n');
+        buf = '';
+      });
     }
-    this.exited = new Promise<void>((resolve) => {
+    // Gone means its output read to the end too: the last lines of a stopping child are not lost.
+    const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+    this.exited = new Promise<void>((exitedAndClosed) => {
+      const resolve = () => void closed.then(exitedAndClosed);
       child.once('exit', (code, signal) => {
         this.status = { ...this.status, pid: null, lastExit: { code, signal, at: new Date().toISOString() } };
-        if (this.stopping) {
+        if (this.stopping || this.supervisorStopping()) {
+          this.stopping = true;
           this.status.state = 'stopped';
           this.changed();
           resolve();
@@ -125,7 +139,7 @@ class Supervised {
         this.changed();
         this.timer = setTimeout(() => {
           this.timer = undefined;
-          if (!this.stopping) {
+          if (!this.stopping && !this.supervisorStopping()) {
             this.start();
             this.changed();
           }
@@ -156,18 +170,52 @@ class Supervised {
     await this.exited;
     clearTimeout(force);
   }
+
+  /** Resolves when the current child (if any) has exited. */
+  gone(): Promise<void> {
+    return this.exited;
+  }
 }
 
 export class Supervisor {
   private readonly children = new Map<string, Supervised>();
+  private shuttingDown = false;
 
   constructor(private readonly opts: SupervisorOptions) {}
 
-  add(spec: ChildSpec): void {
-    const s = new Supervised(spec, this.opts, () => this.writeStatus());
+  /** Starts a child and supervises it; refused (false) once the supervisor shuts down. */
+  add(spec: ChildSpec): boolean {
+    if (this.shuttingDown) {
+      this.opts.log(`${spec.name} not started: stopping`);
+      return false;
+    }
+    const s = new Supervised(
+      spec,
+      this.opts,
+      () => this.writeStatus(),
+      () => this.shuttingDown,
+    );
     this.children.set(spec.name, s);
     s.start();
     this.writeStatus();
+    return true;
+  }
+
+  /** True once `shutDown` was called. */
+  get stopping(): boolean {
+    return this.shuttingDown;
+  }
+
+  /**
+   * Stops every child, group after group (each group at once, each child with `graceMs` before
+   * SIGKILL; children in no group last), restarting none from the call on, and resolves when every
+   * child is gone, also the ones that exited by themselves.
+   */
+  async shutDown(groups: string[][], graceMs: number): Promise<void> {
+    this.shuttingDown = true;
+    const grouped = new Set(groups.flat());
+    for (const group of [...groups, this.names().filter((n) => !grouped.has(n))]) await this.stop(group, graceMs);
+    await Promise.all([...this.children.values()].map((c) => c.gone()));
   }
 
   status(): ChildStatus[] {
