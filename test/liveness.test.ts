@@ -4,8 +4,8 @@
  * LIVENESS_MODE policy, the attempts count and the hourly limit.
  *
  * Frames: test/fixtures/faces/liveness/, head poses synthesised from the fixture photos (how, and what
- * it means: scripts/evaluate/liveness-views.ts). Each test makes its frames' bytes unique (one pixel
- * set to a fresh value, re-encoded): the service refuses a frame whose bytes it received before.
+ * it means: scripts/evaluate/liveness-views.ts). Each test makes its frames' bytes unique (a JPEG
+ * comment with a fresh number): the service refuses a frame whose bytes it received before.
  */
 import test from 'ava';
 import { readFileSync } from 'node:fs';
@@ -66,17 +66,16 @@ const h = useHarness(
 const api = (base = h.url) => client(base);
 
 let nonce = 0;
-/** A fixture frame (or photo) with bytes no other call sent: one pixel changed, re-encoded. */
+/**
+ * A fixture frame (or photo) as JPEG bytes no other call sent: a comment segment (COM) with a fresh
+ * number after the start marker; the pixels are the fixture's.
+ */
 async function frame(name: string, dir = LIVENESS): Promise<FormFile> {
   const file = path.join(dir, name.includes('.') ? name : `${name}.jpg`);
-  const n = ++nonce;
-  const { data, info } = await sharp(readFileSync(file)).removeAlpha().raw().toBuffer({ resolveWithObject: true });
-  data[0] = n % 256;
-  data[1] = Math.floor(n / 256) % 256;
-  const jpeg = await sharp(data, { raw: { width: info.width, height: info.height, channels: info.channels } })
-    .jpeg({ quality: 92 })
-    .toBuffer();
-  return { data: jpeg, filename: `${name}.jpg`, type: 'image/jpeg' };
+  const jpeg = name.endsWith('.jpg') || !name.includes('.') ? readFileSync(file) : await sharp(readFileSync(file)).jpeg({ quality: 92 }).toBuffer();
+  const text = Buffer.from(`frame ${++nonce} ${process.pid} ${Date.now()}`);
+  const com = Buffer.concat([Buffer.from([0xff, 0xfe, 0, text.length + 2]), text]);
+  return { data: Buffer.concat([jpeg.subarray(0, 2), com, jpeg.subarray(2)]), filename: `${path.basename(name)}.jpg`, type: 'image/jpeg' };
 }
 
 /** The frames a person following `steps` sends: one per step, and a return to centre when three are needed. */
@@ -190,7 +189,12 @@ test('session_expired: frames after the lifetime', async (t) => {
   await new Promise((r) => setTimeout(r, 5200));
   const r = await sendFrames(user.token, s.id, await following('bush2', s.steps), shortWeb.url);
   t.is(r.status, 200, r.text);
-  t.deepEqual(r.body.session, { id: s.id, status: 'failed', reason: 'session_expired', stepsSeen: s.steps.length < 3 ? [null, null, null] : s.steps.map(() => null) });
+  t.deepEqual(r.body.session, {
+    id: s.id,
+    status: 'failed',
+    reason: 'session_expired',
+    stepsSeen: s.steps.length < 3 ? [null, null, null] : s.steps.map(() => null),
+  });
 });
 
 test('replayed_frames: a frame any principal sent before, even in another order; checked before decoding', async (t) => {
@@ -267,7 +271,10 @@ test('challenge_not_followed: the steps out of order or not shown, and a print t
   t.is(r.body.session.stepsSeen[1], swap[s.steps[1] as keyof typeof swap]);
 
   const s2 = await session(user.token);
-  const flat = await following('bush2', s2.steps.map((x) => (x === 'center' ? x : `flat-${x}`)));
+  const flat = await following(
+    'bush2',
+    s2.steps.map((x) => (x === 'center' ? x : `flat-${x}`)),
+  );
   const r2 = await sendFrames(user.token, s2.id, flat);
   t.is(r2.body.session.status, 'failed');
   t.is(r2.body.session.reason, 'challenge_not_followed', r2.text);
@@ -302,7 +309,10 @@ test('a passed session links a NIN through verify-face with livenessSessionId, o
   // Another consumer cannot use it (and does not spend it).
   const other = await newConsumer(h);
   const ov = await api().post('/identity/nin/validate', { token: other.token, json: { nin } });
-  const foreign = await api().post('/identity/nin/verify-face', { token: other.token, form: { validationToken: ov.body.validationToken, livenessSessionId: id } });
+  const foreign = await api().post('/identity/nin/verify-face', {
+    token: other.token,
+    form: { validationToken: ov.body.validationToken, livenessSessionId: id },
+  });
   t.is(foreign.status, 422);
   t.is(foreign.body.error, 'liveness_failed');
   t.is(foreign.body.reason, 'liveness_session_invalid');
@@ -317,7 +327,10 @@ test('a passed session links a NIN through verify-face with livenessSessionId, o
   // Once: the same session again is invalid.
   const v2 = await api().post('/identity/bvn/validate', { token: user.token, json: { bvn: enrolled.body.person.bvn } });
   t.is(v2.status, 200, v2.text);
-  const reused = await api().post('/identity/bvn/verify-face', { token: user.token, form: { validationToken: v2.body.validationToken, livenessSessionId: id } });
+  const reused = await api().post('/identity/bvn/verify-face', {
+    token: user.token,
+    form: { validationToken: v2.body.validationToken, livenessSessionId: id },
+  });
   t.is(reused.status, 422);
   t.is(reused.body.reason, 'liveness_session_invalid');
   // Not both a file and a session.

@@ -50,7 +50,8 @@ const VerifyFaceFields = Type.Object(
       Type.String({
         minLength: 1,
         maxLength: 100,
-        description: 'A passed liveness session of yours (POST /liveness/sessions), instead of a file: its best frontal frame is compared, once, within its lifetime',
+        description:
+          'A passed liveness session of yours (POST /liveness/sessions), instead of a file: its best frontal frame is compared, once, within its lifetime',
       }),
     ),
   },
@@ -111,7 +112,8 @@ export default function identityRoutes({ config, identity }: { config: Config; i
         files: {
           file: {
             required: (fields) => fields.reuseCapture !== 'true' && fields.livenessSessionId === undefined,
-            description: "The live capture (JPEG, PNG or WebP); required unless reuseCapture is 'true' or a livenessSessionId is given (under LIVENESS_MODE=challenge: refused)",
+            description:
+              "The live capture (JPEG, PNG or WebP); required unless reuseCapture is 'true' or a livenessSessionId is given (under LIVENESS_MODE=challenge: refused)",
           },
         },
       },
@@ -138,7 +140,9 @@ export default function identityRoutes({ config, identity }: { config: Config; i
           throw validationError([{ in: 'fields', path: '/file', message: "must not be sent with reuseCapture 'true' (send one or the other)" }]);
         }
         if (fields.livenessSessionId !== undefined && (files.file || fields.reuseCapture === 'true')) {
-          throw validationError([{ in: 'fields', path: '/livenessSessionId', message: "must not be sent with a file or reuseCapture 'true' (send one of them)" }]);
+          throw validationError([
+            { in: 'fields', path: '/livenessSessionId', message: "must not be sent with a file or reuseCapture 'true' (send one of them)" },
+          ]);
         }
       },
       handler: async function verifyFaceAgainstRegistry({ fields, files, auth }) {

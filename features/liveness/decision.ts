@@ -182,9 +182,7 @@ export function shapeChange(frames: readonly (readonly Point[])[]): number {
 }
 
 /** What the face path measured on one frame. */
-export type FrameFace =
-  | { outcome: 'no_face' | 'multiple_faces' }
-  | { outcome: 'face'; landmarks5: readonly Point[]; livenessScore: number };
+export type FrameFace = { outcome: 'no_face' | 'multiple_faces' } | { outcome: 'face'; landmarks5: readonly Point[]; livenessScore: number };
 
 export interface FrameVerdictInput {
   frames: readonly FrameFace[];

@@ -18,7 +18,10 @@ const CreatedBody = Type.Object({
       description:
         'What to show, in order, first `center`. `turn_left`/`turn_right`: turn the head to your own left/right (in the captured, unmirrored image the nose moves towards the right/left edge); `look_up`: tilt the head back.',
     }),
-    expiresAt: Type.String({ format: 'date-time', description: 'The frames must arrive, and a passed session be used, before this (LIVENESS_SESSION_TTL_SECONDS)' }),
+    expiresAt: Type.String({
+      format: 'date-time',
+      description: 'The frames must arrive, and a passed session be used, before this (LIVENESS_SESSION_TTL_SECONDS)',
+    }),
     minFrames: Type.Integer({ description: 'LIVENESS_MIN_FRAMES' }),
     maxFrames: Type.Integer({ description: 'LIVENESS_MAX_FRAMES' }),
   }),
@@ -83,7 +86,13 @@ export default function livenessRoutes({ config, liveness }: { config: Config; l
       responses: { 200: { description: 'The verdict', schema: JudgedBody } },
       errors: ['not_found', 'conflict', 'biometric_locked', 'invalid_image', 'face_engine_unavailable', 'dependency_unavailable'],
       handler: async function submitLivenessFrames({ auth, params, fileLists }) {
-        return { body: await liveness.submitFrames(auth, params.id, (fileLists.frames ?? []).map((f) => f.data)) };
+        return {
+          body: await liveness.submitFrames(
+            auth,
+            params.id,
+            (fileLists.frames ?? []).map((f) => f.data),
+          ),
+        };
       },
     }),
   ];

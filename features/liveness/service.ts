@@ -73,7 +73,9 @@ export class LivenessService {
     const { count, resetInSeconds } = await store.countCreation(owner);
     if (count > config.liveness.sessionsPerHour) {
       metrics.outcome('liveness_session', 'rate_limited');
-      throw new AppError('rate_limited', `At most ${config.liveness.sessionsPerHour} liveness sessions per hour; try again later`, { retryAfter: resetInSeconds });
+      throw new AppError('rate_limited', `At most ${config.liveness.sessionsPerHour} liveness sessions per hour; try again later`, {
+        retryAfter: resetInSeconds,
+      });
     }
     const id = randomUUID();
     const steps = drawSteps((n) => randomInt(n));
@@ -95,11 +97,19 @@ export class LivenessService {
     if (!session || session.owner !== ownerOf(principal)) throw notFound();
     if (principal.kind === 'consumer') await biometric.assertNotLocked(principal.userId, 'liveness_session');
     if (!(await store.claim(id))) throw new AppError('conflict', 'This liveness session has already been given its frames');
-    let verdict: { status: 'passed'; stepsSeen: (LivenessStep | null)[]; frontal: FrontalFrame } | { status: 'failed'; reason: FailureReason; stepsSeen: (LivenessStep | null)[] };
+    let verdict:
+      | { status: 'passed'; stepsSeen: (LivenessStep | null)[]; frontal: FrontalFrame }
+      | { status: 'failed'; reason: FailureReason; stepsSeen: (LivenessStep | null)[] };
     try {
       verdict = await this.judge(session.expiresAt, session.steps, frames);
     } catch (e) {
-      await store.fail(id, null, frames.map(() => null)).catch(() => {});
+      await store
+        .fail(
+          id,
+          null,
+          frames.map(() => null),
+        )
+        .catch(() => {});
       throw e;
     }
     if (verdict.status === 'passed') await store.pass(id, verdict.stepsSeen, verdict.frontal);
@@ -120,7 +130,10 @@ export class LivenessService {
     expiresAt: number,
     steps: LivenessStep[],
     frames: Buffer[],
-  ): Promise<{ status: 'passed'; stepsSeen: (LivenessStep | null)[]; frontal: FrontalFrame } | { status: 'failed'; reason: FailureReason; stepsSeen: (LivenessStep | null)[] }> {
+  ): Promise<
+    | { status: 'passed'; stepsSeen: (LivenessStep | null)[]; frontal: FrontalFrame }
+    | { status: 'failed'; reason: FailureReason; stepsSeen: (LivenessStep | null)[] }
+  > {
     const { config, store, face } = this.deps;
     const none = frames.map(() => null);
     const failed = (reason: FailureReason, stepsSeen: (LivenessStep | null)[] = none) => ({ status: 'failed' as const, reason, stepsSeen });
@@ -141,7 +154,13 @@ export class LivenessService {
     if (v.status === 'failed') return failed(v.reason, v.stepsSeen);
     const faces = analyses as AnalysedFace[];
     const embedded = await Promise.all(faces.map((a) => face.embedCapture(a, deadlineAt)));
-    if (!onePerson(embedded.map((e) => e.embedding), v.reference)) return failed('different_faces', v.stepsSeen);
+    if (
+      !onePerson(
+        embedded.map((e) => e.embedding),
+        v.reference,
+      )
+    )
+      return failed('different_faces', v.stepsSeen);
     if (v.then.status === 'failed') return failed(v.then.reason, v.stepsSeen);
     const best = v.then.frontal;
     return {

@@ -91,7 +91,15 @@ export class LivenessSessionStore {
   }
 
   async get(id: string): Promise<StoredSession | null> {
-    const [owner, steps, expiresAt, status, reason, seen] = await this.redis.hmget(this.sessionKey(id), 'owner', 'steps', 'expiresAt', 'status', 'reason', 'stepsSeen');
+    const [owner, steps, expiresAt, status, reason, seen] = await this.redis.hmget(
+      this.sessionKey(id),
+      'owner',
+      'steps',
+      'expiresAt',
+      'status',
+      'reason',
+      'stepsSeen',
+    );
     if (!owner || !steps || !expiresAt || !status) return null;
     return {
       id,

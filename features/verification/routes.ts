@@ -141,7 +141,8 @@ export default function verificationRoutes(deps: { verification: VerificationSer
         files: {
           image: {
             required: (fields) => fields.livenessSessionId === undefined,
-            description: 'The live capture (JPEG, PNG or WebP), unless a livenessSessionId is given; under LIVENESS_MODE=challenge refused (422 `liveness_session_required`, before it is decoded, no SearchLog row)',
+            description:
+              'The live capture (JPEG, PNG or WebP), unless a livenessSessionId is given; under LIVENESS_MODE=challenge refused (422 `liveness_session_required`, before it is decoded, no SearchLog row)',
           },
         },
       },

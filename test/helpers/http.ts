@@ -32,7 +32,9 @@ export async function call<T = any>(baseUrl: string, method: string, path: strin
     const fd = new FormData();
     for (const [k, v] of Object.entries(opts.form)) {
       if (typeof v === 'string') fd.append(k, v);
-      else for (const f of Array.isArray(v) ? v : [v]) fd.append(k, new Blob([new Uint8Array(f.data)], { type: f.type ?? 'image/jpeg' }), f.filename ?? 'upload.jpg');
+      else
+        for (const f of Array.isArray(v) ? v : [v])
+          fd.append(k, new Blob([new Uint8Array(f.data)], { type: f.type ?? 'image/jpeg' }), f.filename ?? 'upload.jpg');
     }
     body = fd;
   } else if (opts.rawBody !== undefined) {
