@@ -12,12 +12,11 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ApiError, createApiClient } from '../api/client.js';
 import type { MessageKey, Translate } from '../i18n/index.js';
 import { Note } from '../ui/common.js';
+import { STEP_MS } from './liveness-timing.js';
 
 type Api = ReturnType<typeof createApiClient>;
 type Step = 'center' | 'turn_left' | 'turn_right' | 'look_up';
 
-/** Time given to reach each pose before its frame is taken. */
-export const STEP_MS = 2000;
 
 const ARROW: Record<Step, string> = { center: '●', turn_left: '←', turn_right: '→', look_up: '↑' };
 
