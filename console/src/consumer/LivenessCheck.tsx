@@ -17,7 +17,6 @@ import { STEP_MS } from './liveness-timing.js';
 type Api = ReturnType<typeof createApiClient>;
 type Step = 'center' | 'turn_left' | 'turn_right' | 'look_up';
 
-
 const ARROW: Record<Step, string> = { center: '●', turn_left: '←', turn_right: '→', look_up: '↑' };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -94,7 +93,10 @@ export function LivenessCheck(props: { t: Translate; api: Api; id: string; onPas
       body: {} as never,
       bodySerializer: () => form,
     });
-    if (!data) return fail(['biometric_locked', 'rate_limited'].includes((err as ApiError | undefined)?.error ?? '') ? t('outcome_rate_limited') : t('liveFail_generic'));
+    if (!data)
+      return fail(
+        ['biometric_locked', 'rate_limited'].includes((err as ApiError | undefined)?.error ?? '') ? t('outcome_rate_limited') : t('liveFail_generic'),
+      );
     if (data.session.status === 'passed') {
       setPhase('passed');
       props.onPassed(id);
