@@ -16,7 +16,7 @@
  *   step's: turns 20° to 32°, look-up 14° to 24°, centre within 4°), sometimes a frame in motion
  *   between two steps, a return to centre when fewer than three frames, each frame moved, lit and
  *   noised a little differently;
- * - `repeated`: the photo itself, sent three times;
+ * - `repeated`: one capture of the photo (moved, noised), the same bytes sent three times;
  * - `jittered`: the photo moved, scaled, re-lit and re-encoded at another quality for each frame;
  * - `print_tilted`: a print of the photo (blur, lifted blacks, colour cast) tilted in front of the
  *   camera as each step asks;
@@ -40,7 +40,7 @@ import type { FaceEngine } from '../../features/face/worker/pipeline/engine.js';
 import { isFaceError } from '../../platform/face/face-error.js';
 import { normaliseUpload } from '../../platform/face/image.js';
 import { drawSteps, estimatePose, judgeFaces, onePerson, type FailureReason, type FrameFace, type LivenessStep } from '../../features/liveness/decision.js';
-import { FIXTURES_DIR } from '../../test/fixtures/faces/labels.js';
+import { FIXTURE_PHOTOS, FIXTURES_DIR } from '../../test/fixtures/faces/labels.js';
 import { decodeRgb, encodeJpeg, flatTilt, rng, synthView, type Pt, type Rgb } from './liveness-views.js';
 import { rate, type Rate } from './stats.js';
 
@@ -55,6 +55,7 @@ export const SOURCE_SETS = {
 
 interface Source {
   file: string;
+  identity: string;
   rgb: Rgb;
   l5: Pt[];
   frontalJpeg: Buffer;
@@ -129,7 +130,13 @@ function poseFor(step: LivenessStep, r: () => number): { yaw: number; pitch: num
 /** Small differences between two frames of one capture: position, scale, light, sensor noise. */
 function capture(r: () => number, width: number) {
   const px = width / 200;
-  return { scale: uniform(r, 0.96, 1.05), dx: uniform(r, -4, 4) * px, dy: uniform(r, -4, 4) * px, gain: uniform(r, 0.92, 1.08), noiseSeed: Math.floor(r() * 1e9) };
+  return {
+    scale: uniform(r, 0.96, 1.05),
+    dx: uniform(r, -4, 4) * px,
+    dy: uniform(r, -4, 4) * px,
+    gain: uniform(r, 0.92, 1.08),
+    noiseSeed: Math.floor(r() * 1e9),
+  };
 }
 
 /** A bona fide sequence for `steps`: one frame per step, sometimes one in motion, a return to centre if short. */
@@ -182,7 +189,8 @@ async function loadSource(engine: FaceEngine, file: string): Promise<Source | st
   // A source must face the camera: the views turn it from there.
   const yaw = estimatePose(l5).yaw;
   if (Math.abs(yaw) >= 0.1) return `not frontal (yaw ${yaw.toFixed(2)})`;
-  return { file, rgb: await decodeRgb(jpeg), l5, frontalJpeg: jpeg };
+  const identity = FIXTURE_PHOTOS.find((p) => p.file === file)?.identity ?? file;
+  return { file, identity, rgb: await decodeRgb(jpeg), l5, frontalJpeg: jpeg };
 }
 
 const swapStep = (s: LivenessStep): LivenessStep => (s === 'turn_left' ? 'turn_right' : s === 'turn_right' ? 'look_up' : s === 'look_up' ? 'turn_left' : s);
@@ -207,7 +215,9 @@ export async function evaluateLiveness(
   const judge = (frames: Buffer[], st: readonly LivenessStep[]) => judgeSequence(engine, frames, st, digests, opts.livenessThreshold);
   const recorded: { frames: Buffer[]; steps: LivenessStep[] }[] = [];
   for (const [k, src] of sources.entries()) {
-    const other = sources[(k + 1) % sources.length]!;
+    // The intruder of a spliced sequence: the next source showing another person.
+    const other = [...sources.slice(k + 1), ...sources.slice(0, k)].find((o) => o.identity !== src.identity);
+    if (!other) throw new Error(`the ${opts.set} set needs photos of at least two people`);
     for (let i = 0; i < opts.perSource; i++) {
       const st = steps();
       const frames = await bonaFide(src, st, r);
@@ -215,7 +225,8 @@ export async function evaluateLiveness(
       recorded.push({ frames, steps: st });
 
       const st2 = steps();
-      const same = await encodeJpeg(src.rgb, 90);
+      // One picture (this capture of the photo: its own noise and framing), sent three times.
+      const same = await encodeJpeg(synthView(src.rgb, src.l5, capture(r, src.rgb.width)), 90);
       attacks.repeated.push(await judge([same, same, same], st2));
 
       const jit = await Promise.all(
@@ -225,7 +236,13 @@ export async function evaluateLiveness(
 
       const st3 = steps();
       const tilt = (s: LivenessStep) =>
-        s === 'turn_left' ? { yaw: uniform(r, 20, 35) } : s === 'turn_right' ? { yaw: -uniform(r, 20, 35) } : s === 'look_up' ? { pitch: uniform(r, 15, 25) } : {};
+        s === 'turn_left'
+          ? { yaw: uniform(r, 20, 35) }
+          : s === 'turn_right'
+            ? { yaw: -uniform(r, 20, 35) }
+            : s === 'look_up'
+              ? { pitch: uniform(r, 15, 25) }
+              : {};
       const printed = await Promise.all(
         [...st3, ...(st3.length < 3 ? (['center'] as const) : [])].map(async (s) =>
           encodeJpeg(flatTilt(src.rgb, src.l5, { ...tilt(s), print: true, noiseSeed: Math.floor(r() * 1e9) }), 88),
@@ -252,8 +269,11 @@ export async function evaluateLiveness(
       attacks.out_of_order.push(await judge(await bonaFide(src, st6, r, swapStep), st6));
 
       const st7 = steps();
+      // Re-encoded with a little sensor-like noise: bytes never sent before, pixels of the recording.
       const reencoded = await Promise.all(
-        earlier.frames.map(async (f) => encodeJpeg(await decodeRgb((await normaliseUpload(f)).jpeg), Math.round(uniform(r, 80, 95)))),
+        earlier.frames.map(async (f) =>
+          encodeJpeg(synthView(await decodeRgb(f), src.l5, { noiseSeed: Math.floor(r() * 1e9), scale: 1 }), Math.round(uniform(r, 80, 95))),
+        ),
       );
       attacks.injected_reencoded.push(await judge(reencoded, st7));
       opts.log?.(`  ${src.file} #${i + 1}: bona fide ${bona[bona.length - 1]!.reason ?? 'passed'}`);
@@ -268,10 +288,7 @@ export async function evaluateLiveness(
     set: opts.set,
     sources: sources.map((s) => s.file),
     skippedSources,
-    bpcer: rate(
-      bona.filter((v) => v.status === 'failed').length,
-      bona.length,
-    ),
+    bpcer: rate(bona.filter((v) => v.status === 'failed').length, bona.length),
     bonaFideReasons: tally(bona),
     apcer: Object.fromEntries(
       ATTACK_TYPES.map((a) => [a, { ...rate(attacks[a].filter((v) => v.status === 'passed').length, attacks[a].length), reasons: tally(attacks[a]) }]),
@@ -296,5 +313,7 @@ export function printLiveness(e: LivenessEvaluation, print: (line: string) => vo
   const reasons = Object.entries(e.bonaFideReasons)
     .map(([k, n]) => `${k} ${n}`)
     .join(', ');
-  print(`BPCER ${pct(e.bpcer.rate)} (${e.bpcer.errors}/${e.bpcer.n} bona fide sequences refused), 95 % bounds [${pct(e.bpcer.lower95)}, ${pct(e.bpcer.upper95)}]; ${reasons}`);
+  print(
+    `BPCER ${pct(e.bpcer.rate)} (${e.bpcer.errors}/${e.bpcer.n} bona fide sequences refused), 95 % bounds [${pct(e.bpcer.lower95)}, ${pct(e.bpcer.upper95)}]; ${reasons}`,
+  );
 }
