@@ -39,9 +39,9 @@ export type FailureReason = (typeof FAILURE_REASONS)[number];
  */
 export const POSE_THRESHOLDS = {
   /** |yaw| below this: facing the camera (a centre or look-up frame). */
-  centerYaw: 0.15,
+  centerYaw: 0.12,
   /** |yaw| at or above this: a turn. Between the two: in motion, no step (null). */
-  turnYaw: 0.2,
+  turnYaw: 0.17,
   /** Pitch ratio this much below the centre frames': looking up. */
   lookUpPitch: 0.12,
   /** Within this of the centre frames' pitch: not looking up or down. */

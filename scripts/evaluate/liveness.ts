@@ -140,7 +140,7 @@ function capture(r: () => number, width: number) {
 }
 
 /** A bona fide sequence for `steps`: one frame per step, sometimes one in motion, a return to centre if short. */
-async function bonaFide(src: Source, steps: readonly LivenessStep[], r: () => number, swap?: (s: LivenessStep) => LivenessStep): Promise<Buffer[]> {
+export async function bonaFide(src: Source, steps: readonly LivenessStep[], r: () => number, swap?: (s: LivenessStep) => LivenessStep): Promise<Buffer[]> {
   const poses: { yaw: number; pitch: number }[] = [];
   for (let i = 0; i < steps.length; i++) {
     const step = swap && i > 0 ? swap(steps[i]!) : steps[i]!;
@@ -182,7 +182,7 @@ function screen(img: Rgb, r: () => number): Rgb {
   return { data: out, width: w, height: h };
 }
 
-async function loadSource(engine: FaceEngine, file: string): Promise<Source | string> {
+export async function loadSource(engine: FaceEngine, file: string): Promise<Source | string> {
   const { jpeg } = await normaliseUpload(readFileSync(path.join(FIXTURES_DIR, file)));
   const face = await engine.liveness(jpeg, 'largest', { quality: false });
   const l5 = face.face.landmarks5 as Pt[];
