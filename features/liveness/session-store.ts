@@ -5,6 +5,8 @@
  *   the session's lifetime by LIVENESS_SESSION_TTL_SECONDS (a late frames call answers
  *   `session_expired`, not 404), then it is gone. The embedding and the JPEG are sealed by the
  *   biometric key ring, bound to the session id: a Redis dump holds no face.
+ * - owned `liveness:owned:<principal>`: the ids of the principal's sessions still kept (for the
+ *   erasure of an account), expiring with the newest of them.
  * - rate `liveness:rate:<principal>`: sessions created per principal per hour.
  * - frame digests `liveness:frame:<digest>`: one key per frame ever received within
  *   LIVENESS_REPLAY_WINDOW_SECONDS; the digest is an HMAC of the frame's bytes under a key derived from
@@ -83,11 +85,22 @@ export class LivenessSessionStore {
 
   async create(s: Pick<StoredSession, 'id' | 'owner' | 'steps' | 'expiresAt'>, keepSeconds: number): Promise<void> {
     const key = this.sessionKey(s.id);
+    const owned = this.keys('liveness', 'owned', s.owner);
     await this.redis
       .multi()
       .hset(key, 'owner', s.owner, 'steps', JSON.stringify(s.steps), 'expiresAt', String(s.expiresAt), 'status', 'open')
       .expire(key, keepSeconds)
+      .sadd(owned, s.id)
+      .expire(owned, keepSeconds)
       .exec();
+  }
+
+  /** Erasure of a consumer: their sessions (and the frontal frames they hold) and their hourly count. */
+  async purgeUser(userId: string): Promise<number> {
+    const owner = `consumer:${userId}`;
+    const owned = this.keys('liveness', 'owned', owner);
+    const ids = await this.redis.smembers(owned);
+    return this.redis.del(owned, this.keys('liveness', 'rate', owner), ...ids.map((id) => this.sessionKey(id)));
   }
 
   async get(id: string): Promise<StoredSession | null> {

@@ -203,9 +203,10 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     logger,
   });
 
+  const livenessSessions = new LivenessSessionStore(redis, keys, keyRing);
   const liveness = new LivenessService({
     config,
-    store: new LivenessSessionStore(redis, keys, keyRing),
+    store: livenessSessions,
     face,
     biometric,
     keyRing,
@@ -226,7 +227,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     sessionRows: repos.sessions,
     embeddings: repos.embeddings,
     erasures: repos.erasures,
-    erasure: dataFamilies({ db, config, identityTokens, biometricAttempts, otp }),
+    erasure: dataFamilies({ db, config, identityTokens, biometricAttempts, livenessSessions, otp }),
     proofTokens,
     jobs,
     logger,
