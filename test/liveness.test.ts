@@ -18,6 +18,9 @@ import { freePort } from '../scripts/lib/private-services.js';
 import { useHarness, ROOT } from './helpers/harness.js';
 import { client, type FormFile } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';
+import { dataFamilies } from '../processes/data-families.js';
+import { LivenessSessionStore } from '../features/liveness/index.js';
+import { BiometricKeyRing } from '../platform/keys/key-ring.js';
 
 const FACES = path.join(ROOT, 'test/fixtures/faces');
 const LIVENESS = path.join(FACES, 'liveness');
@@ -395,4 +398,25 @@ test("a consumer's failed session counts as one failed biometric attempt: five l
   const locked = await sendFrames(user.token, s.id, await following('bush2', s.steps));
   t.is(locked.status, 429, locked.text);
   t.is(locked.body.error, 'biometric_locked');
+});
+
+test("an account's erasure erases its liveness sessions (the registered eraser), not another's", async (t) => {
+  const user = await newConsumer(h);
+  const other = await newConsumer(h);
+  const mine = await session(user.token);
+  const theirs = await session(other.token);
+  const registry = dataFamilies({
+    db: h.deps.db,
+    config: h.config,
+    identityTokens: { purgeUser: async () => 0 },
+    biometricAttempts: { purgeUser: async () => 0 },
+    livenessSessions: new LivenessSessionStore(h.deps.redis, h.deps.keys, BiometricKeyRing.from(h.config.security)),
+  });
+  const family = registry.families().find((f) => f.name === 'livenessSessions');
+  t.truthy(family?.erasure);
+  const erasure = family!.erasure;
+  if (erasure?.phase !== 'after-commit') return t.fail('the liveness sessions are erased after the commit');
+  await erasure.erase({ userId: user.userId, phone: null });
+  t.is((await sendFrames(user.token, mine.id, await following('bush2', mine.steps))).status, 404);
+  t.is((await sendFrames(other.token, theirs.id, await following('bush2', theirs.steps))).body.session.status, 'passed');
 });
