@@ -31,6 +31,7 @@ export const ERROR_STATUS = {
   unsupported_media_type: 415,
   expectation_failed: 417,
   liveness_failed: 422,
+  liveness_session_required: 422,
   face_mismatch: 422,
   cross_registry_mismatch: 422,
   duplicate_identity: 422,

@@ -12,11 +12,13 @@ import { dedupeDataFamilies } from '../features/dedupe/data-families.js';
 import { disputeDataFamilies } from '../features/disputes/data-families.js';
 import { faceDataFamilies } from '../features/face/data-families.js';
 import { identityDataFamilies } from '../features/identity/data-families.js';
+import { livenessDataFamilies } from '../features/liveness/data-families.js';
 import { signInDataFamilies } from '../features/sign-in/data-families.js';
 import { verificationDataFamilies } from '../features/verification/data-families.js';
 import { webhookDataFamilies } from '../features/webhooks/data-families.js';
 import type { BiometricAttemptsStore } from '../features/face/biometric-attempts-store.js';
 import type { IdentityTokenStore } from '../features/identity/identity-tokens.js';
+import type { LivenessSessionStore } from '../features/liveness/session-store.js';
 import type { OtpService } from '../features/sign-in/otp-service.js';
 
 export interface DataFamilyDeps {
@@ -24,6 +26,7 @@ export interface DataFamilyDeps {
   config: Pick<Config, 'protection' | 'dedupe' | 'webhooks'>;
   identityTokens: Pick<IdentityTokenStore, 'purgeUser'>;
   biometricAttempts: Pick<BiometricAttemptsStore, 'purgeUser'>;
+  livenessSessions: Pick<LivenessSessionStore, 'purgeUser'>;
   /** The web process's; the sweep has none (it retries erasures without the phone, which is erased). */
   otp?: Pick<OtpService, 'forgetPhone'>;
 }
@@ -38,6 +41,7 @@ export function dataFamilies(deps: DataFamilyDeps): RetentionRegistry {
     ...webhookDataFamilies(db, { webhookEvents: config.webhooks.retentionDays }),
     ...identityDataFamilies(deps.identityTokens),
     ...faceDataFamilies(deps.biometricAttempts),
+    ...livenessDataFamilies(deps.livenessSessions),
     ...signInDataFamilies(db, deps.otp ?? { forgetPhone: async () => {} }),
   );
 }

@@ -12,6 +12,10 @@
  *            --thresholds 0.3,0.35,...              (default 0.20..0.80 by 0.05 and the configured ones)
  *            --json out.json                        (every figure, machine-readable)
  * The last line printed is one JSON object with the summary of the whole set.
+ *
+ *   npm run evaluate -- liveness [--set measure|tune] [--per-source N] [--json out.json]
+ * evaluates liveness sessions instead: APCER per attack type and BPCER with 95 % bounds
+ * (scripts/evaluate/liveness.ts).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -23,6 +27,7 @@ import { isFaceError } from '../platform/face/face-error.js';
 import { normaliseUpload } from '../platform/face/image.js';
 import { FaceEngine } from '../features/face/worker/pipeline/engine.js';
 import { pairsFromFolder, readManifest, type LabelledPair } from './evaluate/manifest.js';
+import { evaluateLiveness, printLiveness } from './evaluate/liveness.js';
 import { fpirAt, thresholdForTargetFmr, thresholdTable, type ThresholdRow, type TargetThreshold } from './evaluate/stats.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -157,7 +162,33 @@ export async function evaluate(o: Options, engine: FaceEngine): Promise<{ groups
   return { groups, failedImages: Object.fromEntries([...failed].map(([f, c]) => [path.relative(ROOT, f), c])), pairsSkipped: skipped };
 }
 
+async function mainLiveness(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: { set: { type: 'string', default: 'measure' }, 'per-source': { type: 'string', default: '5' }, json: { type: 'string' } },
+  });
+  if (values.set !== 'measure' && values.set !== 'tune') {
+    console.error('usage: npm run evaluate -- liveness [--set measure|tune] [--per-source N] [--json FILE]');
+    process.exit(2);
+  }
+  const cfg = loadConfig();
+  const engine = await FaceEngine.load(path.resolve(ROOT, cfg.face.modelsDir));
+  const t0 = Date.now();
+  const result = await evaluateLiveness(engine, {
+    set: values.set,
+    perSource: Math.max(1, Number(values['per-source'])),
+    livenessThreshold: cfg.face.livenessThreshold,
+    log: (l) => console.log(l),
+  });
+  await engine.release();
+  console.log(`evaluated in ${((Date.now() - t0) / 1000).toFixed(1)} s, LIVENESS_THRESHOLD ${cfg.face.livenessThreshold}`);
+  printLiveness(result);
+  if (values.json) writeFileSync(values.json, JSON.stringify(result, null, 2));
+  console.log(JSON.stringify({ set: result.set, bpcer: result.bpcer, apcer: Object.fromEntries(Object.entries(result.apcer).map(([k, v]) => [k, v.rate])) }));
+}
+
 async function main(): Promise<void> {
+  if (process.argv[2] === 'liveness') return mainLiveness(process.argv.slice(3));
   const { values } = parseArgs({
     options: {
       pairs: { type: 'string' },

@@ -28,7 +28,7 @@ import type { TSchema } from '@sinclair/typebox';
 import type { AnyRoute, AuthRule } from '../platform/http/route-table.js';
 import { check } from '../platform/http/validation.js';
 import { startHarness, type Harness } from './helpers/harness.js';
-import { client, type RequestOptions } from './helpers/http.js';
+import { client, type FormFile, type RequestOptions } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';
 
 /** Every route of the interface document (and SPEC sections 2 and 10), with its rule. */
@@ -102,6 +102,9 @@ const DOCUMENTED: Record<string, AuthRule> = {
   'POST /watchlist': 'administrator',
   'GET /watchlist': 'administrator',
   'DELETE /watchlist/{id}': 'administrator',
+  // SPEC section 13.1: liveness sessions.
+  'POST /liveness/sessions': 'consumer-or-operator',
+  'POST /liveness/sessions/{id}/frames': 'consumer-or-operator',
 };
 
 /** Routes of this project beyond the document (docs/decisions.md says why each exists). */
@@ -129,7 +132,7 @@ const PNG_1X1 = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUl
 interface Sample {
   json?: Record<string, unknown>;
   query?: string;
-  form?: Record<string, string | { data: Buffer; filename?: string; type?: string }>;
+  form?: Record<string, string | FormFile | FormFile[]>;
 }
 const VALID_SAMPLES: Record<string, Sample> = {
   'POST /auth/operator/set-password': { json: { currentPassword: 'matrix-current', newPassword: 'matrix-new-password' } },
@@ -143,6 +146,7 @@ const VALID_SAMPLES: Record<string, Sample> = {
   'POST /dedupe/cases/{id}/watchlist': { json: { reason: 'matrix sample' } },
   'POST /watchlist': { form: { reason: 'matrix sample', file: { data: PNG_1X1, filename: 'face.png', type: 'image/png' } } },
   'POST /identify': { form: { attestation: 'true', file: { data: PNG_1X1, filename: 'probe.png', type: 'image/png' } } },
+  'POST /liveness/sessions/{id}/frames': { form: { frames: [1, 2, 3].map((i) => ({ data: PNG_1X1, filename: `frame${i}.png`, type: 'image/png' })) } },
 };
 
 /** Values for path parameters other than a consumer:self `{id}` (which is always the first consumer's id). */
@@ -179,6 +183,13 @@ function expected(rule: AuthRule, caller: Caller): Expected {
       if (caller === 'deactivatedOperator') return refuse403('operator_deactivated', true);
       if (caller === 'flaggedOperator') return rule === 'operator:flagged-ok' ? pass : refuse403('password_reset_required', true);
       if (caller === 'operator') return rule === 'administrator' ? refuse403('forbidden', true) : pass;
+      return pass;
+    }
+    case 'consumer-or-operator': {
+      if (caller === 'none') return unauthorized;
+      if (consumerSide) return pass;
+      if (caller === 'deactivatedOperator') return refuse403('operator_deactivated', true);
+      if (caller === 'flaggedOperator') return refuse403('password_reset_required', true);
       return pass;
     }
     default: {

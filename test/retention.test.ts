@@ -175,6 +175,7 @@ test('every data family is documented in docs/data-protection.md', (t) => {
     config: h.config,
     identityTokens: { purgeUser: async () => 0 },
     biometricAttempts: { purgeUser: async () => 0 },
+    livenessSessions: { purgeUser: async () => 0 },
   });
   for (const f of registry.families()) t.true(doc.includes(`\`${f.name}\``), `${f.name} is not in docs/data-protection.md`);
 });

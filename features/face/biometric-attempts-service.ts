@@ -22,8 +22,12 @@ import type { Metrics } from '../../platform/metrics.js';
  */
 export const IN_FLIGHT_LEASE_MS = 3000;
 
-/** The routes whose failures count, as named in metrics and the audit row. */
-export type BiometricRoute = 'verify_self' | 'verify_face';
+/**
+ * The routes whose failures count, as named in metrics and the audit row. `liveness_session`: a
+ * consumer's failed liveness session (SPEC 13.1) is one failed attempt; a passed one resets nothing
+ * (only a match does).
+ */
+export type BiometricRoute = 'verify_self' | 'verify_face' | 'liveness_session';
 
 /** Outcomes that are a failed comparison (the others — no face, several faces — compare nothing). */
 const FAILURES: ReadonlySet<string> = new Set(['no_match', 'liveness_failed', 'face_mismatch']);

@@ -11,6 +11,7 @@ import { OTHER, type Registry } from './service.js';
 import { validationError } from '../../platform/http/validation.js';
 import type { IdentityService } from './service.js';
 import type { Config } from '../../platform/config.js';
+import { livenessSessionRequired } from '../liveness/index.js';
 
 const TAG = 'Identity linking';
 const LABEL: Record<Registry, string> = { nin: 'NIN', bvn: 'BVN' };
@@ -43,6 +44,14 @@ const VerifyFaceFields = Type.Object(
     reuseCapture: Type.Optional(
       Type.Union([Type.Literal('true'), Type.Literal('false')], {
         description: "'true' reuses your most recent passing NIN capture (within CAPTURE_REUSE_SECONDS) instead of a file",
+      }),
+    ),
+    livenessSessionId: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description:
+          'A passed liveness session of yours (POST /liveness/sessions), instead of a file: its best frontal frame is compared, once, within its lifetime',
       }),
     ),
   },
@@ -93,15 +102,18 @@ export default function identityRoutes({ config, identity }: { config: Config; i
         `The capture must pass liveness, show one face and match the registry photo; ` +
         `when your account has the ${LABEL[OTHER[registry]]} linked, it must also match your canonical embedding (\`cross_registry_mismatch\`, behaviour by CROSS_REGISTRY_MISMATCH_POLICY). ` +
         "Face outcomes are 422; every error body echoes its code as `outcome`, and those of a live capture with a face (`liveness_failed`, `face_mismatch`, `cross_registry_mismatch`) carry its advisory `quality` too. `reuseCapture='true'` (without a file) reuses your most recent passing NIN capture within CAPTURE_REUSE_SECONDS, " +
-        'still compared with this registry photo (404 when there is none to reuse). A match drops the registry photo and answers a single-use linkToken.',
+        'still compared with this registry photo (404 when there is none to reuse). ' +
+        '`livenessSessionId` (without a file) uses a passed liveness session of yours instead: its best frontal frame is compared, once, within the session\'s lifetime; a failed, expired, used or foreign session is 422 `liveness_failed` with `reason: "liveness_session_invalid"`. ' +
+        'Under LIVENESS_MODE=challenge a file is refused with 422 `liveness_session_required` before it is decoded. A match drops the registry photo and answers a single-use linkToken.',
       auth: 'consumer',
       outcomeInErrors: true,
       multipart: {
         fields: VerifyFaceFields,
         files: {
           file: {
-            required: (fields) => fields.reuseCapture !== 'true',
-            description: "The live capture (JPEG, PNG or WebP); required unless reuseCapture is 'true'",
+            required: (fields) => fields.reuseCapture !== 'true' && fields.livenessSessionId === undefined,
+            description:
+              "The live capture (JPEG, PNG or WebP); required unless reuseCapture is 'true' or a livenessSessionId is given (under LIVENESS_MODE=challenge: refused)",
           },
         },
       },
@@ -111,6 +123,7 @@ export default function identityRoutes({ config, identity }: { config: Config; i
         'rate_limited',
         'biometric_locked',
         'liveness_failed',
+        'liveness_session_required',
         'face_mismatch',
         'cross_registry_mismatch',
         'no_face',
@@ -121,8 +134,15 @@ export default function identityRoutes({ config, identity }: { config: Config; i
         'face_engine_unavailable',
       ],
       precheck: ({ fields, files }) => {
+        // Under LIVENESS_MODE=challenge a plain capture is refused before anything reads it.
+        if (config.liveness.mode === 'challenge' && files.file) throw livenessSessionRequired();
         if (fields.reuseCapture === 'true' && files.file) {
           throw validationError([{ in: 'fields', path: '/file', message: "must not be sent with reuseCapture 'true' (send one or the other)" }]);
+        }
+        if (fields.livenessSessionId !== undefined && (files.file || fields.reuseCapture === 'true')) {
+          throw validationError([
+            { in: 'fields', path: '/livenessSessionId', message: "must not be sent with a file or reuseCapture 'true' (send one of them)" },
+          ]);
         }
       },
       handler: async function verifyFaceAgainstRegistry({ fields, files, auth }) {
@@ -133,6 +153,7 @@ export default function identityRoutes({ config, identity }: { config: Config; i
             validationToken: fields.validationToken,
             file: files.file?.data,
             reuseCapture: fields.reuseCapture === 'true',
+            ...(fields.livenessSessionId !== undefined ? { livenessSessionId: fields.livenessSessionId } : {}),
           }),
         };
       },

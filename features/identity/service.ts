@@ -25,6 +25,7 @@ import type { BiometricKeyRing } from '../../platform/keys/key-ring.js';
 import type { DedupeService } from '../dedupe/index.js';
 import { deviceHint, fullName, maskName, recordDisagreements, snapshot } from './registry-records.js';
 import type { BiometricAttemptsService } from '../face/index.js';
+import { livenessSessionInvalid, type LivenessService } from '../liveness/index.js';
 
 export type { Registry } from './registry-client.js';
 
@@ -42,6 +43,7 @@ export interface IdentityDeps {
   biometric: BiometricAttemptsService;
   dedupe: DedupeService;
   keyRing: BiometricKeyRing;
+  liveness: LivenessService;
 }
 
 /** Associated data of a consumer's sealed live capture (a blob of one user cannot pass for another's). */
@@ -73,9 +75,11 @@ export interface VerifyFaceInput {
   userId: string;
   registry: Registry;
   validationToken: string;
-  /** The live capture; absent when reuseCapture is true. */
+  /** The live capture; absent when reuseCapture is true or a liveness session stands in for it. */
   file?: Buffer;
   reuseCapture: boolean;
+  /** A passed liveness session of the user (SPEC 13.1): its best frontal frame is the capture. */
+  livenessSessionId?: string;
 }
 
 export interface VerifyFaceMatch {
@@ -212,6 +216,30 @@ export class IdentityService {
         metrics.outcome('verify_face', 'face_mismatch');
         throw faceError('face_mismatch', undefined, quality);
       }
+    } else if (input.livenessSessionId !== undefined) {
+      // The session's best frontal frame, once: a failed, expired, used or foreign session is refused
+      // here without counting an attempt (the failed session was counted when its frames were judged).
+      const frontal = await this.deps.liveness.useByConsumer(userId, input.livenessSessionId);
+      if (!frontal) {
+        metrics.outcome('verify_face', 'liveness_session_invalid');
+        throw livenessSessionInvalid();
+      }
+      const v = await face.verifyEmbeddingAgainstPhoto(frontal.embedding, photo);
+      if (v.engineVersion !== frontal.engineVersion) throw livenessSessionInvalid();
+      embedding = frontal.embedding;
+      engineVersion = frontal.engineVersion;
+      score = v.score;
+      quality = frontal.quality;
+      if (v.outcome !== 'match') {
+        await this.deps.biometric.record(userId, 'verify_face', 'face_mismatch');
+        metrics.outcome('verify_face', 'face_mismatch');
+        throw faceError('face_mismatch', undefined, quality);
+      }
+      await store.saveLiveCapture(
+        userId,
+        this.deps.keyRing.encrypt(frontal.jpeg, liveCaptureSubject(userId)),
+        Math.max(config.identity.linkTokenTtlSeconds, config.identity.captureReuseSeconds),
+      );
     } else {
       // A live capture is a selfie: SELFIE_MAX_PIXELS, checked from the header before decoding.
       const capture = await face.normalise(input.file!, { maxPixels: config.biometrics.selfieMaxPixels });

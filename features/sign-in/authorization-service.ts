@@ -10,13 +10,14 @@ import type { AuthRule, RouteAuthorizer } from '../../platform/http/route-table.
 import { bearerToken, type OperatorPrincipal, type Principal } from '../../platform/http/principal.js';
 import type { AccessClaims, Audience, TokenService } from './token-service.js';
 
-const AUDIENCE_OF: Record<Exclude<AuthRule, 'none'>, Audience> = {
-  consumer: 'consumer',
-  'consumer:self': 'consumer',
-  operator: 'operator',
-  'operator:flagged-ok': 'operator',
-  'operator:mfa-setup': 'operator',
-  administrator: 'operator',
+const AUDIENCES_OF: Record<Exclude<AuthRule, 'none'>, Audience[]> = {
+  consumer: ['consumer'],
+  'consumer:self': ['consumer'],
+  operator: ['operator'],
+  'operator:flagged-ok': ['operator'],
+  'operator:mfa-setup': ['operator'],
+  administrator: ['operator'],
+  'consumer-or-operator': ['consumer', 'operator'],
 };
 
 export interface AuthorizerRepositories {
@@ -43,7 +44,7 @@ export class Authorizer implements RouteAuthorizer<AccessClaims> {
     if (rule === 'none') return null;
     const token = bearerToken(authorization);
     if (!token) throw new AppError('unauthorized', 'A bearer access token is required');
-    const claims = await this.tokens.verifyAccess(token, [AUDIENCE_OF[rule]]);
+    const claims = await this.tokens.verifyAccess(token, AUDIENCES_OF[rule]);
     if (rule === 'consumer:self' && params.id !== claims.sub) {
       throw new AppError('forbidden', 'You can only access your own account');
     }
@@ -56,7 +57,8 @@ export class Authorizer implements RouteAuthorizer<AccessClaims> {
    */
   async current(claims: AccessClaims | null, rule: AuthRule): Promise<Principal | undefined> {
     if (rule === 'none' || !claims) return undefined;
-    if (rule !== 'consumer' && rule !== 'consumer:self') return this.operatorNow(claims.sub, claims.sid, rule);
+    if (rule === 'consumer-or-operator' && claims.aud === 'operator') return this.operatorNow(claims.sub, claims.sid, 'operator');
+    if (rule !== 'consumer' && rule !== 'consumer:self' && rule !== 'consumer-or-operator') return this.operatorNow(claims.sub, claims.sid, rule);
 
     // The session and the subject are read together; the subject's state is reported first, so that a
     // deleted user is told 404 and a deactivated operator 403 `operator_deactivated` even when their

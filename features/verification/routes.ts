@@ -9,6 +9,9 @@ import { Strict, Uuid } from '../../platform/http/schemas.js';
 import { QualityField } from '../face/index.js';
 import type { VerificationService } from './service.js';
 import type { Metrics } from '../../platform/metrics.js';
+import type { Config } from '../../platform/config.js';
+import { validationError } from '../../platform/http/validation.js';
+import { livenessSessionRequired } from '../liveness/index.js';
 
 const LatencyMs = Type.Object({
   liveness: Type.Union([Type.Number(), Type.Null()]),
@@ -33,6 +36,11 @@ const SelfBody = Type.Object({
   referenceId: Uuid,
   outcome: Type.Union([Type.Literal('match'), Type.Literal('no_match'), Type.Literal('liveness_failed'), Type.Literal('no_face')]),
   score: Type.Optional(Type.Number({ description: 'Cosine with your canonical embedding, on a match only: a failed comparison answers no score' })),
+  reason: Type.Optional(
+    Type.Literal('liveness_session_invalid', {
+      description: 'With `liveness_failed`: the livenessSessionId given is not a passed session of yours, unused and within its lifetime',
+    }),
+  ),
   proofToken: Type.Optional(Type.String({ description: 'Single-use; required by PATCH and DELETE /users/{id}' })),
   expiresIn: Type.Optional(Type.Integer({ description: 'Seconds (PROOF_TOKEN_TTL_SECONDS)' })),
   quality: QualityField,
@@ -60,7 +68,7 @@ const SelfBody = Type.Object({
   latencyMs: LatencyMs,
 });
 
-export default function verificationRoutes(deps: { verification: VerificationService; metrics: Metrics }): AnyRoute[] {
+export default function verificationRoutes(deps: { verification: VerificationService; metrics: Metrics; config: Config }): AnyRoute[] {
   const service = deps.verification;
   return [
     route({
@@ -117,13 +125,47 @@ export default function verificationRoutes(deps: { verification: VerificationSer
       auth: 'consumer',
       outcomeInErrors: true,
       multipart: {
-        fields: Type.Object({}, Strict),
-        files: { image: { required: true, description: 'The live capture (JPEG, PNG or WebP)' } },
+        fields: Type.Object(
+          {
+            livenessSessionId: Type.Optional(
+              Type.String({
+                minLength: 1,
+                maxLength: 100,
+                description:
+                  'A passed liveness session of yours (POST /liveness/sessions), instead of an image: its best frontal frame is compared, once, within its lifetime; any other session answers outcome `liveness_failed` with `reason: "liveness_session_invalid"`',
+              }),
+            ),
+          },
+          Strict,
+        ),
+        files: {
+          image: {
+            required: (fields) => fields.livenessSessionId === undefined,
+            description:
+              'The live capture (JPEG, PNG or WebP), unless a livenessSessionId is given; under LIVENESS_MODE=challenge refused (422 `liveness_session_required`, before it is decoded, no SearchLog row)',
+          },
+        },
+      },
+      precheck: ({ fields, files }) => {
+        if (deps.config.liveness.mode === 'challenge' && files.image) throw livenessSessionRequired();
+        if ((fields as { livenessSessionId?: unknown }).livenessSessionId !== undefined && files.image) {
+          throw validationError([{ in: 'fields', path: '/livenessSessionId', message: 'must not be sent with an image (send one or the other)' }]);
+        }
       },
       responses: { 200: { description: 'The outcome; proofToken on a match', schema: SelfBody } },
-      errors: ['not_found', 'conflict', 'biometric_locked', 'rate_limited', 'invalid_image', 'face_engine_unavailable', 'dependency_unavailable'],
-      handler: async function verifySelf({ auth, files }) {
-        return { body: await service.verifySelf(auth, files.image!.data) };
+      errors: [
+        'not_found',
+        'conflict',
+        'biometric_locked',
+        'rate_limited',
+        'invalid_image',
+        'liveness_session_required',
+        'face_engine_unavailable',
+        'dependency_unavailable',
+      ],
+      handler: async function verifySelf({ auth, files, fields }) {
+        const capture = fields.livenessSessionId !== undefined ? { livenessSessionId: fields.livenessSessionId } : { image: files.image!.data };
+        return { body: await service.verifySelf(auth, capture) };
       },
     }),
   ];

@@ -20,7 +20,8 @@ import { decideCanonicalRefresh, type CanonicalRefreshDecision } from '../face/i
 import { qualitySummary, type QualitySummary } from '../../platform/face/quality.js';
 import type { FaceService } from '../face/index.js';
 import type { ProofTokens } from './proof-tokens.js';
-import type { BiometricAttemptsService } from '../face/index.js';
+import type { BiometricAttemptsService, SelfVerification } from '../face/index.js';
+import type { FrontalFrame, LivenessService } from '../liveness/index.js';
 
 export interface VerificationDeps {
   webhooks: WebhooksRepository;
@@ -33,6 +34,7 @@ export interface VerificationDeps {
   proofTokens: ProofTokens;
   face: FaceService;
   biometric: BiometricAttemptsService;
+  liveness: LivenessService;
   metrics: Metrics;
   logger: Logger;
 }
@@ -53,6 +55,8 @@ export interface SelfAnswer {
   outcome: 'match' | 'no_match' | 'liveness_failed' | 'no_face';
   /** On a match only: a failed comparison answers no score (it would guide someone trying faces). */
   score?: number;
+  /** With `liveness_failed`: the liveness session given could not be used (failed, expired, used or not yours). */
+  reason?: 'liveness_session_invalid';
   proofToken?: string;
   expiresIn?: number;
   /** Advisory capture quality; on no_face, that of the whole photo (too dark, too bright, too blurred). */
@@ -166,7 +170,7 @@ export class VerificationService {
    * (409), the biometric lock (429 `biometric_locked`, no SearchLog row), one face request of the user
    * at a time (429 `rate_limited`).
    */
-  async verifySelf(consumer: ConsumerPrincipal, image: Buffer): Promise<SelfAnswer> {
+  async verifySelf(consumer: ConsumerPrincipal, capture: { image: Buffer } | { livenessSessionId: string }): Promise<SelfAnswer> {
     const { searchLogs, embeddings, metrics, biometric } = this.deps;
     const t0 = performance.now();
     const enrolled = await embeddings.enrolment(consumer.userId);
@@ -185,18 +189,60 @@ export class VerificationService {
       throw new AppError('conflict', 'No enrolled face to verify against: link a NIN or BVN first');
     }
     await biometric.assertNotLocked(consumer.userId, 'verify_self');
-    return biometric.oneAtATime(consumer.userId, 'verify_self', () => this.compareSelf(consumer, image, enrolled, t0));
+    return biometric.oneAtATime(consumer.userId, 'verify_self', () => this.compareSelf(consumer, capture, enrolled, t0));
   }
 
-  private async compareSelf(consumer: ConsumerPrincipal, image: Buffer, enrolled: { qualityScore?: number | null }, t0: number): Promise<SelfAnswer> {
+  /**
+   * A passed liveness session's best frontal frame against the user's canonical embedding (the
+   * session was judged live already: no liveness stage here). null: the session cannot be used.
+   */
+  private async compareSession(userId: string, frontal: FrontalFrame | null, t0: number): Promise<SelfVerification | null> {
+    if (!frontal) return null;
+    const c = await this.deps.face.compareWithUser(frontal.embedding, userId);
+    return {
+      outcome: c.score !== null && c.score >= this.deps.config.face.matchThreshold ? 'match' : 'no_match',
+      score: c.score,
+      ...(c.reason ? { reason: c.reason } : {}),
+      livenessScore: null,
+      embedding: { embedding: frontal.embedding, engineVersion: frontal.engineVersion, ms: 0 },
+      quality: frontal.quality,
+      latencyMs: { liveness: null, embed: null, search: c.ms, total: elapsed(t0) },
+    };
+  }
+
+  private async compareSelf(
+    consumer: ConsumerPrincipal,
+    capture: { image: Buffer } | { livenessSessionId: string },
+    enrolled: { qualityScore?: number | null },
+    t0: number,
+  ): Promise<SelfAnswer> {
     const { searchLogs, face, metrics, config, biometric } = this.deps;
     let r;
     try {
-      const normalised = await face.normalise(image, { maxPixels: config.biometrics.selfieMaxPixels });
-      r = await face.verifyAgainstUser(normalised, consumer.userId, 'largest');
+      if ('livenessSessionId' in capture) {
+        r = await this.compareSession(consumer.userId, await this.deps.liveness.useByConsumer(consumer.userId, capture.livenessSessionId), t0);
+      } else {
+        const normalised = await face.normalise(capture.image, { maxPixels: config.biometrics.selfieMaxPixels });
+        r = await face.verifyAgainstUser(normalised, consumer.userId, 'largest');
+      }
     } catch (e) {
       await this.logFailure(e, t0, { kind: 'verify_self', userId: consumer.userId });
       throw e;
+    }
+    if (r === null) {
+      // A session that cannot be used: logged like any call, not counted as an attempt (a failed
+      // session was counted when its frames were judged; a used or foreign one compared no face).
+      const latencyMs = { liveness: null, embed: null, search: null, total: elapsed(t0) };
+      const referenceId = await searchLogs.insert({
+        kind: 'verify_self',
+        userId: consumer.userId,
+        outcome: 'liveness_failed',
+        candidates: [],
+        topScore: null,
+        latencyMs,
+      });
+      metrics.outcome('verify_self', 'liveness_session_invalid');
+      return { referenceId, outcome: 'liveness_failed', reason: 'liveness_session_invalid', quality: null, latencyMs };
     }
     // `total` from this call's start: the upload was normalised beside the enrolment read, before the face service's clock.
     r = { ...r, latencyMs: { ...r.latencyMs, total: elapsed(t0) } };

@@ -22,6 +22,7 @@ const AUTH_TEXT: Record<AuthRule, string> = {
     'Operator bearer token; accepted while the password is flagged for reset (and, under STAFF_MFA=required, before a second factor is set up).',
   'operator:mfa-setup': 'Operator bearer token (active, password not flagged); accepted before a second factor is set up under STAFF_MFA=required.',
   administrator: 'Administrator bearer token.',
+  'consumer-or-operator': 'Consumer bearer token, or operator bearer token (as for operator routes).',
 };
 
 function parameters(schema: TSchema | undefined, where: 'path' | 'query'): Json[] {
@@ -88,7 +89,10 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string; server
       const properties: Json = { ...(fields.properties ?? {}) };
       const required = [...(fields.required ?? [])];
       for (const [name, f] of Object.entries(r.multipart.files)) {
-        properties[name] = { type: 'string', contentMediaType: 'application/octet-stream', description: f.description };
+        const file = { type: 'string', contentMediaType: 'application/octet-stream' };
+        properties[name] = f.repeat
+          ? { type: 'array', items: file, minItems: f.repeat.min, maxItems: f.repeat.max, description: f.description }
+          : { ...file, description: f.description };
         if (f.required === true) required.push(name);
       }
       op.requestBody = {

@@ -18,8 +18,10 @@ import type { AdministratorPrincipal, ConsumerPrincipal, OperatorPrincipal, Prin
  * - `operator:mfa-setup`: like `operator`, but accepted without a second factor under STAFF_MFA=required
  *   (mfa/setup and mfa/confirm only; set-password's rule accepts that too).
  * - `administrator`: an active, unflagged administrator.
+ * - `consumer-or-operator`: a consumer as under `consumer`, or an operator as under `operator`.
  */
-export type AuthRule = 'none' | 'consumer' | 'consumer:self' | 'operator' | 'operator:flagged-ok' | 'operator:mfa-setup' | 'administrator';
+export type AuthRule =
+  'none' | 'consumer' | 'consumer:self' | 'operator' | 'operator:flagged-ok' | 'operator:mfa-setup' | 'administrator' | 'consumer-or-operator';
 
 /**
  * The principal a route's handler receives, fixed by its auth rule: the router hands it over only after
@@ -31,7 +33,9 @@ export type PrincipalOf<A extends AuthRule> = A extends 'consumer' | 'consumer:s
     ? AdministratorPrincipal
     : A extends 'operator' | 'operator:flagged-ok' | 'operator:mfa-setup'
       ? OperatorPrincipal
-      : undefined;
+      : A extends 'consumer-or-operator'
+        ? Principal
+        : undefined;
 
 export interface UploadedFile {
   field: string;
@@ -45,7 +49,18 @@ export interface MultipartSpec<F extends TObject> {
   /** Text fields (always strings); validated strictly like a body. */
   fields: F;
   /** File parts by field name; `required` may depend on the text fields (verify-face's reuseCapture). */
-  files: Record<string, { required: boolean | ((fields: Record<string, unknown>) => boolean); description: string }>;
+  files: Record<
+    string,
+    {
+      required: boolean | ((fields: Record<string, unknown>) => boolean);
+      description: string;
+      /**
+       * The part may be sent this many times (in order; the handler reads them all in `fileLists`);
+       * without it a file field is sent once.
+       */
+      repeat?: { min: number; max: number };
+    }
+  >;
 }
 
 export interface ResponseSpec {
@@ -62,6 +77,8 @@ export interface RequestInput<B, Q, P, F> {
   params: P;
   fields: F;
   files: Record<string, UploadedFile | undefined>;
+  /** Every part of each file field, in the order sent (one item for a field without `repeat`). */
+  fileLists: Record<string, UploadedFile[]>;
   ip: string;
   requestId: string;
   userAgent: string | null;

@@ -100,6 +100,7 @@ export function buildRouter(routes: AnyRoute[], deps: RouterDeps): Router {
           }
           const fields: Record<string, unknown> = {};
           const files: Record<string, UploadedFile | undefined> = {};
+          const fileLists: Record<string, UploadedFile[]> = {};
           if (r.multipart) {
             const rawFields = (ctx.request.body ?? {}) as Record<string, unknown>;
             for (const [k, v] of Object.entries(rawFields)) {
@@ -109,9 +110,15 @@ export function buildRouter(routes: AnyRoute[], deps: RouterDeps): Router {
             violations.push(...check(r.multipart.fields, 'fields', fields));
             const uploads = uploadedFiles(ctx);
             for (const [name, list] of Object.entries(uploads)) {
-              if (!(name in r.multipart.files)) violations.push({ in: 'fields', path: `/${name}`, message: 'is not an accepted file field' });
-              else if (list.length > 1) violations.push({ in: 'fields', path: `/${name}`, message: 'must be sent once' });
-              else files[name] = list[0];
+              const spec = r.multipart.files[name];
+              if (!spec) violations.push({ in: 'fields', path: `/${name}`, message: 'is not an accepted file field' });
+              else if (spec.repeat && (list.length < spec.repeat.min || list.length > spec.repeat.max))
+                violations.push({ in: 'fields', path: `/${name}`, message: `must be sent ${spec.repeat.min} to ${spec.repeat.max} times` });
+              else if (!spec.repeat && list.length > 1) violations.push({ in: 'fields', path: `/${name}`, message: 'must be sent once' });
+              else {
+                files[name] = list[0];
+                fileLists[name] = list;
+              }
             }
             for (const [name, spec] of Object.entries(r.multipart.files)) {
               const required = typeof spec.required === 'function' ? spec.required(fields) : spec.required;
@@ -124,6 +131,7 @@ export function buildRouter(routes: AnyRoute[], deps: RouterDeps): Router {
             params,
             fields,
             files,
+            fileLists,
             ip: clientIp(ctx, deps.config.http.trustProxy),
             requestId: String(ctx.state.requestId),
             userAgent: ctx.get('user-agent') || null,

@@ -25,6 +25,7 @@ import { BiometricKeyRing } from '../../platform/keys/key-ring.js';
 import { runRetentionSweep, type SweepResult } from '../../platform/retention/sweep.js';
 import { ErasuresRepository } from '../../features/accounts/erasures-repository.js';
 import { BiometricAttemptsStore } from '../../features/face/biometric-attempts-store.js';
+import { LivenessSessionStore } from '../../features/liveness/session-store.js';
 import { IdentityTokenStore } from '../../features/identity/identity-tokens.js';
 import { dataFamilies } from '../data-families.js';
 import type { Logger } from '../../platform/logger.js';
@@ -81,6 +82,7 @@ export async function startUpstreamWorker(
     config,
     identityTokens: new IdentityTokenStore(redis, keys, BiometricKeyRing.from(config.security)),
     biometricAttempts: new BiometricAttemptsStore(redis, keys, config.biometrics),
+    livenessSessions: new LivenessSessionStore(redis, keys, BiometricKeyRing.from(config.security)),
   });
   const ledger = new ErasuresRepository(deps.db);
   const runner = await runQueues(

@@ -48,6 +48,8 @@ import { HealthService } from '../../features/system/health-service.js';
 import { HistoryService } from '../../features/verification/history-service.js';
 import { DataExportService } from '../../features/accounts/data-export-service.js';
 import { IdentityService } from '../../features/identity/service.js';
+import { LivenessService } from '../../features/liveness/service.js';
+import { LivenessSessionStore } from '../../features/liveness/session-store.js';
 import { OperatorAuthService } from '../../features/sign-in/operator-auth-service.js';
 import { OperatorService } from '../../features/staff/service.js';
 import { OtpService } from '../../features/sign-in/otp-service.js';
@@ -88,6 +90,7 @@ export interface Services {
   analytics: AnalyticsService;
   billing: BillingService;
   identity: IdentityService;
+  liveness: LivenessService;
   verification: VerificationService;
   /** The stand-in national registry, mounted beside the API (api/registry-simulator/). */
   registrySimulator: RegistrySimulator;
@@ -200,6 +203,17 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     logger,
   });
 
+  const livenessSessions = new LivenessSessionStore(redis, keys, keyRing);
+  const liveness = new LivenessService({
+    config,
+    store: livenessSessions,
+    face,
+    biometric,
+    keyRing,
+    metrics,
+    logger,
+  });
+
   const sms = createSmsTransport(config);
   const dedupe = new DedupeService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, dedupe: repos.dedupe, keyRing, face, metrics, logger });
 
@@ -213,7 +227,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     sessionRows: repos.sessions,
     embeddings: repos.embeddings,
     erasures: repos.erasures,
-    erasure: dataFamilies({ db, config, identityTokens, biometricAttempts, otp }),
+    erasure: dataFamilies({ db, config, identityTokens, biometricAttempts, livenessSessions, otp }),
     proofTokens,
     jobs,
     logger,
@@ -278,7 +292,9 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
       dedupe,
       keyRing,
       biometric,
+      liveness,
     }),
+    liveness,
     verification: new VerificationService({
       config,
       unitOfWork,
@@ -290,6 +306,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
       proofTokens,
       face,
       biometric,
+      liveness,
       metrics,
       logger,
     }),

@@ -5,6 +5,7 @@ import { adminQueueRoutes } from '../../features/system/admin-queues-routes.js';
 import auditEventRoutes from '../../features/audit/routes.js';
 import authRoutes from '../../features/sign-in/routes.js';
 import identityRoutes from '../../features/identity/routes.js';
+import livenessRoutes from '../../features/liveness/routes.js';
 import registryRoutes from '../../features/registry-simulator/routes.js';
 import disputeRoutes from '../../features/disputes/routes.js';
 import dedupeRoutes from '../../features/dedupe/routes.js';
@@ -23,6 +24,7 @@ export function allRoutes(deps: AppDeps): AnyRoute[] {
     ...adminQueueRoutes(r),
     ...(deps.config.registry.simulator ? registryRoutes(r) : []),
     ...identityRoutes(r),
+    ...livenessRoutes(r),
     ...userRoutes(r),
     ...disputeRoutes(r),
     ...dedupeRoutes(r),

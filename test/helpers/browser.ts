@@ -26,6 +26,27 @@ export const SCREENSHOT_DIR = process.env.UPDATE_SCREENSHOTS === '1' ? path.join
  * the camera then "sees" that photo. Frames of width x height (even), BT.601 full-range.
  */
 export async function photoToY4m(photo: string, width = 640, height = 480, frames = 2): Promise<string> {
+  const frame = await y4mFrame(photo, width, height);
+  const file = path.join(mkdtemp(), 'camera.y4m');
+  writeFileSync(file, Buffer.concat([Buffer.from(`YUV4MPEG2 W${width} H${height} F15:1 Ip A1:1 C420jpeg\n`), ...Array.from({ length: frames }, () => frame)]));
+  return file;
+}
+
+/**
+ * A Y4M video of several stills, each held for its number of frames, at `fps` frames a second (a
+ * liveness challenge filmed: one pose after another), written to `file`.
+ */
+export async function stillsToY4m(file: string, stills: { photo: string | Buffer; frames: number }[], fps: number, width = 640, height = 480): Promise<void> {
+  const parts: Buffer[] = [Buffer.from(`YUV4MPEG2 W${width} H${height} F${fps}:1 Ip A1:1 C420jpeg\n`)];
+  for (const still of stills) {
+    const frame = await y4mFrame(still.photo, width, height);
+    for (let i = 0; i < still.frames; i++) parts.push(frame);
+  }
+  writeFileSync(file, Buffer.concat(parts));
+}
+
+/** One Y4M frame (4:2:0, BT.601 full range) of a photo, as photoToY4m frames it. */
+async function y4mFrame(photo: string | Buffer, width: number, height: number): Promise<Buffer> {
   // The photo at the frame's full height, centred on a plain wall in a webcam's 4:3 landscape frame. (An LFW
   // tile is a tight crop of the face; shrunk further, the liveness model no longer passes it.)
   const side = height;
@@ -71,13 +92,10 @@ export async function photoToY4m(photo: string, width = 640, height = 480, frame
       v[cy * (w / 2) + cx] = clamp(0.5 * r - 0.418688 * g - 0.081312 * b + 128);
     }
   }
-  const frame = Buffer.concat([Buffer.from('FRAME\n'), y, u, v]);
-  const file = path.join(mkdtemp(), 'camera.y4m');
-  writeFileSync(file, Buffer.concat([Buffer.from(`YUV4MPEG2 W${w} H${h} F15:1 Ip A1:1 C420jpeg\n`), ...Array.from({ length: frames }, () => frame)]));
-  return file;
+  return Buffer.concat([Buffer.from('FRAME\n'), y, u, v]);
 }
 
-function mkdtemp(): string {
+export function mkdtemp(): string {
   const dir = path.join(os.tmpdir(), `faceid-console-${process.pid}-${Date.now()}`);
   mkdirSync(dir, { recursive: true });
   return dir;

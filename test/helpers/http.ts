@@ -6,10 +6,17 @@ export interface Answer<T = any> {
   text: string;
 }
 
+export interface FormFile {
+  data: Buffer;
+  filename?: string;
+  type?: string;
+}
+
 export interface RequestOptions {
   token?: string;
   json?: unknown;
-  form?: Record<string, string | { data: Buffer; filename?: string; type?: string }>;
+  /** A list of files sends the field once per file, in order (a repeated file field). */
+  form?: Record<string, string | FormFile | FormFile[]>;
   headers?: Record<string, string>;
   rawBody?: string | Buffer;
 }
@@ -25,7 +32,9 @@ export async function call<T = any>(baseUrl: string, method: string, path: strin
     const fd = new FormData();
     for (const [k, v] of Object.entries(opts.form)) {
       if (typeof v === 'string') fd.append(k, v);
-      else fd.append(k, new Blob([new Uint8Array(v.data)], { type: v.type ?? 'image/jpeg' }), v.filename ?? 'upload.jpg');
+      else
+        for (const f of Array.isArray(v) ? v : [v])
+          fd.append(k, new Blob([new Uint8Array(f.data)], { type: f.type ?? 'image/jpeg' }), f.filename ?? 'upload.jpg');
     }
     body = fd;
   } else if (opts.rawBody !== undefined) {

@@ -669,7 +669,7 @@ export interface paths {
         put?: never;
         /**
          * Prove with a live capture that your face matches the BVN registry photo
-         * @description At most VERIFY_FACE_MAX_ATTEMPTS (5) attempts per validationToken, then 429 `rate_limited` with Retry-After. After BIOMETRIC_MAX_FAILURES consecutive failed comparisons of yours (`face_mismatch`, `liveness_failed`, across validation tokens and /verify/self), 429 `biometric_locked` with Retry-After before any image is decoded; a match resets the count. A failed comparison carries no score; a capture over SELFIE_MAX_PIXELS is 400 `invalid_image`. The capture must pass liveness, show one face and match the registry photo; when your account has the NIN linked, it must also match your canonical embedding (`cross_registry_mismatch`, behaviour by CROSS_REGISTRY_MISMATCH_POLICY). Face outcomes are 422; every error body echoes its code as `outcome`, and those of a live capture with a face (`liveness_failed`, `face_mismatch`, `cross_registry_mismatch`) carry its advisory `quality` too. `reuseCapture='true'` (without a file) reuses your most recent passing NIN capture within CAPTURE_REUSE_SECONDS, still compared with this registry photo (404 when there is none to reuse). A match drops the registry photo and answers a single-use linkToken.
+         * @description At most VERIFY_FACE_MAX_ATTEMPTS (5) attempts per validationToken, then 429 `rate_limited` with Retry-After. After BIOMETRIC_MAX_FAILURES consecutive failed comparisons of yours (`face_mismatch`, `liveness_failed`, across validation tokens and /verify/self), 429 `biometric_locked` with Retry-After before any image is decoded; a match resets the count. A failed comparison carries no score; a capture over SELFIE_MAX_PIXELS is 400 `invalid_image`. The capture must pass liveness, show one face and match the registry photo; when your account has the NIN linked, it must also match your canonical embedding (`cross_registry_mismatch`, behaviour by CROSS_REGISTRY_MISMATCH_POLICY). Face outcomes are 422; every error body echoes its code as `outcome`, and those of a live capture with a face (`liveness_failed`, `face_mismatch`, `cross_registry_mismatch`) carry its advisory `quality` too. `reuseCapture='true'` (without a file) reuses your most recent passing NIN capture within CAPTURE_REUSE_SECONDS, still compared with this registry photo (404 when there is none to reuse). `livenessSessionId` (without a file) uses a passed liveness session of yours instead: its best frontal frame is compared, once, within the session's lifetime; a failed, expired, used or foreign session is 422 `liveness_failed` with `reason: "liveness_session_invalid"`. Under LIVENESS_MODE=challenge a file is refused with 422 `liveness_session_required` before it is decoded. A match drops the registry photo and answers a single-use linkToken.
          *
          *     **Authorisation:** Consumer bearer token.
          */
@@ -735,11 +735,55 @@ export interface paths {
         put?: never;
         /**
          * Prove with a live capture that your face matches the NIN registry photo
-         * @description At most VERIFY_FACE_MAX_ATTEMPTS (5) attempts per validationToken, then 429 `rate_limited` with Retry-After. After BIOMETRIC_MAX_FAILURES consecutive failed comparisons of yours (`face_mismatch`, `liveness_failed`, across validation tokens and /verify/self), 429 `biometric_locked` with Retry-After before any image is decoded; a match resets the count. A failed comparison carries no score; a capture over SELFIE_MAX_PIXELS is 400 `invalid_image`. The capture must pass liveness, show one face and match the registry photo; when your account has the BVN linked, it must also match your canonical embedding (`cross_registry_mismatch`, behaviour by CROSS_REGISTRY_MISMATCH_POLICY). Face outcomes are 422; every error body echoes its code as `outcome`, and those of a live capture with a face (`liveness_failed`, `face_mismatch`, `cross_registry_mismatch`) carry its advisory `quality` too. `reuseCapture='true'` (without a file) reuses your most recent passing NIN capture within CAPTURE_REUSE_SECONDS, still compared with this registry photo (404 when there is none to reuse). A match drops the registry photo and answers a single-use linkToken.
+         * @description At most VERIFY_FACE_MAX_ATTEMPTS (5) attempts per validationToken, then 429 `rate_limited` with Retry-After. After BIOMETRIC_MAX_FAILURES consecutive failed comparisons of yours (`face_mismatch`, `liveness_failed`, across validation tokens and /verify/self), 429 `biometric_locked` with Retry-After before any image is decoded; a match resets the count. A failed comparison carries no score; a capture over SELFIE_MAX_PIXELS is 400 `invalid_image`. The capture must pass liveness, show one face and match the registry photo; when your account has the BVN linked, it must also match your canonical embedding (`cross_registry_mismatch`, behaviour by CROSS_REGISTRY_MISMATCH_POLICY). Face outcomes are 422; every error body echoes its code as `outcome`, and those of a live capture with a face (`liveness_failed`, `face_mismatch`, `cross_registry_mismatch`) carry its advisory `quality` too. `reuseCapture='true'` (without a file) reuses your most recent passing NIN capture within CAPTURE_REUSE_SECONDS, still compared with this registry photo (404 when there is none to reuse). `livenessSessionId` (without a file) uses a passed liveness session of yours instead: its best frontal frame is compared, once, within the session's lifetime; a failed, expired, used or foreign session is 422 `liveness_failed` with `reason: "liveness_session_invalid"`. Under LIVENESS_MODE=challenge a file is refused with 422 `liveness_session_required` before it is decoded. A match drops the registry photo and answers a single-use linkToken.
          *
          *     **Authorisation:** Consumer bearer token.
          */
         post: operations["verifyFaceNIN"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/liveness/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a liveness session: server-random steps to perform in front of the camera
+         * @description The steps (2 to 4, first `center`) are drawn by the server for each session. The session belongs to the caller, lives LIVENESS_SESSION_TTL_SECONDS and takes its frames once. At most LIVENESS_SESSIONS_PER_HOUR sessions per caller per hour (429 `rate_limited` with Retry-After).
+         *
+         *     **Authorisation:** Consumer bearer token, or operator bearer token (as for operator routes).
+         */
+        post: operations["createLivenessSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/liveness/sessions/{id}/frames": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give a liveness session its frames (once) and get the server's verdict
+         * @description The file field `frames` repeated `minFrames` to `maxFrames` times, in capture order (JPEG, PNG or WebP each). The verdict is `passed` or `failed` with the first reason found, checked in this order: `session_expired`; `replayed_frames` (a frame whose exact bytes this service received before, in any session: checked on keyed digests before any frame is decoded); `no_face`; `multiple_faces`; `static_capture` (one picture repeated, shifted or re-encoded); `different_faces`; `challenge_not_followed` (the head poses, estimated from the landmarks, do not follow `steps` in order); `spoof_suspected` (the passive model). Never a score. 404 `not_found` for an unknown, malformed or another caller's session; 409 `conflict` for a second frames call. A consumer's failed session counts as one failed biometric attempt (429 `biometric_locked` while locked, before the session is used). A frame that is not a decodable image is 400 `invalid_image`, and the session is spent.
+         *
+         *     **Authorisation:** Consumer bearer token, or operator bearer token (as for operator routes).
+         */
+        post: operations["submitLivenessFrames"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4660,8 +4704,10 @@ export interface operations {
         requestBody: {
             content: {
                 "multipart/form-data": {
-                    /** @description The live capture (JPEG, PNG or WebP); required unless reuseCapture is 'true' */
+                    /** @description The live capture (JPEG, PNG or WebP); required unless reuseCapture is 'true' or a livenessSessionId is given (under LIVENESS_MODE=challenge: refused) */
                     file?: string;
+                    /** @description A passed liveness session of yours (POST /liveness/sessions), instead of a file: its best frontal frame is compared, once, within its lifetime */
+                    livenessSessionId?: string;
                     /** @description 'true' reuses your most recent passing NIN capture (within CAPTURE_REUSE_SECONDS) instead of a file */
                     reuseCapture?: "true" | "false";
                     validationToken: string;
@@ -4739,7 +4785,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: `liveness_failed`, `face_mismatch`, `cross_registry_mismatch`, `no_face`, `multiple_faces` */
+            /** @description Error: `liveness_failed`, `liveness_session_required`, `face_mismatch`, `cross_registry_mismatch`, `no_face`, `multiple_faces` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5022,8 +5068,10 @@ export interface operations {
         requestBody: {
             content: {
                 "multipart/form-data": {
-                    /** @description The live capture (JPEG, PNG or WebP); required unless reuseCapture is 'true' */
+                    /** @description The live capture (JPEG, PNG or WebP); required unless reuseCapture is 'true' or a livenessSessionId is given (under LIVENESS_MODE=challenge: refused) */
                     file?: string;
+                    /** @description A passed liveness session of yours (POST /liveness/sessions), instead of a file: its best frontal frame is compared, once, within its lifetime */
+                    livenessSessionId?: string;
                     /** @description 'true' reuses your most recent passing NIN capture (within CAPTURE_REUSE_SECONDS) instead of a file */
                     reuseCapture?: "true" | "false";
                     validationToken: string;
@@ -5101,7 +5149,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: `liveness_failed`, `face_mismatch`, `cross_registry_mismatch`, `no_face`, `multiple_faces` */
+            /** @description Error: `liveness_failed`, `liveness_session_required`, `face_mismatch`, `cross_registry_mismatch`, `no_face`, `multiple_faces` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5130,6 +5178,229 @@ export interface operations {
             };
             /** @description Error: `registry_unavailable` */
             502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `face_engine_unavailable`, `dependency_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createLivenessSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description The session */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        session: {
+                            /**
+                             * Format: date-time
+                             * @description The frames must arrive, and a passed session be used, before this (LIVENESS_SESSION_TTL_SECONDS)
+                             */
+                            expiresAt: string;
+                            /** Format: uuid */
+                            id: string;
+                            /** @description LIVENESS_MAX_FRAMES */
+                            maxFrames: number;
+                            /** @description LIVENESS_MIN_FRAMES */
+                            minFrames: number;
+                            /** @description What to show, in order, first `center`. `turn_left`/`turn_right`: turn the head to your own left/right (in the captured, unmirrored image the nose moves towards the right/left edge); `look_up`: tilt the head back. */
+                            steps: ("center" | "turn_left" | "turn_right" | "look_up")[];
+                        };
+                    };
+                };
+            };
+            /** @description Error: `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `dependency_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    submitLivenessFrames: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /** @description One frame per part, in capture order */
+                    frames: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description The verdict */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        session: {
+                            /** Format: uuid */
+                            id: string;
+                            /** @description Why it failed: the first reason found, checked in the order listed */
+                            reason?: "session_expired" | "replayed_frames" | "no_face" | "multiple_faces" | "static_capture" | "different_faces" | "challenge_not_followed" | "spoof_suspected";
+                            status: "passed" | "failed";
+                            /** @description Per frame, the step the server saw in it, or null */
+                            stepsSeen: (("center" | "turn_left" | "turn_right" | "look_up") | null)[];
+                        };
+                    };
+                };
+            };
+            /** @description Error: `invalid_image`, `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `conflict` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `biometric_locked` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `internal_error` */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7116,8 +7387,10 @@ export interface operations {
         requestBody: {
             content: {
                 "multipart/form-data": {
-                    /** @description The live capture (JPEG, PNG or WebP) */
-                    image: string;
+                    /** @description The live capture (JPEG, PNG or WebP), unless a livenessSessionId is given; under LIVENESS_MODE=challenge refused (422 `liveness_session_required`, before it is decoded, no SearchLog row) */
+                    image?: string;
+                    /** @description A passed liveness session of yours (POST /liveness/sessions), instead of an image: its best frontal frame is compared, once, within its lifetime; any other session answers outcome `liveness_failed` with `reason: "liveness_session_invalid"` */
+                    livenessSessionId?: string;
                 };
             };
         };
@@ -7152,6 +7425,11 @@ export interface operations {
                             /** @description Capture quality 0..100, higher is better; below 50 exactly when `issues` is not empty */
                             score: number;
                         } | null;
+                        /**
+                         * @description With `liveness_failed`: the livenessSessionId given is not a passed session of yours, unused and within its lifetime
+                         * @constant
+                         */
+                        reason?: "liveness_session_invalid";
                         /** Format: uuid */
                         referenceId: string;
                         /** @description Cosine with your canonical embedding, on a match only: a failed comparison answers no score */
@@ -7206,6 +7484,15 @@ export interface operations {
             };
             /** @description Error: `unsupported_media_type` */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `liveness_session_required` */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -7,6 +7,7 @@ import { Session } from '../session.js';
 import { Capture, Note, Pager, QualityAdvice, fmtDate, fmtScore, saveFile, type QualityIssue } from '../ui/common.js';
 import { CodeField, ErrorNote, Field, OutcomeNote, type Outcome } from '../ui/forms.js';
 import { usePagedList } from '../ui/lists.js';
+import { LivenessCheck } from './LivenessCheck.js';
 
 type Registry = 'nin' | 'bvn';
 type View = 'home' | 'link-nin' | 'link-bvn' | 'history' | 'settings' | 'self';
@@ -298,13 +299,18 @@ function Link(props: { t: Translate; session: Session; registry: Registry; done:
     setValidation({ token: data.validationToken, name: data.matchedName });
   };
 
-  const verify = async (reuse: boolean) => {
+  /** With a photo, a reused capture, or a passed liveness session (SPEC 13.1). */
+  const verify = async (how: 'photo' | 'reuse' | { livenessSessionId: string }) => {
     if (!validation) return;
     setBusy(true);
     setError(null);
     setIssues(null);
     const body = multipart(
-      reuse ? { validationToken: validation.token, reuseCapture: 'true' } : { validationToken: validation.token, file: image ?? undefined },
+      how === 'reuse'
+        ? { validationToken: validation.token, reuseCapture: 'true' }
+        : how === 'photo'
+          ? { validationToken: validation.token, file: image ?? undefined }
+          : { validationToken: validation.token, livenessSessionId: how.livenessSessionId },
     );
     const { data, error: err } = await (registry === 'nin' ? api.POST('/identity/nin/verify-face', body) : api.POST('/identity/bvn/verify-face', body));
     // The capture has been sent: drop it (the preview URL is revoked when Capture remounts).
@@ -373,15 +379,17 @@ function Link(props: { t: Translate; session: Session; registry: Registry; done:
               <p>{t('matchedNameHint')}</p>
               <Capture key={captureKey} id={registry} texts={captureTexts(t)} onChange={setImage} />
               <div class="row">
-                <button type="button" disabled={!image || busy} aria-busy={busy} onClick={() => void verify(false)}>
+                <button type="button" disabled={!image || busy} aria-busy={busy} onClick={() => void verify('photo')}>
                   {t('verifyFace')}
                 </button>
                 {registry === 'bvn' && (
-                  <button type="button" class="secondary" disabled={busy} onClick={() => void verify(true)}>
+                  <button type="button" class="secondary" disabled={busy} onClick={() => void verify('reuse')}>
                     {t('reuse')}
                   </button>
                 )}
               </div>
+              <h2>{t('verifyWithLiveness')}</h2>
+              <LivenessCheck t={t} api={api} id={registry} onPassed={(livenessSessionId) => void verify({ livenessSessionId })} />
             </article>
           )}
           {linkToken && (
@@ -589,12 +597,13 @@ function SelfService(props: { t: Translate; session: Session; userId: string; ba
   const [issues, setIssues] = useState<readonly string[] | null>(null);
   const [busy, setBusy] = useState(false);
 
-  const verify = async () => {
-    if (!image) return;
+  /** With a photo, or a passed liveness session (SPEC 13.1). */
+  const verify = async (livenessSessionId?: string) => {
+    if (!image && !livenessSessionId) return;
     setBusy(true);
     setNote(null);
     setIssues(null);
-    const { data, error } = await api.POST('/verify/self', multipart({ image }));
+    const { data, error } = await api.POST('/verify/self', multipart(livenessSessionId ? { livenessSessionId } : { image: image! }));
     setImage(null);
     setCaptureKey((k) => k + 1);
     setBusy(false);
@@ -634,6 +643,8 @@ function SelfService(props: { t: Translate; session: Session; userId: string; ba
           <button type="button" disabled={!image || busy} aria-busy={busy} onClick={() => void verify()}>
             {t('verifySelf')}
           </button>
+          <h2>{t('verifyWithLiveness')}</h2>
+          <LivenessCheck t={t} api={api} id="self" onPassed={(id) => void verify(id)} />
         </article>
       ) : (
         <article>

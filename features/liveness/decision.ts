@@ -1,0 +1,260 @@
+/**
+ * The server's judgement of a liveness session's frames, from what the face path measured on them
+ * (the five landmarks, the face count, the passive score, the embeddings): pure functions, no I/O, so
+ * that the service, the tests and `npm run evaluate -- liveness` decide alike.
+ *
+ * Pose. The head's yaw and pitch are estimated from the five landmarks (eyes, nose tip, mouth
+ * corners) after undoing the roll (the eye line made horizontal):
+ * - yaw: the nose tip's horizontal offset from the face's midline (the mean of the eye centre and the
+ *   mouth centre), in inter-ocular distances. The nose stands out of the face plane, so it moves
+ *   sideways when the head turns while the eyes and mouth stay nearly symmetric about the midline;
+ *   a flat picture turned in front of the camera (a homography of a plane) keeps the nose on the
+ *   midline and never shows a turn. Positive: the nose towards the image's right edge, which in the
+ *   captured (unmirrored) image is the person turning to their own left.
+ * - pitch: where the nose tip falls between the eye line (0) and the mouth line (1). Looking up brings
+ *   the nose tip towards the eye line, so the ratio drops; it is compared with the same person's
+ *   centre frames (faces differ in proportions), never with an absolute value.
+ */
+
+export const LIVENESS_STEPS = ['center', 'turn_left', 'turn_right', 'look_up'] as const;
+export type LivenessStep = (typeof LIVENESS_STEPS)[number];
+
+/** The reasons of SPEC 13.1, in the order they are checked. */
+export const FAILURE_REASONS = [
+  'session_expired',
+  'replayed_frames',
+  'no_face',
+  'multiple_faces',
+  'static_capture',
+  'different_faces',
+  'challenge_not_followed',
+  'spoof_suspected',
+] as const;
+export type FailureReason = (typeof FAILURE_REASONS)[number];
+
+/**
+ * The thresholds of the judgement. Chosen on the tuning half of the bona fide sequences and attacks
+ * (scripts/evaluate/liveness-set.ts; figures and method in docs/face-engine.md "Liveness sessions"),
+ * never on the half they are measured on.
+ */
+export const POSE_THRESHOLDS = {
+  /** |yaw| below this: facing the camera (a centre or look-up frame). */
+  centerYaw: 0.12,
+  /** |yaw| at or above this: a turn. Between the two: in motion, no step (null). */
+  turnYaw: 0.17,
+  /** Pitch ratio this much below the centre frames': looking up. */
+  lookUpPitch: 0.12,
+  /** Within this of the centre frames' pitch: not looking up or down. */
+  centerPitch: 0.06,
+} as const;
+
+/**
+ * Below this (the largest RMS distance, in inter-ocular distances, between the first frame's five
+ * points and another frame's after the best similarity fit) the frames are one picture repeated,
+ * shifted, scaled, rotated or re-encoded: `static_capture`.
+ */
+export const STATIC_SHAPE_RESIDUAL = 0.02;
+
+/**
+ * Cosine of two frames' embeddings at or above which they show one person. Lower than MATCH_THRESHOLD
+ * on purpose: a head turned by 20° or more costs the embedder much similarity (a synthesised look-up
+ * against its own frontal frame scores 0.31 to 0.67), and the highest impostor pair of the fixtures
+ * is 0.35: the two overlap, which docs/face-engine.md "Liveness sessions" reports.
+ */
+export const SAME_PERSON_COSINE = 0.3;
+
+export type Point = readonly [number, number];
+
+export interface Pose {
+  yaw: number;
+  pitch: number;
+}
+
+const sub = (a: Point, b: Point): [number, number] => [a[0] - b[0], a[1] - b[1]];
+const mid = (a: Point, b: Point): [number, number] => [(a[0] + b[0]) / 2, (a[1] + b[1]) / 2];
+
+/** Yaw and pitch of a face from its five landmarks (eyes, nose tip, mouth corners; image left first). */
+export function estimatePose(landmarks5: readonly Point[]): Pose {
+  if (landmarks5.length !== 5) throw new RangeError('expected 5 landmarks');
+  const [le, re, nose, lm, rm] = landmarks5 as [Point, Point, Point, Point, Point];
+  const eyes = sub(re, le);
+  const iod = Math.hypot(eyes[0], eyes[1]) || 1;
+  const cos = eyes[0] / iod;
+  const sin = eyes[1] / iod;
+  // Undo the roll about the eye centre: the eye line becomes horizontal.
+  const eyeMid = mid(le, re);
+  const unroll = (p: Point): [number, number] => {
+    const [dx, dy] = sub(p, eyeMid);
+    return [dx * cos + dy * sin, -dx * sin + dy * cos];
+  };
+  const n = unroll(nose);
+  const m = unroll(mid(lm, rm));
+  const midlineX = m[0] / 2; // the eye centre is at 0
+  const yaw = (n[0] - midlineX) / iod;
+  const pitch = m[1] > 1e-6 ? n[1] / m[1] : 0;
+  return { yaw, pitch };
+}
+
+/**
+ * The step each frame shows, or null (in motion, or a pose no step asks for). The pitch is read
+ * against the highest pitch ratio among the frames facing the camera (|yaw| below `centerYaw`); without such a frame no
+ * frame is centre or look-up.
+ */
+export function stepsSeen(poses: readonly Pose[], t: typeof POSE_THRESHOLDS = POSE_THRESHOLDS): (LivenessStep | null)[] {
+  const frontal = poses.filter((p) => Math.abs(p.yaw) < t.centerYaw).map((p) => p.pitch);
+  // Looking up lowers the ratio: the highest among the frontal frames is the centre one.
+  const base = frontal.length ? Math.max(...frontal) : null;
+  return poses.map((p) => {
+    if (p.yaw >= t.turnYaw) return 'turn_left';
+    if (p.yaw <= -t.turnYaw) return 'turn_right';
+    if (Math.abs(p.yaw) >= t.centerYaw || base === null) return null;
+    const d = p.pitch - base;
+    if (d <= -t.lookUpPitch) return 'look_up';
+    if (Math.abs(d) < t.centerPitch) return 'center';
+    return null;
+  });
+}
+
+/**
+ * Whether what was seen follows the steps in order: the first frame shows the first step (centre),
+ * and the steps seen, frames without a step left out and repeats merged, are exactly the steps asked,
+ * except that a return to centre is allowed once a step other than centre was reached (a person
+ * turning left then right passes through centre, and comes back to it at the end). Nothing else in between: a sequence holding every pose would otherwise pass
+ * any challenge.
+ */
+export function followsSteps(seen: readonly (LivenessStep | null)[], steps: readonly LivenessStep[]): boolean {
+  if (seen[0] !== steps[0]) return false;
+  const merged: LivenessStep[] = [];
+  for (const s of seen) if (s !== null && s !== merged[merged.length - 1]) merged.push(s);
+  let i = 0;
+  for (const s of merged) {
+    if (s === steps[i]) continue;
+    if (s === steps[i + 1]) {
+      i++;
+      continue;
+    }
+    // A return to centre after the first step that is not centre (between two steps, or at the end).
+    if (s === 'center' && i > 0) continue;
+    return false;
+  }
+  return i === steps.length - 1;
+}
+
+/**
+ * The largest RMS distance (in inter-ocular distances of the first frame) between the first frame's
+ * five points and each other frame's, after the best similarity transform (scale, rotation,
+ * translation) of the other onto the first. A picture moved, scaled, rotated or re-encoded keeps its
+ * shape (near 0); a head that turns or tilts does not.
+ */
+export function shapeChange(frames: readonly (readonly Point[])[]): number {
+  const ref = frames[0];
+  if (!ref || frames.length < 2) return 0;
+  const centred = (pts: readonly Point[]) => {
+    const cx = pts.reduce((a, p) => a + p[0], 0) / pts.length;
+    const cy = pts.reduce((a, p) => a + p[1], 0) / pts.length;
+    return pts.map((p) => [p[0] - cx, p[1] - cy] as [number, number]);
+  };
+  const a = centred(ref);
+  const iod = Math.hypot(ref[1]![0] - ref[0]![0], ref[1]![1] - ref[0]![1]) || 1;
+  let worst = 0;
+  for (const other of frames.slice(1)) {
+    const b = centred(other);
+    // Least-squares similarity b → a (complex-number form: a ≈ z·b).
+    let re = 0,
+      im = 0,
+      nb = 0;
+    for (let k = 0; k < a.length; k++) {
+      re += a[k]![0] * b[k]![0] + a[k]![1] * b[k]![1];
+      im += a[k]![1] * b[k]![0] - a[k]![0] * b[k]![1];
+      nb += b[k]![0] ** 2 + b[k]![1] ** 2;
+    }
+    const zr = nb ? re / nb : 0;
+    const zi = nb ? im / nb : 0;
+    let ss = 0;
+    for (let k = 0; k < a.length; k++) {
+      const x = zr * b[k]![0] - zi * b[k]![1];
+      const y = zi * b[k]![0] + zr * b[k]![1];
+      ss += (a[k]![0] - x) ** 2 + (a[k]![1] - y) ** 2;
+    }
+    worst = Math.max(worst, Math.sqrt(ss / a.length) / iod);
+  }
+  return worst;
+}
+
+/** What the face path measured on one frame. */
+export type FrameFace = { outcome: 'no_face' | 'multiple_faces' } | { outcome: 'face'; landmarks5: readonly Point[]; livenessScore: number };
+
+export interface FrameVerdictInput {
+  frames: readonly FrameFace[];
+  steps: readonly LivenessStep[];
+  livenessThreshold: number;
+}
+
+/** The verdict up to (not including) the identity check, which needs embeddings. */
+export type FaceVerdict =
+  | { status: 'failed'; reason: 'no_face' | 'multiple_faces' | 'static_capture'; stepsSeen: (LivenessStep | null)[] }
+  | {
+      status: 'needs_identity';
+      stepsSeen: (LivenessStep | null)[];
+      /** What the remaining checks would say once the frames are known to show one person. */
+      then: { status: 'passed'; frontal: number } | { status: 'failed'; reason: 'challenge_not_followed' | 'spoof_suspected' };
+      /** Index of the frame the others are compared with (the best frontal one). */
+      reference: number;
+    };
+
+/**
+ * The frontal frame a passed session offers for comparison: among the frames seen as `center`, the
+ * one facing the camera most squarely (smallest |yaw|), the first on a tie.
+ */
+export function bestFrontal(poses: readonly Pose[], seen: readonly (LivenessStep | null)[]): number {
+  let best = -1;
+  for (let i = 0; i < poses.length; i++) {
+    if (seen[i] !== 'center') continue;
+    if (best < 0 || Math.abs(poses[i]!.yaw) < Math.abs(poses[best]!.yaw)) best = i;
+  }
+  return best < 0 ? 0 : best;
+}
+
+/** The checks that need no embedding, in the SPEC's order, and what follows if one person is seen. */
+export function judgeFaces(input: FrameVerdictInput): FaceVerdict {
+  const { frames, steps } = input;
+  const poses = frames.map((f) => (f.outcome === 'face' ? estimatePose(f.landmarks5) : null));
+  const seenAll = stepsSeen(poses.map((p) => p ?? { yaw: Number.NaN, pitch: Number.NaN }));
+  const seen = seenAll.map((s, i) => (poses[i] ? s : null));
+  if (frames.some((f) => f.outcome === 'no_face')) return { status: 'failed', reason: 'no_face', stepsSeen: seen };
+  if (frames.some((f) => f.outcome === 'multiple_faces')) return { status: 'failed', reason: 'multiple_faces', stepsSeen: seen };
+  const faces = frames as Extract<FrameFace, { outcome: 'face' }>[];
+  if (shapeChange(faces.map((f) => f.landmarks5)) < STATIC_SHAPE_RESIDUAL) return { status: 'failed', reason: 'static_capture', stepsSeen: seen };
+  const known = poses as Pose[];
+  const reference = bestFrontal(known, seen);
+  let then: Extract<FaceVerdict, { status: 'needs_identity' }>['then'];
+  if (!followsSteps(seen, steps)) then = { status: 'failed', reason: 'challenge_not_followed' };
+  // The passive model on the frames that matter: every frame seen at a step (the frames in motion
+  // between two poses are blurred by nature and decide nothing).
+  else if (faces.some((f, i) => seen[i] !== null && f.livenessScore < input.livenessThreshold)) then = { status: 'failed', reason: 'spoof_suspected' };
+  else then = { status: 'passed', frontal: reference };
+  return { status: 'needs_identity', stepsSeen: seen, then, reference };
+}
+
+/** Whether every frame shows the person of the reference frame (cosine of L2-normalised embeddings). */
+export function onePerson(embeddings: readonly (readonly number[])[], reference: number, threshold = SAME_PERSON_COSINE): boolean {
+  const ref = embeddings[reference]!;
+  return embeddings.every((e, i) => {
+    if (i === reference) return true;
+    let dot = 0;
+    for (let k = 0; k < ref.length; k++) dot += ref[k]! * e[k]!;
+    return dot >= threshold;
+  });
+}
+
+/** Draws a session's steps: `center` first, then one to three of the other steps, all different, in random order. */
+export function drawSteps(random: (n: number) => number): LivenessStep[] {
+  const others: LivenessStep[] = ['turn_left', 'turn_right', 'look_up'];
+  // Fisher–Yates with the caller's uniform integer source (crypto.randomInt in the service).
+  for (let i = others.length - 1; i > 0; i--) {
+    const j = random(i + 1);
+    [others[i], others[j]] = [others[j]!, others[i]!];
+  }
+  const count = 1 + random(3);
+  return ['center', ...others.slice(0, count)];
+}

@@ -1,0 +1,179 @@
+/**
+ * Liveness sessions in Redis, under the deployment prefix:
+ * - session `liveness:session:<id>`: a hash { owner, steps, expiresAt, status, reason, stepsSeen, and,
+ *   once passed, the best frontal frame's embedding, engine version, quality and JPEG }. It outlives
+ *   the session's lifetime by LIVENESS_SESSION_TTL_SECONDS (a late frames call answers
+ *   `session_expired`, not 404), then it is gone. The embedding and the JPEG are sealed by the
+ *   biometric key ring, bound to the session id: a Redis dump holds no face.
+ * - owned `liveness:owned:<principal>`: the ids of the principal's sessions still kept (for the
+ *   erasure of an account), expiring with the newest of them.
+ * - rate `liveness:rate:<principal>`: sessions created per principal per hour.
+ * - frame digests `liveness:frame:<digest>`: one key per frame ever received within
+ *   LIVENESS_REPLAY_WINDOW_SECONDS; the digest is an HMAC of the frame's bytes under a key derived from
+ *   the biometric key ring, never the bytes (a digest without the ring says nothing about a frame).
+ */
+import type { KeySpace, Redis } from '../../platform/redis/redis.js';
+import type { BiometricKeyRing } from '../../platform/keys/key-ring.js';
+import { decodeEmbedding, encodeEmbedding } from '../../platform/face/embeddings.js';
+import type { QualitySummary } from '../../platform/face/quality.js';
+import { countInWindow, HOUR_MS } from '../../platform/redis/window-counter.js';
+import type { FailureReason, LivenessStep } from './decision.js';
+
+export type SessionStatus = 'open' | 'checking' | 'passed' | 'failed';
+
+export interface StoredSession {
+  id: string;
+  /** `consumer:<userId>` or `operator:<operatorId>`. */
+  owner: string;
+  steps: LivenessStep[];
+  expiresAt: number;
+  status: SessionStatus;
+  reason: FailureReason | null;
+  stepsSeen: (LivenessStep | null)[] | null;
+}
+
+/** What a passed session lends its one use: the best frontal frame. */
+export interface FrontalFrame {
+  embedding: number[];
+  engineVersion: string;
+  quality: QualitySummary | null;
+  jpeg: Buffer;
+}
+
+// KEYS[1] = the session. Moves an open session to checking; 1 if it was open.
+const CLAIM_LUA = `
+if redis.call('HGET', KEYS[1], 'status') == 'open' then
+  redis.call('HSET', KEYS[1], 'status', 'checking')
+  return 1
+end
+return 0`;
+
+// KEYS[1] = the session; ARGV = owner, now (ms). Marks a passed, unused, live session of this owner
+// used: 1; 0 for any other (the frontal frame is then read by whoever marked it).
+const TAKE_LUA = `
+local s = redis.call('HMGET', KEYS[1], 'owner', 'status', 'used', 'expiresAt')
+if s[1] ~= ARGV[1] or s[2] ~= 'passed' or s[3] or tonumber(s[4]) <= tonumber(ARGV[2]) then return 0 end
+redis.call('HSET', KEYS[1], 'used', '1')
+return 1`;
+
+// KEYS = frame digests; ARGV[1] = window (s). Remembers every digest; 1 if any was already known.
+const FRAMES_LUA = `
+local seen = 0
+for i, k in ipairs(KEYS) do
+  if not redis.call('SET', k, '1', 'NX', 'EX', ARGV[1]) then seen = 1 end
+end
+return seen`;
+
+export class LivenessSessionStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: KeySpace,
+    private readonly ring: BiometricKeyRing,
+  ) {}
+
+  private sessionKey(id: string): string {
+    return this.keys('liveness', 'session', id);
+  }
+
+  private aad(id: string, what: string): string {
+    return `liveness-session:${id}:${what}`;
+  }
+
+  countCreation(owner: string): Promise<{ count: number; resetInSeconds: number }> {
+    return countInWindow(this.redis, this.keys('liveness', 'rate', owner), HOUR_MS);
+  }
+
+  async create(s: Pick<StoredSession, 'id' | 'owner' | 'steps' | 'expiresAt'>, keepSeconds: number): Promise<void> {
+    const key = this.sessionKey(s.id);
+    const owned = this.keys('liveness', 'owned', s.owner);
+    await this.redis
+      .multi()
+      .hset(key, 'owner', s.owner, 'steps', JSON.stringify(s.steps), 'expiresAt', String(s.expiresAt), 'status', 'open')
+      .expire(key, keepSeconds)
+      .sadd(owned, s.id)
+      .expire(owned, keepSeconds)
+      .exec();
+  }
+
+  /** Erasure of a consumer: their sessions (and the frontal frames they hold) and their hourly count. */
+  async purgeUser(userId: string): Promise<number> {
+    const owner = `consumer:${userId}`;
+    const owned = this.keys('liveness', 'owned', owner);
+    const ids = await this.redis.smembers(owned);
+    return this.redis.del(owned, this.keys('liveness', 'rate', owner), ...ids.map((id) => this.sessionKey(id)));
+  }
+
+  async get(id: string): Promise<StoredSession | null> {
+    const [owner, steps, expiresAt, status, reason, seen] = await this.redis.hmget(
+      this.sessionKey(id),
+      'owner',
+      'steps',
+      'expiresAt',
+      'status',
+      'reason',
+      'stepsSeen',
+    );
+    if (!owner || !steps || !expiresAt || !status) return null;
+    return {
+      id,
+      owner,
+      steps: JSON.parse(steps) as LivenessStep[],
+      expiresAt: Number(expiresAt),
+      status: status as SessionStatus,
+      reason: (reason || null) as FailureReason | null,
+      stepsSeen: seen ? (JSON.parse(seen) as (LivenessStep | null)[]) : null,
+    };
+  }
+
+  /** Takes the session's one frames call: false when another call took it first. */
+  async claim(id: string): Promise<boolean> {
+    return (await this.redis.eval(CLAIM_LUA, 1, this.sessionKey(id))) === 1;
+  }
+
+  async fail(id: string, reason: FailureReason | null, stepsSeen: (LivenessStep | null)[]): Promise<void> {
+    await this.redis.hset(this.sessionKey(id), 'status', 'failed', 'reason', reason ?? '', 'stepsSeen', JSON.stringify(stepsSeen));
+  }
+
+  async pass(id: string, stepsSeen: (LivenessStep | null)[], frontal: FrontalFrame): Promise<void> {
+    await this.redis.hset(
+      this.sessionKey(id),
+      'status',
+      'passed',
+      'stepsSeen',
+      JSON.stringify(stepsSeen),
+      'embedding',
+      this.ring.encrypt(encodeEmbedding(frontal.embedding), this.aad(id, 'embedding')),
+      'engineVersion',
+      frontal.engineVersion,
+      'quality',
+      JSON.stringify(frontal.quality),
+      'jpeg',
+      this.ring.encrypt(frontal.jpeg, this.aad(id, 'jpeg')),
+    );
+  }
+
+  /** The one use of a passed session by its owner within its lifetime; null for any other session. */
+  async take(id: string, owner: string, now = Date.now()): Promise<FrontalFrame | null> {
+    if ((await this.redis.eval(TAKE_LUA, 1, this.sessionKey(id), owner, String(now))) !== 1) return null;
+    const [emb, engineVersion, quality, jpeg] = await this.redis.hmgetBuffer(this.sessionKey(id), 'embedding', 'engineVersion', 'quality', 'jpeg');
+    if (!emb || !engineVersion || !jpeg) return null;
+    try {
+      return {
+        embedding: Array.from(decodeEmbedding(this.ring.decrypt(emb, this.aad(id, 'embedding')))),
+        engineVersion: engineVersion.toString('utf8'),
+        quality: quality ? (JSON.parse(quality.toString('utf8')) as QualitySummary | null) : null,
+        jpeg: this.ring.decrypt(jpeg, this.aad(id, 'jpeg')),
+      };
+    } catch {
+      // Sealed under a key no longer in the ring: as if it had never passed.
+      return null;
+    }
+  }
+
+  /** Remembers the frames' digests; true when any of them was received before (in any session). */
+  async recordFrames(digests: readonly string[], windowSeconds: number): Promise<boolean> {
+    if (!digests.length) return false;
+    const keys = digests.map((d) => this.keys('liveness', 'frame', d));
+    return (await this.redis.eval(FRAMES_LUA, keys.length, ...keys, String(windowSeconds))) === 1;
+  }
+}

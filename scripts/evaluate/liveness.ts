@@ -1,0 +1,319 @@
+/**
+ * `npm run evaluate -- liveness`: presentation-attack detection of liveness sessions measured with
+ * ISO/IEC 30107-3 names. APCER per attack type (attacks accepted / attacks presented) and BPCER (bona
+ * fide sequences rejected / bona fide sequences presented), each with exact 95 % (Clopper-Pearson)
+ * bounds.
+ *
+ * Every sequence goes through the product's own judgement: upload normalisation, the face engine's
+ * liveness stage on every frame ('single' mode, as the service asks), the embedder, and the pure
+ * decision of features/liveness/decision.ts, in the service's order; the keyed-digest replay check is
+ * played by a set of SHA-256 digests shared by all sequences of the run (as Redis is by all sessions).
+ * Only `session_expired` is not exercised (no attack here is late).
+ *
+ * The sequences (how each is made: scripts/evaluate/liveness-views.ts; what that means:
+ * docs/face-engine.md "Liveness sessions"):
+ * - bona fide: views synthesised from a frontal photo, one per step asked (poses drawn around the
+ *   step's: turns 20° to 32°, look-up 14° to 24°, centre within 4°), sometimes a frame in motion
+ *   between two steps, a return to centre when fewer than three frames, each frame moved, lit and
+ *   noised a little differently;
+ * - `repeated`: one capture of the photo (moved, noised), the same bytes sent three times;
+ * - `jittered`: the photo moved, scaled, re-lit and re-encoded at another quality for each frame;
+ * - `print_tilted`: a print of the photo (blur, lifted blacks, colour cast) tilted in front of the
+ *   camera as each step asks;
+ * - `screen_replay`: a video of the person performing exactly the steps asked, shown on a screen
+ *   (moiré, gamma, blur, a bright cast) and filmed: the pose challenge is followed by construction,
+ *   only the passive model can refuse it;
+ * - `spliced`: a bona fide sequence with one frame (not the first) of another person;
+ * - `replayed`: the exact frames of an earlier bona fide session of the run, sent to a new session;
+ * - `out_of_order`: bona fide views of other steps than those asked (a turn swapped for another);
+ * - `injected_reencoded`: an earlier bona fide sequence, frames re-encoded (new bytes), injected into a
+ *   new session whose steps are drawn anew: accepted only when the draw repeats the recorded steps.
+ *
+ * Tuned apart from measured: the sources are split by person. The tuning half (Bush, Hopper) and the
+ * measured half (Chavez, Powell, Sharon, Collins) never share a photo of one person; `--set tune`
+ * evaluates the first, the default `--set measure` the second, with other random draws (seeds).
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { FaceEngine } from '../../features/face/worker/pipeline/engine.js';
+import { isFaceError } from '../../platform/face/face-error.js';
+import { normaliseUpload } from '../../platform/face/image.js';
+import { drawSteps, estimatePose, judgeFaces, onePerson, type FailureReason, type FrameFace, type LivenessStep } from '../../features/liveness/decision.js';
+import { FIXTURE_PHOTOS, FIXTURES_DIR } from '../../test/fixtures/faces/labels.js';
+import { decodeRgb, encodeJpeg, flatTilt, rng, synthView, type Pt, type Rgb } from './liveness-views.js';
+import { rate, type Rate } from './stats.js';
+
+export const ATTACK_TYPES = ['repeated', 'jittered', 'print_tilted', 'screen_replay', 'spliced', 'replayed', 'out_of_order', 'injected_reencoded'] as const;
+export type AttackType = (typeof ATTACK_TYPES)[number];
+
+/** Sources split by person: the thresholds were set on the first half, the figures come from the second. */
+export const SOURCE_SETS = {
+  tune: ['lfw/Bush_1.png', 'lfw/Bush_2.png', 'grace_hopper_a.jpg'],
+  measure: ['lfw/Chavez_1.png', 'lfw/Powell_1.png', 'lfw/Powell_3.png', 'astronaut.png'],
+} as const;
+
+interface Source {
+  file: string;
+  identity: string;
+  rgb: Rgb;
+  l5: Pt[];
+  frontalJpeg: Buffer;
+}
+
+export interface SequenceVerdict {
+  status: 'passed' | 'failed';
+  reason?: FailureReason;
+}
+
+export interface LivenessEvaluation {
+  set: keyof typeof SOURCE_SETS;
+  sources: string[];
+  skippedSources: Record<string, string>;
+  bpcer: Rate;
+  bonaFideReasons: Record<string, number>;
+  apcer: Record<AttackType, Rate & { reasons: Record<string, number> }>;
+}
+
+/** The service's judgement of one sequence (features/liveness/service.ts), without HTTP and Redis. */
+export async function judgeSequence(
+  engine: FaceEngine,
+  frames: readonly Buffer[],
+  steps: readonly LivenessStep[],
+  seenDigests: Set<string>,
+  livenessThreshold: number,
+): Promise<SequenceVerdict> {
+  const digests = [...new Set(frames.map((f) => createHash('sha256').update(f).digest('hex')))];
+  const replayed = digests.some((d) => seenDigests.has(d));
+  for (const d of digests) seenDigests.add(d);
+  if (replayed) return { status: 'failed', reason: 'replayed_frames' };
+  const measured: FrameFace[] = [];
+  const aligned: (Float32Array | null)[] = [];
+  for (const f of frames) {
+    const { jpeg } = await normaliseUpload(f);
+    try {
+      const r = await engine.liveness(jpeg, 'single', { align: true, quality: false });
+      measured.push({ outcome: 'face', landmarks5: r.face.landmarks5, livenessScore: r.livenessScore });
+      aligned.push(r.aligned ?? null);
+    } catch (e) {
+      if (!isFaceError(e) || (e.code !== 'no_face' && e.code !== 'multiple_faces')) throw e;
+      measured.push({ outcome: e.code });
+      aligned.push(null);
+    }
+  }
+  const v = judgeFaces({ frames: measured, steps, livenessThreshold });
+  if (v.status === 'failed') return { status: 'failed', reason: v.reason };
+  const embeddings = [];
+  for (const a of aligned) embeddings.push((await engine.embedAligned(a!)).embedding);
+  if (!onePerson(embeddings, v.reference)) return { status: 'failed', reason: 'different_faces' };
+  if (v.then.status === 'failed') return { status: 'failed', reason: v.then.reason };
+  return { status: 'passed' };
+}
+
+const uniform = (r: () => number, a: number, b: number) => a + (b - a) * r();
+
+/** The pose a person shows for a step, drawn around the step's own (degrees). */
+function poseFor(step: LivenessStep, r: () => number): { yaw: number; pitch: number } {
+  const sign = r() < 0.5 ? -1 : 1;
+  switch (step) {
+    case 'center':
+      return { yaw: uniform(r, -4, 4), pitch: uniform(r, -3, 3) };
+    case 'turn_left':
+      return { yaw: uniform(r, 20, 32), pitch: uniform(r, -4, 4) };
+    case 'turn_right':
+      return { yaw: -uniform(r, 20, 32), pitch: uniform(r, -4, 4) };
+    case 'look_up':
+      return { yaw: sign * uniform(r, 0, 4), pitch: uniform(r, 14, 24) };
+  }
+}
+
+/** Small differences between two frames of one capture: position, scale, light, sensor noise. */
+function capture(r: () => number, width: number) {
+  const px = width / 200;
+  return {
+    scale: uniform(r, 0.96, 1.05),
+    dx: uniform(r, -4, 4) * px,
+    dy: uniform(r, -4, 4) * px,
+    gain: uniform(r, 0.92, 1.08),
+    noiseSeed: Math.floor(r() * 1e9),
+  };
+}
+
+/** A bona fide sequence for `steps`: one frame per step, sometimes one in motion, a return to centre if short. */
+export async function bonaFide(src: Source, steps: readonly LivenessStep[], r: () => number, swap?: (s: LivenessStep) => LivenessStep): Promise<Buffer[]> {
+  const poses: { yaw: number; pitch: number }[] = [];
+  for (let i = 0; i < steps.length; i++) {
+    const step = swap && i > 0 ? swap(steps[i]!) : steps[i]!;
+    const pose = poseFor(step, r);
+    // Now and then a frame caught on the way from the previous pose.
+    if (i > 0 && r() < 0.3) {
+      const prev = poses[poses.length - 1]!;
+      poses.push({ yaw: (prev.yaw + pose.yaw) / 2, pitch: (prev.pitch + pose.pitch) / 2 });
+    }
+    poses.push(pose);
+  }
+  if (poses.length < 3) poses.push(poseFor('center', r));
+  return Promise.all(poses.map(async (p) => encodeJpeg(synthView(src.rgb, src.l5, { ...p, ...capture(r, src.rgb.width) }), Math.round(uniform(r, 82, 94)))));
+}
+
+/** What a screen adds to what it shows, filmed by a camera: moiré, gamma, a little blur, a cast. */
+function screen(img: Rgb, r: () => number): Rgb {
+  const out = Buffer.alloc(img.data.length);
+  const period = uniform(r, 2.5, 4.5);
+  const angle = uniform(r, 0, Math.PI);
+  const ca = Math.cos(angle),
+    sa = Math.sin(angle);
+  const { width: w, height: h, data } = img;
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      const i = (y * w + x) * 3;
+      const moire = 10 * Math.sin(((x * ca + y * sa) * 2 * Math.PI) / period);
+      for (let c = 0; c < 3; c++) {
+        // A 3-tap horizontal blur, then the display's gamma and a blue-ish cast.
+        const l = data[(y * w + Math.max(0, x - 1)) * 3 + c]!,
+          m = data[i + c]!,
+          rr = data[(y * w + Math.min(w - 1, x + 1)) * 3 + c]!;
+        const v = (l + 2 * m + rr) / 4;
+        const g = 255 * Math.pow(v / 255, 0.8) + moire + (c === 2 ? 12 : c === 0 ? -6 : 0);
+        out[i + c] = Math.max(0, Math.min(255, Math.round(g)));
+      }
+    }
+  }
+  return { data: out, width: w, height: h };
+}
+
+export async function loadSource(engine: FaceEngine, file: string): Promise<Source | string> {
+  const { jpeg } = await normaliseUpload(readFileSync(path.join(FIXTURES_DIR, file)));
+  const face = await engine.liveness(jpeg, 'largest', { quality: false });
+  const l5 = face.face.landmarks5 as Pt[];
+  // A source must face the camera: the views turn it from there.
+  const yaw = estimatePose(l5).yaw;
+  if (Math.abs(yaw) >= 0.1) return `not frontal (yaw ${yaw.toFixed(2)})`;
+  const identity = FIXTURE_PHOTOS.find((p) => p.file === file)?.identity ?? file;
+  return { file, identity, rgb: await decodeRgb(jpeg), l5, frontalJpeg: jpeg };
+}
+
+const swapStep = (s: LivenessStep): LivenessStep => (s === 'turn_left' ? 'turn_right' : s === 'turn_right' ? 'look_up' : s === 'look_up' ? 'turn_left' : s);
+
+export async function evaluateLiveness(
+  engine: FaceEngine,
+  opts: { set: keyof typeof SOURCE_SETS; perSource: number; livenessThreshold: number; log?: (line: string) => void },
+): Promise<LivenessEvaluation> {
+  const seed = opts.set === 'tune' ? 1 : 20261127;
+  const r = rng(seed);
+  const steps = () => drawSteps((n) => Math.floor(r() * n));
+  const digests = new Set<string>();
+  const sources: Source[] = [];
+  const skippedSources: Record<string, string> = {};
+  for (const file of SOURCE_SETS[opts.set]) {
+    const s = await loadSource(engine, file);
+    if (typeof s === 'string') skippedSources[file] = s;
+    else sources.push(s);
+  }
+  const bona: SequenceVerdict[] = [];
+  const attacks = Object.fromEntries(ATTACK_TYPES.map((a) => [a, [] as SequenceVerdict[]])) as Record<AttackType, SequenceVerdict[]>;
+  const judge = (frames: Buffer[], st: readonly LivenessStep[]) => judgeSequence(engine, frames, st, digests, opts.livenessThreshold);
+  const recorded: { frames: Buffer[]; steps: LivenessStep[] }[] = [];
+  for (const [k, src] of sources.entries()) {
+    // The intruder of a spliced sequence: the next source showing another person.
+    const other = [...sources.slice(k + 1), ...sources.slice(0, k)].find((o) => o.identity !== src.identity);
+    if (!other) throw new Error(`the ${opts.set} set needs photos of at least two people`);
+    for (let i = 0; i < opts.perSource; i++) {
+      const st = steps();
+      const frames = await bonaFide(src, st, r);
+      bona.push(await judge(frames, st));
+      recorded.push({ frames, steps: st });
+
+      const st2 = steps();
+      // One picture (this capture of the photo: its own noise and framing), sent three times.
+      const same = await encodeJpeg(synthView(src.rgb, src.l5, capture(r, src.rgb.width)), 90);
+      attacks.repeated.push(await judge([same, same, same], st2));
+
+      const jit = await Promise.all(
+        [0, 1, 2].map(async () => encodeJpeg(synthView(src.rgb, src.l5, { ...capture(r, src.rgb.width), yaw: 0, pitch: 0 }), Math.round(uniform(r, 60, 92)))),
+      );
+      attacks.jittered.push(await judge(jit, st2));
+
+      const st3 = steps();
+      const tilt = (s: LivenessStep) =>
+        s === 'turn_left'
+          ? { yaw: uniform(r, 20, 35) }
+          : s === 'turn_right'
+            ? { yaw: -uniform(r, 20, 35) }
+            : s === 'look_up'
+              ? { pitch: uniform(r, 15, 25) }
+              : {};
+      const printed = await Promise.all(
+        [...st3, ...(st3.length < 3 ? (['center'] as const) : [])].map(async (s) =>
+          encodeJpeg(flatTilt(src.rgb, src.l5, { ...tilt(s), print: true, noiseSeed: Math.floor(r() * 1e9) }), 88),
+        ),
+      );
+      attacks.print_tilted.push(await judge(printed, st3));
+
+      const st4 = steps();
+      const shown = await bonaFide(src, st4, r);
+      const filmed = await Promise.all(shown.map(async (f) => encodeJpeg(screen(await decodeRgb(f), r), 88)));
+      attacks.screen_replay.push(await judge(filmed, st4));
+
+      const st5 = steps();
+      const spliced = await bonaFide(src, st5, r);
+      const intruder = await bonaFide(other, st5, r);
+      const at = 1 + Math.floor(r() * (Math.min(spliced.length, intruder.length) - 1));
+      spliced[at] = intruder[at]!;
+      attacks.spliced.push(await judge(spliced, st5));
+
+      const earlier = recorded[Math.floor(r() * recorded.length)]!;
+      attacks.replayed.push(await judge(earlier.frames, steps()));
+
+      const st6 = steps();
+      attacks.out_of_order.push(await judge(await bonaFide(src, st6, r, swapStep), st6));
+
+      const st7 = steps();
+      // Re-encoded with a little sensor-like noise: bytes never sent before, pixels of the recording.
+      const reencoded = await Promise.all(
+        earlier.frames.map(async (f) =>
+          encodeJpeg(synthView(await decodeRgb(f), src.l5, { noiseSeed: Math.floor(r() * 1e9), scale: 1 }), Math.round(uniform(r, 80, 95))),
+        ),
+      );
+      attacks.injected_reencoded.push(await judge(reencoded, st7));
+      opts.log?.(`  ${src.file} #${i + 1}: bona fide ${bona[bona.length - 1]!.reason ?? 'passed'}`);
+    }
+  }
+  const tally = (vs: SequenceVerdict[]) => {
+    const reasons: Record<string, number> = {};
+    for (const v of vs) reasons[v.reason ?? 'passed'] = (reasons[v.reason ?? 'passed'] ?? 0) + 1;
+    return reasons;
+  };
+  return {
+    set: opts.set,
+    sources: sources.map((s) => s.file),
+    skippedSources,
+    bpcer: rate(bona.filter((v) => v.status === 'failed').length, bona.length),
+    bonaFideReasons: tally(bona),
+    apcer: Object.fromEntries(
+      ATTACK_TYPES.map((a) => [a, { ...rate(attacks[a].filter((v) => v.status === 'passed').length, attacks[a].length), reasons: tally(attacks[a]) }]),
+    ) as LivenessEvaluation['apcer'],
+  };
+}
+
+const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
+
+export function printLiveness(e: LivenessEvaluation, print: (line: string) => void = console.log): void {
+  print(`liveness sessions, ${e.set} set: sources ${e.sources.join(', ')}`);
+  for (const [f, why] of Object.entries(e.skippedSources)) print(`  source skipped: ${f} (${why})`);
+  print('attack type           APCER    accepted/presented   95 % bounds        refused as');
+  for (const [a, r] of Object.entries(e.apcer)) {
+    const reasons = Object.entries(r.reasons)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ');
+    print(`${a.padEnd(20)}  ${pct(r.rate).padStart(7)}  ${`${r.errors}/${r.n}`.padStart(10)}          [${pct(r.lower95)}, ${pct(r.upper95)}]   ${reasons}`);
+  }
+  const worst = Math.max(...Object.values(e.apcer).map((r) => r.rate));
+  print(`APCER (worst attack type) ${pct(worst)}`);
+  const reasons = Object.entries(e.bonaFideReasons)
+    .map(([k, n]) => `${k} ${n}`)
+    .join(', ');
+  print(
+    `BPCER ${pct(e.bpcer.rate)} (${e.bpcer.errors}/${e.bpcer.n} bona fide sequences refused), 95 % bounds [${pct(e.bpcer.lower95)}, ${pct(e.bpcer.upper95)}]; ${reasons}`,
+  );
+}
