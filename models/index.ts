@@ -209,6 +209,9 @@ export class AuditEvent extends BaseModel {
   subjectType!: string | null;
   subjectId!: string | null;
   data!: Record<string, unknown>;
+  /** The client's address and user agent of the request that recorded the event (null outside a request). */
+  ip!: string | null;
+  userAgent!: string | null;
   createdAt!: Date;
 
   static override get jsonAttributes() {
