@@ -204,7 +204,7 @@ export class AuditEvent extends BaseModel {
   id!: string;
   type!: string;
   severity!: 'info' | 'high';
-  actorType!: 'consumer' | 'operator' | 'system' | null;
+  actorType!: 'consumer' | 'operator' | 'system' | 'anonymous' | null;
   actorId!: string | null;
   subjectType!: string | null;
   subjectId!: string | null;

@@ -15,7 +15,8 @@ import { eventOrigin } from './origin.js';
 interface EventEnvelope {
   /** Defaults to the map's severity of the event. */
   severity?: 'info' | 'high';
-  actorType: 'consumer' | 'operator' | 'system';
+  /** `anonymous`: a caller not signed in (a refused sign-in names the account tried as its subject, if any). */
+  actorType: 'consumer' | 'operator' | 'system' | 'anonymous';
   actorId: string | null;
   subjectType: string | null;
   subjectId: string | null;

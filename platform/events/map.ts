@@ -60,8 +60,8 @@ export interface EventPayloads {
   'user.deleted': { embeddingRemoved: true; refreshTokensRevoked: number };
   /** Every copy of the deleted user's data is gone (PostgreSQL, Redis, the search snapshots). */
   'user.erased': { requestedAt: string; steps: string[]; redisPurgedAt: string; completedAt: string; embeddingRemovalSeq: string };
-  /** The consumer took a copy of their data: the full export or the history as CSV. */
-  'user.exported': { what: 'data_export' | 'history_csv' };
+  /** The consumer took the export of everything held about them (GET /users/{id}/export). */
+  'user.exported': { sections: string[] };
 
   // ---- identity links and the face ----
   'identity.linked': {

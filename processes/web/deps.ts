@@ -217,7 +217,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
   const sms = createSmsTransport(config);
   const dedupe = new DedupeService({ config, unitOfWork, auditEvents, dedupe: repos.dedupe, keyRing, face, metrics, logger });
 
-  const otp = new OtpService({ config, users: repos.users, codes: new OtpCodeStore(redis, keys), tokens, sessions, sms, metrics, logger });
+  const otp = new OtpService({ config, auditEvents, users: repos.users, codes: new OtpCodeStore(redis, keys), tokens, sessions, sms, metrics, logger });
   const userService = new UserService({
     config,
     unitOfWork,
@@ -261,6 +261,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     preferences: preferencesService,
     history: historyService,
     dataExport: new DataExportService({
+      auditEvents,
       userService,
       users: repos.users,
       embeddings: repos.embeddings,
