@@ -42,7 +42,7 @@ export interface EventPayloads {
   'operator.locked': { failedAttempts: number; via: string; [detail: string]: unknown };
   'operator.unlocked': { via: string; lockSeconds?: number; wasLocked?: boolean; [detail: string]: unknown };
   'operator.mfa_enabled': NoData;
-  'operator.mfa_reset': { wasEnabled: boolean; sessionsRevoked: number };
+  'operator.mfa_reset': { wasEnabled: boolean; wasLocked?: boolean; sessionsRevoked: number };
   'operator.recovery_code_used': { recoveryCodesLeft: number };
 
   // ---- consumers' accounts ----
