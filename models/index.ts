@@ -204,11 +204,14 @@ export class AuditEvent extends BaseModel {
   id!: string;
   type!: string;
   severity!: 'info' | 'high';
-  actorType!: 'consumer' | 'operator' | 'system' | null;
+  actorType!: 'consumer' | 'operator' | 'system' | 'anonymous' | null;
   actorId!: string | null;
   subjectType!: string | null;
   subjectId!: string | null;
   data!: Record<string, unknown>;
+  /** The client's address and user agent of the request that recorded the event (null outside a request). */
+  ip!: string | null;
+  userAgent!: string | null;
   createdAt!: Date;
 
   static override get jsonAttributes() {

@@ -15,13 +15,13 @@ test('faceid_app: DML on the product tables, no DDL, no migration tables, audit 
   const owner = createDb(tdb.url, 2);
   try {
     const auditEvents = new AuditEventsRepository(owner);
-    await auditEvents.record({ type: 'test.event', actorType: 'system', actorId: null, subjectType: 'test', subjectId: 'x' });
+    await auditEvents.record({ type: 'operator.mfa_enabled', actorType: 'system', actorId: null, subjectType: 'test', subjectId: 'x' });
     await owner.transaction(async (trx) => {
       await trx.raw('SET LOCAL ROLE faceid_app');
       const [user] = await trx('users').insert({ phone: '+2348039990000' }).returning('id');
       await trx('users').where({ id: user.id }).update({ name: 'Ada' });
       await trx('sessions').insert({ subjectType: 'consumer', subjectId: user.id });
-      await auditEvents.record({ type: 'test.appended', actorType: 'system', actorId: null, subjectType: 'test', subjectId: 'y' }, trx);
+      await auditEvents.record({ type: 'operator.mfa_enabled', actorType: 'system', actorId: null, subjectType: 'test', subjectId: 'y' }, trx);
       t.true(Number((await trx('audit_events').count({ n: '*' }).first())!.n) >= 2);
       await trx('sessions').where({ subjectId: user.id }).delete();
     });

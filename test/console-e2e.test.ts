@@ -368,7 +368,7 @@ test.serial('administrator: creates, resets and deactivates an operator, moves t
   await screenshots(page, 'admin-analytics');
 
   await page.getByRole('button', { name: 'Audit events' }).click();
-  await page.getByTestId('audit-events').getByText('operator.status_changed').first().waitFor();
+  await page.getByTestId('audit-events').getByText('operator.deactivated').first().waitFor();
   await page.getByLabel('Event type').fill('operator.password_reset');
   await page.getByRole('button', { name: 'Filter' }).click();
   await page.waitForFunction(() =>

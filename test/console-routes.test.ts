@@ -74,7 +74,7 @@ test.serial('GET /audit-events lists newest first with filters by type, severity
   const all = await admin.GET('/audit-events', { params: { query: { page: 1, pageSize: 100 } } });
   t.is(all.response.status, 200);
   const types = all.data!.items.map((e) => e.type);
-  t.deepEqual(types, ['operator.status_changed', 'operator.created', 'operator.created', 'operator.created']);
+  t.deepEqual(types, ['operator.deactivated', 'operator.created', 'operator.created', 'operator.created']);
   t.true(all.data!.items.every((e) => e.actorId === ids.admin && e.actorType === 'operator'));
 
   const created = await admin.GET('/audit-events', { params: { query: { page: 1, pageSize: 2, type: 'operator.created' } } });
@@ -83,13 +83,13 @@ test.serial('GET /audit-events lists newest first with filters by type, severity
   const bySubject = await admin.GET('/audit-events', { params: { query: { page: 1, pageSize: 20, subjectId: ids['tunde_b']! } } });
   t.deepEqual(
     bySubject.data!.items.map((e) => e.type),
-    ['operator.status_changed', 'operator.created'],
+    ['operator.deactivated', 'operator.created'],
   );
   // A deactivation is logged at high severity; creations at info.
   const high = await admin.GET('/audit-events', { params: { query: { page: 1, pageSize: 20, severity: 'high' } } });
   t.deepEqual(
     high.data!.items.map((e) => [e.type, e.subjectId]),
-    [['operator.status_changed', ids['tunde_b']]],
+    [['operator.deactivated', ids['tunde_b']]],
   );
   t.is((await admin.GET('/audit-events', { params: { query: { page: 1, pageSize: 20, severity: 'info' } } })).data!.total, 3);
   t.is((await admin.GET('/audit-events', { params: { query: { page: 1, pageSize: 20, actorId: '00000000-0000-4000-8000-000000000000' } } })).data!.total, 0);

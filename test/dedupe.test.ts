@@ -169,7 +169,7 @@ test.serial('the same human under a second identity links (flag-and-continue) an
   t.truthy(await h.deps.db('auditEvents').where({ type: 'dedupe.capture_viewed', subjectId: row.id }).first());
 
   // Opened: audited and announced in the transaction that opened it.
-  const opened = await h.deps.db('auditEvents').where({ type: 'dedupe.case_opened', subjectId: row.id }).first();
+  const opened = await h.deps.db('auditEvents').where({ type: 'dedupe.case.opened', subjectId: row.id }).first();
   t.is(opened.data.kind, 'duplicate');
   const openedEvent = await h.deps.db('webhookEvents').where({ type: 'dedupe.case.opened' }).whereRaw("data->>'caseId' = ?", [row.id]).first();
   t.deepEqual(openedEvent.data, { caseId: row.id, kind: 'duplicate', userId: fraud.userId, status: 'open' });
@@ -181,7 +181,7 @@ test.serial('the same human under a second identity links (flag-and-continue) an
   t.is(decided.body.case.decidedBy, admin.operatorId);
   t.is(decided.body.case.note, 'same man, two NINs');
   t.truthy(Date.parse(decided.body.case.decidedAt));
-  const audit = await h.deps.db('auditEvents').where({ type: 'dedupe.case_decided', subjectId: row.id }).first();
+  const audit = await h.deps.db('auditEvents').where({ type: 'dedupe.case.decided', subjectId: row.id }).first();
   t.is(audit.actorId, admin.operatorId);
   t.is(audit.data.to, 'confirmed');
   const decidedEvent = await h.deps.db('webhookEvents').where({ type: 'dedupe.case.decided' }).whereRaw("data->>'caseId' = ?", [row.id]).first();

@@ -183,7 +183,7 @@ test('PATCH /disputes/{id}: open → investigating → resolved | rejected; ever
   t.like(rejected.body.dispute, { status: 'rejected', note: null });
   t.is((await move(b.id, 'resolved')).status, 409);
 
-  const audits = await h.deps.db('auditEvents').where({ type: 'dispute.status_changed', subjectId: a.id }).orderBy('id');
+  const audits = await h.deps.db('auditEvents').where({ type: 'dispute.updated', subjectId: a.id }).orderBy('id');
   t.deepEqual(
     audits.map((e: { data: { from: string; to: string } }) => `${e.data.from}>${e.data.to}`),
     ['open>investigating', 'investigating>resolved'],
@@ -205,6 +205,6 @@ test('two administrators racing on one dispute: exactly one move wins', async (t
     Array.from({ length: 6 }, (_, i) => api().patch(`/disputes/${d.id}`, { token: admins[i % 2]!.token, json: { status: 'investigating' } })),
   );
   t.deepEqual(results.map((r) => r.status).sort(), [200, 409, 409, 409, 409, 409]);
-  const audits = await h.deps.db('auditEvents').where({ type: 'dispute.status_changed', subjectId: d.id });
+  const audits = await h.deps.db('auditEvents').where({ type: 'dispute.updated', subjectId: d.id });
   t.is(audits.length, 1);
 });

@@ -296,11 +296,11 @@ test('a deactivated operator: refused at once with its token, at sign-in with th
   t.is(wrong.body.error, 'invalid_credentials');
 
   t.truthy(await h.deps.db('operators').where({ id: op.operatorId }).first(), 'no hard delete');
-  const audit = await auditOf(op.operatorId, 'operator.status_changed');
+  const audit = await auditOf(op.operatorId, 'operator.deactivated');
   t.is(audit.length, 1);
   t.deepEqual([audit[0].data.from, audit[0].data.to], ['active', 'deactivated']);
   t.is((await api.delete(`/operators/${op.operatorId}`, { token: admin.token })).status, 200, 'deactivating again is harmless');
-  t.is((await auditOf(op.operatorId, 'operator.status_changed')).length, 1);
+  t.is((await auditOf(op.operatorId, 'operator.deactivated')).length, 1);
 
   // Reactivation: sign-in works again, the old sessions stay ended.
   const back = await api.patch(`/operators/${op.operatorId}`, { token: admin.token, json: { status: 'active' } });

@@ -238,7 +238,7 @@ test('a bankAccount change is pending_upstream, the old value stays in effect, a
   t.truthy(landed, 'the upstream confirmation landed');
   t.true(Date.now() - started >= CONFIRM_DELAY_MS);
   t.is(landed!.pendingBankAccount, null);
-  t.truthy(await h.deps.db('auditEvents').where({ type: 'profile.bank_account_confirmed', subjectId: me.userId }).first());
+  t.truthy(await h.deps.db('auditEvents').where({ type: 'user.bank_account.updated', subjectId: me.userId }).first());
 });
 
 test('a superseded bankAccount change never lands over the newer one', async (t) => {
@@ -315,7 +315,7 @@ test('DELETE: the embedding leaves the index and the account is soft-deleted tog
   // The refresh tokens of the user's sessions are finished.
   const rt = await h.deps.db('refreshTokens').where({ tokenHash: refreshHash }).first();
   t.true(new Date(rt.expiresAt).getTime() <= Date.now());
-  t.truthy(await h.deps.db('auditEvents').where({ type: 'profile.deleted', subjectId: me.userId }).first());
+  t.truthy(await h.deps.db('auditEvents').where({ type: 'user.deleted', subjectId: me.userId }).first());
 
   // The same, still-unexpired access token: 404 on every /users route.
   for (const [method, path] of [

@@ -143,7 +143,7 @@ test.serial('escalate sets escalatedAt once; a second call keeps the first time'
   const second = await api.post(`/identify/${id}/escalate`, { token: operator.token });
   t.is(second.status, 200);
   t.is(second.body.escalatedAt, first.body.escalatedAt);
-  const audits = await h.deps.db('auditEvents').where({ type: 'search_escalated', subjectId: id });
+  const audits = await h.deps.db('auditEvents').where({ type: 'identify.escalated', subjectId: id });
   t.is(audits.length, 1);
 
   t.is((await api.post('/identify/00000000-0000-4000-8000-000000000000/escalate', { token: operator.token })).status, 404);

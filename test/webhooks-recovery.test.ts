@@ -11,6 +11,7 @@ import { createLogger } from '../platform/logger.js';
 import { WebhooksRepository } from '../features/webhooks/repository.js';
 import { WEBHOOK_SECRET_KEY_PURPOSE } from '../features/webhooks/secrets.js';
 import { startWebhookWorker } from '../features/webhooks/worker/worker.js';
+import { recordUserDeleted } from './helpers/events.js';
 import { useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newOperator } from './helpers/principals.js';
@@ -32,7 +33,7 @@ test.serial('an attempt claimed by a process that died is made again after its l
   t.is(created.status, 201);
 
   const repo = new WebhooksRepository(h.deps.db);
-  const eventId = await h.deps.db.transaction((trx) => new WebhooksRepository(h.deps.db).recordEvent('user.deleted', { userId: randomUUID() }, trx));
+  const eventId = await h.deps.db.transaction((trx) => recordUserDeleted(h.deps.db, randomUUID(), trx));
   const [deliveryId] = await repo.dispatchEvents(10);
   // The dead process: attempt 1 claimed (its log row says pending), never sent, never finished.
   t.truthy(await repo.claimAttempt(deliveryId!, 1, 60_000));
@@ -72,9 +73,7 @@ test.serial('events past WEBHOOK_RETENTION_DAYS go with their log, unless a deli
   const admin = await newOperator(h, { role: 'administrator' });
   await client(h.url).post('/webhooks/endpoints', { token: admin.token, json: { url: `${receiver.url}/retention`, events: ['user.deleted'] } });
   const old = new Date(Date.now() - (h.config.webhooks.retentionDays + 1) * 86_400_000);
-  const [done, pending, recent] = await Promise.all(
-    [0, 1, 2].map(() => new WebhooksRepository(h.deps.db).recordEvent('user.deleted', { userId: randomUUID() })),
-  );
+  const [done, pending, recent] = await Promise.all([0, 1, 2].map(() => recordUserDeleted(h.deps.db, randomUUID())));
   await repo.dispatchEvents(100);
   await h.deps.db('webhook_events').whereIn('id', [done!, pending!]).update({ createdAt: old });
   await h.deps.db('webhook_deliveries').whereIn('eventId', [done!, recent!]).update({ status: 'succeeded' });

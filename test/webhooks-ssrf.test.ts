@@ -9,6 +9,7 @@ import { newWebhookSecret, sealWebhookSecret } from '../features/webhooks/secret
 import { checkWebhookUrl, isPublicAddress, REFUSED_ADDRESS, sendWebhook } from '../features/webhooks/sender.js';
 import { attemptDelivery } from '../features/webhooks/worker/delivery.js';
 import { ConfigError, loadConfig, parsePrivateCidrs } from '../platform/config.js';
+import { recordUserDeleted } from './helpers/events.js';
 import { useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newOperator } from './helpers/principals.js';
@@ -157,7 +158,7 @@ test('an attempt to an endpoint that now resolves privately is logged failed and
     secretSealed: sealWebhookSecret(key, id, newWebhookSecret()),
     createdBy: null,
   });
-  await new WebhooksRepository(h.deps.db).recordEvent('user.deleted', { userId: randomUUID() });
+  await recordUserDeleted(h.deps.db, randomUUID());
   const [deliveryId] = await repo.dispatchEvents(10);
   const report = await attemptDelivery(
     repo,

@@ -12,7 +12,7 @@
 import type { EmbeddingsRepository } from '../face/index.js';
 import type { SearchLogsRepository } from '../verification/index.js';
 import type { UsersRepository } from '../users/index.js';
-import { maskTail } from '../../platform/events/audit.js';
+import { maskTail, type AuditEventsRepository } from '../../platform/events/audit.js';
 import type { HistoryItem, HistoryService } from '../verification/index.js';
 import type { PreferencesService } from './preferences-service.js';
 import type { UserService, UserView } from './user-service.js';
@@ -63,6 +63,7 @@ export interface DataExport {
 export class DataExportService {
   constructor(
     private readonly deps: {
+      auditEvents: AuditEventsRepository;
       userService: UserService;
       users: UsersRepository;
       embeddings: EmbeddingsRepository;
@@ -91,7 +92,7 @@ export class DataExportService {
     const history: HistoryItem[] = [];
     for await (const item of this.deps.history.iterate(userId)) history.push(item);
     const template = await embeddings.describe(userId);
-    return {
+    const exported: DataExport = {
       exportedAt: new Date().toISOString(),
       profile,
       links: (await users.linksOf(userId)).map((l) => ({
@@ -131,5 +132,15 @@ export class DataExportService {
         note: 'The face template itself is never exported: it is encrypted at rest and only compared inside the service.',
       },
     };
+    // A security event (SPEC 13.3): whoever holds the session took everything; the owner's trail shows when and from where.
+    await this.deps.auditEvents.record({
+      type: 'user.exported',
+      actorType: 'consumer',
+      actorId: userId,
+      subjectType: 'user',
+      subjectId: userId,
+      data: { sections: Object.keys(exported).filter((k) => k !== 'exportedAt') },
+    });
+    return exported;
   }
 }

@@ -14,7 +14,6 @@ import { UPSTREAM_QUEUE, enqueueBankAccountConfirm } from '../../platform/jobs/u
 import type { Logger } from '../../platform/logger.js';
 import { maskTail, type AuditEventsRepository } from '../../platform/events/audit.js';
 import type { UnitOfWork } from '../../platform/database/unit-of-work.js';
-import type { WebhooksRepository } from '../webhooks/index.js';
 import type { EmbeddingsRepository } from '../face/index.js';
 import type { ErasuresRepository } from './erasures-repository.js';
 import type { RetentionRegistry } from '../../platform/retention/registry.js';
@@ -29,7 +28,6 @@ import { phoneChangeNotices } from './phone-change-notice.js';
 import type { SmsTransport } from '../../platform/sms.js';
 
 export interface UserDeps {
-  webhooks: WebhooksRepository;
   config: Pick<Config, 'identity' | 'otp'>;
   unitOfWork: UnitOfWork;
   auditEvents: AuditEventsRepository;
@@ -219,16 +217,16 @@ export class UserService {
       const revoked = await sessionRows.expireRefreshTokensOf({ type: 'consumer', id: userId }, trx);
       await this.deps.auditEvents.record(
         {
-          type: 'profile.deleted',
+          type: 'user.deleted',
           actorType: 'consumer',
           actorId: userId,
           subjectType: 'user',
           subjectId: userId,
           data: { embeddingRemoved: true, refreshTokensRevoked: revoked },
+          public: { userId },
         },
         trx,
       );
-      await this.deps.webhooks.recordEvent('user.deleted', { userId }, trx);
       // Every other wing's rows of the user (e.g. the live captures of duplicate-identity cases).
       await this.deps.erasure.eraseInTransaction(userId, trx);
       // Last: the change-log lock is held until the transaction ends.

@@ -9,13 +9,21 @@ const Severity = Type.Union([Type.Literal('info'), Type.Literal('high')]);
 
 const AuditEventBody = Type.Object({
   id: Type.String({ description: 'Sequence number (as a string)' }),
-  type: Type.String({ description: 'e.g. operator.created, identity.linked, dispute.status_changed' }),
+  type: Type.String({
+    description: 'An event of the event map (docs/security.md, platform/events/README.md), e.g. auth.signed_in, operator.created, dispute.updated',
+  }),
   severity: Severity,
-  actorType: Type.Union([Type.String(), Type.Null()], { description: 'consumer, operator or system' }),
+  actorType: Type.Union([Type.String(), Type.Null()], { description: 'consumer, operator, system, or anonymous (a refused sign-in)' }),
   actorId: Type.Union([Uuid, Type.Null()]),
   subjectType: Type.Union([Type.String(), Type.Null()]),
   subjectId: Type.Union([Type.String(), Type.Null()]),
   data: Type.Record(Type.String(), Type.Unknown(), { description: 'Identifiers and masked values only' }),
+  ip: Type.Union([Type.String(), Type.Null()], {
+    description: "The client's address of the request that recorded the event (as TRUST_PROXY resolves it); null for events of workers, scripts and timers",
+  }),
+  userAgent: Type.Union([Type.String(), Type.Null()], {
+    description: 'The User-Agent of that request (at most 256 characters); null when none was sent or outside a request',
+  }),
   createdAt: IsoDateTime,
 });
 

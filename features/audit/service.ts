@@ -16,6 +16,8 @@ export interface AuditEventView {
   subjectType: string | null;
   subjectId: string | null;
   data: Record<string, unknown>;
+  ip: string | null;
+  userAgent: string | null;
   createdAt: string;
 }
 
@@ -33,6 +35,8 @@ export class AuditService {
       subjectType: r.subjectType ?? null,
       subjectId: r.subjectId ?? null,
       data: (typeof r.data === 'string' ? JSON.parse(r.data) : r.data) as Record<string, unknown>,
+      ip: r.ip ?? null,
+      userAgent: r.userAgent ?? null,
       createdAt: new Date(r.createdAt).toISOString(),
     }));
     return pageOf(items, f, total);

@@ -109,7 +109,8 @@ export default function dedupeRoutes(deps: { dedupe: DedupeService }): AnyRoute[
       operationId: 'decideDedupeCase',
       tag: TAG,
       summary: 'Decide an open case: confirmed (the same person under two identities) or dismissed',
-      description: 'Audited (`dedupe.case_decided`); emits the webhook event `dedupe.case.decided` (without the note). A decided case answers 409 `conflict`.',
+      description:
+        'The event `dedupe.case.decided`: audited (with the note) and delivered as a webhook (without the note). A decided case answers 409 `conflict`.',
       auth: 'administrator',
       params: IdParams,
       body: DecideCaseRequest,

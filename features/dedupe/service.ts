@@ -22,7 +22,6 @@ import type { Logger } from '../../platform/logger.js';
 import { maskTail, type AuditEventsRepository } from '../../platform/events/audit.js';
 import type { DedupeCaseRow, DedupeKind, DedupeRepository, DedupeStatus } from './repository.js';
 import type { Tx, UnitOfWork } from '../../platform/database/unit-of-work.js';
-import type { WebhooksRepository } from '../webhooks/index.js';
 import { maskName } from '../../platform/masking.js';
 import type { Metrics } from '../../platform/metrics.js';
 import type { FaceService } from '../face/index.js';
@@ -106,7 +105,6 @@ export interface DedupeDeps {
   config: Config;
   unitOfWork: UnitOfWork;
   auditEvents: AuditEventsRepository;
-  webhooks: WebhooksRepository;
   dedupe: DedupeRepository;
   keyRing: BiometricKeyRing;
   face: FaceService;
@@ -183,7 +181,7 @@ export class DedupeService {
    * event), each keeping the live capture (JPEG, when there is one) sealed under its own case id.
    */
   async openCases(input: { userId: string; registry: 'nin' | 'bvn'; hits: DedupeHit[]; capture: Buffer | null; blocked: boolean }, trx: Tx): Promise<string[]> {
-    const { dedupe, keyRing, auditEvents, webhooks } = this.deps;
+    const { dedupe, keyRing, auditEvents } = this.deps;
     const ids: string[] = [];
     for (const h of input.hits) {
       const id = randomUUID();
@@ -203,7 +201,7 @@ export class DedupeService {
       );
       await auditEvents.record(
         {
-          type: 'dedupe.case_opened',
+          type: 'dedupe.case.opened',
           severity: h.kind === 'possible_duplicate' ? 'info' : 'high',
           actorType: 'system',
           actorId: null,
@@ -218,10 +216,10 @@ export class DedupeService {
             registry: input.registry,
             blocked: input.blocked,
           },
+          public: { caseId: id, kind: h.kind, userId: input.userId, status: 'open' },
         },
         trx,
       );
-      await webhooks.recordEvent('dedupe.case.opened', { caseId: id, kind: h.kind, userId: input.userId, status: 'open' }, trx);
       ids.push(id);
     }
     return ids;
@@ -231,7 +229,7 @@ export class DedupeService {
   casesOpened(hits: DedupeHit[], caseIds: string[], userId: string): void {
     for (const h of hits) this.deps.metrics.dedupeCaseOpened(h.kind);
     if (hits.length)
-      this.deps.logger.warn({ event: 'dedupe_case_opened', userId, caseIds, kinds: hits.map((h) => h.kind) }, 'duplicate-identity case opened at link');
+      this.deps.logger.warn({ event: 'dedupe.case.opened', userId, caseIds, kinds: hits.map((h) => h.kind) }, 'duplicate-identity case opened at link');
   }
 
   // ---- administrators ------------------------------------------------------------------------
@@ -303,17 +301,17 @@ export class DedupeService {
       }
       await this.deps.auditEvents.record(
         {
-          type: 'dedupe.case_decided',
+          type: 'dedupe.case.decided',
           actorType: 'operator',
           actorId: operatorId,
           subjectType: 'dedupe_case',
           subjectId: row.id,
           data: { kind: row.kind, from: 'open', to: change.status, userId: row.userId, ...(note !== null ? { note } : {}) },
+          // The note is free text: it stays out of the webhook.
+          public: { caseId: row.id, kind: row.kind, userId: row.userId, status: change.status },
         },
         trx,
       );
-      // The note is free text: it stays out of the webhook.
-      await this.deps.webhooks.recordEvent('dedupe.case.decided', { caseId: row.id, kind: row.kind, userId: row.userId, status: change.status }, trx);
       return toView(await this.load(row.id, trx));
     });
     this.deps.metrics.dedupeCaseDecided(change.status);

@@ -10,7 +10,6 @@ import type { Tx, UnitOfWork } from '../../platform/database/unit-of-work.js';
 import type { DateRange } from '../../platform/lists/date-range.js';
 import { isUniqueViolation } from '../../platform/database/unit-of-work.js';
 import type { DisputeRow, SearchLogsRepository } from '../verification/index.js';
-import type { WebhooksRepository } from '../webhooks/index.js';
 import { pageOf, type Page } from '../../platform/lists/paging.js';
 
 export const DISPUTE_STATUSES = ['open', 'investigating', 'resolved', 'rejected'] as const satisfies readonly DisputeStatus[];
@@ -61,9 +60,7 @@ export interface DisputeFilters {
 }
 
 export class DisputeService {
-  constructor(
-    private readonly deps: { unitOfWork: UnitOfWork; auditEvents: AuditEventsRepository; searchLogs: SearchLogsRepository; webhooks: WebhooksRepository },
-  ) {}
+  constructor(private readonly deps: { unitOfWork: UnitOfWork; auditEvents: AuditEventsRepository; searchLogs: SearchLogsRepository }) {}
 
   private async load(id: string, trx?: Tx): Promise<DisputeView> {
     return toView((await this.deps.searchLogs.findDispute(id, trx))!);
@@ -88,10 +85,10 @@ export class DisputeService {
             subjectType: 'dispute',
             subjectId: disputeId,
             data: { referenceId: input.referenceId, status: 'open' },
+            public: { disputeId, referenceId: input.referenceId, userId, status: 'open' },
           },
           trx,
         );
-        await this.deps.webhooks.recordEvent('dispute.created', { disputeId, referenceId: input.referenceId, userId, status: 'open' }, trx);
         return disputeId;
       });
       return await this.load(id);
@@ -120,27 +117,17 @@ export class DisputeService {
       // Conditional on the status read above: of two administrators racing, one wins, the other gets 409.
       const moved = await searchLogs.moveDispute(disputeId, from, { status: change.status, note: change.note, updatedBy: operatorId }, trx);
       if (!moved) throw new AppError('conflict', 'The dispute changed meanwhile; read it again', { details: { from } });
+      const dispute = await this.load(disputeId, trx);
       await this.deps.auditEvents.record(
         {
-          type: 'dispute.status_changed',
+          type: 'dispute.updated',
           actorType: 'operator',
           actorId: operatorId,
           subjectType: 'dispute',
           subjectId: disputeId,
           data: { from, to: change.status, ...(change.note !== undefined ? { note: change.note } : {}) },
-        },
-        trx,
-      );
-      const dispute = await this.load(disputeId, trx);
-      // The note is free text: it stays out of the webhook.
-      await this.deps.webhooks.recordEvent(
-        'dispute.updated',
-        {
-          disputeId,
-          referenceId: dispute.referenceId,
-          userId: dispute.userId,
-          previousStatus: from,
-          status: dispute.status,
+          // The note is free text: it stays out of the webhook.
+          public: { disputeId, referenceId: dispute.referenceId, userId: dispute.userId, previousStatus: from, status: dispute.status },
         },
         trx,
       );

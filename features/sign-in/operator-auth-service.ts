@@ -90,7 +90,31 @@ export class OperatorAuthService {
       if (address && e instanceof AppError && (e.code === 'invalid_credentials' || e.code === 'account_locked' || (e.code === 'mfa_required' && opts.otp))) {
         await attempts.countFailure(address).catch(() => {});
       }
+      if (e instanceof AppError) await this.signInFailed(identifier, e.code, Boolean(opts.otp));
       throw e;
+    }
+  }
+
+  /**
+   * Audits a refused staff sign-in (`auth.sign_in_failed`, the answered code as `reason`), naming the
+   * operator when the identifier is one (never the identifier typed: it may be a mistyped password). A
+   * missing second factor is the first step of a two-step sign-in, not a failure.
+   */
+  private async signInFailed(identifier: string, reason: string, otpSent: boolean): Promise<void> {
+    if ((reason === 'mfa_required' && !otpSent) || reason === 'dependency_unavailable') return;
+    try {
+      const op = await this.deps.operators.findByIdentifier(identifier);
+      await this.deps.auditEvents.record({
+        type: 'auth.sign_in_failed',
+        actorType: 'anonymous',
+        actorId: null,
+        subjectType: op ? 'operator' : null,
+        subjectId: op?.id ?? null,
+        data: { method: 'password', reason, ...(otpSent ? { secondFactor: true } : {}) },
+      });
+    } catch (e) {
+      // The refusal stands: a failed audit write must not turn a 401 into a 500.
+      this.deps.logger?.warn({ err: (e as Error).message, reason }, 'refused staff sign-in not audited');
     }
   }
 

@@ -24,9 +24,11 @@ import type { SessionService, TokenPair } from './session-service.js';
 import { SmsDeliveryError, type SmsTransport } from '../../platform/sms.js';
 import { ipBucket } from '../../platform/http/client-address.js';
 import type { TokenService } from './token-service.js';
+import type { AuditEventsRepository } from '../../platform/events/audit.js';
 
 export interface OtpDeps {
   config: Pick<Config, 'otp'>;
+  auditEvents: AuditEventsRepository;
   users: UsersRepository;
   codes: OtpCodeStore;
   tokens: TokenService;
@@ -121,10 +123,12 @@ export class OtpService {
     if (outcome === 'killed' || outcome === 'dead') {
       metrics?.outcome('otp_verify', 'too_many_attempts');
       const wait = await codes.cooldownLeft(phoneId);
+      await this.signInFailed(phone, phoneId, 'otp_too_many_attempts');
       throw new AppError('otp_too_many_attempts', 'Too many wrong codes: request a new code', { retryAfter: Math.max(1, wait) });
     }
     if (outcome !== 'ok') {
       metrics?.outcome('otp_verify', 'invalid');
+      await this.signInFailed(phone, phoneId, 'otp_invalid');
       throw new AppError('otp_invalid', 'The code is wrong or has expired');
     }
 
@@ -132,5 +136,26 @@ export class OtpService {
     const { pair } = await this.deps.sessions.open({ type: 'consumer', id: userId }, { deviceHint: opts.deviceHint });
     metrics?.outcome('otp_verify', 'ok');
     return { ...pair, userId };
+  }
+
+  /**
+   * Audits a refused code (`auth.sign_in_failed`). The subject is the account holding the number, or,
+   * when none does, the number's keyed digest (`phone_key`): never the number itself.
+   */
+  private async signInFailed(phone: string, phoneId: string, reason: 'otp_invalid' | 'otp_too_many_attempts'): Promise<void> {
+    try {
+      const userId = await this.deps.users.liveIdByPhone(phone);
+      await this.deps.auditEvents.record({
+        type: 'auth.sign_in_failed',
+        actorType: 'anonymous',
+        actorId: null,
+        subjectType: userId ? 'user' : 'phone_key',
+        subjectId: userId ?? phoneId,
+        data: { method: 'otp', reason },
+      });
+    } catch (e) {
+      // The refusal stands: a failed audit write must not turn a 400 into a 500.
+      this.deps.logger?.warn({ err: (e as Error).message, reason }, 'refused code not audited');
+    }
   }
 }

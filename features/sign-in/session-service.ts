@@ -79,13 +79,26 @@ export class SessionService {
     return { accessToken: token, refreshToken, tokenType: 'Bearer', expiresIn, refreshExpiresIn: Math.floor(refreshTtlMs / 1000) };
   }
 
-  /** Opens a new session for a subject that has just proven who it is, and returns its first pair. */
+  /**
+   * Opens a new session for a subject that has just proven who it is, and returns its first pair. Every
+   * sign-in, consumer (one-time code) and staff (password, and second factor when enabled), ends here:
+   * it is audited as `auth.signed_in` with the session id (and the request's address and user agent).
+   */
   async open(subject: SessionSubject, opts: { deviceHint?: string | null } = {}): Promise<{ pair: TokenPair; sessionId: string }> {
     const ttl = this.ttlMsFor(subject.type, new Date());
     const refreshToken = newToken();
     const sessionId = await this.deps.sessions.openWithRefreshToken(subject, coarseDeviceHint(opts.deviceHint), {
       tokenHash: hashToken(refreshToken),
       expiresAt: new Date(Date.now() + ttl),
+    });
+    const subjectType = subject.type === 'consumer' ? 'user' : 'operator';
+    await this.deps.auditEvents.record({
+      type: 'auth.signed_in',
+      actorType: subject.type,
+      actorId: subject.id,
+      subjectType,
+      subjectId: subject.id,
+      data: { method: subject.type === 'consumer' ? 'otp' : 'password', sessionId },
     });
     return { pair: await this.pair(subject, sessionId, refreshToken, ttl), sessionId };
   }

@@ -15,7 +15,6 @@ import type { Logger } from '../../platform/logger.js';
 import type { Operator, OperatorRole, OperatorStatus } from '../../models/index.js';
 import { AuditEventsRepository } from '../../platform/events/audit.js';
 import { UnitOfWork, type Tx } from '../../platform/database/unit-of-work.js';
-import { WebhooksRepository } from '../webhooks/index.js';
 import { isUniqueViolation } from '../../platform/database/unit-of-work.js';
 import { OperatorsRepository, SessionsRepository, type OperatorFilter } from '../sign-in/index.js';
 import { SearchLogsRepository } from '../verification/index.js';
@@ -23,7 +22,6 @@ import { hashPassword, temporaryPassword } from '../sign-in/index.js';
 import { pageOf, type Page, type PageRequest } from '../../platform/lists/paging.js';
 
 export interface OperatorDeps {
-  webhooks: WebhooksRepository;
   unitOfWork: UnitOfWork;
   auditEvents: AuditEventsRepository;
   operators: OperatorsRepository;
@@ -165,15 +163,16 @@ export class OperatorService {
       if (changes.status) {
         const revoked = changes.status === 'deactivated' ? await sessionRows.revokeAllOf({ type: 'operator', id: op.id }, 'operator_deactivated', {}, trx) : 0;
         await this.deps.auditEvents.record(
-          {
-            type: 'operator.status_changed',
-            severity: changes.status === 'deactivated' ? 'high' : 'info',
-            ...subject,
-            data: { from: op.status, to: changes.status, sessionsRevoked: revoked },
-          },
+          changes.status === 'deactivated'
+            ? {
+                type: 'operator.deactivated',
+                ...subject,
+                data: { from: op.status, to: 'deactivated', sessionsRevoked: revoked },
+                public: { operatorId: op.id },
+              }
+            : { type: 'operator.reactivated', ...subject, data: { from: op.status, to: changes.status, sessionsRevoked: revoked } },
           trx,
         );
-        if (changes.status === 'deactivated') await this.deps.webhooks.recordEvent('operator.deactivated', { operatorId: op.id }, trx);
       }
       if (changes.displayName) {
         await this.deps.auditEvents.record({ type: 'operator.display_name_changed', ...subject, data: {} }, trx);
@@ -269,7 +268,6 @@ export function operatorServiceOn(db: Knex, logger?: Logger): OperatorService {
   return new OperatorService({
     unitOfWork: new UnitOfWork(db),
     auditEvents: new AuditEventsRepository(db),
-    webhooks: new WebhooksRepository(db),
     operators: new OperatorsRepository(db),
     sessionRows: new SessionsRepository(db),
     searchLogs: new SearchLogsRepository(db),

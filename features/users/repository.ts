@@ -96,6 +96,11 @@ export class UsersRepository extends Repository {
     return Boolean(await User.query(this.on(trx)).where({ phone }).whereNull('deletedAt').whereNot('id', userId).select('id').first());
   }
 
+  /** The live account holding this phone, if any. */
+  async liveIdByPhone(phone: string): Promise<string | undefined> {
+    return (await User.query(this.db).where({ phone }).whereNull('deletedAt').select('id').first())?.id;
+  }
+
   /** The live account of this phone, created on the first successful sign-in (race-safe). */
   async findOrCreateByPhone(phone: string): Promise<string> {
     const inserted = await this.db.raw(

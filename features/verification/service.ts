@@ -10,7 +10,6 @@ import type { Logger } from '../../platform/logger.js';
 import type { Candidate, LatencyMs } from '../../models/index.js';
 import type { AuditEventsRepository } from '../../platform/events/audit.js';
 import type { UnitOfWork } from '../../platform/database/unit-of-work.js';
-import type { WebhooksRepository } from '../webhooks/index.js';
 import type { EmbeddingsRepository } from '../face/index.js';
 import type { NewSearchLog, SearchLogsRepository } from './search-logs-repository.js';
 import type { UsersRepository } from '../users/index.js';
@@ -24,7 +23,6 @@ import type { BiometricAttemptsService, SelfVerification } from '../face/index.j
 import type { FrontalFrame, LivenessService } from '../liveness/index.js';
 
 export interface VerificationDeps {
-  webhooks: WebhooksRepository;
   config: Config;
   unitOfWork: UnitOfWork;
   auditEvents: AuditEventsRepository;
@@ -147,17 +145,14 @@ export class VerificationService {
       const escalatedAt = await searchLogs.markEscalated(referenceId, operator.operatorId, trx);
       await this.deps.auditEvents.record(
         {
-          type: 'search_escalated',
+          type: 'identify.escalated',
           actorType: 'operator',
           actorId: operator.operatorId,
           subjectType: 'search_log',
           subjectId: referenceId,
+          data: { escalatedAt: new Date(escalatedAt).toISOString() },
+          public: { referenceId, operatorId: operator.operatorId, escalatedAt: new Date(escalatedAt).toISOString() },
         },
-        trx,
-      );
-      await this.deps.webhooks.recordEvent(
-        'identify.escalated',
-        { referenceId, operatorId: operator.operatorId, escalatedAt: new Date(escalatedAt).toISOString() },
         trx,
       );
       return { referenceId, escalatedAt };

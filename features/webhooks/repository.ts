@@ -2,13 +2,13 @@
  * Webhooks in PostgreSQL: the endpoints, the event outbox, the deliveries (one per event, endpoint and
  * round: a replay is a new round) and the log of their attempts.
  *
- * The outbox: `recordEvent` is called inside the transaction of the change the event reports
- * (like recordAudit), so an event exists exactly when its change committed: a Redis outage or a crash
- * can neither lose one nor invent one. The dispatcher (features/webhooks/worker/) fans each new event out to
+ * The outbox: recording a public event of the event map (platform/events/map.ts) writes its row here in
+ * the transaction of the change the event reports, with its AuditEvent, so an event exists exactly when
+ * its change committed: a Redis outage or a crash can neither lose one nor invent one. The dispatcher (features/webhooks/worker/) fans each new event out to
  * the endpoints subscribed to its type and queues the attempts; everything a delivery needs to resume
  * (attempts made, when the next is due) is here, so BullMQ only times the attempts.
  *
- * Payloads are thin: ids, outcomes and statuses. The event data types below are the contract of what
+ * Payloads are thin: ids, outcomes and statuses. The map's PublicEventPayloads is the contract of what
  * may travel: never a face, a template, a NIN/BVN, a name, a phone or an account number.
  */
 import {
@@ -22,31 +22,9 @@ import {
 import { Repository, type Db } from '../../platform/database/unit-of-work.js';
 import { onePage } from '../../platform/lists/paging.js';
 
-/** Every event type an endpoint may subscribe to, with the data it carries. */
-export interface WebhookEventData {
-  /** A pending bankAccount change was confirmed upstream and is now the account's (the number is not sent). */
-  'user.bank_account.updated': { userId: string; status: 'applied' };
-  'user.deleted': { userId: string };
-  'dispute.created': { disputeId: string; referenceId: string; userId: string; status: 'open' };
-  'dispute.updated': { disputeId: string; referenceId: string; userId: string; previousStatus: string; status: string };
-  'identify.escalated': { referenceId: string; operatorId: string; escalatedAt: string };
-  'operator.deactivated': { operatorId: string };
-  'dedupe.case.opened': { caseId: string; kind: string; userId: string; status: 'open' };
-  'dedupe.case.decided': { caseId: string; kind: string; userId: string; status: string };
-}
-
-export type WebhookEventType = keyof WebhookEventData;
-
-export const WEBHOOK_EVENT_TYPES = [
-  'user.bank_account.updated',
-  'user.deleted',
-  'dispute.created',
-  'dispute.updated',
-  'identify.escalated',
-  'operator.deactivated',
-  'dedupe.case.opened',
-  'dedupe.case.decided',
-] as const satisfies readonly WebhookEventType[];
+/** The event types an endpoint may subscribe to, and the data each carries: the public events of the event map (one source). */
+export { PUBLIC_EVENT_TYPES as WEBHOOK_EVENT_TYPES } from '../../platform/events/map.js';
+export type { PublicEventName as WebhookEventType, PublicEventPayloads as WebhookEventData } from '../../platform/events/map.js';
 
 export interface EndpointInsert {
   id: string;
@@ -112,17 +90,6 @@ const endpointColumns = [
 ] as const;
 
 export class WebhooksRepository extends Repository {
-  /**
-   * Writes one event into the outbox; pass the transaction of the change it reports, so that the event
-   * exists exactly when the change does. Returns the event id (the `webhook-id` every delivery carries).
-   */
-  async recordEvent<T extends WebhookEventType>(type: T, data: WebhookEventData[T], trx?: Db): Promise<string> {
-    const [row] = await this.on(trx)(WebhookEvent.tableName)
-      .insert({ type, data: JSON.stringify(data) })
-      .returning('id');
-    return (row as { id: string }).id;
-  }
-
   // ---- endpoints ----
 
   async insertEndpoint(e: EndpointInsert, trx?: Db): Promise<WebhookEndpoint> {

@@ -1,6 +1,6 @@
 /** Webhooks (Standard Webhooks v1, docs/webhooks.md): endpoints, their delivery log and replays; administrators only. */
 import { Type } from '@sinclair/typebox';
-import { WEBHOOK_EVENT_TYPES } from './repository.js';
+import { PUBLIC_EVENT_TYPES as WEBHOOK_EVENT_TYPES } from '../../platform/events/map.js';
 import { NO_STORE, route, type AnyRoute } from '../../platform/http/route-table.js';
 import { IdParams, IsoDateTime, Page, PageQuery, Strict, Uuid } from '../../platform/http/schemas.js';
 import type { WebhookService } from './service.js';

@@ -1,21 +1,35 @@
 /**
- * AuditEvent rows (SPEC section 7): who did what to whom, written in the same transaction as the change
- * they describe. `data` holds identifiers and masked values only, never a token, code or full number.
+ * Recording events (SPEC section 7, 12.6, 13.3): who did what to whom, written in the same transaction
+ * as the change they describe. Each event is named and typed by the event map (./map.ts): its AuditEvent
+ * row always, and its webhook outbox row when it is public, together. `data` holds identifiers and
+ * masked values only, never a token, code or full number. The row carries the client's address and
+ * user agent when recorded while a request is handled (./origin.ts).
  */
-import { AuditEvent } from '../../models/index.js';
+import { AuditEvent, WebhookEvent } from '../../models/index.js';
 import type { DateRange } from '../lists/date-range.js';
 import { Repository, type Db } from '../database/unit-of-work.js';
 import { newestFirstPage } from '../lists/paging.js';
+import { EVENTS, isEventName, type EventName, type EventPayloads, type PublicEventName, type PublicEventPayloads } from './map.js';
+import { eventOrigin } from './origin.js';
 
-export interface AuditInput {
-  type: string;
+interface EventEnvelope {
+  /** Defaults to the map's severity of the event. */
   severity?: 'info' | 'high';
-  actorType: 'consumer' | 'operator' | 'system';
+  /** `anonymous`: a caller not signed in (a refused sign-in names the account tried as its subject, if any). */
+  actorType: 'consumer' | 'operator' | 'system' | 'anonymous';
   actorId: string | null;
-  subjectType: string;
-  subjectId: string;
-  data?: Record<string, unknown>;
+  subjectType: string | null;
+  subjectId: string | null;
 }
+
+/** One event of the map: its name, its audit `data` (optional when it carries none) and, when public, its webhook body. */
+type EventOf<K extends EventName> = EventEnvelope & { type: K } & (Record<string, never> extends EventPayloads[K]
+    ? { data?: EventPayloads[K] }
+    : { data: EventPayloads[K] }) &
+  (K extends PublicEventName ? { public: PublicEventPayloads[K] } : { public?: never });
+
+/** What `record` takes: any event of the map, typed by its name (a wrong name or payload fails tsc). */
+export type AuditInput = { [K in EventName]: EventOf<K> }[EventName];
 
 /** Keeps the country code and the last `keep` digits: `+2348031234567` → `+234••••••4567`, `0123456789` → `••••••6789`. */
 export function maskTail(value: string | null | undefined, keep = 4): string | null {
@@ -39,17 +53,38 @@ export interface AuditFilter {
 
 /** The AuditEvent log: written in the unit of work of the change it describes, read by GET /audit-events. */
 export class AuditEventsRepository extends Repository {
-  /** The one way an AuditEvent row is written, by the web process, the workers and the scripts alike. */
-  async record(e: AuditInput, trx?: Db): Promise<void> {
-    await AuditEvent.query(this.on(trx)).insert({
-      type: e.type,
-      severity: e.severity ?? 'info',
-      actorType: e.actorType,
-      actorId: e.actorId,
-      subjectType: e.subjectType,
-      subjectId: e.subjectId,
-      data: e.data ?? {},
-    });
+  /**
+   * The one way an event is recorded, by the web process, the workers and the scripts alike: its
+   * AuditEvent row and, for a public event, its webhook outbox row (the dispatcher in
+   * features/webhooks/worker/ delivers it), both in `trx` (or in a transaction of their own). Returns the
+   * webhook event id (the `webhook-id` every delivery carries) of a public event.
+   */
+  async record(e: AuditInput, trx?: Db): Promise<string | undefined> {
+    // A name cast past the types (a script, a test double) is refused rather than stored unnamed.
+    if (!isEventName(e.type)) throw new Error(`Unknown event "${String(e.type)}": add it to the event map (platform/events/map.ts)`);
+    const info = EVENTS[e.type];
+    const origin = eventOrigin();
+    const write = async (db: Db): Promise<string | undefined> => {
+      await AuditEvent.query(db).insert({
+        type: e.type,
+        severity: e.severity ?? info.severity,
+        actorType: e.actorType,
+        actorId: e.actorId,
+        subjectType: e.subjectType,
+        subjectId: e.subjectId,
+        data: (e.data ?? {}) as Record<string, unknown>,
+        ip: origin?.ip ?? null,
+        userAgent: origin?.userAgent ?? null,
+      });
+      if (!info.public) return undefined;
+      if (!('public' in e) || e.public === undefined) throw new Error(`The public event "${e.type}" needs its webhook body`);
+      const [row] = await db(WebhookEvent.tableName)
+        .insert({ type: e.type, data: JSON.stringify(e.public) })
+        .returning('id');
+      return (row as { id: string }).id;
+    };
+    if (trx || !info.public) return write(this.on(trx));
+    return this.db.transaction((t) => write(t));
   }
 
   /** A page of the log, filtered, newest first. */

@@ -1,7 +1,9 @@
 /**
- * Which client addresses count as one for a per-address cap (OTP requests, operator sign-ins).
+ * The client's address, and which client addresses count as one for a per-address cap (OTP requests,
+ * operator sign-ins).
  */
 import { isIPv6 } from 'node:net';
+import type { Context } from 'koa';
 
 /**
  * What the per-IP cap counts: an IPv4 address (also when IPv4-mapped), or an IPv6 address's /64
@@ -20,4 +22,21 @@ export function ipBucket(ip: string): string {
     .slice(0, 4)
     .map((g) => g.toLowerCase().padStart(4, '0'))
     .join(':')}::/64`;
+}
+
+/**
+ * The client's address. Behind a trusted proxy (TRUST_PROXY=true) it is the RIGHT-most entry of
+ * X-Forwarded-For — the one that proxy appended; entries to its left are whatever the client sent.
+ */
+export function clientIp(ctx: Context, trustProxy: boolean): string {
+  if (trustProxy) {
+    const fwd = ctx
+      .get('x-forwarded-for')
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean)
+      .at(-1);
+    if (fwd) return fwd;
+  }
+  return ctx.socket.remoteAddress ?? 'unknown';
 }

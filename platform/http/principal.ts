@@ -32,3 +32,19 @@ export function bearerToken(header: string | undefined): string | null {
   const m = /^Bearer\s+([A-Za-z0-9\-_.~+/]+=*)\s*$/i.exec(header);
   return m ? m[1]! : null;
 }
+
+/**
+ * Who the access log line names (platform/http/middleware/request-context.ts): the principal's type,
+ * id and session, never a phone or a name.
+ */
+export interface AccessSubject {
+  subjectType: 'consumer' | 'operator';
+  subjectId: string;
+  sessionId: string;
+}
+
+export function accessSubject(p: Principal): AccessSubject {
+  return p.kind === 'consumer'
+    ? { subjectType: 'consumer', subjectId: p.userId, sessionId: p.sessionId }
+    : { subjectType: 'operator', subjectId: p.operatorId, sessionId: p.sessionId };
+}

@@ -17,27 +17,13 @@ import { AppError } from '../errors.js';
 import { jsonBody, multipartBody, uploadedFiles } from './middleware/body.js';
 import { koaPath, type AnyRoute, type RouteAuthorizer, type UploadedFile } from './route-table.js';
 import { check, validationError, type Violation } from './validation.js';
+import { withEventOrigin } from '../events/origin.js';
+import { accessSubject } from './principal.js';
+import { clientIp } from './client-address.js';
 
 export interface RouterDeps {
   config: Config;
   authorizer: RouteAuthorizer<any>;
-}
-
-/**
- * The client's address. Behind a trusted proxy (TRUST_PROXY=true) it is the RIGHT-most entry of
- * X-Forwarded-For — the one that proxy appended; entries to its left are whatever the client sent.
- */
-export function clientIp(ctx: Context, trustProxy: boolean): string {
-  if (trustProxy) {
-    const fwd = ctx
-      .get('x-forwarded-for')
-      .split(',')
-      .map((p) => p.trim())
-      .filter(Boolean)
-      .at(-1);
-    if (fwd) return fwd;
-  }
-  return ctx.socket.remoteAddress ?? 'unknown';
 }
 
 /** Adds `outcome` (the error code) to an error of a route with distinct outcomes, unless it carries one. */
@@ -144,9 +130,11 @@ export function buildRouter(routes: AnyRoute[], deps: RouterDeps): Router {
           if (violations.length) throw validationError(violations);
           // The principal the route's rule admitted (none for `none`), as route() typed the handler's `auth`.
           if (auth === null) auth = await authorize();
+          if (auth) ctx.state.accessSubject = accessSubject(auth);
 
-          // 4. The handler.
-          const out = await r.handler({ ...input, auth });
+          // 4. The handler, with the request's origin stamped on every event it records.
+          const admitted = auth;
+          const out = await withEventOrigin({ ip: input.ip, userAgent: input.userAgent }, () => r.handler({ ...input, auth: admitted }));
           if (out) {
             if (out.headers) for (const [h, v] of Object.entries(out.headers)) ctx.set(h, v);
             ctx.status = out.status ?? 200;

@@ -40,7 +40,7 @@ export function createApp(deps: AppDeps, opts: { extraRoutes?: AnyRoute[] } = {}
   openapi = buildOpenApi(routes, { version: VERSION });
 
   const koa = new Koa({ proxy: deps.config.http.trustProxy });
-  koa.use(requestContext(deps.logger, deps.metrics));
+  koa.use(requestContext(deps.logger, deps.metrics, { trustProxy: deps.config.http.trustProxy }));
   koa.use(securityHeaders());
   koa.use(errorMiddleware());
   koa.use(adminQueuesMiddleware(deps));

@@ -215,14 +215,13 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
   });
 
   const sms = createSmsTransport(config);
-  const dedupe = new DedupeService({ config, unitOfWork, auditEvents, webhooks: repos.webhooks, dedupe: repos.dedupe, keyRing, face, metrics, logger });
+  const dedupe = new DedupeService({ config, unitOfWork, auditEvents, dedupe: repos.dedupe, keyRing, face, metrics, logger });
 
-  const otp = new OtpService({ config, users: repos.users, codes: new OtpCodeStore(redis, keys), tokens, sessions, sms, metrics, logger });
+  const otp = new OtpService({ config, auditEvents, users: repos.users, codes: new OtpCodeStore(redis, keys), tokens, sessions, sms, metrics, logger });
   const userService = new UserService({
     config,
     unitOfWork,
     auditEvents,
-    webhooks: repos.webhooks,
     users: repos.users,
     sessionRows: repos.sessions,
     embeddings: repos.embeddings,
@@ -253,7 +252,6 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     operators: new OperatorService({
       unitOfWork,
       auditEvents,
-      webhooks: repos.webhooks,
       operators: repos.operators,
       sessionRows: repos.sessions,
       searchLogs: repos.searchLogs,
@@ -263,6 +261,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     preferences: preferencesService,
     history: historyService,
     dataExport: new DataExportService({
+      auditEvents,
       userService,
       users: repos.users,
       embeddings: repos.embeddings,
@@ -275,7 +274,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
       sms,
       logger,
     }),
-    disputes: new DisputeService({ unitOfWork, auditEvents, webhooks: repos.webhooks, searchLogs: repos.searchLogs }),
+    disputes: new DisputeService({ unitOfWork, auditEvents, searchLogs: repos.searchLogs }),
     analytics: new AnalyticsService({ searchLogs: repos.searchLogs }),
     billing: new BillingService({ searchLogs: repos.searchLogs, config }),
     identity: new IdentityService({
@@ -299,7 +298,6 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
       config,
       unitOfWork,
       auditEvents,
-      webhooks: repos.webhooks,
       users: repos.users,
       searchLogs: repos.searchLogs,
       embeddings: repos.embeddings,

@@ -45,6 +45,8 @@ export interface HarnessOptions {
    * (migrations/20261126080100_app_role.ts), as a deployment does, instead of the owner.
    */
   appRole?: boolean;
+  /** Where the web process's log lines go (a test that reads them); stdout otherwise. */
+  logDestination?: { write(line: string): unknown };
 }
 
 export interface Harness {
@@ -95,7 +97,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   };
   const configFor = (env: Record<string, string> = {}) => loadConfig({ ...baseEnv, ...env });
   const config = configFor();
-  const logger = createLogger({ level: config.runtime.logLevel, name: 'test-web' });
+  const logger = createLogger({ level: config.runtime.logLevel, name: 'test-web', destination: opts.logDestination });
   const deps = createDeps(config, { logger });
   const webProcess = await startWebProcess(deps, {
     poller: opts.poller ?? false,

@@ -435,7 +435,7 @@ export interface paths {
         head?: never;
         /**
          * Decide an open case: confirmed (the same person under two identities) or dismissed
-         * @description Audited (`dedupe.case_decided`); emits the webhook event `dedupe.case.decided` (without the note). A decided case answers 409 `conflict`.
+         * @description The event `dedupe.case.decided`: audited (with the note) and delivered as a webhook (without the note). A decided case answers 409 `conflict`.
          *
          *     **Authorisation:** Administrator bearer token.
          */
@@ -2098,7 +2098,7 @@ export interface operations {
                     "application/json": {
                         items: {
                             actorId: string | null;
-                            /** @description consumer, operator or system */
+                            /** @description consumer, operator, system, or anonymous (a refused sign-in) */
                             actorType: string | null;
                             /** Format: date-time */
                             createdAt: string;
@@ -2108,11 +2108,15 @@ export interface operations {
                             };
                             /** @description Sequence number (as a string) */
                             id: string;
+                            /** @description The client's address of the request that recorded the event (as TRUST_PROXY resolves it); null for events of workers, scripts and timers */
+                            ip: string | null;
                             severity: "info" | "high";
                             subjectId: string | null;
                             subjectType: string | null;
-                            /** @description e.g. operator.created, identity.linked, dispute.status_changed */
+                            /** @description An event of the event map (docs/security.md, platform/events/README.md), e.g. auth.signed_in, operator.created, dispute.updated */
                             type: string;
+                            /** @description The User-Agent of that request (at most 256 characters); null when none was sent or outside a request */
+                            userAgent: string | null;
                         }[];
                         page: number;
                         pageSize: number;
@@ -7816,7 +7820,7 @@ export interface operations {
                             description: string | null;
                             /** @description `gone`: the receiver answered 410 Gone; `administrator`: disabled by hand */
                             disabledReason: "administrator" | "gone" | null;
-                            events: ("user.bank_account.updated" | "user.deleted" | "dispute.created" | "dispute.updated" | "identify.escalated" | "operator.deactivated" | "dedupe.case.opened" | "dedupe.case.decided")[];
+                            events: ("operator.deactivated" | "user.bank_account.updated" | "user.deleted" | "identify.escalated" | "dispute.created" | "dispute.updated" | "dedupe.case.opened" | "dedupe.case.decided")[];
                             /** Format: uuid */
                             id: string;
                             /** @description After a rotation, until when the previous secret still signs */
@@ -7891,7 +7895,7 @@ export interface operations {
                 "application/json": {
                     description?: string;
                     /** @description The event types delivered to this endpoint */
-                    events: ("user.bank_account.updated" | "user.deleted" | "dispute.created" | "dispute.updated" | "identify.escalated" | "operator.deactivated" | "dedupe.case.opened" | "dedupe.case.decided")[];
+                    events: ("operator.deactivated" | "user.bank_account.updated" | "user.deleted" | "identify.escalated" | "dispute.created" | "dispute.updated" | "dedupe.case.opened" | "dedupe.case.decided")[];
                     /** @description Where events are POSTed. In production (WEBHOOK_ALLOW_PRIVATE off): https only, to a public address (checked again when each attempt is sent). */
                     url: string;
                 };
@@ -7911,7 +7915,7 @@ export interface operations {
                             description: string | null;
                             /** @description `gone`: the receiver answered 410 Gone; `administrator`: disabled by hand */
                             disabledReason: "administrator" | "gone" | null;
-                            events: ("user.bank_account.updated" | "user.deleted" | "dispute.created" | "dispute.updated" | "identify.escalated" | "operator.deactivated" | "dedupe.case.opened" | "dedupe.case.decided")[];
+                            events: ("operator.deactivated" | "user.bank_account.updated" | "user.deleted" | "identify.escalated" | "dispute.created" | "dispute.updated" | "dedupe.case.opened" | "dedupe.case.decided")[];
                             /** Format: uuid */
                             id: string;
                             /** @description After a rotation, until when the previous secret still signs */
@@ -8015,7 +8019,7 @@ export interface operations {
                             description: string | null;
                             /** @description `gone`: the receiver answered 410 Gone; `administrator`: disabled by hand */
                             disabledReason: "administrator" | "gone" | null;
-                            events: ("user.bank_account.updated" | "user.deleted" | "dispute.created" | "dispute.updated" | "identify.escalated" | "operator.deactivated" | "dedupe.case.opened" | "dedupe.case.decided")[];
+                            events: ("operator.deactivated" | "user.bank_account.updated" | "user.deleted" | "identify.escalated" | "dispute.created" | "dispute.updated" | "dedupe.case.opened" | "dedupe.case.decided")[];
                             /** Format: uuid */
                             id: string;
                             /** @description After a rotation, until when the previous secret still signs */
@@ -8172,7 +8176,7 @@ export interface operations {
                 "application/json": {
                     description?: string | null;
                     /** @description The event types delivered to this endpoint */
-                    events?: ("user.bank_account.updated" | "user.deleted" | "dispute.created" | "dispute.updated" | "identify.escalated" | "operator.deactivated" | "dedupe.case.opened" | "dedupe.case.decided")[];
+                    events?: ("operator.deactivated" | "user.bank_account.updated" | "user.deleted" | "identify.escalated" | "dispute.created" | "dispute.updated" | "dedupe.case.opened" | "dedupe.case.decided")[];
                     /** @description `active` also re-enables an endpoint disabled by a 410 */
                     status?: "active" | "disabled";
                     /** @description Where events are POSTed. In production (WEBHOOK_ALLOW_PRIVATE off): https only, to a public address (checked again when each attempt is sent). */
@@ -8194,7 +8198,7 @@ export interface operations {
                             description: string | null;
                             /** @description `gone`: the receiver answered 410 Gone; `administrator`: disabled by hand */
                             disabledReason: "administrator" | "gone" | null;
-                            events: ("user.bank_account.updated" | "user.deleted" | "dispute.created" | "dispute.updated" | "identify.escalated" | "operator.deactivated" | "dedupe.case.opened" | "dedupe.case.decided")[];
+                            events: ("operator.deactivated" | "user.bank_account.updated" | "user.deleted" | "identify.escalated" | "dispute.created" | "dispute.updated" | "dedupe.case.opened" | "dedupe.case.decided")[];
                             /** Format: uuid */
                             id: string;
                             /** @description After a rotation, until when the previous secret still signs */

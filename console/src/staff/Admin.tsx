@@ -610,7 +610,7 @@ function Audit(props: { session: Session }) {
         list={list}
         onPage={setPage}
         testid="audit-events"
-        columns={['When', 'Type', 'Severity', 'Actor', 'Subject']}
+        columns={['When', 'Type', 'Severity', 'Actor', 'Subject', 'From']}
         row={(e) => (
           <tr>
             <td>{fmtDate(e.createdAt)}</td>
@@ -625,6 +625,9 @@ function Audit(props: { session: Session }) {
             </td>
             <td>
               {e.subjectType ?? '—'} <small>{e.subjectId?.slice(0, 8)}</small>
+            </td>
+            <td title={e.userAgent ?? undefined}>
+              {e.ip ?? '—'} <small>{e.userAgent?.slice(0, 24)}</small>
             </td>
           </tr>
         )}

@@ -6,7 +6,6 @@ import type { Knex } from 'knex';
 import type { UpstreamResult } from '../../../platform/jobs/upstream.js';
 import { AuditEventsRepository } from '../../../platform/events/audit.js';
 import { UsersRepository } from '../../users/index.js';
-import { WebhooksRepository } from '../../webhooks/index.js';
 
 /** Applies a pending bankAccount change if it is still the one this job was enqueued for. */
 export async function confirmBankAccount(db: Knex, job: { userId: string; requestedAt: string }): Promise<UpstreamResult> {
@@ -16,16 +15,16 @@ export async function confirmBankAccount(db: Knex, job: { userId: string; reques
     if (!applied) return { applied: false };
     await new AuditEventsRepository(db).record(
       {
-        type: 'profile.bank_account_confirmed',
+        type: 'user.bank_account.updated',
         actorType: 'system',
         actorId: null,
         subjectType: 'user',
         subjectId: job.userId,
         data: { requestedAt: job.requestedAt },
+        public: { userId: job.userId, status: 'applied' },
       },
       trx,
     );
-    await new WebhooksRepository(db).recordEvent('user.bank_account.updated', { userId: job.userId, status: 'applied' }, trx);
     return { applied: true };
   });
 }

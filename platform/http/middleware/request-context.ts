@@ -1,12 +1,20 @@
-/** Request id, a child logger per request, the access log line and the HTTP metrics. */
+/**
+ * Request id, a child logger per request, the access log line and the HTTP metrics.
+ *
+ * The access line names who called (the principal's type and id and its session id, set by the router
+ * once the route admitted the caller; never a phone or a name) and from where (the client address as
+ * TRUST_PROXY resolves it), so that an investigator can follow one session across requests.
+ */
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { Logger } from '../../logger.js';
 import type { Metrics } from '../../metrics.js';
+import type { AccessSubject } from '../principal.js';
+import { clientIp } from '../client-address.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
-export function requestContext(logger: Logger, metrics: Metrics): Middleware {
+export function requestContext(logger: Logger, metrics: Metrics, opts: { trustProxy?: boolean } = {}): Middleware {
   return async (ctx, next) => {
     const incoming = ctx.get('x-request-id');
     const requestId = REQUEST_ID.test(incoming) ? incoming : randomUUID();
@@ -24,7 +32,15 @@ export function requestContext(logger: Logger, metrics: Metrics): Middleware {
       const routeLabel: string =
         ctx.state.routeTemplate ?? (ctx.status === 404 ? 'unmatched' : ctx.path.startsWith('/admin/queues') ? '/admin/queues' : 'unmatched');
       metrics.observeHttp(ctx.method, routeLabel, ctx.status, seconds);
-      const line = { method: ctx.method, route: routeLabel, status: ctx.status, ms: Math.round(seconds * 1000) };
+      const subject = ctx.state.accessSubject as AccessSubject | undefined;
+      const line = {
+        method: ctx.method,
+        route: routeLabel,
+        status: ctx.status,
+        ms: Math.round(seconds * 1000),
+        ip: clientIp(ctx, opts.trustProxy ?? false),
+        ...(subject ?? {}),
+      };
       if (ctx.status >= 500) log.error(line, 'request');
       else log.info(line, 'request');
     }
