@@ -24,7 +24,7 @@ import type { Config } from '../../platform/config.js';
 import { AppError } from '../../platform/errors.js';
 import type { Logger } from '../../platform/logger.js';
 import type { Metrics } from '../../platform/metrics.js';
-import type { BiometricKeyRing } from '../../platform/keys/key-ring.js';
+import type { KeyRing } from '../../platform/keys/key-ring.js';
 import type { NormalisedImage } from '../../platform/face/image.js';
 import { qualitySummary } from '../../platform/face/quality.js';
 import type { Principal } from '../../platform/http/principal.js';
@@ -37,7 +37,7 @@ export interface LivenessDeps {
   store: LivenessSessionStore;
   face: FaceService;
   biometric: BiometricAttemptsService;
-  keyRing: BiometricKeyRing;
+  keyRing: KeyRing;
   metrics: Metrics;
   logger: Logger;
 }
