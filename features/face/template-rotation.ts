@@ -34,6 +34,7 @@ export async function rotateTemplates(
 export const CANONICAL_TEMPLATES: SealedFamily = {
   name: 'face templates',
   purpose: 'templates',
+  stores: [{ table: 'canonicalEmbeddings', column: 'embedding' }],
   async reseal(db, ring, { batchSize }) {
     const { rotated, remainingByKey } = await rotateTemplates(db, ring, { batchSize });
     return { resealed: rotated, byKey: remainingByKey };

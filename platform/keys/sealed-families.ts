@@ -23,6 +23,8 @@ export interface SealedFamily {
   /** Shown in the rotation's report: what the values are (`face templates`, `webhook secrets`, ...). */
   name: string;
   purpose: KeyPurpose;
+  /** Where its values are stored (table and column as the repositories name them): every sealed column belongs to a family. */
+  stores: ReadonlyArray<{ table: string; column: string }>;
   /** Re-seals, in short batches, every value under another key than the active one or in an older layout. */
   reseal(db: Knex, ring: KeyRing, opts: { batchSize: number }): Promise<{ resealed: number; byKey: Record<string, number> }>;
 }
@@ -81,6 +83,7 @@ export function sealedColumnsFamily(spec: {
   return {
     name: spec.name,
     purpose: spec.purpose,
+    stores: spec.columns.map((column) => ({ table: spec.table, column })),
     async reseal(db, ring, { batchSize }) {
       let resealed = 0;
       const byKey: Record<string, number> = {};
