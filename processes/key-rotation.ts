@@ -22,7 +22,11 @@ export interface KeyRotationResult {
   keysStillInUse: string[];
 }
 
-export async function rotateKeyRing(db: Knex, ring: KeyRing, opts: { batchSize?: number; onFamily?: (report: FamilyReport) => void } = {}): Promise<KeyRotationResult> {
+export async function rotateKeyRing(
+  db: Knex,
+  ring: KeyRing,
+  opts: { batchSize?: number; onFamily?: (report: FamilyReport) => void } = {},
+): Promise<KeyRotationResult> {
   const families = await resealAll(db, ring, opts);
   const keysStillInUse = [...new Set(families.flatMap((f) => Object.keys(f.byKey)))].filter((k) => k !== ring.activeKeyId).sort();
   const rotated = families.reduce((n, f) => n + f.resealed, 0);

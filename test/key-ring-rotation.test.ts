@@ -189,70 +189,89 @@ test.serial('staff TOTP secrets do not depend on the signing key: the same PEM w
 
 test.serial('webhook secrets do not depend on the signing key: deliveries after a signing-key rotation are signed with the endpoint secret', async (t) => {
   const admin = await newOperator(h, { role: 'administrator' });
-  const created = await client(h.url).post('/webhooks/endpoints', { token: admin.token, json: { url: `${receiver.url}/after-jwt-rotation`, events: ['user.deleted'] } });
+  const created = await client(h.url).post('/webhooks/endpoints', {
+    token: admin.token,
+    json: { url: `${receiver.url}/after-jwt-rotation`, events: ['user.deleted'] },
+  });
   t.is(created.status, 201, created.text);
   await extraWeb(h, { JWT_PRIVATE_KEY: pem(nextSigningKey.privateKey), JWT_PREVIOUS_PUBLIC_KEYS: OLD_PUBLIC_PEM, UPSTREAM_WORKER_IN_WEB: 'true' });
   await deliveredAndVerified(t, '/after-jwt-rotation', created.body.secret);
   await h.deps.db('webhookEndpoints').where({ id: created.body.endpoint.id }).del();
 });
 
-test.serial('a rotation re-seals every sealed family and reports each; with the old key dropped, links, case captures, sign-ins and deliveries work', async (t) => {
-  const admin = await newOperator(h, { role: 'administrator' });
-  // Face templates: a linked consumer.
-  const powell = await enrol(IMG.powell1, 'Colin', 'Powell');
-  const powellUser = await newConsumer(h);
-  t.is((await linkWith(h.url, powellUser.token, 'nin', powell.nin, IMG.powell2)).status, 200);
-  // A watch-list template: every link is screened against it.
-  const listed = await client(h.url).post('/watchlist', {
-    token: admin.token,
-    form: { reason: 'key rotation test', file: { data: IMG.chavez, filename: 'face.png', type: 'image/png' } },
-  });
-  t.is(listed.status, 201, listed.text);
-  // A dedupe case with its sealed capture: one human under two identities.
-  const bush = await enrol(IMG.bush1, 'George', 'Bush');
-  const bushUser = await newConsumer(h);
-  t.is((await linkWith(h.url, bushUser.token, 'nin', bush.nin, IMG.bush2)).status, 200);
-  const other = await enrol(IMG.bush3, 'Walker', 'Bush');
-  const second = await newConsumer(h);
-  t.is((await linkWith(h.url, second.token, 'nin', other.nin, IMG.bush2)).status, 200);
-  const theCase = await h.deps.db('dedupeCases').where({ userId: second.userId }).whereNotNull('captureSealed').first();
-  t.truthy(theCase, 'the duplicate opened a case with its capture');
-  // A staff TOTP secret and a webhook secret.
-  const carol = await staffWithMfa(h.url);
-  const endpoint = await client(h.url).post('/webhooks/endpoints', { token: admin.token, json: { url: `${receiver.url}/after-key-rotation`, events: ['user.deleted'] } });
-  t.is(endpoint.status, 201, endpoint.text);
+test.serial(
+  'a rotation re-seals every sealed family and reports each; with the old key dropped, links, case captures, sign-ins and deliveries work',
+  async (t) => {
+    const admin = await newOperator(h, { role: 'administrator' });
+    // Face templates: a linked consumer.
+    const powell = await enrol(IMG.powell1, 'Colin', 'Powell');
+    const powellUser = await newConsumer(h);
+    t.is((await linkWith(h.url, powellUser.token, 'nin', powell.nin, IMG.powell2)).status, 200);
+    // A watch-list template: every link is screened against it.
+    const listed = await client(h.url).post('/watchlist', {
+      token: admin.token,
+      form: { reason: 'key rotation test', file: { data: IMG.chavez, filename: 'face.png', type: 'image/png' } },
+    });
+    t.is(listed.status, 201, listed.text);
+    // A dedupe case with its sealed capture: one human under two identities.
+    const bush = await enrol(IMG.bush1, 'George', 'Bush');
+    const bushUser = await newConsumer(h);
+    t.is((await linkWith(h.url, bushUser.token, 'nin', bush.nin, IMG.bush2)).status, 200);
+    const other = await enrol(IMG.bush3, 'Walker', 'Bush');
+    const second = await newConsumer(h);
+    t.is((await linkWith(h.url, second.token, 'nin', other.nin, IMG.bush2)).status, 200);
+    const theCase = await h.deps.db('dedupeCases').where({ userId: second.userId }).whereNotNull('captureSealed').first();
+    t.truthy(theCase, 'the duplicate opened a case with its capture');
+    // A staff TOTP secret and a webhook secret.
+    const carol = await staffWithMfa(h.url);
+    const endpoint = await client(h.url).post('/webhooks/endpoints', {
+      token: admin.token,
+      json: { url: `${receiver.url}/after-key-rotation`, events: ['user.deleted'] },
+    });
+    t.is(endpoint.status, 201, endpoint.text);
 
-  // The rotation, as an operator runs it: both keys in the ring, the new one active.
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'scripts/rotate-biometric-key.ts', '--batch', '2'], {
-    cwd: ROOT,
-    env: { ...process.env, ...h.env, BIOMETRIC_KEYS: `k1:${K1},k2:${K2}`, BIOMETRIC_ACTIVE_KEY_ID: 'k2' },
-  });
-  const reported = (family: string) => Number(new RegExp(`${family}: (\\d+) re-sealed`).exec(stdout)?.[1] ?? NaN);
-  t.is(reported('face templates'), Number((await h.deps.db('canonicalEmbeddings').count({ n: '*' }).first())!.n), stdout);
-  t.is(reported('watch-list templates'), 1, stdout);
-  t.is(reported('dedupe case captures'), 1, stdout);
-  t.is(reported('staff TOTP secrets'), 1, stdout);
-  t.is(reported('webhook secrets'), 1, stdout);
-  t.regex(stdout, /every sealed value is under k2/);
-  const audit = await h.deps.db('auditEvents').where({ type: 'biometric.key_rotated' }).orderBy('createdAt', 'desc').first();
-  t.like(audit.data, { activeKeyId: 'k2', families: { 'watch-list templates': { resealed: 1, byKey: { k2: 1 } } } });
+    // The rotation, as an operator runs it: both keys in the ring, the new one active.
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', 'scripts/rotate-biometric-key.ts', '--batch', '2'], {
+      cwd: ROOT,
+      env: { ...process.env, ...h.env, BIOMETRIC_KEYS: `k1:${K1},k2:${K2}`, BIOMETRIC_ACTIVE_KEY_ID: 'k2' },
+    });
+    const reported = (family: string) => Number(new RegExp(`${family}: (\\d+) re-sealed`).exec(stdout)?.[1] ?? NaN);
+    t.is(reported('face templates'), Number((await h.deps.db('canonicalEmbeddings').count({ n: '*' }).first())!.n), stdout);
+    t.is(reported('watch-list templates'), 1, stdout);
+    t.is(reported('dedupe case captures'), 1, stdout);
+    // Every staff second factor of the deployment (this file's earlier tests enabled some too).
+    const totp = (await h.deps.db('operators').select('mfaSecret', 'mfaPendingSecret')).flatMap((r: Record<string, string | null>) =>
+      [r.mfaSecret, r.mfaPendingSecret].filter(Boolean),
+    );
+    t.true(totp.length >= 1);
+    t.is(reported('staff TOTP secrets'), totp.length, stdout);
+    t.is(reported('webhook secrets'), 1, stdout);
+    t.regex(stdout, /every sealed value is under k2/);
+    const audit = await h.deps.db('auditEvents').where({ type: 'biometric.key_rotated' }).orderBy('createdAt', 'desc').first();
+    t.like(audit.data, { activeKeyId: 'k2', families: { 'watch-list templates': { resealed: 1, byKey: { k2: 1 } } } });
 
-  // The old key dropped, as the docs say; a new signing key too (the old one still verifies tokens).
-  const dropped = await extraWeb(h, {
-    BIOMETRIC_KEYS: `k2:${K2}`,
-    BIOMETRIC_ACTIVE_KEY_ID: 'k2',
-    JWT_PRIVATE_KEY: pem(nextSigningKey.privateKey),
-    JWT_PREVIOUS_PUBLIC_KEYS: OLD_PUBLIC_PEM,
-    UPSTREAM_WORKER_IN_WEB: 'true',
-  });
-  // The BVN link: screened against the watch-list, checked against the NIN's canonical template.
-  const bvn = await linkWith(dropped.url, powellUser.token, 'bvn', powell.bvn, null);
-  t.is(bvn.status, 200, bvn.text);
-  // The case's capture, as the administrator reviews it.
-  const capture = await fetch(`${dropped.url}/dedupe/cases/${theCase.id}/capture`, { headers: { authorization: `Bearer ${admin.token}` } });
-  t.is(capture.status, 200);
-  t.true(Buffer.from(await capture.arrayBuffer()).subarray(0, 3).equals(Buffer.from([0xff, 0xd8, 0xff])), 'the capture is a JPEG');
-  const signedIn = await signInWithSecondFactor(dropped.url, carol);
-  t.is(signedIn.status, 200, signedIn.text);
-  await deliveredAndVerified(t, '/after-key-rotation', endpoint.body.secret);
-});
+    // The old key dropped, as the docs say; a new signing key too (the old one still verifies tokens).
+    const dropped = await extraWeb(h, {
+      BIOMETRIC_KEYS: `k2:${K2}`,
+      BIOMETRIC_ACTIVE_KEY_ID: 'k2',
+      JWT_PRIVATE_KEY: pem(nextSigningKey.privateKey),
+      JWT_PREVIOUS_PUBLIC_KEYS: OLD_PUBLIC_PEM,
+      UPSTREAM_WORKER_IN_WEB: 'true',
+    });
+    // The BVN link: screened against the watch-list, checked against the NIN's canonical template.
+    const bvn = await linkWith(dropped.url, powellUser.token, 'bvn', powell.bvn, null);
+    t.is(bvn.status, 200, bvn.text);
+    // The case's capture, as the administrator reviews it.
+    const capture = await fetch(`${dropped.url}/dedupe/cases/${theCase.id}/capture`, { headers: { authorization: `Bearer ${admin.token}` } });
+    t.is(capture.status, 200);
+    t.true(
+      Buffer.from(await capture.arrayBuffer())
+        .subarray(0, 3)
+        .equals(Buffer.from([0xff, 0xd8, 0xff])),
+      'the capture is a JPEG',
+    );
+    const signedIn = await signInWithSecondFactor(dropped.url, carol);
+    t.is(signedIn.status, 200, signedIn.text);
+    await deliveredAndVerified(t, '/after-key-rotation', endpoint.body.secret);
+  },
+);

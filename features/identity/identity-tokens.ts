@@ -210,7 +210,9 @@ export class IdentityTokenStore {
     const { number, record, ...rest } = claims;
     const binding = [claims.registry, claims.userId] as const;
     const embedding = this.ring.seal('templates', Buffer.from(claims.embedding, 'base64'), this.linkEmbeddingBinding(...binding)).toString('base64');
-    const identity = this.ring.seal('registry-values', Buffer.from(JSON.stringify({ number, record }), 'utf8'), this.linkIdentityBinding(...binding)).toString('base64');
+    const identity = this.ring
+      .seal('registry-values', Buffer.from(JSON.stringify({ number, record }), 'utf8'), this.linkIdentityBinding(...binding))
+      .toString('base64');
     return this.linkTokens.issue(JSON.stringify({ ...rest, embedding, identity }), ttlSeconds, [claims.registry, claims.userId], { prefix: 'lt' });
   }
 
@@ -224,10 +226,9 @@ export class IdentityTokenStore {
     const stored = JSON.parse(taken.value) as Omit<LinkClaims, 'number' | 'record'> & { identity: string };
     const { identity: sealedIdentity, ...rest } = stored;
     const embedding = this.ring.open('templates', Buffer.from(stored.embedding, 'base64'), this.linkEmbeddingBinding(registry, userId));
-    const identity = JSON.parse(this.ring.open('registry-values', Buffer.from(sealedIdentity, 'base64'), this.linkIdentityBinding(registry, userId)).toString('utf8')) as Pick<
-      LinkClaims,
-      'number' | 'record'
-    >;
+    const identity = JSON.parse(
+      this.ring.open('registry-values', Buffer.from(sealedIdentity, 'base64'), this.linkIdentityBinding(registry, userId)).toString('utf8'),
+    ) as Pick<LinkClaims, 'number' | 'record'>;
     return { claims: { ...rest, ...identity, embedding: embedding.toString('base64') }, taken };
   }
 

@@ -55,7 +55,13 @@ export function openBlob(blob: Uint8Array, keyFor: (keyId: string) => Uint8Array
   if (!key) throw new SealedFormatError(`no key ${kid} in the ring (was it dropped before every value was re-sealed?)`);
   const b = Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength);
   const at = 2 + b[1]!;
-  return openParts(key, b.subarray(at, at + NONCE_BYTES), b.subarray(at + NONCE_BYTES, at + NONCE_BYTES + TAG_BYTES), b.subarray(at + NONCE_BYTES + TAG_BYTES), associatedData);
+  return openParts(
+    key,
+    b.subarray(at, at + NONCE_BYTES),
+    b.subarray(at + NONCE_BYTES, at + NONCE_BYTES + TAG_BYTES),
+    b.subarray(at + NONCE_BYTES + TAG_BYTES),
+    associatedData,
+  );
 }
 
 /**
