@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { KeyRing, KeyRingError } from '../platform/keys/key-ring.js';
-import { rotateTemplates } from '../features/face/template-rotation.js';
+import { rotateKeyRing } from '../processes/key-rotation.js';
 import { EmbeddingsRepository } from '../features/face/embeddings-repository.js';
 import { PgChangeLogSource } from '../features/search/worker/change-log-source.js';
 import { SnapshotStore, type SnapshotMeta } from '../features/search/worker/snapshot-store.js';
@@ -538,10 +538,11 @@ test.serial('rotation: with both keys configured every template is re-encrypted,
   const plain = new Map(before.map((r: { userId: string; embedding: Buffer }) => [r.userId, both.open('templates', r.embedding, r.userId)]));
 
   // Resumable in batches of one; the service keeps answering meanwhile.
-  const result = await rotateTemplates(h.deps.db, both, { batchSize: 1 });
-  t.is(result.rotated, before.length);
-  t.deepEqual(result.remainingByKey, { k2: before.length });
-  t.is((await rotateTemplates(h.deps.db, both, { batchSize: 1 })).rotated, 0);
+  const templates = async () => (await rotateKeyRing(h.deps.db, both, { batchSize: 1 })).families.find((f) => f.family === 'face templates')!;
+  const result = await templates();
+  t.is(result.resealed, before.length);
+  t.deepEqual(result.byKey, { k2: before.length });
+  t.is((await templates()).resealed, 0);
 
   const after = await h.deps.db('canonicalEmbeddings').select('userId', 'embedding', 'keyId');
   for (const r of after) {

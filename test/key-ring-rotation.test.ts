@@ -250,7 +250,12 @@ test.serial(
     const audit = await h.deps.db('auditEvents').where({ type: 'biometric.key_rotated' }).orderBy('createdAt', 'desc').first();
     t.like(audit.data, { activeKeyId: 'k2', families: { 'watch-list templates': { resealed: 1, byKey: { k2: 1 } } } });
 
-    // The old key dropped, as the docs say; a new signing key too (the old one still verifies tokens).
+    // The old key dropped everywhere, as the docs say: the workers restart with the new key alone, and
+    // a web process has a new signing key too (the old one still verifies tokens).
+    const onlyNewKey = { BIOMETRIC_KEYS: `k2:${K2}`, BIOMETRIC_ACTIVE_KEY_ID: 'k2' };
+    for (const w of [...h.faceWorkers.splice(0), ...h.searchWorkers.splice(0)]) await w.close();
+    await h.startFaceWorker(onlyNewKey);
+    await h.startSearchWorker(onlyNewKey);
     const dropped = await extraWeb(h, {
       BIOMETRIC_KEYS: `k2:${K2}`,
       BIOMETRIC_ACTIVE_KEY_ID: 'k2',
@@ -258,8 +263,17 @@ test.serial(
       JWT_PREVIOUS_PUBLIC_KEYS: OLD_PUBLIC_PEM,
       UPSTREAM_WORKER_IN_WEB: 'true',
     });
+    // The reusable capture sealed in Redis under k1 minutes ago no longer opens: the consumer is asked
+    // for a selfie (404 as outside the reuse window), not given a 500.
+    const v = await client(dropped.url).post('/identity/bvn/validate', { token: powellUser.token, json: { bvn: powell.bvn } });
+    t.is(v.status, 200, v.text);
+    const reuse = await client(dropped.url).post('/identity/bvn/verify-face', {
+      token: powellUser.token,
+      form: { validationToken: v.body.validationToken, reuseCapture: 'true' },
+    });
+    t.is(reuse.status, 404, reuse.text);
     // The BVN link: screened against the watch-list, checked against the NIN's canonical template.
-    const bvn = await linkWith(dropped.url, powellUser.token, 'bvn', powell.bvn, null);
+    const bvn = await linkWith(dropped.url, powellUser.token, 'bvn', powell.bvn, IMG.powell2);
     t.is(bvn.status, 200, bvn.text);
     // The case's capture, as the administrator reviews it.
     const capture = await fetch(`${dropped.url}/dedupe/cases/${theCase.id}/capture`, { headers: { authorization: `Bearer ${admin.token}` } });

@@ -158,12 +158,22 @@ export class IdentityTokenStore {
       .exec();
   }
 
-  /** The user's reusable NIN capture (embedding), or null outside the reuse window. */
+  /**
+   * The user's reusable NIN capture (embedding), or null outside the reuse window, or when it no
+   * longer opens (sealed under a ring key dropped before it expired): the consumer takes a new selfie.
+   */
   async capture(userId: string): Promise<{ embedding: number[]; engineVersion: string; quality: QualitySummary | null } | null> {
     const [emb, engineVersion, quality] = await this.redis.hmgetBuffer(this.captureKey(userId), 'embedding', 'engineVersion', 'quality');
     if (!emb || !engineVersion) return null;
+    let plain: Buffer;
+    try {
+      plain = this.ring.open('templates', emb, `capture:${userId}`);
+    } catch (e) {
+      if (e instanceof KeyRingError) return null;
+      throw e;
+    }
     return {
-      embedding: Array.from(decodeEmbedding(this.ring.open('templates', emb, `capture:${userId}`))),
+      embedding: Array.from(decodeEmbedding(plain)),
       engineVersion: engineVersion.toString('utf8'),
       quality: quality ? (JSON.parse(quality.toString('utf8')) as QualitySummary) : null,
     };
