@@ -978,7 +978,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (registry.simulator) problems.push('REGISTRY_SIMULATOR=true is refused in production: the simulator lets anyone enrol an identity');
     if (!env.REGISTRY_URL) problems.push('REGISTRY_URL must name the real identity registry in production (the default is the simulator)');
     if (operators.adminPassword && String(operators.adminPassword).length < 12) problems.push('ADMIN_PASSWORD must have at least 12 characters in production');
-    if (security.linkNumberHashKey && Buffer.from(String(security.linkNumberHashKey), 'base64').length < 32)
+    if (keys.linkNumberHashKey && Buffer.from(String(keys.linkNumberHashKey), 'base64').length < 32)
       problems.push(
         'LINK_NUMBER_HASH_KEY must be at least 32 bytes (base64) in production: under a short key the hashes of erased 11-digit numbers can be reversed by trying every number',
       );

@@ -84,27 +84,17 @@ const h = useHarness(
   },
 );
 
-async function extraWeb(hh: Harness, env: Record<string, string>): Promise<ExtraWeb> {
-  const config = hh.configFor({ PORT: String(await freePort()), WEBHOOK_DISPATCH_INTERVAL_MS: '100', ...env });
+async function extraWeb(hh: Harness, env: Record<string, string>, opts: { production?: boolean } = {}): Promise<ExtraWeb> {
+  const loaded = hh.configFor({ PORT: String(await freePort()), WEBHOOK_DISPATCH_INTERVAL_MS: '100', ...env });
+  // `production`: what production decides in the code (TOTP secrets used to be keyed from the signing key
+  // there), without the production refusals a test deployment cannot meet (a Redis password, a real registry).
+  const config = opts.production ? { ...loaded, isProduction: true } : loaded;
   const deps = createDeps(config, { logger: createLogger({ level: 'silent' }) });
   const web = await startWebProcess(deps, { port: config.http.port, poller: false });
   const extra = { url: web.web.url, deps, web };
   extras.push(extra);
   return extra;
 }
-
-/** A deployment's settings in production (TOTP secrets were keyed from the signing key there). */
-const production = (jwtPrivateKey: string, more: Record<string, string> = {}) => ({
-  NODE_ENV: 'production',
-  JWT_PRIVATE_KEY: jwtPrivateKey,
-  LINK_NUMBER_HASH_KEY: randomBytes(32).toString('base64'),
-  REGISTRY_URL: 'http://127.0.0.1:9/registry',
-  REGISTRY_SIMULATOR: 'false',
-  SMS_TRANSPORT: 'webhook',
-  SMS_WEBHOOK_URL: 'http://127.0.0.1:9/sms',
-  STAFF_MFA: 'optional',
-  ...more,
-});
 
 let seq = 0;
 async function enrol(image: Buffer, firstName: string, lastName: string): Promise<{ nin: string; bvn: string }> {
@@ -171,18 +161,18 @@ async function deliveredAndVerified(t: import('ava').ExecutionContext, receivedP
 }
 
 test.serial('staff TOTP secrets do not depend on the signing key: the same PEM with real newlines, or a rotated key, still signs staff in', async (t) => {
-  const escaped = await extraWeb(h, production(ESCAPED_PEM));
+  const escaped = await extraWeb(h, { JWT_PRIVATE_KEY: ESCAPED_PEM }, { production: true });
   const alice = await staffWithMfa(escaped.url);
   const bob = await staffWithMfa(escaped.url);
 
   // The same key, written with real newlines (a secrets manager, a mounted file).
-  const newlines = await extraWeb(h, production(pem(signingKey.privateKey)));
+  const newlines = await extraWeb(h, { JWT_PRIVATE_KEY: pem(signingKey.privateKey) }, { production: true });
   const a = await signInWithSecondFactor(newlines.url, alice);
   t.is(a.status, 200, a.text);
   t.is(typeof a.body.accessToken, 'string');
 
   // The signing key rotated (the old one still verifies): the second factor is unchanged.
-  const rotated = await extraWeb(h, production(pem(nextSigningKey.privateKey), { JWT_PREVIOUS_PUBLIC_KEYS: OLD_PUBLIC_PEM }));
+  const rotated = await extraWeb(h, { JWT_PRIVATE_KEY: pem(nextSigningKey.privateKey), JWT_PREVIOUS_PUBLIC_KEYS: OLD_PUBLIC_PEM }, { production: true });
   const b = await signInWithSecondFactor(rotated.url, bob);
   t.is(b.status, 200, b.text);
 });
