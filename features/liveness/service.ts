@@ -52,8 +52,8 @@ export interface JudgedSession {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** Purpose of the key the frame digests are computed under (derived from the biometric key ring). */
-const FRAME_DIGEST_PURPOSE = 'liveness-frame-digest';
+/** The key ring's purpose the frame digests are computed under (platform/keys/README.md). */
+const FRAME_DIGEST_PURPOSE = 'liveness-frame-digests';
 
 export const ownerOf = (p: Principal): string => (p.kind === 'consumer' ? `consumer:${p.userId}` : `operator:${p.operatorId}`);
 
@@ -63,7 +63,7 @@ export class LivenessService {
   private readonly digestKey: Buffer;
 
   constructor(private readonly deps: LivenessDeps) {
-    this.digestKey = deps.keyRing.deriveKey(FRAME_DIGEST_PURPOSE, Buffer.from('frames', 'utf8'));
+    this.digestKey = deps.keyRing.saltedKey(FRAME_DIGEST_PURPOSE, Buffer.from('frames', 'utf8'));
   }
 
   /** POST /liveness/sessions. */

@@ -32,6 +32,7 @@ export const KEY_PURPOSES = {
   'registry-values': "identity registry values in Redis: a validation's record, a link token's number and registry record",
   handoffs: 'face-path hand-offs in Redis (a subkey per request, with a salt that travels in the job)',
   snapshots: 'search snapshot files on disk',
+  'liveness-frame-digests': 'the keyed digests of the frames of a liveness session (a frame sent twice is recognised)',
   'totp-secrets': 'staff TOTP secrets',
   'webhook-secrets': 'webhook endpoint signing secrets',
 } as const;
