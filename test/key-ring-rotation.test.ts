@@ -21,12 +21,12 @@ import { startWebProcess, type RunningWebProcess } from '../processes/web.js';
 import { createLogger } from '../platform/logger.js';
 import { codeAt } from '../features/sign-in/totp.js';
 import { hashPassword } from '../features/sign-in/passwords.js';
-import { WebhooksRepository } from '../features/webhooks/repository.js';
 import { freePort } from '../scripts/lib/private-services.js';
 import { useHarness, ROOT, type Harness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';
 import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.js';
+import { recordUserDeleted } from './helpers/events.js';
 
 const run = promisify(execFile);
 const photo = (f: string) => readFileSync(path.join(ROOT, 'test/fixtures/faces', f));
@@ -154,7 +154,7 @@ const signInWithSecondFactor = (base: string, s: { identifier: string; password:
 
 /** A `user.deleted` event and the delivery `path` receives, checked against the endpoint's secret. */
 async function deliveredAndVerified(t: import('ava').ExecutionContext, receivedPath: string, secret: string): Promise<void> {
-  const eventId = await new WebhooksRepository(h.deps.db).recordEvent('user.deleted', { userId: randomUUID() });
+  const eventId = await recordUserDeleted(h.deps.db, randomUUID());
   const [w] = await receiver.waitFor(receivedPath, 1, 20_000);
   t.is(w!.headers['webhook-id'], eventId);
   t.is((new Webhook(secret).verify(w!.body, w!.headers) as { type: string }).type, 'user.deleted');
