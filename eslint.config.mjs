@@ -10,6 +10,8 @@
 //    - worker-side code (features/<wing>/worker/, platform/worker-runtime/) is imported by no other
 //      file of the floor or the wings (processes/ compose it), and imports no request-side code
 //      (platform/http/, a wing's routes);
+//    - a migration (migrations/) imports no application code (platform/, features/, processes/,
+//      models/): it must do forever what it did when written, so it carries a frozen copy of what it needs;
 //    processes/ (the composition roots), scripts/, bench/, chaos/ and test/ may import anything.
 import js from '@eslint/js';
 import path from 'node:path';
@@ -30,6 +32,8 @@ function place(rel) {
 }
 
 function verdict(from, to) {
+  if (from.layer === 'migrations' && ['platform', 'features', 'processes', 'models'].includes(to.layer))
+    return `a migration imports no application code (${to.layer}/): inline a frozen copy of what it needs`;
   if (from.layer === 'models' && to.layer !== 'models') return 'models/ imports only models/';
   if (from.layer === 'platform' && to.layer !== 'platform' && to.layer !== 'models')
     return `platform/ is the floor: it imports neither features/ nor ${to.layer}/`;
@@ -93,7 +97,7 @@ export default tseslint.config(
   },
   {
     files: ['**/*.ts'],
-    ignores: ['scripts/**', 'bench/**', 'chaos/**', 'test/**', 'console/**', 'migrations/**'],
+    ignores: ['scripts/**', 'bench/**', 'chaos/**', 'test/**', 'console/**'],
     plugins: { house: { rules: { layers: layersRule } } },
     rules: { 'house/layers': 'error' },
   },

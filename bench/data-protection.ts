@@ -5,11 +5,11 @@
  * build from PostgreSQL (open N blobs; default N = 200000, extrapolated to 1M).
  */
 import { randomBytes } from 'node:crypto';
-import { BiometricKeyRing } from '../platform/keys/key-ring.js';
+import { KeyRing } from '../platform/keys/key-ring.js';
 import { openTemplate, sealTemplate } from '../platform/keys/templates.js';
 
 const N = Number(process.argv[2] ?? 200_000);
-const ring = BiometricKeyRing.from({ biometricKeys: `k1:${randomBytes(32).toString('base64')}`, biometricActiveKeyId: 'k1' });
+const ring = KeyRing.from({ biometricKeys: `k1:${randomBytes(32).toString('base64')}`, biometricActiveKeyId: 'k1' });
 const v = Array.from({ length: 512 }, (_, i) => Math.sin(i + 1) / 16);
 const ids = Array.from({ length: 1000 }, () => crypto.randomUUID());
 

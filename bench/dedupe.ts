@@ -18,7 +18,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { loadConfig } from '../platform/config.js';
-import { BiometricKeyRing } from '../platform/keys/key-ring.js';
+import { keyRingOf } from '../platform/keys/templates.js';
 import { cosine, decodeEmbedding, encodeEmbedding } from '../platform/face/embeddings.js';
 import { engineKindFor } from '../features/search/worker/replica.js';
 import type { EngineRow } from '../features/search/worker/engine.js';
@@ -79,19 +79,19 @@ export async function runDedupeBench(): Promise<string> {
   }
 
   // The watch-list: sealed templates, decrypted and compared on every link.
-  const ring = BiometricKeyRing.from(config.security);
+  const ring = keyRingOf(config);
   const sealed = Array.from({ length: w }, (_, i) => ({
     id: `watch-${i}`,
-    blob: ring.encrypt(encodeEmbedding(enrolledVector(n + i)), `watchlist:watch-${i}`),
+    blob: ring.seal('templates', encodeEmbedding(enrolledVector(n + i)), `watchlist:watch-${i}`),
   }));
   const cold: number[] = [];
   const warm: number[] = [];
-  const templates = sealed.map((x) => ({ id: x.id, vector: decodeEmbedding(ring.decrypt(x.blob, `watchlist:${x.id}`)) }));
+  const templates = sealed.map((x) => ({ id: x.id, vector: decodeEmbedding(ring.open('templates', x.blob, `watchlist:${x.id}`)) }));
   let best = -1;
   for (const probe of probes) {
     // After a change of the list: every template decrypted, then compared.
     let t = performance.now();
-    for (const x of sealed) best = Math.max(best, cosine(probe, decodeEmbedding(ring.decrypt(x.blob, `watchlist:${x.id}`))));
+    for (const x of sealed) best = Math.max(best, cosine(probe, decodeEmbedding(ring.open('templates', x.blob, `watchlist:${x.id}`))));
     cold.push(performance.now() - t);
     // The link's usual path: the decrypted templates kept by the web process (DedupeService).
     t = performance.now();

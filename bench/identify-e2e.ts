@@ -160,7 +160,7 @@ export async function runIdentifyE2eBench(): Promise<string> {
     const values: string[] = [];
     for (let i = start; i < Math.min(ENROLLED, start + 1000); i++) {
       const uid = syntheticUserId(i);
-      params.push(uid, ring.encrypt(Buffer.from(enrolledVector(i).buffer), uid)); // sealed as the API seals it
+      params.push(uid, ring.seal('templates', Buffer.from(enrolledVector(i).buffer), uid)); // sealed as the API seals it
       values.push(`($${params.length - 1}, $${params.length}, '${ring.activeKeyId}', 'link_nin', '${FACE_ENGINE_VERSION}')`);
     }
     await c.query(`INSERT INTO canonical_embeddings (user_id, embedding, key_id, source, engine_version) VALUES ${values.join(',')}`, params);

@@ -106,7 +106,7 @@ async function loadIntoPostgres(dir: string, log: (s: string) => void): Promise<
       for (let i = 0; i < rows.length / DIM; i++) {
         const uid = syntheticUserId(r0 + i);
         // Sealed as the API seals it (templates are never stored in clear).
-        params.push(uid, ring.encrypt(Buffer.from(rows.buffer, rows.byteOffset + i * DIM * 4, DIM * 4), uid));
+        params.push(uid, ring.seal('templates', Buffer.from(rows.buffer, rows.byteOffset + i * DIM * 4, DIM * 4), uid));
         values.push(`($${params.length - 1}, $${params.length}, '${ring.activeKeyId}', 'link_nin', '${FACE_ENGINE_VERSION}')`);
       }
       const c = clients[turn++ % 2]!;

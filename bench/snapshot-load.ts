@@ -20,7 +20,7 @@ import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { BiometricKeyRing } from '../platform/keys/key-ring.js';
+import { KeyRing } from '../platform/keys/key-ring.js';
 import type { EngineRow } from '../features/search/worker/engine.js';
 import { engineKindFor } from '../features/search/worker/replica.js';
 import { SealedSnapshotFiles } from '../features/search/worker/sealed-snapshot-files.js';
@@ -51,7 +51,7 @@ async function child(mode: 'clear' | 'sealed', dir: string): Promise<void> {
   const t0 = performance.now();
   let rows: number;
   if (mode === 'sealed') {
-    const ring = BiometricKeyRing.from({ biometricKeys: layout.keys, biometricActiveKeyId: 'k1' });
+    const ring = KeyRing.from({ biometricKeys: layout.keys, biometricActiveKeyId: 'k1' });
     const engine = await kind().openSnapshot!(new SealedSnapshotFiles(path.join(dir, 'sealed'), layout.snapshotId, ring), layout.engineMeta);
     rows = engine.size;
   } else {
@@ -79,7 +79,7 @@ export async function runSnapshotLoadBench(): Promise<string> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'faceid-snapshot-load-'));
   try {
     const keys = `k1:${randomBytes(32).toString('base64')}`;
-    const ring = BiometricKeyRing.from({ biometricKeys: keys, biometricActiveKeyId: 'k1' });
+    const ring = KeyRing.from({ biometricKeys: keys, biometricActiveKeyId: 'k1' });
     const snapshotId = randomBytes(16).toString('hex');
     const sealedDir = path.join(dir, 'sealed');
     const clearDir = path.join(dir, 'clear');

@@ -225,7 +225,7 @@ export async function finish(report: Report, l: Layout, load: Load): Promise<voi
   // CHAOS_SAMPLES_DIR: every request of the run (time sent, kind, status, ms, Retry-After), for a closer look.
   if (process.env.CHAOS_SAMPLES_DIR) writeFileSync(path.join(process.env.CHAOS_SAMPLES_DIR, `${l.name}-samples.json`), JSON.stringify(load.samples));
   // The hash erased link rows keep, under the key the layout's processes use.
-  const hasher = NumberHasher.from(loadConfig({ ...l.env }).security);
+  const hasher = NumberHasher.from(loadConfig({ ...l.env }).keys);
   const w = await verifyWrites(l.db, load.writes, (nin) => hasher.hash('nin', nin));
   report.lostWrites = w;
   report.accounts = { completed: load.writes.completed, abandoned: load.writes.abandoned };

@@ -1,17 +1,25 @@
 /**
  * Erasure (docs/data-protection.md, "What an erasure touches"):
  * - a deleted user's row keeps no phone (nor name, date of birth, gender, bank account: already nullable);
- * - link rows keep `number_hash`, the keyed hash of their NIN/BVN (platform/keys/number-hash.ts), on
+ * - link rows keep `number_hash`, the keyed hash of their NIN/BVN (as platform/keys/number-hash.ts computes it), on
  *   every row the service writes, so that an erased row (number and registry record gone) is still
  *   recognised, and the rule "a number belongs to one account" holds on the hash too (unique);
  * - `erasures`: one row per erased user, the steps done, and when every copy was gone (the receipt).
  */
 import type { Knex } from 'knex';
-import { config } from '../platform/config.js';
-import { NumberHasher } from '../platform/keys/number-hash.js';
+import { createHash, createHmac } from 'node:crypto';
+
+// A frozen copy of the keyed hash as it was when this migration was written (a migration imports no
+// application code): HMAC-SHA256 of `registry:number` under LINK_NUMBER_HASH_KEY (base64), or the
+// development key when that is unset. The application must keep hashing exactly so (never rotated).
+function frozenNumberHasher(): { hash(registry: 'nin' | 'bvn', number: string): string } {
+  const setting = process.env.LINK_NUMBER_HASH_KEY ?? '';
+  const key = setting ? Buffer.from(setting, 'base64') : createHash('sha256').update('faceid development link-number hash key: never in production').digest();
+  return { hash: (registry, number) => createHmac('sha256', key).update(`${registry}:${number}`).digest('hex') };
+}
 
 export async function up(knex: Knex): Promise<void> {
-  const hasher = NumberHasher.from(config().security);
+  const hasher = frozenNumberHasher();
   await knex.raw('ALTER TABLE users ALTER COLUMN phone DROP NOT NULL');
   for (const registry of ['nin', 'bvn'] as const) {
     const table = `${registry}_links`;

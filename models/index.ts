@@ -95,7 +95,7 @@ export class Operator extends BaseModel {
   createdBy!: string | null;
   createdAt!: Date;
   updatedAt!: Date;
-  /** TOTP secret, encrypted (platform/keys/secret-box.ts); null until MFA is confirmed. */
+  /** TOTP secret, sealed with the key ring (purpose totp-secrets, platform/keys); null until MFA is confirmed. */
   mfaSecret!: string | null;
   mfaPendingSecret!: string | null;
   mfaEnabledAt!: Date | null;

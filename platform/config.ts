@@ -5,7 +5,7 @@
  */
 import { isIP } from 'node:net';
 import { CALIBRATED_THRESHOLDS } from './thresholds.js';
-import { BiometricKeyRing, KeyRingError } from './keys/key-ring.js';
+import { KeyRing, KeyRingError } from './keys/key-ring.js';
 
 /** Settings parsed so far, by group, as seen by a default that depends on them. */
 type Parsed = Record<string, Record<string, unknown> | undefined>;
@@ -36,6 +36,7 @@ export const GROUP_TITLES = {
   redis: 'Redis',
   registry: 'Identity registry',
   security: 'Access tokens',
+  keys: 'Keys and sealed data',
   otp: 'One-time codes',
   sms: 'SMS delivery',
   identity: 'Identity linking and account changes',
@@ -197,19 +198,6 @@ export const SETTINGS = {
     }),
     jwtIssuer: s({ env: 'JWT_ISSUER', kind: 'string', default: 'faceid', doc: 'Issuer claim of access tokens.' }),
     accessTokenTtlSeconds: s({ env: 'ACCESS_TOKEN_TTL_SECONDS', kind: 'int', default: 900, min: 30, doc: 'Access token lifetime.' }),
-    biometricKeys: s({
-      env: 'BIOMETRIC_KEYS',
-      kind: 'string',
-      default: '',
-      secret: true,
-      doc: 'Key ring sealing face templates and stored captures at rest (AES-256-GCM): `kid:base64(32 bytes),kid2:...`. Empty: a fixed development key (refused in production). Rotation: docs/data-protection.md.',
-    }),
-    biometricActiveKeyId: s({
-      env: 'BIOMETRIC_ACTIVE_KEY_ID',
-      kind: 'string',
-      default: '',
-      doc: 'The key of BIOMETRIC_KEYS that seals new data (default: the last one listed); the others only decrypt.',
-    }),
     refreshTokenTtlSeconds: s({
       env: 'REFRESH_TOKEN_TTL_SECONDS',
       kind: 'int',
@@ -217,12 +205,34 @@ export const SETTINGS = {
       min: 60,
       doc: 'Refresh token lifetime (rotated on every refresh).',
     }),
+  },
+  keys: {
+    biometricKeys: s({
+      env: 'BIOMETRIC_KEYS',
+      kind: 'string',
+      default: '',
+      secret: true,
+      doc: 'The key ring (`kid:base64(32 bytes),kid2:...`): every sealed value (face templates and captures, face-path hand-offs, search snapshots, staff TOTP secrets, webhook secrets) is sealed under a data key derived from one of these for its purpose (AES-256-GCM, platform/keys/README.md). Empty: a fixed development key (refused in production). Rotation: docs/data-protection.md.',
+    }),
+    biometricActiveKeyId: s({
+      env: 'BIOMETRIC_ACTIVE_KEY_ID',
+      kind: 'string',
+      default: '',
+      doc: 'The key of BIOMETRIC_KEYS that seals new data (default: the last one listed); the others only open.',
+    }),
     linkNumberHashKey: s({
       env: 'LINK_NUMBER_HASH_KEY',
       kind: 'string',
       default: '',
       secret: true,
       doc: 'Key (base64, 32 bytes) of the keyed hash (HMAC-SHA256) that link rows keep of a NIN/BVN: an erased account keeps only this hash, so the number is still recognised. Never rotated (a new key forgets every erased number). Empty: a fixed development key; production refuses it and any key under 32 bytes (11-digit numbers are few enough to hash them all under a short key).',
+    }),
+    mfaEncryptionKey: s({
+      env: 'MFA_ENCRYPTION_KEY',
+      kind: 'string',
+      default: '',
+      secret: true,
+      doc: 'Deprecated: staff TOTP secrets are sealed under the key ring (BIOMETRIC_KEYS). Still read: the key (32 bytes, base64 or hex) earlier versions sealed TOTP secrets under, so they open until `npm run rotate-biometric-key` re-seals them under the ring; then remove it.',
     }),
   },
   otp: {
@@ -454,13 +464,6 @@ export const SETTINGS = {
       default: (c: Parsed) => (c.runtime?.nodeEnv === 'production' ? 'required' : 'optional'),
       enum: ['required', 'optional'] as const,
       doc: 'Staff second factor (TOTP). `required`: an operator without one signs in with `mfaSetupRequired: true` and gets 403 `mfa_setup_required` on every route but set-password, mfa/setup and mfa/confirm. `optional`: operators may enable it.',
-    }),
-    mfaEncryptionKey: s({
-      env: 'MFA_ENCRYPTION_KEY',
-      kind: 'string',
-      default: '',
-      secret: true,
-      doc: 'Key (32 bytes, base64 or hex) encrypting staff TOTP secrets at rest (AES-256-GCM). Set it in production, kept apart from the database. Empty: in production a key derived (HKDF) from JWT_PRIVATE_KEY; elsewhere a fixed, public development key.',
     }),
     staffSessionMaxSeconds: s({
       env: 'STAFF_SESSION_MAX_SECONDS',
@@ -956,17 +959,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       into[key] = typeof spec.default === 'function' ? (spec.default as (c: Parsed) => unknown)(out) : spec.default;
     }
   }
-  const { runtime, registry, security, otp, sms, operators, face, webhooks, dedupe, redis } = out as unknown as Omit<Config, 'isProduction'>;
+  const { runtime, registry, security, keys, otp, sms, operators, face, webhooks, dedupe, redis } = out as unknown as Omit<Config, 'isProduction'>;
   const isProduction = runtime.nodeEnv === 'production';
   if (dedupe.reviewThreshold > dedupe.threshold) {
     problems.push('DEDUPE_REVIEW_THRESHOLD must not be above DEDUPE_THRESHOLD (the review band lies below the duplicate band)');
   }
   if (isProduction) {
-    if (!security.linkNumberHashKey)
+    if (!keys.linkNumberHashKey)
       problems.push(
         'LINK_NUMBER_HASH_KEY must be set in production (link rows of erased accounts keep a keyed hash of the number under it; the development key is refused)',
       );
-    if (!security.biometricKeys)
+    if (!keys.biometricKeys)
       problems.push('BIOMETRIC_KEYS must be set in production (face templates are sealed at rest under it; the development key is refused)');
     if (otp.secret && String(otp.secret).length < 32) problems.push('OTP_SECRET must have at least 32 characters');
     if (!security.jwtPrivateKey) problems.push('JWT_PRIVATE_KEY must be set in production (the generated development key is refused)');
@@ -975,7 +978,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (registry.simulator) problems.push('REGISTRY_SIMULATOR=true is refused in production: the simulator lets anyone enrol an identity');
     if (!env.REGISTRY_URL) problems.push('REGISTRY_URL must name the real identity registry in production (the default is the simulator)');
     if (operators.adminPassword && String(operators.adminPassword).length < 12) problems.push('ADMIN_PASSWORD must have at least 12 characters in production');
-    if (security.linkNumberHashKey && Buffer.from(String(security.linkNumberHashKey), 'base64').length < 32)
+    if (keys.linkNumberHashKey && Buffer.from(String(keys.linkNumberHashKey), 'base64').length < 32)
       problems.push(
         'LINK_NUMBER_HASH_KEY must be at least 32 bytes (base64) in production: under a short key the hashes of erased 11-digit numbers can be reversed by trying every number',
       );
@@ -994,7 +997,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if ((operators.adminIdentifier === '') !== (operators.adminPassword === ''))
     problems.push('ADMIN_IDENTIFIER and ADMIN_PASSWORD are set together or not at all');
   try {
-    BiometricKeyRing.from({ biometricKeys: security.biometricKeys, biometricActiveKeyId: security.biometricActiveKeyId });
+    KeyRing.from(keys);
   } catch (e) {
     if (!(e instanceof KeyRingError)) throw e;
     problems.push(e.message);

@@ -5,8 +5,7 @@
  */
 import { createDb } from '../platform/database/db.js';
 import { runProcess } from '../platform/processes/shutdown.js';
-import { TokenService } from '../features/sign-in/token-service.js';
-import { WEBHOOK_SECRET_KEY_PURPOSE } from '../features/webhooks/secrets.js';
+import { keyRingOf } from '../platform/keys/templates.js';
 import { startUpstreamWorker } from './upstream/worker.js';
 import { startWebhookWorker } from '../features/webhooks/worker/worker.js';
 
@@ -14,7 +13,7 @@ await runProcess('upstream', async (config, logger) => {
   const db = createDb(config.database.url, config.database.poolMax);
   try {
     const worker = await startUpstreamWorker(config, { db, logger });
-    const webhooks = await startWebhookWorker(config, { db, logger, secretsKey: new TokenService(config).deriveSecret(WEBHOOK_SECRET_KEY_PURPOSE) });
+    const webhooks = await startWebhookWorker(config, { db, logger, keyRing: keyRingOf(config) });
     return {
       close: async () => {
         await worker.close();

@@ -10,7 +10,6 @@ import { ensureFirstAdministrator } from '../features/staff/service.js';
 import { config, logConfigAtStart } from '../platform/config.js';
 import { isEntryFile, onShutdown, webStopMs } from '../platform/processes/shutdown.js';
 import { startUpstreamWorker, type UpstreamWorkerOptions } from './upstream/worker.js';
-import { WEBHOOK_SECRET_KEY_PURPOSE } from '../features/webhooks/secrets.js';
 import { startWebhookWorker } from '../features/webhooks/worker/worker.js';
 
 export interface RunningWebProcess {
@@ -34,7 +33,7 @@ export async function startWebProcess(deps: AppDeps, opts: StartWebOptions & Ups
     ? startWebhookWorker(deps.config, {
         db: deps.db,
         logger: deps.logger,
-        secretsKey: deps.tokens.deriveSecret(WEBHOOK_SECRET_KEY_PURPOSE),
+        keyRing: deps.keyRing,
         onAttempt: (report) => deps.metrics.webhookAttempt(report.outcome),
       }).catch((e: unknown) => {
         deps.logger.error({ err: e instanceof Error ? e.message : String(e) }, 'webhook worker failed to start');

@@ -9,8 +9,8 @@ import { bullPrefix } from '../platform/jobs/contract.js';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { BiometricKeyRing, KeyRingError } from '../platform/keys/key-ring.js';
-import { rotateTemplates } from '../features/face/template-rotation.js';
+import { KeyRing, KeyRingError } from '../platform/keys/key-ring.js';
+import { rotateKeyRing } from '../processes/key-rotation.js';
 import { EmbeddingsRepository } from '../features/face/embeddings-repository.js';
 import { PgChangeLogSource } from '../features/search/worker/change-log-source.js';
 import { SnapshotStore, type SnapshotMeta } from '../features/search/worker/snapshot-store.js';
@@ -51,7 +51,7 @@ const api = () => client(h.url);
 /** The user ids each snapshot on disk lists, decrypted with the test's key ring (a snapshot retired meanwhile is skipped). */
 async function snapshotIdLists(): Promise<string[][]> {
   const dir = h.config.search.snapshotDir;
-  const store = new SnapshotStore(dir, BiometricKeyRing.from({ biometricKeys: `k1:${K1}`, biometricActiveKeyId: 'k1' }));
+  const store = new SnapshotStore(dir, KeyRing.from({ biometricKeys: `k1:${K1}`, biometricActiveKeyId: 'k1' }));
   const out: string[][] = [];
   for (const meta of snapshotFiles('meta.json')) {
     try {
@@ -148,13 +148,13 @@ test.serial('no template in clear anywhere in the database after enrolments thro
   t.deepEqual([], await columnsWithClearTemplates());
   for (const r of rows) {
     t.is(r.keyId, 'k1');
-    t.is(BiometricKeyRing.keyIdOf(r.embedding), 'k1');
+    t.is(KeyRing.keyIdOf(r.embedding), 'k1');
   }
   // The scan itself finds a template in clear (the check is not blind): decrypted, the blob is one.
-  const ring = BiometricKeyRing.from({ biometricKeys: `k1:${K1}`, biometricActiveKeyId: 'k1' });
-  t.true(holdsClearTemplate(ring.decrypt(rows[0].embedding, rows[0].userId)));
+  const ring = KeyRing.from({ biometricKeys: `k1:${K1}`, biometricActiveKeyId: 'k1' });
+  t.true(holdsClearTemplate(ring.open('templates', rows[0].embedding, rows[0].userId)));
   // A blob copied onto another user's row does not decrypt (the user id is the associated data).
-  t.throws(() => ring.decrypt(rows[0].embedding, rows[1].userId), { instanceOf: KeyRingError });
+  t.throws(() => ring.open('templates', rows[0].embedding, rows[1].userId), { instanceOf: KeyRingError });
 });
 
 /** Every row of every table as text (what a database dump holds), except the simulated national registry's. */
@@ -343,7 +343,7 @@ test.serial(
       IMAGE_MAGIC.some((m) => photoField.subarray(0, m.length).equals(m)),
       'the registry photo is not stored as an image',
     );
-    t.is(BiometricKeyRing.keyIdOf(photoField), 'k1');
+    t.is(KeyRing.keyIdOf(photoField), 'k1');
 
     const f = await api().post('/identity/nin/verify-face', {
       token: user.token,
@@ -356,7 +356,7 @@ test.serial(
     const link = [...values.entries()].find(([k]) => k.includes(`:identity:link:nin:${user.userId}:`));
     t.truthy(link, 'the link token is in Redis');
     const claims = JSON.parse(link![1][0]!.toString('utf8'));
-    t.is(BiometricKeyRing.keyIdOf(Buffer.from(claims.embedding, 'base64')), 'k1');
+    t.is(KeyRing.keyIdOf(Buffer.from(claims.embedding, 'base64')), 'k1');
     // No value anywhere in Redis holds a template in clear, an image, or the key that seals them.
     const key = Buffer.from(K1, 'base64');
     for (const [k, bufs] of values) {
@@ -371,9 +371,9 @@ test.serial(
       }
     }
     // The check is not blind: opened with the key, the capture is a template.
-    const ring = BiometricKeyRing.from({ biometricKeys: `k1:${K1}`, biometricActiveKeyId: 'k1' });
+    const ring = KeyRing.from({ biometricKeys: `k1:${K1}`, biometricActiveKeyId: 'k1' });
     const sealedCapture = (await h.deps.redis.hgetBuffer(capture![0], 'embedding'))!;
-    t.true(holdsClearTemplate(ring.decrypt(sealedCapture, `capture:${user.userId}`)));
+    t.true(holdsClearTemplate(ring.open('templates', sealedCapture, `capture:${user.userId}`)));
     // And the workflow still works on the sealed values: the link lands, the BVN reuses the capture.
     const l = await api().post('/identity/nin/link', { token: user.token, json: { linkToken: f.body.linkToken } });
     t.is(l.status, 200, l.text);
@@ -529,24 +529,25 @@ test.serial('GET /users/{id}/export: everything held about the consumer, numbers
 
 test.serial('rotation: with both keys configured every template is re-encrypted, then a ring holding only the new key opens them all', async (t) => {
   await linkedConsumer(t, IMG.bush1, IMG.bush2, { firstName: 'George', lastName: 'Bush' });
-  const both = BiometricKeyRing.from({ biometricKeys: `k1:${K1},k2:${K2}`, biometricActiveKeyId: 'k2' });
-  const onlyNew = BiometricKeyRing.from({ biometricKeys: `k2:${K2}`, biometricActiveKeyId: 'k2' });
+  const both = KeyRing.from({ biometricKeys: `k1:${K1},k2:${K2}`, biometricActiveKeyId: 'k2' });
+  const onlyNew = KeyRing.from({ biometricKeys: `k2:${K2}`, biometricActiveKeyId: 'k2' });
   const before = await h.deps.db('canonicalEmbeddings').select('userId', 'embedding');
   t.true(before.length >= 1);
   // Before the rotation the new-key-only ring cannot open them: the rotation has work to do.
-  t.throws(() => onlyNew.decrypt(before[0].embedding, before[0].userId), { instanceOf: KeyRingError });
-  const plain = new Map(before.map((r: { userId: string; embedding: Buffer }) => [r.userId, both.decrypt(r.embedding, r.userId)]));
+  t.throws(() => onlyNew.open('templates', before[0].embedding, before[0].userId), { instanceOf: KeyRingError });
+  const plain = new Map(before.map((r: { userId: string; embedding: Buffer }) => [r.userId, both.open('templates', r.embedding, r.userId)]));
 
   // Resumable in batches of one; the service keeps answering meanwhile.
-  const result = await rotateTemplates(h.deps.db, both, { batchSize: 1 });
-  t.is(result.rotated, before.length);
-  t.deepEqual(result.remainingByKey, { k2: before.length });
-  t.is((await rotateTemplates(h.deps.db, both, { batchSize: 1 })).rotated, 0);
+  const templates = async () => (await rotateKeyRing(h.deps.db, both, { batchSize: 1 })).families.find((f) => f.family === 'face templates')!;
+  const result = await templates();
+  t.is(result.resealed, before.length);
+  t.deepEqual(result.byKey, { k2: before.length });
+  t.is((await templates()).resealed, 0);
 
   const after = await h.deps.db('canonicalEmbeddings').select('userId', 'embedding', 'keyId');
   for (const r of after) {
     t.is(r.keyId, 'k2');
-    t.deepEqual(onlyNew.decrypt(r.embedding, r.userId), plain.get(r.userId));
+    t.deepEqual(onlyNew.open('templates', r.embedding, r.userId), plain.get(r.userId));
   }
   // The repository and a search replica's full build read them with the new key alone.
   const repo = new EmbeddingsRepository(h.deps.db, onlyNew);

@@ -8,7 +8,7 @@ import test from 'ava';
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { BiometricKeyRing } from '../platform/keys/key-ring.js';
+import { KeyRing } from '../platform/keys/key-ring.js';
 import { AppError } from '../platform/errors.js';
 import { handoffKey } from '../platform/face-path/handoff.js';
 import { HandoffSealer, newHandoffSalt } from '../platform/face-path/sealing.js';
@@ -20,7 +20,7 @@ const FACES = path.join(ROOT, 'test/fixtures/faces');
 const photo = (f: string) => readFileSync(path.join(FACES, f));
 const K1 = randomBytes(32).toString('base64');
 const K2 = randomBytes(32).toString('base64');
-const ringOf = (keys: string, active: string) => BiometricKeyRing.from({ biometricKeys: keys, biometricActiveKeyId: active });
+const ringOf = (keys: string, active: string) => KeyRing.from({ biometricKeys: keys, biometricActiveKeyId: active });
 
 const h = useHarness(test, { env: { BIOMETRIC_KEYS: `k1:${K1}`, BIOMETRIC_ACTIVE_KEY_ID: 'k1' } });
 
@@ -124,7 +124,7 @@ test('a value sealed before a rotation opens after it: the value names the ring 
   const raw = Array.from({ length: 512 }, (_, i) => Math.sin(i));
   const embedding = Array.from(Float32Array.from(raw.map((x) => x / Math.hypot(...raw))));
   const sealed = before.sealEmbedding(embedding, salt);
-  t.is(sealed.kid, 'k1');
+  t.is(KeyRing.keyIdOf(Buffer.from(sealed.sealed, 'base64')), 'k1');
   t.deepEqual(after.openEmbedding(sealed, salt), embedding);
   // Once the key is dropped from the ring, what it sealed no longer opens.
   t.throws(() => new HandoffSealer(ringOf(`k2:${K2}`, 'k2')).open(before.seal(bytes, salt), salt), { message: /no key k1/ });

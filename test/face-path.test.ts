@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type * as ort from 'onnxruntime-node';
 import { randomBytes } from 'node:crypto';
-import { BiometricKeyRing } from '../platform/keys/key-ring.js';
+import { KeyRing } from '../platform/keys/key-ring.js';
 import { HandoffSealer, newHandoffSalt } from '../platform/face-path/sealing.js';
 import { RedisFaceHandoff } from '../platform/face-path/handoff.js';
 import { createRedis } from '../platform/redis/redis.js';
@@ -26,7 +26,7 @@ const photo = (file: string) => readFileSync(path.join(ROOT, 'test/fixtures/face
 let engine: FaceEngine;
 const redisPrefix = testRedisPrefix();
 const redis = createRedis(TEST_REDIS_URL);
-const sealer = new HandoffSealer(BiometricKeyRing.from({ biometricKeys: `k1:${randomBytes(32).toString('base64')}`, biometricActiveKeyId: 'k1' }));
+const sealer = new HandoffSealer(KeyRing.from({ biometricKeys: `k1:${randomBytes(32).toString('base64')}`, biometricActiveKeyId: 'k1' }));
 const handoff = new RedisFaceHandoff(redis, redisPrefix, sealer);
 /** The normalised image left for a liveness job, as the API leaves it (sealed under the job's salt). */
 const imageRef = (jpeg: Buffer, salt: string, deadlineAt: number) => handoff.put('image', sealer.seal(jpeg, salt), deadlineAt);

@@ -71,6 +71,32 @@ for (const c of cases) {
   });
 }
 
+/**
+ * A migration imports no application code. Linted as the text of an existing migration rather than a
+ * probe file: a file in migrations/, even for a moment, would be taken for a migration by a test
+ * database being built meanwhile.
+ */
+for (const source of [
+  "import { KeyRing } from '../platform/keys/key-ring.js';\nexport const ring = KeyRing;\n",
+  "export * from '../features/dedupe/index.js';\n",
+  "export { Operator } from '../models/index.js';\n",
+  "export { createApp } from '../processes/web/app.js';\n",
+]) {
+  test(`refuses ${source.match(/from '([^']+)'/)![1]} in migrations/`, async (t) => {
+    const [result] = await eslint.lintText(source, { filePath: path.join(ROOT, 'migrations', '20261121000000_initial.ts') });
+    const hits = restricted(result!.messages);
+    t.true(hits.length > 0, 'the boundary rule reports the import');
+    t.is(hits[0]!.severity, 2);
+    t.regex(hits[0]!.message, /a migration imports no application code/);
+  });
+}
+
+test('a migration may import node: modules and knex types', async (t) => {
+  const source = "import type { Knex } from 'knex';\nimport { createHash } from 'node:crypto';\nexport const f = (k: Knex) => [k, createHash];\n";
+  const [result] = await eslint.lintText(source, { filePath: path.join(ROOT, 'migrations', '20261121000000_initial.ts') });
+  t.deepEqual(restricted(result!.messages), []);
+});
+
 test('a Redis script in a route or a service is an error: scripts live in their store', async (t) => {
   const source =
     "import type { Redis } from '../../platform/redis/redis.js';\nexport const count = (redis: Redis, key: string) => redis.eval('return 1', 1, key);\n";

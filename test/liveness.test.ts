@@ -20,7 +20,7 @@ import { client, type FormFile } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';
 import { dataFamilies } from '../processes/data-families.js';
 import { LivenessSessionStore } from '../features/liveness/index.js';
-import { BiometricKeyRing } from '../platform/keys/key-ring.js';
+import { keyRingOf } from '../platform/keys/templates.js';
 
 const FACES = path.join(ROOT, 'test/fixtures/faces');
 const LIVENESS = path.join(FACES, 'liveness');
@@ -410,7 +410,7 @@ test("an account's erasure erases its liveness sessions (the registered eraser),
     config: h.config,
     identityTokens: { purgeUser: async () => 0 },
     biometricAttempts: { purgeUser: async () => 0 },
-    livenessSessions: new LivenessSessionStore(h.deps.redis, h.deps.keys, BiometricKeyRing.from(h.config.security)),
+    livenessSessions: new LivenessSessionStore(h.deps.redis, h.deps.keys, keyRingOf(h.config)),
   });
   const family = registry.families().find((f) => f.name === 'livenessSessions');
   t.truthy(family?.erasure);

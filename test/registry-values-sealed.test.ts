@@ -8,14 +8,14 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { IdentityTokenStore, type LinkClaims } from '../features/identity/identity-tokens.js';
-import { BiometricKeyRing } from '../platform/keys/key-ring.js';
+import { KeyRing } from '../platform/keys/key-ring.js';
 import { hashToken } from '../platform/redis/single-use-token.js';
 import { useHarness, ROOT } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer } from './helpers/principals.js';
 
 const K1 = randomBytes(32).toString('base64');
-const ring = BiometricKeyRing.from({ biometricKeys: `k1:${K1}`, biometricActiveKeyId: 'k1' });
+const ring = KeyRing.from({ biometricKeys: `k1:${K1}`, biometricActiveKeyId: 'k1' });
 const h = useHarness(test, { env: { BIOMETRIC_KEYS: `k1:${K1}`, BIOMETRIC_ACTIVE_KEY_ID: 'k1' } });
 const api = () => client(h.url);
 
@@ -68,8 +68,8 @@ test.serial('a validation keeps the NIN and the registry record sealed in Redis'
     t.deepEqual(holding(values, identityNeedles(number)), [], `no ${registry.toUpperCase()}, name or date of birth in clear anywhere in Redis`);
     // The check is not blind: opened with the key, the meta holds them.
     const sealed = (await h.deps.redis.hgetBuffer(validationKey!, 'meta'))!;
-    t.is(BiometricKeyRing.keyIdOf(sealed), 'k1');
-    const meta = JSON.parse(ring.decrypt(sealed, `validation-meta:${hashToken(v.body.validationToken)}`).toString('utf8'));
+    t.is(KeyRing.keyIdOf(sealed), 'k1');
+    const meta = JSON.parse(ring.open('registry-values', sealed, `validation-meta:${hashToken(v.body.validationToken)}`).toString('utf8'));
     t.like(meta, { userId: user.userId, registry, number, record: { firstName: PERSON.firstName, dateOfBirth: PERSON.dateOfBirth, gender: 'female' } });
     // And the store still reads it.
     t.like(await new IdentityTokenStore(h.deps.redis, h.deps.keys, ring).validationMeta(v.body.validationToken), { number, registry });

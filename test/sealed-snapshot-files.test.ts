@@ -10,11 +10,11 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import { BiometricKeyRing, KeyRingError } from '../platform/keys/key-ring.js';
+import { KeyRing, KeyRingError } from '../platform/keys/key-ring.js';
 import { FRAME_BYTES, SealedSnapshotFiles, SnapshotFileError } from '../features/search/worker/sealed-snapshot-files.js';
 import { VectorStore } from '../features/search/worker/search-kernel.js';
 
-const ring = (kid = 'k1') => BiometricKeyRing.from({ biometricKeys: `${kid}:${randomBytes(32).toString('base64')}`, biometricActiveKeyId: kid });
+const ring = (kid = 'k1') => KeyRing.from({ biometricKeys: `${kid}:${randomBytes(32).toString('base64')}`, biometricActiveKeyId: kid });
 const dirs: string[] = [];
 const tmp = () => {
   const d = mkdtempSync(path.join(os.tmpdir(), 'faceid-sealed-files-'));

@@ -9,7 +9,7 @@ import { EMBEDDING_DIM, encodeEmbedding } from '../platform/face/embeddings.js';
 import { AppError } from '../platform/errors.js';
 import { handoffKey } from '../platform/face-path/handoff.js';
 import { createDecipheriv } from 'node:crypto';
-import { BiometricKeyRing } from '../platform/keys/key-ring.js';
+import { keyRingOf } from '../platform/keys/templates.js';
 import { HandoffSealer } from '../platform/face-path/sealing.js';
 import { createRedis } from '../platform/redis/redis.js';
 import { upsertCanonical } from '../features/face/embeddings-repository.js';
@@ -52,7 +52,7 @@ test.serial('with no search worker, the job holds a ref and a salt only, and the
     d.setAuthTag(sealed.subarray(12, 28));
     return Buffer.concat([d.update(sealed.subarray(28)), d.final()]);
   });
-  const ring = BiometricKeyRing.from(h.config.security);
+  const ring = keyRingOf(h.config);
   t.deepEqual(new HandoffSealer(ring).open(sealed, salt), clear, 'the key ring with the job salt opens it to the probe');
   // The time left is read before the TTL. The job client re-derives the deadline from the time left
   // when it adds the job (face-service passes a timeout), so on a loaded machine the value may outlive

@@ -16,7 +16,7 @@ import { createDb } from '../platform/database/db.js';
 import { FACE_ENGINE_VERSION } from '../platform/face/face-models.js';
 import { createLogger } from '../platform/logger.js';
 import { currentChangeSeq, removeCanonical, upsertCanonical } from '../features/face/embeddings-repository.js';
-import { BiometricKeyRing } from '../platform/keys/key-ring.js';
+import { KeyRing } from '../platform/keys/key-ring.js';
 import { PgChangeLogSource } from '../features/search/worker/change-log-source.js';
 import { IndexReplica, type ReplicaOptions } from '../features/search/worker/replica.js';
 import { SnapshotStore, type SnapshotMeta } from '../features/search/worker/snapshot-store.js';
@@ -349,9 +349,9 @@ const snapDirs = (dir: string) =>
     .map((n) => path.join(dir, n));
 const metaOf = (snap: string) => JSON.parse(readFileSync(path.join(snap, 'meta.json'), 'utf8')) as SnapshotMeta;
 /** The key id named by a sealed file's first frame (magic 8 bytes, u32 length, key-ring blob). */
-const firstFrameKey = (file: string) => BiometricKeyRing.keyIdOf(readFileSync(file).subarray(12));
+const firstFrameKey = (file: string) => KeyRing.keyIdOf(readFileSync(file).subarray(12));
 const keyRing = (keys: Record<string, string>, active: string) =>
-  BiometricKeyRing.from({
+  KeyRing.from({
     biometricKeys: Object.entries(keys)
       .map(([k, v]) => `${k}:${v}`)
       .join(','),
@@ -365,7 +365,7 @@ test.serial(
     const [k1, k2, k3] = [0, 1, 2].map(() => randomBytes(32).toString('base64'));
     const ringK1 = keyRing({ k1 }, 'k1');
     // The templates in PostgreSQL stay under the process ring; only the snapshots use the ring under test.
-    const sealed = (snapshotDir: string, keyRing: BiometricKeyRing) => replica({ snapshotDir, keyRing, source: new PgChangeLogSource(db, ring) });
+    const sealed = (snapshotDir: string, keyRing: KeyRing) => replica({ snapshotDir, keyRing, source: new PgChangeLogSource(db, ring) });
     const dir = tmpDir();
     const a = sealed(dir, ringK1);
     await a.start();

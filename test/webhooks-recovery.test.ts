@@ -9,7 +9,6 @@ import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { createLogger } from '../platform/logger.js';
 import { WebhooksRepository } from '../features/webhooks/repository.js';
-import { WEBHOOK_SECRET_KEY_PURPOSE } from '../features/webhooks/secrets.js';
 import { startWebhookWorker } from '../features/webhooks/worker/worker.js';
 import { recordUserDeleted } from './helpers/events.js';
 import { useHarness } from './helpers/harness.js';
@@ -40,7 +39,7 @@ test.serial('an attempt claimed by a process that died is made again after its l
   const worker = await startWebhookWorker(h.config, {
     db: h.deps.db,
     logger: createLogger({ level: 'silent' }),
-    secretsKey: h.deps.tokens.deriveSecret(WEBHOOK_SECRET_KEY_PURPOSE),
+    keyRing: h.deps.keyRing,
   });
   try {
     await new Promise((r) => setTimeout(r, 500));

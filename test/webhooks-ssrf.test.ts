@@ -9,12 +9,13 @@ import { newWebhookSecret, sealWebhookSecret } from '../features/webhooks/secret
 import { checkWebhookUrl, isPublicAddress, REFUSED_ADDRESS, sendWebhook } from '../features/webhooks/sender.js';
 import { attemptDelivery } from '../features/webhooks/worker/delivery.js';
 import { ConfigError, loadConfig, parsePrivateCidrs } from '../platform/config.js';
+import { keyRingOf } from '../platform/keys/templates.js';
 import { recordUserDeleted } from './helpers/events.js';
 import { useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newOperator } from './helpers/principals.js';
 import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.js';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -146,7 +147,7 @@ test('the API refuses a private endpoint URL with 400 when private targets are o
 
 test('an attempt to an endpoint that now resolves privately is logged failed and retried, never sent', async (t) => {
   const repo = new WebhooksRepository(h.deps.db);
-  const key = randomBytes(32);
+  const key = keyRingOf(h.config);
   const id = randomUUID();
   const port = new URL(receiver.url).port;
   // Written as if its name had resolved publicly when it was registered.
@@ -162,7 +163,7 @@ test('an attempt to an endpoint that now resolves privately is logged failed and
   const [deliveryId] = await repo.dispatchEvents(10);
   const report = await attemptDelivery(
     repo,
-    { retryScheduleSeconds: [60], timeoutMs: 2000, allowPrivate: false, secretsKey: key },
+    { retryScheduleSeconds: [60], timeoutMs: 2000, allowPrivate: false, keyRing: key },
     { deliveryId: deliveryId!, attempt: 1 },
   );
   t.like(report, { outcome: 'retry', responseStatus: null });
@@ -172,7 +173,7 @@ test('an attempt to an endpoint that now resolves privately is logged failed and
   t.is(receiver.on('/rebound').length, 0);
   // The same job again does nothing: attempt 1 was made.
   t.is(
-    await attemptDelivery(repo, { retryScheduleSeconds: [60], timeoutMs: 2000, allowPrivate: false, secretsKey: key }, { deliveryId: deliveryId!, attempt: 1 }),
+    await attemptDelivery(repo, { retryScheduleSeconds: [60], timeoutMs: 2000, allowPrivate: false, keyRing: key }, { deliveryId: deliveryId!, attempt: 1 }),
     undefined,
   );
 });

@@ -15,7 +15,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../../platform/config.js';
-import type { BiometricKeyRing } from '../../platform/keys/key-ring.js';
+import type { KeyRing } from '../../platform/keys/key-ring.js';
 import { cosine, decodeEmbedding, encodeEmbedding } from '../../platform/face/embeddings.js';
 import { AppError } from '../../platform/errors.js';
 import type { Logger } from '../../platform/logger.js';
@@ -26,6 +26,7 @@ import { maskName } from '../../platform/masking.js';
 import type { Metrics } from '../../platform/metrics.js';
 import type { FaceService } from '../face/index.js';
 import { pageOf, type Page, type PageRequest } from '../../platform/lists/paging.js';
+import { caseSubject, watchlistSubject } from './sealed-families.js';
 
 export { DEDUPE_KINDS, DEDUPE_STATUSES, type DedupeKind, type DedupeStatus } from './repository.js';
 
@@ -79,8 +80,6 @@ export interface WatchlistEntryView {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const round4 = (x: number) => Math.round(x * 1e4) / 1e4;
 const iso = (d: Date | string) => new Date(d).toISOString();
-const caseSubject = (caseId: string) => `dedupe-case:${caseId}`;
-const watchlistSubject = (entryId: string) => `watchlist:${entryId}`;
 
 function toView(r: DedupeCaseRow): DedupeCaseView {
   return {
@@ -106,7 +105,7 @@ export interface DedupeDeps {
   unitOfWork: UnitOfWork;
   auditEvents: AuditEventsRepository;
   dedupe: DedupeRepository;
-  keyRing: BiometricKeyRing;
+  keyRing: KeyRing;
   face: FaceService;
   metrics: Metrics;
   logger: Logger;
@@ -156,7 +155,7 @@ export class DedupeService {
     if (cached && cached.engineVersion === engineVersion && cached.stamp === stamp) return cached.templates;
     const templates = (await dedupe.watchlistTemplates(engineVersion)).map((t) => ({
       id: t.id,
-      vector: decodeEmbedding(keyRing.decrypt(t.embeddingSealed, watchlistSubject(t.id))),
+      vector: decodeEmbedding(keyRing.open('templates', t.embeddingSealed, watchlistSubject(t.id))),
     }));
     this.watchlistCache = { engineVersion, stamp, templates };
     return templates;
@@ -195,7 +194,7 @@ export class DedupeService {
           score: h.score,
           registry: input.registry,
           blocked: input.blocked,
-          captureSealed: input.capture ? keyRing.encrypt(input.capture, caseSubject(id)) : null,
+          captureSealed: input.capture ? keyRing.seal('captures', input.capture, caseSubject(id)) : null,
         },
         trx,
       );
@@ -279,7 +278,7 @@ export class DedupeService {
     const expired = row.decidedAt !== null && row.decidedAt.getTime() <= Date.now() - this.deps.config.dedupe.captureRetentionDays * 86_400_000;
     const sealed = expired ? null : await this.deps.dedupe.caseCapture(row.id);
     if (!sealed) throw new AppError('not_found', 'This case keeps no capture (none was taken at link, or its retention period has passed)');
-    const jpeg = this.deps.keyRing.decrypt(sealed, caseSubject(row.id));
+    const jpeg = this.deps.keyRing.open('captures', sealed, caseSubject(row.id));
     await this.deps.auditEvents.record({
       type: 'dedupe.capture_viewed',
       actorType: 'operator',
@@ -333,7 +332,7 @@ export class DedupeService {
         {
           id,
           reason,
-          embeddingSealed: this.deps.keyRing.encrypt(encodeEmbedding(embedding), watchlistSubject(id)),
+          embeddingSealed: this.deps.keyRing.seal('templates', encodeEmbedding(embedding), watchlistSubject(id)),
           engineVersion,
           createdBy: operatorId,
           sourceCaseId,
@@ -369,7 +368,7 @@ export class DedupeService {
     if (row.status !== 'confirmed') throw new AppError('conflict', "Only a confirmed case's capture can be watch-listed");
     const sealed = await this.deps.dedupe.caseCapture(row.id);
     if (!sealed) throw new AppError('not_found', 'This case keeps no capture');
-    const e = await this.deps.face.embedPhoto(this.deps.keyRing.decrypt(sealed, caseSubject(row.id)));
+    const e = await this.deps.face.embedPhoto(this.deps.keyRing.open('captures', sealed, caseSubject(row.id)));
     return this.addTemplate(operatorId, reason, e.embedding, e.engineVersion, row.id);
   }
 

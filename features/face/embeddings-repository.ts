@@ -12,8 +12,8 @@
  */
 import type { Knex } from 'knex';
 import { assertEmbedding } from '../../platform/face/embeddings.js';
-import { BiometricKeyRing } from '../../platform/keys/key-ring.js';
-import { openTemplate, processKeyRing, sealTemplate } from '../../platform/keys/templates.js';
+import { KeyRing } from '../../platform/keys/key-ring.js';
+import { openTemplate, processKeyRing, sealTemplate, sealTemplateBytes } from '../../platform/keys/templates.js';
 import { CanonicalEmbedding, EmbeddingChange } from '../../models/index.js';
 import { Repository, type Db } from '../../platform/database/unit-of-work.js';
 
@@ -36,7 +36,7 @@ export interface StoredEmbedding {
 export class EmbeddingsRepository extends Repository {
   constructor(
     db: Knex,
-    private readonly ring: BiometricKeyRing = processKeyRing(),
+    private readonly ring: KeyRing = processKeyRing(),
   ) {
     super(db);
   }
@@ -146,8 +146,8 @@ export class EmbeddingsRepository extends Repository {
   // ---- key rotation --------------------------------------------------------------------------
 
   /**
-   * Re-encrypts up to `limit` templates still sealed by another key than the active one, and says how
-   * many it did. Each batch is its own short transaction that skips rows a writer holds (a concurrent
+   * Re-seals up to `limit` templates still sealed by another key than the active one (or in the layout
+   * of earlier versions: `key_id` `v1:<kid>`), and says how many it did. Each batch is its own short transaction that skips rows a writer holds (a concurrent
    * upsert seals under the active key anyway), so the service keeps running; the plaintext does not
    * change, so no change-log entry is written and no replica rebuilds. Resumable by construction: the
    * rows still to do are exactly those whose key_id is not the active one.
@@ -162,10 +162,10 @@ export class EmbeddingsRepository extends Repository {
         .skipLocked()
         .select('userId', 'embedding')) as { userId: string; embedding: Buffer }[];
       for (const r of rows) {
-        const plain = this.ring.decrypt(r.embedding, r.userId);
+        const plain = this.ring.open('templates', r.embedding, r.userId);
         await t(CanonicalEmbedding.tableName)
           .where({ userId: r.userId })
-          .update({ embedding: this.ring.encrypt(plain, r.userId), keyId: this.ring.activeKeyId });
+          .update({ embedding: sealTemplateBytes(this.ring, r.userId, plain), keyId: this.ring.activeKeyId });
         plain.fill(0);
       }
       return { rotated: rows.length };

@@ -5,3 +5,4 @@ export * from './canonical-refresh.js';
 export * from './embeddings-repository.js';
 export * from './face-service.js';
 export * from './quality-schemas.js';
+export * from './template-rotation.js';

@@ -1,16 +1,17 @@
 /**
- * Key rotation of the face templates at rest: re-encrypt, batch by batch, every template sealed by
- * another key than the ring's active one. Used by `npm run rotate-biometric-key` and by tests.
+ * What this wing keeps sealed under the key ring (platform/keys/sealed-families.ts): the canonical face
+ * templates. Re-sealed batch by batch by `key_id` (indexed: the table holds every enrolled user), the
+ * way `npm run rotate-biometric-key` runs every declared family.
  */
-import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import type { BiometricKeyRing } from '../../platform/keys/key-ring.js';
+import type { KeyRing } from '../../platform/keys/key-ring.js';
+import { declareSealedFamily, type SealedFamily } from '../../platform/keys/sealed-families.js';
 import { EmbeddingsRepository } from './embeddings-repository.js';
-import { AuditEventsRepository } from '../../platform/events/audit.js';
 
+/** Re-seals every template not under the active key (or in an older layout); resumable. */
 export async function rotateTemplates(
   db: Knex,
-  ring: BiometricKeyRing,
+  ring: KeyRing,
   opts: { batchSize?: number; onBatch?: (rotatedSoFar: number) => void } = {},
 ): Promise<{ rotated: number; remainingByKey: Record<string, number> }> {
   const embeddings = new EmbeddingsRepository(db, ring);
@@ -27,14 +28,17 @@ export async function rotateTemplates(
     rotated += n;
     opts.onBatch?.(rotated);
   }
-  const remainingByKey = await embeddings.countByKey();
-  await new AuditEventsRepository(db).record({
-    type: 'biometric.key_rotated',
-    actorType: 'system',
-    actorId: null,
-    subjectType: 'key_rotation',
-    subjectId: randomUUID(), // the run's id: a rotation has no other subject
-    data: { activeKeyId: ring.activeKeyId, rotated, templatesByKey: remainingByKey },
-  });
-  return { rotated, remainingByKey };
+  return { rotated, remainingByKey: await embeddings.countByKey() };
 }
+
+export const CANONICAL_TEMPLATES: SealedFamily = {
+  name: 'face templates',
+  purpose: 'templates',
+  stores: [{ table: 'canonicalEmbeddings', column: 'embedding' }],
+  async reseal(db, ring, { batchSize }) {
+    const { rotated, remainingByKey } = await rotateTemplates(db, ring, { batchSize });
+    return { resealed: rotated, byKey: remainingByKey };
+  },
+};
+
+declareSealedFamily(CANONICAL_TEMPLATES);

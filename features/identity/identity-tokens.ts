@@ -29,7 +29,7 @@ import type { QualitySummary } from '../../platform/face/quality.js';
 import type { RegistryRecordSnapshot } from '../../models/index.js';
 import { decodeEmbedding, encodeEmbedding } from '../../platform/face/embeddings.js';
 import type { KeySpace, Redis } from '../../platform/redis/redis.js';
-import { KeyRingError, type BiometricKeyRing } from '../../platform/keys/key-ring.js';
+import { KeyRingError, type KeyRing } from '../../platform/keys/key-ring.js';
 import { processKeyRing } from '../../platform/keys/templates.js';
 import { hashToken, newToken, SingleUseTokens, type TakenToken } from '../../platform/redis/single-use-token.js';
 import { countInWindow, HOUR_MS } from '../../platform/redis/window-counter.js';
@@ -74,7 +74,7 @@ export class IdentityTokenStore {
   constructor(
     private readonly redis: Redis,
     private readonly keys: KeySpace,
-    private readonly ring: BiometricKeyRing = processKeyRing(),
+    private readonly ring: KeyRing = processKeyRing(),
   ) {
     this.linkTokens = new SingleUseTokens(redis, (hash, registry, userId) => keys('identity', 'link', registry, userId, hash));
   }
@@ -96,8 +96,8 @@ export class IdentityTokenStore {
     const validationToken = newToken('vt');
     const tokenHash = hashToken(validationToken);
     const key = this.validationKey(tokenHash);
-    const sealed = this.ring.encrypt(photo, `validation-photo:${tokenHash}`);
-    const sealedMeta = this.ring.encrypt(Buffer.from(JSON.stringify(meta), 'utf8'), `validation-meta:${tokenHash}`);
+    const sealed = this.ring.seal('captures', photo, `validation-photo:${tokenHash}`);
+    const sealedMeta = this.ring.seal('registry-values', Buffer.from(JSON.stringify(meta), 'utf8'), `validation-meta:${tokenHash}`);
     await this.redis.multi().hset(key, 'meta', sealedMeta, 'photo', sealed).expire(key, ttlSeconds).exec();
     const previous = (await this.redis.set(this.currentValidationKey(meta.userId, meta.registry), tokenHash, 'EX', ttlSeconds, 'GET')) as string | null;
     if (previous && previous !== tokenHash) await this.redis.del(this.validationKey(previous));
@@ -109,7 +109,7 @@ export class IdentityTokenStore {
     const sealed = await this.redis.hgetBuffer(this.validationKey(tokenHash), 'meta');
     if (!sealed) return null;
     try {
-      return JSON.parse(this.ring.decrypt(sealed, `validation-meta:${tokenHash}`).toString('utf8')) as ValidationMeta;
+      return JSON.parse(this.ring.open('registry-values', sealed, `validation-meta:${tokenHash}`).toString('utf8')) as ValidationMeta;
     } catch (e) {
       // Written before the values were sealed, or under a key the ring no longer holds: redo the validation.
       if (e instanceof KeyRingError || e instanceof SyntaxError) return null;
@@ -120,7 +120,7 @@ export class IdentityTokenStore {
   async validationPhoto(validationToken: string): Promise<Buffer | null> {
     const tokenHash = hashToken(validationToken);
     const sealed = await this.redis.hgetBuffer(this.validationKey(tokenHash), 'photo');
-    return sealed ? this.ring.decrypt(sealed, `validation-photo:${tokenHash}`) : null;
+    return sealed ? this.ring.open('captures', sealed, `validation-photo:${tokenHash}`) : null;
   }
 
   /** Counts one verify-face attempt of a validation: how many so far, and the milliseconds they stay counted. */
@@ -147,7 +147,7 @@ export class IdentityTokenStore {
       .hset(
         key,
         'embedding',
-        this.ring.encrypt(encodeEmbedding(embedding), `capture:${userId}`),
+        this.ring.seal('templates', encodeEmbedding(embedding), `capture:${userId}`),
         'engineVersion',
         engineVersion,
         'capturedAt',
@@ -158,12 +158,22 @@ export class IdentityTokenStore {
       .exec();
   }
 
-  /** The user's reusable NIN capture (embedding), or null outside the reuse window. */
+  /**
+   * The user's reusable NIN capture (embedding), or null outside the reuse window, or when it no
+   * longer opens (sealed under a ring key dropped before it expired): the consumer takes a new selfie.
+   */
   async capture(userId: string): Promise<{ embedding: number[]; engineVersion: string; quality: QualitySummary | null } | null> {
     const [emb, engineVersion, quality] = await this.redis.hmgetBuffer(this.captureKey(userId), 'embedding', 'engineVersion', 'quality');
     if (!emb || !engineVersion) return null;
+    let plain: Buffer;
+    try {
+      plain = this.ring.open('templates', emb, `capture:${userId}`);
+    } catch (e) {
+      if (e instanceof KeyRingError) return null;
+      throw e;
+    }
     return {
-      embedding: Array.from(decodeEmbedding(this.ring.decrypt(emb, `capture:${userId}`))),
+      embedding: Array.from(decodeEmbedding(plain)),
       engineVersion: engineVersion.toString('utf8'),
       quality: quality ? (JSON.parse(quality.toString('utf8')) as QualitySummary) : null,
     };
@@ -209,8 +219,10 @@ export class IdentityTokenStore {
   issueLinkToken(claims: LinkClaims, ttlSeconds: number): Promise<string> {
     const { number, record, ...rest } = claims;
     const binding = [claims.registry, claims.userId] as const;
-    const embedding = this.ring.encrypt(Buffer.from(claims.embedding, 'base64'), this.linkEmbeddingBinding(...binding)).toString('base64');
-    const identity = this.ring.encrypt(Buffer.from(JSON.stringify({ number, record }), 'utf8'), this.linkIdentityBinding(...binding)).toString('base64');
+    const embedding = this.ring.seal('templates', Buffer.from(claims.embedding, 'base64'), this.linkEmbeddingBinding(...binding)).toString('base64');
+    const identity = this.ring
+      .seal('registry-values', Buffer.from(JSON.stringify({ number, record }), 'utf8'), this.linkIdentityBinding(...binding))
+      .toString('base64');
     return this.linkTokens.issue(JSON.stringify({ ...rest, embedding, identity }), ttlSeconds, [claims.registry, claims.userId], { prefix: 'lt' });
   }
 
@@ -223,11 +235,10 @@ export class IdentityTokenStore {
     if (!taken) return null;
     const stored = JSON.parse(taken.value) as Omit<LinkClaims, 'number' | 'record'> & { identity: string };
     const { identity: sealedIdentity, ...rest } = stored;
-    const embedding = this.ring.decrypt(Buffer.from(stored.embedding, 'base64'), this.linkEmbeddingBinding(registry, userId));
-    const identity = JSON.parse(this.ring.decrypt(Buffer.from(sealedIdentity, 'base64'), this.linkIdentityBinding(registry, userId)).toString('utf8')) as Pick<
-      LinkClaims,
-      'number' | 'record'
-    >;
+    const embedding = this.ring.open('templates', Buffer.from(stored.embedding, 'base64'), this.linkEmbeddingBinding(registry, userId));
+    const identity = JSON.parse(
+      this.ring.open('registry-values', Buffer.from(sealedIdentity, 'base64'), this.linkIdentityBinding(registry, userId)).toString('utf8'),
+    ) as Pick<LinkClaims, 'number' | 'record'>;
     return { claims: { ...rest, ...identity, embedding: embedding.toString('base64') }, taken };
   }
 

@@ -21,7 +21,7 @@ import type { Metrics } from '../../platform/metrics.js';
 import type { FaceService } from '../face/index.js';
 import type { IdentityTokenStore, LinkClaims, ValidationMeta } from './identity-tokens.js';
 import type { Registry, RegistryClient } from './registry-client.js';
-import type { BiometricKeyRing } from '../../platform/keys/key-ring.js';
+import type { KeyRing } from '../../platform/keys/key-ring.js';
 import type { DedupeService } from '../dedupe/index.js';
 import { deviceHint, fullName, maskName, recordDisagreements, snapshot } from './registry-records.js';
 import type { BiometricAttemptsService } from '../face/index.js';
@@ -42,7 +42,7 @@ export interface IdentityDeps {
   registry: RegistryClient;
   biometric: BiometricAttemptsService;
   dedupe: DedupeService;
-  keyRing: BiometricKeyRing;
+  keyRing: KeyRing;
   liveness: LivenessService;
 }
 
@@ -105,7 +105,7 @@ export class IdentityService {
     const sealed = await this.deps.store.liveCapture(userId);
     if (!sealed) return null;
     try {
-      return this.deps.keyRing.decrypt(sealed, liveCaptureSubject(userId));
+      return this.deps.keyRing.open('captures', sealed, liveCaptureSubject(userId));
     } catch {
       return null;
     }
@@ -237,7 +237,7 @@ export class IdentityService {
       }
       await store.saveLiveCapture(
         userId,
-        this.deps.keyRing.encrypt(frontal.jpeg, liveCaptureSubject(userId)),
+        this.deps.keyRing.seal('captures', frontal.jpeg, liveCaptureSubject(userId)),
         Math.max(config.identity.linkTokenTtlSeconds, config.identity.captureReuseSeconds),
       );
     } else {
@@ -257,7 +257,7 @@ export class IdentityService {
       if (v.capture) {
         await store.saveLiveCapture(
           userId,
-          this.deps.keyRing.encrypt(v.capture.image.jpeg, liveCaptureSubject(userId)),
+          this.deps.keyRing.seal('captures', v.capture.image.jpeg, liveCaptureSubject(userId)),
           Math.max(config.identity.linkTokenTtlSeconds, config.identity.captureReuseSeconds),
         );
       }

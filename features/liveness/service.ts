@@ -24,7 +24,7 @@ import type { Config } from '../../platform/config.js';
 import { AppError } from '../../platform/errors.js';
 import type { Logger } from '../../platform/logger.js';
 import type { Metrics } from '../../platform/metrics.js';
-import type { BiometricKeyRing } from '../../platform/keys/key-ring.js';
+import type { KeyRing } from '../../platform/keys/key-ring.js';
 import type { NormalisedImage } from '../../platform/face/image.js';
 import { qualitySummary } from '../../platform/face/quality.js';
 import type { Principal } from '../../platform/http/principal.js';
@@ -37,7 +37,7 @@ export interface LivenessDeps {
   store: LivenessSessionStore;
   face: FaceService;
   biometric: BiometricAttemptsService;
-  keyRing: BiometricKeyRing;
+  keyRing: KeyRing;
   metrics: Metrics;
   logger: Logger;
 }
@@ -52,8 +52,8 @@ export interface JudgedSession {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** Purpose of the key the frame digests are computed under (derived from the biometric key ring). */
-const FRAME_DIGEST_PURPOSE = 'liveness-frame-digest';
+/** The key ring's purpose the frame digests are computed under (platform/keys/README.md). */
+const FRAME_DIGEST_PURPOSE = 'liveness-frame-digests';
 
 export const ownerOf = (p: Principal): string => (p.kind === 'consumer' ? `consumer:${p.userId}` : `operator:${p.operatorId}`);
 
@@ -63,7 +63,7 @@ export class LivenessService {
   private readonly digestKey: Buffer;
 
   constructor(private readonly deps: LivenessDeps) {
-    this.digestKey = deps.keyRing.deriveKey(FRAME_DIGEST_PURPOSE, Buffer.from('frames', 'utf8'));
+    this.digestKey = deps.keyRing.saltedKey(FRAME_DIGEST_PURPOSE, Buffer.from('frames', 'utf8'));
   }
 
   /** POST /liveness/sessions. */

@@ -13,7 +13,7 @@
  *   the biometric key ring, never the bytes (a digest without the ring says nothing about a frame).
  */
 import type { KeySpace, Redis } from '../../platform/redis/redis.js';
-import type { BiometricKeyRing } from '../../platform/keys/key-ring.js';
+import type { KeyRing } from '../../platform/keys/key-ring.js';
 import { decodeEmbedding, encodeEmbedding } from '../../platform/face/embeddings.js';
 import type { QualitySummary } from '../../platform/face/quality.js';
 import { countInWindow, HOUR_MS } from '../../platform/redis/window-counter.js';
@@ -68,7 +68,7 @@ export class LivenessSessionStore {
   constructor(
     private readonly redis: Redis,
     private readonly keys: KeySpace,
-    private readonly ring: BiometricKeyRing,
+    private readonly ring: KeyRing,
   ) {}
 
   private sessionKey(id: string): string {
@@ -142,13 +142,13 @@ export class LivenessSessionStore {
       'stepsSeen',
       JSON.stringify(stepsSeen),
       'embedding',
-      this.ring.encrypt(encodeEmbedding(frontal.embedding), this.aad(id, 'embedding')),
+      this.ring.seal('templates', encodeEmbedding(frontal.embedding), this.aad(id, 'embedding')),
       'engineVersion',
       frontal.engineVersion,
       'quality',
       JSON.stringify(frontal.quality),
       'jpeg',
-      this.ring.encrypt(frontal.jpeg, this.aad(id, 'jpeg')),
+      this.ring.seal('captures', frontal.jpeg, this.aad(id, 'jpeg')),
     );
   }
 
@@ -159,10 +159,10 @@ export class LivenessSessionStore {
     if (!emb || !engineVersion || !jpeg) return null;
     try {
       return {
-        embedding: Array.from(decodeEmbedding(this.ring.decrypt(emb, this.aad(id, 'embedding')))),
+        embedding: Array.from(decodeEmbedding(this.ring.open('templates', emb, this.aad(id, 'embedding')))),
         engineVersion: engineVersion.toString('utf8'),
         quality: quality ? (JSON.parse(quality.toString('utf8')) as QualitySummary | null) : null,
-        jpeg: this.ring.decrypt(jpeg, this.aad(id, 'jpeg')),
+        jpeg: this.ring.open('captures', jpeg, this.aad(id, 'jpeg')),
       };
     } catch {
       // Sealed under a key no longer in the ring: as if it had never passed.

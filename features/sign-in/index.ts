@@ -5,3 +5,4 @@ export * from './operators-repository.js';
 export * from './otp-service.js';
 export * from './passwords.js';
 export * from './token-service.js';
+export * from './sealed-families.js';

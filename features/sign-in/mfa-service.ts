@@ -1,6 +1,7 @@
 /**
  * The staff second factor (TOTP, RFC 6238) and its recovery codes:
- * - setup: a new secret, sealed at rest (platform/keys/secret-box.ts), pending until confirmed; answered
+ * - setup: a new secret, sealed at rest for the key ring's `totp-secrets` purpose (the operator id as
+ *   subject, platform/keys/README.md), pending until confirmed; answered
  *   once as `{ secret, otpauthUri }` for the authenticator app;
  * - confirm: the first right code enables it and answers 10 single-use recovery codes, shown once;
  * - sign-in: `check` accepts a code of a step not used before (no replay within its window) or an
@@ -16,7 +17,7 @@ import type { OperatorMfaRepository } from './operator-mfa-repository.js';
 import type { OperatorsRepository, SessionsRepository } from './operators-repository.js';
 import type { Operator } from '../../models/index.js';
 import { hashRecoveryCode, looksLikeRecoveryCode, newRecoveryCode, RECOVERY_CODE_COUNT } from './recovery-codes.js';
-import { open, seal, secretBoxKey } from '../../platform/keys/secret-box.js';
+import type { KeyRing } from '../../platform/keys/key-ring.js';
 import { matchingStep, newTotpSecret, totpUri } from './totp.js';
 import type { Metrics } from '../../platform/metrics.js';
 
@@ -26,7 +27,8 @@ export interface MfaDeps {
   operators: OperatorsRepository;
   mfa: OperatorMfaRepository;
   sessionRows: SessionsRepository;
-  config: Pick<Config, 'operators' | 'isProduction' | 'security'>;
+  config: Pick<Config, 'operators'>;
+  keyRing: KeyRing;
   metrics?: Metrics;
   logger?: Logger;
 }
@@ -34,10 +36,14 @@ export interface MfaDeps {
 export type SecondFactorUsed = 'totp' | 'recovery_code';
 
 export class MfaService {
-  private readonly key: Buffer;
+  constructor(private readonly deps: MfaDeps) {}
 
-  constructor(private readonly deps: MfaDeps) {
-    this.key = secretBoxKey(deps.config.operators.mfaEncryptionKey, deps.config.isProduction ? deps.config.security.jwtPrivateKey : '');
+  private seal(operatorId: string, secret: string): string {
+    return this.deps.keyRing.sealText('totp-secrets', secret, operatorId);
+  }
+
+  private open(operatorId: string, sealed: string): string {
+    return this.deps.keyRing.openText('totp-secrets', sealed, operatorId);
   }
 
   /** Whether the policy makes this operator set up a second factor before anything else. */
@@ -51,7 +57,7 @@ export class MfaService {
     if (!op) throw new AppError('unauthorized', 'The operator no longer exists');
     if (op.mfaEnabledAt) throw new AppError('conflict', "A second factor is enabled already; an administrator's reset-mfa clears it");
     const secret = newTotpSecret();
-    if (!(await this.deps.mfa.setPending(operatorId, seal(this.key, secret)))) {
+    if (!(await this.deps.mfa.setPending(operatorId, this.seal(operatorId, secret)))) {
       throw new AppError('conflict', "A second factor is enabled already; an administrator's reset-mfa clears it");
     }
     return { secret, otpauthUri: totpUri(secret, op.identifier) };
@@ -64,7 +70,7 @@ export class MfaService {
     if (!op) throw new AppError('unauthorized', 'The operator no longer exists');
     if (op.mfaEnabledAt) throw new AppError('conflict', 'A second factor is enabled already');
     if (!op.mfaPendingSecret) throw new AppError('conflict', 'No second factor is being set up: call POST /auth/operator/mfa/setup first');
-    const step = matchingStep(open(this.key, op.mfaPendingSecret), code);
+    const step = matchingStep(this.open(operatorId, op.mfaPendingSecret), code);
     if (step === null) throw new AppError('otp_invalid', 'The code is not right: enter the current 6-digit code of your authenticator app');
     const recoveryCodes = Array.from({ length: RECOVERY_CODE_COUNT }, newRecoveryCode);
     const enabled = await unitOfWork.run(async (trx) => {
@@ -90,7 +96,7 @@ export class MfaService {
     if (!op.mfaSecret) return null;
     const code = otp.trim();
     if (/^[0-9]{6}$/.test(code)) {
-      const step = matchingStep(open(this.key, op.mfaSecret), code);
+      const step = matchingStep(this.open(op.id, op.mfaSecret), code);
       return step !== null && (await this.deps.mfa.acceptStep(op.id, step)) ? 'totp' : null;
     }
     if (looksLikeRecoveryCode(code) && (await this.deps.mfa.useRecoveryCode(op.id, hashRecoveryCode(code)))) {

@@ -57,7 +57,7 @@ export interface ProfileChange {
 export class UsersRepository extends Repository {
   constructor(
     db: Knex,
-    private readonly hasher: NumberHasher = NumberHasher.from(config().security),
+    private readonly hasher: NumberHasher = NumberHasher.from(config().keys),
   ) {
     super(db);
   }

@@ -13,6 +13,7 @@ import type { AuditEventsRepository } from '../../platform/events/audit.js';
 import type { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import type { WebhookEventType, WebhooksRepository } from './repository.js';
 import { newWebhookSecret, sealWebhookSecret } from './secrets.js';
+import type { KeyRing } from '../../platform/keys/key-ring.js';
 import { BlockedTargetError, checkWebhookUrl } from './sender.js';
 import { pageOf, type Page, type PageRequest } from '../../platform/lists/paging.js';
 
@@ -74,8 +75,8 @@ export class WebhookService {
       auditEvents: AuditEventsRepository;
       webhooks: WebhooksRepository;
       config: Pick<Config, 'webhooks'>;
-      /** The key endpoint secrets are sealed with (features/webhooks/secrets.ts). */
-      secretsKey: Buffer;
+      /** The key ring endpoint secrets are sealed with (features/webhooks/secrets.ts). */
+      keyRing: KeyRing;
     },
   ) {}
 
@@ -105,7 +106,7 @@ export class WebhookService {
           url: input.url,
           description: input.description?.trim() ? input.description : null,
           events: [...new Set(input.events)],
-          secretSealed: sealWebhookSecret(this.deps.secretsKey, id, secret),
+          secretSealed: sealWebhookSecret(this.deps.keyRing, id, secret),
           createdBy: operatorId,
         },
         trx,
@@ -209,7 +210,7 @@ export class WebhookService {
     await this.deps.unitOfWork.run(async (trx) => {
       const before = await this.deps.webhooks.endpoint(id, trx, { forUpdate: true });
       if (!before) throw notFound();
-      await this.deps.webhooks.rotateSecret(id, sealWebhookSecret(this.deps.secretsKey, id, secret), before.secretSealed, overlapEnds, trx);
+      await this.deps.webhooks.rotateSecret(id, sealWebhookSecret(this.deps.keyRing, id, secret), before.secretSealed, overlapEnds, trx);
       await this.deps.auditEvents.record(
         {
           type: 'webhook.secret_rotated',

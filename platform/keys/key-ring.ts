@@ -1,23 +1,48 @@
 /**
- * The biometric key ring: envelope-free AES-256-GCM under named keys, so that no face template (nor a
- * stored capture) is ever at rest in clear, and a key can be rotated without downtime: every blob names
- * the key that sealed it, the ring decrypts with any key it holds and encrypts with the active one; a
- * resumable job re-encrypts what an old key sealed, after which that key can be dropped.
+ * The one key ring of the deployment (README.md beside this file): named 32-byte keys (BIOMETRIC_KEYS),
+ * one of them active (BIOMETRIC_ACTIVE_KEY_ID). Nothing is sealed under a ring key itself: each purpose
+ * gets its own data key, derived from a ring key with HKDF-SHA256 and the purpose as label, so a key
+ * used for face templates never opens a webhook secret, and a value sealed for one purpose or subject
+ * does not open for another (the associated data names both). Every sealed value names the ring key
+ * its data key came from; the ring opens with any key it holds and seals with the active one, so a key
+ * is rotated without downtime: `npm run rotate-biometric-key` re-seals every stored family
+ * (./sealed-families.ts), after which the old key can be dropped.
  *
- * Blob layout (binary, stored as bytea):  0x01 | kid length (1 byte) | kid (UTF-8) | iv (12) | tag (16) | ciphertext
- * The associated data binds a blob to its subject (the user id of a canonical embedding, the case id of
- * a review capture): a blob copied onto another row does not decrypt.
+ * The signing key (JWT_PRIVATE_KEY) only signs: no data key comes from it. Values earlier versions
+ * sealed otherwise are still read (./legacy-formats.ts) until the rotation re-seals them.
  *
- * Settings: BIOMETRIC_KEYS = "kid:base64(32 bytes),kid2:..." and BIOMETRIC_ACTIVE_KEY_ID. Production
- * refuses to start without them (platform/config.ts); elsewhere an empty ring falls back to one fixed
- * development key (`dev`), which production refuses too.
+ * An empty ring is one fixed development key (`dev`), which production refuses (platform/config.ts).
  */
-import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
+import { createHash, createHmac, hkdfSync } from 'node:crypto';
+import { isSealedBlob, isSealedText, openBlob, sealBlob, sealedKeyId, SealedFormatError, fromText, toText } from './sealed-format.js';
+import {
+  isLegacyRingBlob,
+  isLegacyText,
+  legacyRingKeyId,
+  openLegacyRingBlob,
+  openLegacyTotpSecret,
+  openLegacyWebhookSecret,
+  type LegacyKeySettings,
+} from './legacy-formats.js';
 
-const VERSION = 1;
-const IV_BYTES = 12;
-const TAG_BYTES = 16;
+/** What each purpose protects; each gets its own data key from every ring key. */
+export const KEY_PURPOSES = {
+  templates: 'face templates: canonical embeddings, watch-list templates, the embeddings the identity wing keeps in Redis',
+  captures: 'face images: dedupe case captures, the live captures and registry photos the identity wing keeps in Redis',
+  'registry-values': "identity registry values in Redis: a validation's record, a link token's number and registry record",
+  handoffs: 'face-path hand-offs in Redis (a subkey per request, with a salt that travels in the job)',
+  snapshots: 'search snapshot files on disk',
+  'liveness-frame-digests': 'the keyed digests of the frames of a liveness session (a frame sent twice is recognised)',
+  'totp-secrets': 'staff TOTP secrets',
+  'webhook-secrets': 'webhook endpoint signing secrets',
+} as const;
+export type KeyPurpose = keyof typeof KEY_PURPOSES;
+
+/** Purposes whose values earlier versions sealed under the ring key itself (ring blob v1). */
+const LEGACY_RING_PURPOSES: ReadonlySet<KeyPurpose> = new Set(['templates', 'captures', 'registry-values']);
+
 const KID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
+const HKDF_SALT = Buffer.from('faceid key ring', 'utf8');
 
 /** The development ring's one key: fixed, public, refused in production. */
 export const DEVELOPMENT_KEY_ID = 'dev';
@@ -45,85 +70,132 @@ export function parseKeyRing(raw: string): Map<string, Buffer> {
   return keys;
 }
 
-export class BiometricKeyRing {
+/** The settings a ring is built from (the `keys` group of the configuration, and the legacy readers' keys). */
+export interface KeyRingSettings {
+  biometricKeys: string;
+  biometricActiveKeyId: string;
+  /** Deprecated: only opens TOTP secrets sealed by earlier versions. */
+  mfaEncryptionKey?: string;
+  /** Only to open values earlier versions sealed under a key derived from it; never a data key. */
+  signingKeyPem?: string;
+}
+
+const associatedData = (purpose: KeyPurpose, subject: string) => Buffer.from(`${purpose}\0${subject}`, 'utf8');
+
+export class KeyRing {
+  private readonly dataKeys = new Map<string, Buffer>();
+
   private constructor(
     private readonly keys: ReadonlyMap<string, Buffer>,
     readonly activeKeyId: string,
+    private readonly legacy: LegacyKeySettings,
   ) {}
 
   /** From the settings; an empty ring is the development key (the config refuses that in production). */
-  static from(settings: { biometricKeys: string; biometricActiveKeyId: string }): BiometricKeyRing {
+  static from(settings: KeyRingSettings): KeyRing {
+    const legacy = { mfaEncryptionKey: settings.mfaEncryptionKey ?? '', signingKeyPem: settings.signingKeyPem ?? '' };
     const keys = parseKeyRing(settings.biometricKeys);
-    if (keys.size === 0) return new BiometricKeyRing(new Map([[DEVELOPMENT_KEY_ID, DEVELOPMENT_KEY]]), DEVELOPMENT_KEY_ID);
+    if (keys.size === 0) return new KeyRing(new Map([[DEVELOPMENT_KEY_ID, DEVELOPMENT_KEY]]), DEVELOPMENT_KEY_ID, legacy);
     const active = settings.biometricActiveKeyId || [...keys.keys()].at(-1)!;
     if (!keys.has(active)) throw new KeyRingError(`BIOMETRIC_ACTIVE_KEY_ID ${active} is not in BIOMETRIC_KEYS`);
-    return new BiometricKeyRing(keys, active);
+    return new KeyRing(keys, active, legacy);
   }
 
   get keyIds(): string[] {
     return [...this.keys.keys()];
   }
 
-  encrypt(plaintext: Uint8Array, associatedData: string): Buffer {
-    const key = this.keys.get(this.activeKeyId)!;
-    const kid = Buffer.from(this.activeKeyId, 'utf8');
-    const iv = randomBytes(IV_BYTES);
-    const cipher = createCipheriv('aes-256-gcm', key, iv);
-    cipher.setAAD(Buffer.from(associatedData, 'utf8'));
-    const data = Buffer.concat([cipher.update(plaintext), cipher.final()]);
-    return Buffer.concat([Buffer.from([VERSION, kid.length]), kid, iv, cipher.getAuthTag(), data]);
+  /** The data key of `purpose` under ring key `keyId` (HKDF-SHA256, the purpose as label); undefined for a key the ring does not hold. */
+  private dataKey(purpose: KeyPurpose, keyId: string): Buffer | undefined {
+    const id = `${purpose}\0${keyId}`;
+    let key = this.dataKeys.get(id);
+    if (!key) {
+      const root = this.keys.get(keyId);
+      if (!root) return undefined;
+      key = Buffer.from(hkdfSync('sha256', root, HKDF_SALT, `faceid data key: ${purpose}`, 32));
+      this.dataKeys.set(id, key);
+    }
+    return key;
   }
 
-  /** Throws KeyRingError for a blob of an unknown key, a tampered blob, or one bound to another subject. */
-  decrypt(blob: Uint8Array, associatedData: string): Buffer {
-    const b = Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength);
-    const kid = BiometricKeyRing.keyIdOf(b);
-    const key = this.keys.get(kid);
-    if (!key) throw new KeyRingError(`no key ${kid} in the ring (was it dropped before every blob was re-encrypted?)`);
-    const at = 2 + b[1]!;
-    const iv = b.subarray(at, at + IV_BYTES);
-    const tag = b.subarray(at + IV_BYTES, at + IV_BYTES + TAG_BYTES);
-    const decipher = createDecipheriv('aes-256-gcm', key, iv);
-    decipher.setAAD(Buffer.from(associatedData, 'utf8'));
-    decipher.setAuthTag(tag);
+  /** Seals `plaintext` for `purpose`, bound to `subject` (a row's id, a file frame's position, ...), under the active key. */
+  seal(purpose: KeyPurpose, plaintext: Uint8Array, subject: string): Buffer {
+    return sealBlob(this.dataKey(purpose, this.activeKeyId)!, this.activeKeyId, plaintext, associatedData(purpose, subject));
+  }
+
+  /**
+   * Opens what `seal` sealed for this purpose and subject (and, for templates and captures, a ring blob
+   * of earlier versions). Throws KeyRingError for a value of a key the ring does not hold, altered, or
+   * sealed for another purpose or subject.
+   */
+  open(purpose: KeyPurpose, blob: Uint8Array, subject: string): Buffer {
     try {
-      return Buffer.concat([decipher.update(b.subarray(at + IV_BYTES + TAG_BYTES)), decipher.final()]);
-    } catch {
-      throw new KeyRingError('biometric blob does not authenticate (tampered, or bound to another subject)');
+      if (isLegacyRingBlob(blob) && LEGACY_RING_PURPOSES.has(purpose)) return openLegacyRingBlob(blob, (kid) => this.keys.get(kid), subject);
+      return openBlob(blob, (kid) => this.dataKey(purpose, kid), associatedData(purpose, subject));
+    } catch (e) {
+      throw e instanceof SealedFormatError ? new KeyRingError(e.message) : e;
     }
   }
 
+  /** `seal` for a text column: `k3.` + base64url of the blob. */
+  sealText(purpose: KeyPurpose, text: string, subject: string): string {
+    return toText(this.seal(purpose, Buffer.from(text, 'utf8'), subject));
+  }
+
+  /** Opens what `sealText` sealed; for TOTP and webhook secrets, also the text formats of earlier versions. */
+  openText(purpose: KeyPurpose, sealed: string, subject: string): string {
+    if (isSealedText(sealed)) return this.open(purpose, fromText(sealed), subject).toString('utf8');
+    try {
+      if (isLegacyText(sealed) && purpose === 'totp-secrets') return openLegacyTotpSecret(sealed, this.legacy);
+      if (isLegacyText(sealed) && purpose === 'webhook-secrets') return openLegacyWebhookSecret(sealed, subject, this.legacy);
+    } catch (e) {
+      throw e instanceof SealedFormatError ? new KeyRingError(e.message) : e;
+    }
+    throw new KeyRingError('not a sealed value');
+  }
+
+  /** The ring key a sealed value names (binary or text, current or legacy layout), without opening it. */
+  static keyIdOf(sealed: Uint8Array | string): string {
+    if (typeof sealed === 'string') {
+      if (isSealedText(sealed)) return KeyRing.keyIdOf(fromText(sealed));
+      if (isLegacyText(sealed)) return 'legacy';
+      throw new KeyRingError('not a sealed value');
+    }
+    if (isSealedBlob(sealed)) return sealedKeyId(sealed);
+    if (isLegacyRingBlob(sealed)) return legacyRingKeyId(sealed);
+    throw new KeyRingError('not a sealed value');
+  }
+
+  /** Whether a stored value must be re-sealed: an older layout, or another key than the active one. */
+  needsRotation(sealed: Uint8Array | string): boolean {
+    const current = typeof sealed === 'string' ? isSealedText(sealed) : isSealedBlob(sealed);
+    return !current || KeyRing.keyIdOf(sealed) !== this.activeKeyId;
+  }
+
   /**
-   * The keys' bytes by id, for this process's own worker threads (handed over in memory as workerData,
-   * e.g. to decrypt a snapshot on several cores): never to be logged, stored or sent anywhere.
+   * A 256-bit subkey of one purpose's data key and a salt: HMAC-SHA256(data key, salt). For values
+   * whose salt travels apart from them (platform/face-path/sealing.ts): neither the salt alone nor the
+   * ring alone gives the subkey. Throws KeyRingError for a key the ring does not hold.
    */
-  keysForThreads(): Record<string, Uint8Array> {
-    return Object.fromEntries([...this.keys].map(([kid, key]) => [kid, new Uint8Array(key)]));
-  }
-
-  /** The key id a blob names (without decrypting it). */
-  static keyIdOf(blob: Uint8Array): string {
-    if (blob.length < 2 + 1 + IV_BYTES + TAG_BYTES || blob[0] !== VERSION) throw new KeyRingError('not a biometric blob');
-    return Buffer.from(blob.subarray(2, 2 + blob[1]!)).toString('utf8');
+  saltedKey(purpose: KeyPurpose, salt: Uint8Array, keyId: string = this.activeKeyId): Buffer {
+    const key = this.dataKey(purpose, keyId);
+    if (!key) throw new KeyRingError(`no key ${keyId} in the ring (was it dropped before every value was re-sealed?)`);
+    return hmacKey(key, salt);
   }
 
   /**
-   * A 256-bit subkey of one ring key for one purpose and one salt: HMAC-SHA256(key, purpose ‖ 0x00 ‖ salt).
-   * For values whose salt travels apart from them (platform/face-path/sealing.ts): neither the salt
-   * alone nor the ring key alone gives the subkey. Throws KeyRingError for a key the ring does not hold.
+   * One purpose's data keys by ring key id, for this process's own worker threads (handed over in
+   * memory as workerData, e.g. to open a snapshot on several cores): never to be logged, stored or
+   * sent anywhere. The ring keys themselves never leave the ring.
    */
-  deriveKey(purpose: string, salt: Uint8Array, keyId: string = this.activeKeyId): Buffer {
-    const key = this.keys.get(keyId);
-    if (!key) throw new KeyRingError(`no key ${keyId} in the ring (was it dropped before every blob was re-encrypted?)`);
-    return createHmac('sha256', key)
-      .update(purpose, 'utf8')
-      .update(Buffer.from([0]))
-      .update(salt)
-      .digest();
+  dataKeysForThreads(purpose: KeyPurpose): Record<string, Uint8Array> {
+    return Object.fromEntries(this.keyIds.map((kid) => [kid, new Uint8Array(this.dataKey(purpose, kid)!)]));
   }
 
-  /** Whether a blob was sealed by another key than the active one (a rotation has work to do). */
-  needsRotation(blob: Uint8Array): boolean {
-    return BiometricKeyRing.keyIdOf(blob) !== this.activeKeyId;
+  /** The associated data a value of `purpose` for `subject` is bound to (for the threads of dataKeysForThreads). */
+  static associatedData(purpose: KeyPurpose, subject: string): Buffer {
+    return associatedData(purpose, subject);
   }
 }
+
+const hmacKey = (key: Buffer, salt: Uint8Array) => createHmac('sha256', key).update(salt).digest();

@@ -21,7 +21,7 @@ import {
   type UpstreamResult,
 } from '../../platform/jobs/upstream.js';
 import { createRedis, keySpace } from '../../platform/redis/redis.js';
-import { BiometricKeyRing } from '../../platform/keys/key-ring.js';
+import { keyRingOf } from '../../platform/keys/templates.js';
 import { runRetentionSweep, type SweepResult } from '../../platform/retention/sweep.js';
 import { ErasuresRepository } from '../../features/accounts/erasures-repository.js';
 import { BiometricAttemptsStore } from '../../features/face/biometric-attempts-store.js';
@@ -80,9 +80,9 @@ export async function startUpstreamWorker(
   const registry = dataFamilies({
     db: deps.db,
     config,
-    identityTokens: new IdentityTokenStore(redis, keys, BiometricKeyRing.from(config.security)),
+    identityTokens: new IdentityTokenStore(redis, keys, keyRingOf(config)),
     biometricAttempts: new BiometricAttemptsStore(redis, keys, config.biometrics),
-    livenessSessions: new LivenessSessionStore(redis, keys, BiometricKeyRing.from(config.security)),
+    livenessSessions: new LivenessSessionStore(redis, keys, keyRingOf(config)),
   });
   const ledger = new ErasuresRepository(deps.db);
   const runner = await runQueues(

@@ -15,7 +15,8 @@ import { AuditEventsRepository } from '../../platform/events/audit.js';
 import { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import { EmbeddingsRepository } from '../../features/face/embeddings-repository.js';
 import { DedupeRepository } from '../../features/dedupe/repository.js';
-import { BiometricKeyRing } from '../../platform/keys/key-ring.js';
+import { KeyRing } from '../../platform/keys/key-ring.js';
+import { keyRingOf } from '../../platform/keys/templates.js';
 import { NumberHasher } from '../../platform/keys/number-hash.js';
 import { ErasuresRepository } from '../../features/accounts/erasures-repository.js';
 import { OperatorsRepository, SessionsRepository } from '../../features/sign-in/operators-repository.js';
@@ -30,7 +31,6 @@ import { ProofTokens } from '../../features/verification/proof-tokens.js';
 import { RegistryClient } from '../../features/identity/registry-client.js';
 import { createSmsTransport } from '../../platform/sms.js';
 import { WebhooksRepository } from '../../features/webhooks/repository.js';
-import { WEBHOOK_SECRET_KEY_PURPOSE } from '../../features/webhooks/secrets.js';
 import { Metrics } from '../../platform/metrics.js';
 import { RegistrySimulator } from '../../features/registry-simulator/simulator.js';
 import { AnalyticsService } from '../../features/reports/analytics-service.js';
@@ -106,6 +106,8 @@ export interface AppDeps {
   db: Knex;
   redis: Redis;
   keys: KeySpace;
+  /** The one key ring (platform/keys): every sealed value of this process. */
+  keyRing: KeyRing;
   jobs: JobClient;
   metrics: Metrics;
   tokens: TokenService;
@@ -116,7 +118,7 @@ export interface AppDeps {
   services: Services;
 }
 
-function createRepositories(db: Knex, keyRing: BiometricKeyRing, numberHasher: NumberHasher): Repositories {
+function createRepositories(db: Knex, keyRing: KeyRing, numberHasher: NumberHasher): Repositories {
   return {
     erasures: new ErasuresRepository(db),
     users: new UsersRepository(db, numberHasher),
@@ -156,8 +158,8 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
         }
       : undefined,
   });
-  const keyRing = BiometricKeyRing.from(config.security);
-  const repos = createRepositories(db, keyRing, NumberHasher.from(config.security));
+  const keyRing = keyRingOf(config);
+  const repos = createRepositories(db, keyRing, NumberHasher.from(config.keys));
   const identityTokens = new IdentityTokenStore(redis, keys, keyRing);
   const unitOfWork = new UnitOfWork(db);
   const auditEvents = repos.auditEvents;
@@ -192,6 +194,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     mfa: repos.operatorMfa,
     sessionRows: repos.sessions,
     config,
+    keyRing,
     metrics,
     logger,
   });
@@ -311,7 +314,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     registrySimulator: new RegistrySimulator(repos.registryPersons, { maxImagePixels: config.http.maxImagePixels }),
     audit: new AuditService({ auditEvents: repos.auditEvents }),
     dedupe,
-    webhooks: new WebhookService({ unitOfWork, auditEvents, webhooks: repos.webhooks, config, secretsKey: tokens.deriveSecret(WEBHOOK_SECRET_KEY_PURPOSE) }),
+    webhooks: new WebhookService({ unitOfWork, auditEvents, webhooks: repos.webhooks, config, keyRing }),
     mfa,
   };
 
@@ -321,6 +324,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
     db,
     redis,
     keys,
+    keyRing,
     jobs,
     metrics,
     tokens,

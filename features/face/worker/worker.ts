@@ -7,7 +7,7 @@
  * else the engine throws is an engine fault and fails the job (the API answers 503).
  */
 import { HandoffSealer } from '../../../platform/face-path/sealing.js';
-import { BiometricKeyRing } from '../../../platform/keys/key-ring.js';
+import { keyRingOf } from '../../../platform/keys/templates.js';
 import { newHandoffRef, RedisFaceHandoff, type FaceHandoff } from '../../../platform/face-path/handoff.js';
 import { sealSearchEmbedding } from '../../../platform/face-path/search-embedding.js';
 import path from 'node:path';
@@ -173,7 +173,7 @@ export async function startFaceWorker(config: Config, opts: { logger?: Logger } 
   let status: StatusServerHandle | undefined;
   const clocks = new WorkerClocks();
   let handoffOnRunner: FaceHandoff | undefined;
-  const sealer = new HandoffSealer(BiometricKeyRing.from(config.security));
+  const sealer = new HandoffSealer(keyRingOf(config));
   const handoff = (ctx: JobContext) => (handoffOnRunner ??= new RedisFaceHandoff(ctx.redis, config.redis.prefix, sealer));
   /** Wraps a stage handler with the worker clocks: wait since the job was created, handler time. */
   const clocked =

@@ -6,7 +6,7 @@
  * features/face/embeddings-repository.ts), search_state and search_replicas (migration 20261123000100_search_replicas).
  */
 import type { Knex } from 'knex';
-import type { BiometricKeyRing } from '../../../platform/keys/key-ring.js';
+import type { KeyRing } from '../../../platform/keys/key-ring.js';
 import { openTemplate, processKeyRing } from '../../../platform/keys/templates.js';
 
 export interface SourceRow {
@@ -70,7 +70,7 @@ export interface ChangeLogSource {
 export class PgChangeLogSource implements ChangeLogSource {
   constructor(
     private readonly db: Knex,
-    private readonly ring: BiometricKeyRing = processKeyRing(),
+    private readonly ring: KeyRing = processKeyRing(),
   ) {}
 
   async logId(): Promise<string> {

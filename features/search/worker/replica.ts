@@ -30,7 +30,7 @@ import { IndexLoader } from './index-loader.js';
 import { errMessage, newReplicaStats, type ReplicaState } from './replica-state.js';
 import { DEFAULT_EXACT_CANDIDATES, SKETCH_FACTORY, SketchKind } from './sketch-engine.js';
 import { SnapshotStore } from './snapshot-store.js';
-import type { BiometricKeyRing } from '../../../platform/keys/key-ring.js';
+import type { KeyRing } from '../../../platform/keys/key-ring.js';
 import { processKeyRing } from '../../../platform/keys/templates.js';
 import { ErasuresRepository } from '../../accounts/index.js';
 
@@ -77,7 +77,7 @@ export interface ReplicaOptions {
   /** Longest time a deleted user's vector may stay in a snapshot on disk (ERASURE_MAX_SECONDS). */
   erasureMaxSeconds?: number;
   /** The ring that opens the sealed templates (default: the process's, from BIOMETRIC_KEYS). */
-  keyRing?: BiometricKeyRing;
+  keyRing?: KeyRing;
   dim?: number;
 }
 

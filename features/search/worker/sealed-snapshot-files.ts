@@ -2,11 +2,11 @@
  * Snapshot files sealed at rest under the biometric key ring (docs/data-protection.md): a snapshot
  * holds every enrolled user's template and id, so no byte of it is written in clear.
  *
- * File layout: the magic `FIDSEAL1` (8 bytes), then frames `u32 LE length | key-ring blob`; each blob
- * seals up to 4 MiB of the file (AES-256-GCM under the ring's active key; the blob names its key, so a
- * snapshot written before a rotation is still read while the ring holds the old key). The associated
- * data of a frame is the snapshot's id, the file name, the frame index and whether it is the last
- * frame: a frame moved to another snapshot, file or position, reordered frames, a truncated file or a
+ * File layout: the magic `FIDSEAL1` (8 bytes), then frames `u32 LE length | sealed blob`; each blob
+ * seals up to 4 MiB of the file for the `snapshots` purpose of the key ring (the one sealed format,
+ * platform/keys/sealed-format.ts; the blob names its ring key, so a snapshot written before a rotation
+ * is still read while the ring holds the old key). The subject of a frame is the snapshot's id, the
+ * file name, the frame index and whether it is the last frame: a frame moved to another snapshot, file or position, reordered frames, a truncated file or a
  * flipped bit do not decrypt. Writing and reading go frame by frame, so memory stays bounded by one
  * frame beyond the plaintext the engine keeps.
  */
@@ -15,13 +15,12 @@ import { open } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { KeyRingError, type BiometricKeyRing } from '../../../platform/keys/key-ring.js';
+import { KeyRing, KeyRingError } from '../../../platform/keys/key-ring.js';
+import { MAX_BLOB_OVERHEAD, THREAD_OPEN_SOURCE } from '../../../platform/keys/sealed-format.js';
 
 const MAGIC = Buffer.from('FIDSEAL1', 'latin1');
 /** Plaintext bytes per frame. */
 export const FRAME_BYTES = 4 << 20;
-/** A blob's largest overhead: version, kid length, kid (up to 255 bytes in the format), iv, tag. */
-const MAX_BLOB_OVERHEAD = 2 + 255 + 12 + 16;
 
 /** One file being written into a snapshot (synchronous writes: the sketch build adds rows synchronously). */
 export interface SnapshotFileWriter {
@@ -67,13 +66,12 @@ export const PARALLEL_READ_MIN_BYTES = 128 << 20;
 /**
  * One thread of `readShared` (plain CommonJS, run with `eval`: no loader to start, node: modules only).
  * Every thread walks the frame headers; thread `part` of `parts` decrypts frames index % parts === part
- * into `out` at index * frameBytes. The blob layout and the associated data are the ring's and this
- * file's (key-ring.ts: 0x01 | kid length | kid | iv 12 | tag 16 | ciphertext; frameAd above).
+ * into `out` at index * frameBytes, with the key ring's primitive (`openSealedInto`, given the
+ * `snapshots` data keys and the associated data of frameAd above).
  */
-const READ_THREAD_SOURCE = `
+const READ_THREAD_SOURCE = `${THREAD_OPEN_SOURCE}
 const { workerData, parentPort } = require('node:worker_threads');
 const { openSync, readSync, fstatSync, closeSync } = require('node:fs');
-const { createDecipheriv } = require('node:crypto');
 const { file, shared, keys, adPrefix, part, parts, frameBytes, magic } = workerData;
 const out = new Uint8Array(shared);
 const fail = (kind, message) => Object.assign(new Error(message), { kind });
@@ -95,19 +93,10 @@ try {
     const last = at + 4 + n === size;
     if (index % parts === part) {
       readAll(fd, blob, n, at + 4);
-      if (n < 2 || blob[0] !== 1 || n < 2 + blob[1] + 28) throw fail('key', 'not a biometric blob');
-      const k = 2 + blob[1];
-      const key = keys[blob.toString('utf8', 2, k)];
-      if (!key) throw fail('key', 'no key ' + blob.toString('utf8', 2, k) + ' in the ring');
-      const data = blob.subarray(k + 28, n);
       const o = index * frameBytes;
-      if (data.length > frameBytes || (!last && data.length !== frameBytes) || o + data.length > out.length) throw fail('file', 'is longer than expected or damaged');
-      const decipher = createDecipheriv('aes-256-gcm', key, blob.subarray(k, k + 12));
-      decipher.setAAD(Buffer.from(adPrefix + index + (last ? ':last' : ''), 'utf8'));
-      decipher.setAuthTag(blob.subarray(k + 12, k + 28));
-      for (let s = 0; s < data.length; s += 262144) out.set(decipher.update(data.subarray(s, Math.min(data.length, s + 262144))), o + s);
-      try { decipher.final(); } catch { throw fail('key', 'biometric blob does not authenticate (tampered, or bound to another subject)'); }
-      if (last) end = o + data.length;
+      const got = openSealedInto(keys, blob, n, Buffer.from(adPrefix + index + (last ? ':last' : ''), 'utf8'), out, o, frameBytes);
+      if (!last && got !== frameBytes) throw fail('file', 'is longer than expected or damaged');
+      if (last) end = o + got;
     }
     at += 4 + n;
     if (last) break;
@@ -131,7 +120,7 @@ class SealedFileWriter implements SnapshotFileWriter {
     private readonly file: string,
     private readonly snapshotId: string,
     private readonly name: string,
-    private readonly ring: BiometricKeyRing,
+    private readonly ring: KeyRing,
   ) {
     this.fd = openSync(file, 'wx', 0o600);
     this.put(MAGIC);
@@ -164,7 +153,7 @@ class SealedFileWriter implements SnapshotFileWriter {
   }
 
   private seal(last: boolean): void {
-    const blob = this.ring.encrypt(this.frame.subarray(0, this.fill), frameAd(this.snapshotId, this.name, this.index++, last));
+    const blob = this.ring.seal('snapshots', this.frame.subarray(0, this.fill), frameAd(this.snapshotId, this.name, this.index++, last));
     const length = Buffer.allocUnsafe(4);
     length.writeUInt32LE(blob.length);
     this.put(length);
@@ -182,7 +171,7 @@ export class SealedSnapshotFiles implements SnapshotWriter, SnapshotReader {
   constructor(
     readonly dir: string,
     readonly snapshotId: string,
-    private readonly ring: BiometricKeyRing,
+    private readonly ring: KeyRing,
   ) {}
 
   create(name: string): SnapshotFileWriter {
@@ -215,8 +204,9 @@ export class SealedSnapshotFiles implements SnapshotWriter, SnapshotReader {
     const workerData = {
       file: path.join(this.dir, name),
       shared,
-      keys: this.ring.keysForThreads(),
-      adPrefix: frameAdPrefix(this.snapshotId, name),
+      keys: this.ring.dataKeysForThreads('snapshots'),
+      // The associated data of a frame begins with that of its prefix (purpose ‖ 0x00 ‖ subject).
+      adPrefix: KeyRing.associatedData('snapshots', frameAdPrefix(this.snapshotId, name)).toString('utf8'),
       parts: threads,
       frameBytes: FRAME_BYTES,
       magic: new Uint8Array(MAGIC),
@@ -263,7 +253,7 @@ export class SealedSnapshotFiles implements SnapshotWriter, SnapshotReader {
         await fh.read(blob, 0, n, at + 4);
         at += 4 + n;
         const last = at === size;
-        const plain = this.ring.decrypt(blob.subarray(0, n), frameAd(this.snapshotId, name, index, last));
+        const plain = this.ring.open('snapshots', blob.subarray(0, n), frameAd(this.snapshotId, name, index, last));
         if (out) {
           if (filled + plain.length > out.length) throw new SnapshotFileError(`${name} is longer than ${expectedBytes} bytes`);
           plain.copy(out, filled);

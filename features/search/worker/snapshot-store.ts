@@ -13,20 +13,23 @@
  * engine file is encrypted under the biometric key ring (sealed-snapshot-files.ts; the associated data
  * binds it to this snapshot's random id and its name), since a snapshot holds every enrolled user's
  * template and id (docs/data-protection.md). A snapshot written in clear by an older version
- * (format 1) is never loaded and is deleted when snapshots are retired.
+ * (format 1), or sealed by an older version (format 2), is never loaded and is deleted when snapshots are retired.
  */
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { BiometricKeyRing } from '../../../platform/keys/key-ring.js';
+import type { KeyRing } from '../../../platform/keys/key-ring.js';
 import { SealedSnapshotFiles } from './sealed-snapshot-files.js';
 
-/** 1: engine files in clear (older versions; refused and retired); 2: sealed under the key ring. */
-export const SEALED_FORMAT = 2;
+/**
+ * 1: engine files in clear; 2: sealed under a ring key itself (older versions; both refused and
+ * retired, the replica builds in full); 3: sealed in the key ring's one format for the `snapshots` purpose.
+ */
+export const SEALED_FORMAT = 3;
 
 export interface SnapshotMeta {
-  format: 1 | 2;
-  /** The random id the sealed files are bound to (format 2). */
+  format: 1 | 2 | 3;
+  /** The random id the sealed files are bound to (formats 2 and 3). */
   id?: string;
   logId: string;
   seq: string;
@@ -53,7 +56,7 @@ export interface SnapshotDraft {
 export class SnapshotStore {
   constructor(
     readonly dir: string,
-    private readonly ring: BiometricKeyRing,
+    private readonly ring: KeyRing,
   ) {}
 
   /** A fresh temporary directory for an engine to write into, with the id its files are sealed to. */
@@ -72,7 +75,7 @@ export class SnapshotStore {
 
   /** The decrypting reader of a (verified) snapshot's files; throws for a snapshot written in clear. */
   reader(s: Snapshot): SealedSnapshotFiles {
-    if (s.meta.format !== SEALED_FORMAT || !s.meta.id) throw new Error('written in clear by an older version (never loaded; retired)');
+    if (s.meta.format !== SEALED_FORMAT || !s.meta.id) throw new Error('written by an older version (never loaded; retired)');
     return new SealedSnapshotFiles(s.dir, s.meta.id, this.ring);
   }
 
@@ -109,7 +112,7 @@ export class SnapshotStore {
       const dir = path.join(this.dir, name);
       try {
         const meta = JSON.parse(await readFile(path.join(dir, 'meta.json'), 'utf8')) as SnapshotMeta;
-        if ((meta.format !== 1 && meta.format !== SEALED_FORMAT) || meta.logId !== logId || meta.engineKey !== engineKey || !/^\d+$/.test(meta.seq)) continue;
+        if (![1, 2, SEALED_FORMAT].includes(meta.format) || meta.logId !== logId || meta.engineKey !== engineKey || !/^\d+$/.test(meta.seq)) continue;
         out.push({ dir, meta });
       } catch {
         // no or unreadable meta.json: not a snapshot (verify() would refuse it anyway)
@@ -124,7 +127,7 @@ export class SnapshotStore {
    * the frame's position), so hashing it first would read it twice.
    */
   async verify(s: Snapshot): Promise<string | null> {
-    if (s.meta.format !== SEALED_FORMAT || !s.meta.id) return 'written in clear by an older version (never loaded; retired)';
+    if (s.meta.format !== SEALED_FORMAT || !s.meta.id) return 'written by an older version, in clear or in an older sealed format (never loaded; retired)';
     for (const [name, f] of Object.entries(s.meta.files)) {
       let size: number;
       try {

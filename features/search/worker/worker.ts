@@ -15,7 +15,7 @@ import { createLogger, type Logger } from '../../../platform/logger.js';
 import { runQueues, type QueueRunner } from '../../../platform/worker-runtime/run-queue.js';
 import { startStatusServer, type StatusServer } from '../../../platform/worker-runtime/status-server.js';
 import { IndexReplica } from './replica.js';
-import { BiometricKeyRing } from '../../../platform/keys/key-ring.js';
+import { keyRingOf } from '../../../platform/keys/templates.js';
 
 export interface RunningSearchWorker {
   url: string;
@@ -31,7 +31,7 @@ export async function searchHandler(replica: Pick<IndexReplica, 'knn' | 'compare
 export async function startSearchWorker(config: Config, opts: { logger?: Logger } = {}): Promise<RunningSearchWorker> {
   const logger = opts.logger ?? createLogger({ level: config.runtime.logLevel, format: config.runtime.logFormat, name: 'search' });
   const db = createDb(config.database.url, Math.min(config.database.poolMax, 4), { bindModels: false });
-  const keyRing = BiometricKeyRing.from(config.security);
+  const keyRing = keyRingOf(config);
   const sealer = new HandoffSealer(keyRing);
   const replica = new IndexReplica(db, {
     factory: config.search.indexFactory,

@@ -17,13 +17,14 @@ import type { WebhookEndpoint, WebhookEvent } from '../../../models/index.js';
 import type { WebhookDeliveryJob } from '../../../platform/jobs/webhook.js';
 import type { WebhooksRepository } from '../repository.js';
 import { openWebhookSecret } from '../secrets.js';
+import type { KeyRing } from '../../../platform/keys/key-ring.js';
 import { sendWebhook, type TargetPolicy } from '../sender.js';
 
 export interface DeliverySettings extends TargetPolicy {
   retryScheduleSeconds: readonly number[];
   timeoutMs: number;
-  /** The key the endpoint secrets are sealed with (features/webhooks/secrets.ts). */
-  secretsKey: Buffer;
+  /** The key ring the endpoint secrets are sealed with (features/webhooks/secrets.ts). */
+  keyRing: KeyRing;
 }
 
 export interface AttemptReport {
@@ -41,10 +42,10 @@ export function eventBody(event: Pick<WebhookEvent, 'type' | 'createdAt' | 'data
 }
 
 /** The secrets that sign now: the current one, and the previous one while its overlap lasts. */
-export function liveSecrets(endpoint: WebhookEndpoint, key: Buffer, now: Date): string[] {
-  const secrets = [openWebhookSecret(key, endpoint.id, endpoint.secretSealed)];
+export function liveSecrets(endpoint: WebhookEndpoint, ring: KeyRing, now: Date): string[] {
+  const secrets = [openWebhookSecret(ring, endpoint.id, endpoint.secretSealed)];
   if (endpoint.previousSecretSealed && endpoint.previousSecretExpiresAt && new Date(endpoint.previousSecretExpiresAt) > now) {
-    secrets.push(openWebhookSecret(key, endpoint.id, endpoint.previousSecretSealed));
+    secrets.push(openWebhookSecret(ring, endpoint.id, endpoint.previousSecretSealed));
   }
   return secrets;
 }
@@ -75,7 +76,7 @@ export async function attemptDelivery(repo: WebhooksRepository, settings: Delive
   if (!claim) return undefined;
   const now = new Date();
   const body = eventBody(claim.event);
-  const headers = signedHeaders(claim.event.id, body, liveSecrets(claim.endpoint, settings.secretsKey, now), now);
+  const headers = signedHeaders(claim.event.id, body, liveSecrets(claim.endpoint, settings.keyRing, now), now);
   const sent = await sendWebhook(claim.endpoint.url, headers, body, {
     timeoutMs: settings.timeoutMs,
     allowPrivate: settings.allowPrivate,

@@ -20,6 +20,7 @@ import { parsePrivateCidrs, parseRetrySchedule, type Config } from '../../../pla
 import { enqueueWebhookDelivery, WEBHOOK_QUEUE, type WebhookDeliveryJob, type WebhookDeliveryResult } from '../../../platform/jobs/webhook.js';
 import type { Logger } from '../../../platform/logger.js';
 import { WebhooksRepository } from '../repository.js';
+import type { KeyRing } from '../../../platform/keys/key-ring.js';
 import { runQueues } from '../../../platform/worker-runtime/run-queue.js';
 import { attemptDelivery, type AttemptReport } from './delivery.js';
 
@@ -36,8 +37,8 @@ export interface RunningWebhookWorker {
 export interface WebhookWorkerDeps {
   db: Knex;
   logger: Logger;
-  /** The key endpoint secrets are sealed with (derived by the composition root). */
-  secretsKey: Buffer;
+  /** The key ring endpoint secrets are sealed with. */
+  keyRing: KeyRing;
   /** Called after every attempt (metrics). */
   onAttempt?: (report: AttemptReport) => void;
 }
@@ -49,7 +50,7 @@ export async function startWebhookWorker(config: Config, deps: WebhookWorkerDeps
     timeoutMs: config.webhooks.timeoutMs,
     allowPrivate: config.webhooks.allowPrivate,
     privateCidrs: parsePrivateCidrs(config.webhooks.privateCidrs),
-    secretsKey: deps.secretsKey,
+    keyRing: deps.keyRing,
   };
   const log = deps.logger.child({ queue: WEBHOOK_QUEUE });
 
