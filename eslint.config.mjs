@@ -36,7 +36,7 @@ function verdict(from, to) {
     return `a migration imports no application code (${to.layer}/): inline a frozen copy of what it needs`;
   if (from.layer === 'models' && to.layer !== 'models') return 'models/ imports only models/';
   if (from.layer === 'platform' && to.layer !== 'platform' && to.layer !== 'models')
-    return `platform/ is the floor: it imports neither features/ nor ${to.layer}/`;
+    return 'platform/ is the floor: it imports no wing (features/) and no process (processes/)';
   if (from.layer === 'features') {
     if (to.layer !== 'platform' && to.layer !== 'models' && to.layer !== 'features')
       return `a wing imports platform/, models/ and other wings' public entries, not ${to.layer}/`;

@@ -21,7 +21,7 @@ test('a declared queue without a handler, or a handler for a queue not served, r
   await t.throwsAsync(runQueues(config, ['search'], stray, opts), { message: /handler for "embed", which this process does not serve/ });
 
   await t.throwsAsync(runQueues(config, ['nope' as 'search'], { nope: async () => null } as unknown as HandlerMap<'search'>, opts), {
-    message: /not declared in shared\/jobs/,
+    message: /not declared in platform\/jobs/,
   });
 });
 
