@@ -126,6 +126,7 @@ export function makeHosts(names: string[], opts: { tag: string; subnetIndex: num
 }
 
 /** Cuts a host off (`down`) or heals it (`up`): its one link, inside its namespace. */
-export function setLink(host: Pick<Host, 'netns' | 'link'>, state: 'up' | 'down'): void {
+export function setLink(host: { netns?: string; link?: string }, state: 'up' | 'down'): void {
+  if (!host.netns || !host.link) throw new Error('not a host of `start:ha --hosts` (no netns or link)');
   ip(['-n', host.netns, 'link', 'set', host.link, state]);
 }

@@ -135,7 +135,8 @@ export async function startPatroniCluster(opts: PatroniOptions): Promise<Patroni
     mkdirSync(p, { recursive: true });
     chownSync(p, uid, gid);
   };
-  const run = (where: Placement | undefined, command: string, args: string[]): [string, string[]] => (where?.wrap ? where.wrap(command, args) : [command, args]);
+  const run = (where: Placement | undefined, command: string, args: string[]): [string, string[]] =>
+    where?.wrap ? where.wrap(command, args) : [command, args];
   own(opts.dir);
   const auth = opts.auth;
 

@@ -88,7 +88,20 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function listenArgs(host: string, port: number, tls: RedisTls | undefined): string[] {
   return tls
-    ? ['--port', '0', '--tls-port', String(port), '--tls-cert-file', tls.certFile, '--tls-key-file', tls.keyFile, '--tls-ca-cert-file', tls.caFile, '--tls-auth-clients', 'no']
+    ? [
+        '--port',
+        '0',
+        '--tls-port',
+        String(port),
+        '--tls-cert-file',
+        tls.certFile,
+        '--tls-key-file',
+        tls.keyFile,
+        '--tls-ca-cert-file',
+        tls.caFile,
+        '--tls-auth-clients',
+        'no',
+      ]
     : ['--port', String(port)];
 }
 
@@ -168,7 +181,10 @@ export async function startSentinelTopology(opts: SentinelOptions): Promise<Sent
   const children: ChildProcess[] = [];
   const access: RedisAccess = { password: opts.password, tls: opts.tls };
   const launch = (args: string[], label: string, where?: Placement) => {
-    const [command, argv] = where?.wrap ? where.wrap('redis-server', args) : ['redis-server', args];
+    // umask 077: the files Redis writes itself (a Sentinel rewrites its configuration, which holds the
+    // passwords; the AOF) are its own alone.
+    const inShell: [string, string[]] = ['sh', ['-c', 'umask 077 && exec "$0" "$@"', 'redis-server', ...args]];
+    const [command, argv] = where?.wrap ? where.wrap(...inShell) : inShell;
     const child = spawn(command, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
     child.stderr?.on('data', (d: Buffer) => opts.log?.(`${label}: ${d.toString().trim()}`));
     children.push(child);
@@ -198,7 +214,11 @@ export async function startSentinelTopology(opts: SentinelOptions): Promise<Sent
       role: 'master',
       host: m.host,
       port: masterPort,
-      child: launch([...passwordFile(masterDir, opts.password), ...dataNodeArgs(m.host, masterPort, masterDir, appendOnly, opts)], 'redis master', opts.placement?.master),
+      child: launch(
+        [...passwordFile(masterDir, opts.password), ...dataNodeArgs(m.host, masterPort, masterDir, appendOnly, opts)],
+        'redis master',
+        opts.placement?.master,
+      ),
     };
     await waitUntil('redis master', async () => (await withClient(master, (r) => r.ping(), access)) === 'PONG', 10_000);
     const replica: RedisNode = {
@@ -206,7 +226,13 @@ export async function startSentinelTopology(opts: SentinelOptions): Promise<Sent
       host: rp.host,
       port: replicaPort,
       child: launch(
-        [...passwordFile(replicaDir, opts.password), ...dataNodeArgs(rp.host, replicaPort, replicaDir, appendOnly, opts), '--replicaof', m.host, String(masterPort)],
+        [
+          ...passwordFile(replicaDir, opts.password),
+          ...dataNodeArgs(rp.host, replicaPort, replicaDir, appendOnly, opts),
+          '--replicaof',
+          m.host,
+          String(masterPort),
+        ],
         'redis replica',
         opts.placement?.replica,
       ),
@@ -234,7 +260,15 @@ export async function startSentinelTopology(opts: SentinelOptions): Promise<Sent
         file,
         [
           ...(tls
-            ? ['port 0', `tls-port ${port}`, `tls-cert-file ${tls.certFile}`, `tls-key-file ${tls.keyFile}`, `tls-ca-cert-file ${tls.caFile}`, 'tls-auth-clients no', 'tls-replication yes']
+            ? [
+                'port 0',
+                `tls-port ${port}`,
+                `tls-cert-file ${tls.certFile}`,
+                `tls-key-file ${tls.keyFile}`,
+                `tls-ca-cert-file ${tls.caFile}`,
+                'tls-auth-clients no',
+                'tls-replication yes',
+              ]
             : [`port ${port}`]),
           `bind ${host}`,
           `dir ${dir}`,
