@@ -7,7 +7,7 @@
  *   3. one web process (HAProxy sends new requests to the other; the supervisor restarts it);
  *   4. one face process, 5. one search process (the other serves; the supervisor restarts it).
  * With `--hosts` (`npm run chaos -- ha --hosts`) the layout runs across hosts (`start:ha --hosts`) and,
- * after the kills, hosts are cut off from the others (`ip link set eth0 down` in their namespace) and
+ * before the kills, hosts are cut off from the others (`ip link set eth0 down` in their namespace) and
  * healed: 6. the PostgreSQL primary's host (Patroni promotes the standby once the leader key expires;
  * the cut primary, unable to renew it, demotes itself: fencing, checked from inside its host),
  * 7. the Redis master's host (the Sentinels promote the replica; the old master rejoins as its
@@ -257,58 +257,8 @@ async function main(): Promise<void> {
       // The layout settles (a killed process restarted, the roles rewritten) before the next fault.
       await sleep(5000);
     };
-    await run(
-      'kill -9 Redis master',
-      async (lay) => {
-        process.kill(lay.redis.master.pid!, 'SIGKILL');
-        return { notes: { killed: `redis-server :${lay.redis.master.port}` } };
-      },
-      FACE_KINDS,
-    );
-    await run(
-      'kill -9 PostgreSQL primary (node: Patroni + PostgreSQL)',
-      async (lay) => {
-        pgFaultAt = Date.now();
-        const p = lay.postgres.primary;
-        // The node's process group: runuser, Patroni and the PostgreSQL it started.
-        if (p.patroniPid) process.kill(-p.patroniPid, 'SIGKILL');
-        if (p.pid)
-          try {
-            process.kill(p.pid, 'SIGKILL');
-          } catch {
-            /* gone with its group */
-          }
-        // Back when the proxy leads to a node out of recovery (the promoted standby).
-        const promotedAt = await primaryThroughProxy(databaseUrl, 60_000);
-        return { backAt: promotedAt, notes: { killed: `${p.name} :${p.port}`, promotedAfterMs: promotedAt - pgFaultAt } };
-      },
-      PG_KINDS,
-      30_000,
-    );
-    await run(
-      'kill -9 one web process',
-      async (lay) => {
-        process.kill(lay.web[0]!.pid!, 'SIGKILL');
-        return { notes: { killed: `web :${lay.web[0]!.port}` } };
-      },
-      ALL_KINDS,
-    );
-    await run(
-      'kill -9 one face process',
-      async (lay) => {
-        process.kill(lay.face[0]!.pid!, 'SIGKILL');
-        return { notes: { killed: `face :${lay.face[0]!.port}` } };
-      },
-      FACE_KINDS,
-    );
-    await run(
-      'kill -9 one search process',
-      async (lay) => {
-        process.kill(lay.search[0]!.pid!, 'SIGKILL');
-        return { notes: { killed: `search :${lay.search[0]!.port}` } };
-      },
-      ['identify'],
-    );
+    // Under --hosts the partitions come first: each cut host rejoins as a replica when healed, so the
+    // kills after them still find a standby to promote (start:ha restarts no killed data node).
     if (HOSTS) {
       await run(
         'cut the PostgreSQL primary host',
@@ -371,6 +321,58 @@ async function main(): Promise<void> {
         ALL_KINDS,
       );
     }
+    await run(
+      'kill -9 Redis master',
+      async (lay) => {
+        process.kill(lay.redis.master.pid!, 'SIGKILL');
+        return { notes: { killed: `redis-server :${lay.redis.master.port}` } };
+      },
+      FACE_KINDS,
+    );
+    await run(
+      'kill -9 PostgreSQL primary (node: Patroni + PostgreSQL)',
+      async (lay) => {
+        pgFaultAt = Date.now();
+        const p = lay.postgres.primary;
+        // The node's process group: runuser, Patroni and the PostgreSQL it started.
+        if (p.patroniPid) process.kill(-p.patroniPid, 'SIGKILL');
+        if (p.pid)
+          try {
+            process.kill(p.pid, 'SIGKILL');
+          } catch {
+            /* gone with its group */
+          }
+        // Back when the proxy leads to a node out of recovery (the promoted standby).
+        const promotedAt = await primaryThroughProxy(databaseUrl, 60_000);
+        return { backAt: promotedAt, notes: { killed: `${p.name} :${p.port}`, promotedAfterMs: promotedAt - pgFaultAt } };
+      },
+      PG_KINDS,
+      30_000,
+    );
+    await run(
+      'kill -9 one web process',
+      async (lay) => {
+        process.kill(lay.web[0]!.pid!, 'SIGKILL');
+        return { notes: { killed: `web :${lay.web[0]!.port}` } };
+      },
+      ALL_KINDS,
+    );
+    await run(
+      'kill -9 one face process',
+      async (lay) => {
+        process.kill(lay.face[0]!.pid!, 'SIGKILL');
+        return { notes: { killed: `face :${lay.face[0]!.port}` } };
+      },
+      FACE_KINDS,
+    );
+    await run(
+      'kill -9 one search process',
+      async (lay) => {
+        process.kill(lay.search[0]!.pid!, 'SIGKILL');
+        return { notes: { killed: `search :${lay.search[0]!.port}` } };
+      },
+      ['identify'],
+    );
     await load.identifyOnce();
     await load.stop();
     // The read-back goes through the proxy to whichever node is primary now.
