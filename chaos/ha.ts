@@ -65,25 +65,20 @@ function withPassword(url: string, secret: string): string {
 }
 
 /**
- * Whether the PostgreSQL of a cut host still takes writes, asked from inside its host (the only place
- * that reaches it): 'fenced' once it is in recovery (Patroni demoted it) or refuses connections.
+ * Whether the PostgreSQL of a cut host still takes writes, asked on its own Unix socket (reachable
+ * whatever the state of the host's link): 'fenced' once it is in recovery (Patroni demoted it) or its
+ * server is down; 'unknown' when the question itself failed.
  */
-function primaryState(host: Part): 'writable' | 'fenced' {
+function primaryState(node: { name: string }): 'writable' | 'fenced' | 'unknown' {
   const password = readFileSync(path.join(ROOT, 'var', 'ha', 'secrets', 'postgres-superuser'), 'utf8');
-  const r = spawnSync(
-    'ip',
-    [
-      'netns',
-      'exec',
-      host.netns!,
-      'psql',
-      `host=${host.host} port=${host.port} user=postgres dbname=postgres sslmode=require connect_timeout=2`,
-      '-Atc',
-      'SELECT pg_is_in_recovery()',
-    ],
-    { encoding: 'utf8', env: { ...process.env, PGPASSWORD: password }, timeout: 5000 },
-  );
-  return r.status === 0 && r.stdout.trim() === 'f' ? 'writable' : 'fenced';
+  const socketDir = path.join(ROOT, 'var', 'ha', 'postgres', node.name);
+  const r = spawnSync('psql', [`host=${socketDir} user=postgres dbname=postgres connect_timeout=2`, '-Atc', 'SELECT pg_is_in_recovery()'], {
+    encoding: 'utf8',
+    env: { ...process.env, PGPASSWORD: password },
+    timeout: 5000,
+  });
+  if (r.status === 0) return r.stdout.trim() === 'f' ? 'writable' : 'fenced';
+  return /No such file|Connection refused|shutting down|starting up|in recovery mode|not yet accepting/i.test(r.stderr ?? '') ? 'fenced' : 'unknown';
 }
 
 /** The longest time, within the phase, between two consecutive answers 200 (by when they were answered). */
@@ -264,6 +259,9 @@ async function main(): Promise<void> {
         'cut the PostgreSQL primary host',
         async (lay) => {
           const p = lay.postgres.primary;
+          // The question works: the primary answers it as writable before the cut.
+          const beforeCut = primaryState(p);
+          if (beforeCut !== 'writable') failures.push(`the PostgreSQL primary was not seen writable before the cut (${beforeCut})`);
           const cutAt = Date.now();
           pgFaultAt = cutAt;
           setLink(p, 'down');

@@ -139,7 +139,10 @@ export function haproxyConfig(o: HaproxyOptions): string {
     '  http-request disable-l7-retry unless METH_GET || METH_HEAD',
     '  option redispatch 1',
     ...[502, 503, 504].map((s) => `  errorfile ${s} ${path.join(o.dir, `error-${s}.http`)}`),
-    '  default-server inter 1s fall 2 rise 1',
+    // A web process whose host is cut off answers nothing, not even a reset: once its checks fail, the
+    // requests still waiting on it are cut (and answered 503 with Retry-After by the stage above)
+    // instead of waiting for `timeout server`.
+    '  default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions',
     ...o.webs.map((w) => `  server ${w.name} ${w.host ?? '127.0.0.1'}:${w.port} check`),
     '',
     'listen postgres',
