@@ -6,12 +6,18 @@
  *      synchronous standby once the leader key expires; HAProxy follows Patroni's `/primary`);
  *   3. one web process (HAProxy sends new requests to the other; the supervisor restarts it);
  *   4. one face process, 5. one search process (the other serves; the supervisor restarts it).
+ * With `--hosts` (`npm run chaos -- ha --hosts`) the layout runs across hosts (`start:ha --hosts`) and,
+ * before the kills, hosts are cut off from the others (`ip link set eth0 down` in their namespace) and
+ * healed: 6. the PostgreSQL primary's host (Patroni promotes the standby once the leader key expires;
+ * the cut primary, unable to renew it, demotes itself: fencing, checked from inside its host),
+ * 7. the Redis master's host (the Sentinels promote the replica; the old master rejoins as its
+ * replica at the heal), 8. one web host (HAProxy's checks take it out).
  * Then every answered write is read back from PostgreSQL (chaos/lib/verify.ts) through the proxy,
  * on the promoted node, and read-your-writes of the search replicas is checked across the fail-over
  * (an /identify sent after a link was answered lists that user). Prints the fault table and one JSON report on stdout; exits 1 when a figure
  * breaks the bar (other 5xx, 503 without Retry-After, hangs, lost writes, no recovery).
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,6 +25,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createDb } from '../platform/database/db.js';
 import { freePort } from '../scripts/lib/private-services.js';
+import { setLink } from '../scripts/lib/ha/hosts.js';
 import { FACE_KINDS, PG_KINDS, failures, finish, healthy, makeLoad, phase, waitFor, type Layout } from './faults.js';
 import { JOB_TIMEOUT_MS, type AnsweredWrites, type Kind, type Sample } from './lib/load.js';
 
@@ -26,11 +33,18 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const LAYOUT_FILE = path.join(ROOT, 'var', 'ha', 'layout.json');
 const say = (m: string) => console.error(`[chaos:ha] ${m}`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const HOSTS = process.argv.includes('--hosts');
+/** How long a host stays cut off before it is healed. */
+const CUT_MS = Number(process.env.CHAOS_CUT_MS ?? 20_000);
 const ALL_KINDS: Kind[] = ['identify', 'preferences', 'otp-request', 'otp-verify', 'validate', 'verify-face', 'link', 'verify-self', 'phone', 'delete'];
 
 interface Part {
   port: number;
   pid: number | null;
+  host?: string;
+  netns?: string;
+  link?: string;
+  restPort?: number;
 }
 interface HaLayout {
   web: Part[];
@@ -41,6 +55,31 @@ interface HaLayout {
   env: Record<string, string>;
 }
 const readLayout = () => JSON.parse(readFileSync(LAYOUT_FILE, 'utf8')) as HaLayout;
+
+/** Under `--hosts` layout.json gives the URLs without passwords: the suite reads them from var/ha/secrets. */
+function withPassword(url: string, secret: string): string {
+  if (!HOSTS) return url;
+  const u = new URL(url);
+  u.password = readFileSync(path.join(ROOT, 'var', 'ha', 'secrets', secret), 'utf8');
+  return u.toString();
+}
+
+/**
+ * Whether the PostgreSQL of a cut host still takes writes, asked on its own Unix socket (reachable
+ * whatever the state of the host's link): 'fenced' once it is in recovery (Patroni demoted it) or its
+ * server is down; 'unknown' when the question itself failed.
+ */
+function primaryState(node: { name: string }): 'writable' | 'fenced' | 'unknown' {
+  const password = readFileSync(path.join(ROOT, 'var', 'ha', 'secrets', 'postgres-superuser'), 'utf8');
+  const socketDir = path.join(ROOT, 'var', 'ha', 'postgres', node.name);
+  const r = spawnSync('psql', [`host=${socketDir} user=postgres dbname=postgres connect_timeout=2`, '-Atc', 'SELECT pg_is_in_recovery()'], {
+    encoding: 'utf8',
+    env: { ...process.env, PGPASSWORD: password },
+    timeout: 5000,
+  });
+  if (r.status === 0) return r.stdout.trim() === 'f' ? 'writable' : 'fenced';
+  return /No such file|Connection refused|shutting down|starting up|in recovery mode|not yet accepting/i.test(r.stderr ?? '') ? 'fenced' : 'unknown';
+}
 
 /** The longest time, within the phase, between two consecutive answers 200 (by when they were answered). */
 function longestGapMs(samples: Sample[], from: number, to: number): number {
@@ -152,7 +191,12 @@ async function main(): Promise<void> {
 
   rmSync(LAYOUT_FILE, { force: true });
   const started = Date.now();
-  const ha = spawn(process.execPath, ['--import', 'tsx', 'scripts/start-ha.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const ha = spawn(process.execPath, ['--import', 'tsx', 'scripts/start-ha.ts', ...(HOSTS ? ['--hosts'] : [])], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  report.hosts = HOSTS;
   // CHAOS_LOG_DIR: the layout's own output (its error logs name the cause of any 5xx).
   const logFile = process.env.CHAOS_LOG_DIR ? createWriteStream(path.join(process.env.CHAOS_LOG_DIR, 'start-ha.log')) : null;
   ha.stderr!.on('data', (d: Buffer) => logFile?.write(d));
@@ -168,8 +212,9 @@ async function main(): Promise<void> {
     await waitFor(healthy(url), 300_000, 'start:ha to be healthy');
     report.startupMs = Date.now() - started;
     const layout = readLayout();
-    db = createDb(layout.env.DATABASE_URL!, 2, { bindModels: false });
-    const l: Layout = { name: 'ha', env: { ...env, ...layout.env }, url, dbName: 'faceid', db };
+    const databaseUrl = withPassword(layout.env.DATABASE_URL!, 'postgres-app');
+    db = createDb(databaseUrl, 2, { bindModels: false });
+    const l: Layout = { name: HOSTS ? 'ha-hosts' : 'ha', env: { ...env, ...layout.env, DATABASE_URL: databaseUrl }, url, dbName: 'faceid', db };
     let pgFaultAt = 0;
     const made = await makeLoad(l);
     const load = made.load;
@@ -207,6 +252,73 @@ async function main(): Promise<void> {
       // The layout settles (a killed process restarted, the roles rewritten) before the next fault.
       await sleep(5000);
     };
+    // Under --hosts the partitions come first: each cut host rejoins as a replica when healed, so the
+    // kills after them still find a standby to promote (start:ha restarts no killed data node).
+    if (HOSTS) {
+      await run(
+        'cut the PostgreSQL primary host',
+        async (lay) => {
+          const p = lay.postgres.primary;
+          // The question works: the primary answers it as writable before the cut.
+          const beforeCut = primaryState(p);
+          if (beforeCut !== 'writable') failures.push(`the PostgreSQL primary was not seen writable before the cut (${beforeCut})`);
+          const cutAt = Date.now();
+          pgFaultAt = cutAt;
+          setLink(p, 'down');
+          // Fencing: the cut primary cannot renew the leader key and must stop taking writes.
+          let fencedAfterMs: number | null = null;
+          const promotedAt = await Promise.all([
+            primaryThroughProxy(databaseUrl, 60_000),
+            (async () => {
+              for (let i = 0; i < 60 && fencedAfterMs === null; i++) {
+                if (primaryState(p) === 'fenced') fencedAfterMs = Date.now() - cutAt;
+                else await sleep(500);
+              }
+            })(),
+          ]).then(([at]) => at);
+          await sleep(Math.max(0, CUT_MS - (Date.now() - cutAt)));
+          setLink(p, 'up');
+          if (fencedAfterMs === null) failures.push('the cut PostgreSQL primary still took writes after 30 s (no fencing)');
+          // Healed: the old primary rejoins as a replica (pg_rewind) with no other step.
+          let rejoinedAfterMs: number | null = null;
+          const healedAt = Date.now();
+          for (let i = 0; i < 120 && rejoinedAfterMs === null; i++) {
+            const role = await fetch(`http://${p.host}:${p.restPort}/replica`, { signal: AbortSignal.timeout(1000) }).then(
+              (r) => r.status,
+              () => 0,
+            );
+            if (role === 200) rejoinedAfterMs = Date.now() - healedAt;
+            else await sleep(500);
+          }
+          if (rejoinedAfterMs === null) failures.push('the healed PostgreSQL node did not rejoin as a replica within 60 s');
+          return { backAt: promotedAt, notes: { cut: `${p.name} ${p.host}`, promotedAfterMs: promotedAt - cutAt, fencedAfterMs, rejoinedAfterMs } };
+        },
+        PG_KINDS,
+        30_000,
+      );
+      await run(
+        'cut the Redis master host',
+        async (lay) => {
+          const m = lay.redis.master;
+          setLink(m, 'down');
+          await sleep(CUT_MS);
+          setLink(m, 'up');
+          return { notes: { cut: `redis ${m.host}:${m.port}` } };
+        },
+        FACE_KINDS,
+      );
+      await run(
+        'cut one web host',
+        async (lay) => {
+          const w = lay.web[0]!;
+          setLink(w, 'down');
+          await sleep(CUT_MS);
+          setLink(w, 'up');
+          return { notes: { cut: `web ${w.host}` } };
+        },
+        ALL_KINDS,
+      );
+    }
     await run(
       'kill -9 Redis master',
       async (lay) => {
@@ -229,7 +341,7 @@ async function main(): Promise<void> {
             /* gone with its group */
           }
         // Back when the proxy leads to a node out of recovery (the promoted standby).
-        const promotedAt = await primaryThroughProxy(lay.env.DATABASE_URL!, 60_000);
+        const promotedAt = await primaryThroughProxy(databaseUrl, 60_000);
         return { backAt: promotedAt, notes: { killed: `${p.name} :${p.port}`, promotedAfterMs: promotedAt - pgFaultAt } };
       },
       PG_KINDS,
@@ -263,7 +375,7 @@ async function main(): Promise<void> {
     await load.stop();
     // The read-back goes through the proxy to whichever node is primary now.
     await db.destroy();
-    db = createDb(layout.env.DATABASE_URL!, 2, { bindModels: false });
+    db = createDb(databaseUrl, 2, { bindModels: false });
     await finish(report, { ...l, db }, load);
     report.readYourWrites = readYourWrites(load.writes, pgFaultAt);
     say(`read-your-writes of the search replicas: ${JSON.stringify(report.readYourWrites)}`);

@@ -35,7 +35,8 @@ if (!only || only === 'faults') {
 if (only === 'ha') {
   // Only when asked: it brings up the whole high-availability layout (chaos/ha.ts).
   console.error('[chaos] high availability: npm run start:ha under load, one part killed after another');
-  const r = spawnSync(process.execPath, ['--import', 'tsx', 'chaos/ha.ts'], { cwd: ROOT, stdio: 'inherit' });
+  // `npm run chaos -- ha --hosts`: the layout across hosts, and partitions besides the kills.
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'chaos/ha.ts', ...process.argv.slice(3)], { cwd: ROOT, stdio: 'inherit' });
   failed ||= r.status !== 0;
 }
 process.exit(failed ? 1 : 0);

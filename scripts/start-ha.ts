@@ -28,12 +28,17 @@ import { freePort } from './lib/private-services.js';
 import { startHaproxy } from './lib/ha/haproxy.js';
 import { isAlive, startPatroniCluster } from './lib/ha/postgres-patroni.js';
 import { startSentinelTopology } from './lib/ha/redis-sentinel.js';
+import { canMakeHosts } from './lib/ha/hosts.js';
+import { HOST_PORTS, makeHostsLayout } from './lib/ha/hosts-layout.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const HA_DIR = path.join(ROOT, 'var', 'ha');
 export const LAYOUT_FILE = path.join(HA_DIR, 'layout.json');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const SENTINEL_NAME = 'faceid';
+/** `--hosts`: each part on a host of its own, credentials on every link, TLS unless `--no-tls` (scripts/lib/ha/hosts-layout.ts, SPEC 13.2). */
+const HOSTS = process.argv.includes('--hosts');
+const TLS = HOSTS && !process.argv.includes('--no-tls');
 
 /** The setting of the port a copy answers on: web's PORT (behind the balancer), the workers' /health port. */
 const portSetting = (p: ServiceProcess) => p.healthPortEnv ?? 'PORT';
@@ -57,11 +62,11 @@ interface Part {
  * made in the first seconds may reach the standby. Ready after 10 connections in a row reach a node
  * out of recovery.
  */
-async function waitForPrimaryOnly(proxyPort: number): Promise<void> {
+async function waitForPrimaryOnly(adminUrl: string): Promise<void> {
   await sleep(2500);
   let inARow = 0;
   for (let i = 0; i < 300 && inARow < 10; i++) {
-    const c = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:${proxyPort}/postgres`, connectionTimeoutMillis: 1000 });
+    const c = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 1000 });
     try {
       await c.connect();
       const r = await c.query('SELECT pg_is_in_recovery() AS standby');
@@ -76,14 +81,29 @@ async function waitForPrimaryOnly(proxyPort: number): Promise<void> {
   if (inARow < 10) throw new Error('the PostgreSQL proxy does not lead to the primary alone');
 }
 
-async function createDatabase(proxyPort: number): Promise<void> {
-  await waitForPrimaryOnly(proxyPort);
+/**
+ * Creates the database. With `roles` (under `--hosts`): the owner `faceid_owner` (migrations) and
+ * `faceid_app`, the least-privilege role the processes log in as (its grants come from the migrations),
+ * both with scram-sha-256 passwords; the database belongs to the owner.
+ */
+async function createDatabase(adminUrl: string, roles?: { owner: string; app: string }): Promise<void> {
+  await waitForPrimaryOnly(adminUrl);
   for (let i = 0; i < 100; i++) {
-    const c = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:${proxyPort}/postgres`, connectionTimeoutMillis: 1000 });
+    const c = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 1000 });
     try {
       await c.connect();
+      if (roles) {
+        const role = async (name: string, password: string) => {
+          const found = await c.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [name]);
+          // The password is sent as a literal here (DDL takes no parameters); never logged.
+          const pw = `'${password.replace(/'/g, "''")}'`;
+          await c.query(found.rowCount ? `ALTER ROLE ${name} LOGIN PASSWORD ${pw}` : `CREATE ROLE ${name} LOGIN PASSWORD ${pw}`);
+        };
+        await role('faceid_owner', roles.owner);
+        await role('faceid_app', roles.app);
+      }
       const exists = await c.query("SELECT 1 FROM pg_database WHERE datname = 'faceid'");
-      if (!exists.rowCount) await c.query('CREATE DATABASE faceid');
+      if (!exists.rowCount) await c.query(roles ? 'CREATE DATABASE faceid OWNER faceid_owner' : 'CREATE DATABASE faceid');
       return;
     } catch {
       await sleep(200);
@@ -104,6 +124,15 @@ export function haLayout(): Layout {
       if (tools.status !== 0) throw new Error('the Debian packages of the layout are missing (scripts/ensure-ha-tools.sh)');
       rmSync(HA_DIR, { recursive: true, force: true });
       mkdirSync(HA_DIR, { recursive: true });
+      let h: ReturnType<typeof makeHostsLayout> | undefined;
+      if (HOSTS) {
+        const can = canMakeHosts();
+        if (!can.ok) throw new Error(`--hosts: ${can.why}`);
+        const made = makeHostsLayout(HA_DIR, { tls: TLS, tag: 'a', subnetIndex: 0 });
+        h = made;
+        l.onStop('the hosts', () => made.remove());
+        l.say(`hosts: ${made.network.hosts.size} network namespaces on ${made.network.subnet}; credentials in var/ha/secrets; TLS ${TLS ? 'on' : 'off'}`);
+      }
 
       l.say('Redis: master + replica + 3 Sentinels');
       const redis = await startSentinelTopology({
@@ -112,39 +141,87 @@ export function haLayout(): Layout {
         downAfterMs: 2000,
         failoverTimeoutMs: 10_000,
         appendOnly: true,
+        ...(h
+          ? {
+              placement: {
+                master: h.place('redis-master', HOST_PORTS.redisMaster),
+                replica: h.place('redis-replica', HOST_PORTS.redisReplica),
+                sentinels: [1, 2, 3].map((i) => h!.place(`sentinel-${i}`, HOST_PORTS.sentinel + i - 1)),
+              },
+              password: h.secrets.get('redis'),
+              tls: h.redisTls,
+            }
+          : {}),
       });
       l.onStop('Redis', () => redis.stop());
       l.say(`Redis: master :${redis.master.port}, replica :${redis.replica.port}, Sentinels ${redis.sentinelList}`);
       if (l.stopping) throw new Error('stopped while starting');
 
       l.say('PostgreSQL: Patroni (etcd) primary + synchronous standby');
-      const postgres = await startPatroniCluster({ dir: path.join(HA_DIR, 'postgres'), nodes: 2 });
+      const postgres = await startPatroniCluster({
+        dir: path.join(HA_DIR, 'postgres'),
+        nodes: 2,
+        ...(h
+          ? {
+              placement: {
+                etcd: [1, 2, 3].map((i) => h!.place(`etcd-${i}`, HOST_PORTS.etcd)),
+                nodes: [h.place('pg1', HOST_PORTS.postgres), h.place('pg2', HOST_PORTS.postgres)],
+              },
+              auth: {
+                superuser: h.secrets.get('postgres-superuser'),
+                replication: h.secrets.get('postgres-replication'),
+                rest: h.secrets.get('patroni-rest'),
+                etcdRoot: h.secrets.get('etcd-root'),
+                etcdPatroni: h.secrets.get('etcd-patroni'),
+                clientSubnet: h.network.subnet,
+              },
+              tls: h.pgTls,
+            }
+          : {}),
+      });
       l.onStop('PostgreSQL', () => postgres.stop());
       l.say(`PostgreSQL: ${postgres.nodes.map((n) => `${n.name} :${n.pgPort} (Patroni :${n.restPort})`).join(', ')}`);
       if (l.stopping) throw new Error('stopped while starting');
 
       const port = config().http.port;
-      const proxyPort = await freePort();
-      const ports: Record<string, number[]> = {
-        web: [await freePort(), await freePort()],
-        face: [await freePort(), await freePort()],
-        search: [await freePort(), await freePort()],
-      };
+      const proxyPort = h ? HOST_PORTS.postgresProxy : await freePort();
+      const ports: Record<string, number[]> = h
+        ? { web: [HOST_PORTS.web, HOST_PORTS.web], face: [HOST_PORTS.face, HOST_PORTS.face], search: [HOST_PORTS.search, HOST_PORTS.search] }
+        : {
+            web: [await freePort(), await freePort()],
+            face: [await freePort(), await freePort()],
+            search: [await freePort(), await freePort()],
+          };
+      /** Under `--hosts`: the host of copy `index` (0-based) of a process (`web-1`, `face-2`...). */
+      const hostOf = (name: string, index: number) => h?.network.host(`${name}-${index + 1}`);
       const balancer = startHaproxy({
         dir: HA_DIR,
         webPort: port,
-        webs: ports.web!.map((p, i) => ({ name: `web${i + 1}`, port: p })),
+        webs: ports.web!.map((p, i) => ({ name: `web${i + 1}`, host: hostOf('web', i)?.address, port: p })),
         pgPort: proxyPort,
-        postgres: postgres.nodes.map((n) => ({ name: n.name, port: n.pgPort, checkPort: n.restPort })),
+        pgBind: h?.network.gateway,
+        postgres: postgres.nodes.map((n) => ({ name: n.name, host: n.host, port: n.pgPort, checkPort: n.restPort })),
         log: (line) => l.say(line),
       });
       l.onStop('the balancer', () => void balancer.kill('SIGTERM'));
       balancer.once('exit', (code) => void l.stop(`haproxy exited (${code})`, 1));
-      await createDatabase(proxyPort);
+      await createDatabase(
+        h ? h.pgUrl('postgres', h.secrets.get('postgres-superuser'), 'postgres') : `postgres://postgres@127.0.0.1:${proxyPort}/postgres`,
+        h && { owner: h.secrets.get('postgres-owner'), app: h.secrets.get('postgres-app') },
+      );
 
       const env = environmentWith({
-        DATABASE_URL: `postgres://postgres@127.0.0.1:${proxyPort}/faceid`,
-        REDIS_URL: 'redis://127.0.0.1',
+        DATABASE_URL: h ? h.pgUrl('faceid_app', h.secrets.get('postgres-app'), 'faceid') : `postgres://postgres@127.0.0.1:${proxyPort}/faceid`,
+        REDIS_URL: h ? h.redisUrl() : 'redis://127.0.0.1',
+        ...(h
+          ? {
+              MIGRATION_DATABASE_URL: h.pgUrl('faceid_owner', h.secrets.get('postgres-owner'), 'faceid'),
+              // The layout's CA, for rediss:// (ioredis verifies against Node's store).
+              ...(h.certs ? { NODE_EXTRA_CA_CERTS: h.certs.caFile } : {}),
+              FACE_ENGINE_URL: `http://${hostOf('face', 0)!.address}:${HOST_PORTS.face}`,
+              SEARCH_HEALTH_URL: `http://${hostOf('search', 0)!.address}:${HOST_PORTS.search}`,
+            }
+          : {}),
         REDIS_SENTINELS: redis.sentinelList,
         REDIS_SENTINEL_NAME: SENTINEL_NAME,
         TRUST_PROXY: 'true',
@@ -153,13 +230,36 @@ export function haLayout(): Layout {
         FACE_ENGINE_PORT: String(ports.face![0]),
         SEARCH_HEALTH_PORT: String(ports.search![0]),
       });
-      const copies = haCopies(ports);
+      // On a host of its own a copy listens on its host's address, and reaches the registry simulator
+      // (in the web process) on a web host's address, not on a loopback nothing else shares.
+      const copies = haCopies(ports).map((c) => {
+        const host = hostOf(c.process.name, c.index);
+        if (!h || !host) return c;
+        const web = hostOf('web', c.process.name === 'web' ? c.index : 0)!;
+        return { ...c, env: { ...c.env, HOST: host.address, REGISTRY_URL: `http://${web.address}:${HOST_PORTS.web}/api` } };
+      });
+      const commandOf = h
+        ? (copy: { process: { name: string }; index: number }, command: string, args: string[]) =>
+            h!.network.inHost(`${copy.process.name}-${copy.index + 1}`, command, args)
+        : undefined;
       const url = `http://127.0.0.1:${port}`;
 
       const writeLayout = async () => {
         const masterPort = (await redis.currentMasterPort()) ?? redis.master.port;
         const dataNodes = [redis.master, redis.replica];
+        /** Under `--hosts`: the part's host (its address), namespace and link. */
+        const where = (name: string) => {
+          const x = h?.network.hosts.get(name);
+          return x ? { host: x.address, netns: x.netns, link: x.link } : {};
+        };
+        const redisPart = (n: { port: number }) =>
+          n.port === redis.master.port
+            ? 'redis-master'
+            : n.port === redis.replica.port
+              ? 'redis-replica'
+              : `sentinel-${redis.sentinels.findIndex((x) => x.port === n.port) + 1}`;
         const part = (n: { port: number; child: ChildProcess }): Part => ({
+          ...where(redisPart(n)),
           port: n.port,
           pid: n.child.pid && isAlive(n.child.pid) && n.child.exitCode === null && n.child.signalCode === null ? n.child.pid : null,
         });
@@ -171,6 +271,8 @@ export function haLayout(): Layout {
         const standby = postgres.nodes.find((n) => n !== primary)!;
         const pgPart = (n: typeof primary, role: string) => ({
           name: n.name,
+          ...where(n.name),
+          restPort: n.restPort,
           port: n.pgPort,
           pid: n.postmasterPid() ?? null,
           patroniPort: n.restPort,
@@ -178,12 +280,34 @@ export function haLayout(): Layout {
           role,
         });
         const procs = (name: string) =>
-          copies.filter((c) => c.process.name === name).map((c) => ({ name: c.name, port: ports[name]![c.index]!, pid: l.pid(c.name) }));
+          copies
+            .filter((c) => c.process.name === name)
+            .map((c) => ({ name: c.name, ...where(`${name}-${c.index + 1}`), port: ports[name]![c.index]!, pid: l.pid(c.name) }));
         const layout = {
           updatedAt: new Date().toISOString(),
           supervisorPid: process.pid,
           url,
-          env: { DATABASE_URL: env.DATABASE_URL, REDIS_URL: env.REDIS_URL, REDIS_SENTINELS: env.REDIS_SENTINELS, REDIS_SENTINEL_NAME: env.REDIS_SENTINEL_NAME },
+          // No secret here: under `--hosts` the URLs are given without their passwords (var/ha/secrets has them).
+          env: h
+            ? {
+                DATABASE_URL: h.pgUrlShown('faceid_app', 'faceid'),
+                REDIS_URL: `${h.tls ? 'rediss' : 'redis'}://redis`,
+                REDIS_SENTINELS: env.REDIS_SENTINELS,
+                REDIS_SENTINEL_NAME: env.REDIS_SENTINEL_NAME,
+              }
+            : { DATABASE_URL: env.DATABASE_URL, REDIS_URL: env.REDIS_URL, REDIS_SENTINELS: env.REDIS_SENTINELS, REDIS_SENTINEL_NAME: env.REDIS_SENTINEL_NAME },
+          ...(h
+            ? {
+                hosts: {
+                  subnet: h.network.subnet,
+                  bridge: h.network.bridge,
+                  machine: h.network.gateway,
+                  secretsDir: path.relative(ROOT, h.secrets.dir),
+                  tls: h.tls,
+                  caFile: h.certs ? path.relative(ROOT, h.certs.caFile) : null,
+                },
+              }
+            : {}),
           balancer: { port, pid: balancer.pid ?? null },
           web: procs('web'),
           face: procs('face'),
@@ -192,9 +316,10 @@ export function haLayout(): Layout {
           postgres: {
             primary: pgPart(primary, roles[postgres.nodes.indexOf(primary)]!),
             standby: pgPart(standby, roles[postgres.nodes.indexOf(standby)]!),
-            proxy: { port: proxyPort, pid: balancer.pid ?? null },
+            proxy: { ...(h ? { host: h.network.gateway } : {}), port: proxyPort, pid: balancer.pid ?? null },
             etcd: { port: postgres.etcd.port, pid: postgres.etcd.child.pid ?? null },
           },
+          etcd: postgres.etcdMembers.map((e) => ({ name: e.name, ...where(e.name), port: e.port, peerPort: e.peerPort, pid: e.child.pid ?? null })),
         };
         const tmp = `${LAYOUT_FILE}.tmp`;
         writeFileSync(tmp, JSON.stringify(layout, null, 2));
@@ -203,7 +328,7 @@ export function haLayout(): Layout {
       l.onStop('the layout file', () => rmSync(LAYOUT_FILE, { force: true }));
       writeLayoutFile = writeLayout;
       l.say(`layout in ${path.relative(ROOT, LAYOUT_FILE)}: HAProxy on ${url} over ${ports.web!.length} web processes`);
-      return { env, copies, url };
+      return { env, copies, url, ...(commandOf ? { commandOf } : {}) };
     },
     async started() {
       const write = writeLayoutFile;

@@ -151,6 +151,14 @@ export class FaceService {
   }
 
   /**
+   * The fail-fast gate for a capture's stages (liveness, embed, and search when `withSearch`): 503 at
+   * once when no worker is alive on one of them. Asked before an upload is normalised.
+   */
+  async admitCapture(withSearch: boolean): Promise<void> {
+    await this.deps.jobs.admit(withSearch ? ['liveness', 'embed', 'search'] : ['liveness', 'embed']);
+  }
+
+  /**
    * Normalises an upload once (EXIF rotation, bounded size, JPEG); 400 `invalid_image` otherwise.
    * `maxPixels`: a tighter limit than MAX_IMAGE_PIXELS (a consumer's selfie: SELFIE_MAX_PIXELS), read
    * from the header before any pixel is decoded.
@@ -201,6 +209,9 @@ export class FaceService {
     deadlineAt: number,
     opts: { search?: SearchRequest | Promise<SearchRequest>; requireLive: boolean },
   ): Promise<{ analysis: CaptureAnalysis; embedding?: CaptureEmbedding; search?: SearchResult }> {
+    // The gate first: with no worker alive the answer is a 503 in milliseconds, not after the upload's
+    // normalisation (a large photo, on a busy or cold process, takes seconds).
+    await this.admitCapture(opts.search !== undefined);
     const [image, request] = await Promise.all([this.normalise(input), opts.search]);
     const remaining = deadlineAt - Date.now();
     if (remaining <= 0) throw new JobTimeoutError('liveness', this.deps.config.queues.faceJobTimeoutMs, false);

@@ -73,6 +73,16 @@ export class JobAdmission {
     }
   }
 
+  /**
+   * Workers on `queue` now: a sample no older than `maxAgeMs` (shared by concurrent callers), else a
+   * new one. For a stage admitted on a reused sample that nobody has taken since: its workers may have
+   * died within the sample's lifetime (./worker-liveness.ts `RunnerWatch`).
+   */
+  async workersNow(queue: QueueName, maxAgeMs: number): Promise<number> {
+    const recent = this.sample && Date.now() - this.sample.at <= maxAgeMs ? this.sample : await this.take();
+    return recent.queues.get(queue)?.workers ?? 0;
+  }
+
   /** The last sample's figures (for /health and the gauges). */
   last(): Map<QueueName, QueueState> | undefined {
     return this.sample?.queues;

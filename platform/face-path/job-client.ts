@@ -21,7 +21,7 @@ import { bullConnection, type RedisTarget } from '../redis/redis.js';
 import { JobAdmission, type AdmissionOptions, type QueueState } from './admission.js';
 import { DeadlineError, msUntil, withDeadline, withdraw } from './deadline.js';
 import { parseReply, replyListKey } from './replies.js';
-import { beatEveryMs, RunnerWatch, WorkerLostError } from './worker-liveness.js';
+import { beatEveryMs, NoWorkerError, RunnerWatch, WorkerLostError } from './worker-liveness.js';
 
 export interface JobClientOptions {
   /** A URL, or Sentinels naming the master (platform/redis/redis.ts `redisTarget`). */
@@ -178,7 +178,7 @@ class RunStages implements StagedRun {
   result = async <S extends QueueName>(stage: S, id: string): Promise<JobContracts[S]['result']> => {
     const entry = this.waiters.get(id);
     if (!entry || entry.queue !== stage) throw new Error(`no stage "${stage}" with job id ${id} in this run`);
-    const runner = this.client.watch?.watch(id, stage);
+    const runner = this.client.watch?.watch(id, stage, id === this.jobId);
     try {
       const awaited = [withDeadline(entry.waiter.result, this.deadlineAt), this.lost, ...(runner ? [runner.lost] : [])];
       return (await Promise.race(awaited)) as JobContracts[S]['result'];
@@ -202,6 +202,18 @@ class RunStages implements StagedRun {
         this.loseAll(lost);
         this.abandon();
         throw lost;
+      }
+      if (e instanceof NoWorkerError) {
+        // Admitted on a sample taken while its workers lived; nobody took it, nobody is left to: the
+        // same 503 the gate gives, at once, and the job withdrawn (a process that starts later skips it).
+        const none = new AppError('face_engine_unavailable', `No ${stage === 'search' ? 'search' : 'face'} worker is running; try again shortly`, {
+          retryAfter: this.client.retryAfter ?? 1,
+          details: { queue: stage, reason: 'no_worker' },
+        });
+        this.loseAll(none);
+        this.abandon();
+        await withdraw(this.client.queue(stage), id).catch(() => false);
+        throw none;
       }
       if (e instanceof AppError) throw e; // another stage's worker was lost
       if (e instanceof DeadlineError) {
@@ -242,7 +254,16 @@ export class JobClient {
     for (const name of AWAITED_QUEUE_NAMES) this.queue(name);
     this.reader = new ReplyReader(this.connection(), replyListKey(opts.redisPrefix, randomUUID()));
     this.admission = opts.admission ? new JobAdmission(this.queueConnection, this.queues, opts.admission, opts.admission.onSample) : undefined;
-    this.watch = opts.workerLivenessMs ? new RunnerWatch(this.queueConnection, opts.redisPrefix, beatEveryMs(opts.workerLivenessMs)) : undefined;
+    const admission = this.admission;
+    this.watch = opts.workerLivenessMs
+      ? new RunnerWatch(
+          this.queueConnection,
+          opts.redisPrefix,
+          beatEveryMs(opts.workerLivenessMs),
+          undefined,
+          admission && ((queue) => admission.workersNow(queue as QueueName, beatEveryMs(opts.workerLivenessMs!))),
+        )
+      : undefined;
   }
 
   private connection(): Redis {
@@ -284,7 +305,7 @@ export class JobClient {
     const timeoutMs = opts.timeoutMs ?? this.opts.timeoutMs;
     const followOns = opts.followOns ?? [];
     // Before anything is enqueued: a 503 at once rather than a wait nobody will end.
-    if (this.admission) for (const q of new Set([name, ...followOns.map((f) => f.queue)])) await this.admission.admit(q);
+    await this.admit([name, ...followOns.map((f) => f.queue)]);
     const deadlineAt = Date.now() + timeoutMs;
     // Our own id, so that the waiters are registered before the job exists.
     const jobId = opts.jobId ?? randomUUID();
@@ -302,6 +323,16 @@ export class JobClient {
       throw new AppError('dependency_unavailable', 'The job queue (Redis) is unavailable', { retryAfter: this.retryAfter });
     }
     return stages;
+  }
+
+  /**
+   * The fail-fast gate alone (./admission.ts): resolves when every queue named may take a job now,
+   * else throws its 503. Callers ask it before work of their own that only serves the job (decoding
+   * and normalising an upload), so that a request with no worker alive is answered in milliseconds.
+   * `start` asks it again (a healthy sample is reused: no second round trip).
+   */
+  async admit(queues: QueueName[]): Promise<void> {
+    if (this.admission) for (const q of new Set(queues)) await this.admission.admit(q);
   }
 
   /** Writes the job's side values, then adds the job, on one connection: Redis applies them in that order. */

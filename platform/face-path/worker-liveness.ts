@@ -53,6 +53,8 @@ export const BULL_WORKER_NAME_SECONDS = 3 * 24 * 3600;
 export const lockKey = (redisPrefix: string, queue: string, jobId: string) => `${bullPrefix(redisPrefix)}:${queue}:${jobId}:lock`;
 /** The id of the BullMQ Worker a lock token belongs to. */
 export const workerIdOfToken = (token: string) => token.slice(0, Math.max(0, token.lastIndexOf(':')));
+/** BullMQ's hash of a job (present from its add until it is removed). */
+const jobKey = (redisPrefix: string, queue: string, jobId: string) => `${bullPrefix(redisPrefix)}:${queue}:${jobId}`;
 
 /** How often a liveness key is refreshed, and the API polls, for a given period (PX). */
 export const beatEveryMs = (livenessMs: number) => Math.max(50, Math.floor(livenessMs / 3));
@@ -117,6 +119,17 @@ export class WorkerLostError extends Error {
   }
 }
 
+/**
+ * A stage was admitted while its queue had workers, nobody has taken it, and no worker is on its queue
+ * any more (every process serving it was killed, or is restarting and still loading its models): it
+ * would wait for its deadline, or for a process that has yet to start.
+ */
+export class NoWorkerError extends Error {
+  constructor(readonly queue: string) {
+    super(`no worker is on queue "${queue}" to take this stage`);
+  }
+}
+
 /** How long after this process's Redis connection failed a lapsed liveness key is put down to Redis. */
 export const queueStoreTroubleWindowMs = (livenessMs: number) => Math.max(10_000, 6 * livenessMs);
 
@@ -126,7 +139,7 @@ export const queueStoreTroubleWindowMs = (livenessMs: number) => Math.max(10_000
  * number of requests.
  */
 export class RunnerWatch {
-  private readonly watched = new Map<string, { queue: string; reject: (e: WorkerLostError) => void }>();
+  private readonly watched = new Map<string, { queue: string; enqueuedByCaller: boolean; reject: (e: WorkerLostError | NoWorkerError) => void }>();
   private timer: NodeJS.Timeout | undefined;
   private polling = false;
   private connectionTroubleAt = Number.NEGATIVE_INFINITY;
@@ -136,6 +149,12 @@ export class RunnerWatch {
     private readonly redisPrefix: string,
     private readonly everyMs: number,
     private readonly troubleWindowMs = queueStoreTroubleWindowMs(3 * everyMs),
+    /**
+     * Workers now on a queue (the fail-fast gate's sample, ./admission.ts): a stage not taken by anyone
+     * on a queue with none answers at once (NoWorkerError) rather than at its deadline. Without it
+     * (no fail-fast gate), such a stage waits for its deadline.
+     */
+    private readonly workersOn?: (queue: string) => Promise<number>,
   ) {
     const trouble = () => {
       this.connectionTroubleAt = Date.now();
@@ -145,11 +164,14 @@ export class RunnerWatch {
   }
 
   /**
-   * Rejects with WorkerLostError when the process that started job `jobId` is gone; never resolves.
+   * Rejects with WorkerLostError when the process that started job `jobId` is gone, or NoWorkerError
+   * when the caller enqueued it itself (`enqueuedByCaller`: a request's first stage), nobody took it
+   * and no worker is left on its queue; never resolves. (A follow-on stage is added by the worker of
+   * the stage before it, whose own fate answers the request.)
    * Call the returned `stop` when the stage is no longer awaited.
    */
-  watch(jobId: string, queue: string): { lost: Promise<never>; stop: () => void } {
-    const lost = new Promise<never>((_, reject) => this.watched.set(jobId, { queue, reject }));
+  watch(jobId: string, queue: string, enqueuedByCaller = false): { lost: Promise<never>; stop: () => void } {
+    const lost = new Promise<never>((_, reject) => this.watched.set(jobId, { queue, enqueuedByCaller, reject }));
     lost.catch(() => {});
     this.timer ??= setInterval(() => void this.poll(), this.everyMs);
     return {
@@ -171,6 +193,25 @@ export class RunnerWatch {
     this.timer = undefined;
   }
 
+  /** Stages nobody has taken: answered at once when their queue has no worker left. */
+  private async orphans(untakenIds: string[]): Promise<void> {
+    const untaken = untakenIds.filter((id) => this.watched.get(id)?.enqueuedByCaller);
+    if (!this.workersOn || untaken.length === 0) return;
+    const queues = [...new Set(untaken.map((id) => this.watched.get(id)?.queue).filter((q): q is string => !!q))];
+    const empty = new Set<string>();
+    for (const q of queues) if ((await this.workersOn(q)) === 0) empty.add(q);
+    if (empty.size === 0) return;
+    // Only a stage still in its queue (not answered and removed meanwhile).
+    const candidates = untaken.filter((id) => empty.has(this.watched.get(id)?.queue ?? ''));
+    const queued = await Promise.all(candidates.map((id) => this.conn.exists(jobKey(this.redisPrefix, this.watched.get(id)!.queue, id))));
+    for (const [i, id] of candidates.entries()) {
+      const entry = this.watched.get(id);
+      if (!entry || queued[i] !== 1) continue;
+      this.watched.delete(id);
+      entry.reject(new NoWorkerError(entry.queue));
+    }
+  }
+
   private async poll(): Promise<void> {
     if (this.polling || this.watched.size === 0) return; // a slow Redis: one poll at a time
     this.polling = true;
@@ -184,6 +225,7 @@ export class RunnerWatch {
       if (unnamed.length > 0) {
         const tokens = await this.conn.mget(unnamed.map((id) => lockKey(this.redisPrefix, this.watched.get(id)!.queue, id)));
         const held = unnamed.map((id, i) => ({ id, workerId: tokens[i] ? workerIdOfToken(tokens[i]!) : '' })).filter((h) => h.workerId);
+        await this.orphans(unnamed.filter((_, i) => !tokens[i]));
         if (held.length > 0) {
           const names = await this.conn.mget(held.map((h) => bullWorkerKey(this.redisPrefix, h.workerId)));
           held.forEach((h, i) => names[i] && processOf.set(h.id, names[i]!));

@@ -33,6 +33,8 @@ export interface LaunchPlan {
   url: string;
   /** Run the migrations before the processes (default true). */
   release?: boolean;
+  /** The command line of a copy when it does not run as the launcher's own child (a host of its own: `start:ha --hosts`). */
+  commandOf?: (copy: ProcessCopy, command: string, args: string[]) => [string, string[]];
 }
 
 export interface Layout {
@@ -117,7 +119,10 @@ export class Launcher {
     const supervisor = new Supervisor({ ...supervisorOptions(childConfig), statusFile, log: this.say });
     this.supervisor = supervisor;
     for (const copy of plan.copies) {
-      supervisor.add({ name: copy.name, command: process.execPath, args: nodeArgs(copy.process.file), env: { ...env, ...copy.env }, cwd: this.root });
+      const [command, args] = plan.commandOf
+        ? plan.commandOf(copy, process.execPath, nodeArgs(copy.process.file))
+        : [process.execPath, nodeArgs(copy.process.file)];
+      supervisor.add({ name: copy.name, command, args, env: { ...env, ...copy.env }, cwd: this.root });
     }
     // What the scripts a user runs beside the service (npm run seed:registry) read to find it.
     const serviceFile = path.resolve(this.root, config().supervisor.serviceFile);

@@ -42,7 +42,8 @@ function sentinelOptions(target: Exclude<RedisTarget, string>): RedisOptions {
     username: u.username ? decodeURIComponent(u.username) : undefined,
     password: u.password ? decodeURIComponent(u.password) : undefined,
     db: Number.isInteger(db) ? db : 0,
-    ...(tls ? { tls: {}, enableTLSForSentinelMode: true } : {}),
+    // `tls` is for the data nodes (with enableTLSForSentinelMode), `sentinelTLS` for the Sentinels themselves.
+    ...(tls ? { tls: {}, enableTLSForSentinelMode: true, sentinelTLS: {} } : {}),
     // The Sentinels' own password, when they have one, is the same as the data nodes' (docs/deployment.md).
     sentinelPassword: u.password ? decodeURIComponent(u.password) : undefined,
     sentinelRetryStrategy: (attempt: number) => Math.min(attempt * 100, 1000),

@@ -5,29 +5,77 @@
 import type { Middleware } from 'koa';
 import { AppError } from '../../errors.js';
 
-const PG_CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P03', '08006', '08001', '08003']);
+/**
+ * Error codes that mean "a backing service is away or changing hands", not "this request is wrong":
+ * - network: the connection was refused, reset, timed out, or its host is unreachable (a host cut off);
+ * - PostgreSQL class 08 (connection exception) and 57P01-57P03 (administrator shutdown, crash
+ *   shutdown, cannot connect now: a server stopping, restarting or in recovery);
+ * - PostgreSQL 25006 (read-only SQL transaction): during a fail-over a connection reaches the old
+ *   primary after it turned standby (or a primary fenced read-only), and a write is refused there.
+ */
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'EAI_AGAIN',
+  '57P01',
+  '57P02',
+  '57P03',
+  '25006',
+]);
+const PG_CONNECTION_EXCEPTION = /^08[0-9A-Z]{3}$/;
 
 /**
- * Maps infrastructure failures (PostgreSQL or Redis down) to 503, anything else unknown to 500.
- * A PostgreSQL connection cut between knex's acquire and the next statement (pg_terminate_backend, a
- * restart) surfaces as node-postgres' "Client has encountered a connection error and is not queryable",
- * and through objection as a DBError whose driver error (57P01, 57P03) is its `nativeError`
- * (test/pg-connection-cut.test.ts). node-postgres' own connect timeout says only "timeout expired"
- * (behind a proxy with no primary in service, during a fail-over: docs/deployment.md).
+ * Messages of the same faults where the driver gives no code: node-postgres ("Connection terminated
+ * unexpectedly", "... is not queryable", its connect timeout "timeout expired"), knex's pool, ioredis
+ * (a closed connection, the offline queue, retries, commandTimeout, Sentinels all away), and Redis's
+ * own replies during a fail-over: READONLY (a write reached a master demoted to replica), NOREPLICAS
+ * (a master cut off from its replica refuses writes: `min-replicas-to-write`), MASTERDOWN, LOADING
+ * (a node restarting), UNBLOCKED (a blocking command on a master that turned replica), TRYAGAIN.
+ */
+const UNAVAILABLE_MESSAGE =
+  /Knex: Timeout acquiring a connection|Connection terminated|^timeout expired$|is not queryable|connect (ECONNREFUSED|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT)|Stream isn't writeable|Connection is closed|enableOfflineQueue|Reached the max retries per request|^Command timed out$|All sentinels are unreachable|^(READONLY|NOREPLICAS|MASTERDOWN|LOADING|UNBLOCKED|TRYAGAIN|CLUSTERDOWN)\b|read-only transaction|terminating connection due to administrator command|the database system is (shutting down|starting up|in recovery mode|not yet accepting connections)/i;
+
+/** The error itself and what it wraps (objection's `nativeError`, `cause`, an AggregateError's errors), a few levels deep. */
+function errorChain(err: unknown, depth = 0): unknown[] {
+  if (err == null || typeof err !== 'object' || depth > 4) return [];
+  const e = err as { nativeError?: unknown; cause?: unknown; errors?: unknown; originalError?: unknown };
+  const inner = [e.nativeError, e.cause, e.originalError, ...(Array.isArray(e.errors) ? e.errors : [])];
+  return [err, ...inner.flatMap((i) => (i === err ? [] : errorChain(i, depth + 1)))];
+}
+
+/**
+ * True when `err` is a backing service (PostgreSQL, Redis, the Sentinels) being away or failing
+ * over, whatever wrapped it: the request is answered 503 with Retry-After, never 500.
+ */
+export function isDependencyUnavailable(err: unknown): boolean {
+  return errorChain(err).some((x) => {
+    const { code, message } = x as { code?: unknown; message?: unknown };
+    if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || PG_CONNECTION_EXCEPTION.test(code))) return true;
+    return typeof message === 'string' && UNAVAILABLE_MESSAGE.test(message);
+  });
+}
+
+/**
+ * Maps infrastructure failures (PostgreSQL or Redis down, cut, or failing over) to 503, anything else
+ * unknown to 500. A PostgreSQL connection cut between knex's acquire and the next statement
+ * (pg_terminate_backend, a restart) surfaces as node-postgres' "Client has encountered a connection
+ * error and is not queryable", and through objection as a DBError whose driver error (57P01, 57P03) is
+ * its `nativeError` (test/pg-connection-cut.test.ts). node-postgres' own connect timeout says only
+ * "timeout expired" (behind a proxy with no primary in service, during a fail-over: docs/deployment.md).
+ * Each fail-over error is provoked for real in test/failover-errors.test.ts.
  */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   const e = err as { code?: string; message?: string; name?: string; status?: number; expose?: boolean; httpCode?: number };
   const message = String(e?.message ?? '');
-  // objection wraps the driver's error (db-errors' DBError: no code of its own, the driver's in nativeError).
-  const native = (err as { nativeError?: { code?: string } } | null)?.nativeError;
-  if (
-    (e?.code && PG_CONNECTION_CODES.has(e.code)) ||
-    (native?.code && PG_CONNECTION_CODES.has(native.code)) ||
-    /Knex: Timeout acquiring a connection|Connection terminated|^timeout expired$|is not queryable|connect ECONNREFUSED|Stream isn't writeable|Connection is closed|enableOfflineQueue|Reached the max retries per request/i.test(
-      message,
-    )
-  ) {
+  if (isDependencyUnavailable(err)) {
     return new AppError('dependency_unavailable', 'A backing service (database or cache) is unavailable');
   }
   // Errors raised by Koa/co-body for malformed requests carry an exposed 4xx status.

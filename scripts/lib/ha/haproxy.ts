@@ -18,6 +18,8 @@ import path from 'node:path';
 
 export interface Backend {
   name: string;
+  /** Its address (default 127.0.0.1; its host's address under `--hosts`). */
+  host?: string;
   port: number;
   /** Port of the health check when it is not the server's own. */
   checkPort?: number;
@@ -28,6 +30,8 @@ export interface HaproxyOptions {
   webPort: number;
   webs: Backend[];
   pgPort: number;
+  /** Where the PostgreSQL address listens (default 127.0.0.1; the machine's address on the hosts' subnet under `--hosts`). */
+  pgBind?: string;
   postgres: Backend[];
   log?: (line: string) => void;
 }
@@ -135,18 +139,21 @@ export function haproxyConfig(o: HaproxyOptions): string {
     '  http-request disable-l7-retry unless METH_GET || METH_HEAD',
     '  option redispatch 1',
     ...[502, 503, 504].map((s) => `  errorfile ${s} ${path.join(o.dir, `error-${s}.http`)}`),
-    '  default-server inter 1s fall 2 rise 1',
-    ...o.webs.map((w) => `  server ${w.name} 127.0.0.1:${w.port} check`),
+    // A web process whose host is cut off answers nothing, not even a reset: once its checks fail, the
+    // requests still waiting on it are cut (and answered 503 with Retry-After by the stage above)
+    // instead of waiting for `timeout server`.
+    '  default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions',
+    ...o.webs.map((w) => `  server ${w.name} ${w.host ?? '127.0.0.1'}:${w.port} check`),
     '',
     'listen postgres',
     '  mode tcp',
-    `  bind 127.0.0.1:${o.pgPort}`,
+    `  bind ${o.pgBind ?? '127.0.0.1'}:${o.pgPort}`,
     '  timeout client 30m',
     '  timeout server 30m',
     '  option httpchk GET /primary',
     '  http-check expect status 200',
     '  default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions',
-    ...o.postgres.map((p) => `  server ${p.name} 127.0.0.1:${p.port} check port ${p.checkPort}`),
+    ...o.postgres.map((p) => `  server ${p.name} ${p.host ?? '127.0.0.1'}:${p.port} check port ${p.checkPort}`),
     '',
   ].join('\n');
 }

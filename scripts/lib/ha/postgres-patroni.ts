@@ -9,14 +9,25 @@
  * and repmgr (no health endpoint, promotion scripts to write) were the alternatives (docs/deployment.md).
  *
  * PostgreSQL refuses to run as root: Patroni and the servers run as the `postgres` user (runuser).
+ *
+ * With `auth` (always under `--hosts`) every port asks for credentials: `pg_hba` has only
+ * `scram-sha-256` lines (no `trust`), Patroni's REST API answers its unsafe endpoints (switchover,
+ * restart, configuration) only with a password, and etcd runs with authentication on (Patroni has a
+ * user of its own, read-write on its keys only). With `tls`, PostgreSQL takes only TLS connections from
+ * the network (`hostssl`), with a certificate of the layout's CA, and the replication and Patroni's own
+ * connections verify it (`verify-full`).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chownSync, copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { freePort } from '../private-services.js';
+import type { Placement } from './redis-sentinel.js';
+import { privateDir, writePrivate } from './secrets.js';
 
 export interface PatroniNode {
   name: string;
+  /** Its address (127.0.0.1, or its host's under `--hosts`). */
+  host: string;
   pgPort: number;
   restPort: number;
   dataDir: string;
@@ -26,8 +37,18 @@ export interface PatroniNode {
   role(): Promise<'primary' | 'replica' | 'down'>;
 }
 
+export interface EtcdMember {
+  name: string;
+  host: string;
+  port: number;
+  peerPort: number;
+  child: ChildProcess;
+}
+
 export interface PatroniCluster {
+  /** The first etcd member (the one-machine layout has only it). */
   etcd: { port: number; child: ChildProcess };
+  etcdMembers: EtcdMember[];
   nodes: PatroniNode[];
   primary(): Promise<PatroniNode | undefined>;
   stop(): Promise<void>;
@@ -42,9 +63,9 @@ function userIds(name: string): { uid: number; gid: number } {
   return { uid, gid };
 }
 
-async function restRole(port: number): Promise<'primary' | 'replica' | 'down'> {
+async function restRole(host: string, port: number): Promise<'primary' | 'replica' | 'down'> {
   try {
-    const res = await fetch(`http://127.0.0.1:${port}/patroni`, { signal: AbortSignal.timeout(1000) });
+    const res = await fetch(`http://${host}:${port}/patroni`, { signal: AbortSignal.timeout(1000) });
     const body = (await res.json()) as { role?: string; state?: string };
     if (body.state !== 'running') return 'down';
     return body.role === 'master' || body.role === 'primary' ? 'primary' : 'replica';
@@ -53,75 +74,186 @@ async function restRole(port: number): Promise<'primary' | 'replica' | 'down'> {
   }
 }
 
-export async function startPatroniCluster(opts: { dir: string; nodes?: number; log?: (line: string) => void }): Promise<PatroniCluster> {
+export interface PatroniAuth {
+  superuser: string;
+  replication: string;
+  rest: string;
+  etcdRoot: string;
+  etcdPatroni: string;
+  /** The subnet the clients and the other nodes connect from (`pg_hba`). */
+  clientSubnet: string;
+}
+
+export interface PatroniTls {
+  caFile: string;
+  /** A server certificate whose names cover every address PostgreSQL is reached at (nodes, proxy). */
+  certFile: string;
+  keyFile: string;
+}
+
+export interface PatroniOptions {
+  dir: string;
+  nodes?: number;
+  log?: (line: string) => void;
+  /** Where the etcd members and the nodes run (default: one etcd member, loopback, free ports). */
+  placement?: { etcd: Placement[]; nodes: Placement[] };
+  auth?: PatroniAuth;
+  tls?: PatroniTls;
+}
+
+const b64 = (s: string) => Buffer.from(s).toString('base64');
+
+/** etcd's v3 API over its JSON gateway (no etcdctl needed). */
+async function etcdCall(base: string, endpoint: string, body: unknown, token?: string): Promise<Record<string, unknown>> {
+  const res = await fetch(`${base}/v3/${endpoint}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: token } : {}) },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(5000),
+  });
+  const json = (await res.json()) as Record<string, unknown>;
+  if (!res.ok) throw new Error(`etcd ${endpoint}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+/** A `root` user, a `patroni` user read-write on Patroni's keys (`/service/`) only, then authentication on. */
+async function enableEtcdAuth(base: string, auth: PatroniAuth): Promise<void> {
+  await etcdCall(base, 'auth/user/add', { name: 'root', password: auth.etcdRoot });
+  await etcdCall(base, 'auth/user/grant', { user: 'root', role: 'root' });
+  await etcdCall(base, 'auth/role/add', { name: 'patroni' });
+  await etcdCall(base, 'auth/role/grant', { name: 'patroni', perm: { permType: 'READWRITE', key: b64('/service/'), range_end: b64('/service0') } });
+  await etcdCall(base, 'auth/user/add', { name: 'patroni', password: auth.etcdPatroni });
+  await etcdCall(base, 'auth/user/grant', { user: 'patroni', role: 'patroni' });
+  await etcdCall(base, 'auth/enable', {});
+}
+
+export async function startPatroniCluster(opts: PatroniOptions): Promise<PatroniCluster> {
   const children: ChildProcess[] = [];
   const { uid, gid } = userIds('postgres');
+  const pgUser = { uid, gid };
   const own = (p: string) => {
     mkdirSync(p, { recursive: true });
     chownSync(p, uid, gid);
   };
+  const run = (where: Placement | undefined, command: string, args: string[]): [string, string[]] =>
+    where?.wrap ? where.wrap(command, args) : [command, args];
   own(opts.dir);
-  const etcdPort = await freePort();
-  const etcdPeer = await freePort();
-  const etcdDir = path.join(opts.dir, 'etcd');
-  own(etcdDir);
-  const etcd = spawn(
-    'runuser',
-    [
+  const auth = opts.auth;
+
+  // etcd: one member on loopback, or one per host given.
+  const etcdPlaces: (Placement | undefined)[] = opts.placement?.etcd ?? [undefined];
+  const etcdMembers: EtcdMember[] = [];
+  const etcdSpecs = [];
+  for (const [i, where] of etcdPlaces.entries()) {
+    const host = where?.address ?? '127.0.0.1';
+    const port = where?.port ?? (await freePort());
+    const peerPort = where?.port ? where.port + 1 : await freePort();
+    etcdSpecs.push({ name: `etcd-${i + 1}`, host, port, peerPort, where });
+  }
+  const initialCluster = etcdSpecs.map((e) => `${e.name}=http://${e.host}:${e.peerPort}`).join(',');
+  for (const e of etcdSpecs) {
+    const etcdDir = path.join(opts.dir, e.name);
+    own(etcdDir);
+    privateDir(etcdDir, pgUser);
+    const [command, args] = run(e.where, 'runuser', [
       '-u',
       'postgres',
       '--',
       'etcd',
       '--name',
-      'etcd-1',
+      e.name,
       '--data-dir',
       path.join(etcdDir, 'data'),
       '--listen-client-urls',
-      `http://127.0.0.1:${etcdPort}`,
+      `http://${e.host}:${e.port}`,
       '--advertise-client-urls',
-      `http://127.0.0.1:${etcdPort}`,
+      `http://${e.host}:${e.port}`,
       '--listen-peer-urls',
-      `http://127.0.0.1:${etcdPeer}`,
+      `http://${e.host}:${e.peerPort}`,
       '--initial-advertise-peer-urls',
-      `http://127.0.0.1:${etcdPeer}`,
+      `http://${e.host}:${e.peerPort}`,
       '--initial-cluster',
-      `etcd-1=http://127.0.0.1:${etcdPeer}`,
+      initialCluster,
+      '--initial-cluster-state',
+      'new',
+      '--initial-cluster-token',
+      'faceid',
       '--enable-v2=true',
-    ],
-    { stdio: ['ignore', 'ignore', 'ignore'], detached: true },
-  );
-  children.push(etcd);
-  for (let i = 0; i < 100; i++) {
-    const ok = await fetch(`http://127.0.0.1:${etcdPort}/health`, { signal: AbortSignal.timeout(500) }).then(
+    ]);
+    const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'ignore'], detached: true });
+    children.push(child);
+    etcdMembers.push({ name: e.name, host: e.host, port: e.port, peerPort: e.peerPort, child });
+  }
+  const etcdBase = `http://${etcdMembers[0]!.host}:${etcdMembers[0]!.port}`;
+  for (let i = 0; i < 300; i++) {
+    const ok = await fetch(`${etcdBase}/health`, { signal: AbortSignal.timeout(500) }).then(
       (r) => r.ok,
       () => false,
     );
     if (ok) break;
     await sleep(100);
   }
+  if (auth) await enableEtcdAuth(etcdBase, auth);
 
   const nodes: PatroniNode[] = [];
-  for (let i = 1; i <= (opts.nodes ?? 2); i++) {
+  const nodeCount = opts.placement?.nodes.length ?? opts.nodes ?? 2;
+  const tls = opts.tls;
+  for (let i = 1; i <= nodeCount; i++) {
     const name = `pg${i}`;
-    const pgPort = await freePort();
-    const restPort = await freePort();
+    const where = opts.placement?.nodes[i - 1];
+    const host = where?.address ?? '127.0.0.1';
+    const pgPort = where?.port ?? (await freePort());
+    const restPort = where?.port ? 8008 : await freePort();
     const nodeDir = path.join(opts.dir, name);
     own(nodeDir);
+    // The node's directory holds its configuration (passwords) and TLS key: the postgres user's alone.
+    privateDir(nodeDir, pgUser);
     const dataDir = path.join(nodeDir, 'data');
     const cfg = path.join(nodeDir, 'patroni.yml');
+    let ssl: Record<string, string> = {};
+    let connSsl: Record<string, string> = {};
+    if (tls) {
+      // PostgreSQL reads its key and the CA as the postgres user: copies in the node's own directory.
+      const copy = (from: string, to: string) => {
+        copyFileSync(from, to);
+        chownSync(to, uid, gid);
+        return to;
+      };
+      const certFile = copy(tls.certFile, path.join(nodeDir, 'server.pem'));
+      const keyFile = copy(tls.keyFile, path.join(nodeDir, 'server.key'));
+      const caFile = copy(tls.caFile, path.join(nodeDir, 'ca.pem'));
+      ssl = { ssl: 'on', ssl_cert_file: certFile, ssl_key_file: keyFile, ssl_ca_file: caFile, ssl_min_protocol_version: 'TLSv1.2' };
+      connSsl = { sslmode: 'verify-full', sslrootcert: caFile };
+    }
+    const hostLine = tls ? 'hostssl' : 'host';
+    const pgHba = auth
+      ? [
+          'local all all scram-sha-256',
+          `${hostLine} replication replicator ${auth.clientSubnet} scram-sha-256`,
+          `${hostLine} all all ${auth.clientSubnet} scram-sha-256`,
+        ]
+      : ['local all all trust', 'host all all 127.0.0.1/32 trust', 'host replication replicator 127.0.0.1/32 trust'];
     // YAML written as JSON (a subset of YAML): no YAML library needed.
-    writeFileSync(
+    writePrivate(
       cfg,
       JSON.stringify(
         {
           scope: 'faceid',
           name,
           log: { level: 'WARNING', dir: nodeDir },
-          restapi: { listen: `127.0.0.1:${restPort}`, connect_address: `127.0.0.1:${restPort}` },
-          etcd3: { hosts: [`127.0.0.1:${etcdPort}`] },
+          restapi: {
+            listen: `${host}:${restPort}`,
+            connect_address: `${host}:${restPort}`,
+            ...(auth ? { authentication: { username: 'patroni', password: auth.rest } } : {}),
+          },
+          etcd3: {
+            hosts: etcdMembers.map((e) => `${e.host}:${e.port}`),
+            ...(auth ? { username: 'patroni', password: auth.etcdPatroni } : {}),
+          },
           bootstrap: {
             dcs: {
               // The leader key lives 10 s: a primary gone is replaced after at most ttl + loop_wait.
+              // A primary that cannot renew it (cut off from etcd) demotes itself: the fencing.
               ttl: 10,
               loop_wait: 2,
               retry_timeout: 3,
@@ -137,32 +269,42 @@ export async function startPatroniCluster(opts: { dir: string; nodes?: number; l
                   wal_log_hints: 'on',
                   max_connections: 200,
                   synchronous_commit: 'on',
+                  password_encryption: 'scram-sha-256',
                 },
               },
             },
-            initdb: [{ encoding: 'UTF8' }, { locale: 'C.UTF-8' }],
-            pg_hba: ['local all all trust', 'host all all 127.0.0.1/32 trust', 'host replication replicator 127.0.0.1/32 trust'],
+            initdb: [{ encoding: 'UTF8' }, { locale: 'C.UTF-8' }, ...(auth ? [{ auth: 'scram-sha-256' }] : [])],
+            pg_hba: pgHba,
           },
           postgresql: {
-            listen: `127.0.0.1:${pgPort}`,
-            connect_address: `127.0.0.1:${pgPort}`,
+            listen: `${host}:${pgPort}`,
+            connect_address: `${host}:${pgPort}`,
             data_dir: dataDir,
             bin_dir: PG_BIN,
             pgpass: path.join(nodeDir, 'pgpass'),
-            authentication: { superuser: { username: 'postgres', password: 'postgres' }, replication: { username: 'replicator', password: 'replicator' } },
-            parameters: { unix_socket_directories: nodeDir },
+            authentication: auth
+              ? {
+                  superuser: { username: 'postgres', password: auth.superuser, ...connSsl },
+                  replication: { username: 'replicator', password: auth.replication, ...connSsl },
+                  rewind: { username: 'postgres', password: auth.superuser, ...connSsl },
+                }
+              : { superuser: { username: 'postgres', password: 'postgres' }, replication: { username: 'replicator', password: 'replicator' } },
+            parameters: { unix_socket_directories: nodeDir, ...ssl },
+            ...(auth ? { pg_hba: pgHba } : {}),
           },
         },
         null,
         2,
       ),
+      pgUser,
     );
-    chownSync(cfg, uid, gid);
-    const patroni = spawn('runuser', ['-u', 'postgres', '--', 'patroni', cfg], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+    const [command, args] = run(where, 'runuser', ['-u', 'postgres', '--', 'patroni', cfg]);
+    const patroni = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
     patroni.stderr?.on('data', (d: Buffer) => opts.log?.(`${name}: ${d.toString().trim()}`));
     children.push(patroni);
     const node: PatroniNode = {
       name,
+      host,
       pgPort,
       restPort,
       dataDir,
@@ -173,7 +315,7 @@ export async function startPatroniCluster(opts: { dir: string; nodes?: number; l
         const pid = Number(readFileSync(f, 'utf8').split('\n')[0]);
         return Number.isInteger(pid) && pid > 0 ? pid : undefined;
       },
-      role: () => restRole(restPort),
+      role: () => restRole(host, restPort),
     };
     nodes.push(node);
     // The first node bootstraps the cluster before the second clones it.
@@ -190,7 +332,8 @@ export async function startPatroniCluster(opts: { dir: string; nodes?: number; l
     }
   };
   return {
-    etcd: { port: etcdPort, child: etcd },
+    etcd: { port: etcdMembers[0]!.port, child: etcdMembers[0]!.child },
+    etcdMembers,
     nodes,
     primary: async () => {
       for (const n of nodes) if ((await n.role()) === 'primary') return n;

@@ -1,0 +1,233 @@
+/**
+ * `npm run start:ha -- --hosts` (SPEC 13.2), read from outside: the generated files and the listening
+ * sockets of every part.
+ *   - no `trust` line in any pg_hba, every PostgreSQL line scram-sha-256, TLS only from the network;
+ *   - no part answers without credentials: PostgreSQL (no password, a wrong one, and without TLS),
+ *     Redis and the Sentinels (NOAUTH), etcd (no user), Patroni's REST API (a switchover without the
+ *     password is 401); the processes' own role is `faceid_app`, not a superuser;
+ *   - no secret in a file readable by others (var/ha/secrets 0700, its files 0600; every file under
+ *     var/ha holding a secret is 0600), none in layout.json or in the command's output.
+ * It starts the layout itself (a minute or two; it needs root, `ip netns` and the Debian packages of
+ * scripts/ensure-ha-tools.sh: skipped where they are not), so it is not for every run of the suite:
+ * HA_HOSTS_TEST=1 turns it on.
+ */
+import test from 'ava';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import net from 'node:net';
+import tls from 'node:tls';
+import path from 'node:path';
+import pg from 'pg';
+import { ROOT } from './helpers/harness.js';
+import { freePort } from '../scripts/lib/private-services.js';
+import { canMakeHosts } from '../scripts/lib/ha/hosts.js';
+import { SECRET_NAMES } from '../scripts/lib/ha/secrets.js';
+
+const HA_DIR = path.join(ROOT, 'var', 'ha');
+const LAYOUT = path.join(HA_DIR, 'layout.json');
+const enabled = process.env.HA_HOSTS_TEST === '1' && canMakeHosts().ok && spawnSync('sh', ['-c', 'command -v patroni && command -v etcd']).status === 0;
+const maybe = enabled ? test.serial : test.serial.skip;
+
+interface Node {
+  host: string;
+  port: number;
+  restPort?: number;
+  netns?: string;
+}
+interface Layout {
+  url: string;
+  hosts: { caFile: string; machine: string };
+  redis: { master: Node; replica: Node; sentinels: Node[] };
+  postgres: { primary: Node; standby: Node; proxy: Node };
+  etcd: Node[];
+  env: Record<string, string>;
+}
+
+let ha: ChildProcess | undefined;
+let output = '';
+let layout: Layout;
+const secret = (name: string) => readFileSync(path.join(HA_DIR, 'secrets', name), 'utf8');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+test.before(async (t) => {
+  if (!enabled) return;
+  t.timeout(600_000);
+  const port = await freePort();
+  ha = spawn(process.execPath, ['--import', 'tsx', 'scripts/start-ha.ts', '--hosts'], {
+    cwd: ROOT,
+    env: { ...process.env, NODE_ENV: 'development', PORT: String(port), LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  ha.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  ha.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  for (let i = 0; i < 600 && !output.includes('[start:ha] ready'); i++) {
+    if (ha.exitCode !== null) throw new Error(`start:ha --hosts exited: ${output.slice(-2000)}`);
+    await sleep(500);
+  }
+  if (!output.includes('[start:ha] ready')) throw new Error(`start:ha --hosts not ready: ${output.slice(-2000)}`);
+  layout = JSON.parse(readFileSync(LAYOUT, 'utf8')) as Layout;
+});
+
+test.after.always(async () => {
+  if (!ha || ha.exitCode !== null) return;
+  ha.kill('SIGINT');
+  await Promise.race([new Promise((r) => ha!.once('exit', r)), sleep(90_000)]);
+});
+
+maybe('no trust line: every pg_hba line is scram-sha-256, and from the network only over TLS', (t) => {
+  for (const node of ['pg1', 'pg2']) {
+    const hba = readFileSync(path.join(HA_DIR, 'postgres', node, 'data', 'pg_hba.conf'), 'utf8');
+    const lines = hba.split('\n').filter((l) => l.trim() && !l.trim().startsWith('#'));
+    t.true(lines.length > 0, node);
+    for (const line of lines) {
+      t.notRegex(line, /\btrust\b/, `${node}: ${line}`);
+      t.regex(line, /scram-sha-256\s*$/, `${node}: ${line}`);
+      if (!line.startsWith('local')) t.regex(line, /^hostssl\s/, `${node}: ${line}`);
+    }
+  }
+});
+
+maybe('PostgreSQL refuses a connection without the password, with a wrong one, and without TLS; the processes log in as faceid_app', async (t) => {
+  const { primary, proxy } = layout.postgres;
+  const ca = readFileSync(path.join(ROOT, layout.hosts.caFile), 'utf8');
+  const attempt = async (config: pg.ClientConfig) => {
+    const c = new pg.Client({ ...config, connectionTimeoutMillis: 5000 });
+    try {
+      await c.connect();
+      const r = await c.query('SELECT current_user AS who, (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) AS su');
+      return r.rows[0] as { who: string; su: boolean };
+    } catch (e) {
+      return e as Error;
+    } finally {
+      await c.end().catch(() => {});
+    }
+  };
+  for (const target of [
+    { host: primary.host, port: primary.port },
+    { host: proxy.host, port: proxy.port },
+  ]) {
+    const tls = { ca, rejectUnauthorized: true };
+    for (const user of ['postgres', 'faceid_app', 'replicator', 'faceid_owner']) {
+      const noPassword = await attempt({ ...target, user, database: 'postgres', ssl: tls });
+      t.true(noPassword instanceof Error, `${user} without a password at ${target.host}`);
+      const wrong = await attempt({ ...target, user, password: 'not-the-password', database: 'postgres', ssl: tls });
+      t.true(wrong instanceof Error && /password authentication failed/.test(wrong.message), `${user} with a wrong password: ${String(wrong)}`);
+    }
+    const plain = await attempt({ ...target, user: 'faceid_app', password: secret('postgres-app'), database: 'faceid', ssl: false });
+    t.true(plain instanceof Error, 'no connection without TLS');
+    const app = await attempt({ ...target, user: 'faceid_app', password: secret('postgres-app'), database: 'faceid', ssl: tls });
+    t.deepEqual(app, { who: 'faceid_app', su: false });
+  }
+  // The processes' own settings: faceid_app, TLS verified against the layout's CA.
+  t.regex(layout.env.DATABASE_URL!, /^postgres:\/\/faceid_app@[^/]+\/faceid\?sslmode=verify-full&sslrootcert=/);
+});
+
+/** One command over a raw TLS (or plain) connection, optionally after AUTH: Redis's own answer, as a client sees it. */
+function redisAnswer(node: Node, command: string[], opts: { password?: string; tls?: boolean } = {}): Promise<string> {
+  const ca = readFileSync(path.join(ROOT, layout.hosts.caFile));
+  const encode = (args: string[]) => `*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`;
+  return new Promise((resolve) => {
+    const socket =
+      opts.tls === false
+        ? net.connect(node.port, node.host)
+        : tls.connect({ host: node.host, port: node.port, ca, servername: undefined, checkServerIdentity: () => undefined });
+    let data = '';
+    const done = (what: string) => {
+      socket.destroy();
+      resolve(what);
+    };
+    socket.setTimeout(3000, () => done(data || 'timeout'));
+    socket.on('error', (e) => done(data || `error: ${e.message}`));
+    socket.on('close', () => done(data || 'closed'));
+    socket.on(opts.tls === false ? 'connect' : 'secureConnect', () => {
+      socket.write((opts.password ? encode(['AUTH', opts.password]) : '') + encode(command));
+    });
+    socket.on('data', (d: Buffer) => {
+      data += d.toString('latin1');
+      if (data.split('\r\n').length > (opts.password ? 2 : 1)) done(data);
+    });
+  });
+}
+
+maybe('Redis and the Sentinels answer nothing without the password, take TLS only, and answer with the password', async (t) => {
+  for (const node of [layout.redis.master, layout.redis.replica]) {
+    t.regex(await redisAnswer(node, ['GET', 'x']), /^-NOAUTH/, `data node :${node.port} without a password`);
+    t.regex(await redisAnswer(node, ['PING'], { password: 'wrong' }), /^-WRONGPASS/, `data node :${node.port} with a wrong password`);
+    t.notRegex(await redisAnswer(node, ['PING'], { tls: false }), /^[+-]/, `data node :${node.port} answered plain text`);
+    t.regex(await redisAnswer(node, ['PING'], { password: secret('redis') }), /\+PONG/);
+  }
+  for (const node of layout.redis.sentinels) {
+    t.regex(await redisAnswer(node, ['SENTINEL', 'masters']), /^-NOAUTH/, `sentinel :${node.port} without a password`);
+    t.regex(await redisAnswer(node, ['SENTINEL', 'get-master-addr-by-name', 'faceid'], { password: secret('redis') }), /\*2/);
+  }
+});
+
+maybe("etcd answers no key without a user, and Patroni's REST API changes nothing without its password", async (t) => {
+  const member = layout.etcd[0]!;
+  const res = await fetch(`http://${member.host}:${member.port}/v3/kv/range`, {
+    method: 'POST',
+    body: JSON.stringify({ key: Buffer.from('/service/').toString('base64'), range_end: Buffer.from('/service0').toString('base64') }),
+  });
+  const body = await res.text();
+  t.false(res.ok, body);
+  t.regex(body, /user name is empty|invalid auth token|permission denied/i);
+  const auth = await fetch(`http://${member.host}:${member.port}/v3/auth/authenticate`, {
+    method: 'POST',
+    body: JSON.stringify({ name: 'patroni', password: 'wrong' }),
+  });
+  t.false(auth.ok);
+
+  const { primary, standby } = layout.postgres;
+  const switchover = (password?: string) =>
+    fetch(`http://${primary.host}:${primary.restPort}/switchover`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(password ? { authorization: `Basic ${Buffer.from(`patroni:${password}`).toString('base64')}` } : {}) },
+      body: JSON.stringify({ leader: 'pg-none', candidate: 'pg-none' }),
+    });
+  t.is((await switchover()).status, 401);
+  t.is((await switchover('wrong')).status, 401);
+  // With the password the request is read (and refused for the made-up names): it is the password that was missing.
+  t.not((await switchover(secret('patroni-rest'))).status, 401);
+  t.truthy(standby.restPort);
+});
+
+maybe('no secret is readable by others, none is in layout.json or in the output, and every part listens on its host only', (t) => {
+  const secretsDir = path.join(HA_DIR, 'secrets');
+  t.is(statSync(secretsDir).mode & 0o777, 0o700);
+  for (const name of SECRET_NAMES) t.is(statSync(path.join(secretsDir, name)).mode & 0o777, 0o600, name);
+  const values = SECRET_NAMES.map(secret);
+  // Every file under var/ha: one that holds a secret is 0600 (and in a directory others cannot enter).
+  const walk = (dir: string): string[] =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) return walk(p);
+      return e.isFile() ? [p] : [];
+    });
+  let checked = 0;
+  for (const file of walk(HA_DIR)) {
+    if (statSync(file).size > 5_000_000) continue; // data files
+    const text = readFileSync(file, 'latin1');
+    if (!values.some((v) => text.includes(v))) continue;
+    checked++;
+    t.is(statSync(file).mode & 0o077, 0, `${path.relative(ROOT, file)} holds a secret and is readable by others`);
+  }
+  t.true(checked >= SECRET_NAMES.length, 'the secrets and the configurations holding them were found');
+  const layoutText = readFileSync(LAYOUT, 'utf8');
+  for (const v of values) {
+    t.false(layoutText.includes(v), 'a secret in layout.json');
+    t.false(output.includes(v), "a secret in start:ha's output");
+  }
+  // Every part listens on its host's address (inside its namespace), not on a wildcard or loopback.
+  for (const node of [layout.redis.master, layout.redis.replica, ...layout.redis.sentinels, layout.postgres.primary, layout.postgres.standby]) {
+    const listening = spawnSync('ip', ['netns', 'exec', node.netns!, 'ss', '-ltnH'], { encoding: 'utf8' }).stdout;
+    t.true(listening.includes(`${node.host}:${node.port} `), `${node.host}:${node.port} in ${node.netns}: ${listening}`);
+    // The local address column of every socket on the part's port: its host's address only.
+    const locals = listening
+      .split('\n')
+      .map((l) => l.trim().split(/\s+/)[3] ?? '')
+      .filter((local) => local.endsWith(`:${node.port}`));
+    t.deepEqual([...new Set(locals)], [`${node.host}:${node.port}`], `${node.netns}: ${listening}`);
+  }
+  t.true(existsSync(LAYOUT));
+  t.true(net.isIPv4(layout.hosts.machine));
+});
