@@ -16,6 +16,8 @@ import { client } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';
 import { activeOperatorAccount, createOperatorAccount, uniqueIdentifier } from './support/auth.js';
 
+// One after another: each test signs in with scrypt-hashed passwords against one shared web process, and
+// seventeen at once beside a face-heavy file starved its connection pool (PostgreSQL connects past 3 s).
 let admin: { operatorId: string; token: string };
 
 const h = useHarness(
@@ -34,7 +36,7 @@ const noHash = (t: { false(v: boolean, m?: string): void }, text: string) => {
   t.false(/passwordHash|password_hash|scrypt\$/.test(text), 'no password hash in the answer');
 };
 
-test('an administrator creates an operator: 201, a temporary password, flagged, no hash, audited', async (t) => {
+test.serial('an administrator creates an operator: 201, a temporary password, flagged, no hash, audited', async (t) => {
   const identifier = uniqueIdentifier();
   const res = await client(h.url).post('/operators', { token: admin.token, json: { identifier, displayName: 'Ada Operator' } });
   t.is(res.status, 201);
@@ -68,7 +70,7 @@ test('an administrator creates an operator: 201, a temporary password, flagged, 
   t.is(withRole.body.operator.orgId, 'acme');
 });
 
-test('a taken identifier is 409 conflict, whatever its case', async (t) => {
+test.serial('a taken identifier is 409 conflict, whatever its case', async (t) => {
   const identifier = uniqueIdentifier('Taken');
   const api = client(h.url);
   t.is((await api.post('/operators', { token: admin.token, json: { identifier, displayName: 'One' } })).status, 201);
@@ -79,7 +81,7 @@ test('a taken identifier is 409 conflict, whatever its case', async (t) => {
   }
 });
 
-test('POST /operators validates its body strictly', async (t) => {
+test.serial('POST /operators validates its body strictly', async (t) => {
   const api = client(h.url);
   for (const json of [
     {},
@@ -97,7 +99,7 @@ test('POST /operators validates its body strictly', async (t) => {
   }
 });
 
-test('a flagged operator signs in, is refused everywhere but set-password, and set-password clears the flag', async (t) => {
+test.serial('a flagged operator signs in, is refused everywhere but set-password, and set-password clears the flag', async (t) => {
   const api = client(h.url);
   const created = await createOperatorAccount(h, admin.token, { role: 'administrator' });
   const first = await login(created.identifier, created.temporaryPassword);
@@ -145,7 +147,7 @@ test('a flagged operator signs in, is refused everywhere but set-password, and s
   t.is((await auditOf(created.operatorId, 'operator.password_set')).length, 1);
 });
 
-test("set-password ends the operator's other sessions, not the current one", async (t) => {
+test.serial("set-password ends the operator's other sessions, not the current one", async (t) => {
   const api = client(h.url);
   const op = await activeOperatorAccount(h, admin.token);
   const a = await login(op.identifier, op.password);
@@ -191,7 +193,7 @@ test.serial('an unknown identifier and a wrong password get the same answer, in 
   t.true(ratio > 0.33 && ratio < 3, `unknown ${fastest(unknownMs).toFixed(1)} ms vs wrong ${fastest(wrongMs).toFixed(1)} ms`);
 });
 
-test("5 wrong passwords in a row lock the account, even the right password is then refused; an administrator's reset unlocks it", async (t) => {
+test.serial("5 wrong passwords in a row lock the account, even the right password is then refused; an administrator's reset unlocks it", async (t) => {
   const api = client(h.url);
   const op = await activeOperatorAccount(h, admin.token);
   const held = await login(op.identifier, op.password);
@@ -232,7 +234,7 @@ test("5 wrong passwords in a row lock the account, even the right password is th
   t.is(row.lockedAt, null);
 });
 
-test('concurrent wrong passwords cannot overshoot the lock', async (t) => {
+test.serial('concurrent wrong passwords cannot overshoot the lock', async (t) => {
   const op = await activeOperatorAccount(h, admin.token);
   const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => login(op.identifier, `wrong-${i}`)));
   t.is(answers.filter((a) => a.status === 401).length, 4);
@@ -240,7 +242,7 @@ test('concurrent wrong passwords cannot overshoot the lock', async (t) => {
   t.is((await auditOf(op.operatorId, 'operator.locked')).length, 1);
 });
 
-test('a success resets the failure count', async (t) => {
+test.serial('a success resets the failure count', async (t) => {
   const op = await activeOperatorAccount(h, admin.token);
   for (let i = 0; i < 4; i++) t.is((await login(op.identifier, 'wrong')).status, 401);
   t.is((await login(op.identifier, op.password)).status, 200);
@@ -248,7 +250,7 @@ test('a success resets the failure count', async (t) => {
   t.is((await login(op.identifier, op.password)).status, 200);
 });
 
-test('wrong current passwords at set-password count towards the lock, and the guessing session ends', async (t) => {
+test.serial('wrong current passwords at set-password count towards the lock, and the guessing session ends', async (t) => {
   const api = client(h.url);
   const op = await activeOperatorAccount(h, admin.token);
   const s = await login(op.identifier, op.password);
@@ -273,7 +275,7 @@ test('wrong current passwords at set-password count towards the lock, and the gu
   t.is((await login(op.identifier, op.password)).body.error, 'account_locked');
 });
 
-test('a deactivated operator: refused at once with its token, at sign-in with the right password; the row stays', async (t) => {
+test.serial('a deactivated operator: refused at once with its token, at sign-in with the right password; the row stays', async (t) => {
   const api = client(h.url);
   const op = await activeOperatorAccount(h, admin.token, { role: 'administrator' });
   const s = await login(op.identifier, op.password);
@@ -310,7 +312,7 @@ test('a deactivated operator: refused at once with its token, at sign-in with th
   t.is((await login(op.identifier, op.password)).status, 200);
 });
 
-test('PATCH /operators/{id} changes display name and role (audited); the body is strict and not empty', async (t) => {
+test.serial('PATCH /operators/{id} changes display name and role (audited); the body is strict and not empty', async (t) => {
   const api = client(h.url);
   const op = await activeOperatorAccount(h, admin.token);
   const s = await login(op.identifier, op.password);
@@ -350,7 +352,7 @@ test('PATCH /operators/{id} changes display name and role (audited); the body is
   }
 });
 
-test('unknown operator ids are 404 not_found on every operator route', async (t) => {
+test.serial('unknown operator ids are 404 not_found on every operator route', async (t) => {
   const api = client(h.url);
   for (const id of [randomUUID(), 'not-a-uuid', '123']) {
     const answers = await Promise.all([
@@ -366,7 +368,7 @@ test('unknown operator ids are 404 not_found on every operator route', async (t)
   }
 });
 
-test('GET /operators/{id}/sessions: full /identify SearchLog rows of that operator, newest first, paged', async (t) => {
+test.serial('GET /operators/{id}/sessions: full /identify SearchLog rows of that operator, newest first, paged', async (t) => {
   const api = client(h.url);
   const op = await newOperator(h);
   const other = await newOperator(h);
@@ -444,7 +446,7 @@ test('GET /operators/{id}/sessions: full /identify SearchLog rows of that operat
   t.is((await api.get(`/operators/${op.operatorId}/sessions`, { token: admin.token })).body.total, 3);
 });
 
-test('first administrator from ADMIN_IDENTIFIER/ADMIN_PASSWORD, then the last active administrator cannot be demoted or deactivated', async (t) => {
+test.serial('first administrator from ADMIN_IDENTIFIER/ADMIN_PASSWORD, then the last active administrator cannot be demoted or deactivated', async (t) => {
   // A deployment of its own: no operator exists yet.
   const fresh = await startHarness({ env: { ADMIN_IDENTIFIER: 'root-admin', ADMIN_PASSWORD: 'first admin passphrase' } });
   try {
@@ -507,13 +509,13 @@ test('first administrator from ADMIN_IDENTIFIER/ADMIN_PASSWORD, then the last ac
   }
 });
 
-test('ensureFirstAdministrator does nothing when unset, or when an active administrator exists', async (t) => {
+test.serial('ensureFirstAdministrator does nothing when unset, or when an active administrator exists', async (t) => {
   t.deepEqual(await ensureFirstAdministrator(h.deps), { created: false, reason: 'not_configured' });
   const deps = { ...h.deps, config: h.configFor({ ADMIN_IDENTIFIER: uniqueIdentifier('boot'), ADMIN_PASSWORD: 'long enough password' }) };
   t.deepEqual(await ensureFirstAdministrator(deps), { created: false, reason: 'administrator_exists' });
 });
 
-test('npm run create-admin creates the database if needed and prints a temporary password; a taken identifier exits non-zero', async (t) => {
+test.serial('npm run create-admin creates the database if needed and prints a temporary password; a taken identifier exits non-zero', async (t) => {
   const name = `faceid_t_${randomBytes(5).toString('hex')}`;
   const url = new URL(h.db.url);
   url.pathname = `/${name}`;
@@ -553,7 +555,7 @@ test('npm run create-admin creates the database if needed and prints a temporary
   }
 });
 
-test('operator sign-in attempts are capped per client address, before any password is checked', async (t) => {
+test.serial('operator sign-in attempts are capped per client address, before any password is checked', async (t) => {
   const limited = await startHarness({ env: { OPERATOR_LOGINS_PER_IP_PER_HOUR: '3', ADMIN_IDENTIFIER: 'root-limit', ADMIN_PASSWORD: 'root-limit-pass-1' } });
   try {
     await ensureFirstAdministrator(limited.deps);
