@@ -326,7 +326,7 @@ test('the webhook transport POSTs the code to the gateway; a failed delivery is 
   const behaviour = { status: 200, hang: false };
   const gw = await smsGateway(behaviour);
   const hooked = await startHarness({
-    env: { SMS_TRANSPORT: 'webhook', SMS_WEBHOOK_URL: gw.url, SMS_WEBHOOK_TOKEN: 'gw-secret', SMS_WEBHOOK_TIMEOUT_MS: '300' },
+    env: { SMS_TRANSPORT: 'webhook', SMS_WEBHOOK_URL: gw.url, SMS_WEBHOOK_TOKEN: 'gw-secret', SMS_WEBHOOK_TIMEOUT_MS: '1500' },
   });
   try {
     const api = client(hooked.url);
