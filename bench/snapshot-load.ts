@@ -26,6 +26,7 @@ import { engineKindFor } from '../features/search/worker/replica.js';
 import { SealedSnapshotFiles } from '../features/search/worker/sealed-snapshot-files.js';
 import { SketchIndex, VectorStore } from '../features/search/worker/search-kernel.js';
 import { DEFAULT_EXACT_CANDIDATES, SketchEngine } from '../features/search/worker/sketch-engine.js';
+import { idTableOf } from '../features/search/worker/id-table.js';
 import { DIM, enrolledVector, fmt, machine, saveResults, summarise, syntheticUserId, table } from './lib.js';
 
 const FACTORY = 'BinarySketch512';
@@ -65,7 +66,7 @@ async function child(mode: 'clear' | 'sealed', dir: string): Promise<void> {
     sketch.addCodes(codes);
     const store = new VectorStore(DIM, path.join(clear, 'vectors.f32'), m.rows);
     const opts = { dim: DIM, candidates: 2000, exactCandidates: DEFAULT_EXACT_CANDIDATES };
-    rows = new SketchEngine(FACTORY, m.nbits, opts, sketch, store, m.trainedOn, m.trainedAtSize, ids).size;
+    rows = new SketchEngine(FACTORY, m.nbits, opts, sketch, store, m.trainedOn, m.trainedAtSize, idTableOf(ids)).size;
   }
   const ms = performance.now() - t0;
   if (rows !== m.rows) throw new Error(`${mode}: loaded ${rows} rows, expected ${m.rows}`);

@@ -28,7 +28,7 @@ import type { EngineKind, IndexEngine, RebuildPolicy, RebuildReason } from './en
 import { FaissKind } from './faiss-engine.js';
 import { IndexLoader } from './index-loader.js';
 import { errMessage, newReplicaStats, type ReplicaState } from './replica-state.js';
-import { DEFAULT_EXACT_CANDIDATES, SKETCH_FACTORY, SketchKind } from './sketch-engine.js';
+import { DEFAULT_EXACT_CANDIDATES, SKETCH_FACTORY, SketchKind, SnapshotRowsDamagedError } from './sketch-engine.js';
 import { SnapshotStore } from './snapshot-store.js';
 import type { KeyRing } from '../../../platform/keys/key-ring.js';
 import { processKeyRing } from '../../../platform/keys/templates.js';
@@ -345,11 +345,25 @@ export class IndexReplica {
       const s = this.state;
       if (!s) throw new Error('the index is not built yet');
       if (s.invalid) {
-        if (attempt >= 5) throw new Error('the index is being rebuilt (the change log was pruned past it)');
+        if (attempt >= 5) throw new Error('the index is being rebuilt (the change log was pruned past it, or its snapshot was damaged)');
         await (this.rebuilding ?? this.rebuild('behind-pruned'));
         continue;
       }
-      if (s.appliedSeq >= minSeq) return fn(s);
+      if (s.appliedSeq >= minSeq) {
+        try {
+          return fn(s);
+        } catch (e) {
+          // A re-rank row of the serving snapshot no longer authenticates (the file was altered after
+          // it was opened): this search fails, and the index is loaded again (the damaged snapshot is
+          // refused at open: an older one, or a full build from PostgreSQL).
+          if (e instanceof SnapshotRowsDamagedError && this.state === s) {
+            s.invalid = true;
+            this.opts.logger.error({ err: errMessage(e), dir: s.snapshotDir }, 'snapshot row does not authenticate; loading the index again');
+            void this.rebuild('damaged-snapshot').catch((err) => this.opts.logger.error({ err: errMessage(err) }, 'rebuild after a damaged snapshot failed'));
+          }
+          throw e;
+        }
+      }
       if (attempt >= 3) {
         throw new Error(`change seq ${minSeq} is not in the change log (applied ${s.appliedSeq}): the API and this worker use different databases?`);
       }
