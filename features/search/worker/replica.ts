@@ -50,6 +50,12 @@ export interface ReplicaOptions {
   rerankCandidates?: number;
   /** BinarySketch: of those, how many are re-ranked exactly (best by the asymmetric estimate; 0: all). */
   exactCandidates?: number;
+  /**
+   * Benchmarks only (never configured): re-rank from this clear float32 file of the snapshot's rows,
+   * in its row order, instead of the snapshot's sealed rows — the clear reference the sealed version
+   * is measured against (bench/search.ts). Production has no such file: nothing is written in clear.
+   */
+  clearVectorsFile?: string;
   /** Most knn searches in one engine call. */
   maxBatch?: number;
   /** Retrain once the population exceeds this factor times the size it was trained at. */
@@ -81,12 +87,16 @@ export interface ReplicaOptions {
   dim?: number;
 }
 
-export function engineKindFor(factory: string, opts: { nprobe: number; rerankCandidates: number; exactCandidates?: number; dim: number }): EngineKind {
+export function engineKindFor(
+  factory: string,
+  opts: { nprobe: number; rerankCandidates: number; exactCandidates?: number; dim: number; clearVectorsFile?: string },
+): EngineKind {
   if (SKETCH_FACTORY.test(factory.trim()))
     return new SketchKind(factory.trim(), {
       dim: opts.dim,
       candidates: opts.rerankCandidates,
       exactCandidates: opts.exactCandidates ?? DEFAULT_EXACT_CANDIDATES,
+      clearVectorsFile: opts.clearVectorsFile,
     });
   return new FaissKind(factory, opts.nprobe, opts.dim);
 }
@@ -120,6 +130,7 @@ export class IndexReplica {
       rerankCandidates: opts.rerankCandidates ?? 2000,
       exactCandidates: opts.exactCandidates,
       dim,
+      clearVectorsFile: opts.clearVectorsFile,
     });
     this.source = opts.source ?? new PgChangeLogSource(db, opts.keyRing);
     this.erasures = new ErasuresRepository(db);

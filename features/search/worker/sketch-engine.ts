@@ -53,6 +53,8 @@ export interface SketchOptions {
    * (the float query against the candidates' sign bits). 0 or >= candidates: all of them.
    */
   exactCandidates?: number;
+  /** Benchmarks only: see ReplicaOptions.clearVectorsFile. */
+  clearVectorsFile?: string;
 }
 
 /** SEARCH_EXACT_CANDIDATES' default (docs/performance.md §2: recall vs exact 1.000 from 100 on both generators at 1M). */
@@ -446,7 +448,8 @@ export class SketchKind implements EngineKind {
    * one altered, swapped or foreign row is refused (SnapshotFileError) and the replica loads another
    * or builds in full.
    */
-  async openSnapshot(files: SnapshotReader, engineMeta: unknown, opts: { clearVectorsFile?: string } = {}): Promise<SketchEngine> {
+  async openSnapshot(files: SnapshotReader, engineMeta: unknown): Promise<SketchEngine> {
+    const opts = this.opts;
     const m = engineMeta as SketchMeta;
     if (!m || m.nbits !== this.nbits || m.seed !== ROTATION_SEED || m.dim !== this.opts.dim) throw new Error('snapshot of another index type');
     const meanBytes = Buffer.from(m.mean, 'base64');
