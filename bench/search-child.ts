@@ -90,7 +90,15 @@ if (args.mode === 'cold') {
   const top1: string[] = [];
   for (let j = 0; j < args.check.length; j++) top1.push((await replica.knn(probe(j), K, '0')).hits[0]?.userId ?? '');
   const same = top1.every((u, j) => u === args.check[j]);
-  const ready = { readyMs, readyCpuMs: (readyCpu.user + readyCpu.system) / 1000, buildMs, from: replica.stats.lastBuild?.from, same, checked: top1.length, refused: replica.stats.snapshotsRefused };
+  const ready = {
+    readyMs,
+    readyCpuMs: (readyCpu.user + readyCpu.system) / 1000,
+    buildMs,
+    from: replica.stats.lastBuild?.from,
+    same,
+    checked: top1.length,
+    refused: replica.stats.snapshotsRefused,
+  };
   // Then the searches, one at a time through the job path, and the memory they leave resident.
   const q = Math.min(ds.q, args.probes);
   for (let j = 0; j < Math.min(5, q); j++) await replica.knn(probe(j), K, '0');
@@ -215,7 +223,7 @@ if (args.mode === 'cold') {
     for (let from = 0; from < store.rows(); from += 8192) {
       const rows = store.read(from, Math.min(8192, store.rows() - from));
       const bytes = new Uint8Array(rows.buffer, rows.byteOffset, rows.byteLength);
-      for (let o = 0; o < bytes.length; ) o += writeSync(fd, bytes, o, bytes.length - o);
+      for (let o = 0; o < bytes.length;) o += writeSync(fd, bytes, o, bytes.length - o);
     }
     closeSync(fd);
   }

@@ -185,10 +185,10 @@ export class IdTable {
       grown.set(this.live);
       this.live = grown;
     }
+    this.rehashIfFull(); // before p is live: a rehash re-inserts every live position
     this.count++;
     this.live[p] = 1;
     this.liveCount++;
-    this.rehashIfFull();
     this.insertSlot(p);
     return p;
   }
