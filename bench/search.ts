@@ -140,7 +140,12 @@ function runChild(args: Record<string, unknown>): any {
     },
   );
   if (r.status !== 0) throw new Error(`search-child ${String(args.mode)} failed (${r.status ?? r.signal}):\n${r.stderr}`);
-  return JSON.parse(r.stdout.trim().split('\n').pop()!);
+  // The figures are the last JSON line; anything else the child printed (a late warning) is shown.
+  const lines = r.stdout.trim().split('\n');
+  const at = lines.findLastIndex((l) => l.startsWith('{'));
+  if (lines.length > 1 || at < 0) process.stderr.write(lines.filter((_, i) => i !== at).join('\n') + '\n');
+  if (at < 0) throw new Error(`search-child ${String(args.mode)} printed no figures`);
+  return JSON.parse(lines[at]!);
 }
 
 interface Figures {
