@@ -103,14 +103,18 @@ if (args.mode === 'cold') {
   const q = Math.min(ds.q, args.probes);
   for (let j = 0; j < Math.min(5, q); j++) await replica.knn(probe(j), K, '0');
   const lat: number[] = [];
+  const cpu: number[] = [];
   let exactMate = 0,
     bothMate = 0,
     mate = 0,
     withMate = 0;
   for (let j = 0; j < q; j++) {
     const t = performance.now();
+    const c0 = process.cpuUsage();
     const r = await replica.knn(probe(j), K, '0');
+    const c = process.cpuUsage(c0);
     lat.push(performance.now() - t);
+    cpu.push((c.user + c.system) / 1000);
     const got = r.hits[0]?.userId ?? '';
     if (ds.mates[j]! < 0) continue;
     withMate++;
@@ -131,6 +135,8 @@ if (args.mode === 'cold') {
       probes: q,
       p50Ms: s.p50,
       p99Ms: s.p99,
+      cpuP50Ms: summarise(cpu).p50,
+      cpuP99Ms: summarise(cpu).p99,
       mateAt1: withMate ? mate / withMate : null,
       recallVsExact: exactMate ? bothMate / exactMate : null,
       indexMiB: engine.memoryBytes() / 2 ** 20,

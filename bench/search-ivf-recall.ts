@@ -77,8 +77,7 @@ for (const nlist of nlists) {
       for (let i = 0; i < DIM; i++) sum[c * DIM + i]! += train[r * DIM + i]!;
     }
     const next = new Float32Array(nlist * DIM);
-    for (let c = 0; c < nlist; c++)
-      for (let i = 0; i < DIM; i++) next[c * DIM + i] = cnt[c] ? sum[c * DIM + i]! : centroids[c * DIM + i]!;
+    for (let c = 0; c < nlist; c++) for (let i = 0; i < DIM; i++) next[c * DIM + i] = cnt[c] ? sum[c * DIM + i]! : centroids[c * DIM + i]!;
     centroids = normalise(next);
   }
   const size = new Float64Array(nlist);

@@ -21,7 +21,7 @@
  * the snapshot's rows; then fresh children start replicas from the snapshot (the cold start) and search
  * every probe again, alternately re-ranking from the snapshot's sealed rows (what a replica does) and
  * from the clear copy (the reference), and report their resident memory split into anonymous and
- * file-backed (/proc/self/status RssAnon / RssFile). BENCH_ROUNDS (default 2) rounds of each. With BENCH_SOURCE=file the rows come from the dataset
+ * file-backed (/proc/self/status RssAnon / RssFile). BENCH_ROUNDS (default 3) rounds of each. With BENCH_SOURCE=file the rows come from the dataset
  * file instead of PostgreSQL (bench/search-file-source.ts: the bounded procedure for 10M).
  *
  * The LAST line printed is one JSON object: { n, factory, p50Ms, p99Ms, mateAt1, mateAt1Exact,
@@ -55,7 +55,7 @@ const WORK = path.resolve(env.BENCH_WORK_DIR ?? path.join(ROOT, 'var', 'bench', 
 const BASE = env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DB_NAME = 'faceid_bench';
 /** Cold starts of each version (sealed, clear), alternated. */
-const ROUNDS = Number(env.BENCH_ROUNDS ?? 2);
+const ROUNDS = Number(env.BENCH_ROUNDS ?? 3);
 
 function datasetArg(): string | null {
   const i = process.argv.indexOf('--dataset');
@@ -207,7 +207,7 @@ async function benchDataset(name: string, dir: string, log: (s: string) => void)
           throw new Error(`the ${variant} cold start did not serve from the snapshot with the same answers: ${JSON.stringify(c)}`);
         runs[variant].push(c);
         log(
-          `${name}: ${variant}: p50 ${fmt(c.p50Ms, 2)} ms, p99 ${fmt(c.p99Ms, 2)} ms, recall vs exact ${pct(c.recallVsExact)}, anonymous ${fmt(c.anonMiB, 0)} MiB, file-backed ${fmt(c.fileMiB, 0)} MiB, cold start ${fmt(c.readyMs / 1000, 2)} s`,
+          `${name}: ${variant}: p50 ${fmt(c.p50Ms, 2)} ms, p99 ${fmt(c.p99Ms, 2)} ms, CPU p50 ${fmt(c.cpuP50Ms, 2)} ms, recall vs exact ${pct(c.recallVsExact)}, anonymous ${fmt(c.anonMiB, 0)} MiB, file-backed ${fmt(c.fileMiB, 0)} MiB, cold start ${fmt(c.readyMs / 1000, 2)} s`,
         );
       }
     }
@@ -221,6 +221,8 @@ async function benchDataset(name: string, dir: string, log: (s: string) => void)
     return {
       p50Ms: mean(r.map((c) => c.p50Ms)),
       p99Ms: mean(r.map((c) => c.p99Ms)),
+      cpuP50Ms: mean(r.map((c) => c.cpuP50Ms)),
+      cpuP99Ms: mean(r.map((c) => c.cpuP99Ms)),
       recallVsExact: Math.min(...r.map((c) => c.recallVsExact ?? 0)),
       mateAt1: Math.min(...r.map((c) => c.mateAt1 ?? 0)),
       anonMiB: Math.max(...r.map((c) => c.anonMiB)),
@@ -245,6 +247,7 @@ async function benchDataset(name: string, dir: string, log: (s: string) => void)
     sealed,
     clear,
     sealedOverClearP50: sealed.p50Ms / clear.p50Ms,
+    sealedOverClearCpuP50: sealed.cpuP50Ms / clear.cpuP50Ms,
   };
 }
 
@@ -338,17 +341,30 @@ export async function runSearchBench(): Promise<{ markdown: string; lastLine: st
         f.n.toLocaleString('en'),
         v === 'sealed' ? 'sealed rows (mapped, decrypted per re-ranked row)' : 'clear rows (mapped; the reference)',
         `${fmt(x.p50Ms, 2)} / ${fmt(x.p99Ms, 2)}`,
+        `${fmt(x.cpuP50Ms, 2)} / ${fmt(x.cpuP99Ms, 2)}`,
         pct(x.recallVsExact),
         fmt(x.anonMiB, 0),
         fmt(x.fileMiB, 0),
         fmt(x.indexMiB, 0),
         fmt(x.coldStartS, 2),
-        v === 'sealed' ? fmt(f.sealedOverClearP50 as number, 3) : '1',
+        v === 'sealed' ? `${fmt(f.sealedOverClearP50 as number, 3)} (CPU ${fmt(f.sealedOverClearCpuP50 as number, 3)})` : '1',
       ];
     }),
   );
   const sideMd = table(
-    ['dataset', 'n', 'version', 'search job ms p50 / p99', 'recall vs exact', 'RssAnon MiB', 'RssFile MiB', 'index MiB', 'cold start s', 'p50 / clear p50'],
+    [
+      'dataset',
+      'n',
+      'version',
+      'search job ms p50 / p99',
+      'CPU ms per search p50 / p99',
+      'recall vs exact',
+      'RssAnon MiB',
+      'RssFile MiB',
+      'index MiB',
+      'cold start s',
+      'p50 / clear p50',
+    ],
     sideRows,
   );
   const file = saveResults('search', { figures, summary, totalSeconds: (performance.now() - t0) / 1000 });
