@@ -1135,7 +1135,7 @@ Napi::Value SealRows(const Napi::CallbackInfo& info) {
   sealed_rows::RowCipher cipher(key.Data());
   std::vector<uint8_t> prefix(ad.Data(), ad.Data() + ad.ByteLength()), a;
   for (size_t i = 0; i < m; i++) {
-    // RowAd indexes ids by absolute row: point it so that row first + i reads ids[i].
+    // The same associated data as VectorStore::RowAd for row first + i (ids here start at row `first`).
     const uint8_t* id = ids.Data() + i * 16;
     a.assign(prefix.begin(), prefix.end());
     const std::string pos = std::to_string(first + i);
