@@ -7,7 +7,6 @@
  *   npm run bench -- identify-e2e      # identify through the queues + SearchLog vs the raw engine
  *   npm run bench -- dedupe            # the search a link adds for duplicate detection, at 1M (BENCH_N)
  *   npm run bench -- face-path         # /verify/self and /identify vs the raw engine, one client and 4 in flight
- *   npm run bench -- snapshot-load     # a replica's cold start from a sealed snapshot vs one in clear, at 1M (BENCH_N)
  *
  * Each prints Markdown tables and writes its figures to var/bench/<name>.json. Run them on an idle
  * machine: they measure CPU time, and the search benchmark needs about 6 GB of RAM at 1M.
@@ -21,7 +20,6 @@ const BENCHES: Record<string, () => Promise<string | { markdown: string; lastLin
   'identify-e2e': async () => (await import('./identify-e2e.js')).runIdentifyE2eBench(),
   'face-path': async () => (await import('./face-path.js')).runFacePathBench(),
   dedupe: async () => (await import('./dedupe.js')).runDedupeBench(),
-  'snapshot-load': async () => (await import('./snapshot-load.js')).runSnapshotLoadBench(),
 };
 
 // Options with a value (`--dataset DIR`) are the benchmarks' own: skip them and their value.
