@@ -23,6 +23,7 @@ export type LivenessStep = (typeof LIVENESS_STEPS)[number];
 export const FAILURE_REASONS = [
   'session_expired',
   'replayed_frames',
+  'implausible_timing',
   'no_face',
   'multiple_faces',
   'static_capture',
@@ -236,15 +237,74 @@ export function judgeFaces(input: FrameVerdictInput): FaceVerdict {
   return { status: 'needs_identity', stepsSeen: seen, then, reference };
 }
 
-/** Whether every frame shows the person of the reference frame (cosine of L2-normalised embeddings). */
-export function onePerson(embeddings: readonly (readonly number[])[], reference: number, threshold = SAME_PERSON_COSINE): boolean {
+/**
+ * Whether a frame can show a step, from its own landmarks: a yaw between the centre and the turn
+ * thresholds is a head in motion, which no step is seen in (`stepsSeen` gives it null whatever the
+ * other frames show). Such a frame decides nothing — not the steps, not the passive model, not the
+ * identity — so it is not embedded.
+ */
+export function mayShowStep(landmarks5: readonly Point[], t: typeof POSE_THRESHOLDS = POSE_THRESHOLDS): boolean {
+  const yaw = Math.abs(estimatePose(landmarks5).yaw);
+  return yaw < t.centerYaw || yaw >= t.turnYaw;
+}
+
+/** The frames whose embeddings the identity check needs: every frame a step was seen in. */
+export function framesToCompare(seen: readonly (LivenessStep | null)[]): number[] {
+  return seen.flatMap((s, i) => (s === null ? [] : [i]));
+}
+
+/**
+ * Whether every frame embedded shows the person of the reference frame (cosine of L2-normalised
+ * embeddings); a frame left out (null: in motion, no step seen in it) is not compared.
+ */
+export function onePerson(embeddings: readonly (readonly number[] | null)[], reference: number, threshold = SAME_PERSON_COSINE): boolean {
   const ref = embeddings[reference]!;
   return embeddings.every((e, i) => {
-    if (i === reference) return true;
+    if (i === reference || e === null) return true;
     let dot = 0;
     for (let k = 0; k < ref.length; k++) dot += ref[k]! * e[k]!;
     return dot >= threshold;
   });
+}
+
+/**
+ * Slack allowed between the client's claimed capture times and what the server saw (ms): the two
+ * clocks tick alike, but a browser's timer and the network's delivery are coarse.
+ */
+export const CLAIM_TOLERANCE_MS = 250;
+
+export interface TimingInput {
+  /** When the server created the session (its clock, ms). */
+  createdAt: number;
+  /** When the server received the frames (its clock, ms). */
+  receivedAt: number;
+  /** The steps asked. */
+  steps: number;
+  /** The client's claimed capture time of each frame (its clock, ms; only differences are used), if sent. */
+  capturedAt?: readonly number[] | null;
+  /** LIVENESS_MIN_STEP_MS. */
+  minStepMs: number;
+}
+
+/**
+ * Whether the timing is plausible for a person following the prompts, from what the server itself
+ * observed (the session's creation, the frames' arrival) and the client's claims checked against it.
+ * A person must read each prompt and move to its pose: at least `minStepMs` per step after the first
+ * between the creation and the arrival. The claimed capture times prove nothing by themselves (the
+ * client writes them) and are used only to catch a client contradicting itself or the server: they
+ * must not go backwards, must span no more than the server saw between creation and arrival (the
+ * frames were taken in between; the clocks' offsets cancel out in differences), and must leave the
+ * same least time per step between the first frame and the last.
+ */
+export function plausibleTiming(t: TimingInput): boolean {
+  const least = Math.max(0, t.steps - 1) * t.minStepMs;
+  const elapsed = t.receivedAt - t.createdAt;
+  if (elapsed < least) return false;
+  const c = t.capturedAt;
+  if (!c || c.length === 0) return true;
+  for (let i = 1; i < c.length; i++) if (c[i]! < c[i - 1]!) return false;
+  const span = c[c.length - 1]! - c[0]!;
+  return span <= elapsed + CLAIM_TOLERANCE_MS && span >= least;
 }
 
 /** Draws a session's steps: `center` first, then one to three of the other steps, all different, in random order. */

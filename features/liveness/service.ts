@@ -7,11 +7,13 @@
  *    atomically, before anything else happens, so a second call never runs), within its lifetime
  *    (`session_expired`);
  * 2. the keyed digests of the frames' bytes against every frame received before (`replayed_frames`),
- *    before any frame is decoded; every digest is remembered whatever the outcome;
+ *    before any frame is decoded; every digest is remembered whatever the outcome; then the timing,
+ *    also before any decode (`implausible_timing`: decision.ts `plausibleTiming`);
  * 3. each frame normalised (SELFIE_MAX_PIXELS) and sent through the face path's liveness stage, all
- *    frames at once (each face process takes one): detection, landmarks, the passive score;
- * 4. the checks that need no embedding (`no_face`, `multiple_faces`, `static_capture`), then every
- *    frame embedded (only now, and only if those passed) for `different_faces`, then
+ *    frames at once (each face process takes one): detection, landmarks, the passive score; a frame
+ *    that can show a step is embedded as soon as its own stage answers, while the others are analysed;
+ * 4. the checks that need no embedding (`no_face`, `multiple_faces`, `static_capture`), then the
+ *    frames a step was seen in compared with the best frontal one (`different_faces`), then
  *    `challenge_not_followed` and `spoof_suspected`;
  * 5. a passed session keeps its best frontal frame (embedding, quality, JPEG; sealed) for its one use.
  *
@@ -28,9 +30,19 @@ import type { KeyRing } from '../../platform/keys/key-ring.js';
 import type { NormalisedImage } from '../../platform/face/image.js';
 import { qualitySummary } from '../../platform/face/quality.js';
 import type { Principal } from '../../platform/http/principal.js';
-import { hasFace, type AnalysedFace, type BiometricAttemptsService, type CaptureAnalysis, type FaceService } from '../face/index.js';
-import { drawSteps, judgeFaces, onePerson, type FailureReason, type FrameFace, type LivenessStep } from './decision.js';
-import type { FrontalFrame, LivenessSessionStore } from './session-store.js';
+import { hasFace, type AnalysedFace, type BiometricAttemptsService, type CaptureAnalysis, type CaptureEmbedding, type FaceService } from '../face/index.js';
+import {
+  drawSteps,
+  framesToCompare,
+  judgeFaces,
+  mayShowStep,
+  onePerson,
+  plausibleTiming,
+  type FailureReason,
+  type FrameFace,
+  type LivenessStep,
+} from './decision.js';
+import type { FrontalFrame, LivenessSessionStore, StoredSession } from './session-store.js';
 
 export interface LivenessDeps {
   config: Config;
@@ -80,9 +92,10 @@ export class LivenessService {
     const id = randomUUID();
     const steps = drawSteps((n) => randomInt(n));
     const ttl = config.liveness.sessionTtlSeconds;
-    const expiresAt = Date.now() + ttl * 1000;
+    const createdAt = Date.now();
+    const expiresAt = createdAt + ttl * 1000;
     // Kept a lifetime longer than it lives: a late frames call is told `session_expired`, not 404.
-    await store.create({ id, owner, steps, expiresAt }, 2 * ttl);
+    await store.create({ id, owner, steps, createdAt, expiresAt }, 2 * ttl);
     metrics.outcome('liveness_session', 'created');
     return {
       session: { id, steps, expiresAt: new Date(expiresAt).toISOString(), minFrames: config.liveness.minFrames, maxFrames: config.liveness.maxFrames },
@@ -90,7 +103,13 @@ export class LivenessService {
   }
 
   /** POST /liveness/sessions/{id}/frames: the frames in capture order (the route checked their count). */
-  async submitFrames(principal: Principal, id: string, frames: Buffer[]): Promise<JudgedSession> {
+  async submitFrames(
+    principal: Principal,
+    id: string,
+    frames: Buffer[],
+    /** When the frames arrived (the server's clock) and the client's claimed capture times, if sent. */
+    timing: { receivedAt: number; capturedAt: readonly number[] | null },
+  ): Promise<JudgedSession> {
     const { store, biometric } = this.deps;
     if (!UUID.test(id)) throw notFound();
     const session = await store.get(id);
@@ -101,7 +120,7 @@ export class LivenessService {
       | { status: 'passed'; stepsSeen: (LivenessStep | null)[]; frontal: FrontalFrame }
       | { status: 'failed'; reason: FailureReason; stepsSeen: (LivenessStep | null)[] };
     try {
-      verdict = await this.judge(session.expiresAt, session.steps, frames);
+      verdict = await this.judge(session, frames, timing);
     } catch (e) {
       await store
         .fail(
@@ -127,9 +146,9 @@ export class LivenessService {
   }
 
   private async judge(
-    expiresAt: number,
-    steps: LivenessStep[],
+    session: Pick<StoredSession, 'createdAt' | 'expiresAt' | 'steps'>,
     frames: Buffer[],
+    timing: { receivedAt: number; capturedAt: readonly number[] | null },
   ): Promise<
     | { status: 'passed'; stepsSeen: (LivenessStep | null)[]; frontal: FrontalFrame }
     | { status: 'failed'; reason: FailureReason; stepsSeen: (LivenessStep | null)[] }
@@ -137,26 +156,59 @@ export class LivenessService {
     const { config, store, face } = this.deps;
     const none = frames.map(() => null);
     const failed = (reason: FailureReason, stepsSeen: (LivenessStep | null)[] = none) => ({ status: 'failed' as const, reason, stepsSeen });
-    if (Date.now() >= expiresAt) return failed('session_expired');
+    const { steps } = session;
+    if (Date.now() >= session.expiresAt) return failed('session_expired');
     // Identical frames within this call are one picture repeated (static_capture, judged below), not a replay.
     const digests = [...new Set(frames.map((f) => this.frameDigest(f)))];
     if (await store.recordFrames(digests, config.liveness.replayWindowSeconds)) return failed('replayed_frames');
+    // Before any decode: a session answered faster than a person can follow it costs no face work.
+    if (
+      !plausibleTiming({
+        createdAt: session.createdAt,
+        receivedAt: timing.receivedAt,
+        steps: steps.length,
+        capturedAt: timing.capturedAt,
+        minStepMs: config.liveness.minStepMs,
+      })
+    )
+      return failed('implausible_timing');
 
     const images: NormalisedImage[] = await Promise.all(frames.map((f) => face.normalise(f, { maxPixels: config.biometrics.selfieMaxPixels })));
     const deadlineAt = Date.now() + config.queues.faceJobTimeoutMs;
-    // Every frame's aligned face is kept for the embed stage (0): which frames are embedded is decided
-    // after all of them are seen. What is not embedded expires with the deadline, sealed.
-    const analyses: CaptureAnalysis[] = await Promise.all(images.map((img) => face.analyseCapture(img, 'single', deadlineAt, 0)));
+    // Every frame's liveness stage at once (each face process takes one), and each frame's embedding
+    // started as soon as its own stage answers, while the other frames are still being analysed —
+    // unless the frame cannot show a step (a head in motion: it decides nothing) or the session has
+    // already failed on a frame without one face. Every frame's aligned face is kept for that (0);
+    // what is not embedded expires with the deadline, sealed.
+    let settled = false;
+    const embeds: (Promise<CaptureEmbedding> | null)[] = frames.map(() => null);
+    const analyses: CaptureAnalysis[] = await Promise.all(
+      images.map(async (img, i) => {
+        const a = await face.analyseCapture(img, 'single', deadlineAt, 0);
+        if (!hasFace(a)) settled = true;
+        else if (!settled && a.alignedFace && mayShowStep(a.face.landmarks5)) {
+          const e = face.embedCapture(a, deadlineAt);
+          e.catch(() => {}); // awaited below when the decision needs it; dropped when it does not
+          embeds[i] = e;
+        }
+        return a;
+      }),
+    );
+    settled = true;
     const measured: FrameFace[] = analyses.map((a) =>
       hasFace(a) ? { outcome: 'face', landmarks5: a.face.landmarks5, livenessScore: a.livenessScore } : { outcome: a.outcome },
     );
     const v = judgeFaces({ frames: measured, steps, livenessThreshold: config.face.livenessThreshold });
     if (v.status === 'failed') return failed(v.reason, v.stepsSeen);
     const faces = analyses as AnalysedFace[];
-    const embedded = await Promise.all(faces.map((a) => face.embedCapture(a, deadlineAt)));
+    // The identity check compares every frame a step was seen in with the reference frame.
+    const needed = new Set([v.reference, ...framesToCompare(v.stepsSeen)]);
+    const embedded: (CaptureEmbedding | null)[] = await Promise.all(
+      faces.map((a, i) => (needed.has(i) ? (embeds[i] ?? face.embedCapture(a, deadlineAt)) : null)),
+    );
     if (
       !onePerson(
-        embedded.map((e) => e.embedding),
+        embedded.map((e) => e?.embedding ?? null),
         v.reference,
       )
     )

@@ -39,7 +39,16 @@ import path from 'node:path';
 import type { FaceEngine } from '../../features/face/worker/pipeline/engine.js';
 import { isFaceError } from '../../platform/face/face-error.js';
 import { normaliseUpload } from '../../platform/face/image.js';
-import { drawSteps, estimatePose, judgeFaces, onePerson, type FailureReason, type FrameFace, type LivenessStep } from '../../features/liveness/decision.js';
+import {
+  drawSteps,
+  estimatePose,
+  framesToCompare,
+  judgeFaces,
+  onePerson,
+  type FailureReason,
+  type FrameFace,
+  type LivenessStep,
+} from '../../features/liveness/decision.js';
 import { FIXTURE_PHOTOS, FIXTURES_DIR } from '../../test/fixtures/faces/labels.js';
 import { decodeRgb, encodeJpeg, flatTilt, rng, synthView, type Pt, type Rgb } from './liveness-views.js';
 import { rate, type Rate } from './stats.js';
@@ -103,8 +112,10 @@ export async function judgeSequence(
   }
   const v = judgeFaces({ frames: measured, steps, livenessThreshold });
   if (v.status === 'failed') return { status: 'failed', reason: v.reason };
-  const embeddings = [];
-  for (const a of aligned) embeddings.push((await engine.embedAligned(a!)).embedding);
+  // As the service: only the frames a step was seen in (and the reference) are embedded and compared.
+  const needed = new Set([v.reference, ...framesToCompare(v.stepsSeen)]);
+  const embeddings: (number[] | null)[] = [];
+  for (const [i, a] of aligned.entries()) embeddings.push(needed.has(i) ? (await engine.embedAligned(a!)).embedding : null);
   if (!onePerson(embeddings, v.reference)) return { status: 'failed', reason: 'different_faces' };
   if (v.then.status === 'failed') return { status: 'failed', reason: v.then.reason };
   return { status: 'passed' };
