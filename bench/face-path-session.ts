@@ -37,6 +37,17 @@ export interface AlternatedFigures {
   use: Summary;
   sessionOutcomes: Record<string, number>;
   singleOutcomes: Record<string, number>;
+  /** The face workers' clocks over the single captures and over the sessions alone (ms per job by step). */
+  clocks: { single: string[][]; session: string[][] };
+}
+
+/** A reading of the face workers' clocks and the rows of the difference between two readings. */
+export interface ClockSource<C> {
+  read: () => Promise<C>;
+  rows: (before: C, after: C) => string[][];
+  /** Adds a difference to a running total. */
+  add: (total: C, before: C, after: C) => C;
+  zero: () => C;
 }
 
 const LIVENESS_DIR = path.join(ROOT, 'test/fixtures/faces/liveness');
@@ -88,7 +99,7 @@ async function postForm(url: string, token: string, fields: Record<string, strin
   return { status: res.status, body, ms: performance.now() - t };
 }
 
-export async function benchAlternated(opts: {
+export async function benchAlternated<C>(opts: {
   webUrl: string;
   /** A consumer enrolled from the photo the `stem` frames were synthesised from. */
   userToken: string;
@@ -98,6 +109,7 @@ export async function benchAlternated(opts: {
   modelsDir: string;
   rounds: number;
   warmUp?: number;
+  clocks: ClockSource<C>;
 }): Promise<AlternatedFigures> {
   const { webUrl, userToken, stem } = opts;
   const centre = readFileSync(path.join(LIVENESS_DIR, `${stem}-center.jpg`));
@@ -160,11 +172,20 @@ export async function benchAlternated(opts: {
     const session: number[] = [];
     const frames: number[] = [];
     const use: number[] = [];
+    const { clocks } = opts;
+    let singleClocks = clocks.zero();
+    let sessionClocks = clocks.zero();
     const sides = [
       async () => engine.push(await engineCall()),
-      async () => single.push(await singleCall()),
       async () => {
+        const c0 = await clocks.read();
+        single.push(await singleCall());
+        singleClocks = clocks.add(singleClocks, c0, await clocks.read());
+      },
+      async () => {
+        const c0 = await clocks.read();
         const r = await sessionCall();
+        sessionClocks = clocks.add(sessionClocks, c0, await clocks.read());
         session.push(r.total);
         frames.push(r.frames);
         if (!Number.isNaN(r.use)) use.push(r.use);
@@ -185,6 +206,7 @@ export async function benchAlternated(opts: {
       use: summarise(use.length ? use : [Number.NaN]),
       sessionOutcomes,
       singleOutcomes,
+      clocks: { single: clocks.rows(clocks.zero(), singleClocks), session: clocks.rows(clocks.zero(), sessionClocks) },
     };
   } finally {
     raw.stop();

@@ -237,30 +237,11 @@ export function judgeFaces(input: FrameVerdictInput): FaceVerdict {
   return { status: 'needs_identity', stepsSeen: seen, then, reference };
 }
 
-/**
- * Whether a frame can show a step, from its own landmarks: a yaw between the centre and the turn
- * thresholds is a head in motion, which no step is seen in (`stepsSeen` gives it null whatever the
- * other frames show). Such a frame decides nothing — not the steps, not the passive model, not the
- * identity — so it is not embedded.
- */
-export function mayShowStep(landmarks5: readonly Point[], t: typeof POSE_THRESHOLDS = POSE_THRESHOLDS): boolean {
-  const yaw = Math.abs(estimatePose(landmarks5).yaw);
-  return yaw < t.centerYaw || yaw >= t.turnYaw;
-}
-
-/** The frames whose embeddings the identity check needs: every frame a step was seen in. */
-export function framesToCompare(seen: readonly (LivenessStep | null)[]): number[] {
-  return seen.flatMap((s, i) => (s === null ? [] : [i]));
-}
-
-/**
- * Whether every frame embedded shows the person of the reference frame (cosine of L2-normalised
- * embeddings); a frame left out (null: in motion, no step seen in it) is not compared.
- */
-export function onePerson(embeddings: readonly (readonly number[] | null)[], reference: number, threshold = SAME_PERSON_COSINE): boolean {
+/** Whether every frame shows the person of the reference frame (cosine of L2-normalised embeddings). */
+export function onePerson(embeddings: readonly (readonly number[])[], reference: number, threshold = SAME_PERSON_COSINE): boolean {
   const ref = embeddings[reference]!;
   return embeddings.every((e, i) => {
-    if (i === reference || e === null) return true;
+    if (i === reference) return true;
     let dot = 0;
     for (let k = 0; k < ref.length; k++) dot += ref[k]! * e[k]!;
     return dot >= threshold;

@@ -10,10 +10,10 @@
  *    before any frame is decoded; every digest is remembered whatever the outcome; then the timing,
  *    also before any decode (`implausible_timing`: decision.ts `plausibleTiming`);
  * 3. each frame normalised (SELFIE_MAX_PIXELS) and sent through the face path's liveness stage, all
- *    frames at once (each face process takes one): detection, landmarks, the passive score; a frame
- *    that can show a step is embedded as soon as its own stage answers, while the others are analysed;
- * 4. the checks that need no embedding (`no_face`, `multiple_faces`, `static_capture`), then the
- *    frames a step was seen in compared with the best frontal one (`different_faces`), then
+ *    frames at once (each face process takes one): detection, landmarks, the passive score; each
+ *    frame's embedding started by the face process as soon as its face is aligned (one chain);
+ * 4. the checks that need no embedding (`no_face`, `multiple_faces`, `static_capture`), then every
+ *    frame compared with the best frontal one (`different_faces`), then
  *    `challenge_not_followed` and `spoof_suspected`;
  * 5. a passed session keeps its best frontal frame (embedding, quality, JPEG; sealed) for its one use.
  *
@@ -30,18 +30,8 @@ import type { KeyRing } from '../../platform/keys/key-ring.js';
 import type { NormalisedImage } from '../../platform/face/image.js';
 import { qualitySummary } from '../../platform/face/quality.js';
 import type { Principal } from '../../platform/http/principal.js';
-import { hasFace, type AnalysedFace, type BiometricAttemptsService, type CaptureAnalysis, type CaptureEmbedding, type FaceService } from '../face/index.js';
-import {
-  drawSteps,
-  framesToCompare,
-  judgeFaces,
-  mayShowStep,
-  onePerson,
-  plausibleTiming,
-  type FailureReason,
-  type FrameFace,
-  type LivenessStep,
-} from './decision.js';
+import { hasFace, type AnalysedFace, type BiometricAttemptsService, type CaptureAnalysis, type FaceService } from '../face/index.js';
+import { drawSteps, judgeFaces, onePerson, plausibleTiming, type FailureReason, type FrameFace, type LivenessStep } from './decision.js';
 import type { FrontalFrame, LivenessSessionStore, StoredSession } from './session-store.js';
 
 export interface LivenessDeps {
@@ -175,40 +165,24 @@ export class LivenessService {
 
     const images: NormalisedImage[] = await Promise.all(frames.map((f) => face.normalise(f, { maxPixels: config.biometrics.selfieMaxPixels })));
     const deadlineAt = Date.now() + config.queues.faceJobTimeoutMs;
-    // Every frame's liveness stage at once (each face process takes one), and each frame's embedding
-    // started as soon as its own stage answers, while the other frames are still being analysed —
-    // unless the frame cannot show a step (a head in motion: it decides nothing) or the session has
-    // already failed on a frame without one face. Every frame's aligned face is kept for that (0);
-    // what is not embedded expires with the deadline, sealed.
-    let settled = false;
-    const embeds: (Promise<CaptureEmbedding> | null)[] = frames.map(() => null);
-    const analyses: CaptureAnalysis[] = await Promise.all(
-      images.map(async (img, i) => {
-        const a = await face.analyseCapture(img, 'single', deadlineAt, 0);
-        if (!hasFace(a)) settled = true;
-        else if (!settled && a.alignedFace && mayShowStep(a.face.landmarks5)) {
-          const e = face.embedCapture(a, deadlineAt);
-          e.catch(() => {}); // awaited below when the decision needs it; dropped when it does not
-          embeds[i] = e;
-        }
-        return a;
-      }),
-    );
-    settled = true;
+    // Every frame at once (each face process takes one), each as a chain: its liveness stage, and
+    // its embedding started by the face process as soon as the face is aligned (the identity check
+    // compares every frame: one person in every frame). A session refused before that check
+    // (`static_capture`) has had its frames embedded for nothing: the price of not waiting for every
+    // frame's stage before embedding any.
+    const chains = await Promise.all(images.map((img) => face.analyseAndEmbed(img, 'single', deadlineAt)));
+    const analyses: CaptureAnalysis[] = chains.map((c) => c.analysis);
     const measured: FrameFace[] = analyses.map((a) =>
       hasFace(a) ? { outcome: 'face', landmarks5: a.face.landmarks5, livenessScore: a.livenessScore } : { outcome: a.outcome },
     );
     const v = judgeFaces({ frames: measured, steps, livenessThreshold: config.face.livenessThreshold });
     if (v.status === 'failed') return failed(v.reason, v.stepsSeen);
     const faces = analyses as AnalysedFace[];
-    // The identity check compares every frame a step was seen in with the reference frame.
-    const needed = new Set([v.reference, ...framesToCompare(v.stepsSeen)]);
-    const embedded: (CaptureEmbedding | null)[] = await Promise.all(
-      faces.map((a, i) => (needed.has(i) ? (embeds[i] ?? face.embedCapture(a, deadlineAt)) : null)),
-    );
+    // A frame with a face always has its embedding (the chain embeds whatever the passive score).
+    const embedded = chains.map((c) => c.embedding!);
     if (
       !onePerson(
-        embedded.map((e) => e?.embedding ?? null),
+        embedded.map((e) => e.embedding),
         v.reference,
       )
     )
