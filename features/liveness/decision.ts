@@ -64,6 +64,13 @@ export const STATIC_SHAPE_RESIDUAL = 0.02;
  */
 export const SAME_PERSON_COSINE = 0.3;
 
+/**
+ * The screen-pattern measure (screen-pattern.ts) at or above which the first frame is a screen filmed
+ * by the camera: `spoof_suspected`. Set on the tuning sources (Bush, Hopper): bona fide frames read 55
+ * to 1,028, simulated screens 2,836 to 75,682; the threshold is the two ends' geometric mean.
+ */
+export const SCREEN_PATTERN_THRESHOLD = 1700;
+
 export type Point = readonly [number, number];
 
 export interface Pose {
@@ -189,6 +196,8 @@ export interface FrameVerdictInput {
   frames: readonly FrameFace[];
   steps: readonly LivenessStep[];
   livenessThreshold: number;
+  /** The screen-pattern measure of the first frame (null: not measurable, no evidence either way). */
+  screenPattern?: number | null;
 }
 
 /** The verdict up to (not including) the identity check, which needs embeddings. */
@@ -233,6 +242,8 @@ export function judgeFaces(input: FrameVerdictInput): FaceVerdict {
   // The passive model on the frames that matter: every frame seen at a step (the frames in motion
   // between two poses are blurred by nature and decide nothing).
   else if (faces.some((f, i) => seen[i] !== null && f.livenessScore < input.livenessThreshold)) then = { status: 'failed', reason: 'spoof_suspected' };
+  // A screen's moiré on the first frame (the centre one of any session that follows its steps).
+  else if ((input.screenPattern ?? 0) >= SCREEN_PATTERN_THRESHOLD) then = { status: 'failed', reason: 'spoof_suspected' };
   else then = { status: 'passed', frontal: reference };
   return { status: 'needs_identity', stepsSeen: seen, then, reference };
 }

@@ -27,11 +27,12 @@ import { AppError } from '../../platform/errors.js';
 import type { Logger } from '../../platform/logger.js';
 import type { Metrics } from '../../platform/metrics.js';
 import type { KeyRing } from '../../platform/keys/key-ring.js';
-import type { NormalisedImage } from '../../platform/face/image.js';
+import { decodeRgb, type NormalisedImage } from '../../platform/face/image.js';
 import { qualitySummary } from '../../platform/face/quality.js';
 import type { Principal } from '../../platform/http/principal.js';
 import { hasFace, type AnalysedFace, type BiometricAttemptsService, type CaptureAnalysis, type FaceService } from '../face/index.js';
 import { drawSteps, judgeFaces, onePerson, plausibleTiming, type FailureReason, type FrameFace, type LivenessStep } from './decision.js';
+import { screenPattern } from './screen-pattern.js';
 import type { FrontalFrame, LivenessSessionStore, StoredSession } from './session-store.js';
 
 export interface LivenessDeps {
@@ -170,12 +171,17 @@ export class LivenessService {
     // compares every frame: one person in every frame). A session refused before that check
     // (`static_capture`) has had its frames embedded for nothing: the price of not waiting for every
     // frame's stage before embedding any.
+    // The first frame's pixels, decoded here meanwhile, for the screen-pattern measure.
+    const firstPixels = decodeRgb(images[0]!.jpeg);
+    firstPixels.catch(() => {});
     const chains = await Promise.all(images.map((img) => face.analyseAndEmbed(img, 'single', deadlineAt)));
     const analyses: CaptureAnalysis[] = chains.map((c) => c.analysis);
     const measured: FrameFace[] = analyses.map((a) =>
       hasFace(a) ? { outcome: 'face', landmarks5: a.face.landmarks5, livenessScore: a.livenessScore } : { outcome: a.outcome },
     );
-    const v = judgeFaces({ frames: measured, steps, livenessThreshold: config.face.livenessThreshold });
+    const first = analyses[0]!;
+    const pattern = hasFace(first) ? screenPattern(await firstPixels, first.face.landmarks5) : null;
+    const v = judgeFaces({ frames: measured, steps, livenessThreshold: config.face.livenessThreshold, screenPattern: pattern });
     if (v.status === 'failed') return failed(v.reason, v.stepsSeen);
     const faces = analyses as AnalysedFace[];
     // A frame with a face always has its embedding (the chain embeds whatever the passive score).

@@ -39,7 +39,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FaceEngine } from '../../features/face/worker/pipeline/engine.js';
 import { isFaceError } from '../../platform/face/face-error.js';
-import { normaliseUpload } from '../../platform/face/image.js';
+import { decodeRgb as decodeNormalised, normaliseUpload } from '../../platform/face/image.js';
+import { screenPattern } from '../../features/liveness/screen-pattern.js';
 import { drawSteps, estimatePose, judgeFaces, onePerson, type FailureReason, type FrameFace, type LivenessStep } from '../../features/liveness/decision.js';
 import { FIXTURE_PHOTOS, FIXTURES_DIR } from '../../test/fixtures/faces/labels.js';
 import { decodeRgb, encodeJpeg, flatTilt, rng, synthView, type Pt, type Rgb } from './liveness-views.js';
@@ -92,8 +93,10 @@ export async function judgeSequence(
   if (replayed) return { status: 'failed', reason: 'replayed_frames' };
   const measured: FrameFace[] = [];
   const aligned: (Float32Array | null)[] = [];
+  let firstJpeg: Buffer | null = null;
   for (const f of frames) {
     const { jpeg } = await normaliseUpload(f);
+    firstJpeg ??= jpeg;
     try {
       const r = await engine.liveness(jpeg, 'single', { align: true, quality: false });
       measured.push({ outcome: 'face', landmarks5: r.face.landmarks5, livenessScore: r.livenessScore });
@@ -104,7 +107,9 @@ export async function judgeSequence(
       aligned.push(null);
     }
   }
-  const v = judgeFaces({ frames: measured, steps, livenessThreshold });
+  const first = measured[0]!;
+  const pattern = first.outcome === 'face' ? screenPattern(await decodeNormalised(firstJpeg!), first.landmarks5) : null;
+  const v = judgeFaces({ frames: measured, steps, livenessThreshold, screenPattern: pattern });
   if (v.status === 'failed') return { status: 'failed', reason: v.reason };
   const embeddings = [];
   for (const a of aligned) embeddings.push((await engine.embedAligned(a!)).embedding);
@@ -164,7 +169,7 @@ export async function bonaFide(src: Source, steps: readonly LivenessStep[], r: (
 }
 
 /** What a screen adds to what it shows, filmed by a camera: moiré, gamma, a little blur, a cast. */
-function screen(img: Rgb, r: () => number): Rgb {
+export function screen(img: Rgb, r: () => number): Rgb {
   const out = Buffer.alloc(img.data.length);
   const period = uniform(r, 2.5, 4.5);
   const angle = uniform(r, 0, Math.PI);
