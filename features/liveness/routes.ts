@@ -70,7 +70,7 @@ export default function livenessRoutes({ config, liveness }: { config: Config; l
         'The file field `frames` repeated `minFrames` to `maxFrames` times, in capture order (JPEG, PNG or WebP each). The verdict is `passed` or `failed` with the first reason found, checked in this order: ' +
         '`session_expired`; `replayed_frames` (a frame whose exact bytes this service received before, in any session: checked on keyed digests before any frame is decoded); ' +
         '`implausible_timing` (the frames arrived sooner after the session was created than a person can follow its steps — LIVENESS_MIN_STEP_MS per step after the first —, or the claimed `capturedAt` times go backwards, span more than the server saw, or leave less than that per step); `no_face`; `multiple_faces`; ' +
-        '`static_capture` (one picture repeated, shifted or re-encoded); `different_faces`; `challenge_not_followed` (the head poses, estimated from the landmarks, do not follow `steps` in order); `spoof_suspected` (the passive model). Never a score. ' +
+        '`static_capture` (one picture repeated, shifted or re-encoded); `different_faces`; `challenge_not_followed` (the head poses, estimated from the landmarks, do not follow `steps` in order); `spoof_suspected` (the passive model, or the moiré of a screen on the first frame). Never a score. ' +
         "404 `not_found` for an unknown, malformed or another caller's session; 409 `conflict` for a second frames call. A consumer's failed session counts as one failed biometric attempt (429 `biometric_locked` while locked, before the session is used). " +
         'A frame that is not a decodable image is 400 `invalid_image`, and the session is spent.',
       auth: 'consumer-or-operator',
