@@ -21,6 +21,8 @@ import { newConsumer, newOperator } from './helpers/principals.js';
 import { dataFamilies } from '../processes/data-families.js';
 import { LivenessSessionStore } from '../features/liveness/index.js';
 import { keyRingOf } from '../platform/keys/templates.js';
+import { screen } from '../scripts/evaluate/liveness.js';
+import { decodeRgb, encodeJpeg, rng as evalRng } from '../scripts/evaluate/liveness-views.js';
 
 const FACES = path.join(ROOT, 'test/fixtures/faces');
 const LIVENESS = path.join(FACES, 'liveness');
@@ -35,6 +37,7 @@ const extras: ExtraWeb[] = [];
 let challengeWeb: ExtraWeb;
 let shortWeb: ExtraWeb;
 let strictWeb: ExtraWeb;
+let lenientWeb: ExtraWeb;
 let fewWeb: ExtraWeb;
 let slowWeb: ExtraWeb;
 /** slowWeb's LIVENESS_MIN_STEP_MS: long enough that no call of this test can answer that soon by accident. */
@@ -58,6 +61,8 @@ const h = useHarness(
       shortWeb = await extraWeb({ LIVENESS_SESSION_TTL_SECONDS: '5' });
       // A passive threshold no synthesised frame reaches: what the passive model says of a spoof.
       strictWeb = await extraWeb({ LIVENESS_THRESHOLD: '1' });
+      // A passive threshold every frame reaches: only the screen-pattern measure can refuse there.
+      lenientWeb = await extraWeb({ LIVENESS_THRESHOLD: '0' });
       fewWeb = await extraWeb({ LIVENESS_SESSIONS_PER_HOUR: '2' });
       slowWeb = await extraWeb({ LIVENESS_MIN_STEP_MS: String(SLOW_STEP_MS) });
     },
@@ -77,12 +82,17 @@ let nonce = 0;
  * A fixture frame (or photo) as JPEG bytes no other call sent: a comment segment (COM) with a fresh
  * number after the start marker; the pixels are the fixture's.
  */
-async function frame(name: string, dir = LIVENESS): Promise<FormFile> {
+async function frame(name: string | Buffer, dir = LIVENESS): Promise<FormFile> {
+  if (Buffer.isBuffer(name)) return withComment(name, 'screen');
   const file = path.join(dir, name.includes('.') ? name : `${name}.jpg`);
   const jpeg = name.endsWith('.jpg') || !name.includes('.') ? readFileSync(file) : await sharp(readFileSync(file)).jpeg({ quality: 92 }).toBuffer();
+  return withComment(jpeg, path.basename(name));
+}
+
+function withComment(jpeg: Buffer, name: string): FormFile {
   const text = Buffer.from(`frame ${++nonce} ${process.pid} ${Date.now()}`);
   const com = Buffer.concat([Buffer.from([0xff, 0xfe, 0, text.length + 2]), text]);
-  return { data: Buffer.concat([jpeg.subarray(0, 2), com, jpeg.subarray(2)]), filename: `${path.basename(name)}.jpg`, type: 'image/jpeg' };
+  return { data: Buffer.concat([jpeg.subarray(0, 2), com, jpeg.subarray(2)]), filename: `${name}.jpg`, type: 'image/jpeg' };
 }
 
 /** The frames a person following `steps` sends: one per step, and a return to centre when three are needed. */
@@ -385,6 +395,28 @@ test('spoof_suspected: the passive model, last', async (t) => {
   const r = await sendFrames(user.token, s.id, await following('bush2', s.steps), strictWeb.url);
   t.is(r.body.session.reason, 'spoof_suspected', r.text);
   t.deepEqual(r.body.session.stepsSeen.slice(0, s.steps.length), s.steps);
+});
+
+/** A frame filmed off a screen (scripts/evaluate/liveness.ts `screen`: moiré, gamma, blur, a cast), unique bytes. */
+async function onScreen(f: FormFile, seed: number): Promise<FormFile> {
+  const shown = await encodeJpeg(screen(await decodeRgb(f.data), evalRng(seed)), 90);
+  return frame(shown);
+}
+
+test('spoof_suspected: a screen filmed by the camera (its moiré on the first frame) even where the passive model lets everything through', async (t) => {
+  const user = await newConsumer(h);
+  const s = await session(user.token, lenientWeb.url);
+  const frames = await following('bush2', s.steps);
+  // Only the first frame is filmed off the screen: the measure reads the first frame, and the later
+  // frames keep their faces (a 126-pixel tile under a simulated screen often loses it: no_face).
+  const filmed = [await onScreen(frames[0]!, 100), ...frames.slice(1)];
+  const r = await sendFrames(user.token, s.id, filmed, lenientWeb.url);
+  t.is(r.status, 200, r.text);
+  t.is(r.body.session.reason, 'spoof_suspected', r.text);
+  // The same frames, not filmed off a screen, pass on the same service.
+  const s2 = await session(user.token, lenientWeb.url);
+  const r2 = await sendFrames(user.token, s2.id, await following('bush2', s2.steps), lenientWeb.url);
+  t.is(r2.body.session.status, 'passed', r2.text);
 });
 
 test('a passed session links a NIN through verify-face with livenessSessionId, once; then /verify/self with another', async (t) => {
