@@ -116,12 +116,14 @@ export class LivenessSessionStore {
       'reason',
       'stepsSeen',
     );
-    if (!owner || !steps || !createdAt || !expiresAt || !status) return null;
+    if (!owner || !steps || !expiresAt || !status) return null;
     return {
       id,
       owner,
       steps: JSON.parse(steps) as LivenessStep[],
-      createdAt: Number(createdAt),
+      // A session written before creation times were kept (a deployment's first minute): taken as
+      // created long ago, so that the timing check cannot refuse it for being answered too soon.
+      createdAt: createdAt ? Number(createdAt) : 0,
       expiresAt: Number(expiresAt),
       status: status as SessionStatus,
       reason: (reason || null) as FailureReason | null,
