@@ -139,10 +139,25 @@ export function haproxyConfig(o: HaproxyOptions): string {
     '  http-request disable-l7-retry unless METH_GET || METH_HEAD',
     '  option redispatch 1',
     ...[502, 503, 504].map((s) => `  errorfile ${s} ${path.join(o.dir, `error-${s}.http`)}`),
-    // A web process whose host is cut off answers nothing, not even a reset: once its checks fail, the
-    // requests still waiting on it are cut (and answered 503 with Retry-After by the stage above)
-    // instead of waiting for `timeout server`.
-    '  default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions',
+    // A web process whose host is cut off answers nothing, not even a reset. The requests waiting on
+    // it end through TCP keepalive: its kernel answers the probes while it lives, however slowly it
+    // serves, so only a host that is gone fails them (after 1 s idle, 3 probes 1 s apart: about 4 s);
+    // the connection then fails, and the request is answered 503 with Retry-After (a GET or HEAD is
+    // run again on the other process). Not `timeout server`: a healthy request may take the whole
+    // face deadline (FACE_JOB_TIMEOUT_MS) and more. Not `on-marked-down shutdown-sessions`: it also
+    // kills the requests still connecting to that host, and a stream killed before it reached a
+    // server gives no answer at all (HAProxy logs `D---` and closes the client's connection).
+    '  option srvtcpka',
+    '  srvtcpka-idle 1s',
+    '  srvtcpka-intvl 1s',
+    '  srvtcpka-cnt 3',
+    // A connect to a web process takes a LAN round trip; one that is not answered within 500 ms is
+    // given up and sent to the other process (`retries`, `redispatch`), and the first such failure
+    // of real traffic takes the process out of service at once (`observe layer4`), before its checks
+    // fail, so the following requests go to the other process directly. `fastinter`: once a check
+    // has failed, the next comes sooner. A process that is back is in service after one good check.
+    '  timeout connect 500ms',
+    '  default-server inter 1s fastinter 500ms fall 2 rise 1 observe layer4 error-limit 1 on-error mark-down',
     ...o.webs.map((w) => `  server ${w.name} ${w.host ?? '127.0.0.1'}:${w.port} check`),
     '',
     'listen postgres',
