@@ -17,7 +17,7 @@ import type { Redis } from 'ioredis';
 import { AppError } from '../errors.js';
 import { bullPrefix, QUEUE_OPTIONS, type AwaitedJobContract } from '../jobs/contract.js';
 import { AWAITED_QUEUE_NAMES, JOB_CONTRACTS, type JobContracts, type JobEnvelope, type QueueName } from '../jobs/index.js';
-import { bullConnection, type RedisTarget } from '../redis/redis.js';
+import { bullConnection, STALLED_SOCKET_MS, type RedisTarget } from '../redis/redis.js';
 import { JobAdmission, type AdmissionOptions, type QueueState } from './admission.js';
 import { DeadlineError, msUntil, withDeadline, withdraw } from './deadline.js';
 import { parseReply, replyListKey } from './replies.js';
@@ -89,6 +89,9 @@ interface ReplyWaiter {
  * the list in its envelope and its worker pushes the result there, so each job costs this process one
  * wake-up, for its own result (BullMQ's events streams, with 4-5 events per job, are not read at all).
  */
+/** The reply reader's BLPOP timeout (below STALLED_SOCKET_MS). */
+const READER_BLOCK_SECONDS = 1;
+
 class ReplyReader {
   private readonly waiters = new Map<string, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   private closing = false;
@@ -101,12 +104,18 @@ class ReplyReader {
     this.loop = this.consume();
   }
 
+  /** When the last BLPOP came back (a reply or its timeout): the reader's link answers. */
+  private answeredAt = Date.now();
+
   private async consume(): Promise<void> {
     while (!this.closing) {
       let popped: [string, string] | null;
       try {
-        // The timeout only bounds how long a closed connection goes unnoticed; replies wake it at once.
-        popped = await this.conn.blpop(this.key, 5);
+        // Replies wake it at once; the timeout (under the connection's STALLED_SOCKET_MS) makes a
+        // silent connection show: one that was cut and healed is made again instead of waiting for
+        // the kernel's next retransmission.
+        popped = await this.conn.blpop(this.key, READER_BLOCK_SECONDS);
+        this.answeredAt = Date.now();
       } catch {
         if (this.closing) return;
         await new Promise((r) => setTimeout(r, 200)); // Redis down: waiters time out on their own
@@ -124,6 +133,11 @@ class ReplyReader {
     this.waiters.delete(reply.id);
     if (reply.ok) waiter.resolve(reply.result);
     else waiter.reject(new Error(reply.error));
+  }
+
+  /** Whether replies reach this process now: the reader's last wait came back within its period and a little. */
+  get answering(): boolean {
+    return this.conn.status === 'ready' && Date.now() - this.answeredAt < READER_BLOCK_SECONDS * 1000 + 1500;
   }
 
   /** Registers a waiter BEFORE the job is added, so its reply cannot be missed. */
@@ -267,7 +281,8 @@ export class JobClient {
   }
 
   private connection(): Redis {
-    const c = bullConnection(this.opts.redisUrl);
+    // Neither connection blocks longer than READER_BLOCK_SECONDS: a silent one is made again.
+    const c = bullConnection(this.opts.redisUrl, { socketTimeout: STALLED_SOCKET_MS });
     c.on('error', () => {}); // reported through /health and the request that hits it
     this.connections.push(c);
     return c;
@@ -342,6 +357,24 @@ export class JobClient {
     const contract = JOB_CONTRACTS[name] as AwaitedJobContract<Q, JobContracts[Q]['payload']>;
     const added = contract.enqueue(this.queue(name), envelope, jobId);
     await Promise.all([...written, added]);
+  }
+
+  /**
+   * Whether this process's own links to the queue answer now: its reader's waits come back and its
+   * queue connection answers a PING within `ms`. Throws what failed. (The balancer asks it through
+   * /health/ready: a process back from a cut link stays out of service until they do.)
+   */
+  async linksAnswer(ms = 1000): Promise<void> {
+    if (!this.reader.answering) throw new Error('the job reply reader is not answered');
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        this.queueConnection.ping(),
+        new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`the job queue did not answer a PING within ${ms} ms`)), ms))),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Counts of jobs per state, for /health and the tests. */
