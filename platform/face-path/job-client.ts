@@ -64,6 +64,26 @@ export interface StagedRun {
   abandon(): void;
 }
 
+/**
+ * How long an answer waits for its job to be withdrawn. The queue store itself may be what is away (a
+ * master whose host is cut off answers nothing until the fail-over): the answer is not held for it;
+ * the withdrawal goes on, and a worker that takes the job after its deadline skips it anyway.
+ */
+const WITHDRAW_WAIT_MS = 300;
+
+/** `withdraw`, waited for at most WITHDRAW_WAIT_MS: whether the job was seen withdrawn by then. */
+async function withdrawWithin(queue: Queue, jobId: string): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      withdraw(queue, jobId).catch(() => false),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), WITHDRAW_WAIT_MS))),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export class JobTimeoutError extends AppError {
   constructor(
     queue: QueueName,
@@ -226,14 +246,14 @@ class RunStages implements StagedRun {
         });
         this.loseAll(none);
         this.abandon();
-        await withdraw(this.client.queue(stage), id).catch(() => false);
+        await withdrawWithin(this.client.queue(stage), id);
         throw none;
       }
       if (e instanceof AppError) throw e; // another stage's worker was lost
       if (e instanceof DeadlineError) {
         // Nobody awaits this request's later stages either; a worker that picks one up late skips it.
         this.abandon();
-        const withdrawn = await withdraw(this.client.queue(stage), id);
+        const withdrawn = await withdrawWithin(this.client.queue(stage), id);
         throw new JobTimeoutError(stage, this.timeoutMs, withdrawn, this.client.retryAfter);
       }
       throw new AppError('face_engine_unavailable', 'The face engine failed to process the request', {
