@@ -104,14 +104,14 @@ interface ReplyWaiter {
   cancel(): void;
 }
 
+/** The reply reader's BLPOP timeout (below STALLED_SOCKET_MS). */
+const READER_BLOCK_SECONDS = 1;
+
 /**
  * The one blocking reader of this process's reply list (./replies.ts): every awaited job names
  * the list in its envelope and its worker pushes the result there, so each job costs this process one
  * wake-up, for its own result (BullMQ's events streams, with 4-5 events per job, are not read at all).
  */
-/** The reply reader's BLPOP timeout (below STALLED_SOCKET_MS). */
-const READER_BLOCK_SECONDS = 1;
-
 class ReplyReader {
   private readonly waiters = new Map<string, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   private closing = false;
