@@ -27,7 +27,7 @@ import { createDb } from '../platform/database/db.js';
 import { freePort } from '../scripts/lib/private-services.js';
 import { setLink } from '../scripts/lib/ha/hosts.js';
 import { FACE_KINDS, PG_KINDS, failures, finish, healthy, makeLoad, phase, waitFor, type Layout } from './faults.js';
-import { JOB_TIMEOUT_MS, type Kind, type Sample } from './lib/load.js';
+import { HANG_MS, JOB_TIMEOUT_MS, type Kind, type Sample } from './lib/load.js';
 import { readYourWrites } from './lib/read-your-writes.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -348,6 +348,18 @@ async function main(): Promise<void> {
     );
     await load.identifyOnce();
     await load.stop();
+    // Every request of the run, those sent between two faults included (the phases count only the
+    // requests sent within them): none unanswered or slower than HANG_MS, none answered 5xx but 503
+    // with Retry-After.
+    const all = load.samples;
+    report.wholeRun = {
+      requests: all.length,
+      unansweredOrSlow: all.filter((x) => x.status === 0 || x.ms > HANG_MS).length,
+      other5xx: all.filter((x) => x.status >= 500 && x.status !== 503).length,
+      unavailableWithoutRetryAfter: all.filter((x) => x.status === 503 && !x.retryAfter).length,
+    };
+    const whole = report.wholeRun as Record<string, number>;
+    if (whole.unansweredOrSlow || whole.other5xx || whole.unavailableWithoutRetryAfter) failures.push(`over the whole run: ${JSON.stringify(report.wholeRun)}`);
     // The read-back goes through the proxy to whichever node is primary now.
     await db.destroy();
     db = createDb(databaseUrl, 2, { bindModels: false });
