@@ -183,6 +183,14 @@ export function haproxyConfig(o: HaproxyOptions): string {
     `  bind ${o.pgBind ?? '127.0.0.1'}:${o.pgPort}`,
     '  timeout client 30m',
     '  timeout server 30m',
+    // A client host cut off in the middle of a transaction answers nothing: its session would hold
+    // its row locks until the link came back, and every request wanting those rows would wait as long.
+    // TCP keepalive toward the clients (answered by a live host's kernel whatever its process does)
+    // ends such a connection about 5 s after it went silent; PostgreSQL then rolls the transaction back.
+    '  option clitcpka',
+    '  clitcpka-idle 2s',
+    '  clitcpka-intvl 1s',
+    '  clitcpka-cnt 3',
     '  option httpchk GET /primary',
     '  http-check expect status 200',
     '  default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions',
