@@ -40,6 +40,7 @@ import { adminQuery, dbUrl, procCpuSeconds, startProcess, stopProcess, waitHealt
 import { ROOT, closedLoop, enrolledVector, fmt, machine, saveResults, summarise, syntheticUserId, table } from './lib.js';
 import { fixturePhotos } from './stages.js';
 import { benchLink } from './face-path-link.js';
+import { benchAlternated, type AlternatedFigures } from './face-path-session.js';
 import { processKeyRing } from '../platform/keys/templates.js';
 
 const ring = processKeyRing();
@@ -53,6 +54,10 @@ const LINKS = Number(process.env.BENCH_FP_LINKS ?? 40);
 // As many face processes as `npm start` runs (FACE_PROCESSES, default 2: one per core).
 const FACE_PROCESSES = Number(process.env.BENCH_FP_FACE_PROCESSES ?? loadConfig(process.env).face.processes);
 const DB_NAME = 'faceid_bench_face_path';
+// Rounds of the alternated engine / single capture / liveness session part.
+const ROUNDS = Number(process.env.BENCH_FP_ROUNDS ?? 40);
+// `session`: only the alternated part (the engine, a single capture, a session), for a quick run.
+const ONLY = process.env.BENCH_FP_ONLY ?? '';
 
 interface RawResult {
   one: { wall: number[]; steps: Record<string, number>; normalise: number; liveness: number; embed: number };
@@ -88,6 +93,112 @@ async function post(
   const wall = performance.now() - t;
   if (res.status !== 200) throw new Error(`POST ${url} answered ${res.status} ${body.error ?? ''}`);
   return { outcome: body.outcome!, latencyMs: body.latencyMs, wall };
+}
+
+// (A tree without the clocks, e.g. an older commit measured for comparison, gives none.)
+async function clocksNowOf(facePorts: number[]): Promise<Clocks[]> {
+  return Promise.all(
+    facePorts.map(
+      async (p) =>
+        (await fetch(`http://127.0.0.1:${p}/clocks`).then(
+          (r) => (r.ok ? r.json() : {}),
+          () => ({}),
+        )) as Clocks,
+    ),
+  );
+}
+
+/** Per queue: jobs run between two readings of the face workers' clocks, and ms per job by step. */
+function clockDeltaOf(before: Clocks[], after: Clocks[]): string[][] {
+  const rows: string[][] = [];
+  for (const queue of ['liveness', 'embed']) {
+    let jobs = 0;
+    const steps: Record<string, number> = {};
+    after.forEach((c1, i) => {
+      const q1 = c1[queue] as Clocks[string] | undefined;
+      if (!q1 || typeof q1 === 'number') return;
+      const q0 = before[i]![queue] as Clocks[string] | undefined;
+      const base = q0 && typeof q0 !== 'number' ? q0 : { jobs: 0, msByStep: {} as Record<string, number> };
+      jobs += q1.jobs - base.jobs;
+      for (const [k, v] of Object.entries(q1.msByStep)) steps[k] = (steps[k] ?? 0) + v - (base.msByStep[k] ?? 0);
+    });
+    if (jobs > 0)
+      rows.push([
+        queue,
+        String(jobs),
+        Object.entries(steps)
+          .map(([k, v]) => `${k} ${fmt(v / jobs, 1)}`)
+          .join(', '),
+      ]);
+  }
+  return rows;
+}
+
+/** `total` plus the difference between two readings of the clocks, per process and queue. */
+function addClocks(total: Clocks[], before: Clocks[], after: Clocks[]): Clocks[] {
+  return total.map((t, i) => {
+    const out: Clocks = { ...t };
+    for (const queue of ['liveness', 'embed']) {
+      const q1 = after[i]![queue];
+      if (!q1 || typeof q1 === 'number') continue;
+      const q0 = before[i]![queue];
+      const base = q0 && typeof q0 !== 'number' ? q0 : { jobs: 0, msByStep: {} as Record<string, number> };
+      const acc = t[queue] && typeof t[queue] !== 'number' ? (t[queue] as { jobs: number; msByStep: Record<string, number> }) : { jobs: 0, msByStep: {} };
+      const msByStep = { ...acc.msByStep };
+      for (const [k, v] of Object.entries(q1.msByStep)) msByStep[k] = (msByStep[k] ?? 0) + v - (base.msByStep[k] ?? 0);
+      out[queue] = { jobs: acc.jobs + q1.jobs - base.jobs, msByStep };
+    }
+    return out;
+  });
+}
+
+/** The alternated part's table: the engine, a single capture, a session of the minimum frames. */
+function alternatedMarkdown(a: AlternatedFigures, clocks: string[][]): string {
+  const ratio = (x: number, y: number) => `${fmt(x / y, 2)}×`;
+  return [
+    `Alternated, ${a.rounds} rounds (engine, single capture, session in turn, the order rotating each round), p50 / p99 wall ms, load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}:`,
+    '',
+    table(
+      ['side', 'p50 / p99 ms', 'ratio of p50s', 'goal'],
+      [
+        [
+          `the engine's own time (normalise ${fmt(a.engineSteps.normalise)} + liveness ${fmt(a.engineSteps.liveness)} + embed ${fmt(a.engineSteps.embed)} ms, mean)`,
+          `${fmt(a.engine.p50)} / ${fmt(a.engine.p99)}`,
+          '1',
+          '',
+        ],
+        [
+          'single capture: POST /verify/self',
+          `${fmt(a.single.p50)} / ${fmt(a.single.p99)}`,
+          `${ratio(a.single.p50, a.engine.p50)} the engine`,
+          '≤ 1.3× the engine',
+        ],
+        [
+          'session of the minimum frames: create + frames',
+          `${fmt(a.session.p50)} / ${fmt(a.session.p99)}`,
+          `${ratio(a.session.p50, a.single.p50)} a single capture`,
+          '≤ 2× a single capture',
+        ],
+        ['… of which the frames call', `${fmt(a.frames.p50)} / ${fmt(a.frames.p99)}`, `${ratio(a.frames.p50, a.single.p50)} a single capture`, ''],
+        ['the passed session used: /verify/self with livenessSessionId', `${fmt(a.use.p50)} / ${fmt(a.use.p99)}`, '', ''],
+      ],
+    ),
+    '',
+    `Outcomes: single capture ${Object.entries(a.singleOutcomes)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}; sessions ${Object.entries(a.sessionOutcomes)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}.`,
+    '',
+    table(
+      ['face worker clocks (ms per job, mean)', 'jobs', 'steps'],
+      [
+        ...a.clocks.single.map(([q, j, st]) => [`${q}, single captures`, j!, st!]),
+        ...a.clocks.session.map(([q, j, st]) => [`${q}, sessions`, j!, st!]),
+        ...clocks.map(([q, j, st]) => [`${q}, the whole part (warm-up included)`, j!, st!]),
+      ],
+    ),
+  ].join('\n');
 }
 
 export async function runFacePathBench(): Promise<string> {
@@ -130,6 +241,11 @@ export async function runFacePathBench(): Promise<string> {
     FACE_ENGINE_PORT: String(facePorts[0]),
     SEARCH_HEALTH_PORT: String(searchPort),
     LOG_LEVEL: 'warn',
+    // The alternated part creates a session per round (and redraws those needing four frames).
+    LIVENESS_SESSIONS_PER_HOUR: '100000',
+    // The session's cost, not a person's time: the frames go as soon as the session exists (with the
+    // default LIVENESS_MIN_STEP_MS they would be refused as implausible_timing before any face work).
+    LIVENESS_MIN_STEP_MS: '0',
     ADMIN_IDENTIFIER: '',
     ADMIN_PASSWORD: '',
   };
@@ -185,6 +301,29 @@ export async function runFacePathBench(): Promise<string> {
       await enrolFace(readFileSync(path.join(ROOT, 'test/fixtures/faces', file)), u.id);
     }
 
+    // The alternated part: a consumer enrolled from the full photo the session's frames come from.
+    const [astro] = await deps.db('users').insert({ phone: '+2348039000001' }).returning('id');
+    const [astroSession] = await deps.db('sessions').insert({ subjectType: 'consumer', subjectId: astro.id }).returning('id');
+    const astroToken = (await deps.tokens.signAccess({ sub: astro.id, aud: 'consumer', sid: astroSession.id })).token;
+    await enrolFace(readFileSync(path.join(ROOT, 'test/fixtures/faces/astronaut.png')), astro.id);
+    const alternatedClocks0 = await clocksNowOf(facePorts);
+    const alt = await benchAlternated<Clocks[]>({
+      clocks: { read: () => clocksNowOf(facePorts), rows: clockDeltaOf, add: addClocks, zero: () => facePorts.map(() => ({ pid: 0, cpuMs: 0 }) as Clocks) },
+      webUrl,
+      userToken: astroToken,
+      stem: 'astronaut',
+      minFrames: config.liveness.minFrames,
+      modelsDir: path.resolve(ROOT, config.face.modelsDir),
+      rounds: ROUNDS,
+    });
+    const alternatedClocks = clockDeltaOf(alternatedClocks0, await clocksNowOf(facePorts));
+    const altMd = alternatedMarkdown(alt, alternatedClocks);
+    if (ONLY === 'session') {
+      saveResults('face-path-session', { faceProcesses: FACE_PROCESSES, alt, alternatedClocks });
+      console.log(`\n${altMd}`);
+      return altMd;
+    }
+
     const rawRun = (): RawResult => {
       const args = {
         seconds: SECONDS / 2,
@@ -230,41 +369,8 @@ export async function runFacePathBench(): Promise<string> {
         slowest,
       };
     };
-    // (A tree without the clocks, e.g. an older commit measured for comparison, gives none.)
-    const clocksNow = async () =>
-      Promise.all(
-        facePorts.map(
-          async (p) =>
-            (await fetch(`http://127.0.0.1:${p}/clocks`).then(
-              (r) => (r.ok ? r.json() : {}),
-              () => ({}),
-            )) as Clocks,
-        ),
-      );
-    const clockDelta = (before: Clocks[], after: Clocks[]) => {
-      const rows: string[][] = [];
-      for (const queue of ['liveness', 'embed']) {
-        let jobs = 0;
-        const steps: Record<string, number> = {};
-        after.forEach((c1, i) => {
-          const q1 = c1[queue] as Clocks[string] | undefined;
-          if (!q1 || typeof q1 === 'number') return;
-          const q0 = before[i]![queue] as Clocks[string] | undefined;
-          const base = q0 && typeof q0 !== 'number' ? q0 : { jobs: 0, msByStep: {} as Record<string, number> };
-          jobs += q1.jobs - base.jobs;
-          for (const [k, v] of Object.entries(q1.msByStep)) steps[k] = (steps[k] ?? 0) + v - (base.msByStep[k] ?? 0);
-        });
-        if (jobs > 0)
-          rows.push([
-            queue,
-            String(jobs),
-            Object.entries(steps)
-              .map(([k, v]) => `${k} ${fmt(v / jobs, 1)}`)
-              .join(', '),
-          ]);
-      }
-      return rows;
-    };
+    const clocksNow = () => clocksNowOf(facePorts);
+    const clockDelta = clockDeltaOf;
     const selfClocks0 = await clocksNow();
     const self = await oneClient('verify/self');
     const selfClocks = clockDelta(selfClocks0, await clocksNow()).map(([q, j, s]) => [`${q} (one client, /verify/self, incl. warm-up)`, j!, s!]);
@@ -388,6 +494,8 @@ export async function runFacePathBench(): Promise<string> {
       table(['face worker clocks (ms per job, mean)', 'jobs', 'steps'], clockRows),
       '',
       `Raw engine steps, same photo (ms per call, mean): ${rawSteps}.`,
+      '',
+      altMd,
     ].join('\n');
     saveResults('face-path', {
       faceProcesses: FACE_PROCESSES,
@@ -405,6 +513,8 @@ export async function runFacePathBench(): Promise<string> {
       redisCalls,
       clockRows,
       outcomes,
+      alt,
+      alternatedClocks,
     });
     console.log(`\n${md}`);
     return md;

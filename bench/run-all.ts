@@ -6,7 +6,8 @@
  *   npm run bench -- search            # 1:N search at 1M, both generators (BENCH_N=100000 for a quick run; --dataset DIR)
  *   npm run bench -- identify-e2e      # identify through the queues + SearchLog vs the raw engine
  *   npm run bench -- dedupe            # the search a link adds for duplicate detection, at 1M (BENCH_N)
- *   npm run bench -- face-path         # /verify/self and /identify vs the raw engine, one client and 4 in flight
+ *   npm run bench -- face-path         # /verify/self and /identify vs the raw engine, one client and 4 in flight; a liveness session
+ *   npm run bench -- face-contention   # the face pipeline alone, two processes at once, 2 intra-op threads
  *
  * Each prints Markdown tables and writes its figures to var/bench/<name>.json. Run them on an idle
  * machine: they measure CPU time, and the search benchmark needs about 6 GB of RAM at 1M.
@@ -19,6 +20,7 @@ const BENCHES: Record<string, () => Promise<string | { markdown: string; lastLin
   search: async () => (await import('./search.js')).runSearchBench(),
   'identify-e2e': async () => (await import('./identify-e2e.js')).runIdentifyE2eBench(),
   'face-path': async () => (await import('./face-path.js')).runFacePathBench(),
+  'face-contention': async () => (await import('./face-contention.js')).runFaceContentionBench(),
   dedupe: async () => (await import('./dedupe.js')).runDedupeBench(),
 };
 

@@ -27,7 +27,8 @@ import { createDb } from '../platform/database/db.js';
 import { freePort } from '../scripts/lib/private-services.js';
 import { setLink } from '../scripts/lib/ha/hosts.js';
 import { FACE_KINDS, PG_KINDS, failures, finish, healthy, makeLoad, phase, waitFor, type Layout } from './faults.js';
-import { JOB_TIMEOUT_MS, type AnsweredWrites, type Kind, type Sample } from './lib/load.js';
+import { HANG_MS, JOB_TIMEOUT_MS, type Kind, type Sample } from './lib/load.js';
+import { readYourWrites } from './lib/read-your-writes.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const LAYOUT_FILE = path.join(ROOT, 'var', 'ha', 'layout.json');
@@ -36,6 +37,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const HOSTS = process.argv.includes('--hosts');
 /** How long a host stays cut off before it is healed. */
 const CUT_MS = Number(process.env.CHAOS_CUT_MS ?? 20_000);
+/** CHAOS_FAULTS: only the faults whose names contain one of these (comma-separated), for a closer look at one. */
+const ONLY = process.env.CHAOS_FAULTS?.split(',')
+  .map((x) => x.trim())
+  .filter(Boolean);
 const ALL_KINDS: Kind[] = ['identify', 'preferences', 'otp-request', 'otp-verify', 'validate', 'verify-face', 'link', 'verify-self', 'phone', 'delete'];
 
 interface Part {
@@ -130,38 +135,6 @@ async function primaryThroughProxy(url: string, timeoutMs: number): Promise<numb
   throw new Error(`no primary through the proxy within ${timeoutMs} ms`);
 }
 
-/**
- * Read-your-writes of the search replicas, across the PostgreSQL fail-over: every /identify answered
- * 200 that was sent after a link was answered must list that user (every account links the same
- * face as the probe; IDENTIFY_MAX_CANDIDATES is above the accounts' number), unless the user's
- * deletion was answered before the /identify was sent.
- */
-function readYourWrites(
-  w: AnsweredWrites,
-  pgFaultAt: number,
-): { checked: number; missed: number; checkedAfterPgFailover: number; missedAfterPgFailover: number } {
-  const deletedAt = new Map(w.deletions.map((d) => [d.userId, d.doneAt]));
-  let checked = 0;
-  let missed = 0;
-  let checkedAfter = 0;
-  let missedAfter = 0;
-  for (const link of w.links) {
-    for (const idf of w.identify) {
-      if (idf.sentAt <= link.doneAt) continue;
-      const gone = deletedAt.get(link.userId);
-      if (gone !== undefined && gone <= idf.sentAt + 10_000) continue; // deleted around or before it
-      const listed = idf.candidates.includes(link.userId);
-      checked++;
-      if (!listed) missed++;
-      if (pgFaultAt && link.doneAt < pgFaultAt && idf.sentAt > pgFaultAt) {
-        checkedAfter++;
-        if (!listed) missedAfter++;
-      }
-    }
-  }
-  return { checked, missed, checkedAfterPgFailover: checkedAfter, missedAfterPgFailover: missedAfter };
-}
-
 async function main(): Promise<void> {
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'faceid-chaos-ha-'));
   const port = await freePort();
@@ -215,7 +188,8 @@ async function main(): Promise<void> {
     const databaseUrl = withPassword(layout.env.DATABASE_URL!, 'postgres-app');
     db = createDb(databaseUrl, 2, { bindModels: false });
     const l: Layout = { name: HOSTS ? 'ha-hosts' : 'ha', env: { ...env, ...layout.env, DATABASE_URL: databaseUrl }, url, dbName: 'faceid', db };
-    let pgFaultAt = 0;
+    /** When each fault was done (read-your-writes is also counted across each). */
+    const faultTimes: { name: string; at: number }[] = [];
     const made = await makeLoad(l);
     const load = made.load;
     load.start();
@@ -232,6 +206,7 @@ async function main(): Promise<void> {
       kinds: Kind[],
       limitMs = 10_000,
     ) => {
+      if (ONLY && !ONLY.some((o) => fault.includes(o))) return;
       const phaseStart = Date.now();
       let faultAt = 0;
       const figures = await phase(
@@ -240,6 +215,7 @@ async function main(): Promise<void> {
         fault,
         async () => {
           faultAt = Date.now();
+          faultTimes.push({ name: fault, at: faultAt });
           return kill(readLayout());
         },
         kinds,
@@ -263,7 +239,6 @@ async function main(): Promise<void> {
           const beforeCut = primaryState(p);
           if (beforeCut !== 'writable') failures.push(`the PostgreSQL primary was not seen writable before the cut (${beforeCut})`);
           const cutAt = Date.now();
-          pgFaultAt = cutAt;
           setLink(p, 'down');
           // Fencing: the cut primary cannot renew the leader key and must stop taking writes.
           let fencedAfterMs: number | null = null;
@@ -330,7 +305,7 @@ async function main(): Promise<void> {
     await run(
       'kill -9 PostgreSQL primary (node: Patroni + PostgreSQL)',
       async (lay) => {
-        pgFaultAt = Date.now();
+        const killedAt = Date.now();
         const p = lay.postgres.primary;
         // The node's process group: runuser, Patroni and the PostgreSQL it started.
         if (p.patroniPid) process.kill(-p.patroniPid, 'SIGKILL');
@@ -342,7 +317,7 @@ async function main(): Promise<void> {
           }
         // Back when the proxy leads to a node out of recovery (the promoted standby).
         const promotedAt = await primaryThroughProxy(databaseUrl, 60_000);
-        return { backAt: promotedAt, notes: { killed: `${p.name} :${p.port}`, promotedAfterMs: promotedAt - pgFaultAt } };
+        return { backAt: promotedAt, notes: { killed: `${p.name} :${p.port}`, promotedAfterMs: promotedAt - killedAt } };
       },
       PG_KINDS,
       30_000,
@@ -373,14 +348,41 @@ async function main(): Promise<void> {
     );
     await load.identifyOnce();
     await load.stop();
+    // Every request of the run, those sent between two faults included (the phases count only the
+    // requests sent within them): none unanswered or slower than HANG_MS, none answered 5xx but 503
+    // with Retry-After.
+    const all = load.samples;
+    report.wholeRun = {
+      requests: all.length,
+      unansweredOrSlow: all.filter((x) => x.status === 0 || x.ms > HANG_MS).length,
+      other5xx: all.filter((x) => x.status >= 500 && x.status !== 503).length,
+      unavailableWithoutRetryAfter: all.filter((x) => x.status === 503 && !x.retryAfter).length,
+    };
+    const whole = report.wholeRun as Record<string, number>;
+    if (whole.unansweredOrSlow || whole.other5xx || whole.unavailableWithoutRetryAfter) failures.push(`over the whole run: ${JSON.stringify(report.wholeRun)}`);
     // The read-back goes through the proxy to whichever node is primary now.
     await db.destroy();
     db = createDb(databaseUrl, 2, { bindModels: false });
     await finish(report, { ...l, db }, load);
-    report.readYourWrites = readYourWrites(load.writes, pgFaultAt);
+    const ryw = readYourWrites(load.writes, faultTimes);
+    // A missed user's stored state says what to look at: deleted (when), or live and not found.
+    const missedState = ryw.missedUsers.length
+      ? await db('users')
+          .whereIn(
+            'id',
+            ryw.missedUsers.map((m) => m.userId),
+          )
+          .select('id', 'deletedAt')
+      : [];
+    report.readYourWrites = {
+      ...ryw,
+      missedUsers: ryw.missedUsers.map((m) => ({
+        ...m,
+        deletedAt: (missedState.find((u: { id: string }) => u.id === m.userId) as { deletedAt: Date | null } | undefined)?.deletedAt ?? null,
+      })),
+    };
     say(`read-your-writes of the search replicas: ${JSON.stringify(report.readYourWrites)}`);
-    if ((report.readYourWrites as { missed: number }).missed)
-      failures.push(`an /identify sent after a link was answered did not list that user (${JSON.stringify(report.readYourWrites)})`);
+    if (ryw.missed) failures.push(`an /identify sent after a link was answered did not list that user (${JSON.stringify(report.readYourWrites)})`);
     report.finalLayout = readLayout();
   } catch (e) {
     failures.push(`the suite itself failed: ${e instanceof Error ? e.stack : String(e)}`);

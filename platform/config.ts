@@ -427,6 +427,14 @@ export const SETTINGS = {
       min: 60,
       doc: 'How long the keyed digest of every frame received is remembered: a frame whose exact bytes come again within this window fails its session with `replayed_frames`. Digests only (HMAC under the biometric key ring), never the frames.',
     }),
+    minStepMs: s({
+      env: 'LIVENESS_MIN_STEP_MS',
+      kind: 'int',
+      default: 500,
+      min: 0,
+      max: 10_000,
+      doc: 'Least time a person needs to read a prompt and move to the next pose (ms). A session whose frames arrive sooner after its creation than this per step after the first, or whose claimed capture times (`capturedAt`) cover less than that or more than the server saw, fails with `implausible_timing`.',
+    }),
   },
   operators: {
     maxFailedLogins: s({ env: 'OPERATOR_MAX_FAILED_LOGINS', kind: 'int', default: 5, min: 1, doc: 'Failed logins in a row before an operator is locked.' }),

@@ -9,6 +9,7 @@ import { startSearchRunner, UNREAD_PROBE } from './helpers/search-runner.js';
 import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';
 import { AppError } from '../platform/errors.js';
 import { bankAccountConfirmJobId, enqueueBankAccountConfirm } from '../platform/jobs/upstream.js';
+import { startPrivateRedis } from '../scripts/lib/private-services.js';
 
 const prefix = testRedisPrefix();
 const jobs = new JobClient({ redisUrl: TEST_REDIS_URL, redisPrefix: prefix, timeoutMs: 800 });
@@ -126,3 +127,33 @@ test.serial('a deferred queue is not awaited: run refuses it, and its jobs go th
   t.like(job?.opts, { attempts: 5, delay: 60_000 });
   t.deepEqual(job?.data, { kind: 'bank-account-confirm', userId: 'u', requestedAt: requestedAt.toISOString() });
 });
+
+test.serial(
+  'a deadline that passes while Redis is silent (its host cut off: no answer, no reset) is answered at the deadline, not when Redis answers again',
+  async (t) => {
+    t.timeout(30_000);
+    const silent = await startPrivateRedis();
+    const client = new JobClient({ redisUrl: silent.url, redisPrefix: prefix, timeoutMs: 1500 });
+    const pid = silent.pid()!;
+    try {
+      await client.queue('search').waitUntilReady();
+      const started = Date.now();
+      // No worker: the job waits for its deadline. Redis goes silent before it passes.
+      const answer = client.run('search', { op: 'compare', ...UNREAD_PROBE, userId: 'u' }).then(
+        () => 'answered 200',
+        (e: unknown) => e,
+      );
+      await new Promise((r) => setTimeout(r, 500));
+      process.kill(pid, 'SIGSTOP');
+      const err = await Promise.race([answer, new Promise((r) => setTimeout(() => r('no answer within 8 s'), 8000))]);
+      const elapsed = Date.now() - started;
+      t.true(err instanceof AppError, String(err));
+      t.like(err, { code: 'face_engine_unavailable', status: 503 });
+      t.true(elapsed < 2500, `answered ${elapsed} ms after it was sent, with a 1500 ms deadline`);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+      await client.close();
+      await silent.stop();
+    }
+  },
+);

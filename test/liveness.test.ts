@@ -21,6 +21,8 @@ import { newConsumer, newOperator } from './helpers/principals.js';
 import { dataFamilies } from '../processes/data-families.js';
 import { LivenessSessionStore } from '../features/liveness/index.js';
 import { keyRingOf } from '../platform/keys/templates.js';
+import { screen } from '../scripts/evaluate/liveness.js';
+import { decodeRgb, encodeJpeg, rng as evalRng } from '../scripts/evaluate/liveness-views.js';
 
 const FACES = path.join(ROOT, 'test/fixtures/faces');
 const LIVENESS = path.join(FACES, 'liveness');
@@ -35,7 +37,11 @@ const extras: ExtraWeb[] = [];
 let challengeWeb: ExtraWeb;
 let shortWeb: ExtraWeb;
 let strictWeb: ExtraWeb;
+let lenientWeb: ExtraWeb;
 let fewWeb: ExtraWeb;
+let slowWeb: ExtraWeb;
+/** slowWeb's LIVENESS_MIN_STEP_MS: long enough that no call of this test can answer that soon by accident. */
+const SLOW_STEP_MS = 5000;
 
 async function extraWeb(env: Record<string, string>): Promise<ExtraWeb> {
   const config = h.configFor({ PORT: String(await freePort()), ...env });
@@ -55,7 +61,10 @@ const h = useHarness(
       shortWeb = await extraWeb({ LIVENESS_SESSION_TTL_SECONDS: '5' });
       // A passive threshold no synthesised frame reaches: what the passive model says of a spoof.
       strictWeb = await extraWeb({ LIVENESS_THRESHOLD: '1' });
+      // A passive threshold every frame reaches: only the screen-pattern measure can refuse there.
+      lenientWeb = await extraWeb({ LIVENESS_THRESHOLD: '0' });
       fewWeb = await extraWeb({ LIVENESS_SESSIONS_PER_HOUR: '2' });
+      slowWeb = await extraWeb({ LIVENESS_MIN_STEP_MS: String(SLOW_STEP_MS) });
     },
     beforeStop: async () => {
       for (const e of extras) {
@@ -73,12 +82,17 @@ let nonce = 0;
  * A fixture frame (or photo) as JPEG bytes no other call sent: a comment segment (COM) with a fresh
  * number after the start marker; the pixels are the fixture's.
  */
-async function frame(name: string, dir = LIVENESS): Promise<FormFile> {
+async function frame(name: string | Buffer, dir = LIVENESS): Promise<FormFile> {
+  if (Buffer.isBuffer(name)) return withComment(name, 'screen');
   const file = path.join(dir, name.includes('.') ? name : `${name}.jpg`);
   const jpeg = name.endsWith('.jpg') || !name.includes('.') ? readFileSync(file) : await sharp(readFileSync(file)).jpeg({ quality: 92 }).toBuffer();
+  return withComment(jpeg, path.basename(name));
+}
+
+function withComment(jpeg: Buffer, name: string): FormFile {
   const text = Buffer.from(`frame ${++nonce} ${process.pid} ${Date.now()}`);
   const com = Buffer.concat([Buffer.from([0xff, 0xfe, 0, text.length + 2]), text]);
-  return { data: Buffer.concat([jpeg.subarray(0, 2), com, jpeg.subarray(2)]), filename: `${path.basename(name)}.jpg`, type: 'image/jpeg' };
+  return { data: Buffer.concat([jpeg.subarray(0, 2), com, jpeg.subarray(2)]), filename: `${name}.jpg`, type: 'image/jpeg' };
 }
 
 /** The frames a person following `steps` sends: one per step, and a return to centre when three are needed. */
@@ -88,9 +102,34 @@ async function following(stem: string, steps: string[], opts: { swap?: Record<st
   return Promise.all(names.map((n) => frame(n)));
 }
 
-const createSession = (token: string, base?: string) => api(base).post('/liveness/sessions', { token, json: {} });
-const sendFrames = (token: string, id: string, frames: FormFile[], base?: string) =>
-  api(base).post(`/liveness/sessions/${id}/frames`, { token, form: { frames } });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** When this client saw each session created (after the server did) and how many steps it asks. */
+const created = new Map<string, { at: number; steps: number }>();
+
+async function createSession(token: string, base?: string) {
+  const r = await api(base).post('/liveness/sessions', { token, json: {} });
+  if (r.status === 201) created.set(r.body.session.id, { at: Date.now(), steps: r.body.session.steps.length });
+  return r;
+}
+
+/** The least time the service gives a person per step after the first (LIVENESS_MIN_STEP_MS of `base`). */
+const minStepMs = (base?: string) => (base === slowWeb?.url ? SLOW_STEP_MS : h.config.liveness.minStepMs);
+
+/**
+ * The frames call. By default it waits as long as a person following the steps would at least
+ * (`implausible_timing` otherwise); `now` sends at once. `capturedAt`: the claimed capture times.
+ */
+async function sendFrames(token: string, id: string, frames: FormFile[], base?: string, opts: { now?: boolean; capturedAt?: string } = {}) {
+  const c = created.get(id);
+  if (c && !opts.now) {
+    const wait = c.at + (c.steps - 1) * minStepMs(base) + 20 - Date.now();
+    if (wait > 0) await sleep(wait);
+  }
+  return api(base).post(`/liveness/sessions/${id}/frames`, {
+    token,
+    form: { frames, ...(opts.capturedAt !== undefined ? { capturedAt: opts.capturedAt } : {}) },
+  });
+}
 
 async function session(token: string, base?: string): Promise<{ id: string; steps: string[] }> {
   const r = await createSession(token, base);
@@ -224,6 +263,73 @@ test('replayed_frames: a frame any principal sent before, even in another order;
   t.is(r4.body.session.reason, 'replayed_frames');
 });
 
+test('implausible_timing: frames sooner after the session than a person can follow its steps, checked before decoding', async (t) => {
+  const user = await newConsumer(h);
+  // The frames are ready before the session exists: a script answering at once.
+  const ready = Object.fromEntries(await Promise.all(STEPS.concat('center2').map(async (st) => [st, await frame(`bush2-${st}`)] as const)));
+  const s = await session(user.token, slowWeb.url);
+  const names = s.steps.length < 3 ? [...s.steps, 'center2'] : s.steps;
+  const r = await sendFrames(
+    user.token,
+    s.id,
+    names.map((n) => ready[n]!),
+    slowWeb.url,
+    { now: true },
+  );
+  t.is(r.status, 200, r.text);
+  t.is(r.body.session.status, 'failed');
+  t.is(r.body.session.reason, 'implausible_timing');
+  t.true(r.body.session.stepsSeen.every((x: unknown) => x === null));
+  // Before any decode: frames that are not images get the same answer, not 400 invalid_image.
+  const junk = (i: number): FormFile => ({ data: Buffer.from(`not an image ${i} ${Date.now()}`), filename: 'x.jpg', type: 'image/jpeg' });
+  const s2 = await session(user.token, slowWeb.url);
+  const r2 = await sendFrames(user.token, s2.id, [junk(1), junk(2), junk(3)], slowWeb.url, { now: true });
+  t.is(r2.status, 200, r2.text);
+  t.is(r2.body.session.reason, 'implausible_timing');
+  // The same frames, after the time a person needs, pass on the same service.
+  const s3 = await session(user.token, slowWeb.url);
+  const r3 = await sendFrames(user.token, s3.id, await following('bush2', s3.steps), slowWeb.url);
+  t.is(r3.body.session.status, 'passed', r3.text);
+});
+
+test('implausible_timing: claimed capture times that go backwards, span more than the server saw, or leave no time per step', async (t) => {
+  const user = await newConsumer(h);
+  const least = (steps: number) => (steps - 1) * h.config.liveness.minStepMs;
+  const claim = async (times: (steps: number, n: number, base: number) => number[]) => {
+    const s = await session(user.token);
+    const frames = await following('bush2', s.steps);
+    const r = await sendFrames(user.token, s.id, frames, undefined, { capturedAt: JSON.stringify(times(s.steps.length, frames.length, Date.now() - 60_000)) });
+    t.is(r.status, 200, r.text);
+    return r.body.session as { status: string; reason?: string };
+  };
+  // Consistent claims (the clock's offset does not matter: a minute behind here) pass.
+  const spaced = (steps: number, n: number, base: number) => Array.from({ length: n }, (_, i) => base + Math.round((i * least(steps)) / (n - 1)));
+  t.is((await claim(spaced)).status, 'passed');
+  // Going backwards.
+  const back = await claim((steps, n, base) => spaced(steps, n, base).reverse());
+  t.is(back.reason, 'implausible_timing');
+  // Spanning ten seconds more than the server saw between the session's creation and the frames.
+  const long = await claim((steps, n, base) => Array.from({ length: n }, (_, i) => base + i * (least(steps) + 10_000)));
+  t.is(long.reason, 'implausible_timing');
+  // Every frame at the same instant: no time to follow a single step.
+  const instant = await claim((_steps, n, base) => Array.from({ length: n }, () => base));
+  t.is(instant.reason, 'implausible_timing');
+});
+
+test('capturedAt that is not one time per frame is 400 validation_failed, and the session stays usable', async (t) => {
+  const user = await newConsumer(h);
+  const s = await session(user.token);
+  const frames = await following('bush2', s.steps);
+  const words = await sendFrames(user.token, s.id, frames, undefined, { capturedAt: 'yesterday' });
+  t.is(words.status, 400, words.text);
+  t.is(words.body.error, 'validation_failed');
+  const short = await sendFrames(user.token, s.id, frames, undefined, { capturedAt: '[1, 2]' });
+  t.is(short.status, 400, short.text);
+  t.is(short.body.error, 'validation_failed');
+  const ok = await sendFrames(user.token, s.id, frames);
+  t.is(ok.body.session.status, 'passed', ok.text);
+});
+
 test('no_face, then multiple_faces, in that order', async (t) => {
   const user = await newConsumer(h);
   const s = await session(user.token);
@@ -289,6 +395,28 @@ test('spoof_suspected: the passive model, last', async (t) => {
   const r = await sendFrames(user.token, s.id, await following('bush2', s.steps), strictWeb.url);
   t.is(r.body.session.reason, 'spoof_suspected', r.text);
   t.deepEqual(r.body.session.stepsSeen.slice(0, s.steps.length), s.steps);
+});
+
+/** A frame filmed off a screen (scripts/evaluate/liveness.ts `screen`: moiré, gamma, blur, a cast), unique bytes. */
+async function onScreen(f: FormFile, seed: number): Promise<FormFile> {
+  const shown = await encodeJpeg(screen(await decodeRgb(f.data), evalRng(seed)), 90);
+  return frame(shown);
+}
+
+test('spoof_suspected: a screen filmed by the camera (its moiré on the first frame) even where the passive model lets everything through', async (t) => {
+  const user = await newConsumer(h);
+  const s = await session(user.token, lenientWeb.url);
+  const frames = await following('bush2', s.steps);
+  // Only the first frame is filmed off the screen: the measure reads the first frame, and the later
+  // frames keep their faces (a 126-pixel tile under a simulated screen often loses it: no_face).
+  const filmed = [await onScreen(frames[0]!, 100), ...frames.slice(1)];
+  const r = await sendFrames(user.token, s.id, filmed, lenientWeb.url);
+  t.is(r.status, 200, r.text);
+  t.is(r.body.session.reason, 'spoof_suspected', r.text);
+  // The same frames, not filmed off a screen, pass on the same service.
+  const s2 = await session(user.token, lenientWeb.url);
+  const r2 = await sendFrames(user.token, s2.id, await following('bush2', s2.steps), lenientWeb.url);
+  t.is(r2.body.session.status, 'passed', r2.text);
 });
 
 test('a passed session links a NIN through verify-face with livenessSessionId, once; then /verify/self with another', async (t) => {

@@ -33,11 +33,17 @@ export interface Sample {
 
 export interface AnsweredWrites {
   /** Answered 200 of /identify: its SearchLog row must exist. */
-  identify: { referenceId: string; sentAt: number; candidates: string[] }[];
+  identify: { referenceId: string; sentAt: number; answeredAt: number; candidates: string[] }[];
   preferences: { userId: string; language: string; doneAt: number }[];
   links: { userId: string; nin: string; doneAt: number }[];
   phones: { userId: string; phone: string; doneAt: number }[];
   deletions: { userId: string; doneAt: number }[];
+  /**
+   * The first DELETE sent for each account, answered or not: a deletion whose answer was lost (the
+   * process or its host went away after the commit) is applied all the same, and the account's retry
+   * meets 404. From then on the user may be gone from /identify's answers.
+   */
+  deletionsSent: { userId: string; sentAt: number }[];
   /** Accounts whose life was cut short (gave up after retries): not a loss, a figure. */
   abandoned: number;
   completed: number;
@@ -84,7 +90,7 @@ interface Answer {
 
 export class Load {
   readonly samples: Sample[] = [];
-  readonly writes: AnsweredWrites = { identify: [], preferences: [], links: [], phones: [], deletions: [], abandoned: 0, completed: 0 };
+  readonly writes: AnsweredWrites = { identify: [], preferences: [], links: [], phones: [], deletions: [], deletionsSent: [], abandoned: 0, completed: 0 };
   private running = false;
   /** Send times of the requests awaiting their answer. */
   private readonly pending = new Map<number, number>();
@@ -183,7 +189,7 @@ export class Load {
     const a = await this.send('identify', 'POST', '/identify', { token: this.o.operatorToken, form: { attestation: 'true', file: this.o.probe } });
     if (a.status === 200) {
       const candidates = ((a.body.candidates as { userId: string }[] | undefined) ?? []).map((c) => c.userId);
-      this.writes.identify.push({ referenceId: a.body.referenceId as string, sentAt, candidates });
+      this.writes.identify.push({ referenceId: a.body.referenceId as string, sentAt, answeredAt: Date.now(), candidates });
     }
     return a.status;
   }
@@ -319,6 +325,7 @@ export class Load {
         const s = await this.send('verify-self', 'POST', '/verify/self', { token, form: { image: this.o.proofSelfie } });
         if (s.status === 404 && sent) return true; // deleted by an attempt whose answer was lost
         if (s.status !== 200 || typeof s.body.proofToken !== 'string') return this.refused(s);
+        if (!sent) this.writes.deletionsSent.push({ userId, sentAt: Date.now() });
         sent = true;
         const d = await this.send('delete', 'DELETE', `/users/${userId}`, { token, json: { proofToken: s.body.proofToken } });
         if (d.status !== 200) return this.refused(d);

@@ -194,6 +194,16 @@ export class FaceService {
   }
 
   /**
+   * One frame among several (a liveness session): the liveness stage and, for a frame with a face,
+   * its embedding, as one chain — the embed starts on another face process before this frame's
+   * anti-spoof model runs, without a trip back through the API — whatever its passive score: the
+   * caller decides from all the frames together.
+   */
+  async analyseAndEmbed(image: NormalisedImage, mode: FaceMode, deadlineAt: number): Promise<{ analysis: CaptureAnalysis; embedding?: CaptureEmbedding }> {
+    return this.chain(image, mode, deadlineAt, { requireLive: false });
+  }
+
+  /**
    * The stages of one capture as one chain (identify, /verify/self, verify-face): the API adds the
    * liveness job only; the liveness worker adds the embed job as soon as the face is aligned (before
    * its anti-spoof model runs, so the two overlap on two face processes), and the embed worker adds

@@ -23,6 +23,7 @@ export type LivenessStep = (typeof LIVENESS_STEPS)[number];
 export const FAILURE_REASONS = [
   'session_expired',
   'replayed_frames',
+  'implausible_timing',
   'no_face',
   'multiple_faces',
   'static_capture',
@@ -62,6 +63,13 @@ export const STATIC_SHAPE_RESIDUAL = 0.02;
  * is 0.35: the two overlap, which docs/face-engine.md "Liveness sessions" reports.
  */
 export const SAME_PERSON_COSINE = 0.3;
+
+/**
+ * The screen-pattern measure (screen-pattern.ts) at or above which the first frame is a screen filmed
+ * by the camera: `spoof_suspected`. Set on the tuning sources (Bush, Hopper): bona fide frames read 55
+ * to 1,028, simulated screens 2,836 to 75,682; the threshold is the two ends' geometric mean.
+ */
+export const SCREEN_PATTERN_THRESHOLD = 1700;
 
 export type Point = readonly [number, number];
 
@@ -188,6 +196,8 @@ export interface FrameVerdictInput {
   frames: readonly FrameFace[];
   steps: readonly LivenessStep[];
   livenessThreshold: number;
+  /** The screen-pattern measure of the first frame (null: not measurable, no evidence either way). */
+  screenPattern?: number | null;
 }
 
 /** The verdict up to (not including) the identity check, which needs embeddings. */
@@ -232,6 +242,8 @@ export function judgeFaces(input: FrameVerdictInput): FaceVerdict {
   // The passive model on the frames that matter: every frame seen at a step (the frames in motion
   // between two poses are blurred by nature and decide nothing).
   else if (faces.some((f, i) => seen[i] !== null && f.livenessScore < input.livenessThreshold)) then = { status: 'failed', reason: 'spoof_suspected' };
+  // A screen's moiré on the first frame (the centre one of any session that follows its steps).
+  else if ((input.screenPattern ?? 0) >= SCREEN_PATTERN_THRESHOLD) then = { status: 'failed', reason: 'spoof_suspected' };
   else then = { status: 'passed', frontal: reference };
   return { status: 'needs_identity', stepsSeen: seen, then, reference };
 }
@@ -245,6 +257,46 @@ export function onePerson(embeddings: readonly (readonly number[])[], reference:
     for (let k = 0; k < ref.length; k++) dot += ref[k]! * e[k]!;
     return dot >= threshold;
   });
+}
+
+/**
+ * Slack allowed between the client's claimed capture times and what the server saw (ms): the two
+ * clocks tick alike, but a browser's timer and the network's delivery are coarse.
+ */
+export const CLAIM_TOLERANCE_MS = 250;
+
+export interface TimingInput {
+  /** When the server created the session (its clock, ms). */
+  createdAt: number;
+  /** When the server received the frames (its clock, ms). */
+  receivedAt: number;
+  /** The steps asked. */
+  steps: number;
+  /** The client's claimed capture time of each frame (its clock, ms; only differences are used), if sent. */
+  capturedAt?: readonly number[] | null;
+  /** LIVENESS_MIN_STEP_MS. */
+  minStepMs: number;
+}
+
+/**
+ * Whether the timing is plausible for a person following the prompts, from what the server itself
+ * observed (the session's creation, the frames' arrival) and the client's claims checked against it.
+ * A person must read each prompt and move to its pose: at least `minStepMs` per step after the first
+ * between the creation and the arrival. The claimed capture times prove nothing by themselves (the
+ * client writes them) and are used only to catch a client contradicting itself or the server: they
+ * must not go backwards, must span no more than the server saw between creation and arrival (the
+ * frames were taken in between; the clocks' offsets cancel out in differences), and must leave the
+ * same least time per step between the first frame and the last.
+ */
+export function plausibleTiming(t: TimingInput): boolean {
+  const least = Math.max(0, t.steps - 1) * t.minStepMs;
+  const elapsed = t.receivedAt - t.createdAt;
+  if (elapsed < least) return false;
+  const c = t.capturedAt;
+  if (!c || c.length === 0) return true;
+  for (let i = 1; i < c.length; i++) if (c[i]! < c[i - 1]!) return false;
+  const span = c[c.length - 1]! - c[0]!;
+  return span <= elapsed + CLAIM_TOLERANCE_MS && span >= least;
 }
 
 /** Draws a session's steps: `center` first, then one to three of the other steps, all different, in random order. */

@@ -1,6 +1,7 @@
 /** Liveness sessions (SPEC 13.1): create one, then give it its frames once. */
 import { Type } from '@sinclair/typebox';
 import type { Config } from '../../platform/config.js';
+import { AppError } from '../../platform/errors.js';
 import { route, type AnyRoute } from '../../platform/http/route-table.js';
 import { Strict } from '../../platform/http/schemas.js';
 import { FAILURE_REASONS, LIVENESS_STEPS } from './decision.js';
@@ -67,14 +68,27 @@ export default function livenessRoutes({ config, liveness }: { config: Config; l
       summary: "Give a liveness session its frames (once) and get the server's verdict",
       description:
         'The file field `frames` repeated `minFrames` to `maxFrames` times, in capture order (JPEG, PNG or WebP each). The verdict is `passed` or `failed` with the first reason found, checked in this order: ' +
-        '`session_expired`; `replayed_frames` (a frame whose exact bytes this service received before, in any session: checked on keyed digests before any frame is decoded); `no_face`; `multiple_faces`; ' +
-        '`static_capture` (one picture repeated, shifted or re-encoded); `different_faces`; `challenge_not_followed` (the head poses, estimated from the landmarks, do not follow `steps` in order); `spoof_suspected` (the passive model). Never a score. ' +
+        '`session_expired`; `replayed_frames` (a frame whose exact bytes this service received before, in any session: checked on keyed digests before any frame is decoded); ' +
+        '`implausible_timing` (the frames arrived sooner after the session was created than a person can follow its steps — LIVENESS_MIN_STEP_MS per step after the first —, or the claimed `capturedAt` times go backwards, span more than the server saw, or leave less than that per step); `no_face`; `multiple_faces`; ' +
+        '`static_capture` (one picture repeated, shifted or re-encoded); `different_faces`; `challenge_not_followed` (the head poses, estimated from the landmarks, do not follow `steps` in order); `spoof_suspected` (the passive model, or the moiré of a screen on the first frame). Never a score. ' +
         "404 `not_found` for an unknown, malformed or another caller's session; 409 `conflict` for a second frames call. A consumer's failed session counts as one failed biometric attempt (429 `biometric_locked` while locked, before the session is used). " +
         'A frame that is not a decodable image is 400 `invalid_image`, and the session is spent.',
       auth: 'consumer-or-operator',
       params: Type.Object({ id: Type.String({ maxLength: 100 }) }, Strict),
       multipart: {
-        fields: Type.Object({}, Strict),
+        fields: Type.Object(
+          {
+            capturedAt: Type.Optional(
+              Type.String({
+                maxLength: 400,
+                pattern: '^\\[\\s*(\\d{1,16}(\\.\\d+)?\\s*,\\s*)*\\d{1,16}(\\.\\d+)?\\s*\\]$',
+                description:
+                  "The client's capture time of each frame, in order, as a JSON array of milliseconds on the client's own clock (e.g. `Date.now()` at each capture; only differences are used): one per frame. A claim: the server checks it against what it saw itself and fails the session with `implausible_timing` when it contradicts that",
+              }),
+            ),
+          },
+          Strict,
+        ),
         files: {
           frames: {
             required: true,
@@ -84,15 +98,13 @@ export default function livenessRoutes({ config, liveness }: { config: Config; l
         },
       },
       responses: { 200: { description: 'The verdict', schema: JudgedBody } },
-      errors: ['not_found', 'conflict', 'biometric_locked', 'invalid_image', 'face_engine_unavailable', 'dependency_unavailable'],
-      handler: async function submitLivenessFrames({ auth, params, fileLists }) {
-        return {
-          body: await liveness.submitFrames(
-            auth,
-            params.id,
-            (fileLists.frames ?? []).map((f) => f.data),
-          ),
-        };
+      errors: ['validation_failed', 'not_found', 'conflict', 'biometric_locked', 'invalid_image', 'face_engine_unavailable', 'dependency_unavailable'],
+      handler: async function submitLivenessFrames({ auth, params, fields, fileLists }) {
+        const frames = (fileLists.frames ?? []).map((f) => f.data);
+        const capturedAt = fields.capturedAt === undefined ? null : (JSON.parse(fields.capturedAt) as number[]);
+        if (capturedAt && capturedAt.length !== frames.length)
+          throw new AppError('validation_failed', `capturedAt holds ${capturedAt.length} times for ${frames.length} frames: one per frame`);
+        return { body: await liveness.submitFrames(auth, params.id, frames, { receivedAt: Date.now(), capturedAt }) };
       },
     }),
   ];

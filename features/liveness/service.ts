@@ -7,11 +7,13 @@
  *    atomically, before anything else happens, so a second call never runs), within its lifetime
  *    (`session_expired`);
  * 2. the keyed digests of the frames' bytes against every frame received before (`replayed_frames`),
- *    before any frame is decoded; every digest is remembered whatever the outcome;
+ *    before any frame is decoded; every digest is remembered whatever the outcome; then the timing,
+ *    also before any decode (`implausible_timing`: decision.ts `plausibleTiming`);
  * 3. each frame normalised (SELFIE_MAX_PIXELS) and sent through the face path's liveness stage, all
- *    frames at once (each face process takes one): detection, landmarks, the passive score;
+ *    frames at once (each face process takes one): detection, landmarks, the passive score; each
+ *    frame's embedding started by the face process as soon as its face is aligned (one chain);
  * 4. the checks that need no embedding (`no_face`, `multiple_faces`, `static_capture`), then every
- *    frame embedded (only now, and only if those passed) for `different_faces`, then
+ *    frame compared with the best frontal one (`different_faces`), then
  *    `challenge_not_followed` and `spoof_suspected`;
  * 5. a passed session keeps its best frontal frame (embedding, quality, JPEG; sealed) for its one use.
  *
@@ -25,12 +27,13 @@ import { AppError } from '../../platform/errors.js';
 import type { Logger } from '../../platform/logger.js';
 import type { Metrics } from '../../platform/metrics.js';
 import type { KeyRing } from '../../platform/keys/key-ring.js';
-import type { NormalisedImage } from '../../platform/face/image.js';
+import { decodeRgb, type NormalisedImage } from '../../platform/face/image.js';
 import { qualitySummary } from '../../platform/face/quality.js';
 import type { Principal } from '../../platform/http/principal.js';
 import { hasFace, type AnalysedFace, type BiometricAttemptsService, type CaptureAnalysis, type FaceService } from '../face/index.js';
-import { drawSteps, judgeFaces, onePerson, type FailureReason, type FrameFace, type LivenessStep } from './decision.js';
-import type { FrontalFrame, LivenessSessionStore } from './session-store.js';
+import { drawSteps, judgeFaces, onePerson, plausibleTiming, type FailureReason, type FrameFace, type LivenessStep } from './decision.js';
+import { screenPattern } from './screen-pattern.js';
+import type { FrontalFrame, LivenessSessionStore, StoredSession } from './session-store.js';
 
 export interface LivenessDeps {
   config: Config;
@@ -80,9 +83,10 @@ export class LivenessService {
     const id = randomUUID();
     const steps = drawSteps((n) => randomInt(n));
     const ttl = config.liveness.sessionTtlSeconds;
-    const expiresAt = Date.now() + ttl * 1000;
+    const createdAt = Date.now();
+    const expiresAt = createdAt + ttl * 1000;
     // Kept a lifetime longer than it lives: a late frames call is told `session_expired`, not 404.
-    await store.create({ id, owner, steps, expiresAt }, 2 * ttl);
+    await store.create({ id, owner, steps, createdAt, expiresAt }, 2 * ttl);
     metrics.outcome('liveness_session', 'created');
     return {
       session: { id, steps, expiresAt: new Date(expiresAt).toISOString(), minFrames: config.liveness.minFrames, maxFrames: config.liveness.maxFrames },
@@ -90,7 +94,13 @@ export class LivenessService {
   }
 
   /** POST /liveness/sessions/{id}/frames: the frames in capture order (the route checked their count). */
-  async submitFrames(principal: Principal, id: string, frames: Buffer[]): Promise<JudgedSession> {
+  async submitFrames(
+    principal: Principal,
+    id: string,
+    frames: Buffer[],
+    /** When the frames arrived (the server's clock) and the client's claimed capture times, if sent. */
+    timing: { receivedAt: number; capturedAt: readonly number[] | null },
+  ): Promise<JudgedSession> {
     const { store, biometric } = this.deps;
     if (!UUID.test(id)) throw notFound();
     const session = await store.get(id);
@@ -101,7 +111,7 @@ export class LivenessService {
       | { status: 'passed'; stepsSeen: (LivenessStep | null)[]; frontal: FrontalFrame }
       | { status: 'failed'; reason: FailureReason; stepsSeen: (LivenessStep | null)[] };
     try {
-      verdict = await this.judge(session.expiresAt, session.steps, frames);
+      verdict = await this.judge(session, frames, timing);
     } catch (e) {
       await store
         .fail(
@@ -127,9 +137,9 @@ export class LivenessService {
   }
 
   private async judge(
-    expiresAt: number,
-    steps: LivenessStep[],
+    session: Pick<StoredSession, 'createdAt' | 'expiresAt' | 'steps'>,
     frames: Buffer[],
+    timing: { receivedAt: number; capturedAt: readonly number[] | null },
   ): Promise<
     | { status: 'passed'; stepsSeen: (LivenessStep | null)[]; frontal: FrontalFrame }
     | { status: 'failed'; reason: FailureReason; stepsSeen: (LivenessStep | null)[] }
@@ -137,23 +147,45 @@ export class LivenessService {
     const { config, store, face } = this.deps;
     const none = frames.map(() => null);
     const failed = (reason: FailureReason, stepsSeen: (LivenessStep | null)[] = none) => ({ status: 'failed' as const, reason, stepsSeen });
-    if (Date.now() >= expiresAt) return failed('session_expired');
+    const { steps } = session;
+    if (Date.now() >= session.expiresAt) return failed('session_expired');
     // Identical frames within this call are one picture repeated (static_capture, judged below), not a replay.
     const digests = [...new Set(frames.map((f) => this.frameDigest(f)))];
     if (await store.recordFrames(digests, config.liveness.replayWindowSeconds)) return failed('replayed_frames');
+    // Before any decode: a session answered faster than a person can follow it costs no face work.
+    if (
+      !plausibleTiming({
+        createdAt: session.createdAt,
+        receivedAt: timing.receivedAt,
+        steps: steps.length,
+        capturedAt: timing.capturedAt,
+        minStepMs: config.liveness.minStepMs,
+      })
+    )
+      return failed('implausible_timing');
 
     const images: NormalisedImage[] = await Promise.all(frames.map((f) => face.normalise(f, { maxPixels: config.biometrics.selfieMaxPixels })));
     const deadlineAt = Date.now() + config.queues.faceJobTimeoutMs;
-    // Every frame's aligned face is kept for the embed stage (0): which frames are embedded is decided
-    // after all of them are seen. What is not embedded expires with the deadline, sealed.
-    const analyses: CaptureAnalysis[] = await Promise.all(images.map((img) => face.analyseCapture(img, 'single', deadlineAt, 0)));
+    // Every frame at once (each face process takes one), each as a chain: its liveness stage, and
+    // its embedding started by the face process as soon as the face is aligned (the identity check
+    // compares every frame: one person in every frame). A session refused before that check
+    // (`static_capture`) has had its frames embedded for nothing: the price of not waiting for every
+    // frame's stage before embedding any.
+    // The first frame's pixels, decoded here meanwhile, for the screen-pattern measure.
+    const firstPixels = decodeRgb(images[0]!.jpeg);
+    firstPixels.catch(() => {});
+    const chains = await Promise.all(images.map((img) => face.analyseAndEmbed(img, 'single', deadlineAt)));
+    const analyses: CaptureAnalysis[] = chains.map((c) => c.analysis);
     const measured: FrameFace[] = analyses.map((a) =>
       hasFace(a) ? { outcome: 'face', landmarks5: a.face.landmarks5, livenessScore: a.livenessScore } : { outcome: a.outcome },
     );
-    const v = judgeFaces({ frames: measured, steps, livenessThreshold: config.face.livenessThreshold });
+    const first = analyses[0]!;
+    const pattern = hasFace(first) ? screenPattern(await firstPixels, first.face.landmarks5) : null;
+    const v = judgeFaces({ frames: measured, steps, livenessThreshold: config.face.livenessThreshold, screenPattern: pattern });
     if (v.status === 'failed') return failed(v.reason, v.stepsSeen);
     const faces = analyses as AnalysedFace[];
-    const embedded = await Promise.all(faces.map((a) => face.embedCapture(a, deadlineAt)));
+    // A frame with a face always has its embedding (the chain embeds whatever the passive score).
+    const embedded = chains.map((c) => c.embedding!);
     if (
       !onePerson(
         embedded.map((e) => e.embedding),

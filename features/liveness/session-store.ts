@@ -1,6 +1,6 @@
 /**
  * Liveness sessions in Redis, under the deployment prefix:
- * - session `liveness:session:<id>`: a hash { owner, steps, expiresAt, status, reason, stepsSeen, and,
+ * - session `liveness:session:<id>`: a hash { owner, steps, createdAt, expiresAt, status, reason, stepsSeen, and,
  *   once passed, the best frontal frame's embedding, engine version, quality and JPEG }. It outlives
  *   the session's lifetime by LIVENESS_SESSION_TTL_SECONDS (a late frames call answers
  *   `session_expired`, not 404), then it is gone. The embedding and the JPEG are sealed by the
@@ -26,6 +26,8 @@ export interface StoredSession {
   /** `consumer:<userId>` or `operator:<operatorId>`. */
   owner: string;
   steps: LivenessStep[];
+  /** When the server created it (ms). */
+  createdAt: number;
   expiresAt: number;
   status: SessionStatus;
   reason: FailureReason | null;
@@ -83,12 +85,12 @@ export class LivenessSessionStore {
     return countInWindow(this.redis, this.keys('liveness', 'rate', owner), HOUR_MS);
   }
 
-  async create(s: Pick<StoredSession, 'id' | 'owner' | 'steps' | 'expiresAt'>, keepSeconds: number): Promise<void> {
+  async create(s: Pick<StoredSession, 'id' | 'owner' | 'steps' | 'createdAt' | 'expiresAt'>, keepSeconds: number): Promise<void> {
     const key = this.sessionKey(s.id);
     const owned = this.keys('liveness', 'owned', s.owner);
     await this.redis
       .multi()
-      .hset(key, 'owner', s.owner, 'steps', JSON.stringify(s.steps), 'expiresAt', String(s.expiresAt), 'status', 'open')
+      .hset(key, 'owner', s.owner, 'steps', JSON.stringify(s.steps), 'createdAt', String(s.createdAt), 'expiresAt', String(s.expiresAt), 'status', 'open')
       .expire(key, keepSeconds)
       .sadd(owned, s.id)
       .expire(owned, keepSeconds)
@@ -104,10 +106,11 @@ export class LivenessSessionStore {
   }
 
   async get(id: string): Promise<StoredSession | null> {
-    const [owner, steps, expiresAt, status, reason, seen] = await this.redis.hmget(
+    const [owner, steps, createdAt, expiresAt, status, reason, seen] = await this.redis.hmget(
       this.sessionKey(id),
       'owner',
       'steps',
+      'createdAt',
       'expiresAt',
       'status',
       'reason',
@@ -118,6 +121,9 @@ export class LivenessSessionStore {
       id,
       owner,
       steps: JSON.parse(steps) as LivenessStep[],
+      // A session written before creation times were kept (a deployment's first minute): taken as
+      // created long ago, so that the timing check cannot refuse it for being answered too soon.
+      createdAt: createdAt ? Number(createdAt) : 0,
       expiresAt: Number(expiresAt),
       status: status as SessionStatus,
       reason: (reason || null) as FailureReason | null,

@@ -46,6 +46,9 @@ export function supervisedProcesses(file: string): SupervisedProcess[] | undefin
 }
 
 const CHECK_TIMEOUT_MS = 1500;
+/** The readiness check's bound on each of this process's links, and how long one answer is reused. */
+const READY_TIMEOUT_MS = 800;
+const READY_REUSE_MS = 500;
 
 function timeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
@@ -89,7 +92,44 @@ export class HealthService {
   /** A check in progress for anonymous callers: one at a time, whatever their number. */
   private inFlight: Promise<HealthReport> | undefined;
 
-  constructor(private readonly deps: { config: Config; database: Pick<UnitOfWork, 'ping'>; redis: Redis; metrics: Metrics }) {}
+  /** The last readiness answer and when it was asked (shared for READY_REUSE_MS). */
+  private readiness: { at: number; answer: Promise<string | null> } | undefined;
+
+  /**
+   * `links`: this process's other links that must answer for it to serve (the web process: its job
+   * queue connection and reply reader); throws what failed.
+   */
+  constructor(
+    private readonly deps: {
+      config: Config;
+      database: Pick<UnitOfWork, 'ping'>;
+      redis: Redis;
+      metrics: Metrics;
+      links?: (timeoutMs: number) => Promise<void>;
+    },
+  ) {}
+
+  /**
+   * Whether THIS process can serve now (GET /health/ready, the balancer's check): its own connections
+   * to PostgreSQL and Redis answer within READY_TIMEOUT_MS, asked now. null when they do, else what
+   * failed. Unlike /health it says nothing about the parts themselves: a process whose host was cut
+   * off and has just come back answers /health 503 like every process while Redis is away, but only
+   * it has connections still silent after the heal. One answer serves every caller for READY_REUSE_MS.
+   */
+  ready(): Promise<string | null> {
+    if (this.readiness && Date.now() - this.readiness.at < READY_REUSE_MS) return this.readiness.answer;
+    const { database, redis, links } = this.deps;
+    const answer = Promise.all([
+      timeout(database.ping(), READY_TIMEOUT_MS, 'PostgreSQL'),
+      timeout(redis.ping(), READY_TIMEOUT_MS, 'Redis'),
+      links?.(READY_TIMEOUT_MS),
+    ]).then(
+      () => null,
+      (e: unknown) => (e instanceof Error ? e.message : String(e)),
+    );
+    this.readiness = { at: Date.now(), answer };
+    return answer;
+  }
 
   async check(): Promise<HealthReport> {
     const { config, database, redis } = this.deps;

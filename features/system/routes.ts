@@ -89,6 +89,24 @@ export default function systemRoutes(deps: { config: Config; health: HealthServi
     }),
     route({
       method: 'GET',
+      path: '/health/ready',
+      operationId: 'getReadiness',
+      tag: 'System',
+      summary: "The balancer's check: whether this process's own links answer now",
+      description:
+        '200 when this process reaches PostgreSQL and Redis now (asked at most twice a second); 503 otherwise. ' +
+        'For the balancer in front of several web processes: a process back from a cut link stays out of service until its connections answer.',
+      auth: 'none',
+      hidden: true,
+      responses: { 200: { description: 'Ready', schema: Type.Object({ status: Type.Literal('ready') }) } },
+      handler: async function getReadiness() {
+        const failing = await deps.health.ready();
+        if (failing) throw new AppError('dependency_unavailable', 'This process cannot reach what it needs now', { retryAfter: 2 });
+        return { body: { status: 'ready' as const } };
+      },
+    }),
+    route({
+      method: 'GET',
       path: '/models',
       operationId: 'getModels',
       tag: 'System',

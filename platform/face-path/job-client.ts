@@ -17,7 +17,7 @@ import type { Redis } from 'ioredis';
 import { AppError } from '../errors.js';
 import { bullPrefix, QUEUE_OPTIONS, type AwaitedJobContract } from '../jobs/contract.js';
 import { AWAITED_QUEUE_NAMES, JOB_CONTRACTS, type JobContracts, type JobEnvelope, type QueueName } from '../jobs/index.js';
-import { bullConnection, type RedisTarget } from '../redis/redis.js';
+import { bullConnection, STALLED_SOCKET_MS, type RedisTarget } from '../redis/redis.js';
 import { JobAdmission, type AdmissionOptions, type QueueState } from './admission.js';
 import { DeadlineError, msUntil, withDeadline, withdraw } from './deadline.js';
 import { parseReply, replyListKey } from './replies.js';
@@ -64,6 +64,26 @@ export interface StagedRun {
   abandon(): void;
 }
 
+/**
+ * How long an answer waits for its job to be withdrawn. The queue store itself may be what is away (a
+ * master whose host is cut off answers nothing until the fail-over): the answer is not held for it;
+ * the withdrawal goes on, and a worker that takes the job after its deadline skips it anyway.
+ */
+const WITHDRAW_WAIT_MS = 300;
+
+/** `withdraw`, waited for at most WITHDRAW_WAIT_MS: whether the job was seen withdrawn by then. */
+async function withdrawWithin(queue: Queue, jobId: string): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      withdraw(queue, jobId).catch(() => false),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), WITHDRAW_WAIT_MS))),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export class JobTimeoutError extends AppError {
   constructor(
     queue: QueueName,
@@ -84,6 +104,9 @@ interface ReplyWaiter {
   cancel(): void;
 }
 
+/** The reply reader's BLPOP timeout (below STALLED_SOCKET_MS). */
+const READER_BLOCK_SECONDS = 1;
+
 /**
  * The one blocking reader of this process's reply list (./replies.ts): every awaited job names
  * the list in its envelope and its worker pushes the result there, so each job costs this process one
@@ -101,12 +124,18 @@ class ReplyReader {
     this.loop = this.consume();
   }
 
+  /** When the last BLPOP came back (a reply or its timeout): the reader's link answers. */
+  private answeredAt = Date.now();
+
   private async consume(): Promise<void> {
     while (!this.closing) {
       let popped: [string, string] | null;
       try {
-        // The timeout only bounds how long a closed connection goes unnoticed; replies wake it at once.
-        popped = await this.conn.blpop(this.key, 5);
+        // Replies wake it at once; the timeout (under the connection's STALLED_SOCKET_MS) makes a
+        // silent connection show: one that was cut and healed is made again instead of waiting for
+        // the kernel's next retransmission.
+        popped = await this.conn.blpop(this.key, READER_BLOCK_SECONDS);
+        this.answeredAt = Date.now();
       } catch {
         if (this.closing) return;
         await new Promise((r) => setTimeout(r, 200)); // Redis down: waiters time out on their own
@@ -124,6 +153,11 @@ class ReplyReader {
     this.waiters.delete(reply.id);
     if (reply.ok) waiter.resolve(reply.result);
     else waiter.reject(new Error(reply.error));
+  }
+
+  /** Whether replies reach this process now: the reader's last wait came back within its period and a little. */
+  get answering(): boolean {
+    return this.conn.status === 'ready' && Date.now() - this.answeredAt < READER_BLOCK_SECONDS * 1000 + 1500;
   }
 
   /** Registers a waiter BEFORE the job is added, so its reply cannot be missed. */
@@ -212,14 +246,14 @@ class RunStages implements StagedRun {
         });
         this.loseAll(none);
         this.abandon();
-        await withdraw(this.client.queue(stage), id).catch(() => false);
+        await withdrawWithin(this.client.queue(stage), id);
         throw none;
       }
       if (e instanceof AppError) throw e; // another stage's worker was lost
       if (e instanceof DeadlineError) {
         // Nobody awaits this request's later stages either; a worker that picks one up late skips it.
         this.abandon();
-        const withdrawn = await withdraw(this.client.queue(stage), id);
+        const withdrawn = await withdrawWithin(this.client.queue(stage), id);
         throw new JobTimeoutError(stage, this.timeoutMs, withdrawn, this.client.retryAfter);
       }
       throw new AppError('face_engine_unavailable', 'The face engine failed to process the request', {
@@ -267,7 +301,8 @@ export class JobClient {
   }
 
   private connection(): Redis {
-    const c = bullConnection(this.opts.redisUrl);
+    // Neither connection blocks longer than READER_BLOCK_SECONDS: a silent one is made again.
+    const c = bullConnection(this.opts.redisUrl, { socketTimeout: STALLED_SOCKET_MS });
     c.on('error', () => {}); // reported through /health and the request that hits it
     this.connections.push(c);
     return c;
@@ -342,6 +377,24 @@ export class JobClient {
     const contract = JOB_CONTRACTS[name] as AwaitedJobContract<Q, JobContracts[Q]['payload']>;
     const added = contract.enqueue(this.queue(name), envelope, jobId);
     await Promise.all([...written, added]);
+  }
+
+  /**
+   * Whether this process's own links to the queue answer now: its reader's waits come back and its
+   * queue connection answers a PING within `ms`. Throws what failed. (The balancer asks it through
+   * /health/ready: a process back from a cut link stays out of service until they do.)
+   */
+  async linksAnswer(ms = 1000): Promise<void> {
+    if (!this.reader.answering) throw new Error('the job reply reader is not answered');
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        this.queueConnection.ping(),
+        new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`the job queue did not answer a PING within ${ms} ms`)), ms))),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Counts of jobs per state, for /health and the tests. */

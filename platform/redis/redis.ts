@@ -131,14 +131,30 @@ export function createRedis(target: RedisTarget, opts: RedisOptions = {}): Redis
     enableOfflineQueue: true,
     commandTimeout: 2000,
     connectTimeout: 2000,
+    // A connection that gets no answer for this long is taken for dead and made again. A link cut and
+    // healed leaves the connection open but silent until the kernel's next retransmission, seconds
+    // to minutes later (its backoff doubles while the link is down); a new connection answers at once.
+    socketTimeout: STALLED_SOCKET_MS,
     retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
     ...opts,
   });
 }
 
-/** BullMQ needs its own connection options: no per-request retry cap on blocking commands. */
-export function bullConnection(target: RedisTarget): Redis {
-  return connect(target, { maxRetriesPerRequest: null, enableOfflineQueue: true, connectTimeout: 2000, retryStrategy: (a) => Math.min(a * 200, 2000) });
+/** How long a connection with a command outstanding may go without any answer (no blocking command may wait longer). */
+export const STALLED_SOCKET_MS = 3000;
+
+/**
+ * BullMQ needs its own connection options: no per-request retry cap on blocking commands. `opts`:
+ * e.g. `socketTimeout` for a connection whose blocking commands are all shorter than it.
+ */
+export function bullConnection(target: RedisTarget, opts: RedisOptions = {}): Redis {
+  return connect(target, {
+    maxRetriesPerRequest: null,
+    enableOfflineQueue: true,
+    connectTimeout: 2000,
+    retryStrategy: (a) => Math.min(a * 200, 2000),
+    ...opts,
+  });
 }
 
 /** How long a write waits for the replica's acknowledgement before it is answered anyway. */

@@ -20,7 +20,7 @@ import {
   type UpstreamJob,
   type UpstreamResult,
 } from '../../platform/jobs/upstream.js';
-import { createRedis, keySpace } from '../../platform/redis/redis.js';
+import { createRedis, keySpace, redisTarget } from '../../platform/redis/redis.js';
 import { keyRingOf } from '../../platform/keys/templates.js';
 import { runRetentionSweep, type SweepResult } from '../../platform/retention/sweep.js';
 import { ErasuresRepository } from '../../features/accounts/erasures-repository.js';
@@ -74,8 +74,11 @@ export async function startUpstreamWorker(
   deps: { db: Knex; logger: Logger },
   opts: UpstreamWorkerOptions = {},
 ): Promise<RunningUpstreamWorker> {
-  // The retention sweep purges the user keys of unfinished erasures: its own connection.
-  const redis = createRedis(config.redis.url);
+  // The retention sweep purges the user keys of unfinished erasures: its own connection, to the
+  // master the Sentinels name when there are Sentinels (REDIS_URL then carries only the password and
+  // the scheme; its host was looked up, in vain, every couple of seconds).
+  const redis = createRedis(redisTarget(config.redis));
+  redis.on('error', (e) => deps.logger.debug({ err: e.message }, 'redis connection error'));
   const keys = keySpace(config.redis.prefix);
   const registry = dataFamilies({
     db: deps.db,

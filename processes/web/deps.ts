@@ -332,7 +332,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
       staffMfa: config.operators.staffMfa,
       staffSessionMaxSeconds: config.operators.staffSessionMaxSeconds,
     }),
-    health: new HealthService({ config, database: unitOfWork, redis, metrics }),
+    health: new HealthService({ config, database: unitOfWork, redis, metrics, links: (ms) => jobs.linksAnswer(ms) }),
     face,
     repos,
     services,

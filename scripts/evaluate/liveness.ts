@@ -34,11 +34,13 @@
  * evaluates the first, the default `--set measure` the second, with other random draws (seeds).
  */
 import { createHash } from 'node:crypto';
+import sharp from 'sharp';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FaceEngine } from '../../features/face/worker/pipeline/engine.js';
 import { isFaceError } from '../../platform/face/face-error.js';
-import { normaliseUpload } from '../../platform/face/image.js';
+import { decodeRgb as decodeNormalised, normaliseUpload } from '../../platform/face/image.js';
+import { screenPattern } from '../../features/liveness/screen-pattern.js';
 import { drawSteps, estimatePose, judgeFaces, onePerson, type FailureReason, type FrameFace, type LivenessStep } from '../../features/liveness/decision.js';
 import { FIXTURE_PHOTOS, FIXTURES_DIR } from '../../test/fixtures/faces/labels.js';
 import { decodeRgb, encodeJpeg, flatTilt, rng, synthView, type Pt, type Rgb } from './liveness-views.js';
@@ -59,6 +61,8 @@ interface Source {
   rgb: Rgb;
   l5: Pt[];
   frontalJpeg: Buffer;
+  /** Degrees of yaw added to every synthesised view: the source's own turn undone. */
+  yawOffsetDeg: number;
 }
 
 export interface SequenceVerdict {
@@ -89,8 +93,10 @@ export async function judgeSequence(
   if (replayed) return { status: 'failed', reason: 'replayed_frames' };
   const measured: FrameFace[] = [];
   const aligned: (Float32Array | null)[] = [];
+  let firstJpeg: Buffer | null = null;
   for (const f of frames) {
     const { jpeg } = await normaliseUpload(f);
+    firstJpeg ??= jpeg;
     try {
       const r = await engine.liveness(jpeg, 'single', { align: true, quality: false });
       measured.push({ outcome: 'face', landmarks5: r.face.landmarks5, livenessScore: r.livenessScore });
@@ -101,7 +107,9 @@ export async function judgeSequence(
       aligned.push(null);
     }
   }
-  const v = judgeFaces({ frames: measured, steps, livenessThreshold });
+  const first = measured[0]!;
+  const pattern = first.outcome === 'face' ? screenPattern(await decodeNormalised(firstJpeg!), first.landmarks5) : null;
+  const v = judgeFaces({ frames: measured, steps, livenessThreshold, screenPattern: pattern });
   if (v.status === 'failed') return { status: 'failed', reason: v.reason };
   const embeddings = [];
   for (const a of aligned) embeddings.push((await engine.embedAligned(a!)).embedding);
@@ -153,11 +161,15 @@ export async function bonaFide(src: Source, steps: readonly LivenessStep[], r: (
     poses.push(pose);
   }
   if (poses.length < 3) poses.push(poseFor('center', r));
-  return Promise.all(poses.map(async (p) => encodeJpeg(synthView(src.rgb, src.l5, { ...p, ...capture(r, src.rgb.width) }), Math.round(uniform(r, 82, 94)))));
+  return Promise.all(
+    poses.map(async (p) =>
+      encodeJpeg(synthView(src.rgb, src.l5, { ...p, yaw: p.yaw + src.yawOffsetDeg, ...capture(r, src.rgb.width) }), Math.round(uniform(r, 82, 94))),
+    ),
+  );
 }
 
 /** What a screen adds to what it shows, filmed by a camera: moiré, gamma, a little blur, a cast. */
-function screen(img: Rgb, r: () => number): Rgb {
+export function screen(img: Rgb, r: () => number): Rgb {
   const out = Buffer.alloc(img.data.length);
   const period = uniform(r, 2.5, 4.5);
   const angle = uniform(r, 0, Math.PI);
@@ -182,15 +194,39 @@ function screen(img: Rgb, r: () => number): Rgb {
   return { data: out, width: w, height: h };
 }
 
+/**
+ * Inter-ocular distance (pixels) a source is brought up to before views are synthesised from it: a
+ * front camera's 640-pixel frame of a face at arm's length shows about this much. LFW's 126-pixel
+ * tiles (30 to 35 pixels between the eyes) are enlarged (Lanczos) so that the warp's resampling and
+ * the landmark model's noise on a tiny face do not stand for what a camera delivers.
+ */
+const SOURCE_IOD_PX = 80;
+
 export async function loadSource(engine: FaceEngine, file: string): Promise<Source | string> {
-  const { jpeg } = await normaliseUpload(readFileSync(path.join(FIXTURES_DIR, file)));
-  const face = await engine.liveness(jpeg, 'largest', { quality: false });
+  let { jpeg } = await normaliseUpload(readFileSync(path.join(FIXTURES_DIR, file)));
+  let face = await engine.liveness(jpeg, 'largest', { quality: false });
+  const iod = (l: Pt[]) => Math.hypot(l[1]![0] - l[0]![0], l[1]![1] - l[0]![1]);
+  const factor = Math.min(3, SOURCE_IOD_PX / iod(face.face.landmarks5 as Pt[]));
+  if (factor > 1.2) {
+    const meta = await sharp(jpeg).metadata();
+    jpeg = await sharp(jpeg)
+      .resize(Math.round(meta.width! * factor), Math.round(meta.height! * factor), { kernel: 'lanczos3' })
+      .jpeg({ quality: 95 })
+      .toBuffer();
+    face = await engine.liveness(jpeg, 'largest', { quality: false });
+  }
   const l5 = face.face.landmarks5 as Pt[];
   // A source must face the camera: the views turn it from there.
   const yaw = estimatePose(l5).yaw;
   if (Math.abs(yaw) >= 0.1) return `not frontal (yaw ${yaw.toFixed(2)})`;
   const identity = FIXTURE_PHOTOS.find((p) => p.file === file)?.identity ?? file;
-  return { file, identity, rgb: await decodeRgb(jpeg), l5, frontalJpeg: jpeg };
+  const rgb = await decodeRgb(jpeg);
+  // A person asked to face the camera faces it: the source's own small turn is undone in every view
+  // (its reading at 0° and at 20° give the degrees per unit of yaw for this face).
+  const turned = await engine.liveness(await encodeJpeg(synthView(rgb, l5, { yaw: 20 }), 95), 'largest', { quality: false });
+  const perDegree = (estimatePose(turned.face.landmarks5 as Pt[]).yaw - yaw) / 20;
+  const yawOffsetDeg = perDegree > 0.002 ? -yaw / perDegree : 0;
+  return { file, identity, rgb, l5, frontalJpeg: jpeg, yawOffsetDeg };
 }
 
 const swapStep = (s: LivenessStep): LivenessStep => (s === 'turn_left' ? 'turn_right' : s === 'turn_right' ? 'look_up' : s === 'look_up' ? 'turn_left' : s);

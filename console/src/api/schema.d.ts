@@ -779,7 +779,7 @@ export interface paths {
         put?: never;
         /**
          * Give a liveness session its frames (once) and get the server's verdict
-         * @description The file field `frames` repeated `minFrames` to `maxFrames` times, in capture order (JPEG, PNG or WebP each). The verdict is `passed` or `failed` with the first reason found, checked in this order: `session_expired`; `replayed_frames` (a frame whose exact bytes this service received before, in any session: checked on keyed digests before any frame is decoded); `no_face`; `multiple_faces`; `static_capture` (one picture repeated, shifted or re-encoded); `different_faces`; `challenge_not_followed` (the head poses, estimated from the landmarks, do not follow `steps` in order); `spoof_suspected` (the passive model). Never a score. 404 `not_found` for an unknown, malformed or another caller's session; 409 `conflict` for a second frames call. A consumer's failed session counts as one failed biometric attempt (429 `biometric_locked` while locked, before the session is used). A frame that is not a decodable image is 400 `invalid_image`, and the session is spent.
+         * @description The file field `frames` repeated `minFrames` to `maxFrames` times, in capture order (JPEG, PNG or WebP each). The verdict is `passed` or `failed` with the first reason found, checked in this order: `session_expired`; `replayed_frames` (a frame whose exact bytes this service received before, in any session: checked on keyed digests before any frame is decoded); `implausible_timing` (the frames arrived sooner after the session was created than a person can follow its steps — LIVENESS_MIN_STEP_MS per step after the first —, or the claimed `capturedAt` times go backwards, span more than the server saw, or leave less than that per step); `no_face`; `multiple_faces`; `static_capture` (one picture repeated, shifted or re-encoded); `different_faces`; `challenge_not_followed` (the head poses, estimated from the landmarks, do not follow `steps` in order); `spoof_suspected` (the passive model, or the moiré of a screen on the first frame). Never a score. 404 `not_found` for an unknown, malformed or another caller's session; 409 `conflict` for a second frames call. A consumer's failed session counts as one failed biometric attempt (429 `biometric_locked` while locked, before the session is used). A frame that is not a decodable image is 400 `invalid_image`, and the session is spent.
          *
          *     **Authorisation:** Consumer bearer token, or operator bearer token (as for operator routes).
          */
@@ -5315,6 +5315,8 @@ export interface operations {
         requestBody: {
             content: {
                 "multipart/form-data": {
+                    /** @description The client's capture time of each frame, in order, as a JSON array of milliseconds on the client's own clock (e.g. `Date.now()` at each capture; only differences are used): one per frame. A claim: the server checks it against what it saw itself and fails the session with `implausible_timing` when it contradicts that */
+                    capturedAt?: string;
                     /** @description One frame per part, in capture order */
                     frames: string[];
                 };
@@ -5332,7 +5334,7 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             /** @description Why it failed: the first reason found, checked in the order listed */
-                            reason?: "session_expired" | "replayed_frames" | "no_face" | "multiple_faces" | "static_capture" | "different_faces" | "challenge_not_followed" | "spoof_suspected";
+                            reason?: "session_expired" | "replayed_frames" | "implausible_timing" | "no_face" | "multiple_faces" | "static_capture" | "different_faces" | "challenge_not_followed" | "spoof_suspected";
                             status: "passed" | "failed";
                             /** @description Per frame, the step the server saw in it, or null */
                             stepsSeen: (("center" | "turn_left" | "turn_right" | "look_up") | null)[];
@@ -5340,7 +5342,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Error: `invalid_image`, `validation_failed` */
+            /** @description Error: `validation_failed`, `invalid_image` */
             400: {
                 headers: {
                     [name: string]: unknown;

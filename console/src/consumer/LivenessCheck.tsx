@@ -71,9 +71,13 @@ export function LivenessCheck(props: { t: Translate; api: Api; id: string; onPas
     while (plan.length < minFrames) plan.push('center');
     setSteps(plan);
     const frames: Blob[] = [];
+    // When each frame was taken (this device's clock): the server checks these claims against the
+    // times it saw itself.
+    const capturedAt: number[] = [];
     for (let i = 0; i < plan.length; i++) {
       setCurrent(i);
       await sleep(STEP_MS);
+      capturedAt.push(Date.now());
       const f = await grab();
       if (!f) {
         stop(s);
@@ -88,6 +92,7 @@ export function LivenessCheck(props: { t: Translate; api: Api; id: string; onPas
     setPhase('sending');
     const form = new FormData();
     frames.forEach((f, i) => form.append('frames', f, `frame${i + 1}.jpg`));
+    form.append('capturedAt', JSON.stringify(capturedAt));
     const { data, error: err } = await api.POST('/liveness/sessions/{id}/frames', {
       params: { path: { id } },
       body: {} as never,

@@ -62,6 +62,50 @@ function errorFile(dir: string, status: number): string {
 /** The in-process address between the two web stages (Linux abstract socket, one per balancer port). */
 const webStage = (webPort: number) => `abns@faceid-webs-${webPort}`;
 
+/** A backend of the web processes; `check`: its health check. */
+function webBackend(o: HaproxyOptions, name: string, check: string[]): string[] {
+  return [
+    `backend ${name}`,
+    '  mode http',
+    // A fresh server connection per request: after a web process dies, the next request finds its
+    // port closed (a connection failure, retried on the other process whatever the method) instead of
+    // being sent down a kept-alive connection to the dead process. Costs one loopback/LAN connect.
+    '  option http-server-close',
+    '  balance roundrobin',
+    ...check,
+    '  retries 3',
+    // A request that reached a process which then died without answering is run again on the other
+    // process only when it is safe to repeat (GET, HEAD); a write might have been applied before the
+    // process died: it is answered 503 with Retry-After (the service's single-use tokens refuse a
+    // replay of a write that was applied).
+    '  retry-on conn-failure empty-response',
+    '  http-request disable-l7-retry unless METH_GET || METH_HEAD',
+    '  option redispatch 1',
+    ...[502, 503, 504].map((s) => `  errorfile ${s} ${path.join(o.dir, `error-${s}.http`)}`),
+    // A web process whose host is cut off answers nothing, not even a reset. The requests waiting on
+    // it end through TCP keepalive: its kernel answers the probes while it lives, however slowly it
+    // serves, so only a host that is gone fails them (after 1 s idle, 3 probes 1 s apart: about 4 s);
+    // the connection then fails, and the request is answered 503 with Retry-After (a GET or HEAD is
+    // run again on the other process). Not `timeout server`: a healthy request may take the whole
+    // face deadline (FACE_JOB_TIMEOUT_MS) and more. Not `on-marked-down shutdown-sessions`: it also
+    // kills the requests still connecting to that host, and a stream killed before it reached a
+    // server gives no answer at all (HAProxy logs `D---` and closes the client's connection).
+    '  option srvtcpka',
+    '  srvtcpka-idle 1s',
+    '  srvtcpka-intvl 1s',
+    '  srvtcpka-cnt 3',
+    // A connect to a web process takes a LAN round trip; one that is not answered within 500 ms is
+    // given up and sent to the other process (`retries`, `redispatch`), and the first such failure
+    // of real traffic takes the process out of service at once (`observe layer4`), before its checks
+    // fail, so the following requests go to the other process directly. `fastinter`: once a check
+    // has failed, the next comes sooner. A process that is back is in service after one good check.
+    '  timeout connect 500ms',
+    '  default-server inter 1s fastinter 500ms fall 2 rise 1 observe layer4 error-limit 1 on-error mark-down',
+    ...o.webs.map((w) => `  server ${w.name} ${w.host ?? '127.0.0.1'}:${w.port} check`),
+    '',
+  ];
+}
+
 export function haproxyConfig(o: HaproxyOptions): string {
   return [
     'global',
@@ -112,7 +156,7 @@ export function haproxyConfig(o: HaproxyOptions): string {
     ...[502, 503, 504].map((s) => `  errorfile ${s} ${path.join(o.dir, `error-${s}.http`)}`),
     `  server webs ${webStage(o.webPort)}`,
     '',
-    'listen webs',
+    'frontend webs',
     '  mode http',
     '  option httplog',
     // No `option forwardfor` here: the client's address is added once, above, as the right-most
@@ -122,34 +166,31 @@ export function haproxyConfig(o: HaproxyOptions): string {
     '  http-request set-log-level silent if { path /health }',
     // Requests up to 256 KB (a capture photo) are read whole before they go to a web process.
     '  option http-buffer-request',
-    // A fresh server connection per request: after a web process dies, the next request finds its
-    // port closed (a connection failure, retried on the other process whatever the method) instead of
-    // being sent down a kept-alive connection to the dead process. Costs one loopback/LAN connect.
-    '  option http-server-close',
-    '  balance roundrobin',
-    '  option httpchk GET /health',
-    // /health answers 503 while a dependency is down: the process still serves, so both count as alive.
-    '  http-check expect rstatus ^(200|503)$',
-    '  retries 3',
-    // A request that reached a process which then died without answering is run again on the other
-    // process only when it is safe to repeat (GET, HEAD); a write might have been applied before the
-    // process died: it is answered 503 with Retry-After (the service's single-use tokens refuse a
-    // replay of a write that was applied).
-    '  retry-on conn-failure empty-response',
-    '  http-request disable-l7-retry unless METH_GET || METH_HEAD',
-    '  option redispatch 1',
     ...[502, 503, 504].map((s) => `  errorfile ${s} ${path.join(o.dir, `error-${s}.http`)}`),
-    // A web process whose host is cut off answers nothing, not even a reset: once its checks fail, the
-    // requests still waiting on it are cut (and answered 503 with Retry-After by the stage above)
-    // instead of waiting for `timeout server`.
-    '  default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions',
-    ...o.webs.map((w) => `  server ${w.name} ${w.host ?? '127.0.0.1'}:${w.port} check`),
+    // The processes that can serve now (their own links answer: /health/ready) take the traffic. Only
+    // when none can (PostgreSQL or Redis away for all of them) does it go to every live process: they
+    // still serve what does not need the missing part, and answer the rest 503 with Retry-After.
+    // A process back from a cut link is live at once but silent on its old connections for a while:
+    // it takes traffic again once they answer, not at its first check.
+    '  use_backend webs-ready if { nbsrv(webs-ready) gt 0 }',
+    '  default_backend webs-live',
     '',
+    ...webBackend(o, 'webs-ready', ['  option httpchk GET /health/ready', '  http-check expect status 200']),
+    // /health answers 503 while a dependency is down: the process still serves, so both count as alive.
+    ...webBackend(o, 'webs-live', ['  option httpchk GET /health', '  http-check expect rstatus ^(200|503)$']),
     'listen postgres',
     '  mode tcp',
     `  bind ${o.pgBind ?? '127.0.0.1'}:${o.pgPort}`,
     '  timeout client 30m',
     '  timeout server 30m',
+    // A client host cut off in the middle of a transaction answers nothing: its session would hold
+    // its row locks until the link came back, and every request wanting those rows would wait as long.
+    // TCP keepalive toward the clients (answered by a live host's kernel whatever its process does)
+    // ends such a connection about 5 s after it went silent; PostgreSQL then rolls the transaction back.
+    '  option clitcpka',
+    '  clitcpka-idle 2s',
+    '  clitcpka-intvl 1s',
+    '  clitcpka-cnt 3',
     '  option httpchk GET /primary',
     '  http-check expect status 200',
     '  default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions',

@@ -1,0 +1,44 @@
+/**
+ * The raw engine for bench/face-path.ts's alternated rounds, kept alive in a process of its own (as a
+ * face worker runs) so that its calls can take turns with the service's calls in one run: on a shared
+ * machine both sides then see the same load. The same stage calls the face worker makes (normalise,
+ * the liveness stage, the embed stage; bench/face-path-raw-child.ts's `pipeline`), no queue, no HTTP.
+ *
+ * Protocol: one JSON line per call on stdin, `{ "photoB64": "..." }` (the photo is kept after the first
+ * call: later lines may send `{}`); one JSON line per answer on stdout, `{ "ms": wall, "steps": {...} }`.
+ * Not meant to be run by hand.
+ */
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { performance } from 'node:perf_hooks';
+import { FaceEngine } from '../features/face/worker/pipeline/engine.js';
+import { normaliseUpload } from '../platform/face/image.js';
+import { ROOT } from './lib.js';
+
+const threads = Number(process.env.BENCH_RAW_THREADS ?? 1);
+const engine = await FaceEngine.load(path.resolve(ROOT, process.env.FACE_MODELS_DIR ?? 'var/models'), { intraOpThreads: threads });
+let photo: Buffer | null = null;
+
+async function once(p: Buffer): Promise<{ ms: number; steps: Record<string, number> }> {
+  const steps: Record<string, number> = {};
+  const t = performance.now();
+  const n = await normaliseUpload(p);
+  steps.normalise = performance.now() - t;
+  let s = performance.now();
+  const live = await engine.liveness(n.jpeg, 'largest', { align: true });
+  steps.liveness = performance.now() - s;
+  s = performance.now();
+  await engine.embedAligned(live.aligned!);
+  steps.embed = performance.now() - s;
+  return { ms: performance.now() - t, steps };
+}
+
+process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
+for await (const line of createInterface({ input: process.stdin })) {
+  if (!line.trim()) continue;
+  const msg = JSON.parse(line) as { photoB64?: string };
+  if (msg.photoB64) photo = Buffer.from(msg.photoB64, 'base64');
+  if (!photo) throw new Error('no photo yet');
+  process.stdout.write(`${JSON.stringify(await once(photo))}\n`);
+}
+await engine.release();

@@ -1,0 +1,214 @@
+/**
+ * Part of `npm run bench -- face-path`: the engine's own time, a single capture through the service and
+ * a liveness session of the minimum number of frames, in ONE run, taking turns call by call (the order
+ * rotates every round), so that on a shared machine the three sides see the same load and their
+ * ratios mean something even when the absolute figures move.
+ *
+ * - engine: the raw engine in a long-lived process of its own (bench/face-path-raw-server.ts) on the
+ *   session's centre frame: normalise + liveness stage + embed stage, no queue, no HTTP;
+ * - single capture: POST /verify/self with that frame (one client; the consumer enrolled from the
+ *   full photo it was synthesised from);
+ * - session: POST /liveness/sessions, then POST .../frames with the minimum number of frames
+ *   (LIVENESS_MIN_FRAMES, 3) following the drawn steps (a draw of four steps, which needs four frames, is
+ *   skipped and drawn again, outside the timing); then, timed apart, its use by /verify/self
+ *   (`livenessSessionId`).
+ *
+ * Every frame is made unique (a JPEG comment with a fresh number): the service refuses frames it saw.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { performance } from 'node:perf_hooks';
+import { ROOT, summarise } from './lib.js';
+
+type Summary = ReturnType<typeof summarise>;
+
+export interface AlternatedFigures {
+  rounds: number;
+  engine: Summary;
+  engineSteps: Record<string, number>;
+  single: Summary;
+  /** create + frames. */
+  session: Summary;
+  /** The frames call alone. */
+  frames: Summary;
+  /** /verify/self with the passed session. */
+  use: Summary;
+  sessionOutcomes: Record<string, number>;
+  singleOutcomes: Record<string, number>;
+  /** The face workers' clocks over the single captures and over the sessions alone (ms per job by step). */
+  clocks: { single: string[][]; session: string[][] };
+}
+
+/** A reading of the face workers' clocks and the rows of the difference between two readings. */
+export interface ClockSource<C> {
+  read: () => Promise<C>;
+  rows: (before: C, after: C) => string[][];
+  /** Adds a difference to a running total. */
+  add: (total: C, before: C, after: C) => C;
+  zero: () => C;
+}
+
+const LIVENESS_DIR = path.join(ROOT, 'test/fixtures/faces/liveness');
+let nonce = 0;
+
+/** A fixture frame's bytes with a fresh comment segment: same pixels, bytes never sent before. */
+export function uniqueFrame(name: string): Buffer {
+  const jpeg = readFileSync(path.join(LIVENESS_DIR, `${name}.jpg`));
+  const text = Buffer.from(`bench ${++nonce} ${process.pid} ${Date.now()}`);
+  const com = Buffer.concat([Buffer.from([0xff, 0xfe, 0, text.length + 2]), text]);
+  return Buffer.concat([jpeg.subarray(0, 2), com, jpeg.subarray(2)]);
+}
+
+/** The raw engine process: `call()` runs the pipeline once on the photo and answers its wall ms. */
+async function rawEngine(photo: Buffer, modelsDir: string) {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/face-path-raw-server.ts')], {
+    cwd: ROOT,
+    env: { ...process.env, FACE_MODELS_DIR: modelsDir },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+  const next = async () => {
+    const r = await lines.next();
+    if (r.done) throw new Error('face-path-raw-server ended');
+    return JSON.parse(r.value) as { ms: number; steps: Record<string, number> };
+  };
+  await next(); // ready
+  let first = true;
+  return {
+    call: async () => {
+      child.stdin!.write(`${JSON.stringify(first ? { photoB64: photo.toString('base64') } : {})}\n`);
+      first = false;
+      return next();
+    },
+    stop: () => {
+      child.stdin!.end();
+      child.kill('SIGTERM');
+    },
+  };
+}
+
+async function postForm(url: string, token: string, fields: Record<string, string>, files: { field: string; data: Buffer }[]) {
+  const form = new FormData();
+  for (const [k, v] of Object.entries(fields)) form.append(k, v);
+  for (const f of files) form.append(f.field, new Blob([new Uint8Array(f.data)], { type: 'image/jpeg' }), 'frame.jpg');
+  const t = performance.now();
+  const res = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form });
+  const body = (await res.json()) as Record<string, unknown>;
+  return { status: res.status, body, ms: performance.now() - t };
+}
+
+export async function benchAlternated<C>(opts: {
+  webUrl: string;
+  /** A consumer enrolled from the photo the `stem` frames were synthesised from. */
+  userToken: string;
+  /** The fixture frames' stem (test/fixtures/faces/liveness/<stem>-<step>.jpg). */
+  stem: string;
+  minFrames: number;
+  modelsDir: string;
+  rounds: number;
+  warmUp?: number;
+  clocks: ClockSource<C>;
+}): Promise<AlternatedFigures> {
+  const { webUrl, userToken, stem } = opts;
+  const centre = readFileSync(path.join(LIVENESS_DIR, `${stem}-center.jpg`));
+  const raw = await rawEngine(centre, opts.modelsDir);
+  const singleOutcomes: Record<string, number> = {};
+  const sessionOutcomes: Record<string, number> = {};
+  const engineSteps: Record<string, number> = {};
+
+  const engineCall = async () => {
+    const r = await raw.call();
+    for (const [k, v] of Object.entries(r.steps)) engineSteps[k] = (engineSteps[k] ?? 0) + v;
+    return r.ms;
+  };
+  const singleCall = async () => {
+    const r = await postForm(`${webUrl}/verify/self`, userToken, {}, [{ field: 'image', data: uniqueFrame(`${stem}-center`) }]);
+    const key = r.status === 200 ? String(r.body.outcome) : `HTTP ${r.status} ${String(r.body.error)}`;
+    singleOutcomes[key] = (singleOutcomes[key] ?? 0) + 1;
+    return r.ms;
+  };
+  /** One session of the minimum frames; answers create + frames, the frames call, and the use. */
+  const sessionCall = async (): Promise<{ total: number; frames: number; use: number }> => {
+    for (;;) {
+      const t = performance.now();
+      const created = await fetch(`${webUrl}/liveness/sessions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' },
+        body: '{}',
+      });
+      const createMs = performance.now() - t;
+      const { session } = (await created.json()) as { session: { id: string; steps: string[] } };
+      if (created.status !== 201) throw new Error(`create answered ${created.status}`);
+      if (session.steps.length > opts.minFrames) continue; // needs more frames than the minimum
+      const names = session.steps.map((s) => `${stem}-${s}`);
+      if (names.length < opts.minFrames) names.push(`${stem}-center2`);
+      const f = await postForm(
+        `${webUrl}/liveness/sessions/${session.id}/frames`,
+        userToken,
+        {},
+        names.map((n) => ({ field: 'frames', data: uniqueFrame(n) })),
+      );
+      const s = f.body.session as { status: string; reason?: string } | undefined;
+      const key = f.status === 200 ? `${s!.status}${s!.reason ? ` ${s!.reason}` : ''}` : `HTTP ${f.status}`;
+      sessionOutcomes[key] = (sessionOutcomes[key] ?? 0) + 1;
+      if (s?.status !== 'passed') throw new Error(`a bona fide session of the bench did not pass: ${key}`);
+      const use = (await postForm(`${webUrl}/verify/self`, userToken, { livenessSessionId: session.id }, [])).ms;
+      return { total: createMs + f.ms, frames: f.ms, use };
+    }
+  };
+
+  try {
+    for (let i = 0; i < (opts.warmUp ?? 5); i++) {
+      await engineCall();
+      await singleCall();
+      await sessionCall();
+    }
+    for (const k of Object.keys(engineSteps)) delete engineSteps[k];
+    for (const o of [singleOutcomes, sessionOutcomes]) for (const k of Object.keys(o)) delete o[k];
+    const engine: number[] = [];
+    const single: number[] = [];
+    const session: number[] = [];
+    const frames: number[] = [];
+    const use: number[] = [];
+    const { clocks } = opts;
+    let singleClocks = clocks.zero();
+    let sessionClocks = clocks.zero();
+    const sides = [
+      async () => engine.push(await engineCall()),
+      async () => {
+        const c0 = await clocks.read();
+        single.push(await singleCall());
+        singleClocks = clocks.add(singleClocks, c0, await clocks.read());
+      },
+      async () => {
+        const c0 = await clocks.read();
+        const r = await sessionCall();
+        sessionClocks = clocks.add(sessionClocks, c0, await clocks.read());
+        session.push(r.total);
+        frames.push(r.frames);
+        use.push(r.use);
+      },
+    ];
+    for (let round = 0; round < opts.rounds; round++) {
+      // The order rotates: no side always follows the same one.
+      for (let k = 0; k < sides.length; k++) await sides[(round + k) % sides.length]!();
+    }
+    for (const k of Object.keys(engineSteps)) engineSteps[k] = engineSteps[k]! / opts.rounds;
+    return {
+      rounds: opts.rounds,
+      engine: summarise(engine),
+      engineSteps,
+      single: summarise(single),
+      session: summarise(session),
+      frames: summarise(frames),
+      use: summarise(use),
+      sessionOutcomes,
+      singleOutcomes,
+      clocks: { single: clocks.rows(clocks.zero(), singleClocks), session: clocks.rows(clocks.zero(), sessionClocks) },
+    };
+  } finally {
+    raw.stop();
+  }
+}
