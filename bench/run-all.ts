@@ -8,7 +8,6 @@
  *   npm run bench -- dedupe            # the search a link adds for duplicate detection, at 1M (BENCH_N)
  *   npm run bench -- face-path         # /verify/self and /identify vs the raw engine, one client and 4 in flight; a liveness session
  *   npm run bench -- face-contention   # the face pipeline alone, two processes at once, 2 intra-op threads
- *   npm run bench -- snapshot-load     # a replica's cold start from a sealed snapshot vs one in clear, at 1M (BENCH_N)
  *
  * Each prints Markdown tables and writes its figures to var/bench/<name>.json. Run them on an idle
  * machine: they measure CPU time, and the search benchmark needs about 6 GB of RAM at 1M.
@@ -23,7 +22,6 @@ const BENCHES: Record<string, () => Promise<string | { markdown: string; lastLin
   'face-path': async () => (await import('./face-path.js')).runFacePathBench(),
   'face-contention': async () => (await import('./face-contention.js')).runFaceContentionBench(),
   dedupe: async () => (await import('./dedupe.js')).runDedupeBench(),
-  'snapshot-load': async () => (await import('./snapshot-load.js')).runSnapshotLoadBench(),
 };
 
 // Options with a value (`--dataset DIR`) are the benchmarks' own: skip them and their value.

@@ -18,6 +18,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import os from 'node:os';
 import { SketchEngine, SketchKind } from '../features/search/worker/sketch-engine.js';
+import { idTableOf } from '../features/search/worker/id-table.js';
 import { SketchIndex, VectorStore } from '../features/search/worker/search-kernel.js';
 import { openDataset } from './search-data.js';
 import { DIM, summarise } from './lib.js';
@@ -57,7 +58,7 @@ const ids = Array.from({ length: ds.n }, (_, i) => `00000000-0000-4000-8000-${St
 const kind = new SketchKind('BinarySketch512', { dim: DIM, candidates });
 void kind;
 console.error(`ids ready (${((performance.now() - t0) / 1000).toFixed(0)} s)`);
-const engine = new SketchEngine('BinarySketch512', 512, { dim: DIM, candidates }, sketch, store, 50_000, ds.n, ids);
+const engine = new SketchEngine('BinarySketch512', 512, { dim: DIM, candidates }, sketch, store, 50_000, ds.n, idTableOf(ids));
 const buildS = (performance.now() - t0) / 1000;
 (globalThis as { gc?: () => void }).gc?.();
 const rssAfter = process.memoryUsage().rss;

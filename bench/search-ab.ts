@@ -16,6 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { DEFAULT_EXACT_CANDIDATES, SketchEngine } from '../features/search/worker/sketch-engine.js';
+import { idTableOf } from '../features/search/worker/id-table.js';
 import { SketchIndex, VectorStore } from '../features/search/worker/search-kernel.js';
 import { openDataset } from './search-data.js';
 import { DIM, summarise } from './lib.js';
@@ -96,7 +97,7 @@ for (const dirArg of dirs) {
     new VectorStore(DIM, path.join(dir, 'gallery.f32'), ds.n),
     1,
     ds.n,
-    ids,
+    idTableOf(ids),
   );
   const after = (queries: Float32Array[]): number[][] => engine.searchMany(queries, K).map((hits) => hits.map((h) => Number(h.userId)));
   const variants = { before, after } as const;

@@ -11,6 +11,7 @@
  *   mode "cold": a replica starts from that snapshot (process start -> serving), answers the first
  *     probes, which must equal the build's answers.
  */
+import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { createDb } from '../platform/database/db.js';
 import { createLogger } from '../platform/logger.js';
@@ -34,6 +35,10 @@ interface Args {
   exactProbes: number;
   speedupRounds: number;
   check: string[];
+  /** cold: re-rank from this clear copy of the snapshot's rows (the clear reference); build: write that copy. */
+  clearVectorsFile?: string;
+  /** cold: the exact top-1 user of each probe (from the build's exact reference), for recall vs exact. */
+  exactTop?: string[];
 }
 
 const args = JSON.parse(process.argv[2] ?? '{}') as Args;
@@ -46,7 +51,8 @@ function settledRss(): number {
 }
 
 const rss0 = settledRss();
-const db = args.source === 'postgres' ? createDb(args.db, 4, { bindModels: false }) : null;
+// Also with BENCH_SOURCE=file: the replica reads its erasures from the (empty) scratch database.
+const db = createDb(args.db, 4, { bindModels: false });
 const source = args.source === 'file' ? new FileChangeLogSource(args.dataset, `file-${args.dataset.replace(/[^a-z0-9]/gi, '_')}`) : undefined;
 const replica = new IndexReplica(db as never, {
   factory: args.factory,
@@ -61,7 +67,15 @@ const replica = new IndexReplica(db as never, {
   pageSize: 5000,
   logger: createLogger({ level: 'silent' }),
   source,
+  clearVectorsFile: args.mode === 'cold' ? args.clearVectorsFile : undefined,
 });
+
+/** This process's resident memory by kind (/proc/self/status), MiB. */
+function residentMiB(): { anonMiB: number; fileMiB: number; rssMiB: number } {
+  const status = readFileSync('/proc/self/status', 'utf8');
+  const kib = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+  return { anonMiB: kib('RssAnon') / 1024, fileMiB: kib('RssFile') / 1024, rssMiB: kib('VmRSS') / 1024 };
+}
 const t0 = performance.now();
 await replica.start();
 const readyMs = performance.now(); // since this process started (performance.timeOrigin)
@@ -76,8 +90,58 @@ if (args.mode === 'cold') {
   const top1: string[] = [];
   for (let j = 0; j < args.check.length; j++) top1.push((await replica.knn(probe(j), K, '0')).hits[0]?.userId ?? '');
   const same = top1.every((u, j) => u === args.check[j]);
+  const ready = {
+    readyMs,
+    readyCpuMs: (readyCpu.user + readyCpu.system) / 1000,
+    buildMs,
+    from: replica.stats.lastBuild?.from,
+    same,
+    checked: top1.length,
+    refused: replica.stats.snapshotsRefused,
+  };
+  // Then the searches, one at a time through the job path, and the memory they leave resident.
+  const q = Math.min(ds.q, args.probes);
+  for (let j = 0; j < Math.min(5, q); j++) await replica.knn(probe(j), K, '0');
+  const lat: number[] = [];
+  const cpu: number[] = [];
+  let exactMate = 0,
+    bothMate = 0,
+    mate = 0,
+    withMate = 0;
+  for (let j = 0; j < q; j++) {
+    const t = performance.now();
+    const c0 = process.cpuUsage();
+    const r = await replica.knn(probe(j), K, '0');
+    const c = process.cpuUsage(c0);
+    lat.push(performance.now() - t);
+    cpu.push((c.user + c.system) / 1000);
+    const got = r.hits[0]?.userId ?? '';
+    if (ds.mates[j]! < 0) continue;
+    withMate++;
+    const mateId = syntheticUserId(ds.mates[j]!);
+    if (got === mateId) mate++;
+    if (args.exactTop?.[j] === mateId) {
+      exactMate++;
+      if (got === mateId) bothMate++;
+    }
+  }
+  const s = summarise(lat);
+  (globalThis as { gc?: () => void }).gc?.();
+  const engine = replica.engine as SketchEngine;
   process.stdout.write(
-    `${JSON.stringify({ readyMs, readyCpuMs: (readyCpu.user + readyCpu.system) / 1000, buildMs, from: replica.stats.lastBuild?.from, same, checked: top1.length, refused: replica.stats.snapshotsRefused })}\n`,
+    `${JSON.stringify({
+      ...ready,
+      sealed: engine.store.sealed(),
+      probes: q,
+      p50Ms: s.p50,
+      p99Ms: s.p99,
+      cpuP50Ms: summarise(cpu).p50,
+      cpuP99Ms: summarise(cpu).p99,
+      mateAt1: withMate ? mate / withMate : null,
+      recallVsExact: exactMate ? bothMate / exactMate : null,
+      indexMiB: engine.memoryBytes() / 2 ** 20,
+      ...residentMiB(),
+    })}\n`,
   );
 } else {
   const q = Math.min(ds.q, args.probes);
@@ -129,6 +193,7 @@ if (args.mode === 'cold') {
     bothMate = 0,
     agree = 0;
   const store = engine instanceof SketchEngine ? engine.store : null;
+  const exactTops: string[] = [];
   const userAt = (p: number) => (engine instanceof SketchEngine ? engine.userAt(p) : null);
   if (store) {
     for (let j0 = 0; j0 < eq; j0 += 64) {
@@ -144,6 +209,7 @@ if (args.mode === 'cold') {
       for (let i = 0; i < m; i++) {
         const j = j0 + i;
         const exactTop = userAt(labels[i]!);
+        exactTops[j] = exactTop ?? '';
         if (exactTop === top1[j]) agree++;
         if (ds.mates[j]! < 0) continue;
         exactWithMate++;
@@ -156,6 +222,17 @@ if (args.mode === 'cold') {
     }
   }
   const exactMs = performance.now() - te;
+  // The clear reference's file: the snapshot's rows in its row order, decrypted (the benchmark's own
+  // data, like gallery.f32 beside it; the replica under test never writes one).
+  if (args.clearVectorsFile && store) {
+    const fd = openSync(args.clearVectorsFile, 'w', 0o600);
+    for (let from = 0; from < store.rows(); from += 8192) {
+      const rows = store.read(from, Math.min(8192, store.rows() - from));
+      const bytes = new Uint8Array(rows.buffer, rows.byteOffset, rows.byteLength);
+      for (let o = 0; o < bytes.length;) o += writeSync(fd, bytes, o, bytes.length - o);
+    }
+    closeSync(fd);
+  }
   const approxMateOnExactSet = (() => {
     let m = 0,
       w = 0;
@@ -199,6 +276,8 @@ if (args.mode === 'cold') {
       batches: replica.stats.batches,
       largestBatch: replica.stats.largestBatch,
       check: top1.slice(0, 50),
+      exactTop: exactTops,
+      ...residentMiB(),
     })}\n`,
   );
 }

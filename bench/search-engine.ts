@@ -19,6 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { DEFAULT_EXACT_CANDIDATES, SketchEngine } from '../features/search/worker/sketch-engine.js';
+import { idTableOf } from '../features/search/worker/id-table.js';
 import { SketchIndex, VectorStore, fastIsa, scanIsa } from '../features/search/worker/search-kernel.js';
 import { openDataset, readGallery } from './search-data.js';
 import { DIM, summarise } from './lib.js';
@@ -63,7 +64,7 @@ async function one(dir: string) {
     store,
     50_000,
     ds.n,
-    ids,
+    idTableOf(ids),
   );
   const loadS = (performance.now() - t0) / 1000;
   const probe = (j: number) => ds.probes.subarray(j * DIM, (j + 1) * DIM);

@@ -17,12 +17,15 @@
  * created with the real migrations, dropped afterwards) as float32 LE bytea, user id = md5(row), in
  * 1000-row statements over two connections. A child process starts a search replica on it (a full
  * build, which writes a snapshot), searches every probe through the search job's own path, measures
- * 8 concurrent searches against 8 sequential ones, and runs the exact reference; a second child starts
- * a replica from the snapshot (the cold start). With BENCH_SOURCE=file the rows come from the dataset
+ * 8 concurrent searches against 8 sequential ones, runs the exact reference and writes a clear copy of
+ * the snapshot's rows; then fresh children start replicas from the snapshot (the cold start) and search
+ * every probe again, alternately re-ranking from the snapshot's sealed rows (what a replica does) and
+ * from the clear copy (the reference), and report their resident memory split into anonymous and
+ * file-backed (/proc/self/status RssAnon / RssFile). BENCH_ROUNDS (default 3) rounds of each. With BENCH_SOURCE=file the rows come from the dataset
  * file instead of PostgreSQL (bench/search-file-source.ts: the bounded procedure for 10M).
  *
  * The LAST line printed is one JSON object: { n, factory, p50Ms, p99Ms, mateAt1, mateAt1Exact,
- * recallVsExact, indexMiB, coldStartS, batchedSpeedup } (with both generators: the worse of the two for
+ * recallVsExact, indexMiB, coldStartS, batchedSpeedup, sealedOverClearP50, sealedAnonMiB } (with both generators: the worse of the two for
  * each figure, and each generator's own figures under `byDataset`).
  */
 import { spawnSync } from 'node:child_process';
@@ -51,6 +54,8 @@ const SOURCE = (env.BENCH_SOURCE ?? 'postgres') as 'postgres' | 'file';
 const WORK = path.resolve(env.BENCH_WORK_DIR ?? path.join(ROOT, 'var', 'bench', 'search-work'));
 const BASE = env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const DB_NAME = 'faceid_bench';
+/** Cold starts of each version (sealed, clear), alternated. */
+const ROUNDS = Number(env.BENCH_ROUNDS ?? 3);
 
 function datasetArg(): string | null {
   const i = process.argv.indexOf('--dataset');
@@ -135,7 +140,12 @@ function runChild(args: Record<string, unknown>): any {
     },
   );
   if (r.status !== 0) throw new Error(`search-child ${String(args.mode)} failed (${r.status ?? r.signal}):\n${r.stderr}`);
-  return JSON.parse(r.stdout.trim().split('\n').pop()!);
+  // The figures are the last JSON line; anything else the child printed (a late warning) is shown.
+  const lines = r.stdout.trim().split('\n');
+  const at = lines.findLastIndex((l) => l.startsWith('{'));
+  if (lines.length > 1 || at < 0) process.stderr.write(lines.filter((_, i) => i !== at).join('\n') + '\n');
+  if (at < 0) throw new Error(`search-child ${String(args.mode)} printed no figures`);
+  return JSON.parse(lines[at]!);
 }
 
 interface Figures {
@@ -159,8 +169,10 @@ async function benchDataset(name: string, dir: string, log: (s: string) => void)
   const candidates = Number(env.BENCH_CANDIDATES ?? config().search.rerankCandidates);
   const exactCandidates = Number(env.BENCH_EXACT_CANDIDATES ?? config().search.exactCandidates);
   let loadS: number | null = null;
+  // The scratch database exists in both routes: with BENCH_SOURCE=file the rows come from the file, but
+  // the replica still reads its erasures (none) and lineage bookkeeping there.
+  await createScratchDb();
   if (SOURCE === 'postgres') {
-    await createScratchDb();
     log(`${name}: inserting ${ds.n.toLocaleString('en')} rows into PostgreSQL`);
     loadS = await loadIntoPostgres(dir, log);
     log(`${name}: inserted in ${fmt(loadS)} s (${fmt(ds.n / loadS, 0)} rows/s)`);
@@ -172,21 +184,70 @@ async function benchDataset(name: string, dir: string, log: (s: string) => void)
     `${name}: full build + ${Math.min(PROBES, ds.q)} searches + exact reference (${factory}, ${candidates} Hamming candidates, ${exactCandidates || candidates} re-ranked exactly)`,
   );
   const t1 = performance.now();
-  const b = runChild({ ...common, mode: 'build', probes: PROBES, exactProbes: EXACT_PROBES, speedupRounds: 30, check: [] });
-  log(`${name}: done in ${fmt((performance.now() - t1) / 1000)} s; cold start from the snapshot`);
-  const c = runChild({ ...common, mode: 'cold', probes: 0, exactProbes: 0, speedupRounds: 0, check: b.check.slice(0, 20) });
-  if (c.from !== 'snapshot' || !c.same) throw new Error(`the cold start did not serve from the snapshot with the same answers: ${JSON.stringify(c)}`);
+  const clearVectorsFile = path.join(WORK, `clear-vectors-${name}.f32`);
+  const b = runChild({ ...common, mode: 'build', probes: PROBES, exactProbes: EXACT_PROBES, speedupRounds: 30, check: [], clearVectorsFile });
+  log(`${name}: done in ${fmt((performance.now() - t1) / 1000)} s; cold starts from the snapshot, sealed and clear alternated (${ROUNDS} rounds)`);
+  // The same snapshot served twice: re-ranking from its sealed rows (what a replica does), and from a
+  // clear copy of the same rows (the reference), each in a fresh process, alternated.
+  const runs: Record<'sealed' | 'clear', any[]> = { sealed: [], clear: [] };
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const variant of round % 2 ? (['clear', 'sealed'] as const) : (['sealed', 'clear'] as const)) {
+        const c = runChild({
+          ...common,
+          mode: 'cold',
+          probes: PROBES,
+          exactProbes: 0,
+          speedupRounds: 0,
+          check: b.check.slice(0, 20),
+          exactTop: b.exactTop,
+          clearVectorsFile: variant === 'clear' ? clearVectorsFile : undefined,
+        });
+        if (c.from !== 'snapshot' || !c.same || c.sealed !== (variant === 'sealed'))
+          throw new Error(`the ${variant} cold start did not serve from the snapshot with the same answers: ${JSON.stringify(c)}`);
+        runs[variant].push(c);
+        log(
+          `${name}: ${variant}: p50 ${fmt(c.p50Ms, 2)} ms, p99 ${fmt(c.p99Ms, 2)} ms, CPU p50 ${fmt(c.cpuP50Ms, 2)} ms, recall vs exact ${pct(c.recallVsExact)}, anonymous ${fmt(c.anonMiB, 0)} MiB, file-backed ${fmt(c.fileMiB, 0)} MiB, cold start ${fmt(c.readyMs / 1000, 2)} s`,
+        );
+      }
+    }
+  } finally {
+    rmSync(clearVectorsFile, { force: true });
+  }
   if (!env.BENCH_KEEP) rmSync(snapshotDir, { recursive: true, force: true });
-  const { check: _check, ...rest } = b;
+  const mean = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / xs.length;
+  const side = (v: 'sealed' | 'clear') => {
+    const r = runs[v];
+    return {
+      p50Ms: mean(r.map((c) => c.p50Ms)),
+      p99Ms: mean(r.map((c) => c.p99Ms)),
+      cpuP50Ms: mean(r.map((c) => c.cpuP50Ms)),
+      cpuP99Ms: mean(r.map((c) => c.cpuP99Ms)),
+      recallVsExact: Math.min(...r.map((c) => c.recallVsExact ?? 0)),
+      mateAt1: Math.min(...r.map((c) => c.mateAt1 ?? 0)),
+      anonMiB: Math.max(...r.map((c) => c.anonMiB)),
+      fileMiB: Math.max(...r.map((c) => c.fileMiB)),
+      indexMiB: mean(r.map((c) => c.indexMiB)),
+      coldStartS: mean(r.map((c) => c.readyMs / 1000)),
+      coldStartCpuS: mean(r.map((c) => c.readyCpuMs / 1000)),
+      p50sMs: r.map((c) => c.p50Ms),
+    };
+  };
+  const sealed = side('sealed'),
+    clear = side('clear');
+  const { check: _check, exactTop: _exactTop, ...rest } = b;
   return {
     ...rest,
     dataset: name,
     loadS,
     buildS: b.buildMs / 1000,
-    coldStartS: c.readyMs / 1000,
-    coldStartCpuS: c.readyCpuMs / 1000,
-    coldLoadS: c.buildMs / 1000,
-    coldFrom: c.from,
+    p50Ms: sealed.p50Ms,
+    p99Ms: sealed.p99Ms,
+    coldStartS: sealed.coldStartS,
+    sealed,
+    clear,
+    sealedOverClearP50: sealed.p50Ms / clear.p50Ms,
+    sealedOverClearCpuP50: sealed.cpuP50Ms / clear.cpuP50Ms,
   };
 }
 
@@ -217,7 +278,7 @@ export async function runSearchBench(): Promise<{ markdown: string; lastLine: st
       console.log(JSON.stringify(f));
     }
   } finally {
-    if (SOURCE === 'postgres' && !env.BENCH_KEEP) await admin((c) => c.query(`DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`));
+    if (!env.BENCH_KEEP) await admin((c) => c.query(`DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`));
     if (!env.BENCH_KEEP && !given) for (const s of sets) rmSync(s.dir, { recursive: true, force: true });
   }
   const rows = figures.map((f) => [
@@ -268,11 +329,47 @@ export async function runSearchBench(): Promise<{ markdown: string; lastLine: st
     indexMiB: worst('indexMiB', 'max'),
     coldStartS: worst('coldStartS', 'max'),
     batchedSpeedup: worst('batchedSpeedup', 'min'),
+    sealedOverClearP50: worst('sealedOverClearP50', 'max'),
+    sealedAnonMiB: Math.max(...figures.map((f) => (f.sealed as { anonMiB: number }).anonMiB)),
     byDataset: Object.fromEntries(figures.map((f) => [f.dataset, f])),
   };
+  const sideRows = figures.flatMap((f) =>
+    (['sealed', 'clear'] as const).map((v) => {
+      const x = f[v] as Record<string, number>;
+      return [
+        f.dataset,
+        f.n.toLocaleString('en'),
+        v === 'sealed' ? 'sealed rows (mapped, decrypted per re-ranked row)' : 'clear rows (mapped; the reference)',
+        `${fmt(x.p50Ms, 2)} / ${fmt(x.p99Ms, 2)}`,
+        `${fmt(x.cpuP50Ms, 2)} / ${fmt(x.cpuP99Ms, 2)}`,
+        pct(x.recallVsExact),
+        fmt(x.anonMiB, 0),
+        fmt(x.fileMiB, 0),
+        fmt(x.indexMiB, 0),
+        fmt(x.coldStartS, 2),
+        v === 'sealed' ? `${fmt(f.sealedOverClearP50 as number, 3)} (CPU ${fmt(f.sealedOverClearCpuP50 as number, 3)})` : '1',
+      ];
+    }),
+  );
+  const sideMd = table(
+    [
+      'dataset',
+      'n',
+      'version',
+      'search job ms p50 / p99',
+      'CPU ms per search p50 / p99',
+      'recall vs exact',
+      'RssAnon MiB',
+      'RssFile MiB',
+      'index MiB',
+      'cold start s',
+      'p50 / clear p50',
+    ],
+    sideRows,
+  );
   const file = saveResults('search', { figures, summary, totalSeconds: (performance.now() - t0) / 1000 });
-  console.log(`\n${md}\n\nsearch bench: ${fmt((performance.now() - t0) / 1000)} s in all; figures in ${path.relative(ROOT, file)}`);
-  return { markdown: md, lastLine: JSON.stringify(summary) };
+  console.log(`\n${sideMd}\n\n${md}\n\nsearch bench: ${fmt((performance.now() - t0) / 1000)} s in all; figures in ${path.relative(ROOT, file)}`);
+  return { markdown: `${sideMd}\n\n${md}`, lastLine: JSON.stringify(summary) };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

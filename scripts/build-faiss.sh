@@ -31,7 +31,7 @@ log() { echo "build-faiss: $*"; }
 die() { echo "build-faiss: ERROR: $*" >&2; exit 1; }
 
 # The project's own classes (native/search-kernel/src/*.cc) must be in the addon too, at this version.
-PROJECT_BINDING_VERSION=4
+PROJECT_BINDING_VERSION=5
 faiss_loads() {
   node --input-type=commonjs -e "require('faiss-node'); const b = require('$ADDON'); if (b.projectBindingVersion !== $PROJECT_BINDING_VERSION) process.exit(3)" >/dev/null 2>&1
 }
@@ -219,7 +219,7 @@ build_from_system_faiss() {
   cp "$FAISS_NODE_DIR"/src/*.h "$work/src/" 2>/dev/null || true
   # The project's own classes (SketchIndex, VectorStore): compiled into the same addon and registered
   # from faiss-node's Init.
-  cp "$ROOT"/native/search-kernel/src/*.cc "$work/src/"
+  cp "$ROOT"/native/search-kernel/src/*.cc "$ROOT"/native/search-kernel/src/*.h "$work/src/"
   grep -q 'IndexFlatIP::Init(env, exports);' "$work/src/faiss.cc" || die "faiss-node's Init no longer looks as expected"
   sed -i 's/^Napi::Object Init(Napi::Env env, Napi::Object exports)$/Napi::Object ProjectExtensionsInit(Napi::Env env, Napi::Object exports);\n&/; s/IndexFlatIP::Init(env, exports);/&\n  ProjectExtensionsInit(env, exports);/' "$work/src/faiss.cc"
   grep -q 'ProjectExtensionsInit(env, exports);' "$work/src/faiss.cc" || die "could not register the project's classes in faiss-node's Init"

@@ -14,6 +14,8 @@ import { rotateKeyRing } from '../processes/key-rotation.js';
 import { EmbeddingsRepository } from '../features/face/embeddings-repository.js';
 import { PgChangeLogSource } from '../features/search/worker/change-log-source.js';
 import { SnapshotStore, type SnapshotMeta } from '../features/search/worker/snapshot-store.js';
+import { snapshotUserIds, VECTORS_FILE } from '../features/search/worker/sketch-engine.js';
+import { openRowFor } from '../features/search/worker/sealed-rows-file.js';
 import { FACE_ENGINE_VERSION } from '../platform/face/face-models.js';
 import { useHarness, ROOT } from './helpers/harness.js';
 import { client } from './helpers/http.js';
@@ -48,6 +50,28 @@ function snapshotFiles(name: string): string[] {
 }
 const api = () => client(h.url);
 
+/**
+ * For every snapshot on disk: how many rows of its sealed re-rank file open for `userId` (trying every
+ * position), and whether the row of the first user it lists opens at that user's position.
+ */
+async function snapshotRowChecks(userId: string): Promise<{ opensForErased: number; listedOpens: boolean }[]> {
+  const dir = h.config.search.snapshotDir;
+  const ring = KeyRing.from({ biometricKeys: `k1:${K1}`, biometricActiveKeyId: 'k1' });
+  const store = new SnapshotStore(dir, ring);
+  const out: { opensForErased: number; listedOpens: boolean }[] = [];
+  for (const meta of snapshotFiles('meta.json')) {
+    const m = JSON.parse(readFileSync(meta, 'utf8')) as SnapshotMeta;
+    const reader = store.reader({ dir: path.dirname(meta), meta: m });
+    const ids = await snapshotUserIds(reader);
+    if (ids.length === 0) continue;
+    const { file, access } = reader.rowsFile(VECTORS_FILE, 512);
+    let opensForErased = 0;
+    for (let row = 0; row < ids.length; row++) if (openRowFor(file, access, 512, row, userId)) opensForErased++;
+    out.push({ opensForErased, listedOpens: openRowFor(file, access, 512, 0, ids[0]!) !== null });
+  }
+  return out;
+}
+
 /** The user ids each snapshot on disk lists, decrypted with the test's key ring (a snapshot retired meanwhile is skipped). */
 async function snapshotIdLists(): Promise<string[][]> {
   const dir = h.config.search.snapshotDir;
@@ -56,8 +80,7 @@ async function snapshotIdLists(): Promise<string[][]> {
   for (const meta of snapshotFiles('meta.json')) {
     try {
       const m = JSON.parse(readFileSync(meta, 'utf8')) as SnapshotMeta;
-      const text = (await store.reader({ dir: path.dirname(meta), meta: m }).read('ids.txt')).toString('utf8');
-      out.push(text ? text.split('\n') : []);
+      out.push(await snapshotUserIds(store.reader({ dir: path.dirname(meta), meta: m })));
     } catch (e) {
       if (existsSync(meta)) throw e;
     }
@@ -254,6 +277,13 @@ test.serial(
       snapshotIds.some((ids) => ids.includes(user.userId)),
       'no snapshot on disk lists the erased user',
     );
+    // Nor holds a re-rank row that opens for them (at any position), while a listed user's row opens at theirs.
+    const rows = await snapshotRowChecks(user.userId);
+    t.true(rows.length >= 1);
+    for (const r of rows) {
+      t.is(r.opensForErased, 0, 'no row of the rewritten snapshot opens for the erased user');
+      t.true(r.listedOpens, "a listed user's row opens at its position (the check can see a row)");
+    }
     t.is((await h.deps.db('auditEvents').where({ type: 'user.erased', subjectId: user.userId })).length, 1);
     t.truthy(await h.deps.db('webhookEvents').where({ type: 'user.deleted' }).whereRaw("data->>'userId' = ?", [user.userId]).first());
 

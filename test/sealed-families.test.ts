@@ -75,6 +75,23 @@ test("AES-GCM is called in platform/keys only (a migration's frozen copy aside)"
   t.deepEqual(offenders, []);
 });
 
+test('native code calls AES-GCM in one file only: the counterpart of the primitive for the re-rank rows of search snapshots', (t) => {
+  const callers: string[] = [];
+  const walk = (dir: string) => {
+    for (const name of readdirSync(path.join(ROOT, dir))) {
+      const rel = path.join(dir, name);
+      if (statSync(path.join(ROOT, rel)).isDirectory()) walk(rel);
+      else if (
+        /\.(cc|cpp|c|h)$/.test(rel) &&
+        /EVP_aes_\d+_gcm|EVP_CIPHER_fetch|EVP_(Encrypt|Decrypt|Cipher)Init/.test(readFileSync(path.join(ROOT, rel), 'utf8'))
+      )
+        callers.push(rel);
+    }
+  };
+  walk('native');
+  t.deepEqual(callers, [path.join('native', 'search-kernel', 'src', 'sealed-rows.cc')]);
+});
+
 /** What earlier versions wrote: `v1.<iv>.<tag>.<data>`, AES-256-GCM under `key`, in `encoding`. */
 function legacyText(key: Buffer, plaintext: string, encoding: 'base64' | 'base64url', associatedData?: string): string {
   const iv = randomBytes(12);

@@ -1,9 +1,9 @@
 /**
- * Sealed snapshot files read by several threads at once (features/search/worker/sealed-snapshot-files.ts
- * `readShared`, the way a replica loads its vectors): the same plaintext as the one-thread read for any
- * number of threads (one: on the calling thread, as for a small file), and every damage refused as the one-thread read refuses it (a flipped bit in any
- * frame, frames swapped, a missing last frame, a file of another snapshot, an unknown key, a length
- * other than expected). And the native store reading adopted rows in place.
+ * Sealed snapshot files in frames (features/search/worker/sealed-snapshot-files.ts: a snapshot's codes
+ * and ids): the plaintext back whole, and every damage refused (a flipped bit in any frame, frames
+ * swapped, a missing last frame, a file of another snapshot, an unknown key, a length other than
+ * expected). And the native store reading adopted rows in place. (The re-rank rows, sealed row by row:
+ * test/sealed-rows.test.ts.)
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -44,15 +44,11 @@ function frameOffsets(file: string): number[] {
   return at;
 }
 
-test('several threads decrypt the same plaintext as one, into one shared buffer', async (t) => {
+test('a file written in uneven pieces reads back whole, in frames', async (t) => {
   const { files } = sealedFile();
   t.is(frameOffsets(path.join(files.dir, 'vectors.f32')).length, 3);
-  for (const threads of [1, 2, 3, 5]) {
-    const got = await files.readShared('vectors.f32', PLAIN.length, threads);
-    t.true(got.buffer instanceof SharedArrayBuffer);
-    t.true(Buffer.from(got.buffer, got.byteOffset, got.byteLength).equals(PLAIN), `${threads} threads`);
-  }
   t.true((await files.read('vectors.f32', PLAIN.length)).equals(PLAIN));
+  t.true((await files.read('vectors.f32')).equals(PLAIN));
 });
 
 test('a flipped bit in any frame, swapped frames, a missing last frame or another snapshot id is refused', async (t) => {
@@ -62,35 +58,34 @@ test('a flipped bit in any frame, swapped frames, a missing last frame or anothe
     const at = frameOffsets(file)[frame]!;
     b[at + 4 + 200] ^= 0x10; // inside the ciphertext
     writeFileSync(file, b);
-    await t.throwsAsync(files.readShared('vectors.f32', PLAIN.length, 3), { instanceOf: KeyRingError }, `frame ${frame}`);
-    await t.throwsAsync(files.read('vectors.f32', PLAIN.length), { instanceOf: KeyRingError });
+    await t.throwsAsync(files.read('vectors.f32', PLAIN.length), { instanceOf: KeyRingError }, `frame ${frame}`);
   }
 
   const swapped = sealedFile();
   const b = readFileSync(swapped.file);
   const [f0, f1, f2] = frameOffsets(swapped.file);
   writeFileSync(swapped.file, Buffer.concat([b.subarray(0, f0), b.subarray(f1!, f2), b.subarray(f0!, f1), b.subarray(f2!)]));
-  await t.throwsAsync(swapped.files.readShared('vectors.f32', PLAIN.length, 3), { instanceOf: KeyRingError });
+  await t.throwsAsync(swapped.files.read('vectors.f32', PLAIN.length), { instanceOf: KeyRingError });
 
   const cut = sealedFile();
   writeFileSync(cut.file, readFileSync(cut.file).subarray(0, frameOffsets(cut.file)[2]));
-  await t.throwsAsync(cut.files.readShared('vectors.f32', PLAIN.length, 3), { instanceOf: KeyRingError }, 'the frame before is not the last one');
+  await t.throwsAsync(cut.files.read('vectors.f32', PLAIN.length), { instanceOf: KeyRingError }, 'the frame before is not the last one');
 
   const moved = sealedFile();
   const elsewhere = new SealedSnapshotFiles(moved.dir, 'b'.repeat(32), moved.keyRing);
-  await t.throwsAsync(elsewhere.readShared('vectors.f32', PLAIN.length, 3), { instanceOf: KeyRingError });
+  await t.throwsAsync(elsewhere.read('vectors.f32', PLAIN.length), { instanceOf: KeyRingError });
 });
 
 test('an unknown key, a file in clear and a length other than expected are refused', async (t) => {
   const { dir, id, files } = sealedFile(ring('k1'));
-  await t.throwsAsync(new SealedSnapshotFiles(dir, id, ring('k2')).readShared('vectors.f32', PLAIN.length, 3), {
+  await t.throwsAsync(new SealedSnapshotFiles(dir, id, ring('k2')).read('vectors.f32', PLAIN.length), {
     instanceOf: KeyRingError,
     message: /no key k1/,
   });
-  await t.throwsAsync(files.readShared('vectors.f32', PLAIN.length + 2048, 2), { instanceOf: SnapshotFileError });
-  await t.throwsAsync(files.readShared('vectors.f32', PLAIN.length - 2048, 2), { instanceOf: SnapshotFileError });
+  await t.throwsAsync(files.read('vectors.f32', PLAIN.length + 2048), { instanceOf: SnapshotFileError });
+  await t.throwsAsync(files.read('vectors.f32', PLAIN.length - 2048), { instanceOf: SnapshotFileError });
   writeFileSync(path.join(dir, 'clear.f32'), PLAIN);
-  await t.throwsAsync(files.readShared('clear.f32', PLAIN.length, 2), { instanceOf: SnapshotFileError, message: /not a sealed snapshot file/ });
+  await t.throwsAsync(files.read('clear.f32', PLAIN.length), { instanceOf: SnapshotFileError, message: /not a sealed snapshot file/ });
 });
 
 test('the native store reads adopted rows in place, appends after them, and refuses to adopt twice', (t) => {

@@ -8,7 +8,7 @@
  */
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, writeFileSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Knex } from 'knex';
@@ -20,7 +20,9 @@ import { KeyRing } from '../platform/keys/key-ring.js';
 import { PgChangeLogSource } from '../features/search/worker/change-log-source.js';
 import { IndexReplica, type ReplicaOptions } from '../features/search/worker/replica.js';
 import { SnapshotStore, type SnapshotMeta } from '../features/search/worker/snapshot-store.js';
-import { SketchEngine } from '../features/search/worker/sketch-engine.js';
+import { SketchEngine, snapshotUserIds } from '../features/search/worker/sketch-engine.js';
+import { openRowFor } from '../features/search/worker/sealed-rows-file.js';
+import { uuidBytes } from '../features/search/worker/id-table.js';
 import { createTestDatabase, type TestDatabase } from './helpers/db.js';
 import { atCosine, rng } from './helpers/vectors.js';
 import { processKeyRing, sealTemplate } from '../platform/keys/templates.js';
@@ -147,9 +149,9 @@ test.serial('a start from a snapshot answers exactly as a full build; a damaged 
     'removed before the snapshot',
   );
 
-  // Damage the snapshot's float vectors (one byte): refused, full build, same answers.
+  // Damage the snapshot's re-rank rows (one byte of one row): refused at open, full build, same answers.
   const snapDir = readdirSync(shared).find((n) => n.startsWith('snap-'))!;
-  const file = path.join(shared, snapDir, 'vectors.f32');
+  const file = path.join(shared, snapDir, 'vectors.sealed');
   const bytes = readFileSync(file);
   bytes[bytes.length >> 1] ^= 0x40;
   writeFileSync(file, bytes);
@@ -350,6 +352,11 @@ const snapDirs = (dir: string) =>
 const metaOf = (snap: string) => JSON.parse(readFileSync(path.join(snap, 'meta.json'), 'utf8')) as SnapshotMeta;
 /** The key id named by a sealed file's first frame (magic 8 bytes, u32 length, key-ring blob). */
 const firstFrameKey = (file: string) => KeyRing.keyIdOf(readFileSync(file).subarray(12));
+/** The ring key a snapshot file names: a rows file in its header (u8 length at 16, the id from 17), a framed file in its first frame. */
+const fileKey = (file: string) => {
+  const b = readFileSync(file);
+  return b.subarray(0, 8).toString('latin1') === 'FIDROWS1' ? b.toString('utf8', 17, 17 + b[16]!) : firstFrameKey(file);
+};
 const keyRing = (keys: Record<string, string>, active: string) =>
   KeyRing.from({
     biometricKeys: Object.entries(keys)
@@ -373,7 +380,7 @@ test.serial(
     const [snap] = snapDirs(dir);
     t.truthy(snap, 'the full build wrote a snapshot');
     const meta = metaOf(snap!);
-    t.deepEqual(Object.keys(meta.files).sort(), ['codes.bin', 'ids.txt', 'vectors.f32']);
+    t.deepEqual(Object.keys(meta.files).sort(), ['codes.bin', 'ids.bin', 'vectors.sealed']);
 
     // On disk: no user id, no unit-norm float32 vector, in any file; the same files decrypted hold both.
     const someIds = (await db('canonicalEmbeddings').where({ engineVersion: FACE_ENGINE_VERSION }).limit(50).select('userId')).map(
@@ -383,16 +390,21 @@ test.serial(
     for (const name of Object.keys(meta.files)) {
       const bytes = readFileSync(path.join(snap!, name));
       t.false(UUID.test(bytes.toString('latin1')), `${name} holds no user id in clear`);
+      for (const id of someIds) t.false(bytes.includes(Buffer.from(uuidBytes(id))), `${name} holds no user id's bytes in clear`);
       t.false(holdsUnitVector(bytes), `${name} holds no template in clear`);
-      t.is(firstFrameKey(path.join(snap!, name)), 'k1');
+      t.is(fileKey(path.join(snap!, name)), 'k1');
     }
     const reader = new SnapshotStore(dir, ringK1).reader({ dir: snap!, meta });
-    const ids = (await reader.read('ids.txt')).toString('utf8').split('\n');
+    const ids = await snapshotUserIds(reader);
     t.is(ids.length, a.engine.size);
     for (const id of someIds) t.true(ids.includes(id));
-    const vectors = await reader.read('vectors.f32');
-    t.is(vectors.length, a.engine.size * DIM * 4);
-    t.true(unitVectorAt(vectors, 0) && unitVectorAt(vectors, vectors.length - DIM * 4), 'decrypted: the templates');
+    const { file: rowsFile, access } = reader.rowsFile('vectors.sealed', DIM);
+    const last = ids.length - 1;
+    for (const row of [0, last]) {
+      const v = openRowFor(rowsFile, access, DIM, row, ids[row]!);
+      t.true(v !== null && unitVectorAt(Buffer.from(v.buffer, v.byteOffset, v.byteLength), 0), 'decrypted: the templates');
+    }
+    t.is(openRowFor(rowsFile, access, DIM, 0, ids[last]!), null, 'a row does not open for another user');
 
     // A restart decrypts the snapshot and answers as the replica that wrote it.
     const restarted = sealed(dir, ringK1);
@@ -411,7 +423,7 @@ test.serial(
       .map((d) => ({ d, at: metaOf(d).createdAt }))
       .sort((x, y) => (x.at < y.at ? 1 : -1))[0]!.d;
     t.not(newest, snap);
-    for (const name of ['codes.bin', 'ids.txt', 'vectors.f32']) t.is(firstFrameKey(path.join(newest, name)), 'k2');
+    for (const name of ['codes.bin', 'ids.bin', 'vectors.sealed']) t.is(fileKey(path.join(newest, name)), 'k2');
     // Once k1 is dropped, the k2 snapshot is read; a ring without either key refuses every snapshot (logged) and builds in full.
     const afterDrop = sealed(dir, keyRing({ k2 }, 'k2'));
     await afterDrop.start();
@@ -426,7 +438,7 @@ test.serial(
     const w = sealed(other, ringK1);
     await w.start();
     const [victim] = snapDirs(other);
-    const file = path.join(victim!, 'ids.txt');
+    const file = path.join(victim!, 'ids.bin');
     const bytes = readFileSync(file);
     bytes[bytes.length - 5] ^= 0x01;
     writeFileSync(file, bytes);
@@ -450,5 +462,39 @@ test.serial(
     while (existsSync(legacy) && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 50));
     t.false(existsSync(legacy), 'the snapshot in clear is deleted');
     t.is(snapDirs(legacyDir).length, 1, 'the sealed snapshot of the full build is kept');
+  },
+);
+
+test.serial(
+  'a re-rank row altered under a serving replica: the search that reads it fails with a clear error, and the replica reloads (the snapshot refused) and answers',
+  async (t) => {
+    if (population.length === 0) population = await bulk(1500, 1);
+    const dir = tmpDir();
+    const a = replica({ snapshotDir: dir });
+    await a.start();
+    const reference = replica({ snapshotDir: null });
+    await reference.start();
+    const q = vec(population[3]!.seed);
+    const before = await top(a, q);
+    // Alter one byte of every sealed row in place (the serving replica maps this very file).
+    const [snap] = snapDirs(dir);
+    const fd = openSync(path.join(snap!, 'vectors.sealed'), 'r+');
+    const record = 28 + DIM * 4;
+    const one = Buffer.alloc(1);
+    for (let r = 0; r < a.engine.size + a.engine.dead; r++) {
+      const at = 128 + r * record + 40;
+      readSync(fd, one, 0, 1, at);
+      one[0]! ^= 0x20;
+      writeSync(fd, one, 0, 1, at);
+    }
+    closeSync(fd);
+    const builds = a.stats.builds;
+    await t.throwsAsync(top(a, q), { message: /row \d+ does not authenticate/ }, 'the search does not use the row');
+    const t0 = Date.now();
+    while (a.stats.builds === builds && Date.now() - t0 < 20_000) await new Promise((r) => setTimeout(r, 50));
+    t.is(a.stats.lastBuild?.from, 'postgres', 'reloaded: the damaged snapshot refused at open, a full build');
+    t.true(a.stats.snapshotsRefused >= 1);
+    t.deepEqual(await top(a, q), before);
+    t.deepEqual(await top(a, q), await top(reference, q));
   },
 );

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { currentChangeSeq, removeCanonical, upsertCanonical } from '../features/face/embeddings-repository.js';
 import { IndexReplica } from '../features/search/worker/replica.js';
 import { SnapshotStore, type SnapshotMeta } from '../features/search/worker/snapshot-store.js';
+import { snapshotUserIds } from '../features/search/worker/sketch-engine.js';
 import { createDb } from '../platform/database/db.js';
 import { FACE_ENGINE_VERSION } from '../platform/face/face-models.js';
 import { processKeyRing } from '../platform/keys/templates.js';
@@ -34,8 +35,7 @@ async function snapshotsIn(dir: string): Promise<{ seq: bigint; ids: string[] }[
   const out: { seq: bigint; ids: string[] }[] = [];
   for (const name of existsSync(dir) ? readdirSync(dir).filter((d) => d.startsWith('snap-')) : []) {
     const meta = JSON.parse(readFileSync(path.join(dir, name, 'meta.json'), 'utf8')) as SnapshotMeta;
-    const text = (await store.reader({ dir: path.join(dir, name), meta }).read('ids.txt')).toString('utf8');
-    out.push({ seq: BigInt(meta.seq), ids: text ? text.split('\n') : [] });
+    out.push({ seq: BigInt(meta.seq), ids: await snapshotUserIds(store.reader({ dir: path.join(dir, name), meta })) });
   }
   return out;
 }

@@ -183,16 +183,7 @@ export class KeyRing {
     return hmacKey(key, salt);
   }
 
-  /**
-   * One purpose's data keys by ring key id, for this process's own worker threads (handed over in
-   * memory as workerData, e.g. to open a snapshot on several cores): never to be logged, stored or
-   * sent anywhere. The ring keys themselves never leave the ring.
-   */
-  dataKeysForThreads(purpose: KeyPurpose): Record<string, Uint8Array> {
-    return Object.fromEntries(this.keyIds.map((kid) => [kid, new Uint8Array(this.dataKey(purpose, kid)!)]));
-  }
-
-  /** The associated data a value of `purpose` for `subject` is bound to (for the threads of dataKeysForThreads). */
+  /** The associated data a value of `purpose` for `subject` is bound to (for values opened outside the ring: the native re-rank rows of search snapshots). */
   static associatedData(purpose: KeyPurpose, subject: string): Buffer {
     return associatedData(purpose, subject);
   }

@@ -85,32 +85,3 @@ export function fromText(text: string): Buffer {
   if (!isSealedText(text)) throw new SealedFormatError('not a sealed text value');
   return Buffer.from(text.slice(TEXT_PREFIX.length), 'base64url');
 }
-
-/**
- * The same opening, as plain CommonJS source for worker threads started with `eval` (no loader, node:
- * modules only): defines `openSealedInto(keys, blob, n, associatedData, out, offset, maxBytes)`, which
- * opens the sealed blob `blob[0..n)` with `keys[keyId]` straight into `out` at `offset` (in 256 KiB
- * steps, so no second copy of a large frame) and returns the plaintext length. Errors carry `kind`
- * `'key'` (no such key, not authentic) or `'file'` (not a sealed blob, longer than `maxBytes`).
- * Used by the parallel reading of search snapshots; test/sealed-snapshot-files.test.ts checks that it
- * opens what `sealBlob` seals.
- */
-export const THREAD_OPEN_SOURCE = `
-const { createDecipheriv: __createDecipheriv } = require('node:crypto');
-function openSealedInto(keys, blob, n, associatedData, out, offset, maxBytes) {
-  const fail = (kind, message) => Object.assign(new Error(message), { kind });
-  if (n < 2 || blob[0] !== ${SEALED_VERSION} || blob[1] < 1 || n < 2 + blob[1] + ${NONCE_BYTES + TAG_BYTES}) throw fail('key', 'not a sealed blob');
-  const k = 2 + blob[1];
-  const kid = blob.toString('utf8', 2, k);
-  const key = keys[kid];
-  if (!key) throw fail('key', 'no key ' + kid + ' in the ring');
-  const data = blob.subarray(k + ${NONCE_BYTES + TAG_BYTES}, n);
-  if (data.length > maxBytes || offset + data.length > out.length) throw fail('file', 'is longer than expected or damaged');
-  const decipher = __createDecipheriv('aes-256-gcm', key, blob.subarray(k, k + ${NONCE_BYTES}));
-  decipher.setAAD(associatedData);
-  decipher.setAuthTag(blob.subarray(k + ${NONCE_BYTES}, k + ${NONCE_BYTES + TAG_BYTES}));
-  for (let s = 0; s < data.length; s += 262144) out.set(decipher.update(data.subarray(s, Math.min(data.length, s + 262144))), offset + s);
-  try { decipher.final(); } catch { throw fail('key', 'sealed value does not authenticate (altered, or sealed for another purpose or subject)'); }
-  return data.length;
-}
-`;

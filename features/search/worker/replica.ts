@@ -28,7 +28,7 @@ import type { EngineKind, IndexEngine, RebuildPolicy, RebuildReason } from './en
 import { FaissKind } from './faiss-engine.js';
 import { IndexLoader } from './index-loader.js';
 import { errMessage, newReplicaStats, type ReplicaState } from './replica-state.js';
-import { DEFAULT_EXACT_CANDIDATES, SKETCH_FACTORY, SketchKind } from './sketch-engine.js';
+import { DEFAULT_EXACT_CANDIDATES, SKETCH_FACTORY, SketchKind, SnapshotRowsDamagedError } from './sketch-engine.js';
 import { SnapshotStore } from './snapshot-store.js';
 import type { KeyRing } from '../../../platform/keys/key-ring.js';
 import { processKeyRing } from '../../../platform/keys/templates.js';
@@ -50,6 +50,12 @@ export interface ReplicaOptions {
   rerankCandidates?: number;
   /** BinarySketch: of those, how many are re-ranked exactly (best by the asymmetric estimate; 0: all). */
   exactCandidates?: number;
+  /**
+   * Benchmarks only (never configured): re-rank from this clear float32 file of the snapshot's rows,
+   * in its row order, instead of the snapshot's sealed rows — the clear reference the sealed version
+   * is measured against (bench/search.ts). Production has no such file: nothing is written in clear.
+   */
+  clearVectorsFile?: string;
   /** Most knn searches in one engine call. */
   maxBatch?: number;
   /** Retrain once the population exceeds this factor times the size it was trained at. */
@@ -81,12 +87,16 @@ export interface ReplicaOptions {
   dim?: number;
 }
 
-export function engineKindFor(factory: string, opts: { nprobe: number; rerankCandidates: number; exactCandidates?: number; dim: number }): EngineKind {
+export function engineKindFor(
+  factory: string,
+  opts: { nprobe: number; rerankCandidates: number; exactCandidates?: number; dim: number; clearVectorsFile?: string },
+): EngineKind {
   if (SKETCH_FACTORY.test(factory.trim()))
     return new SketchKind(factory.trim(), {
       dim: opts.dim,
       candidates: opts.rerankCandidates,
       exactCandidates: opts.exactCandidates ?? DEFAULT_EXACT_CANDIDATES,
+      clearVectorsFile: opts.clearVectorsFile,
     });
   return new FaissKind(factory, opts.nprobe, opts.dim);
 }
@@ -120,6 +130,7 @@ export class IndexReplica {
       rerankCandidates: opts.rerankCandidates ?? 2000,
       exactCandidates: opts.exactCandidates,
       dim,
+      clearVectorsFile: opts.clearVectorsFile,
     });
     this.source = opts.source ?? new PgChangeLogSource(db, opts.keyRing);
     this.erasures = new ErasuresRepository(db);
@@ -345,11 +356,25 @@ export class IndexReplica {
       const s = this.state;
       if (!s) throw new Error('the index is not built yet');
       if (s.invalid) {
-        if (attempt >= 5) throw new Error('the index is being rebuilt (the change log was pruned past it)');
+        if (attempt >= 5) throw new Error('the index is being rebuilt (the change log was pruned past it, or its snapshot was damaged)');
         await (this.rebuilding ?? this.rebuild('behind-pruned'));
         continue;
       }
-      if (s.appliedSeq >= minSeq) return fn(s);
+      if (s.appliedSeq >= minSeq) {
+        try {
+          return fn(s);
+        } catch (e) {
+          // A re-rank row of the serving snapshot no longer authenticates (the file was altered after
+          // it was opened): this search fails, and the index is loaded again (the damaged snapshot is
+          // refused at open: an older one, or a full build from PostgreSQL).
+          if (e instanceof SnapshotRowsDamagedError && this.state === s) {
+            s.invalid = true;
+            this.opts.logger.error({ err: errMessage(e), dir: s.snapshotDir }, 'snapshot row does not authenticate; loading the index again');
+            void this.rebuild('damaged-snapshot').catch((err) => this.opts.logger.error({ err: errMessage(err) }, 'rebuild after a damaged snapshot failed'));
+          }
+          throw e;
+        }
+      }
       if (attempt >= 3) {
         throw new Error(`change seq ${minSeq} is not in the change log (applied ${s.appliedSeq}): the API and this worker use different databases?`);
       }

@@ -8,10 +8,12 @@
  *   inside the scan; a batch of queries shares one pass), the best `candidates` rows go to an exact
  *   re-rank: inner products with the stored float32 vectors. Scores are therefore exact cosines, and
  *   the answer equals exact search whenever the true best rows are among the candidates.
- * - The float32 vectors live outside the JS heap, in the native store's memory: a snapshot's
- *   `vectors.f32` is sealed under the key ring on disk (sealed-snapshot-files.ts), so it is decrypted
- *   into memory at open (it cannot be memory-mapped), and rows appended since the snapshot follow it
- *   (the "overlay"). Folding the overlay writes a new snapshot.
+ * - The float32 vectors live outside the JS heap: a snapshot's `vectors.sealed` (each row its own
+ *   AES-256-GCM record under the key ring, bound to the snapshot, the row and the user:
+ *   sealed-rows-file.ts) is memory-mapped by the native store, checked once at open (every row
+ *   decrypted on several threads, nothing kept), and a search decrypts only the rows it re-ranks; rows
+ *   appended since the snapshot are in memory (the "overlay"). Folding the overlay writes a new
+ *   snapshot. The ids are a compact table (id-table.ts: 16 bytes per row).
  * - Training: the mean vector of a uniform sample (centring makes the sign bits balanced for
  *   real embeddings, whose mean is far from 0). It is retrained when the population has grown past
  *   `SEARCH_RETRAIN_GROWTH` times the population it was trained at (replica.ts does that in the
@@ -19,8 +21,9 @@
  */
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { EngineBuilder, EngineKind, EngineRow, FrozenEngine, IndexEngine, RebuildPolicy, RebuildReason, VectorHit } from './engine.js';
-import type { SnapshotReader, SnapshotWriter } from './sealed-snapshot-files.js';
-import { SketchIndex, VectorStore, type SketchIndexNative, type VectorStoreNative } from './search-kernel.js';
+import { SnapshotFileError, type SnapshotReader, type SnapshotWriter } from './sealed-snapshot-files.js';
+import { ROW_NOT_AUTHENTIC, SketchIndex, VectorStore, type SketchIndexNative, type VectorStoreNative } from './search-kernel.js';
+import { IdTable, uuidBytes, uuidString } from './id-table.js';
 
 export const SKETCH_FACTORY = /^BinarySketch(256|512|1024|2048)$/;
 /** Below this many rows the mean is not estimated (codes of uncentred vectors work, a little worse). */
@@ -28,6 +31,18 @@ export const SKETCH_MIN_TRAIN = 1000;
 const SAMPLE_SIZE = 50_000;
 const ROTATION_SEED = 1_234_567;
 const CHUNK = 4096;
+/** The snapshot's files: the re-rank rows (sealed row by row, mapped), the codes and the ids (16 bytes per row). */
+export const VECTORS_FILE = 'vectors.sealed';
+const CODES_FILE = 'codes.bin';
+const IDS_FILE = 'ids.bin';
+
+/**
+ * A sealed re-rank row that did not authenticate during a search (the snapshot file was altered after
+ * it was opened): the search fails rather than use it, and the replica loads its index again.
+ */
+export class SnapshotRowsDamagedError extends Error {
+  readonly code = ROW_NOT_AUTHENTIC;
+}
 
 export interface SketchOptions {
   dim: number;
@@ -38,6 +53,8 @@ export interface SketchOptions {
    * (the float query against the candidates' sign bits). 0 or >= candidates: all of them.
    */
   exactCandidates?: number;
+  /** Benchmarks only: see ReplicaOptions.clearVectorsFile. */
+  clearVectorsFile?: string;
 }
 
 /** SEARCH_EXACT_CANDIDATES' default (docs/performance.md §2: recall vs exact 1.000 from 100 on both generators at 1M). */
@@ -86,8 +103,7 @@ function meanOf(rows: readonly ArrayLike<number>[], dim: number): Float32Array {
 export class SketchEngine implements IndexEngine {
   readonly exact = true;
   readonly nprobe = null;
-  private readonly posToUser: (string | null)[] = [];
-  private readonly userToPos = new Map<string, number>();
+  private readonly ids: IdTable;
   private deadCount = 0;
   /** Rows that came from the snapshot this engine was opened from. */
   private readonly snapshotRows: number;
@@ -100,13 +116,10 @@ export class SketchEngine implements IndexEngine {
     readonly store: VectorStoreNative,
     readonly trainedOn: number,
     readonly trainedAtSize: number,
-    ids: readonly string[] = [],
+    ids: IdTable = new IdTable(),
   ) {
+    this.ids = ids;
     this.snapshotRows = ids.length;
-    for (let i = 0; i < ids.length; i++) {
-      this.posToUser.push(ids[i]!);
-      this.userToPos.set(ids[i]!, i);
-    }
     if (sketch.ntotal() !== ids.length || store.rows() !== ids.length)
       throw new Error(`sketch engine out of step: ${sketch.ntotal()} codes, ${store.rows()} vectors, ${ids.length} ids`);
   }
@@ -115,13 +128,13 @@ export class SketchEngine implements IndexEngine {
     return this.factory;
   }
   get size(): number {
-    return this.userToPos.size;
+    return this.ids.size;
   }
   get dead(): number {
     return this.deadCount;
   }
   get rows(): number {
-    return this.posToUser.length;
+    return this.ids.length;
   }
   /** Rows appended since the snapshot (held in memory). */
   get overlayRows(): number {
@@ -132,11 +145,11 @@ export class SketchEngine implements IndexEngine {
   }
 
   has(userId: string): boolean {
-    return this.userToPos.has(userId);
+    return this.ids.position(userId) >= 0;
   }
 
   userAt(pos: number): string | null {
-    return this.posToUser[pos] ?? null;
+    return this.ids.userAt(pos);
   }
 
   upsertMany(rows: readonly EngineRow[]): void {
@@ -150,43 +163,35 @@ export class SketchEngine implements IndexEngine {
       batch.push(r);
     }
     batch.reverse();
+    for (const r of batch) uuidBytes(r.userId); // every id valid before anything changes
     const x = unitConcat(
       batch.map((r) => r.vector),
       this.opts.dim,
     );
     const codes = this.sketch.encode(x);
-    const first = this.posToUser.length;
-    if (this.sketch.ntotal() !== first || this.store.rows() !== first) throw new Error('sketch engine out of step with its id map');
+    const first = this.ids.length;
+    if (this.sketch.ntotal() !== first || this.store.rows() !== first) throw new Error('sketch engine out of step with its id table');
     const old: number[] = [];
     for (const r of batch) {
-      const p = this.userToPos.get(r.userId);
-      if (p !== undefined) old.push(p);
+      const p = this.ids.position(r.userId);
+      if (p >= 0) old.push(p);
     }
     this.store.append(x);
     this.sketch.addCodes(codes);
     if (old.length) this.bury(old);
-    for (let i = 0; i < batch.length; i++) {
-      this.posToUser.push(batch[i]!.userId);
-      this.userToPos.set(batch[i]!.userId, first + i);
-    }
+    for (const r of batch) this.ids.add(r.userId);
   }
 
   remove(userId: string): boolean {
-    const p = this.userToPos.get(userId);
-    if (p === undefined) return false;
+    const p = this.ids.position(userId);
+    if (p < 0) return false;
     this.bury([p]);
     return true;
   }
 
   private bury(positions: number[]): void {
     this.sketch.setDead(Int32Array.from(positions), true);
-    for (const p of positions) {
-      const u = this.posToUser[p];
-      if (u == null) continue;
-      this.userToPos.delete(u);
-      this.posToUser[p] = null;
-      this.deadCount++;
-    }
+    for (const p of positions) if (this.ids.bury(p)) this.deadCount++;
   }
 
   searchMany(queries: readonly Float32Array[], k: number): VectorHit[][] {
@@ -196,19 +201,25 @@ export class SketchEngine implements IndexEngine {
     if (this.size === 0) return queries.map(() => []);
     const kc = Math.min(this.size, Math.max(k, this.opts.candidates));
     // Hamming candidates of every query in one pass, the best `exactCandidates` of them by the
-    // asymmetric estimate, then the exact re-rank (native: reads those float32 rows with
-    // prefetching, keeps the k best by exact score).
+    // asymmetric estimate, then the exact re-rank (native: reads those rows with prefetching,
+    // decrypting sealed ones, keeps the k best by exact score).
     const exactC = this.opts.exactCandidates ?? 0;
     const refine = exactC > 0 && exactC < kc ? Math.max(k, exactC) : 0;
     const { labels } = this.sketch.search(q, kc, refine);
-    const best = this.store.rerank(q, labels, k);
+    let best: { labels: Int32Array; scores: Float32Array };
+    try {
+      best = this.store.rerank(q, labels, k);
+    } catch (e) {
+      if ((e as { code?: string }).code === ROW_NOT_AUTHENTIC) throw new SnapshotRowsDamagedError((e as Error).message);
+      throw e;
+    }
     const out: VectorHit[][] = [];
     for (let qi = 0; qi < queries.length; qi++) {
       const hits: VectorHit[] = [];
       for (let j = qi * k; j < (qi + 1) * k; j++) {
         const p = best.labels[j]!;
-        // Dead rows are skipped inside the scan; the id map is checked again (a tombstone is never returned).
-        const userId = p >= 0 ? this.posToUser[p] : null;
+        // Dead rows are skipped inside the scan; the id table is checked again (a tombstone is never returned).
+        const userId = p >= 0 ? this.ids.userAt(p) : null;
         if (userId != null) hits.push({ userId, score: clamp(best.scores[j]!) });
       }
       out.push(hits);
@@ -217,18 +228,23 @@ export class SketchEngine implements IndexEngine {
   }
 
   memoryBytes(): number {
-    // codes + dead flags (native), vectors appended since the snapshot, and the id maps (estimated:
-    // about 130 bytes per row for a 36-character id string, its array slot and its Map entry).
-    return this.sketch.memoryBytes() + this.store.overlayBytes() + this.rows * 130;
+    // codes + dead flags (native), vectors appended since the snapshot, and the id table (the
+    // snapshot's rows are mapped: the page cache's, not this process's).
+    return this.sketch.memoryBytes() + this.store.overlayBytes() + this.ids.memoryBytes();
   }
 
   close(): void {
     this.store.close();
   }
 
-  /** For snapshots: positions [0, rows) and which are live, captured now. */
-  liveIds(rows: number): (string | null)[] {
-    return this.posToUser.slice(0, rows);
+  /** For snapshots: which of positions [0, rows) are live, captured now. */
+  liveFlags(rows: number): Uint8Array {
+    return this.ids.liveFlags(rows);
+  }
+
+  /** The 16 id bytes of position `p`. */
+  idBytes(p: number): Uint8Array {
+    return this.ids.idBytes(p);
   }
 }
 
@@ -237,7 +253,7 @@ export class SketchKind implements EngineKind {
   readonly sampleSize = SAMPLE_SIZE;
   readonly nbits: number;
   /** Live ids of frozen states, by engine (a snapshot writer reads them asynchronously). */
-  private readonly frozenIds = new WeakMap<FrozenEngine, (string | null)[]>();
+  private readonly frozenLive = new WeakMap<FrozenEngine, Uint8Array>();
 
   constructor(
     readonly factory: string,
@@ -293,8 +309,9 @@ export class SketchKind implements EngineKind {
         )
       : new Float32Array(dim);
     const sketch = this.newSketch(mean);
-    const vectors = files.create('vectors.f32');
-    const ids: string[] = [];
+    const vectors = files.createRows(VECTORS_FILE, dim);
+    const ids: Uint8Array[] = [];
+    let rowCount = 0;
     return {
       add: (rows) => {
         if (rows.length === 0) return;
@@ -302,21 +319,24 @@ export class SketchKind implements EngineKind {
           rows.map((r) => r.vector),
           dim,
         );
+        const idBytes = new Uint8Array(rows.length * 16);
+        rows.forEach((r, i) => uuidBytes(r.userId, idBytes, i * 16));
         sketch.addCodes(sketch.encode(x));
-        vectors.write(new Uint8Array(x.buffer, x.byteOffset, x.byteLength));
-        for (const r of rows) ids.push(r.userId);
+        vectors.write(x, idBytes);
+        ids.push(idBytes);
+        rowCount += rows.length;
       },
       finish: async () => {
         vectors.close();
-        files.writeFile('codes.bin', sketch.getCodes(0, ids.length));
-        files.writeFile('ids.txt', Buffer.from(ids.join('\n'), 'utf8'));
+        files.writeFile(CODES_FILE, sketch.getCodes(0, rowCount));
+        files.writeFile(IDS_FILE, Buffer.concat(ids));
         const meta: SketchMeta = {
           nbits: this.nbits,
           seed: ROTATION_SEED,
           dim,
-          rows: ids.length,
+          rows: rowCount,
           trainedOn: trained ? sample.length : 0,
-          trainedAtSize: trained ? ids.length : 0,
+          trainedAtSize: trained ? rowCount : 0,
           mean: Buffer.from(mean.buffer, mean.byteOffset, mean.byteLength).toString('base64'),
         };
         return { engineMeta: meta };
@@ -337,14 +357,14 @@ export class SketchKind implements EngineKind {
   freeze(engine: IndexEngine): FrozenEngine {
     const e = engine as SketchEngine;
     const frozen = { rows: e.rows, live: e.size };
-    this.frozenIds.set(frozen, e.liveIds(e.rows));
+    this.frozenLive.set(frozen, e.liveFlags(e.rows));
     return frozen;
   }
 
   async writeSnapshot(engine: IndexEngine, frozen: FrozenEngine, files: SnapshotWriter, retrain: boolean): Promise<unknown> {
     const e = engine as SketchEngine;
-    const ids = this.frozenIds.get(frozen);
-    if (!ids) throw new Error('unknown frozen state');
+    const live = this.frozenLive.get(frozen);
+    if (!live) throw new Error('unknown frozen state');
     const dim = this.opts.dim;
     let sketch: SketchIndexNative | null = null;
     let trainedOn = e.trainedOn,
@@ -355,7 +375,7 @@ export class SketchKind implements EngineKind {
       const step = Math.max(1, Math.floor(frozen.live / SAMPLE_SIZE));
       const sample: Float32Array[] = [];
       for (let p = 0, seen = 0; p < frozen.rows && sample.length < SAMPLE_SIZE; p++) {
-        if (ids[p] == null) continue;
+        if (!live[p]) continue;
         if (seen++ % step === 0) sample.push(e.store.read(p, 1));
       }
       mean = meanOf(sample, dim);
@@ -363,41 +383,58 @@ export class SketchKind implements EngineKind {
       trainedOn = sample.length;
       trainedAtSize = frozen.live;
     }
-    const vectors = files.create('vectors.f32');
-    const codes = files.create('codes.bin');
-    const liveIds: string[] = [];
+    // Only live rows are copied, at new positions and under this snapshot's key: an erased user's row
+    // is not in the new file at all.
+    const vectors = files.createRows(VECTORS_FILE, dim);
+    const codes = files.create(CODES_FILE);
+    const ids = files.create(IDS_FILE);
+    let written = 0;
     try {
       for (let from = 0; from < frozen.rows; from += CHUNK) {
         const count = Math.min(CHUNK, frozen.rows - from);
-        const v = e.store.read(from, count);
-        const c = retrain ? null : e.sketch.getCodes(from, count);
-        const codeBytes = this.nbits / 8;
-        const keepV = new Float32Array(count * dim);
-        const keepC = new Uint8Array(count * codeBytes);
         let kept = 0;
-        for (let i = 0; i < count; i++) {
-          const id = ids[from + i];
-          if (id == null) continue;
-          keepV.set(v.subarray(i * dim, (i + 1) * dim), kept * dim);
-          if (c) keepC.set(c.subarray(i * codeBytes, (i + 1) * codeBytes), kept * codeBytes);
-          liveIds.push(id);
-          kept++;
+        for (let i = 0; i < count; i++) if (live[from + i]) kept++;
+        if (kept === 0) continue;
+        const codeBytes = this.nbits / 8;
+        const c = retrain ? null : e.sketch.getCodes(from, count);
+        const keepV = new Float32Array(kept * dim);
+        const keepC = new Uint8Array(kept * codeBytes);
+        const keepI = new Uint8Array(kept * 16);
+        // Runs of live rows are read together (a sealed row is decrypted as it is read).
+        for (let i = 0, k = 0; i < count;) {
+          if (!live[from + i]) {
+            i++;
+            continue;
+          }
+          let j = i;
+          while (j < count && live[from + j]) j++;
+          keepV.set(e.store.read(from + i, j - i), k * dim);
+          for (let r = i; r < j; r++, k++) {
+            if (c) keepC.set(c.subarray(r * codeBytes, (r + 1) * codeBytes), k * codeBytes);
+            keepI.set(e.idBytes(from + r), k * 16);
+          }
+          i = j;
         }
-        const vk = keepV.subarray(0, kept * dim);
-        vectors.write(new Uint8Array(vk.buffer, 0, vk.byteLength));
-        codes.write(retrain ? sketch!.encode(vk) : keepC.subarray(0, kept * codeBytes));
+        vectors.write(keepV, keepI);
+        codes.write(retrain ? sketch!.encode(keepV) : keepC);
+        ids.write(keepI);
+        written += kept;
         await yieldToLoop(); // searches and catch-ups run between chunks
       }
-    } finally {
-      vectors.close();
-      codes.close();
+    } catch (err) {
+      vectors.abort();
+      codes.abort();
+      ids.abort();
+      throw err;
     }
-    files.writeFile('ids.txt', Buffer.from(liveIds.join('\n'), 'utf8'));
+    vectors.close();
+    codes.close();
+    ids.close();
     const meta: SketchMeta = {
       nbits: this.nbits,
       seed: ROTATION_SEED,
       dim,
-      rows: liveIds.length,
+      rows: written,
       trainedOn,
       trainedAtSize,
       mean: Buffer.from(mean.buffer, mean.byteOffset, mean.byteLength).toString('base64'),
@@ -405,25 +442,47 @@ export class SketchKind implements EngineKind {
     return meta;
   }
 
+  /**
+   * Opens a snapshot: codes and ids decrypted into memory, the re-rank rows mapped and every one of
+   * them authenticated once (several threads, nothing kept) before the engine serves: a snapshot with
+   * one altered, swapped or foreign row is refused (SnapshotFileError) and the replica loads another
+   * or builds in full.
+   */
   async openSnapshot(files: SnapshotReader, engineMeta: unknown): Promise<SketchEngine> {
+    const opts = this.opts;
     const m = engineMeta as SketchMeta;
     if (!m || m.nbits !== this.nbits || m.seed !== ROTATION_SEED || m.dim !== this.opts.dim) throw new Error('snapshot of another index type');
     const meanBytes = Buffer.from(m.mean, 'base64');
     if (meanBytes.length !== m.dim * 4) throw new Error('snapshot mean has the wrong size');
     const mean = new Float32Array(new Uint8Array(meanBytes).buffer);
-    // The vectors are decrypted on every core straight into one shared buffer, which the native store
-    // then reads in place (adopted, not copied); the codes and ids meanwhile on this thread.
-    const vectors = m.rows > 0 ? files.readShared('vectors.f32', m.rows * m.dim * 4) : Promise.resolve(new Uint8Array(0));
-    vectors.catch(() => undefined); // awaited below; a failure before that is not left unhandled
-    const codes = await files.read('codes.bin', m.rows * (this.nbits / 8));
-    const idsText = (await files.read('ids.txt')).toString('utf8');
-    const ids = m.rows === 0 ? [] : idsText.split('\n');
-    if (ids.length !== m.rows) throw new Error('snapshot ids have the wrong count');
+    const codes = await files.read(CODES_FILE, m.rows * (this.nbits / 8));
+    // A fresh, exact-size array (not a pooled Buffer slice): the native store keeps a reference to it.
+    const idBytes = new Uint8Array(await files.read(IDS_FILE, m.rows * 16));
+    const ids = new IdTable(idBytes);
+    let store: VectorStoreNative;
+    if (opts.clearVectorsFile) {
+      // The benchmarks' clear reference: the same engine over a clear float32 file of the same rows.
+      store = new VectorStore(m.dim, m.rows > 0 ? opts.clearVectorsFile : null, m.rows);
+    } else if (m.rows > 0) {
+      const { file, access } = files.rowsFile(VECTORS_FILE, m.dim);
+      store = new VectorStore(m.dim, file, m.rows, { ...access, ids: ids.baseIds });
+      access.key.fill(0);
+      const bad = await store.verify();
+      if (bad >= 0) {
+        store.close();
+        throw new SnapshotFileError(`${VECTORS_FILE}: row ${bad} does not authenticate (altered, or moved from another row, snapshot or user)`);
+      }
+    } else store = new VectorStore(m.dim, null, 0);
     const sketch = this.newSketch(mean);
     sketch.addCodes(codes);
-    const plain = await vectors;
-    const store = new VectorStore(m.dim, null, 0);
-    if (m.rows > 0) store.adopt(new Float32Array(plain.buffer, plain.byteOffset, m.rows * m.dim));
     return new SketchEngine(this.factory, this.nbits, this.opts, sketch, store, m.trainedOn, m.trainedAtSize, ids);
   }
+}
+
+/** The user ids a snapshot lists, in row order (decrypted: for checks of what a snapshot holds). */
+export async function snapshotUserIds(files: SnapshotReader): Promise<string[]> {
+  const bytes = await files.read(IDS_FILE);
+  const out: string[] = [];
+  for (let o = 0; o + 16 <= bytes.length; o += 16) out.push(uuidString(bytes, o));
+  return out;
 }

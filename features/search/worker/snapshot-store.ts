@@ -13,7 +13,8 @@
  * engine file is encrypted under the biometric key ring (sealed-snapshot-files.ts; the associated data
  * binds it to this snapshot's random id and its name), since a snapshot holds every enrolled user's
  * template and id (docs/data-protection.md). A snapshot written in clear by an older version
- * (format 1), or sealed by an older version (format 2), is never loaded and is deleted when snapshots are retired.
+ * (format 1), or sealed by an older version (formats 2 and 3), is never loaded and is deleted when
+ * snapshots are retired (a snapshot is a cache of PostgreSQL: the replica builds in full instead).
  */
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
@@ -22,14 +23,16 @@ import type { KeyRing } from '../../../platform/keys/key-ring.js';
 import { SealedSnapshotFiles } from './sealed-snapshot-files.js';
 
 /**
- * 1: engine files in clear; 2: sealed under a ring key itself (older versions; both refused and
- * retired, the replica builds in full); 3: sealed in the key ring's one format for the `snapshots` purpose.
+ * 1: engine files in clear; 2: sealed under a ring key itself; 3: every file sealed in 4 MiB frames
+ * (the vectors decrypted in bulk into memory at open). All three are refused and retired (the replica
+ * builds in full). 4: the re-rank vectors sealed row by row (mapped, decrypted per re-ranked row), the
+ * other files in frames.
  */
-export const SEALED_FORMAT = 3;
+export const SEALED_FORMAT = 4;
 
 export interface SnapshotMeta {
-  format: 1 | 2 | 3;
-  /** The random id the sealed files are bound to (formats 2 and 3). */
+  format: 1 | 2 | 3 | 4;
+  /** The random id the sealed files are bound to (formats 2 to 4). */
   id?: string;
   logId: string;
   seq: string;
@@ -112,7 +115,7 @@ export class SnapshotStore {
       const dir = path.join(this.dir, name);
       try {
         const meta = JSON.parse(await readFile(path.join(dir, 'meta.json'), 'utf8')) as SnapshotMeta;
-        if (![1, 2, SEALED_FORMAT].includes(meta.format) || meta.logId !== logId || meta.engineKey !== engineKey || !/^\d+$/.test(meta.seq)) continue;
+        if (![1, 2, 3, SEALED_FORMAT].includes(meta.format) || meta.logId !== logId || meta.engineKey !== engineKey || !/^\d+$/.test(meta.seq)) continue;
         out.push({ dir, meta });
       } catch {
         // no or unreadable meta.json: not a snapshot (verify() would refuse it anyway)
@@ -127,7 +130,8 @@ export class SnapshotStore {
    * the frame's position), so hashing it first would read it twice.
    */
   async verify(s: Snapshot): Promise<string | null> {
-    if (s.meta.format !== SEALED_FORMAT || !s.meta.id) return 'written by an older version, in clear or in an older sealed format (never loaded; retired)';
+    if (s.meta.format !== SEALED_FORMAT || !s.meta.id)
+      return 'written by an older version, in clear or in an older sealed format (never loaded; retired: a full build replaces it)';
     for (const [name, f] of Object.entries(s.meta.files)) {
       let size: number;
       try {

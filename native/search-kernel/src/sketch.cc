@@ -9,13 +9,18 @@
 //                skipped inside the scan. Typed arrays in and out, labels are row positions (stable:
 //                rows are only ever appended).
 //   VectorStore  the exact float32 vectors, for the exact re-rank: a read-only memory-mapped base file
-//                (a snapshot's vectors.f32) plus an in-memory overlay of rows appended since.
+//                plus an in-memory overlay of rows appended since. The base file is either a
+//                snapshot's sealed rows (each row its own AES-256-GCM record, sealed-rows.cc: only
+//                the rows a query re-ranks are decrypted, the page cache holds ciphertext) or a
+//                clear float32 file (the benchmarks' datasets).
 //
 // Why a scan of our own instead of faiss::IndexBinaryFlat: Debian's libfaiss is compiled for baseline
 // x86-64, where __builtin_popcountl is a library call (about 10x slower than the POPCNT instruction), and
 // its search cannot skip tombstones. The kernel below is compiled twice (generic and
 // popcnt+avx2) and picked at run time, so the addon still loads on an older processor.
 #include <napi.h>
+
+#include "sealed-rows.h"
 
 #include <faiss/VectorTransform.h>
 
@@ -34,11 +39,12 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
 
-constexpr int kProjectBindingVersion = 4;
+constexpr int kProjectBindingVersion = 5;
 
 bool HasFastIsa() {
   static const bool fast = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -667,7 +673,41 @@ class SketchIndex : public Napi::ObjectWrap<SketchIndex> {
 };
 
 // ---- VectorStore ------------------------------------------------------------------------------------
+//
+// A sealed base file (a snapshot's vectors.sealed) is `header | record 0 | record 1 | ...`, each record
+// `nonce (12) | tag (16) | AES-256-GCM(row r's d float32)` under the snapshot's row key, with associated
+// data `<prefix><r>:<hex of the row's 16-byte user id>` (the prefix names the purpose, the snapshot and
+// the file). So a row opens only at its own position, in its own snapshot, for its own user: a flipped
+// bit, two rows swapped, a row copied from another snapshot or given another user's id do not
+// authenticate, and the search that would read one fails (code SNAPSHOT_ROW_NOT_AUTHENTIC) instead of
+// using it. The file is mapped shared and read-only: the page cache holds only ciphertext, shared by
+// every process that maps the same snapshot and evictable; a re-rank decrypts its candidate rows one at
+// a time into a 2 KB scratch row.
+class VectorStore;
+
+// Decrypts every sealed row once (no plaintext kept) on several threads: the check a snapshot passes
+// at open, off the JavaScript thread. Resolves to the first row that does not authenticate, or -1.
+class VerifyWorker : public Napi::AsyncWorker {
+ public:
+  VerifyWorker(Napi::Env env, VectorStore* store, Napi::Object self)
+      : Napi::AsyncWorker(env), store_(store), deferred_(Napi::Promise::Deferred::New(env)) {
+    self_ = Napi::Persistent(self);
+  }
+  Napi::Promise Promise() { return deferred_.Promise(); }
+  void Execute() override;
+  void OnOK() override;
+  void OnError(const Napi::Error& e) override;
+
+ private:
+  VectorStore* store_;
+  Napi::ObjectReference self_;
+  Napi::Promise::Deferred deferred_;
+  int64_t bad_ = -1;
+};
+
 class VectorStore : public Napi::ObjectWrap<VectorStore> {
+  friend class VerifyWorker;
+
  public:
   static Napi::Function Define(Napi::Env env) {
     return DefineClass(env, "VectorStore",
@@ -680,33 +720,55 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
                            InstanceMethod("rows", &VectorStore::Rows),
                            InstanceMethod("baseRows", &VectorStore::BaseRows),
                            InstanceMethod("populated", &VectorStore::Populated),
+                           InstanceMethod("sealed", &VectorStore::Sealed),
+                           InstanceMethod("verify", &VectorStore::Verify),
                            InstanceMethod("overlayBytes", &VectorStore::OverlayBytes),
                            InstanceMethod("close", &VectorStore::Close),
                            InstanceMethod("exactSearch", &VectorStore::ExactSearch),
                        });
   }
 
-  // new VectorStore(d, basePath | null, baseRows)
+  // new VectorStore(d, basePath | null, baseRows[, sealed: { key, associatedData, ids, headerBytes }])
   explicit VectorStore(const Napi::CallbackInfo& info) : Napi::ObjectWrap<VectorStore>(info) {
     Napi::Env env = info.Env();
     d_ = static_cast<int>(ArgInt(info, 0, "d"));
+    if (d_ < 1 || d_ > 4096) throw Napi::RangeError::New(env, "d must be in 1..4096");
+    scratch_.resize(d_);
     if (info.Length() > 1 && info[1].IsString()) {
       const std::string path = info[1].As<Napi::String>().Utf8Value();
       base_rows_ = static_cast<size_t>(ArgInt(info, 2, "baseRows"));
-      const size_t bytes = base_rows_ * d_ * sizeof(float);
+      size_t bytes = base_rows_ * d_ * sizeof(float);
+      if (info.Length() > 3 && info[3].IsObject()) {
+        auto o = info[3].As<Napi::Object>();
+        auto key = o.Get("key"), ad = o.Get("associatedData"), ids = o.Get("ids");
+        if (!key.IsTypedArray() || key.As<Napi::Uint8Array>().ByteLength() != 32) throw Napi::TypeError::New(env, "sealed.key must be 32 bytes");
+        if (!ad.IsTypedArray() || !ids.IsTypedArray()) throw Napi::TypeError::New(env, "sealed.associatedData and sealed.ids must be Uint8Arrays");
+        if (ids.As<Napi::Uint8Array>().ByteLength() < base_rows_ * 16) throw Napi::RangeError::New(env, "sealed.ids has fewer than 16 bytes per row");
+        std::memcpy(key_, key.As<Napi::Uint8Array>().Data(), 32);
+        auto adv = ad.As<Napi::Uint8Array>();
+        ad_prefix_.assign(adv.Data(), adv.Data() + adv.ByteLength());
+        ids_ref_ = Napi::Persistent(ids);
+        ids_ = ids.As<Napi::Uint8Array>().Data();
+        header_ = static_cast<size_t>(o.Get("headerBytes").As<Napi::Number>().Int64Value());
+        record_ = sealed_rows::kRecordOverhead + d_ * sizeof(float);
+        cipher_.reset(new sealed_rows::RowCipher(key_));
+        sealed_ = true;
+        bytes = header_ + base_rows_ * record_;
+      }
       const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) throw Napi::Error::New(env, "cannot open " + path + ": " + std::strerror(errno));
       struct stat st;
-      if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < bytes) {
+      if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < bytes || (sealed_ && static_cast<size_t>(st.st_size) != bytes)) {
         ::close(fd);
-        throw Napi::Error::New(env, path + " is shorter than " + std::to_string(base_rows_) + " rows");
+        throw Napi::Error::New(env, path + " does not hold exactly " + std::to_string(base_rows_) + " rows");
       }
       if (bytes > 0) {
         // Map every page up front when the file is small next to the machine's RAM (at 1M rows:
-        // 2 GB): the re-rank reads ~2000 random rows per query, and a page fault per row not yet
+        // 2 GB): the re-rank reads ~200 random rows per query, and a page fault per row not yet
         // mapped in this process costs more than the read itself (measured: docs/performance.md §2).
         // A larger file (10M: 20 GB) is mapped lazily, as the page cache cannot hold it anyway.
-        // SKETCH_POPULATE=0/1 overrides.
+        // SKETCH_POPULATE=0/1 overrides. The mapping is shared and file-backed either way: its pages
+        // are the page cache's, counted once per machine, and evictable.
         const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
         const char* force = std::getenv("SKETCH_POPULATE");
         populated_ = force ? std::string(force) == "1" : (pages > 0 && page > 0 && bytes <= static_cast<size_t>(pages) * page / 4);
@@ -716,8 +778,9 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
           throw Napi::Error::New(env, "mmap " + path + ": " + std::strerror(errno));
         }
         madvise(p, bytes, MADV_RANDOM);
-        base_ = static_cast<const float*>(p);
-        base_bytes_ = bytes;
+        map_ = static_cast<const uint8_t*>(p);
+        map_bytes_ = bytes;
+        if (!sealed_) base_ = reinterpret_cast<const float*>(map_);
       }
       ::close(fd);
     }
@@ -728,25 +791,81 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
 
  private:
   int d_ = 0;
-  const float* base_ = nullptr;
-  size_t base_bytes_ = 0, base_rows_ = 0;
+  const float* base_ = nullptr;  // a clear base (mapped or adopted)
+  const uint8_t* map_ = nullptr;
+  size_t map_bytes_ = 0, base_rows_ = 0;
   bool populated_ = false;
   std::vector<float> overlay_;
-  // Rows adopted from a JavaScript buffer (a snapshot's vectors decrypted by several threads straight
-  // into one SharedArrayBuffer): held by this reference, read in place, never copied.
+  // Rows adopted from a JavaScript buffer: held by this reference, read in place, never copied.
   Napi::Reference<Napi::Value> adopted_;
   size_t adopted_bytes_ = 0;
+  // Sealed base: the row key, the associated data's prefix, the rows' user ids (16 bytes each, a
+  // JavaScript array held by reference), the header size and the record size.
+  bool sealed_ = false;
+  uint8_t key_[32] = {};
+  std::vector<uint8_t> ad_prefix_;
+  Napi::Reference<Napi::Value> ids_ref_;
+  const uint8_t* ids_ = nullptr;
+  size_t header_ = 0, record_ = 0;
+  std::unique_ptr<sealed_rows::RowCipher> cipher_;
+  std::vector<uint8_t> ad_;
+  std::vector<float> scratch_;
+  bool verifying_ = false, close_pending_ = false;
   float (*dot_)(const float*, const float*, int) = DotGeneric;
 
   void Unmap() {
-    if (base_ && base_bytes_ > 0) munmap(const_cast<float*>(base_), base_bytes_);
+    if (verifying_) {
+      close_pending_ = true;  // the verifying threads read the mapping; unmapped when they finish
+      return;
+    }
+    if (map_ && map_bytes_ > 0) munmap(const_cast<uint8_t*>(map_), map_bytes_);
     if (!adopted_.IsEmpty()) adopted_.Reset();
+    if (!ids_ref_.IsEmpty()) ids_ref_.Reset();
+    std::memset(key_, 0, sizeof key_);
+    cipher_.reset();
+    map_ = nullptr;
     base_ = nullptr;
-    base_bytes_ = 0;
+    ids_ = nullptr;
+    map_bytes_ = 0;
     adopted_bytes_ = 0;
   }
+  bool Closed() const { return base_rows_ > 0 && !base_ && !(sealed_ && cipher_); }
   size_t RowsNow() const { return base_rows_ + overlay_.size() / d_; }
-  const float* Row(size_t r) const { return r < base_rows_ ? base_ + r * d_ : overlay_.data() + (r - base_rows_) * d_; }
+  const uint8_t* Record(size_t r) const { return map_ + header_ + r * record_; }
+
+  // The associated data of sealed row r, into `ad`.
+  static void RowAd(const std::vector<uint8_t>& prefix, const uint8_t* ids, size_t r, std::vector<uint8_t>& ad) {
+    static const char kHex[] = "0123456789abcdef";
+    ad.assign(prefix.begin(), prefix.end());
+    const std::string pos = std::to_string(r);
+    ad.insert(ad.end(), pos.begin(), pos.end());
+    ad.push_back(':');
+    const uint8_t* id = ids + r * 16;
+    for (int i = 0; i < 16; i++) {
+      ad.push_back(kHex[id[i] >> 4]);
+      ad.push_back(kHex[id[i] & 15]);
+    }
+  }
+
+  // Row r's floats: in place (a clear base, the overlay) or decrypted into `buf`; nullptr when a sealed
+  // row does not authenticate.
+  const float* RowInto(size_t r, float* buf) {
+    if (r >= base_rows_) return overlay_.data() + (r - base_rows_) * d_;
+    if (!sealed_) return base_ + r * d_;
+    RowAd(ad_prefix_, ids_, r, ad_);
+    return cipher_->Open(Record(r), d_ * sizeof(float), ad_.data(), ad_.size(), reinterpret_cast<uint8_t*>(buf)) ? buf : nullptr;
+  }
+  const float* RowOrThrow(Napi::Env env, size_t r, float* buf) {
+    const float* row = RowInto(r, buf);
+    if (!row) {
+      auto e = Napi::Error::New(env, "snapshot vectors row " + std::to_string(r) +
+                                         " does not authenticate (altered, or moved from another row, snapshot or user)");
+      e.Set("code", Napi::String::New(env, "SNAPSHOT_ROW_NOT_AUTHENTIC"));
+      e.Set("row", Napi::Number::New(env, static_cast<double>(r)));
+      throw e;
+    }
+    return row;
+  }
 
   // append(Float32Array m*d) -> first row position
   Napi::Value Append(const Napi::CallbackInfo& info) {
@@ -762,7 +881,7 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
   Napi::Value Adopt(const Napi::CallbackInfo& info) {
     auto x = ArgF32(info, 0, "vectors");
     if (x.ElementLength() % d_) throw Napi::RangeError::New(info.Env(), "vectors length is not a multiple of d");
-    if (base_ || base_rows_ > 0 || !overlay_.empty()) throw Napi::Error::New(info.Env(), "adopt needs an empty store");
+    if (map_ || base_ || base_rows_ > 0 || !overlay_.empty()) throw Napi::Error::New(info.Env(), "adopt needs an empty store");
     adopted_ = Napi::Persistent(info[0]);
     base_ = x.Data();
     base_rows_ = x.ElementLength() / d_;
@@ -776,7 +895,7 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
     auto q = ArgF32(info, 0, "query");
     auto p = ArgI32(info, 1, "positions");
     if (static_cast<int>(q.ElementLength()) != d_) throw Napi::RangeError::New(info.Env(), "query has the wrong dimension");
-    if (!base_ && base_rows_ > 0) throw Napi::Error::New(info.Env(), "the store is closed");
+    if (Closed()) throw Napi::Error::New(info.Env(), "the store is closed");
     const size_t n = RowsNow();
     auto out = Napi::Float32Array::New(info.Env(), p.ElementLength());
     for (size_t i = 0; i < p.ElementLength(); i++) {
@@ -786,22 +905,32 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
         continue;
       }
       if (static_cast<size_t>(r) >= n) throw Napi::RangeError::New(info.Env(), "position out of range");
-      out[i] = dot_(q.Data(), Row(r), d_);
+      out[i] = dot_(q.Data(), RowOrThrow(info.Env(), r, scratch_.data()), d_);
     }
     return out;
   }
 
-  // Prefetches row r (2 KB at d = 512: the re-rank reads rows in random order, so the hardware
-  // prefetcher cannot guess the next one; asking a few rows ahead keeps several reads in flight).
+  // Prefetches row r (2 KB at d = 512, plus 28 bytes sealed: the re-rank reads rows in random order,
+  // so the hardware prefetcher cannot guess the next one; asking a few rows ahead keeps several reads
+  // in flight).
   void PrefetchRow(int32_t r, size_t n) const {
     if (r < 0 || static_cast<size_t>(r) >= n) return;
-    const char* p = reinterpret_cast<const char*>(Row(r));
-    for (size_t o = 0; o < d_ * sizeof(float); o += 64) __builtin_prefetch(p + o, 0, 3);
+    const bool sealed = sealed_ && static_cast<size_t>(r) < base_rows_;
+    const char* p = sealed ? reinterpret_cast<const char*>(Record(r))
+                           : reinterpret_cast<const char*>(static_cast<size_t>(r) < base_rows_ ? base_ + r * d_ : overlay_.data() + (r - base_rows_) * d_);
+    const size_t bytes = sealed ? record_ : d_ * sizeof(float);
+    for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 3);
+  }
+  void PrefetchFirstLine(int32_t r) const {
+    if (r < 0) return;
+    if (static_cast<size_t>(r) >= base_rows_) return;
+    __builtin_prefetch(sealed_ ? reinterpret_cast<const void*>(Record(r)) : reinterpret_cast<const void*>(base_ + r * d_), 0, 3);
   }
 
   // rerank(Float32Array queries nq*d, Int32Array positions nq*kc, k) -> { labels: Int32Array nq*k,
   // scores: Float32Array nq*k }: per query, the k best of its kc candidate rows by inner product,
   // best first (ties: lower row first); -1 candidates are skipped, missing results are -1 / NaN.
+  // A sealed row that does not authenticate fails the whole call (SNAPSHOT_ROW_NOT_AUTHENTIC).
   Napi::Value Rerank(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     auto x = ArgF32(info, 0, "queries");
@@ -811,7 +940,7 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
     const size_t nq = x.ElementLength() / d_;
     if (p.ElementLength() % nq) throw Napi::RangeError::New(env, "positions length is not a multiple of the query count");
     if (k64 < 1 || k64 > 1'000'000) throw Napi::RangeError::New(env, "k must be in 1..1e6");
-    if (!base_ && base_rows_ > 0) throw Napi::Error::New(env, "the store is closed");
+    if (Closed()) throw Napi::Error::New(env, "the store is closed");
     const size_t kc = p.ElementLength() / nq, k = static_cast<size_t>(k64), n = RowsNow();
     for (size_t i = 0; i < p.ElementLength(); i++)
       if (p[i] >= 0 && static_cast<size_t>(p[i]) >= n) throw Napi::RangeError::New(env, "position out of range");
@@ -828,14 +957,13 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
       const int32_t* pq = p.Data() + q * kc;
       // The first line of every candidate row first (their page walks and DRAM accesses overlap:
       // the rows are random), then whole rows a few ahead of the dot products.
-      for (size_t i = 0; i < kc; i++)
-        if (pq[i] >= 0) __builtin_prefetch(Row(pq[i]), 0, 3);
+      for (size_t i = 0; i < kc; i++) PrefetchFirstLine(pq[i]);
       for (size_t i = 0; i < std::min(kAhead, kc); i++) PrefetchRow(pq[i], n);
       idx.clear();
       for (size_t i = 0; i < kc; i++) {
         if (i + kAhead < kc) PrefetchRow(pq[i + kAhead], n);
         if (pq[i] < 0) continue;
-        sc[i] = dot_(qv, Row(pq[i]), d_);
+        sc[i] = dot_(qv, RowOrThrow(env, pq[i], scratch_.data()), d_);
         idx.push_back(static_cast<uint32_t>(i));
       }
       const size_t take = std::min(k, idx.size());
@@ -856,30 +984,40 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
   Napi::Value Read(const Napi::CallbackInfo& info) {
     const int64_t from = ArgInt(info, 0, "from"), count = ArgInt(info, 1, "count");
     if (from < 0 || count < 0 || static_cast<size_t>(from + count) > RowsNow()) throw Napi::RangeError::New(info.Env(), "rows out of range");
+    if (Closed()) throw Napi::Error::New(info.Env(), "the store is closed");
     auto out = Napi::Float32Array::New(info.Env(), static_cast<size_t>(count) * d_);
-    for (int64_t i = 0; i < count; i++) std::memcpy(out.Data() + i * d_, Row(from + i), sizeof(float) * d_);
+    for (int64_t i = 0; i < count; i++) {
+      float* dst = out.Data() + i * d_;
+      const float* row = RowOrThrow(info.Env(), from + i, dst);
+      if (row != dst) std::memcpy(dst, row, sizeof(float) * d_);
+    }
     return out;
   }
 
   // exactSearch(Float32Array nq*d, k) -> { labels: Int32Array nq*k, scores: Float32Array }: the exact
-  // top-k by inner product over every row (the benchmarks' reference; rows are read once per batch).
+  // top-k by inner product over every row (the benchmarks' reference; rows are read, and sealed ones
+  // decrypted, once per batch).
   Napi::Value ExactSearch(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     auto x = ArgF32(info, 0, "queries");
     const int64_t k64 = ArgInt(info, 1, "k");
     if (x.ElementLength() % d_ || k64 < 1 || k64 > 10000) throw Napi::RangeError::New(env, "bad queries or k");
+    if (Closed()) throw Napi::Error::New(env, "the store is closed");
     const size_t nq = x.ElementLength() / d_, k = static_cast<size_t>(k64), n = RowsNow();
     std::vector<float> best(nq * k, -INFINITY);
     std::vector<int32_t> lab(nq * k, -1);
     constexpr size_t kBlock = 512;
+    std::vector<float> block(kBlock * d_);
+    std::vector<const float*> rows(kBlock);
     for (size_t b0 = 0; b0 < n; b0 += kBlock) {
       const size_t b1 = std::min(n, b0 + kBlock);
+      for (size_t r = b0; r < b1; r++) rows[r - b0] = RowOrThrow(env, r, block.data() + (r - b0) * d_);
       for (size_t q = 0; q < nq; q++) {
         const float* qv = x.Data() + q * d_;
         float* bq = best.data() + q * k;
         int32_t* lq = lab.data() + q * k;
         for (size_t r = b0; r < b1; r++) {
-          const float s = dot_(qv, Row(r), d_);
+          const float s = dot_(qv, rows[r - b0], d_);
           if (s <= bq[k - 1]) continue;
           size_t p = k - 1;
           while (p > 0 && bq[p - 1] < s) {
@@ -902,9 +1040,59 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
     return out;
   }
 
+  // verify() -> Promise<number>: every sealed base row decrypted once on up to 4 threads, nothing kept;
+  // the first row that does not authenticate, or -1 (also for a clear store).
+  Napi::Value Verify(const Napi::CallbackInfo& info) {
+    if (Closed()) throw Napi::Error::New(info.Env(), "the store is closed");
+    if (verifying_) throw Napi::Error::New(info.Env(), "already verifying");
+    auto* w = new VerifyWorker(info.Env(), this, info.This().As<Napi::Object>());
+    verifying_ = true;
+    auto promise = w->Promise();
+    w->Queue();
+    return promise;
+  }
+
+  // The first sealed row in [0, base_rows_) that does not authenticate, or -1 (off the JS thread).
+  int64_t FirstNotAuthentic() const {
+    if (!sealed_ || base_rows_ == 0) return -1;
+    const size_t threads = std::max<size_t>(1, std::min<size_t>({4, std::thread::hardware_concurrency(), (base_rows_ + 4095) / 4096}));
+    std::vector<int64_t> bad(threads, -1);
+    std::vector<std::thread> pool;
+    const size_t per = (base_rows_ + threads - 1) / threads;
+    for (size_t t = 0; t < threads; t++) {
+      pool.emplace_back([&, t] {
+        sealed_rows::RowCipher cipher(key_);
+        std::vector<uint8_t> ad;
+        std::vector<float> row(d_);
+        const size_t end = std::min(base_rows_, (t + 1) * per);
+        for (size_t r = t * per; r < end; r++) {
+          RowAd(ad_prefix_, ids_, r, ad);
+          if (!cipher.Open(Record(r), d_ * sizeof(float), ad.data(), ad.size(), reinterpret_cast<uint8_t*>(row.data()))) {
+            bad[t] = static_cast<int64_t>(r);
+            return;
+          }
+        }
+      });
+    }
+    for (auto& th : pool) th.join();
+    for (int64_t b : bad)
+      if (b >= 0) return b;
+    return -1;
+  }
+  void VerifyDone() {
+    verifying_ = false;
+    if (close_pending_) {
+      close_pending_ = false;
+      Unmap();
+    }
+  }
+
   Napi::Value Rows(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), static_cast<double>(RowsNow())); }
   Napi::Value Populated(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), populated_); }
+  Napi::Value Sealed(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), sealed_); }
   Napi::Value BaseRows(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), static_cast<double>(base_rows_)); }
+  // Memory this store holds outside the page cache: the overlay and adopted rows (a mapped file's
+  // pages are the page cache's).
   Napi::Value OverlayBytes(const Napi::CallbackInfo& info) {
     return Napi::Number::New(info.Env(), static_cast<double>(overlay_.capacity() * sizeof(float) + adopted_bytes_));
   }
@@ -917,12 +1105,78 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
   }
 };
 
+void VerifyWorker::Execute() { bad_ = store_->FirstNotAuthentic(); }
+void VerifyWorker::OnOK() {
+  store_->VerifyDone();
+  deferred_.Resolve(Napi::Number::New(Env(), static_cast<double>(bad_)));
+}
+void VerifyWorker::OnError(const Napi::Error& e) {
+  store_->VerifyDone();
+  deferred_.Reject(e.Value());
+}
+
+// sealRows(key: Uint8Array(32), associatedData: Uint8Array (prefix), firstRow, ids: Uint8Array(16 m),
+// vectors: Float32Array(m d), d) -> Uint8Array(m records): rows firstRow.. sealed as VectorStore reads them.
+Napi::Value SealRows(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto key = ArgU8(info, 0, "key");
+  auto ad = ArgU8(info, 1, "associatedData");
+  const int64_t first = ArgInt(info, 2, "firstRow");
+  auto ids = ArgU8(info, 3, "ids");
+  auto x = ArgF32(info, 4, "vectors");
+  const int64_t d = ArgInt(info, 5, "d");
+  if (key.ByteLength() != 32) throw Napi::RangeError::New(env, "key must be 32 bytes");
+  if (d < 1 || d > 4096 || x.ElementLength() % d) throw Napi::RangeError::New(env, "vectors length is not a multiple of d");
+  const size_t m = x.ElementLength() / d;
+  if (ids.ByteLength() != m * 16) throw Napi::RangeError::New(env, "ids must hold 16 bytes per row");
+  if (first < 0) throw Napi::RangeError::New(env, "firstRow must be >= 0");
+  const size_t record = sealed_rows::kRecordOverhead + d * sizeof(float);
+  auto out = Napi::Uint8Array::New(env, m * record);
+  sealed_rows::RowCipher cipher(key.Data());
+  std::vector<uint8_t> prefix(ad.Data(), ad.Data() + ad.ByteLength()), a;
+  for (size_t i = 0; i < m; i++) {
+    // The same associated data as VectorStore::RowAd for row first + i (ids here start at row `first`).
+    const uint8_t* id = ids.Data() + i * 16;
+    a.assign(prefix.begin(), prefix.end());
+    const std::string pos = std::to_string(first + i);
+    a.insert(a.end(), pos.begin(), pos.end());
+    a.push_back(':');
+    static const char kHex[] = "0123456789abcdef";
+    for (int j = 0; j < 16; j++) {
+      a.push_back(kHex[id[j] >> 4]);
+      a.push_back(kHex[id[j] & 15]);
+    }
+    if (!cipher.Seal(reinterpret_cast<const uint8_t*>(x.Data() + i * d), d * sizeof(float), a.data(), a.size(), out.Data() + i * record))
+      throw Napi::Error::New(env, "sealing a row failed (OpenSSL)");
+  }
+  return out;
+}
+
+// openRow(key, associatedData (the whole), record: Uint8Array, d) -> Float32Array | null: one record
+// opened on its own (tests check records sealed here against the key ring's primitive).
+Napi::Value OpenRow(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto key = ArgU8(info, 0, "key");
+  auto ad = ArgU8(info, 1, "associatedData");
+  auto rec = ArgU8(info, 2, "record");
+  const int64_t d = ArgInt(info, 3, "d");
+  if (key.ByteLength() != 32) throw Napi::RangeError::New(env, "key must be 32 bytes");
+  if (d < 1 || d > 4096 || rec.ByteLength() != sealed_rows::kRecordOverhead + d * sizeof(float)) throw Napi::RangeError::New(env, "record has the wrong size");
+  auto out = Napi::Float32Array::New(env, d);
+  sealed_rows::RowCipher cipher(key.Data());
+  if (!cipher.Open(rec.Data(), d * sizeof(float), ad.Data(), ad.ByteLength(), reinterpret_cast<uint8_t*>(out.Data()))) return env.Null();
+  return out;
+}
+
 }  // namespace
 
 // Called from faiss-node's Init (build-faiss.sh adds the call to the copied faiss.cc).
 Napi::Object ProjectExtensionsInit(Napi::Env env, Napi::Object exports) {
   exports.Set("SketchIndex", SketchIndex::Define(env));
   exports.Set("VectorStore", VectorStore::Define(env));
+  exports.Set("sealRows", Napi::Function::New(env, SealRows, "sealRows"));
+  exports.Set("openRow", Napi::Function::New(env, OpenRow, "openRow"));
+  exports.Set("sealedRowOverhead", Napi::Number::New(env, static_cast<double>(sealed_rows::kRecordOverhead)));
   exports.Set("projectBindingVersion", Napi::Number::New(env, kProjectBindingVersion));
   exports.Set("fastIsa", Napi::Boolean::New(env, HasFastIsa()));
   exports.Set("scanIsa", Napi::String::New(env, ScanIsa()));
