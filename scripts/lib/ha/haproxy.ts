@@ -180,13 +180,20 @@ export function haproxyConfig(o: HaproxyOptions): string {
     ...webBackend(o, 'webs-live', ['  option httpchk GET /health', '  http-check expect rstatus ^(200|503)$']),
     'listen postgres',
     '  mode tcp',
-    `  bind ${o.pgBind ?? '127.0.0.1'}:${o.pgPort}`,
+    // `tcp-ut` (TCP_USER_TIMEOUT): a connection whose data toward the client stays unacknowledged
+    // 5 s is ended (see the keepalive below for the idle case).
+    `  bind ${o.pgBind ?? '127.0.0.1'}:${o.pgPort} tcp-ut 5s`,
     '  timeout client 30m',
     '  timeout server 30m',
     // A client host cut off in the middle of a transaction answers nothing: its session would hold
     // its row locks until the link came back, and every request wanting those rows would wait as long.
     // TCP keepalive toward the clients (answered by a live host's kernel whatever its process does)
     // ends such a connection about 5 s after it went silent; PostgreSQL then rolls the transaction back.
+    // Keepalive probes are only sent on an idle connection: a host cut while a result was on its way
+    // to it leaves that result unacknowledged, the kernel retransmits it for many minutes, and the
+    // session held its locks until the heal (a /verify/self waited > 20 s behind the cut host's
+    // DELETE of the same user). The user timeout on `bind` ends that one after 5 s; a live host's
+    // kernel acknowledges at once however slowly its process reads.
     '  option clitcpka',
     '  clitcpka-idle 2s',
     '  clitcpka-intvl 1s',
