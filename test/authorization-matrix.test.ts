@@ -110,6 +110,8 @@ const DOCUMENTED: Record<string, AuthRule> = {
 /** Routes of this project beyond the document (docs/decisions.md says why each exists). */
 const PROJECT_ROUTES: Record<string, AuthRule> = {
   'GET /openapi.json': 'none',
+  // The balancer's readiness check: whether this process's own links answer (docs/deployment.md).
+  'GET /health/ready': 'none',
   'POST /admin/queues/session': 'administrator',
   'DELETE /admin/queues/session': 'none',
   // The search desk's own past searches (docs/console.md).
