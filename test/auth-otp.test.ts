@@ -9,9 +9,10 @@ import { useHarness, startHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { e164, lastCode, otherCode, outboxCodes, signInConsumer, uniqueLocalPhone } from './support/auth.js';
 
-const COOLDOWN = 2;
+const COOLDOWN = 5;
 
-// A short cooldown so the tests can wait it out; a high IP cap: every test here comes from 127.0.0.1.
+// A cooldown short enough to wait out, long enough that requests meant to land inside it do so on a
+// loaded machine (at 2 s one did not); a high IP cap: every test here comes from 127.0.0.1.
 const h = useHarness(test, { env: { OTP_COOLDOWN_SECONDS: String(COOLDOWN), OTP_REQUESTS_PER_IP_PER_HOUR: '100000' } });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
