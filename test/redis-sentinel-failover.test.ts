@@ -93,6 +93,11 @@ test('after a Sentinel failover, and after the new master is killed, workers kee
     const held = await tokens.issue('held', 300, []);
     const used = await tokens.issue('used', 300, []);
     t.like(await tokens.take(used, []), { value: 'used' });
+    // issue and take wait up to REPLICA_ACK_TIMEOUT_MS for the replica, then answer anyway (a master left
+    // alone must not turn one failure into an outage); a loaded machine can take longer than that, so the
+    // test waits for the replica itself before the kill: what it checks is that what the replica holds is
+    // what the promoted node serves.
+    t.true((await redis.wait(1, 5000)) >= 1, 'the replica has the tokens before the kill');
     topo.replica.child.kill('SIGKILL');
     const third = await topo.waitForNewMaster(second, 20_000);
     t.is(third, topo.master.port);
