@@ -26,6 +26,7 @@ import pg from 'pg';
 import { createDb } from '../platform/database/db.js';
 import { freePort } from '../scripts/lib/private-services.js';
 import { setLink } from '../scripts/lib/ha/hosts.js';
+import { restStatus } from '../scripts/lib/ha/rest.js';
 import { FACE_KINDS, PG_KINDS, failures, finish, healthy, makeLoad, phase, waitFor, type Layout } from './faults.js';
 import { HANG_MS, JOB_TIMEOUT_MS, type Kind, type Sample } from './lib/load.js';
 import { readYourWrites } from './lib/read-your-writes.js';
@@ -50,6 +51,7 @@ interface Part {
   netns?: string;
   link?: string;
   restPort?: number;
+  restUrl?: string;
 }
 interface HaLayout {
   web: Part[];
@@ -58,6 +60,7 @@ interface HaLayout {
   redis: { master: Part; replica: Part; sentinels: Part[] };
   postgres: { primary: Part & { name: string; patroniPid: number | null }; standby: Part & { name: string }; proxy: Part };
   env: Record<string, string>;
+  hosts?: { caFile: string | null };
 }
 const readLayout = () => JSON.parse(readFileSync(LAYOUT_FILE, 'utf8')) as HaLayout;
 
@@ -258,10 +261,8 @@ async function main(): Promise<void> {
           let rejoinedAfterMs: number | null = null;
           const healedAt = Date.now();
           for (let i = 0; i < 120 && rejoinedAfterMs === null; i++) {
-            const role = await fetch(`http://${p.host}:${p.restPort}/replica`, { signal: AbortSignal.timeout(1000) }).then(
-              (r) => r.status,
-              () => 0,
-            );
+            const caFile = lay.hosts?.caFile ? path.join(ROOT, lay.hosts.caFile) : undefined;
+            const role = await restStatus(`${p.restUrl ?? `http://${p.host}:${p.restPort}`}/replica`, { timeoutMs: 1000, caFile });
             if (role === 200) rejoinedAfterMs = Date.now() - healedAt;
             else await sleep(500);
           }

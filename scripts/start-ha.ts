@@ -200,7 +200,7 @@ export function haLayout(): Layout {
         webs: ports.web!.map((p, i) => ({ name: `web${i + 1}`, host: hostOf('web', i)?.address, port: p })),
         pgPort: proxyPort,
         pgBind: h?.network.gateway,
-        postgres: postgres.nodes.map((n) => ({ name: n.name, host: n.host, port: n.pgPort, checkPort: n.restPort })),
+        postgres: postgres.nodes.map((n) => ({ name: n.name, host: n.host, port: n.pgPort, checkPort: n.restPort, checkCaFile: h?.pgTls?.caFile })),
         log: (line) => l.say(line),
       });
       l.onStop('the balancer', () => void balancer.kill('SIGTERM'));
@@ -273,6 +273,7 @@ export function haLayout(): Layout {
           name: n.name,
           ...where(n.name),
           restPort: n.restPort,
+          restUrl: n.restUrl,
           port: n.pgPort,
           pid: n.postmasterPid() ?? null,
           patroniPort: n.restPort,
@@ -319,7 +320,7 @@ export function haLayout(): Layout {
             proxy: { ...(h ? { host: h.network.gateway } : {}), port: proxyPort, pid: balancer.pid ?? null },
             etcd: { port: postgres.etcd.port, pid: postgres.etcd.child.pid ?? null },
           },
-          etcd: postgres.etcdMembers.map((e) => ({ name: e.name, ...where(e.name), port: e.port, peerPort: e.peerPort, pid: e.child.pid ?? null })),
+          etcd: postgres.etcdMembers.map((e) => ({ name: e.name, ...where(e.name), port: e.port, peerPort: e.peerPort, url: e.url, pid: e.child.pid ?? null })),
         };
         const tmp = `${LAYOUT_FILE}.tmp`;
         writeFileSync(tmp, JSON.stringify(layout, null, 2));

@@ -5,6 +5,8 @@
  *   - no part answers without credentials: PostgreSQL (no password, a wrong one, and without TLS),
  *     Redis and the Sentinels (NOAUTH), etcd (no user), Patroni's REST API (a switchover without the
  *     password is 401); the processes' own role is `faceid_app`, not a superuser;
+ *   - TLS on every link: PostgreSQL, Redis, etcd (clients, and peers by certificate) and Patroni's REST
+ *     API answer nothing in clear and verify against the layout's CA;
  *   - no secret in a file readable by others (var/ha/secrets 0700, its files 0600; every file under
  *     var/ha holding a secret is 0600), none in layout.json or in the command's output.
  * It starts the layout itself (a minute or two; it needs root, `ip netns` and the Debian packages of
@@ -22,6 +24,7 @@ import { ROOT } from './helpers/harness.js';
 import { freePort } from '../scripts/lib/private-services.js';
 import { canMakeHosts } from '../scripts/lib/ha/hosts.js';
 import { SECRET_NAMES } from '../scripts/lib/ha/secrets.js';
+import { restCall } from '../scripts/lib/ha/rest.js';
 
 const HA_DIR = path.join(ROOT, 'var', 'ha');
 const LAYOUT = path.join(HA_DIR, 'layout.json');
@@ -32,6 +35,9 @@ interface Node {
   host: string;
   port: number;
   restPort?: number;
+  restUrl?: string;
+  peerPort?: number;
+  url?: string;
   netns?: string;
 }
 interface Layout {
@@ -162,34 +168,64 @@ maybe('Redis and the Sentinels answer nothing without the password, take TLS onl
   }
 });
 
-maybe("etcd answers no key without a user, and Patroni's REST API changes nothing without its password", async (t) => {
-  const member = layout.etcd[0]!;
-  const res = await fetch(`http://${member.host}:${member.port}/v3/kv/range`, {
-    method: 'POST',
-    body: JSON.stringify({ key: Buffer.from('/service/').toString('base64'), range_end: Buffer.from('/service0').toString('base64') }),
-  });
-  const body = await res.text();
-  t.false(res.ok, body);
-  t.regex(body, /user name is empty|invalid auth token|permission denied/i);
-  const auth = await fetch(`http://${member.host}:${member.port}/v3/auth/authenticate`, {
-    method: 'POST',
-    body: JSON.stringify({ name: 'patroni', password: 'wrong' }),
-  });
-  t.false(auth.ok);
-
-  const { primary, standby } = layout.postgres;
-  const switchover = (password?: string) =>
-    fetch(`http://${primary.host}:${primary.restPort}/switchover`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(password ? { authorization: `Basic ${Buffer.from(`patroni:${password}`).toString('base64')}` } : {}) },
-      body: JSON.stringify({ leader: 'pg-none', candidate: 'pg-none' }),
+maybe(
+  "etcd and Patroni's REST API speak TLS only; etcd answers no key without a user, and Patroni's REST API changes nothing without its password",
+  async (t) => {
+    const caFile = path.join(ROOT, layout.hosts.caFile);
+    const member = layout.etcd[0]!;
+    t.true(member.url!.startsWith('https://'), member.url);
+    const range = JSON.stringify({ key: Buffer.from('/service/').toString('base64'), range_end: Buffer.from('/service0').toString('base64') });
+    // Plain HTTP to a TLS port: no answer of etcd's, only Go's TLS server refusing the clear request.
+    const plain = await restCall(`http://${member.host}:${member.port}/v3/kv/range`, { method: 'POST', body: range, timeoutMs: 3000 }).then(
+      (r) => `${r.status} ${r.text}`,
+      (e: Error) => `error ${e.message}`,
+    );
+    t.regex(plain, /^error |^400 Client sent an HTTP request to an HTTPS server/, `etcd over plain HTTP: ${plain}`);
+    // A certificate of another CA is refused (the name and the chain are verified).
+    await t.throwsAsync(restCall(`${member.url}/health`, { timeoutMs: 3000 }), { message: /self.signed|unable to verify|certificate/i });
+    const res = await restCall(`${member.url}/v3/kv/range`, { method: 'POST', body: range, caFile });
+    t.not(res.status, 200, res.text);
+    t.regex(res.text, /user name is empty|invalid auth token|permission denied/i);
+    const auth = await restCall(`${member.url}/v3/auth/authenticate`, { method: 'POST', body: JSON.stringify({ name: 'patroni', password: 'wrong' }), caFile });
+    t.not(auth.status, 200);
+    // The members' own link: a peer must show a certificate of the layout's CA.
+    const peer = await new Promise<string>((resolve) => {
+      const s = tls.connect({ host: member.host, port: member.peerPort!, ca: readFileSync(caFile), servername: undefined }, () => {
+        s.write('GET /members HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      });
+      let data = '';
+      s.setTimeout(3000, () => (s.destroy(), resolve(data || 'timeout')));
+      s.on('data', (d: Buffer) => (data += d.toString()));
+      s.on('error', (e) => resolve(data || `error: ${e.message}`));
+      s.on('close', () => resolve(data || 'closed'));
     });
-  t.is((await switchover()).status, 401);
-  t.is((await switchover('wrong')).status, 401);
-  // With the password the request is read (and refused for the made-up names): it is the password that was missing.
-  t.not((await switchover(secret('patroni-rest'))).status, 401);
-  t.truthy(standby.restPort);
-});
+    t.notRegex(peer, /^HTTP\/1\.1 200/, `etcd peer port without a client certificate: ${peer.slice(0, 200)}`);
+
+    const { primary, standby } = layout.postgres;
+    t.true(primary.restUrl!.startsWith('https://'), primary.restUrl);
+    t.is(
+      await restCall(`http://${primary.host}:${primary.restPort}/patroni`, { timeoutMs: 3000 }).then(
+        (r) => r.status,
+        () => 0,
+      ),
+      0,
+      'Patroni REST over plain HTTP',
+    );
+    t.is((await restCall(`${primary.restUrl}/primary`, { caFile })).status, 200);
+    const switchover = (password?: string) =>
+      restCall(`${primary.restUrl}/switchover`, {
+        method: 'POST',
+        headers: password ? { authorization: `Basic ${Buffer.from(`patroni:${password}`).toString('base64')}` } : {},
+        body: JSON.stringify({ leader: 'pg-none', candidate: 'pg-none' }),
+        caFile,
+      });
+    t.is((await switchover()).status, 401);
+    t.is((await switchover('wrong')).status, 401);
+    // With the password the request is read (and refused for the made-up names): it is the password that was missing.
+    t.not((await switchover(secret('patroni-rest'))).status, 401);
+    t.truthy(standby.restPort);
+  },
+);
 
 maybe('no secret is readable by others, none is in layout.json or in the output, and every part listens on its host only', (t) => {
   const secretsDir = path.join(HA_DIR, 'secrets');

@@ -23,6 +23,8 @@ export interface Backend {
   port: number;
   /** Port of the health check when it is not the server's own. */
   checkPort?: number;
+  /** The check speaks TLS and verifies the server's certificate against this CA (Patroni's REST API under `--hosts`). */
+  checkCaFile?: string;
 }
 
 export interface HaproxyOptions {
@@ -201,7 +203,11 @@ export function haproxyConfig(o: HaproxyOptions): string {
     '  option httpchk GET /primary',
     '  http-check expect status 200',
     '  default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions',
-    ...o.postgres.map((p) => `  server ${p.name} ${p.host ?? '127.0.0.1'}:${p.port} check port ${p.checkPort}`),
+    ...o.postgres.map(
+      (p) =>
+        `  server ${p.name} ${p.host ?? '127.0.0.1'}:${p.port} check port ${p.checkPort}` +
+        (p.checkCaFile ? ` check-ssl verify required ca-file ${p.checkCaFile}` : ''),
+    ),
     '',
   ].join('\n');
 }

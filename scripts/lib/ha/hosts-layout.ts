@@ -9,8 +9,9 @@
  *   credentials PostgreSQL scram-sha-256 only (the processes as `faceid_app`, migrations as the owner
  *               `faceid_owner`), Redis and Sentinel passwords, etcd users, Patroni REST password.
  *   TLS         (unless `--no-tls`) PostgreSQL `hostssl` with `sslmode=verify-full`, Redis and the
- *               Sentinels on `tls-port` only (`rediss://`), against the CA made here; the processes
- *               trust it through NODE_EXTRA_CA_CERTS.
+ *               Sentinels on `tls-port` only (`rediss://`), etcd (clients and peers, peers by
+ *               certificate) and Patroni's REST API on HTTPS, all against the CA made here; the
+ *               processes trust it through NODE_EXTRA_CA_CERTS, HAProxy's checks through `ca-file`.
  */
 import path from 'node:path';
 import type { Placement } from './redis-sentinel.js';
@@ -43,7 +44,7 @@ export interface HostsLayout {
   tls: boolean;
   place(part: string, port?: number): Placement;
   redisTls: { certFile: string; keyFile: string; caFile: string } | undefined;
-  pgTls: { certFile: string; keyFile: string; caFile: string } | undefined;
+  pgTls: { certFile: string; keyFile: string; caFile: string; etcd: { certFile: string; keyFile: string } } | undefined;
   /** `postgres://user:password@proxy/db` with TLS verified against the layout's CA when on. */
   pgUrl(user: string, password: string, database: string): string;
   /** The same URL without its password (for layout.json and the logs). */
@@ -61,7 +62,11 @@ export function makeHostsLayout(haDir: string, opts: { tls: boolean; tag: string
     const redisTls = certs && { ...certs.issue('redis', [...REDIS_PARTS.map(addr), '127.0.0.1']), caFile: certs.caFile };
     // One certificate for both nodes and the proxy: a client reaching a node through the proxy checks
     // the name it asked for (the proxy's address) against the node's certificate.
-    const pgTls = certs && { ...certs.issue('postgres', ['pg1', 'pg2'].map(addr).concat(network.gateway)), caFile: certs.caFile };
+    const pgTls = certs && {
+      ...certs.issue('postgres', ['pg1', 'pg2'].map(addr).concat(network.gateway)),
+      caFile: certs.caFile,
+      etcd: certs.issue('etcd', ['etcd-1', 'etcd-2', 'etcd-3'].map(addr)),
+    };
     const shown = (user: string, database: string, password?: string) =>
       `postgres://${user}${password ? `:${encodeURIComponent(password)}` : ''}@${network.gateway}:${HOST_PORTS.postgresProxy}/${database}` +
       (certs ? `?sslmode=verify-full&sslrootcert=${encodeURIComponent(certs.caFile)}` : '');

@@ -15,13 +15,16 @@
  * restart, configuration) only with a password, and etcd runs with authentication on (Patroni has a
  * user of its own, read-write on its keys only). With `tls`, PostgreSQL takes only TLS connections from
  * the network (`hostssl`), with a certificate of the layout's CA, and the replication and Patroni's own
- * connections verify it (`verify-full`).
+ * connections verify it (`verify-full`); etcd speaks TLS only, to its clients and between its members
+ * (who also prove themselves to each other with the CA's certificates: `--peer-client-cert-auth`), and
+ * Patroni's REST API is HTTPS (the members, HAProxy's checks and the tools verify it against the CA).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chownSync, copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { freePort } from '../private-services.js';
 import type { Placement } from './redis-sentinel.js';
+import { restCall, restStatus } from './rest.js';
 import { privateDir, writePrivate } from './secrets.js';
 
 export interface PatroniNode {
@@ -30,6 +33,8 @@ export interface PatroniNode {
   host: string;
   pgPort: number;
   restPort: number;
+  /** `https://host:restPort` under TLS, else `http://`. */
+  restUrl: string;
   dataDir: string;
   patroni: ChildProcess;
   /** The postmaster's pid (from postmaster.pid), once the server runs. */
@@ -42,6 +47,8 @@ export interface EtcdMember {
   host: string;
   port: number;
   peerPort: number;
+  /** `https://host:port` under TLS, else `http://`. */
+  url: string;
   child: ChildProcess;
 }
 
@@ -63,10 +70,10 @@ function userIds(name: string): { uid: number; gid: number } {
   return { uid, gid };
 }
 
-async function restRole(host: string, port: number): Promise<'primary' | 'replica' | 'down'> {
+async function restRole(restUrl: string, caFile: string | undefined): Promise<'primary' | 'replica' | 'down'> {
   try {
-    const res = await fetch(`http://${host}:${port}/patroni`, { signal: AbortSignal.timeout(1000) });
-    const body = (await res.json()) as { role?: string; state?: string };
+    const res = await restCall(`${restUrl}/patroni`, { timeoutMs: 1000, caFile });
+    const body = JSON.parse(res.text) as { role?: string; state?: string };
     if (body.state !== 'running') return 'down';
     return body.role === 'master' || body.role === 'primary' ? 'primary' : 'replica';
   } catch {
@@ -86,9 +93,11 @@ export interface PatroniAuth {
 
 export interface PatroniTls {
   caFile: string;
-  /** A server certificate whose names cover every address PostgreSQL is reached at (nodes, proxy). */
+  /** A server certificate whose names cover every address PostgreSQL is reached at (nodes, proxy); Patroni's REST API uses it too. */
   certFile: string;
   keyFile: string;
+  /** The etcd members' certificate (server and peer): their addresses. */
+  etcd: { certFile: string; keyFile: string };
 }
 
 export interface PatroniOptions {
@@ -104,27 +113,31 @@ export interface PatroniOptions {
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 
 /** etcd's v3 API over its JSON gateway (no etcdctl needed). */
-async function etcdCall(base: string, endpoint: string, body: unknown, token?: string): Promise<Record<string, unknown>> {
-  const res = await fetch(`${base}/v3/${endpoint}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...(token ? { authorization: token } : {}) },
-    body: JSON.stringify(body),
-    signal: AbortSignal.timeout(5000),
-  });
-  const json = (await res.json()) as Record<string, unknown>;
-  if (!res.ok) throw new Error(`etcd ${endpoint}: ${res.status} ${JSON.stringify(json)}`);
+async function etcdCall(base: string, caFile: string | undefined, endpoint: string, body: unknown): Promise<Record<string, unknown>> {
+  const res = await restCall(`${base}/v3/${endpoint}`, { method: 'POST', body: JSON.stringify(body), timeoutMs: 5000, caFile });
+  const json = JSON.parse(res.text) as Record<string, unknown>;
+  if (res.status !== 200) throw new Error(`etcd ${endpoint}: ${res.status} ${JSON.stringify(json)}`);
   return json;
 }
 
 /** A `root` user, a `patroni` user read-write on Patroni's keys (`/service/`) only, then authentication on. */
-async function enableEtcdAuth(base: string, auth: PatroniAuth): Promise<void> {
-  await etcdCall(base, 'auth/user/add', { name: 'root', password: auth.etcdRoot });
-  await etcdCall(base, 'auth/user/grant', { user: 'root', role: 'root' });
-  await etcdCall(base, 'auth/role/add', { name: 'patroni' });
-  await etcdCall(base, 'auth/role/grant', { name: 'patroni', perm: { permType: 'READWRITE', key: b64('/service/'), range_end: b64('/service0') } });
-  await etcdCall(base, 'auth/user/add', { name: 'patroni', password: auth.etcdPatroni });
-  await etcdCall(base, 'auth/user/grant', { user: 'patroni', role: 'patroni' });
-  await etcdCall(base, 'auth/enable', {});
+async function enableEtcdAuth(base: string, caFile: string | undefined, auth: PatroniAuth): Promise<void> {
+  const call = (endpoint: string, body: unknown) => etcdCall(base, caFile, endpoint, body);
+  await call('auth/user/add', { name: 'root', password: auth.etcdRoot });
+  await call('auth/user/grant', { user: 'root', role: 'root' });
+  await call('auth/role/add', { name: 'patroni' });
+  await call('auth/role/grant', { name: 'patroni', perm: { permType: 'READWRITE', key: b64('/service/'), range_end: b64('/service0') } });
+  await call('auth/user/add', { name: 'patroni', password: auth.etcdPatroni });
+  await call('auth/user/grant', { user: 'patroni', role: 'patroni' });
+  await call('auth/enable', {});
+}
+
+/** A copy of `from` owned by the postgres user (who runs etcd, Patroni and PostgreSQL, and must read their keys). */
+function copyOwned(from: string, to: string, owner: { uid: number; gid: number }): string {
+  copyFileSync(from, to);
+  chmodSync(to, 0o600);
+  chownSync(to, owner.uid, owner.gid);
+  return to;
 }
 
 export async function startPatroniCluster(opts: PatroniOptions): Promise<PatroniCluster> {
@@ -139,6 +152,8 @@ export async function startPatroniCluster(opts: PatroniOptions): Promise<Patroni
     where?.wrap ? where.wrap(command, args) : [command, args];
   own(opts.dir);
   const auth = opts.auth;
+  const tls = opts.tls;
+  const scheme = tls ? 'https' : 'http';
 
   // etcd: one member on loopback, or one per host given.
   const etcdPlaces: (Placement | undefined)[] = opts.placement?.etcd ?? [undefined];
@@ -150,11 +165,31 @@ export async function startPatroniCluster(opts: PatroniOptions): Promise<Patroni
     const peerPort = where?.port ? where.port + 1 : await freePort();
     etcdSpecs.push({ name: `etcd-${i + 1}`, host, port, peerPort, where });
   }
-  const initialCluster = etcdSpecs.map((e) => `${e.name}=http://${e.host}:${e.peerPort}`).join(',');
+  const initialCluster = etcdSpecs.map((e) => `${e.name}=${scheme}://${e.host}:${e.peerPort}`).join(',');
   for (const e of etcdSpecs) {
     const etcdDir = path.join(opts.dir, e.name);
     own(etcdDir);
     privateDir(etcdDir, pgUser);
+    let etcdTls: string[] = [];
+    if (tls) {
+      const cert = copyOwned(tls.etcd.certFile, path.join(etcdDir, 'etcd.pem'), pgUser);
+      const key = copyOwned(tls.etcd.keyFile, path.join(etcdDir, 'etcd.key'), pgUser);
+      const ca = copyOwned(tls.caFile, path.join(etcdDir, 'ca.pem'), pgUser);
+      // Clients log in with a user and password over TLS; members prove themselves with certificates.
+      etcdTls = [
+        '--cert-file',
+        cert,
+        '--key-file',
+        key,
+        '--peer-cert-file',
+        cert,
+        '--peer-key-file',
+        key,
+        '--peer-trusted-ca-file',
+        ca,
+        '--peer-client-cert-auth',
+      ];
+    }
     const [command, args] = run(e.where, 'runuser', [
       '-u',
       'postgres',
@@ -165,13 +200,13 @@ export async function startPatroniCluster(opts: PatroniOptions): Promise<Patroni
       '--data-dir',
       path.join(etcdDir, 'data'),
       '--listen-client-urls',
-      `http://${e.host}:${e.port}`,
+      `${scheme}://${e.host}:${e.port}`,
       '--advertise-client-urls',
-      `http://${e.host}:${e.port}`,
+      `${scheme}://${e.host}:${e.port}`,
       '--listen-peer-urls',
-      `http://${e.host}:${e.peerPort}`,
+      `${scheme}://${e.host}:${e.peerPort}`,
       '--initial-advertise-peer-urls',
-      `http://${e.host}:${e.peerPort}`,
+      `${scheme}://${e.host}:${e.peerPort}`,
       '--initial-cluster',
       initialCluster,
       '--initial-cluster-state',
@@ -179,25 +214,21 @@ export async function startPatroniCluster(opts: PatroniOptions): Promise<Patroni
       '--initial-cluster-token',
       'faceid',
       '--enable-v2=true',
+      ...etcdTls,
     ]);
     const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'ignore'], detached: true });
     children.push(child);
-    etcdMembers.push({ name: e.name, host: e.host, port: e.port, peerPort: e.peerPort, child });
+    etcdMembers.push({ name: e.name, host: e.host, port: e.port, peerPort: e.peerPort, url: `${scheme}://${e.host}:${e.port}`, child });
   }
-  const etcdBase = `http://${etcdMembers[0]!.host}:${etcdMembers[0]!.port}`;
+  const etcdBase = `${scheme}://${etcdMembers[0]!.host}:${etcdMembers[0]!.port}`;
   for (let i = 0; i < 300; i++) {
-    const ok = await fetch(`${etcdBase}/health`, { signal: AbortSignal.timeout(500) }).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) break;
+    if ((await restStatus(`${etcdBase}/health`, { timeoutMs: 500, caFile: tls?.caFile })) === 200) break;
     await sleep(100);
   }
-  if (auth) await enableEtcdAuth(etcdBase, auth);
+  if (auth) await enableEtcdAuth(etcdBase, tls?.caFile, auth);
 
   const nodes: PatroniNode[] = [];
   const nodeCount = opts.placement?.nodes.length ?? opts.nodes ?? 2;
-  const tls = opts.tls;
   for (let i = 1; i <= nodeCount; i++) {
     const name = `pg${i}`;
     const where = opts.placement?.nodes[i - 1];
@@ -212,18 +243,19 @@ export async function startPatroniCluster(opts: PatroniOptions): Promise<Patroni
     const cfg = path.join(nodeDir, 'patroni.yml');
     let ssl: Record<string, string> = {};
     let connSsl: Record<string, string> = {};
+    let restSsl: Record<string, string> = {};
+    let etcdSsl: Record<string, string> = {};
     if (tls) {
       // PostgreSQL reads its key and the CA as the postgres user: copies in the node's own directory.
-      const copy = (from: string, to: string) => {
-        copyFileSync(from, to);
-        chownSync(to, uid, gid);
-        return to;
-      };
-      const certFile = copy(tls.certFile, path.join(nodeDir, 'server.pem'));
-      const keyFile = copy(tls.keyFile, path.join(nodeDir, 'server.key'));
-      const caFile = copy(tls.caFile, path.join(nodeDir, 'ca.pem'));
+      const certFile = copyOwned(tls.certFile, path.join(nodeDir, 'server.pem'), pgUser);
+      const keyFile = copyOwned(tls.keyFile, path.join(nodeDir, 'server.key'), pgUser);
+      const caFile = copyOwned(tls.caFile, path.join(nodeDir, 'ca.pem'), pgUser);
       ssl = { ssl: 'on', ssl_cert_file: certFile, ssl_key_file: keyFile, ssl_ca_file: caFile, ssl_min_protocol_version: 'TLSv1.2' };
       connSsl = { sslmode: 'verify-full', sslrootcert: caFile };
+      // The REST API on HTTPS with the node's certificate; `cafile` is also what Patroni verifies the
+      // other members' REST APIs against when it asks them about a fail-over.
+      restSsl = { certfile: certFile, keyfile: keyFile, cafile: caFile };
+      etcdSsl = { protocol: 'https', cacert: caFile };
     }
     const hostLine = tls ? 'hostssl' : 'host';
     const pgHba = auth
@@ -245,10 +277,12 @@ export async function startPatroniCluster(opts: PatroniOptions): Promise<Patroni
             listen: `${host}:${restPort}`,
             connect_address: `${host}:${restPort}`,
             ...(auth ? { authentication: { username: 'patroni', password: auth.rest } } : {}),
+            ...restSsl,
           },
           etcd3: {
             hosts: etcdMembers.map((e) => `${e.host}:${e.port}`),
             ...(auth ? { username: 'patroni', password: auth.etcdPatroni } : {}),
+            ...etcdSsl,
           },
           bootstrap: {
             dcs: {
@@ -307,6 +341,7 @@ export async function startPatroniCluster(opts: PatroniOptions): Promise<Patroni
       host,
       pgPort,
       restPort,
+      restUrl: `${scheme}://${host}:${restPort}`,
       dataDir,
       patroni,
       postmasterPid: () => {
@@ -315,7 +350,7 @@ export async function startPatroniCluster(opts: PatroniOptions): Promise<Patroni
         const pid = Number(readFileSync(f, 'utf8').split('\n')[0]);
         return Number.isInteger(pid) && pid > 0 ? pid : undefined;
       },
-      role: () => restRole(host, restPort),
+      role: () => restRole(`${scheme}://${host}:${restPort}`, tls?.caFile),
     };
     nodes.push(node);
     // The first node bootstraps the cluster before the second clones it.
