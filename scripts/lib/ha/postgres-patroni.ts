@@ -272,7 +272,7 @@ export async function startPatroniCluster(opts: PatroniOptions): Promise<Patroni
         {
           scope: 'faceid',
           name,
-          log: { level: 'WARNING', dir: nodeDir },
+          log: { level: process.env.PATRONI_LOG_LEVEL ?? 'WARNING', dir: nodeDir },
           restapi: {
             listen: `${host}:${restPort}`,
             connect_address: `${host}:${restPort}`,
