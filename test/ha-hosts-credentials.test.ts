@@ -186,6 +186,15 @@ maybe(
     const res = await restCall(`${member.url}/v3/kv/range`, { method: 'POST', body: range, caFile });
     t.not(res.status, 200, res.text);
     t.regex(res.text, /user name is empty|invalid auth token|permission denied/i);
+    // Patroni's own store is v2's: no key there without a user either, and Patroni's user reads its leader.
+    const leaderKey = `${member.url}/v2/keys/service/faceid/leader`;
+    const anonymous = await restCall(leaderKey, { caFile });
+    t.is(anonymous.status, 401, anonymous.text);
+    const basic = (user: string, password: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` });
+    t.is((await restCall(leaderKey, { caFile, headers: basic('patroni', 'wrong') })).status, 401);
+    const asPatroni = await restCall(leaderKey, { caFile, headers: basic('patroni', secret('etcd-patroni')) });
+    t.is(asPatroni.status, 200, asPatroni.text);
+    t.regex(asPatroni.text, /"value":"pg[12]"/);
     const auth = await restCall(`${member.url}/v3/auth/authenticate`, { method: 'POST', body: JSON.stringify({ name: 'patroni', password: 'wrong' }), caFile });
     t.not(auth.status, 200);
     // The members' own link: a peer must show a certificate of the layout's CA.

@@ -120,7 +120,23 @@ async function etcdCall(base: string, caFile: string | undefined, endpoint: stri
   return json;
 }
 
-/** A `root` user, a `patroni` user read-write on Patroni's keys (`/service/`) only, then authentication on. */
+/** etcd's v2 API (its own users and roles, apart from v3's). */
+async function etcdV2Call(base: string, caFile: string | undefined, endpoint: string, body: unknown, basic?: string): Promise<void> {
+  const res = await restCall(`${base}/v2/${endpoint}`, {
+    method: 'PUT',
+    body: JSON.stringify(body),
+    timeoutMs: 5000,
+    caFile,
+    headers: basic ? { authorization: `Basic ${Buffer.from(basic).toString('base64')}` } : {},
+  });
+  if (res.status !== 200 && res.status !== 201) throw new Error(`etcd v2 ${endpoint}: ${res.status} ${res.text}`);
+}
+
+/**
+ * Authentication on both of etcd's APIs: a `root` user, a `patroni` user read-write on Patroni's keys
+ * (`/service/`) only. Patroni uses the v2 API (see `etcd:` below); v2's `guest` role, which may do
+ * anything by default, loses every right, and v3 gets the same users so that neither store is open.
+ */
 async function enableEtcdAuth(base: string, caFile: string | undefined, auth: PatroniAuth): Promise<void> {
   const call = (endpoint: string, body: unknown) => etcdCall(base, caFile, endpoint, body);
   await call('auth/user/add', { name: 'root', password: auth.etcdRoot });
@@ -130,6 +146,13 @@ async function enableEtcdAuth(base: string, caFile: string | undefined, auth: Pa
   await call('auth/user/add', { name: 'patroni', password: auth.etcdPatroni });
   await call('auth/user/grant', { user: 'patroni', role: 'patroni' });
   await call('auth/enable', {});
+
+  const v2 = (endpoint: string, body: unknown, basic?: string) => etcdV2Call(base, caFile, endpoint, body, basic);
+  await v2('auth/users/root', { user: 'root', password: auth.etcdRoot });
+  await v2('auth/roles/patroni', { role: 'patroni', permissions: { kv: { read: ['/service/*'], write: ['/service/*'] } } });
+  await v2('auth/users/patroni', { user: 'patroni', password: auth.etcdPatroni, roles: ['patroni'] });
+  await v2('auth/enable', {});
+  await v2('auth/roles/guest', { role: 'guest', revoke: { kv: { read: ['/*'], write: ['/*'] } } }, `root:${auth.etcdRoot}`);
 }
 
 /** A copy of `from` owned by the postgres user (who runs etcd, Patroni and PostgreSQL, and must read their keys). */
@@ -279,7 +302,14 @@ export async function startPatroniCluster(opts: PatroniOptions): Promise<Patroni
             ...(auth ? { authentication: { username: 'patroni', password: auth.rest } } : {}),
             ...restSsl,
           },
-          etcd3: {
+          // etcd's v2 API, not `etcd3`: the etcd3 driver of Debian's Patroni (3.0.2) renews the leader
+          // key with an unconditional put when its lease changed, so a primary cut off long enough for
+          // its lease to expire, healed while its view of the cluster is stale, overwrote the promoted
+          // node's leader key and was promoted again, the other demoted: the writes answered in
+          // between were on the demoted node only (seen in `npm run chaos -- ha --hosts`). The v2
+          // driver renews with compare-and-swap on its own name (`prevValue`) and takes the key only
+          // if it does not exist (`prevExist=false`).
+          etcd: {
             hosts: etcdMembers.map((e) => `${e.host}:${e.port}`),
             ...(auth ? { username: 'patroni', password: auth.etcdPatroni } : {}),
             ...etcdSsl,
