@@ -57,12 +57,21 @@ function normalise<T extends Float32Array>(x: T): T {
   }
   return x;
 }
-/** Every step-th row, `count` of them. */
+/**
+ * Every step-th row, `count` of them, none of them a probe's mate: the mates are rows of the gallery
+ * the partition was not trained on, as nearly all rows are in a real index (the mates sit at multiples
+ * of N / Q, which a plain stride would hit every time, and k-means with a few rows per centroid fits
+ * its training rows: that made the lists look better than they are).
+ */
 function sample(wanted: number): Float32Array {
-  const count = Math.min(wanted, ds.n);
+  const count = Math.min(wanted, ds.n - mateSet.size);
   const step = Math.max(1, Math.floor(ds.n / count));
   const out = new Float32Array(count * DIM);
-  for (let j = 0; j < count; j++) out.set(rows(j * step, 1), j * DIM);
+  let r = 0;
+  for (let j = 0; j < count; j++, r += step) {
+    while (mateSet.has(r % ds.n)) r++;
+    out.set(rows(r % ds.n, 1), j * DIM);
+  }
   return out;
 }
 /** The k nearest centroids of each row of x (FAISS, in chunks: faiss-node takes plain arrays). */
@@ -77,9 +86,10 @@ const nearest = (centroids: Float32Array, x: Float32Array, k: number) => {
   return out;
 };
 
+const mates = Array.from(ds.mates);
+const mateSet = new Set(mates.filter((m) => m >= 0));
 const train = sample(TRAIN);
 const gallerySample = sample(100_000);
-const mates = Array.from(ds.mates);
 const mateRows = new Float32Array(mates.length * DIM);
 mates.forEach((m, j) => mateRows.set(rows(Math.max(0, m), 1), j * DIM));
 /** Probes at cosine U[lo, hi] with their mate; deterministic (a fixed LCG). */
