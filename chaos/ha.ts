@@ -365,7 +365,7 @@ async function main(): Promise<void> {
     await db.destroy();
     db = createDb(databaseUrl, 2, { bindModels: false });
     await finish(report, { ...l, db }, load);
-    const ryw = readYourWrites(load.writes, faultTimes);
+    const ryw = readYourWrites(load.writes, faultTimes, Number(env.IDENTIFY_MAX_CANDIDATES));
     // A missed user's stored state says what to look at: deleted (when), or live and not found.
     const missedState = ryw.missedUsers.length
       ? await db('users')

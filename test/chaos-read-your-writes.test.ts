@@ -58,3 +58,24 @@ test('a live user missing from an /identify sent after the link was answered is 
     ],
   );
 });
+
+test('a user left out of a full list is not a miss (same-face ties at the cut), one left out of a shorter list is', (t) => {
+  // Three live accounts with the same face and a list of at most two: whoever is cut is a tie, not a replica behind.
+  const r = readYourWrites(
+    {
+      links: [
+        { userId: 'A', nin: '1', doneAt: 1_000 },
+        { userId: 'B', nin: '2', doneAt: 1_000 },
+        { userId: 'C', nin: '3', doneAt: 1_000 },
+      ],
+      deletionsSent: [],
+      identify: [identify(2_000, ['A', 'B']), identify(3_000, ['A'])],
+    },
+    [],
+    2,
+  );
+  t.is(r.fullLists, 1, 'C against the full list at 2 s');
+  t.is(r.checked, 5, 'A and B at 2 s, all three at 3 s');
+  t.is(r.missed, 2, 'B and C at 3 s: that list was not full');
+  t.deepEqual(r.missedUsers.map((m) => m.userId).sort(), ['B', 'C']);
+});

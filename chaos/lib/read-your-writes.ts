@@ -1,8 +1,12 @@
 /**
  * Read-your-writes of the search replicas, checked on the load's answers (chaos/ha.ts): every
  * /identify answered 200 that was sent after a link was answered must list that user (every account
- * links the same face as the probe, and IDENTIFY_MAX_CANDIDATES is above the number of accounts),
- * unless the user may already be deleted when that /identify searched: the first DELETE for the
+ * links the same face as the probe), unless the list is full or the user may already be deleted when
+ * that /identify searched. A full list (IDENTIFY_MAX_CANDIDATES answers: the load has more accounts
+ * than that, and after an outage the links that waited for it can briefly outnumber the deletions by
+ * enough) says nothing of a user left out: every account has the same face, so the cut between the
+ * last listed and the first left out is a tie; such pairs are counted apart (`fullLists`). A user may
+ * be deleted the first DELETE for the
  * account was sent before the /identify was answered. The first DELETE SENT, not the answered one:
  * a deletion whose answer was lost (its web process or host went away after the commit) is applied
  * all the same, the account's retry meets 404, and the user is rightly absent from then on.
@@ -13,25 +17,37 @@ import type { AnsweredWrites } from './load.js';
 export interface ReadYourWrites {
   checked: number;
   missed: number;
+  /** Pairs not checked because the /identify answered a full list (`listLimit` candidates). */
+  fullLists: number;
   /** Per fault: the pairs that straddle it (link answered before, /identify sent after). */
   acrossFaults: Record<string, { checked: number; missed: number }>;
   /** The users missed, with how many /identify answers missed each (what to look at first). */
   missedUsers: { userId: string; linkedAt: number; missedBy: number; firstMissSentAt: number }[];
 }
 
-export function readYourWrites(w: Pick<AnsweredWrites, 'links' | 'identify' | 'deletionsSent'>, faults: { name: string; at: number }[] = []): ReadYourWrites {
+export function readYourWrites(
+  w: Pick<AnsweredWrites, 'links' | 'identify' | 'deletionsSent'>,
+  faults: { name: string; at: number }[] = [],
+  /** IDENTIFY_MAX_CANDIDATES of the layout: a list this long may have left a match out. */
+  listLimit = Infinity,
+): ReadYourWrites {
   const deleteSentAt = new Map<string, number>();
   for (const d of w.deletionsSent) deleteSentAt.set(d.userId, Math.min(d.sentAt, deleteSentAt.get(d.userId) ?? Infinity));
   const acrossFaults: ReadYourWrites['acrossFaults'] = Object.fromEntries(faults.map((f) => [f.name, { checked: 0, missed: 0 }]));
   const missedUsers = new Map<string, ReadYourWrites['missedUsers'][number]>();
   let checked = 0;
   let missed = 0;
+  let fullLists = 0;
   for (const link of w.links) {
     for (const idf of w.identify) {
       if (idf.sentAt <= link.doneAt) continue;
       const deleting = deleteSentAt.get(link.userId);
       if (deleting !== undefined && deleting <= idf.answeredAt) continue; // may be deleted when it searched
       const listed = idf.candidates.includes(link.userId);
+      if (!listed && idf.candidates.length >= listLimit) {
+        fullLists++;
+        continue;
+      }
       checked++;
       if (!listed) {
         missed++;
@@ -48,5 +64,5 @@ export function readYourWrites(w: Pick<AnsweredWrites, 'links' | 'identify' | 'd
       }
     }
   }
-  return { checked, missed, acrossFaults, missedUsers: [...missedUsers.values()] };
+  return { checked, missed, fullLists, acrossFaults, missedUsers: [...missedUsers.values()] };
 }
