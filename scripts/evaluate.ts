@@ -165,7 +165,13 @@ export async function evaluate(o: Options, engine: FaceEngine): Promise<{ groups
 async function mainLiveness(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
-    options: { set: { type: 'string', default: 'measure' }, 'per-source': { type: 'string', default: '5' }, json: { type: 'string' } },
+    options: {
+      set: { type: 'string', default: 'measure' },
+      'per-source': { type: 'string', default: '5' },
+      json: { type: 'string' },
+      verbose: { type: 'boolean', default: false },
+      dump: { type: 'string' },
+    },
   });
   if (values.set !== 'measure' && values.set !== 'tune') {
     console.error('usage: npm run evaluate -- liveness [--set measure|tune] [--per-source N] [--json FILE]');
@@ -178,7 +184,10 @@ async function mainLiveness(args: string[]): Promise<void> {
     set: values.set,
     perSource: Math.max(1, Number(values['per-source'])),
     livenessThreshold: cfg.face.livenessThreshold,
+    nearReplay: cfg.liveness.nearReplayWindowSeconds > 0,
     log: (l) => console.log(l),
+    verbose: values.verbose,
+    ...(values.dump ? { dump: values.dump } : {}),
   });
   await engine.release();
   console.log(`evaluated in ${((Date.now() - t0) / 1000).toFixed(1)} s, LIVENESS_THRESHOLD ${cfg.face.livenessThreshold}`);
