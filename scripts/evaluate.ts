@@ -13,9 +13,12 @@
  *            --json out.json                        (every figure, machine-readable)
  * The last line printed is one JSON object with the summary of the whole set.
  *
- *   npm run evaluate -- liveness [--set measure|tune] [--per-source N] [--json out.json]
+ *   npm run evaluate -- liveness [--set measure|tune] [--per-source N] [--json out.json] [--verbose] [--dump DIR]
  * evaluates liveness sessions instead: APCER per attack type and BPCER with 95 % bounds
- * (scripts/evaluate/liveness.ts).
+ * (scripts/evaluate/liveness.ts). --verbose prints every frame's yaw, pitch, step seen, passive score
+ * and cosine to the reference frame, for every sequence; --dump writes the frames of every refused bona
+ * fide sequence and every accepted attack into DIR. The near-copy check follows
+ * LIVENESS_NEAR_REPLAY_WINDOW_SECONDS, as the service does.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -174,7 +177,7 @@ async function mainLiveness(args: string[]): Promise<void> {
     },
   });
   if (values.set !== 'measure' && values.set !== 'tune') {
-    console.error('usage: npm run evaluate -- liveness [--set measure|tune] [--per-source N] [--json FILE]');
+    console.error('usage: npm run evaluate -- liveness [--set measure|tune] [--per-source N] [--json FILE] [--verbose] [--dump DIR]');
     process.exit(2);
   }
   const cfg = loadConfig();

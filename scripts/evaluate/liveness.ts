@@ -7,7 +7,11 @@
  * Every sequence goes through the product's own judgement: upload normalisation, the face engine's
  * liveness stage on every frame ('single' mode, as the service asks), the embedder, and the pure
  * decision of features/liveness/decision.ts, in the service's order; the keyed-digest replay check is
- * played by a set of SHA-256 digests shared by all sequences of the run (as Redis is by all sessions).
+ * played by a set of SHA-256 digests shared by all sequences of the run (as Redis is by all sessions),
+ * and the near-copy check (features/liveness/frame-sketch.ts, when LIVENESS_NEAR_REPLAY_WINDOW_SECONDS
+ * is above 0) by the sketches of every earlier sequence of the run, compared band by band as the
+ * service's keyed band digests are. Whatever the setting, the run prints how many bands every kind of
+ * sequence shares with one earlier sequence (what the threshold NEAR_COPY_BANDS was set from).
  * Only `session_expired` is not exercised (no attack here is late).
  *
  * The sequences (how each is made: scripts/evaluate/liveness-views.ts; what that means:
@@ -27,7 +31,8 @@
  * - `replayed`: the exact frames of an earlier bona fide session of the run, sent to a new session;
  * - `out_of_order`: bona fide views of other steps than those asked (a turn swapped for another);
  * - `injected_reencoded`: an earlier bona fide sequence, frames re-encoded (new bytes), injected into a
- *   new session whose steps are drawn anew: accepted only when the draw repeats the recorded steps.
+ *   new session whose steps are drawn anew: by default accepted when the draw repeats the recorded
+ *   steps; refused as `replayed_frames` when the near-copy check is on and sees every frame as a copy.
  *
  * Tuned apart from measured: the sources are split by person. The tuning half (Bush, Hopper) and the
  * measured half (Chavez, Powell, Sharon, Collins) never share a photo of one person; `--set tune`
