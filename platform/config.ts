@@ -427,6 +427,13 @@ export const SETTINGS = {
       min: 60,
       doc: 'How long the keyed digest of every frame received is remembered: a frame whose exact bytes come again within this window fails its session with `replayed_frames`. Digests only (HMAC under the biometric key ring), never the frames.',
     }),
+    nearReplayWindowSeconds: s({
+      env: 'LIVENESS_NEAR_REPLAY_WINDOW_SECONDS',
+      kind: 'int',
+      default: 0,
+      min: 0,
+      doc: "0 (default): off. Otherwise how long a keyed sketch of every frame's face is remembered (features/liveness/frame-sketch.ts): a session whose every frame is a near copy (re-encoded, noised, re-lit: new bytes, the same pixels) of a frame of one earlier session fails with `replayed_frames`. Off by default because a client that sends the same pictures again with new bytes (a test harness re-using its photos) is refused by it; 604800 (7 days) where the clients are cameras. Keyed digests of bands of the sketch only, never the frames; about 3 KB of Redis per frame for the window.",
+    }),
     minStepMs: s({
       env: 'LIVENESS_MIN_STEP_MS',
       kind: 'int',

@@ -13,9 +13,12 @@
  *            --json out.json                        (every figure, machine-readable)
  * The last line printed is one JSON object with the summary of the whole set.
  *
- *   npm run evaluate -- liveness [--set measure|tune] [--per-source N] [--json out.json]
+ *   npm run evaluate -- liveness [--set measure|tune] [--per-source N] [--json out.json] [--verbose] [--dump DIR]
  * evaluates liveness sessions instead: APCER per attack type and BPCER with 95 % bounds
- * (scripts/evaluate/liveness.ts).
+ * (scripts/evaluate/liveness.ts). --verbose prints every frame's yaw, pitch, step seen, passive score
+ * and cosine to the reference frame, for every sequence; --dump writes the frames of every refused bona
+ * fide sequence and every accepted attack into DIR. The near-copy check follows
+ * LIVENESS_NEAR_REPLAY_WINDOW_SECONDS, as the service does.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -165,10 +168,16 @@ export async function evaluate(o: Options, engine: FaceEngine): Promise<{ groups
 async function mainLiveness(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
-    options: { set: { type: 'string', default: 'measure' }, 'per-source': { type: 'string', default: '5' }, json: { type: 'string' } },
+    options: {
+      set: { type: 'string', default: 'measure' },
+      'per-source': { type: 'string', default: '5' },
+      json: { type: 'string' },
+      verbose: { type: 'boolean', default: false },
+      dump: { type: 'string' },
+    },
   });
   if (values.set !== 'measure' && values.set !== 'tune') {
-    console.error('usage: npm run evaluate -- liveness [--set measure|tune] [--per-source N] [--json FILE]');
+    console.error('usage: npm run evaluate -- liveness [--set measure|tune] [--per-source N] [--json FILE] [--verbose] [--dump DIR]');
     process.exit(2);
   }
   const cfg = loadConfig();
@@ -178,7 +187,10 @@ async function mainLiveness(args: string[]): Promise<void> {
     set: values.set,
     perSource: Math.max(1, Number(values['per-source'])),
     livenessThreshold: cfg.face.livenessThreshold,
+    nearReplay: cfg.liveness.nearReplayWindowSeconds > 0,
     log: (l) => console.log(l),
+    verbose: values.verbose,
+    ...(values.dump ? { dump: values.dump } : {}),
   });
   await engine.release();
   console.log(`evaluated in ${((Date.now() - t0) / 1000).toFixed(1)} s, LIVENESS_THRESHOLD ${cfg.face.livenessThreshold}`);

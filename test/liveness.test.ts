@@ -40,6 +40,7 @@ let strictWeb: ExtraWeb;
 let lenientWeb: ExtraWeb;
 let fewWeb: ExtraWeb;
 let slowWeb: ExtraWeb;
+let nearWeb: ExtraWeb;
 /** slowWeb's LIVENESS_MIN_STEP_MS: long enough that no call of this test can answer that soon by accident. */
 const SLOW_STEP_MS = 5000;
 
@@ -65,6 +66,7 @@ const h = useHarness(
       lenientWeb = await extraWeb({ LIVENESS_THRESHOLD: '0' });
       fewWeb = await extraWeb({ LIVENESS_SESSIONS_PER_HOUR: '2' });
       slowWeb = await extraWeb({ LIVENESS_MIN_STEP_MS: String(SLOW_STEP_MS) });
+      nearWeb = await extraWeb({ LIVENESS_NEAR_REPLAY_WINDOW_SECONDS: '3600' });
     },
     beforeStop: async () => {
       for (const e of extras) {
@@ -261,6 +263,51 @@ test('replayed_frames: a frame any principal sent before, even in another order;
   const r4 = await sendFrames(thief.token, s4.id, [await frame('bush2-center'), junk, await frame('bush2-center2')]);
   t.is(r4.status, 200, r4.text);
   t.is(r4.body.session.reason, 'replayed_frames');
+});
+
+/** The same pixels with new bytes: decoded, a little sensor-like noise (±2 levels), encoded at quality 85. */
+async function reencoded(f: FormFile, seed: number): Promise<FormFile> {
+  const img = await decodeRgb(f.data);
+  const r = evalRng(seed);
+  const data = Buffer.from(img.data.map((v) => Math.max(0, Math.min(255, v + Math.round((r() - 0.5) * 4)))));
+  return { data: await encodeJpeg({ ...img, data }, 85), filename: f.filename, type: 'image/jpeg' };
+}
+
+test('LIVENESS_NEAR_REPLAY_WINDOW_SECONDS: every frame a re-encoded copy of one earlier session is replayed_frames; off by default', async (t) => {
+  const user = await newConsumer(h);
+  // An earlier session's frames (whatever its verdict: every session's sketches are remembered).
+  const first = await session(user.token, nearWeb.url);
+  const frames = [await frame('astronaut-center'), await frame('astronaut-look_up'), await frame('astronaut-center2')];
+  const r1 = await sendFrames(user.token, first.id, frames, nearWeb.url);
+  t.is(r1.status, 200, r1.text);
+  // Another principal injects them, re-encoded (bytes never sent), into a session of their own.
+  const thief = await newConsumer(h);
+  const second = await session(thief.token, nearWeb.url);
+  const copies = await Promise.all(frames.map((f, i) => reencoded(f, 100 + i)));
+  const r2 = await sendFrames(thief.token, second.id, copies, nearWeb.url);
+  t.is(r2.status, 200, r2.text);
+  t.is(r2.body.session.status, 'failed', r2.text);
+  t.is(r2.body.session.reason, 'replayed_frames', r2.text);
+  // Judged once the faces were found (before the steps): the steps seen are reported.
+  t.deepEqual(r2.body.session.stepsSeen, r1.body.session.stepsSeen);
+  t.is(r2.body.session.stepsSeen[0], 'center');
+  // Off (the default): copies of the same kind are judged on their poses, never as a replay.
+  const third = await session(thief.token);
+  const r3 = await sendFrames(thief.token, third.id, await Promise.all(frames.map((f, i) => reencoded(f, 200 + i))));
+  t.is(r3.status, 200, r3.text);
+  t.not(r3.body.session.reason, 'replayed_frames', r3.text);
+});
+
+test('LIVENESS_NEAR_REPLAY_WINDOW_SECONDS: a person trying again with new turns passes even though the centre frames are the same pixels', async (t) => {
+  const user = await newConsumer(h);
+  // A first try that shows only the centre (it fails, and its frames are remembered).
+  const first = await session(user.token, nearWeb.url);
+  const r1 = await sendFrames(user.token, first.id, [await frame('bush2-center'), await frame('bush2-center2'), await frame('bush2-center')], nearWeb.url);
+  t.is(r1.body.session.status, 'failed', r1.text);
+  // The second try: the same two centre pictures again (new bytes), but turns or a look-up never sent.
+  const second = await session(user.token, nearWeb.url);
+  const r2 = await sendFrames(user.token, second.id, await following('bush2', second.steps), nearWeb.url);
+  t.is(r2.body.session.status, 'passed', r2.text);
 });
 
 test('implausible_timing: frames sooner after the session than a person can follow its steps, checked before decoding', async (t) => {

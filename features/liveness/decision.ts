@@ -13,7 +13,8 @@
  *   captured (unmirrored) image is the person turning to their own left.
  * - pitch: where the nose tip falls between the eye line (0) and the mouth line (1). Looking up brings
  *   the nose tip towards the eye line, so the ratio drops; it is compared with the same person's
- *   centre frames (faces differ in proportions), never with an absolute value.
+ *   first frame (the centre every challenge starts at; faces differ in proportions), never with an
+ *   absolute value.
  */
 
 export const LIVENESS_STEPS = ['center', 'turn_left', 'turn_right', 'look_up'] as const;
@@ -43,9 +44,13 @@ export const POSE_THRESHOLDS = {
   centerYaw: 0.12,
   /** |yaw| at or above this: a turn. Between the two: in motion, no step (null). */
   turnYaw: 0.17,
-  /** Pitch ratio this much below the centre frames': looking up. */
-  lookUpPitch: 0.12,
-  /** Within this of the centre frames' pitch: not looking up or down. */
+  /**
+   * Pitch ratio this much below the first frame's: looking up. On the tuning half, with the first
+   * frame as the base: frames facing the camera at centre read up to 0.064 below it, look-ups 0.125
+   * and more, prints tilted up or down at most 0.03 (a plane keeps the ratio); the middle of the gap.
+   */
+  lookUpPitch: 0.095,
+  /** Within this of the first frame's pitch: not looking up or down. */
   centerPitch: 0.06,
 } as const;
 
@@ -105,13 +110,16 @@ export function estimatePose(landmarks5: readonly Point[]): Pose {
 
 /**
  * The step each frame shows, or null (in motion, or a pose no step asks for). The pitch is read
- * against the highest pitch ratio among the frames facing the camera (|yaw| below `centerYaw`); without such a frame no
- * frame is centre or look-up.
+ * against the first frame's, when it faces the camera (|yaw| below `centerYaw`): every challenge
+ * starts at the centre, so the first frame is this person's centre; without it no frame is centre or
+ * look-up (and the steps are not followed). Not against the highest ratio among the frames facing the
+ * camera: a frame caught between two turns faces the camera with the turns' pitch, and centre frames
+ * themselves differ by a few degrees of pitch, so the highest one set a base that an honest first
+ * frame missed by more than `centerPitch`.
  */
 export function stepsSeen(poses: readonly Pose[], t: typeof POSE_THRESHOLDS = POSE_THRESHOLDS): (LivenessStep | null)[] {
-  const frontal = poses.filter((p) => Math.abs(p.yaw) < t.centerYaw).map((p) => p.pitch);
-  // Looking up lowers the ratio: the highest among the frontal frames is the centre one.
-  const base = frontal.length ? Math.max(...frontal) : null;
+  const first = poses[0];
+  const base = first && Math.abs(first.yaw) < t.centerYaw ? first.pitch : null;
   return poses.map((p) => {
     if (p.yaw >= t.turnYaw) return 'turn_left';
     if (p.yaw <= -t.turnYaw) return 'turn_right';

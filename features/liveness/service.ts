@@ -12,9 +12,10 @@
  * 3. each frame normalised (SELFIE_MAX_PIXELS) and sent through the face path's liveness stage, all
  *    frames at once (each face process takes one): detection, landmarks, the passive score; each
  *    frame's embedding started by the face process as soon as its face is aligned (one chain);
- * 4. the checks that need no embedding (`no_face`, `multiple_faces`, `static_capture`), then every
- *    frame compared with the best frontal one (`different_faces`), then
- *    `challenge_not_followed` and `spoof_suspected`;
+ * 4. the checks that need no embedding (`no_face`, `multiple_faces`; then, only with
+ *    LIVENESS_NEAR_REPLAY_WINDOW_SECONDS above 0, every frame a near copy of one earlier session's
+ *    frames: `replayed_frames`, frame-sketch.ts; then `static_capture`), then every frame compared
+ *    with the best frontal one (`different_faces`), then `challenge_not_followed` and `spoof_suspected`;
  * 5. a passed session keeps its best frontal frame (embedding, quality, JPEG; sealed) for its one use.
  *
  * A session claimed and then stopped by an invalid image (400) or by the face path (503) is spent
@@ -27,11 +28,12 @@ import { AppError } from '../../platform/errors.js';
 import type { Logger } from '../../platform/logger.js';
 import type { Metrics } from '../../platform/metrics.js';
 import type { KeyRing } from '../../platform/keys/key-ring.js';
-import { decodeRgb, type NormalisedImage } from '../../platform/face/image.js';
+import { decodeRgb, type NormalisedImage, type RgbImage as RgbPixels } from '../../platform/face/image.js';
 import { qualitySummary } from '../../platform/face/quality.js';
 import type { Principal } from '../../platform/http/principal.js';
 import { hasFace, type AnalysedFace, type BiometricAttemptsService, type CaptureAnalysis, type FaceService } from '../face/index.js';
 import { drawSteps, judgeFaces, onePerson, plausibleTiming, type FailureReason, type FrameFace, type LivenessStep } from './decision.js';
+import { faceGrid, nearCopyOfOneSession, sketch, sketchBands, sketchDirections } from './frame-sketch.js';
 import { screenPattern } from './screen-pattern.js';
 import type { FrontalFrame, LivenessSessionStore, StoredSession } from './session-store.js';
 
@@ -64,9 +66,13 @@ const notFound = () => new AppError('not_found', 'No such liveness session');
 
 export class LivenessService {
   private readonly digestKey: Buffer;
+  private readonly bandKey: Buffer;
+  /** The sketch's keyed directions (frame-sketch.ts), drawn on first use: only with the near-copy check on. */
+  private directions: Int8Array | null = null;
 
   constructor(private readonly deps: LivenessDeps) {
     this.digestKey = deps.keyRing.saltedKey(FRAME_DIGEST_PURPOSE, Buffer.from('frames', 'utf8'));
+    this.bandKey = deps.keyRing.saltedKey(FRAME_DIGEST_PURPOSE, Buffer.from('frame-sketch-bands', 'utf8'));
   }
 
   /** POST /liveness/sessions. */
@@ -136,8 +142,28 @@ export class LivenessService {
     return createHmac('sha256', this.digestKey).update(frame).digest('hex');
   }
 
+  /**
+   * With LIVENESS_NEAR_REPLAY_WINDOW_SECONDS above 0: remembers the keyed band digests of every face's
+   * sketch (frame-sketch.ts) and answers whether every frame is a near copy of a frame of one and the
+   * same earlier session (the same pixels sent again with new bytes). False when a frame has no face.
+   */
+  private async nearCopy(sessionId: string, analyses: readonly CaptureAnalysis[], pixels: readonly Promise<RgbPixels>[]): Promise<boolean> {
+    const { config, store, keyRing } = this.deps;
+    this.directions ??= sketchDirections(keyRing.saltedKey(FRAME_DIGEST_PURPOSE, Buffer.from('frame-sketch-directions', 'utf8')));
+    const directions = this.directions;
+    const bands = await Promise.all(
+      analyses.map(async (a, i) => {
+        if (!hasFace(a)) return [];
+        const s = sketch(faceGrid(await pixels[i]!, a.face.landmarks5), directions);
+        return sketchBands(s).map((b) => createHmac('sha256', this.bandKey).update(b).digest('hex'));
+      }),
+    );
+    const matches = await store.recordSketches(sessionId, bands, config.liveness.nearReplayWindowSeconds);
+    return analyses.every(hasFace) && nearCopyOfOneSession(matches);
+  }
+
   private async judge(
-    session: Pick<StoredSession, 'createdAt' | 'expiresAt' | 'steps'>,
+    session: Pick<StoredSession, 'id' | 'createdAt' | 'expiresAt' | 'steps'>,
     frames: Buffer[],
     timing: { receivedAt: number; capturedAt: readonly number[] | null },
   ): Promise<
@@ -174,6 +200,10 @@ export class LivenessService {
     // The first frame's pixels, decoded here meanwhile, for the screen-pattern measure.
     const firstPixels = decodeRgb(images[0]!.jpeg);
     firstPixels.catch(() => {});
+    // With the near-copy check on, every frame's pixels (its face's sketch), decoded meanwhile too.
+    const nearReplay = config.liveness.nearReplayWindowSeconds > 0;
+    const pixels = nearReplay ? images.map((img, i) => (i === 0 ? firstPixels : decodeRgb(img.jpeg))) : [];
+    for (const p of pixels) p.catch(() => {});
     const chains = await Promise.all(images.map((img) => face.analyseAndEmbed(img, 'single', deadlineAt)));
     const analyses: CaptureAnalysis[] = chains.map((c) => c.analysis);
     const measured: FrameFace[] = analyses.map((a) =>
@@ -182,6 +212,10 @@ export class LivenessService {
     const first = analyses[0]!;
     const pattern = hasFace(first) ? screenPattern(await firstPixels, first.face.landmarks5) : null;
     const v = judgeFaces({ frames: measured, steps, livenessThreshold: config.face.livenessThreshold, screenPattern: pattern });
+    const copied = nearReplay ? await this.nearCopy(session.id, analyses, pixels) : false;
+    if (v.status === 'failed' && v.reason !== 'static_capture') return failed(v.reason, v.stepsSeen);
+    // Frames sent again with new bytes: after the face counts (it needs every face), before the rest.
+    if (copied) return failed('replayed_frames', v.stepsSeen);
     if (v.status === 'failed') return failed(v.reason, v.stepsSeen);
     const faces = analyses as AnalysedFace[];
     // A frame with a face always has its embedding (the chain embeds whatever the passive score).

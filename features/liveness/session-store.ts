@@ -11,6 +11,10 @@
  * - frame digests `liveness:frame:<digest>`: one key per frame ever received within
  *   LIVENESS_REPLAY_WINDOW_SECONDS; the digest is an HMAC of the frame's bytes under a key derived from
  *   the biometric key ring, never the bytes (a digest without the ring says nothing about a frame).
+ * - sketch bands `liveness:sketch:<digest>` (only with LIVENESS_NEAR_REPLAY_WINDOW_SECONDS above 0): one
+ *   set per keyed digest of one band of a frame's face sketch (frame-sketch.ts), holding
+ *   `<session id>:<frame index>` of every frame that had that band, for that window. A band held by
+ *   more than SKETCH_BAND_MEMBERS frames says nothing of a copy and is not read.
  */
 import type { KeySpace, Redis } from '../../platform/redis/redis.js';
 import type { KeyRing } from '../../platform/keys/key-ring.js';
@@ -65,6 +69,24 @@ for i, k in ipairs(KEYS) do
   if not redis.call('SET', k, '1', 'NX', 'EX', ARGV[1]) then seen = 1 end
 end
 return seen`;
+
+// KEYS = the band digests of every frame (frame after frame); ARGV[1] = window (s), ARGV[2] = the most
+// members a band is read with, ARGV[3..] = each key's member (`<session>:<frame>`). Reads every band
+// first (the frames of earlier sessions), then adds this session's: a session never matches itself.
+const SKETCH_LUA = `
+local out = {}
+local cap = tonumber(ARGV[2])
+for i, k in ipairs(KEYS) do
+  if redis.call('SCARD', k) <= cap then out[i] = redis.call('SMEMBERS', k) else out[i] = {} end
+end
+for i, k in ipairs(KEYS) do
+  redis.call('SADD', k, ARGV[i + 2])
+  redis.call('EXPIRE', k, ARGV[1])
+end
+return out`;
+
+/** A band shared by more frames than this is common to many faces, not a sign of a copy: not read. */
+export const SKETCH_BAND_MEMBERS = 128;
 
 export class LivenessSessionStore {
   constructor(
@@ -174,6 +196,32 @@ export class LivenessSessionStore {
       // Sealed under a key no longer in the ring: as if it had never passed.
       return null;
     }
+  }
+
+  /**
+   * Remembers the band digests of this session's frames' sketches and answers, for each frame, how many
+   * of its bands each earlier frame shares (`<session>:<frame>` → count). `bands[j]`: frame j's band
+   * digests (none for a frame without a face).
+   */
+  async recordSketches(sessionId: string, bands: readonly (readonly string[])[], windowSeconds: number): Promise<Map<string, number>[]> {
+    const keys: string[] = [];
+    const members: string[] = [];
+    const owner: number[] = [];
+    bands.forEach((frame, j) => {
+      for (const d of frame) {
+        keys.push(this.keys('liveness', 'sketch', d));
+        members.push(`${sessionId}:${j}`);
+        owner.push(j);
+      }
+    });
+    const out = bands.map(() => new Map<string, number>());
+    if (!keys.length) return out;
+    const read = (await this.redis.eval(SKETCH_LUA, keys.length, ...keys, String(windowSeconds), String(SKETCH_BAND_MEMBERS), ...members)) as string[][];
+    read.forEach((held, i) => {
+      const m = out[owner[i]!]!;
+      for (const frame of held) m.set(frame, (m.get(frame) ?? 0) + 1);
+    });
+    return out;
   }
 
   /** Remembers the frames' digests; true when any of them was received before (in any session). */

@@ -96,10 +96,21 @@ function faceFrame(l5: readonly Pt[]) {
   return { iod, centre, nose, rx: 1.15 * iod, ry: 1.6 * iod };
 }
 
+/**
+ * The largest yaw the warp can show (degrees). Rotating the depth map carries a point to
+ * x' = x cos(yaw) + z sin(yaw), which stops being one-to-one where cos(yaw) + (dz/dx) sin(yaw) reaches
+ * 0: the steepest slope of the dome and the nose ridge is 1.64 to 1.69 (IOD per IOD, whatever the face's
+ * size; by where the nose sits between the eyes and the mouth), so beyond 30.5° to 31.4° the far side of
+ * the face folds over itself (a real head hides it instead) and the view is no face at all, or one whose
+ * landmarks read no turn. A turn asked beyond it (a draw of up to 32°, plus the source's own turn
+ * undone) is shown at this limit. Pitch folds only beyond 37° (slope at most 1.31); no view asks that much.
+ */
+export const MAX_WARP_YAW_DEG = 30;
+
 /** A view of the photo's face at another pose (see the module's comment). */
 export function synthView(img: Rgb, l5: readonly Pt[], o: ViewOptions = {}): Rgb {
   const { iod, centre, nose, rx, ry } = faceFrame(l5);
-  const yaw = ((o.yaw ?? 0) * Math.PI) / 180;
+  const yaw = (Math.max(-MAX_WARP_YAW_DEG, Math.min(MAX_WARP_YAW_DEG, o.yaw ?? 0)) * Math.PI) / 180;
   const pitch = ((o.pitch ?? 0) * Math.PI) / 180;
   const scale = o.scale ?? 1;
   const depth = (x: number, y: number): number => {

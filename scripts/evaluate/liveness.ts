@@ -7,7 +7,11 @@
  * Every sequence goes through the product's own judgement: upload normalisation, the face engine's
  * liveness stage on every frame ('single' mode, as the service asks), the embedder, and the pure
  * decision of features/liveness/decision.ts, in the service's order; the keyed-digest replay check is
- * played by a set of SHA-256 digests shared by all sequences of the run (as Redis is by all sessions).
+ * played by a set of SHA-256 digests shared by all sequences of the run (as Redis is by all sessions),
+ * and the near-copy check (features/liveness/frame-sketch.ts, when LIVENESS_NEAR_REPLAY_WINDOW_SECONDS
+ * is above 0) by the sketches of every earlier sequence of the run, compared band by band as the
+ * service's keyed band digests are. Whatever the setting, the run prints how many bands every kind of
+ * sequence shares with one earlier sequence (what the threshold NEAR_COPY_BANDS was set from).
  * Only `session_expired` is not exercised (no attack here is late).
  *
  * The sequences (how each is made: scripts/evaluate/liveness-views.ts; what that means:
@@ -27,7 +31,8 @@
  * - `replayed`: the exact frames of an earlier bona fide session of the run, sent to a new session;
  * - `out_of_order`: bona fide views of other steps than those asked (a turn swapped for another);
  * - `injected_reencoded`: an earlier bona fide sequence, frames re-encoded (new bytes), injected into a
- *   new session whose steps are drawn anew: accepted only when the draw repeats the recorded steps.
+ *   new session whose steps are drawn anew: by default accepted when the draw repeats the recorded
+ *   steps; refused as `replayed_frames` when the near-copy check is on and sees every frame as a copy.
  *
  * Tuned apart from measured: the sources are split by person. The tuning half (Bush, Hopper) and the
  * measured half (Chavez, Powell, Sharon, Collins) never share a photo of one person; `--set tune`
@@ -35,12 +40,13 @@
  */
 import { createHash } from 'node:crypto';
 import sharp from 'sharp';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FaceEngine } from '../../features/face/worker/pipeline/engine.js';
 import { isFaceError } from '../../platform/face/face-error.js';
 import { decodeRgb as decodeNormalised, normaliseUpload } from '../../platform/face/image.js';
 import { screenPattern } from '../../features/liveness/screen-pattern.js';
+import { equalBands, faceGrid, NEAR_COPY_BANDS, sketch, SKETCH_BANDS, sketchDirections } from '../../features/liveness/frame-sketch.js';
 import { drawSteps, estimatePose, judgeFaces, onePerson, type FailureReason, type FrameFace, type LivenessStep } from '../../features/liveness/decision.js';
 import { FIXTURE_PHOTOS, FIXTURES_DIR } from '../../test/fixtures/faces/labels.js';
 import { decodeRgb, encodeJpeg, flatTilt, rng, synthView, type Pt, type Rgb } from './liveness-views.js';
@@ -68,10 +74,17 @@ interface Source {
 export interface SequenceVerdict {
   status: 'passed' | 'failed';
   reason?: FailureReason;
+  /** What was measured on each frame (yaw, pitch, step seen, passive score, cosine to the reference frame). */
+  detail?: string;
+  /** The most sketch bands every frame shares with one earlier session's frames (0 when a frame has no face). */
+  copyBands?: number;
 }
 
 export interface LivenessEvaluation {
   set: keyof typeof SOURCE_SETS;
+  nearReplay: boolean;
+  /** Per kind of sequence ('bona fide' or an attack type): each sequence's `copyBands`. */
+  copyBands: Record<string, number[]>;
   sources: string[];
   skippedSources: Record<string, string>;
   bpcer: Rate;
@@ -80,20 +93,47 @@ export interface LivenessEvaluation {
 }
 
 /** The service's judgement of one sequence (features/liveness/service.ts), without HTTP and Redis. */
+/**
+ * What the run has received, shared by all its sequences as Redis is by all sessions: the digests of
+ * the frames' bytes, and the sketches of the frames' faces of every earlier session (frame-sketch.ts;
+ * the service keeps keyed digests of their bands, which compare alike).
+ */
+export interface Received {
+  digests: Set<string>;
+  sketches: Uint8Array[][];
+  /** LIVENESS_NEAR_REPLAY_WINDOW_SECONDS above 0: a session whose every frame is a near copy of one earlier session's is `replayed_frames`. */
+  nearReplay: boolean;
+}
+
+const SKETCH_KEY = Buffer.from('evaluate-liveness-sketch-key');
+let directions: Int8Array | null = null;
+
+/** The most bands every frame of `frames` shares with some frame of one earlier session (0 to SKETCH_BANDS). */
+export function nearCopyBands(frames: readonly Uint8Array[], earlier: readonly (readonly Uint8Array[])[]): number {
+  let best = 0;
+  for (const e of earlier) {
+    if (!e.length || !frames.length) continue;
+    best = Math.max(best, Math.min(...frames.map((f) => Math.max(...e.map((g) => equalBands(f, g))))));
+  }
+  return best;
+}
+
 export async function judgeSequence(
   engine: FaceEngine,
   frames: readonly Buffer[],
   steps: readonly LivenessStep[],
-  seenDigests: Set<string>,
+  received: Received,
   livenessThreshold: number,
 ): Promise<SequenceVerdict> {
   const digests = [...new Set(frames.map((f) => createHash('sha256').update(f).digest('hex')))];
-  const replayed = digests.some((d) => seenDigests.has(d));
-  for (const d of digests) seenDigests.add(d);
+  const replayed = digests.some((d) => received.digests.has(d));
+  for (const d of digests) received.digests.add(d);
   if (replayed) return { status: 'failed', reason: 'replayed_frames' };
   const measured: FrameFace[] = [];
   const aligned: (Float32Array | null)[] = [];
+  const sketches: Uint8Array[] = [];
   let firstJpeg: Buffer | null = null;
+  directions ??= sketchDirections(SKETCH_KEY);
   for (const f of frames) {
     const { jpeg } = await normaliseUpload(f);
     firstJpeg ??= jpeg;
@@ -101,21 +141,40 @@ export async function judgeSequence(
       const r = await engine.liveness(jpeg, 'single', { align: true, quality: false });
       measured.push({ outcome: 'face', landmarks5: r.face.landmarks5, livenessScore: r.livenessScore });
       aligned.push(r.aligned ?? null);
+      sketches.push(sketch(faceGrid(await decodeNormalised(jpeg), r.face.landmarks5), directions));
     } catch (e) {
       if (!isFaceError(e) || (e.code !== 'no_face' && e.code !== 'multiple_faces')) throw e;
       measured.push({ outcome: e.code });
       aligned.push(null);
     }
   }
+  const copyBands = sketches.length === frames.length ? nearCopyBands(sketches, received.sketches) : 0;
+  received.sketches.push(sketches);
   const first = measured[0]!;
   const pattern = first.outcome === 'face' ? screenPattern(await decodeNormalised(firstJpeg!), first.landmarks5) : null;
   const v = judgeFaces({ frames: measured, steps, livenessThreshold, screenPattern: pattern });
-  if (v.status === 'failed') return { status: 'failed', reason: v.reason };
+  const describe = (cos: (number | null)[] = []) =>
+    `steps ${steps.join(',')}; ` +
+    measured
+      .map((m, i) => {
+        if (m.outcome !== 'face') return `[${m.outcome}]`;
+        const p = estimatePose(m.landmarks5);
+        return `[${v.stepsSeen[i] ?? '-'} yaw ${p.yaw.toFixed(3)} pitch ${p.pitch.toFixed(3)} live ${m.livenessScore.toFixed(2)}${cos[i] == null ? '' : ` cos ${cos[i]!.toFixed(3)}`}]`;
+      })
+      .join(' ') +
+    (pattern === null ? '' : ` screen ${Math.round(pattern)}`) +
+    ` copy bands ${copyBands}`;
+  if (v.status === 'failed' && (v.reason === 'no_face' || v.reason === 'multiple_faces'))
+    return { status: 'failed', reason: v.reason, detail: describe(), copyBands };
+  if (received.nearReplay && copyBands >= NEAR_COPY_BANDS) return { status: 'failed', reason: 'replayed_frames', detail: describe(), copyBands };
+  if (v.status === 'failed') return { status: 'failed', reason: v.reason, detail: describe(), copyBands };
   const embeddings = [];
   for (const a of aligned) embeddings.push((await engine.embedAligned(a!)).embedding);
-  if (!onePerson(embeddings, v.reference)) return { status: 'failed', reason: 'different_faces' };
-  if (v.then.status === 'failed') return { status: 'failed', reason: v.then.reason };
-  return { status: 'passed' };
+  const ref = embeddings[v.reference]!;
+  const cos = embeddings.map((e, i) => (i === v.reference ? null : e.reduce((acc, x, k) => acc + x * ref[k]!, 0)));
+  if (!onePerson(embeddings, v.reference)) return { status: 'failed', reason: 'different_faces', detail: describe(cos), copyBands };
+  if (v.then.status === 'failed') return { status: 'failed', reason: v.then.reason, detail: describe(cos), copyBands };
+  return { status: 'passed', detail: describe(cos), copyBands };
 }
 
 const uniform = (r: () => number, a: number, b: number) => a + (b - a) * r();
@@ -233,12 +292,20 @@ const swapStep = (s: LivenessStep): LivenessStep => (s === 'turn_left' ? 'turn_r
 
 export async function evaluateLiveness(
   engine: FaceEngine,
-  opts: { set: keyof typeof SOURCE_SETS; perSource: number; livenessThreshold: number; log?: (line: string) => void },
+  opts: {
+    set: keyof typeof SOURCE_SETS;
+    perSource: number;
+    livenessThreshold: number;
+    nearReplay?: boolean;
+    log?: (line: string) => void;
+    verbose?: boolean;
+    dump?: string;
+  },
 ): Promise<LivenessEvaluation> {
   const seed = opts.set === 'tune' ? 1 : 20261127;
   const r = rng(seed);
   const steps = () => drawSteps((n) => Math.floor(r() * n));
-  const digests = new Set<string>();
+  const received: Received = { digests: new Set<string>(), sketches: [], nearReplay: opts.nearReplay ?? false };
   const sources: Source[] = [];
   const skippedSources: Record<string, string> = {};
   for (const file of SOURCE_SETS[opts.set]) {
@@ -248,7 +315,21 @@ export async function evaluateLiveness(
   }
   const bona: SequenceVerdict[] = [];
   const attacks = Object.fromEntries(ATTACK_TYPES.map((a) => [a, [] as SequenceVerdict[]])) as Record<AttackType, SequenceVerdict[]>;
-  const judge = (frames: Buffer[], st: readonly LivenessStep[]) => judgeSequence(engine, frames, st, digests, opts.livenessThreshold);
+  let judged = 0;
+  const copyBands: Record<string, number[]> = {};
+  const judge = async (frames: Buffer[], st: readonly LivenessStep[], what = 'attack') => {
+    const v = await judgeSequence(engine, frames, st, received, opts.livenessThreshold);
+    (copyBands[what] ??= []).push(v.copyBands ?? 0);
+    judged++;
+    if (opts.verbose && what !== 'bona fide') opts.log?.(`    ${what}: ${v.reason ?? 'passed'} ${v.detail ?? ''}`);
+    if (opts.dump && (what === 'bona fide' ? v.status === 'failed' : v.status === 'passed')) {
+      mkdirSync(opts.dump, { recursive: true });
+      frames.forEach((f, k) =>
+        writeFileSync(path.join(opts.dump!, `${String(judged).padStart(4, '0')}-${what.replace(/ /g, '_')}-${v.reason ?? 'passed'}-${k}.jpg`), f),
+      );
+    }
+    return v;
+  };
   const recorded: { frames: Buffer[]; steps: LivenessStep[] }[] = [];
   for (const [k, src] of sources.entries()) {
     // The intruder of a spliced sequence: the next source showing another person.
@@ -257,18 +338,18 @@ export async function evaluateLiveness(
     for (let i = 0; i < opts.perSource; i++) {
       const st = steps();
       const frames = await bonaFide(src, st, r);
-      bona.push(await judge(frames, st));
+      bona.push(await judge(frames, st, 'bona fide'));
       recorded.push({ frames, steps: st });
 
       const st2 = steps();
       // One picture (this capture of the photo: its own noise and framing), sent three times.
       const same = await encodeJpeg(synthView(src.rgb, src.l5, capture(r, src.rgb.width)), 90);
-      attacks.repeated.push(await judge([same, same, same], st2));
+      attacks.repeated.push(await judge([same, same, same], st2, 'repeated'));
 
       const jit = await Promise.all(
         [0, 1, 2].map(async () => encodeJpeg(synthView(src.rgb, src.l5, { ...capture(r, src.rgb.width), yaw: 0, pitch: 0 }), Math.round(uniform(r, 60, 92)))),
       );
-      attacks.jittered.push(await judge(jit, st2));
+      attacks.jittered.push(await judge(jit, st2, 'jittered'));
 
       const st3 = steps();
       const tilt = (s: LivenessStep) =>
@@ -284,25 +365,25 @@ export async function evaluateLiveness(
           encodeJpeg(flatTilt(src.rgb, src.l5, { ...tilt(s), print: true, noiseSeed: Math.floor(r() * 1e9) }), 88),
         ),
       );
-      attacks.print_tilted.push(await judge(printed, st3));
+      attacks.print_tilted.push(await judge(printed, st3, 'print_tilted'));
 
       const st4 = steps();
       const shown = await bonaFide(src, st4, r);
       const filmed = await Promise.all(shown.map(async (f) => encodeJpeg(screen(await decodeRgb(f), r), 88)));
-      attacks.screen_replay.push(await judge(filmed, st4));
+      attacks.screen_replay.push(await judge(filmed, st4, 'screen_replay'));
 
       const st5 = steps();
       const spliced = await bonaFide(src, st5, r);
       const intruder = await bonaFide(other, st5, r);
       const at = 1 + Math.floor(r() * (Math.min(spliced.length, intruder.length) - 1));
       spliced[at] = intruder[at]!;
-      attacks.spliced.push(await judge(spliced, st5));
+      attacks.spliced.push(await judge(spliced, st5, 'spliced'));
 
       const earlier = recorded[Math.floor(r() * recorded.length)]!;
-      attacks.replayed.push(await judge(earlier.frames, steps()));
+      attacks.replayed.push(await judge(earlier.frames, steps(), 'replayed'));
 
       const st6 = steps();
-      attacks.out_of_order.push(await judge(await bonaFide(src, st6, r, swapStep), st6));
+      attacks.out_of_order.push(await judge(await bonaFide(src, st6, r, swapStep), st6, 'out_of_order'));
 
       const st7 = steps();
       // Re-encoded with a little sensor-like noise: bytes never sent before, pixels of the recording.
@@ -311,8 +392,9 @@ export async function evaluateLiveness(
           encodeJpeg(synthView(await decodeRgb(f), src.l5, { noiseSeed: Math.floor(r() * 1e9), scale: 1 }), Math.round(uniform(r, 80, 95))),
         ),
       );
-      attacks.injected_reencoded.push(await judge(reencoded, st7));
-      opts.log?.(`  ${src.file} #${i + 1}: bona fide ${bona[bona.length - 1]!.reason ?? 'passed'}`);
+      attacks.injected_reencoded.push(await judge(reencoded, st7, 'injected_reencoded'));
+      const b = bona[bona.length - 1]!;
+      opts.log?.(`  ${src.file} #${i + 1}: bona fide ${b.reason ?? 'passed'}${opts.verbose ? ` ${b.detail}` : ''}`);
     }
   }
   const tally = (vs: SequenceVerdict[]) => {
@@ -322,6 +404,8 @@ export async function evaluateLiveness(
   };
   return {
     set: opts.set,
+    nearReplay: received.nearReplay,
+    copyBands,
     sources: sources.map((s) => s.file),
     skippedSources,
     bpcer: rate(bona.filter((v) => v.status === 'failed').length, bona.length),
@@ -335,7 +419,9 @@ export async function evaluateLiveness(
 const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
 
 export function printLiveness(e: LivenessEvaluation, print: (line: string) => void = console.log): void {
-  print(`liveness sessions, ${e.set} set: sources ${e.sources.join(', ')}`);
+  print(
+    `liveness sessions, ${e.set} set: sources ${e.sources.join(', ')}; near copies ${e.nearReplay ? 'refused' : 'not checked (LIVENESS_NEAR_REPLAY_WINDOW_SECONDS 0)'}`,
+  );
   for (const [f, why] of Object.entries(e.skippedSources)) print(`  source skipped: ${f} (${why})`);
   print('attack type           APCER    accepted/presented   95 % bounds        refused as');
   for (const [a, r] of Object.entries(e.apcer)) {
@@ -345,6 +431,14 @@ export function printLiveness(e: LivenessEvaluation, print: (line: string) => vo
     print(`${a.padEnd(20)}  ${pct(r.rate).padStart(7)}  ${`${r.errors}/${r.n}`.padStart(10)}          [${pct(r.lower95)}, ${pct(r.upper95)}]   ${reasons}`);
   }
   const worst = Math.max(...Object.values(e.apcer).map((r) => r.rate));
+  // How many of the 8 sketch bands every frame shares with one earlier session (NEAR_COPY_BANDS and up: a near copy).
+  const hist = (xs: number[]) =>
+    Array.from({ length: SKETCH_BANDS + 1 }, (_, k) => xs.filter((x) => x === k).length)
+      .map((n, k) => (n ? `${k}:${n}` : ''))
+      .filter(Boolean)
+      .join(' ');
+  print(`sketch bands shared with one earlier session (every frame; near copy at ${NEAR_COPY_BANDS}+ of ${SKETCH_BANDS}), bands:sequences`);
+  for (const [k, xs] of Object.entries(e.copyBands)) if (k !== 'replayed') print(`  ${k.padEnd(20)} ${hist(xs)}`);
   print(`APCER (worst attack type) ${pct(worst)}`);
   const reasons = Object.entries(e.bonaFideReasons)
     .map(([k, n]) => `${k} ${n}`)

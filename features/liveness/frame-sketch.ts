@@ -1,0 +1,197 @@
+/**
+ * A frame's face as a short keyed sketch, to recognise frames sent again with new bytes (re-encoded,
+ * noised, re-lit): pure functions, no I/O, shared by the service and `npm run evaluate -- liveness`.
+ *
+ * The face is resampled onto a 32×32 grey grid placed by its five landmarks (a similarity transform
+ * onto the embedder's 112-pixel template, scaled down; each cell the mean of 4×4 bilinear samples, so
+ * the face is filtered, not aliased), then centred and scaled to unit length: moving, scaling or
+ * rotating the picture, and changing its brightness or contrast, leave it unchanged. The sketch is
+ * the sign of its projection on `SKETCH_BITS` directions of ±1 drawn from a keyed stream (SimHash): two
+ * faces whose grids make an angle θ differ in about θ/π of the bits. A frame re-encoded or noised keeps
+ * its grid to within a few thousandths of cosine; another capture of the same person, even still and
+ * in the same light, moves a little, blinks, and is aligned by landmarks that fall a little elsewhere.
+ *
+ * The sketch is compared in bands (`SKETCH_BANDS` runs of `BAND_BITS` bits): two frames are near
+ * copies when at least `NEAR_COPY_BANDS` of their bands are equal. Faces of different people share few
+ * (their grids' cosine on the fixture photos: median 0.16, at most 0.67), so a band's set stays small. Only keyed digests of bands are
+ * stored (session-store.ts), never the grid nor the sketch. Figures: docs/face-engine.md "Frames sent
+ * again with new bytes".
+ */
+import { createHmac } from 'node:crypto';
+
+export const GRID = 32;
+export const SKETCH_BITS = 512;
+export const BAND_BITS = 16;
+export const SKETCH_BANDS = SKETCH_BITS / BAND_BITS;
+
+/**
+ * Bands (of SKETCH_BANDS) that every frame of a session must share with a frame of one earlier
+ * session for the session to be a near copy. Set on the tuning half (docs/face-engine.md "Frames sent
+ * again with new bytes"): new sessions synthesised from the same photos shared at most 18 (every
+ * frame), re-encoded recordings 9 to 31 (median 24); 21 is the highest new session plus about one
+ * standard deviation of the count (√(32·q·(1−q)) ≈ 2.8 bands).
+ */
+export const NEAR_COPY_BANDS = 21;
+
+/** The embedder's 112-pixel alignment template (ArcFace), the five points' places on the grid. */
+const TEMPLATE_112: readonly (readonly [number, number])[] = [
+  [38.2946, 51.6963],
+  [73.5318, 51.5014],
+  [56.0252, 71.7366],
+  [41.5493, 92.3655],
+  [70.7299, 92.2041],
+];
+
+export interface RgbImage {
+  data: Uint8Array;
+  width: number;
+  height: number;
+  /** 3 (RGB) unless said. */
+  channels?: number;
+}
+
+/**
+ * The unit-length, zero-mean 32×32 grey grid of the face whose five landmarks (image pixels: eyes,
+ * nose tip, mouth corners) are given.
+ */
+export function faceGrid(img: RgbImage, landmarks5: readonly (readonly [number, number])[]): Float32Array {
+  if (landmarks5.length !== 5) throw new RangeError('expected 5 landmarks');
+  const ch = img.channels ?? 3;
+  const s = GRID / 112;
+  const dst = TEMPLATE_112.map(([x, y]) => [x * s, y * s] as const);
+  // Least-squares similarity from the grid (dst) to the image (src): src ≈ a·dst + t, a complex.
+  const mean = (pts: readonly (readonly [number, number])[]) =>
+    [pts.reduce((a, p) => a + p[0], 0) / pts.length, pts.reduce((a, p) => a + p[1], 0) / pts.length] as const;
+  const [mdx, mdy] = mean(dst);
+  const [msx, msy] = mean(landmarks5);
+  let re = 0,
+    im = 0,
+    nd = 0;
+  for (let k = 0; k < 5; k++) {
+    const dx = dst[k]![0] - mdx,
+      dy = dst[k]![1] - mdy;
+    const sx = landmarks5[k]![0] - msx,
+      sy = landmarks5[k]![1] - msy;
+    re += sx * dx + sy * dy;
+    im += sy * dx - sx * dy;
+    nd += dx * dx + dy * dy;
+  }
+  const ar = re / nd,
+    ai = im / nd;
+  const { width: w, height: h, data } = img;
+  const grey = (x: number, y: number): number => {
+    const cx = Math.min(w - 1, Math.max(0, x)),
+      cy = Math.min(h - 1, Math.max(0, y));
+    const x0 = Math.floor(cx),
+      y0 = Math.floor(cy);
+    const x1 = Math.min(w - 1, x0 + 1),
+      y1 = Math.min(h - 1, y0 + 1);
+    const fx = cx - x0,
+      fy = cy - y0;
+    const at = (xx: number, yy: number) => {
+      const o = (yy * w + xx) * ch;
+      return ch >= 3 ? 0.299 * data[o]! + 0.587 * data[o + 1]! + 0.114 * data[o + 2]! : data[o]!;
+    };
+    return (at(x0, y0) * (1 - fx) + at(x1, y0) * fx) * (1 - fy) + (at(x0, y1) * (1 - fx) + at(x1, y1) * fx) * fy;
+  };
+  const out = new Float32Array(GRID * GRID);
+  const SUB = 4;
+  let sum = 0;
+  for (let gy = 0; gy < GRID; gy++) {
+    for (let gx = 0; gx < GRID; gx++) {
+      let acc = 0;
+      for (let j = 0; j < SUB; j++) {
+        for (let i = 0; i < SUB; i++) {
+          const dx = gx + (i + 0.5) / SUB - mdx,
+            dy = gy + (j + 0.5) / SUB - mdy;
+          acc += grey(msx + ar * dx - ai * dy - 0.5, msy + ai * dx + ar * dy - 0.5);
+        }
+      }
+      const v = acc / (SUB * SUB);
+      out[gy * GRID + gx] = v;
+      sum += v;
+    }
+  }
+  const m = sum / out.length;
+  let norm = 0;
+  for (let i = 0; i < out.length; i++) {
+    out[i] = out[i]! - m;
+    norm += out[i]! ** 2;
+  }
+  norm = Math.sqrt(norm) || 1;
+  for (let i = 0; i < out.length; i++) out[i] = out[i]! / norm;
+  return out;
+}
+
+/** The ±1 directions of the sketch, one bit per value of a keyed stream (HMAC-SHA256 in counter mode). */
+export function sketchDirections(key: Uint8Array): Int8Array {
+  const n = SKETCH_BITS * GRID * GRID;
+  const out = new Int8Array(n);
+  const block = Buffer.alloc(4);
+  for (let c = 0, i = 0; i < n; c++) {
+    block.writeUInt32BE(c);
+    const bytes = createHmac('sha256', key).update('sketch-directions').update(block).digest();
+    for (const b of bytes) for (let bit = 0; bit < 8 && i < n; bit++, i++) out[i] = (b >> bit) & 1 ? 1 : -1;
+  }
+  return out;
+}
+
+/** The sketch of a grid: SKETCH_BITS bits, the sign of each projection (bit i in byte i >> 3). */
+export function sketch(grid: Float32Array, directions: Int8Array): Uint8Array {
+  const out = new Uint8Array(SKETCH_BITS / 8);
+  const d = GRID * GRID;
+  for (let b = 0; b < SKETCH_BITS; b++) {
+    let dot = 0;
+    const o = b * d;
+    for (let i = 0; i < d; i++) dot += directions[o + i]! * grid[i]!;
+    if (dot >= 0) out[b >> 3]! |= 1 << (b & 7);
+  }
+  return out;
+}
+
+/** The sketch's bands, each with its index (so that equal bits in two places are different bands). */
+export function sketchBands(s: Uint8Array): Buffer[] {
+  const bytes = BAND_BITS / 8;
+  return Array.from({ length: SKETCH_BANDS }, (_, i) => Buffer.concat([Buffer.from([i]), Buffer.from(s.subarray(i * bytes, (i + 1) * bytes))]));
+}
+
+/** Bits that differ between two sketches (for the figures). */
+export function hamming(a: Uint8Array, b: Uint8Array): number {
+  let n = 0;
+  for (let i = 0; i < a.length; i++) {
+    let x = a[i]! ^ b[i]!;
+    while (x) {
+      n += x & 1;
+      x >>= 1;
+    }
+  }
+  return n;
+}
+
+/** Bands equal between two sketches. */
+export function equalBands(a: Uint8Array, b: Uint8Array): number {
+  const bytes = BAND_BITS / 8;
+  let n = 0;
+  for (let i = 0; i < SKETCH_BANDS; i++)
+    if (Buffer.from(a.subarray(i * bytes, (i + 1) * bytes)).equals(Buffer.from(b.subarray(i * bytes, (i + 1) * bytes)))) n++;
+  return n;
+}
+
+/**
+ * Whether a session's frames are near copies of frames of one earlier session: `matches[j]` holds,
+ * for frame j, how many bands it shares with each earlier frame (`<session>:<frame>` → count). True
+ * when one earlier session has, for every frame, a frame sharing at least `minBands` bands with it.
+ * A person trying again sends new frames, so one centre frame alike is not enough: every frame,
+ * turns included, must be a copy.
+ */
+export function nearCopyOfOneSession(matches: readonly ReadonlyMap<string, number>[], minBands = NEAR_COPY_BANDS): boolean {
+  if (!matches.length) return false;
+  let common: string[] | null = null;
+  for (const m of matches) {
+    const sessions = new Set<string>();
+    for (const [frame, n] of m) if (n >= minBands) sessions.add(frame.slice(0, frame.lastIndexOf(':')));
+    common = (common ?? [...sessions]).filter((s) => sessions.has(s));
+    if (!common.length) return false;
+  }
+  return true;
+}
