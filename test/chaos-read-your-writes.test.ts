@@ -13,8 +13,8 @@ test('a deletion applied but never answered (the retry met 404): the user missin
   // web host it ran on (the load's retry found the account gone). Account B: linked, never deleted.
   const r = readYourWrites({
     links: [
-      { userId: 'A', nin: '1', doneAt: 1_000 },
-      { userId: 'B', nin: '2', doneAt: 1_000 },
+      { userId: 'A', nin: '1', sentAt: 1_000 - 300, doneAt: 1_000 },
+      { userId: 'B', nin: '2', sentAt: 1_000 - 300, doneAt: 1_000 },
     ],
     deletionsSent: [{ userId: 'A', sentAt: 5_000 }],
     identify: [identify(2_000, ['A', 'B']), identify(6_000, ['B']), identify(9_000, ['B']), identify(30_000, ['B'])],
@@ -26,7 +26,7 @@ test('a deletion applied but never answered (the retry met 404): the user missin
 
 test('an /identify answered while the deletion was on its way may list the user or not; one sent before the link is not checked', (t) => {
   const r = readYourWrites({
-    links: [{ userId: 'A', nin: '1', doneAt: 1_000 }],
+    links: [{ userId: 'A', nin: '1', sentAt: 1_000 - 300, doneAt: 1_000 }],
     deletionsSent: [{ userId: 'A', sentAt: 5_000 }],
     // sent before the link answered; answered after the DELETE was sent (searched before or after it).
     identify: [identify(500, []), identify(4_000, [], 5_200)],
@@ -39,8 +39,8 @@ test('a live user missing from an /identify sent after the link was answered is 
   const r = readYourWrites(
     {
       links: [
-        { userId: 'A', nin: '1', doneAt: 1_000 },
-        { userId: 'B', nin: '2', doneAt: 12_000 },
+        { userId: 'A', nin: '1', sentAt: 1_000 - 300, doneAt: 1_000 },
+        { userId: 'B', nin: '2', sentAt: 12_000 - 300, doneAt: 12_000 },
       ],
       deletionsSent: [{ userId: 'A', sentAt: 40_000 }],
       identify: [identify(2_000, ['A']), identify(11_000, []), identify(13_000, ['A']), identify(14_000, ['A', 'B'])],
@@ -59,23 +59,27 @@ test('a live user missing from an /identify sent after the link was answered is 
   );
 });
 
-test('a user left out of a full list is not a miss (same-face ties at the cut), one left out of a shorter list is', (t) => {
-  // Three live accounts with the same face and a list of at most two: whoever is cut is a tie, not a replica behind.
+test('a user left out of a list that may not hold every live match is not a miss (same-face ties at the cut); once it can, it is', (t) => {
+  // Three accounts with the same face against lists of at most two: whoever is cut is a tie, not a replica behind.
   const r = readYourWrites(
     {
       links: [
-        { userId: 'A', nin: '1', doneAt: 1_000 },
-        { userId: 'B', nin: '2', doneAt: 1_000 },
-        { userId: 'C', nin: '3', doneAt: 1_000 },
+        { userId: 'A', nin: '1', sentAt: 700, doneAt: 1_000 },
+        { userId: 'B', nin: '2', sentAt: 700, doneAt: 1_000 },
+        { userId: 'C', nin: '3', sentAt: 700, doneAt: 1_000 },
       ],
-      deletionsSent: [],
-      identify: [identify(2_000, ['A', 'B']), identify(3_000, ['A'])],
+      deletionsSent: [{ userId: 'C', sentAt: 3_500 }],
+      deletions: [{ userId: 'C', doneAt: 4_000 }],
+      identify: [identify(2_000, ['A', 'B']), identify(3_000, ['A']), identify(5_000, ['A'])],
     },
     [],
     2,
   );
-  t.is(r.fullLists, 1, 'C against the full list at 2 s');
-  t.is(r.checked, 5, 'A and B at 2 s, all three at 3 s');
-  t.is(r.missed, 2, 'B and C at 3 s: that list was not full');
-  t.deepEqual(r.missedUsers.map((m) => m.userId).sort(), ['B', 'C']);
+  t.is(r.fullLists, 2, 'C against the full list at 2 s; B at 3 s, when three may be live (C then already being deleted)');
+  t.is(r.checked, 5, 'A and B at 2 s, A at 3 s, A and B at 5 s (C deleted by then)');
+  t.is(r.missed, 1, 'B at 5 s: two live, a list of two, and B left out');
+  t.deepEqual(
+    r.missedUsers.map((m) => [m.userId, m.firstMissSentAt]),
+    [['B', 5_000]],
+  );
 });

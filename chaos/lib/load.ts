@@ -35,7 +35,8 @@ export interface AnsweredWrites {
   /** Answered 200 of /identify: its SearchLog row must exist. */
   identify: { referenceId: string; sentAt: number; answeredAt: number; candidates: string[] }[];
   preferences: { userId: string; language: string; doneAt: number }[];
-  links: { userId: string; nin: string; doneAt: number }[];
+  /** `sentAt`: the account's first link request (an earlier attempt whose answer was lost may have committed). */
+  links: { userId: string; nin: string; sentAt: number; doneAt: number }[];
   phones: { userId: string; phone: string; doneAt: number }[];
   deletions: { userId: string; doneAt: number }[];
   /**
@@ -286,6 +287,7 @@ export class Load {
     // Link the NIN: validate → verify-face → link. A retry after a link that was applied but not
     // answered meets 409 on validate ("already linked to your account"): done, not counted as answered.
     let tried = false;
+    let linkSentAt: number | undefined;
     if (
       !(await this.retry(deadline, async () => {
         const v = await this.send('validate', 'POST', '/identity/nin/validate', { token, json: { nin } });
@@ -297,9 +299,10 @@ export class Load {
           form: { validationToken: v.body.validationToken, file: this.o.linkSelfie },
         });
         if (f.status !== 200 || typeof f.body.linkToken !== 'string') return this.refused(f);
+        linkSentAt ??= Date.now();
         const l = await this.send('link', 'POST', '/identity/nin/link', { token, json: { linkToken: f.body.linkToken } });
         if (l.status !== 200) return this.refused(l);
-        this.writes.links.push({ userId, nin, doneAt: Date.now() });
+        this.writes.links.push({ userId, nin, sentAt: linkSentAt, doneAt: Date.now() });
         return true;
       }))
     )
