@@ -200,7 +200,14 @@ export function haLayout(): Layout {
         webs: ports.web!.map((p, i) => ({ name: `web${i + 1}`, host: hostOf('web', i)?.address, port: p })),
         pgPort: proxyPort,
         pgBind: h?.network.gateway,
-        postgres: postgres.nodes.map((n) => ({ name: n.name, host: n.host, port: n.pgPort, checkPort: n.restPort, checkCaFile: h?.pgTls?.caFile })),
+        postgres: postgres.nodes.map((n) => ({
+          name: n.name,
+          host: n.host,
+          port: n.pgPort,
+          checkPort: n.restPort,
+          checkCaFile: h?.pgTls?.caFile,
+          checkName: h && n.name,
+        })),
         log: (line) => l.say(line),
       });
       l.onStop('the balancer', () => void balancer.kill('SIGTERM'));

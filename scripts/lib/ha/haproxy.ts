@@ -23,8 +23,10 @@ export interface Backend {
   port: number;
   /** Port of the health check when it is not the server's own. */
   checkPort?: number;
-  /** The check speaks TLS and verifies the server's certificate against this CA (Patroni's REST API under `--hosts`). */
+  /** The check speaks TLS and verifies the server's certificate against this CA (Patroni's REST API under `--hosts`)... */
   checkCaFile?: string;
+  /** ...and that the certificate names this host (HAProxy compares DNS names, not addresses). */
+  checkName?: string;
 }
 
 export interface HaproxyOptions {
@@ -206,7 +208,7 @@ export function haproxyConfig(o: HaproxyOptions): string {
     ...o.postgres.map(
       (p) =>
         `  server ${p.name} ${p.host ?? '127.0.0.1'}:${p.port} check port ${p.checkPort}` +
-        (p.checkCaFile ? ` check-ssl verify required ca-file ${p.checkCaFile}` : ''),
+        (p.checkCaFile ? ` check-ssl verify required ca-file ${p.checkCaFile}${p.checkName ? ` verifyhost ${p.checkName}` : ''}` : ''),
     ),
     '',
   ].join('\n');

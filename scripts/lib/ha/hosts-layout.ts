@@ -63,7 +63,8 @@ export function makeHostsLayout(haDir: string, opts: { tls: boolean; tag: string
     // One certificate for both nodes and the proxy: a client reaching a node through the proxy checks
     // the name it asked for (the proxy's address) against the node's certificate.
     const pgTls = certs && {
-      ...certs.issue('postgres', ['pg1', 'pg2'].map(addr).concat(network.gateway)),
+      // The nodes' names too: HAProxy's checks of Patroni's REST API verify the name (`verifyhost`).
+      ...certs.issue('postgres', ['pg1', 'pg2', ...['pg1', 'pg2'].map(addr), network.gateway]),
       caFile: certs.caFile,
       etcd: certs.issue('etcd', ['etcd-1', 'etcd-2', 'etcd-3'].map(addr)),
     };
