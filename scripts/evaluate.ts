@@ -19,6 +19,9 @@
  * and cosine to the reference frame, for every sequence; --dump writes the frames of every refused bona
  * fide sequence and every accepted attack into DIR. The near-copy check follows
  * LIVENESS_NEAR_REPLAY_WINDOW_SECONDS, as the service does.
+ *
+ *   npm run evaluate -- passive-by-pose
+ * prints the passive model's score of every real fixture face beside its yaw and pitch ratio.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -31,6 +34,7 @@ import { normaliseUpload } from '../platform/face/image.js';
 import { FaceEngine } from '../features/face/worker/pipeline/engine.js';
 import { pairsFromFolder, readManifest, type LabelledPair } from './evaluate/manifest.js';
 import { evaluateLiveness, printLiveness } from './evaluate/liveness.js';
+import { passiveByPose } from './evaluate/passive-by-pose.js';
 import { fpirAt, thresholdForTargetFmr, thresholdTable, type ThresholdRow, type TargetThreshold } from './evaluate/stats.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -201,6 +205,12 @@ async function mainLiveness(args: string[]): Promise<void> {
 
 async function main(): Promise<void> {
   if (process.argv[2] === 'liveness') return mainLiveness(process.argv.slice(3));
+  if (process.argv[2] === 'passive-by-pose') {
+    const cfg = loadConfig();
+    const engine = await FaceEngine.load(path.resolve(ROOT, cfg.face.modelsDir));
+    await passiveByPose(engine, cfg.face.livenessThreshold, (l) => console.log(l));
+    return engine.release();
+  }
   const { values } = parseArgs({
     options: {
       pairs: { type: 'string' },
