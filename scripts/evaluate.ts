@@ -20,6 +20,10 @@
  * fide sequence and every accepted attack into DIR. The near-copy check follows
  * LIVENESS_NEAR_REPLAY_WINDOW_SECONDS, as the service does.
  *
+ *   npm run evaluate -- liveness --dir RECORDED [--json out.json] [--verbose]
+ * judges recorded sequences instead of synthesised ones: RECORDED/<bona_fide|attack type>/<sequence>/
+ * with the frames and steps.txt (scripts/evaluate/liveness-recorded.ts).
+ *
  *   npm run evaluate -- passive-by-pose
  * prints the passive model's score of every real fixture face beside its yaw and pitch ratio.
  */
@@ -34,6 +38,7 @@ import { normaliseUpload } from '../platform/face/image.js';
 import { FaceEngine } from '../features/face/worker/pipeline/engine.js';
 import { pairsFromFolder, readManifest, type LabelledPair } from './evaluate/manifest.js';
 import { evaluateLiveness, printLiveness } from './evaluate/liveness.js';
+import { evaluateRecorded, readRecordedSet, RecordedSetError } from './evaluate/liveness-recorded.js';
 import { passiveByPose } from './evaluate/passive-by-pose.js';
 import { fpirAt, thresholdForTargetFmr, thresholdTable, type ThresholdRow, type TargetThreshold } from './evaluate/stats.js';
 
@@ -173,29 +178,50 @@ async function mainLiveness(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
     options: {
-      set: { type: 'string', default: 'measure' },
+      set: { type: 'string' },
+      dir: { type: 'string' },
       'per-source': { type: 'string', default: '5' },
       json: { type: 'string' },
       verbose: { type: 'boolean', default: false },
       dump: { type: 'string' },
     },
   });
-  if (values.set !== 'measure' && values.set !== 'tune') {
-    console.error('usage: npm run evaluate -- liveness [--set measure|tune] [--per-source N] [--json FILE] [--verbose] [--dump DIR]');
+  const set = values.set ?? 'measure';
+  if ((set !== 'measure' && set !== 'tune') || (values.dir !== undefined && values.set !== undefined)) {
+    console.error(
+      'usage: npm run evaluate -- liveness [--set measure|tune] [--per-source N] [--json FILE] [--verbose] [--dump DIR]\n' +
+        '       npm run evaluate -- liveness --dir RECORDED [--json FILE] [--verbose]   (scripts/evaluate/liveness-recorded.ts)',
+    );
     process.exit(2);
   }
   const cfg = loadConfig();
+  const frames = { min: cfg.liveness.minFrames, max: cfg.liveness.maxFrames };
+  if (values.dir !== undefined) {
+    try {
+      readRecordedSet(values.dir, frames);
+    } catch (e) {
+      if (!(e instanceof RecordedSetError)) throw e;
+      console.error(`evaluate liveness --dir: ${e.message}`);
+      process.exit(2);
+    }
+  }
   const engine = await FaceEngine.load(path.resolve(ROOT, cfg.face.modelsDir));
   const t0 = Date.now();
-  const result = await evaluateLiveness(engine, {
-    set: values.set,
-    perSource: Math.max(1, Number(values['per-source'])),
+  const common = {
     livenessThreshold: cfg.face.livenessThreshold,
     nearReplay: cfg.liveness.nearReplayWindowSeconds > 0,
-    log: (l) => console.log(l),
+    log: (l: string) => console.log(l),
     verbose: values.verbose,
-    ...(values.dump ? { dump: values.dump } : {}),
-  });
+  };
+  const result =
+    values.dir !== undefined
+      ? await evaluateRecorded(engine, { dir: values.dir, frames, ...common })
+      : await evaluateLiveness(engine, {
+          set,
+          perSource: Math.max(1, Number(values['per-source'])),
+          ...common,
+          ...(values.dump ? { dump: values.dump } : {}),
+        });
   await engine.release();
   console.log(`evaluated in ${((Date.now() - t0) / 1000).toFixed(1)} s, LIVENESS_THRESHOLD ${cfg.face.livenessThreshold}`);
   printLiveness(result);

@@ -127,3 +127,57 @@ test('an image without a face is a failure to acquire and its pairs are skipped,
   t.is(summary.genuinePairs, 1);
   t.is(summary.impostorPairs, 0);
 });
+
+/** A recorded set in a temporary folder: `kind/sequence/` with its frames (fixture names) and steps. */
+function recordedSet(sequences: { kind: string; name: string; steps: string; frames: string[] }[]): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'recorded-'));
+  for (const s of sequences) {
+    const at = path.join(dir, s.kind, s.name);
+    mkdirSync(at, { recursive: true });
+    if (s.steps) writeFileSync(path.join(at, 'steps.txt'), s.steps);
+    s.frames.forEach((f, i) => copyFileSync(path.join(FIXTURES_DIR, 'liveness', `${f}.jpg`), path.join(at, `${i + 1}.jpg`)));
+  }
+  return dir;
+}
+
+test('npm run evaluate -- liveness --dir: recorded sequences judged as the service judges them, counted per kind', async (t) => {
+  const dir = recordedSet([
+    { kind: 'bona_fide', name: 'bush2', steps: 'center turn_left', frames: ['bush2-center', 'bush2-turn_left', 'bush2-center2'] },
+    { kind: 'print_tilted', name: 'chavez', steps: 'center,turn_left', frames: ['chavez-center', 'chavez-flat-turn_left', 'chavez-center2'] },
+    { kind: 'repeated', name: 'chavez', steps: 'center\nlook_up', frames: ['chavez-jitter1', 'chavez-jitter2', 'chavez-jitter1'] },
+    { kind: 'replayed', name: 'bush2-again', steps: 'center turn_right', frames: ['bush2-center', 'bush2-turn_left', 'bush2-center2'] },
+  ]);
+  const { stdout } = await run('node', ['--import', 'tsx', 'scripts/evaluate.ts', 'liveness', '--dir', dir], {
+    cwd: ROOT,
+    env: { ...process.env, NODE_ENV: 'development', LIVENESS_NEAR_REPLAY_WINDOW_SECONDS: '0' },
+  });
+  t.regex(stdout, /bona_fide\/bush2: passed/);
+  t.regex(stdout, /replayed\/bush2-again: replayed_frames/, 'the memory of frames received spans the sequences, in path order');
+  t.regex(stdout, /BPCER 0\.0 % \(0\/1 bona fide sequences refused\)/);
+  const summary = JSON.parse(stdout.trim().split('\n').at(-1)!);
+  t.deepEqual(summary.apcer, { print_tilted: 0, repeated: 0, replayed: 0 });
+  t.is(summary.bpcer.n, 1);
+});
+
+test('npm run evaluate -- liveness --dir: a set it cannot read is refused before any frame is judged, saying where', async (t) => {
+  const cases: [Parameters<typeof recordedSet>[0], RegExp][] = [
+    [[{ kind: 'bona_fide', name: 'a', steps: '', frames: ['bush2-center', 'bush2-turn_left', 'bush2-center2'] }], /bona_fide\/a: no steps\.txt/],
+    [[{ kind: 'bona_fide', name: 'a', steps: 'turn_left center', frames: ['bush2-center', 'bush2-turn_left', 'bush2-center2'] }], /the first center/],
+    [[{ kind: 'bona_fide', name: 'a', steps: 'center smile', frames: ['bush2-center', 'bush2-turn_left', 'bush2-center2'] }], /unknown step "smile"/],
+    [[{ kind: 'bona_fide', name: 'a', steps: 'center turn_left', frames: ['bush2-center', 'bush2-turn_left'] }], /2 frames; a session takes 3 to 8/],
+    [
+      [{ kind: 'print_tilted', name: 'a', steps: 'center turn_left', frames: ['bush2-center', 'bush2-turn_left', 'bush2-center2'] }],
+      /no bona_fide\/ sequences/,
+    ],
+  ];
+  for (const [set, message] of cases) {
+    const err = await t.throwsAsync<Error & { code: number; stderr: string }>(
+      run('node', ['--import', 'tsx', 'scripts/evaluate.ts', 'liveness', '--dir', recordedSet(set)], {
+        cwd: ROOT,
+        env: { ...process.env, NODE_ENV: 'development' },
+      }),
+    );
+    t.is(err?.code, 2);
+    t.regex(err?.stderr ?? '', message);
+  }
+});

@@ -81,7 +81,8 @@ export interface SequenceVerdict {
 }
 
 export interface LivenessEvaluation {
-  set: keyof typeof SOURCE_SETS;
+  /** The synthesised set (`tune`, `measure`), or `recorded` (`sources`: the folder read). */
+  set: string;
   nearReplay: boolean;
   /** Per kind of sequence ('bona fide' or an attack type): each sequence's `copyBands`. */
   copyBands: Record<string, number[]>;
@@ -89,7 +90,8 @@ export interface LivenessEvaluation {
   skippedSources: Record<string, string>;
   bpcer: Rate;
   bonaFideReasons: Record<string, number>;
-  apcer: Record<AttackType, Rate & { reasons: Record<string, number> }>;
+  /** Per attack type (this project's ATTACK_TYPES, or a recorded set's own kinds). */
+  apcer: Record<string, Rate & { reasons: Record<string, number> }>;
 }
 
 /** The service's judgement of one sequence (features/liveness/service.ts), without HTTP and Redis. */
@@ -430,7 +432,8 @@ export function printLiveness(e: LivenessEvaluation, print: (line: string) => vo
       .join(', ');
     print(`${a.padEnd(20)}  ${pct(r.rate).padStart(7)}  ${`${r.errors}/${r.n}`.padStart(10)}          [${pct(r.lower95)}, ${pct(r.upper95)}]   ${reasons}`);
   }
-  const worst = Math.max(...Object.values(e.apcer).map((r) => r.rate));
+  const rates = Object.values(e.apcer).map((r) => r.rate);
+  const worst = rates.length ? Math.max(...rates) : NaN;
   // How many of the 8 sketch bands every frame shares with one earlier session (NEAR_COPY_BANDS and up: a near copy).
   const hist = (xs: number[]) =>
     Array.from({ length: SKETCH_BANDS + 1 }, (_, k) => xs.filter((x) => x === k).length)

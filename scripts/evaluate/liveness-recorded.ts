@@ -1,0 +1,138 @@
+/**
+ * `npm run evaluate -- liveness --dir DIR`: the service's judgement of liveness sessions on sequences
+ * someone recorded (real people in front of the target devices, real prints, screens and injection
+ * tools) instead of the views this project synthesises from still photos. The synthesised figures
+ * measure the judgement's logic; only recorded sequences can set and check the thresholds for a
+ * deployment (docs/face-engine.md "What these figures mean").
+ *
+ * The folder holds one folder per kind of sequence, `bona_fide` for people presenting themselves and
+ * any other name for an attack type (`print_tilted`, `screen_replay`, `injected_reencoded`, ...), and
+ * in it one folder per sequence: the frames in capture order (`.jpg`, `.jpeg` or `.png`, in the order
+ * of their names, numbers compared as numbers) and `steps.txt`, the steps the session asked for
+ * (`center turn_left look_up`; spaces, commas or new lines between them):
+ *
+ *   DIR/bona_fide/alice-1/{steps.txt, 01.jpg, 02.jpg, 03.jpg}
+ *   DIR/screen_replay/alice-1-on-phone/{steps.txt, 01.jpg, ...}
+ *
+ * Sequences are judged in the order of their paths (kind, then sequence), with one memory of the
+ * frames received across them, as the service keeps across sessions: a `replayed` recording must come
+ * after the sequence it replays (`bona_fide` sorts before every attack type named in this project).
+ * What is not judged: the timing (`implausible_timing`): a folder of frames carries no clock.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import type { FaceEngine } from '../../features/face/worker/pipeline/engine.js';
+import { LIVENESS_STEPS, type LivenessStep } from '../../features/liveness/decision.js';
+import { judgeSequence, type LivenessEvaluation, type Received, type SequenceVerdict } from './liveness.js';
+import { rate } from './stats.js';
+
+/** A recorded set that cannot be read as described above. */
+export class RecordedSetError extends Error {}
+
+export interface RecordedSequence {
+  /** `bona_fide` or the attack type. */
+  kind: string;
+  name: string;
+  steps: LivenessStep[];
+  /** The frames' paths, in capture order. */
+  files: string[];
+}
+
+export const BONA_FIDE = 'bona_fide';
+const FRAME = /\.(jpe?g|png)$/i;
+const KIND = /^[a-z0-9][a-z0-9_-]*$/;
+const byName = (a: string, b: string) => a.localeCompare(b, 'en', { numeric: true });
+const folders = (dir: string) =>
+  readdirSync(dir)
+    .filter((n) => !n.startsWith('.') && statSync(path.join(dir, n)).isDirectory())
+    .sort(byName);
+
+/** Reads and checks the whole set before any frame is judged. */
+export function readRecordedSet(dir: string, frames: { min: number; max: number }): RecordedSequence[] {
+  const out: RecordedSequence[] = [];
+  let kinds: string[];
+  try {
+    kinds = folders(dir);
+  } catch (e) {
+    throw new RecordedSetError(`cannot read ${dir}: ${(e as Error).message}`);
+  }
+  for (const kind of kinds) {
+    if (!KIND.test(kind)) throw new RecordedSetError(`${kind}: a kind is bona_fide or an attack type in lower case (letters, digits, _ and -)`);
+    for (const name of folders(path.join(dir, kind))) {
+      const at = path.join(dir, kind, name);
+      const where = `${kind}/${name}`;
+      let stepsText: string;
+      try {
+        stepsText = readFileSync(path.join(at, 'steps.txt'), 'utf8');
+      } catch {
+        throw new RecordedSetError(`${where}: no steps.txt (the steps the session asked for)`);
+      }
+      const steps = stepsText.split(/[\s,]+/).filter(Boolean);
+      const unknown = steps.find((s) => !(LIVENESS_STEPS as readonly string[]).includes(s));
+      if (unknown !== undefined) throw new RecordedSetError(`${where}: unknown step "${unknown}" (steps: ${LIVENESS_STEPS.join(', ')})`);
+      if (steps.length < 2 || steps.length > 4 || steps[0] !== 'center')
+        throw new RecordedSetError(`${where}: a session asks for 2 to 4 steps, the first center (got ${steps.join(' ') || 'none'})`);
+      const files = readdirSync(at)
+        .filter((n) => FRAME.test(n))
+        .sort(byName)
+        .map((n) => path.join(at, n));
+      if (files.length < frames.min || files.length > frames.max)
+        throw new RecordedSetError(`${where}: ${files.length} frames; a session takes ${frames.min} to ${frames.max}`);
+      out.push({ kind, name, steps: steps as LivenessStep[], files });
+    }
+  }
+  if (!out.some((s) => s.kind === BONA_FIDE)) throw new RecordedSetError(`${dir}: no ${BONA_FIDE}/ sequences (BPCER needs them)`);
+  return out;
+}
+
+/** Judges every recorded sequence as the service would and counts APCER per attack type and BPCER. */
+export async function evaluateRecorded(
+  engine: FaceEngine,
+  opts: {
+    dir: string;
+    frames: { min: number; max: number };
+    livenessThreshold: number;
+    nearReplay?: boolean;
+    log?: (line: string) => void;
+    verbose?: boolean;
+  },
+): Promise<LivenessEvaluation> {
+  const sequences = readRecordedSet(opts.dir, opts.frames);
+  const received: Received = { digests: new Set<string>(), sketches: [], nearReplay: opts.nearReplay ?? false };
+  const verdicts = new Map<string, SequenceVerdict[]>();
+  const copyBands: Record<string, number[]> = {};
+  for (const s of sequences) {
+    const v = await judgeSequence(
+      engine,
+      s.files.map((f) => readFileSync(f)),
+      s.steps,
+      received,
+      opts.livenessThreshold,
+    );
+    const kind = s.kind === BONA_FIDE ? 'bona fide' : s.kind;
+    (copyBands[kind] ??= []).push(v.copyBands ?? 0);
+    if (!verdicts.has(s.kind)) verdicts.set(s.kind, []);
+    verdicts.get(s.kind)!.push(v);
+    opts.log?.(`  ${s.kind}/${s.name}: ${v.reason ?? 'passed'}${opts.verbose && v.detail ? ` ${v.detail}` : ''}`);
+  }
+  const tally = (vs: SequenceVerdict[]) => {
+    const reasons: Record<string, number> = {};
+    for (const v of vs) reasons[v.reason ?? 'passed'] = (reasons[v.reason ?? 'passed'] ?? 0) + 1;
+    return reasons;
+  };
+  const bona = verdicts.get(BONA_FIDE)!;
+  return {
+    set: 'recorded',
+    nearReplay: received.nearReplay,
+    copyBands,
+    sources: [opts.dir],
+    skippedSources: {},
+    bpcer: rate(bona.filter((v) => v.status === 'failed').length, bona.length),
+    bonaFideReasons: tally(bona),
+    apcer: Object.fromEntries(
+      [...verdicts]
+        .filter(([k]) => k !== BONA_FIDE)
+        .map(([k, vs]) => [k, { ...rate(vs.filter((v) => v.status === 'passed').length, vs.length), reasons: tally(vs) }]),
+    ),
+  };
+}
