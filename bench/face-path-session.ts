@@ -37,6 +37,12 @@ export interface AlternatedFigures {
   use: Summary;
   sessionOutcomes: Record<string, number>;
   singleOutcomes: Record<string, number>;
+  /**
+   * The single captures' own breakdown, means in ms: the stages' times in their workers (the response's
+   * latencyMs: liveness, embed, search), `total` from the service's first line of /verify/self to its
+   * answer, and `outside`: the wall time less `total` (HTTP, the multipart body, the bearer, the route).
+   */
+  singleInside: Record<'liveness' | 'embed' | 'search' | 'total' | 'outside', number>;
   /** The face workers' clocks over the single captures and over the sessions alone (ms per job by step). */
   clocks: { single: string[][]; session: string[][] };
 }
@@ -117,6 +123,7 @@ export async function benchAlternated<C>(opts: {
   const singleOutcomes: Record<string, number> = {};
   const sessionOutcomes: Record<string, number> = {};
   const engineSteps: Record<string, number> = {};
+  const inside = { liveness: 0, embed: 0, search: 0, total: 0, outside: 0 };
 
   const engineCall = async () => {
     const r = await raw.call();
@@ -127,6 +134,9 @@ export async function benchAlternated<C>(opts: {
     const r = await postForm(`${webUrl}/verify/self`, userToken, {}, [{ field: 'image', data: uniqueFrame(`${stem}-center`) }]);
     const key = r.status === 200 ? String(r.body.outcome) : `HTTP ${r.status} ${String(r.body.error)}`;
     singleOutcomes[key] = (singleOutcomes[key] ?? 0) + 1;
+    const l = (r.body.latencyMs ?? {}) as Record<string, number | null>;
+    for (const k of ['liveness', 'embed', 'search', 'total'] as const) inside[k] += l[k] ?? 0;
+    inside.outside += r.ms - (l.total ?? 0);
     return r.ms;
   };
   /** One session of the minimum frames; answers create + frames, the frames call, and the use. */
@@ -167,6 +177,7 @@ export async function benchAlternated<C>(opts: {
     }
     for (const k of Object.keys(engineSteps)) delete engineSteps[k];
     for (const o of [singleOutcomes, sessionOutcomes]) for (const k of Object.keys(o)) delete o[k];
+    for (const k of Object.keys(inside) as (keyof typeof inside)[]) inside[k] = 0;
     const engine: number[] = [];
     const single: number[] = [];
     const session: number[] = [];
@@ -206,6 +217,7 @@ export async function benchAlternated<C>(opts: {
       use: summarise(use),
       sessionOutcomes,
       singleOutcomes,
+      singleInside: Object.fromEntries(Object.entries(inside).map(([k, v]) => [k, v / opts.rounds])) as AlternatedFigures['singleInside'],
       clocks: { single: clocks.rows(clocks.zero(), singleClocks), session: clocks.rows(clocks.zero(), sessionClocks) },
     };
   } finally {
