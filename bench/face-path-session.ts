@@ -39,8 +39,9 @@ export interface AlternatedFigures {
   singleOutcomes: Record<string, number>;
   /**
    * The single captures' own breakdown, means in ms: the stages' times in their workers (the response's
-   * latencyMs: liveness, embed, search), `total` from the service's first line of /verify/self to its
-   * answer, and `outside`: the wall time less `total` (HTTP, the multipart body, the bearer, the route).
+   * latencyMs: liveness, embed, search), its `total` (from /verify/self's first line to the comparison's
+   * result), and `outside`: the wall time less `total` (the SearchLog row and the proof token written
+   * after it; HTTP, the multipart body, the bearer, the route).
    */
   singleInside: Record<'liveness' | 'embed' | 'search' | 'total' | 'outside', number>;
   /** The face workers' clocks over the single captures and over the sessions alone (ms per job by step). */
