@@ -14,7 +14,7 @@ import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { createApiClient, multipart } from '../console/src/api/client.js';
 import { STEP_MS } from '../console/src/consumer/liveness-timing.js';
-import { CSP_RECORDER, cspViolations, launchChromium, mkdtemp, PHONE, seriousViolations, stillsToY4m } from './helpers/browser.js';
+import { CSP_RECORDER, cspViolations, launchChromium, mkdtemp, PHONE, screenshots, seriousViolations, stillsToY4m } from './helpers/browser.js';
 import { ROOT, startHarness, type Harness } from './helpers/harness.js';
 
 const PHONE_NUMBER = '+2348035556677';
@@ -124,6 +124,8 @@ test.serial('consumer: the liveness challenge shows each step with an arrow and 
     await page.locator(`[data-testid=liveness-step][data-step=${second}]`).waitFor();
     const arrows: Record<string, string> = { turn_left: '←', turn_right: '→', look_up: '↑' };
     t.true(((await step.textContent()) ?? '').includes(arrows[second]!));
+    // The page is already at the phone's width: the picture does not disturb the capture.
+    await screenshots(page, 'consumer-liveness-step', ['phone']);
   }
 });
 
