@@ -11,6 +11,12 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
+import { Queue } from 'bullmq';
+import { loadConfig } from '../platform/config.js';
+import { ADD_WRITTEN_AFTER_STEPS } from '../platform/face-path/follow-on.js';
+import { bullPrefix, QUEUE_OPTIONS } from '../platform/jobs/contract.js';
+import { JOB_CONTRACTS } from '../platform/jobs/index.js';
+import { bullConnection, redisTarget } from '../platform/redis/redis.js';
 import { JobClient } from '../platform/face-path/job-client.js';
 import { AppError } from '../platform/errors.js';
 import { createRedis } from '../platform/redis/redis.js';
@@ -92,4 +98,36 @@ test.serial('a follow-on stage that never comes answers 503 face_engine_unavaila
   t.true(Date.now() - started < 3000);
   // The stages that did answer are still readable before the deadline; after it, nothing is awaited.
   await t.throwsAsync(run.result('embed', 'not-a-stage'), { message: /no stage "embed"/ });
+});
+
+test.serial('BullMQ writes an add within the promise steps the wake-up waits for', async (t) => {
+  // The wake-up of a follow-on must follow the add on the connection (platform/face-path/follow-on.ts):
+  // count the steps until the add is on the wire (ioredis keeps a written command in its commandQueue
+  // until Redis answers it).
+  const stepsPrefix = `${prefix}-steps`;
+  const connection = bullConnection(redisTarget(loadConfig({ NODE_ENV: 'test', REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: stepsPrefix }).redis));
+  const queue = new Queue('embed', { connection, prefix: bullPrefix(stepsPrefix), ...QUEUE_OPTIONS });
+  try {
+    await queue.waitUntilReady();
+    const written = () => (connection as unknown as { commandQueue: { length: number } }).commandQueue.length;
+    for (let round = 0; round < 3; round++) {
+      const before = written();
+      const added = JOB_CONTRACTS.embed.enqueue(
+        queue,
+        { deadlineAt: Date.now() + 5000, replyTo: `${stepsPrefix}:replies`, payload: { alignedFaceRef: 'r', alignedFaceSalt: 's', resultSalt: 't' } },
+        randomUUID(),
+      );
+      let steps = 0;
+      while (written() === before && steps <= ADD_WRITTEN_AFTER_STEPS) {
+        await undefined;
+        steps++;
+      }
+      t.true(steps <= ADD_WRITTEN_AFTER_STEPS, `round ${round + 1}: the add was written after ${steps} promise steps`);
+      await added;
+    }
+  } finally {
+    await queue.obliterate({ force: true }).catch(() => {});
+    await queue.close();
+    connection.disconnect();
+  }
 });

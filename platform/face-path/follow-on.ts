@@ -9,26 +9,51 @@ import type { Redis } from 'ioredis';
 import type { AwaitedJobContract, JobEnvelope } from '../jobs/contract.js';
 import { JOB_CONTRACTS, type AwaitedQueueName, type JobContracts } from '../jobs/index.js';
 
+/** A follow-on being added. */
+export interface FollowOnAdd {
+  /**
+   * The add and the extra wake-up are written to Redis (not yet answered). A stage that goes on to
+   * hold its main thread (a model run) awaits this first, so that an idle process is woken meanwhile.
+   */
+  written: Promise<void>;
+  /** Redis has the job and the wake-up. */
+  added: Promise<void>;
+}
+
+/**
+ * Promise steps to let pass before the wake-up is written, so that it follows BullMQ's add on the
+ * connection: BullMQ 6 writes an add one step after `Queue.add` is called; the margin costs
+ * microseconds. test/face-chain.test.ts fails if an upgrade takes more.
+ */
+export const ADD_WRITTEN_AFTER_STEPS = 8;
+
 /**
  * Adds a follow-on job to `handle` (a handle on `redis`, the connection the handler wrote its side
  * values on: commands on one connection apply in order, so a value is in Redis before its job).
+ * Throws at once for a deferred queue; `added` rejects when Redis refuses the add or the wake-up.
  */
-export async function addFollowOn<F extends AwaitedQueueName>(
+export function addFollowOn<F extends AwaitedQueueName>(
   redis: Redis,
   handle: Queue,
   name: F,
   jobId: string,
   envelope: JobEnvelope<JobContracts[F]['payload']>,
-): Promise<void> {
+): FollowOnAdd {
   const contract = JOB_CONTRACTS[name] as AwaitedJobContract<F, JobContracts[F]['payload']>;
   if (contract.delivery !== 'awaited') throw new Error(`queue "${name}" is deferred: nobody awaits a follow-on there`);
   const added = contract.enqueue(handle, envelope, jobId);
-  // The extra wake-up must reach Redis after the add (a worker woken before the job exists finds
-  // nothing and blocks again, behind the busy one) and before this process blocks in its next model
-  // run. BullMQ writes the add after a few promise steps, all run before any setImmediate callback;
-  // the models' runs are themselves setImmediate callbacks (onnxruntime-node), queued after this one.
-  const woken = new Promise<void>((resolve, reject) => setImmediate(() => wakeIdleWorker(redis, handle).then(resolve, reject)));
-  await Promise.all([added, woken]);
+  // The wake-up must reach Redis after the add (a worker woken before the job exists finds nothing
+  // and blocks again, behind the busy one) and before this process's next poll of its connections:
+  // a stage adds its follow-on in the continuation of a model run (a setImmediate callback of
+  // onnxruntime-node), so a poll phase comes before its next run, and there its own idle worker of
+  // the follow-on's queue, woken by the add, would take the job it cannot run. Written in the same
+  // turn, the wake-up lets another process take it while this one prepares and runs its next model.
+  let woken: Promise<void> | undefined;
+  const written = (async () => {
+    for (let i = 0; i < ADD_WRITTEN_AFTER_STEPS; i++) await undefined;
+    woken = wakeIdleWorker(redis, handle);
+  })();
+  return { written, added: Promise.all([added, written.then(() => woken)]).then(() => {}) };
 }
 
 /**

@@ -15,7 +15,7 @@ import type { Redis } from 'ioredis';
 import type { JobEnvelope } from '../jobs/contract.js';
 import type { AwaitedQueueName, JobContracts, QueueName } from '../jobs/index.js';
 import { msUntil } from './deadline.js';
-import { addFollowOn } from './follow-on.js';
+import { addFollowOn, type FollowOnAdd } from './follow-on.js';
 import { pushReply } from './replies.js';
 import { runnerKey } from './worker-liveness.js';
 
@@ -23,7 +23,7 @@ import { runnerKey } from './worker-liveness.js';
 export const EXPIRED_REASON = 'expired: picked up after its deadline; not run';
 
 /** Adds the next stage of the same request (JobContext.followOn in platform/worker-runtime/run-queue.ts). */
-export type FollowOn = <F extends AwaitedQueueName>(queue: F, jobId: string, payload: JobContracts[F]['payload']) => Promise<void>;
+export type FollowOn = <F extends AwaitedQueueName>(queue: F, jobId: string, payload: JobContracts[F]['payload']) => FollowOnAdd;
 
 /** What the handler of an awaited job is given besides the job. */
 export interface AwaitedCall<Q extends QueueName> {

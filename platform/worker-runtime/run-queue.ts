@@ -216,7 +216,9 @@ function deferredProcessor<Q extends QueueName>(queue: Q, handler: JobHandler<Q>
       job,
       deadlineAt: Number.POSITIVE_INFINITY,
       redis: conns.redis,
-      followOn: () => Promise.reject(new Error('a deferred job has no caller to follow on for')),
+      followOn: () => {
+        throw new Error('a deferred job has no caller to follow on for');
+      },
     });
   };
 }

@@ -82,7 +82,7 @@ export async function livenessHandler(
   // in that order, so the face is in Redis before its job is.
   let handedOn: Promise<unknown> | undefined;
   const onAligned = next
-    ? (aligned: Float32Array) => {
+    ? (aligned: Float32Array): Promise<void> => {
         const th = performance.now();
         const alignedFaceRef = newHandoffRef();
         const put = handoff.put('aligned', handoff.sealer.seal(encodeAlignedFace(aligned), job.resultSalt), deadlineAt, alignedFaceRef);
@@ -92,9 +92,11 @@ export async function livenessHandler(
           resultSalt: next.resultSalt,
           ...(next.searchNext ? { searchNext: next.searchNext } : {}),
         });
-        handedOn = Promise.all([put, added]);
+        handedOn = Promise.all([put, added.added]);
         handedOn.catch(() => {}); // awaited below
         clock?.('handOn', performance.now() - th);
+        // The engine goes on once the job and its wake-up are on the wire (follow-on.ts).
+        return added.written;
       }
     : undefined;
   try {
@@ -147,7 +149,7 @@ export async function embedHandler(
     const th = performance.now();
     const probe = sealSearchEmbedding(handoff.sealer, r.embedding);
     const put = handoff.put('embedding', probe.sealed, next!.deadlineAt, probe.ref.embeddingRef);
-    await Promise.all([put, next!.followOn('search', job.searchNext.jobId, { ...job.searchNext.request, ...probe.ref })]);
+    await Promise.all([put, next!.followOn('search', job.searchNext.jobId, { ...job.searchNext.request, ...probe.ref }).added]);
     clock?.('handOn', performance.now() - th);
   }
   const sealedEmbedding = handoff.sealer.sealEmbedding(r.embedding, job.resultSalt);

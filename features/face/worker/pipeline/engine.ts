@@ -66,10 +66,11 @@ export interface LivenessOptions {
   align?: boolean;
   /**
    * Called with the aligned face (as `aligned` above) as soon as it exists, before the anti-spoof
-   * model runs, and not awaited: the face worker starts handing the face on to an embed job here and
-   * awaits that at the end of its stage (docs/performance.md §4 "Stages that follow on").
+   * model runs: the face worker starts handing the face on to an embed job here and awaits that at
+   * the end of its stage (docs/performance.md §4 "Stages that follow on"). What it returns is awaited
+   * before the anti-spoof model: the hand-off's commands written, not answered.
    */
-  onAligned?: (aligned: Float32Array) => void;
+  onAligned?: (aligned: Float32Array) => void | Promise<void>;
   /** Assess capture quality (quality.ts); on unless false (the benchmark measures without). */
   quality?: boolean;
   clock?: StepClock;
@@ -269,7 +270,7 @@ export class FaceEngine {
             // The same points `embed` would parse: the rounded landmarks5 of the result.
             aligned = alignFace(img, parseLandmarks5(f.landmarks5)).rgb;
             clock?.('align', performance.now() - ta);
-            opts.onAligned?.(aligned);
+            await opts.onAligned?.(aligned);
           }
         : undefined;
     const { face, livenessScore, points68 } = await this.describe(img, chosen, clock, align);
