@@ -16,6 +16,10 @@ import { createApiClient, multipart } from '../console/src/api/client.js';
 import { STEP_MS } from '../console/src/consumer/liveness-timing.js';
 import { CSP_RECORDER, cspViolations, launchChromium, mkdtemp, PHONE, screenshots, seriousViolations, stillsToY4m } from './helpers/browser.js';
 import { ROOT, startHarness, type Harness } from './helpers/harness.js';
+import { closeDeps, createDeps } from '../processes/web/deps.js';
+import { startWebProcess } from '../processes/web.js';
+import { createLogger } from '../platform/logger.js';
+import { freePort } from '../scripts/lib/private-services.js';
 
 const PHONE_NUMBER = '+2348035556677';
 const faces = (rel: string) => path.join(ROOT, 'test', 'fixtures', 'faces', rel);
@@ -38,25 +42,36 @@ async function filmFollowing(plan: string[]): Promise<void> {
   await stillsToY4m(camera, stills, FPS);
 }
 
-test.before(async () => {
-  h = await startHarness({ face: true, search: 1 });
+/** Enrols a registry person with `photo` (a fixture face); their NIN. */
+async function enrol(firstName: string, photo: string): Promise<string> {
   const api = createApiClient(h.url, () => '');
   const enrolled = await api.POST(
     '/api/enroll',
     multipart(
       {
-        firstName: 'George',
+        firstName,
         lastName: 'Bush',
         dateOfBirth: '1946-07-06',
         gender: 'male',
         issue: 'both',
-        photo: new Blob([new Uint8Array(readFileSync(faces('lfw/Bush_1.png')))], { type: 'image/png' }),
+        photo: new Blob([new Uint8Array(readFileSync(faces(photo)))], { type: 'image/png' }),
       },
-      'Bush_1.png',
+      path.basename(photo),
     ),
   );
   if (!enrolled.data) throw new Error(`enrol: ${JSON.stringify(enrolled.error)}`);
-  nin = enrolled.data.person.nin!;
+  return enrolled.data.person.nin!;
+}
+
+/** The text of the element with `testid`, or '' when there is none (at once: no waiting for it). */
+async function textOf(page: Page, testid: string): Promise<string> {
+  const el = page.getByTestId(testid);
+  return (await el.count()) ? ((await el.first().textContent()) ?? '') : '';
+}
+
+test.before(async () => {
+  h = await startHarness({ face: true, search: 1 });
+  nin = await enrol('George', 'lfw/Bush_1.png');
   camera = path.join(mkdtemp(), 'challenge.y4m');
   await filmFollowing(['center', 'center', 'center']);
   browser = await launchChromium(camera);
@@ -124,7 +139,12 @@ test.serial('consumer: the liveness challenge shows each step with an arrow and 
     await page.locator(`[data-testid=liveness-step][data-step=${second}]`).waitFor();
     const arrows: Record<string, string> = { turn_left: '←', turn_right: '→', look_up: '↑' };
     t.true(((await step.textContent()) ?? '').includes(arrows[second]!));
-    // The page is already at the phone's width: the picture does not disturb the capture.
+    // The page is already at the phone's width: the picture does not disturb the capture. Once the
+    // preview plays (a picture taken before its first frame is painted shows a black box).
+    await page.waitForFunction(() => {
+      const v = document.querySelector('video');
+      return !!v && v.readyState >= 2 && v.currentTime > 0.3;
+    });
     await screenshots(page, 'consumer-liveness-step', ['phone']);
   }
 });
@@ -135,28 +155,52 @@ test.serial('consumer: the frames pass, and the session links the NIN through ve
   if (!page) return t.fail('the challenge step did not run');
   // A passed session goes straight to verify-face (the challenge gives way to its answer): a match, then the link.
   await page.getByTestId('face-match').or(page.getByTestId('link-error')).or(page.getByTestId('liveness-failed')).waitFor({ timeout: 240_000 });
-  t.is(
-    await page.getByTestId('liveness-failed').count(),
-    0,
-    `liveness: ${await page
-      .getByTestId('liveness-failed')
-      .textContent()
-      .catch(() => '')}`,
-  );
-  t.is(
-    await page.getByTestId('link-error').count(),
-    0,
-    `verify-face: ${await page
-      .getByTestId('link-error')
-      .textContent()
-      .catch(() => '')}`,
-  );
+  t.is(await page.getByTestId('liveness-failed').count(), 0, `liveness: ${await textOf(page, 'liveness-failed')}`);
+  t.is(await page.getByTestId('link-error').count(), 0, `verify-face: ${await textOf(page, 'link-error')}`);
   await page.getByRole('button', { name: 'Link NIN' }).click();
   await page.getByTestId('linked').waitFor();
   t.deepEqual(await cspViolations(page), []);
   // The frames are gone from the page once sent.
   t.is(await page.locator('video').count(), 0);
   await flow.context?.close();
+});
+
+test.serial('consumer, under LIVENESS_MODE=challenge: a single photo is refused, and only the liveness check is offered after', async (t) => {
+  t.timeout(300_000);
+  // A web process of the same deployment with the challenge policy; the console comes from it too.
+  const config = h.configFor({ PORT: String(await freePort()), LIVENESS_MODE: 'challenge' });
+  const deps = createDeps(config, { logger: createLogger({ level: 'silent' }) });
+  const web = await startWebProcess(deps, { port: config.http.port, poller: false });
+  const context = await browser.newContext({ viewport: PHONE, baseURL: web.web.url, locale: 'en-GB', reducedMotion: 'reduce' });
+  try {
+    const otherNin = await enrol('Georgina', 'lfw/Bush_3.png');
+    const phone = '+2348035556678';
+    const page = await context.newPage();
+    page.setDefaultTimeout(120_000);
+    await page.goto('/console/#/consumer');
+    await page.getByLabel('Phone number').fill(phone);
+    await page.getByRole('button', { name: 'Send me a code' }).click();
+    await page.getByLabel('6-digit code').waitFor();
+    await page.getByLabel('6-digit code').fill(codeFor(phone));
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Link your NIN' }).click();
+    await page.getByLabel('Your 11-digit NIN').fill(otherNin);
+    await page.getByRole('button', { name: 'Check number' }).click();
+    // The liveness check first; the photo only on request, and the server refuses it under this policy.
+    await page.getByRole('button', { name: 'Start the liveness check' }).waitFor();
+    await page.getByRole('button', { name: 'Use a single photo instead' }).click();
+    await page.locator('input[type=file]').setInputFiles(faces('lfw/Bush_3.png'));
+    await page.getByRole('button', { name: 'Compare my face' }).click();
+    await page.getByTestId('link-error').getByText('Please take the liveness check instead of a single photo.').waitFor();
+    await page.getByRole('button', { name: 'Start the liveness check' }).waitFor();
+    t.is(await page.getByRole('button', { name: 'Use a single photo instead' }).count(), 0, 'the refused way is not offered again');
+    t.is(await page.locator('input[type=file]').count(), 0);
+    t.deepEqual(await seriousViolations(page), []);
+  } finally {
+    await context.close();
+    await web.close();
+    await closeDeps(deps);
+  }
 });
 
 test.serial('the steps in the five languages: every step has its line', async (t) => {

@@ -1,4 +1,5 @@
 /** The consumer console (phone-sized first): sign in, link NIN/BVN with a live selfie, history, settings, changes, deletion. */
+import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import type { ApiError } from '../api/client.js';
 import { createApiClient, multipart } from '../api/client.js';
@@ -52,6 +53,38 @@ function Advice(props: { t: Translate; issues: readonly string[] | null }) {
   };
   return <QualityAdvice issues={props.issues} advice={advice} heading={t('qualityHeading')} />;
 }
+
+/**
+ * The ways a consumer proves it is them, one shown at a time: the liveness check first (it shows a
+ * live person, not a photo of one), a single photo on request where the policy allows it. Under
+ * LIVENESS_MODE=challenge the server answers a photo with `liveness_session_required`
+ * (`photoRefused`), and the photo way goes away.
+ */
+function ProofWays(props: { t: Translate; photoRefused: boolean; liveness: ComponentChildren; photo: ComponentChildren }) {
+  const { t } = props;
+  const [photo, setPhoto] = useState(false);
+  if (photo && !props.photoRefused)
+    return (
+      <>
+        {props.photo}
+        <button type="button" class="link" onClick={() => setPhoto(false)}>
+          {t('useLivenessInstead')}
+        </button>
+      </>
+    );
+  return (
+    <>
+      {props.liveness}
+      {!props.photoRefused && (
+        <button type="button" class="link" onClick={() => setPhoto(true)}>
+          {t('usePhotoInstead')}
+        </button>
+      )}
+    </>
+  );
+}
+
+const photoRefusedBy = (e: ApiError | undefined) => e?.error === 'liveness_session_required';
 
 /** The advisory quality issues of a face answer: a 200 body or a 422 error envelope (null without a face). */
 const issuesOf = (answer: { quality?: { issues: readonly string[] } | null } | undefined) => answer?.quality?.issues ?? null;
@@ -279,6 +312,7 @@ function Link(props: { t: Translate; session: Session; registry: Registry; done:
   const [image, setImage] = useState<Blob | null>(null);
   const [captureKey, setCaptureKey] = useState(0);
   const [linkToken, setLinkToken] = useState<string | null>(null);
+  const [photoRefused, setPhotoRefused] = useState(false);
   const [linked, setLinked] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [issues, setIssues] = useState<readonly string[] | null>(null);
@@ -319,6 +353,7 @@ function Link(props: { t: Translate; session: Session; registry: Registry; done:
     setBusy(false);
     // Advisory: the outcome is said as before; the advice says what to change in the photo.
     setIssues(issuesOf(data ?? (err as ApiError | undefined)));
+    if (photoRefusedBy(err as ApiError | undefined)) setPhotoRefused(true);
     if (!data) return setError(explain(t, err as ApiError));
     setLinkToken(data.linkToken);
   };
@@ -377,19 +412,29 @@ function Link(props: { t: Translate; session: Session; registry: Registry; done:
                 <strong>{t('matchedName', { name: validation.name })}</strong>
               </p>
               <p>{t('matchedNameHint')}</p>
-              <Capture key={captureKey} id={registry} texts={captureTexts(t)} onChange={setImage} />
-              <div class="row">
-                <button type="button" disabled={!image || busy} aria-busy={busy} onClick={() => void verify('photo')}>
-                  {t('verifyFace')}
+              <ProofWays
+                t={t}
+                photoRefused={photoRefused}
+                liveness={
+                  <>
+                    <h2>{t('verifyWithLiveness')}</h2>
+                    <LivenessCheck t={t} api={api} id={registry} onPassed={(livenessSessionId) => void verify({ livenessSessionId })} />
+                  </>
+                }
+                photo={
+                  <>
+                    <Capture key={captureKey} id={registry} texts={captureTexts(t)} onChange={setImage} />
+                    <button type="button" disabled={!image || busy} aria-busy={busy} onClick={() => void verify('photo')}>
+                      {t('verifyFace')}
+                    </button>
+                  </>
+                }
+              />
+              {registry === 'bvn' && (
+                <button type="button" class="secondary" disabled={busy} onClick={() => void verify('reuse')}>
+                  {t('reuse')}
                 </button>
-                {registry === 'bvn' && (
-                  <button type="button" class="secondary" disabled={busy} onClick={() => void verify('reuse')}>
-                    {t('reuse')}
-                  </button>
-                )}
-              </div>
-              <h2>{t('verifyWithLiveness')}</h2>
-              <LivenessCheck t={t} api={api} id={registry} onPassed={(livenessSessionId) => void verify({ livenessSessionId })} />
+              )}
             </article>
           )}
           {linkToken && (
@@ -590,6 +635,7 @@ function SelfService(props: { t: Translate; session: Session; userId: string; ba
   const [image, setImage] = useState<Blob | null>(null);
   const [captureKey, setCaptureKey] = useState(0);
   const [proof, setProof] = useState<string | null>(null);
+  const [photoRefused, setPhotoRefused] = useState(false);
   const [phone, setPhone] = useState('');
   const [bank, setBank] = useState('');
   const [confirming, setConfirming] = useState(false);
@@ -608,6 +654,7 @@ function SelfService(props: { t: Translate; session: Session; userId: string; ba
     setCaptureKey((k) => k + 1);
     setBusy(false);
     setIssues(issuesOf(data ?? (error as ApiError | undefined)));
+    if (photoRefusedBy(error as ApiError | undefined)) setPhotoRefused(true);
     if (data?.proofToken) return setProof(data.proofToken);
     setNote({ kind: 'warn', text: explain(t, data ?? (error as ApiError)) });
   };
@@ -639,12 +686,24 @@ function SelfService(props: { t: Translate; session: Session; userId: string; ba
       {!proof ? (
         <article>
           <p>{t('selfIntro')}</p>
-          <Capture key={captureKey} id="self" texts={captureTexts(t)} onChange={setImage} />
-          <button type="button" disabled={!image || busy} aria-busy={busy} onClick={() => void verify()}>
-            {t('verifySelf')}
-          </button>
-          <h2>{t('verifyWithLiveness')}</h2>
-          <LivenessCheck t={t} api={api} id="self" onPassed={(id) => void verify(id)} />
+          <ProofWays
+            t={t}
+            photoRefused={photoRefused}
+            liveness={
+              <>
+                <h2>{t('verifyWithLiveness')}</h2>
+                <LivenessCheck t={t} api={api} id="self" onPassed={(id) => void verify(id)} />
+              </>
+            }
+            photo={
+              <>
+                <Capture key={captureKey} id="self" texts={captureTexts(t)} onChange={setImage} />
+                <button type="button" disabled={!image || busy} aria-busy={busy} onClick={() => void verify()}>
+                  {t('verifySelf')}
+                </button>
+              </>
+            }
+          />
         </article>
       ) : (
         <article>
