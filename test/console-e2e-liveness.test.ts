@@ -133,6 +133,7 @@ test.serial('consumer: the liveness challenge shows each step with an arrow and 
   await step.waitFor();
   t.is(await step.getAttribute('data-step'), 'center');
   t.regex((await step.textContent()) ?? '', /●.*Step 1 of \d: Look straight at the camera/);
+  t.is(await page.getByRole('button', { name: 'Use a single photo instead' }).count(), 0, 'no other way offered while the check runs');
   t.deepEqual(await seriousViolations(page), []);
   const second = flow.drawn[1];
   if (second) {

@@ -1,6 +1,6 @@
 /** The consumer console (phone-sized first): sign in, link NIN/BVN with a live selfie, history, settings, changes, deletion. */
 import type { ComponentChildren } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useState } from 'preact/hooks';
 import type { ApiError } from '../api/client.js';
 import { createApiClient, multipart } from '../api/client.js';
 import { LANGUAGES, translator, type Language, type MessageKey, type Translate } from '../i18n/index.js';
@@ -60,9 +60,16 @@ function Advice(props: { t: Translate; issues: readonly string[] | null }) {
  * LIVENESS_MODE=challenge the server answers a photo with `liveness_session_required`
  * (`photoRefused`), and the photo way goes away.
  */
-function ProofWays(props: { t: Translate; photoRefused: boolean; liveness: ComponentChildren; photo: ComponentChildren }) {
+function ProofWays(props: {
+  t: Translate;
+  photoRefused: boolean;
+  /** The liveness check; `onBusy` hides the other way while a check runs (LivenessCheck's `onBusy`). */
+  liveness: (onBusy: (busy: boolean) => void) => ComponentChildren;
+  photo: ComponentChildren;
+}) {
   const { t } = props;
   const [photo, setPhoto] = useState(false);
+  const [checking, setChecking] = useState(false);
   if (photo && !props.photoRefused)
     return (
       <>
@@ -74,8 +81,8 @@ function ProofWays(props: { t: Translate; photoRefused: boolean; liveness: Compo
     );
   return (
     <>
-      {props.liveness}
-      {!props.photoRefused && (
+      {props.liveness(setChecking)}
+      {!props.photoRefused && !checking && (
         <button type="button" class="link" onClick={() => setPhoto(true)}>
           {t('usePhotoInstead')}
         </button>
@@ -109,7 +116,9 @@ export function ConsumerConsole() {
   const [view, setView] = useState<View>('home');
   const [ended, setEnded] = useState<string | null>(null);
 
-  useEffect(() => {
+  // Before the browser paints the page in the new language (a layout effect, not an effect that runs
+  // after paint): screen readers and the browser's hyphenation read the words in the language it names.
+  useLayoutEffect(() => {
     document.documentElement.lang = LANGUAGES[lang].htmlLang;
   }, [lang]);
 
@@ -415,12 +424,12 @@ function Link(props: { t: Translate; session: Session; registry: Registry; done:
               <ProofWays
                 t={t}
                 photoRefused={photoRefused}
-                liveness={
+                liveness={(onBusy) => (
                   <>
                     <h2>{t('verifyWithLiveness')}</h2>
-                    <LivenessCheck t={t} api={api} id={registry} onPassed={(livenessSessionId) => void verify({ livenessSessionId })} />
+                    <LivenessCheck t={t} api={api} id={registry} onBusy={onBusy} onPassed={(livenessSessionId) => void verify({ livenessSessionId })} />
                   </>
-                }
+                )}
                 photo={
                   <>
                     <Capture key={captureKey} id={registry} texts={captureTexts(t)} onChange={setImage} />
@@ -689,12 +698,12 @@ function SelfService(props: { t: Translate; session: Session; userId: string; ba
           <ProofWays
             t={t}
             photoRefused={photoRefused}
-            liveness={
+            liveness={(onBusy) => (
               <>
                 <h2>{t('verifyWithLiveness')}</h2>
-                <LivenessCheck t={t} api={api} id="self" onPassed={(id) => void verify(id)} />
+                <LivenessCheck t={t} api={api} id="self" onBusy={onBusy} onPassed={(id) => void verify(id)} />
               </>
-            }
+            )}
             photo={
               <>
                 <Capture key={captureKey} id="self" texts={captureTexts(t)} onChange={setImage} />

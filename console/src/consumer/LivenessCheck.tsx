@@ -21,7 +21,14 @@ const ARROW: Record<Step, string> = { center: '●', turn_left: '←', turn_righ
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export function LivenessCheck(props: { t: Translate; api: Api; id: string; onPassed: (sessionId: string) => void }) {
+export function LivenessCheck(props: {
+  t: Translate;
+  api: Api;
+  id: string;
+  onPassed: (sessionId: string) => void;
+  /** Told when a check starts (camera on, then sending) and when it ends, passed or failed. */
+  onBusy?: (busy: boolean) => void;
+}) {
   const { t, api } = props;
   const video = useRef<HTMLVideoElement>(null);
   const [stream, setStream] = useState<MediaStream | null>(null);
@@ -30,6 +37,8 @@ export function LivenessCheck(props: { t: Translate; api: Api; id: string; onPas
   const [phase, setPhase] = useState<'idle' | 'running' | 'sending' | 'passed' | 'failed'>('idle');
   const [failure, setFailure] = useState<string | null>(null);
 
+  const { onBusy } = props;
+  useEffect(() => onBusy?.(phase === 'running' || phase === 'sending'), [phase, onBusy]);
   const stop = (s: MediaStream | null) => s?.getTracks().forEach((tr) => tr.stop());
   useEffect(() => () => stop(stream), [stream]);
   useEffect(() => {
