@@ -111,3 +111,35 @@ test('every wing has a README', (t) => {
     [],
   );
 });
+
+/**
+ * A wing's README says what it uses in one paragraph, "Uses: `a`, `b` ..." or "Uses the floor only";
+ * the wings named there (up to "Public entry") are exactly the wings its code imports.
+ */
+function wingsNamedInUses(readme: string, wings: Set<string>): string[] | null {
+  const paragraph = /^Uses[\s\S]*?(?=\n\s*\n|(?![\s\S]))/m.exec(readme)?.[0];
+  if (!paragraph) return null;
+  const declared = paragraph.split(/Public entry/)[0]!;
+  return [...new Set([...declared.matchAll(/`([a-z-]+)`/g)].map((m) => m[1]!).filter((name) => wings.has(name)))].sort();
+}
+
+test("each wing's README names, in its Uses paragraph, exactly the wings its code imports", (t) => {
+  const wings = new Set(readdirSync(path.join(ROOT, 'features')).filter((w) => statSync(path.join(ROOT, 'features', w)).isDirectory()));
+  const imported = new Map<string, Set<string>>([...wings].map((w) => [w, new Set<string>()]));
+  for (const [from, targets] of importGraph()) {
+    const a = wingOf(from);
+    if (!a) continue;
+    for (const to of targets) {
+      const b = wingOf(to);
+      if (b && b !== a) imported.get(a)!.add(b);
+    }
+  }
+  const wrong: string[] = [];
+  for (const wing of wings) {
+    const named = wingsNamedInUses(readFileSync(path.join(ROOT, 'features', wing, 'README.md'), 'utf8'), wings);
+    const actual = [...imported.get(wing)!].sort();
+    if (named === null) wrong.push(`${wing}: no "Uses" paragraph (imports: ${actual.join(', ') || 'none'})`);
+    else if (named.join() !== actual.join()) wrong.push(`${wing}: README names [${named.join(', ')}], code imports [${actual.join(', ')}]`);
+  }
+  t.deepEqual(wrong, []);
+});
