@@ -101,7 +101,7 @@ export default function livenessRoutes({ config, liveness }: { config: Config; l
                 maxLength: 400,
                 pattern: '^\\[\\s*(\\d{1,16}(\\.\\d+)?\\s*,\\s*)*\\d{1,16}(\\.\\d+)?\\s*\\]$',
                 description:
-                  "The client's capture time of each frame, in order, as a JSON array of milliseconds on the client's own clock (e.g. `Date.now()` at each capture; only differences are used): one per frame. A claim: the server checks it against what it saw itself and fails the session with `implausible_timing` when it contradicts that",
+                  "The client's capture time of each pose frame (`frames`, not `lightFrames`), in order, as a JSON array of milliseconds on the client's own clock (e.g. `Date.now()` at each capture; only differences are used): one per pose frame. A claim: the server checks it against what it saw itself and fails the session with `implausible_timing` when it contradicts that",
               }),
             ),
           },

@@ -5319,7 +5319,7 @@ export interface operations {
         requestBody: {
             content: {
                 "multipart/form-data": {
-                    /** @description The client's capture time of each frame, in order, as a JSON array of milliseconds on the client's own clock (e.g. `Date.now()` at each capture; only differences are used): one per frame. A claim: the server checks it against what it saw itself and fails the session with `implausible_timing` when it contradicts that */
+                    /** @description The client's capture time of each pose frame (`frames`, not `lightFrames`), in order, as a JSON array of milliseconds on the client's own clock (e.g. `Date.now()` at each capture; only differences are used): one per pose frame. A claim: the server checks it against what it saw itself and fails the session with `implausible_timing` when it contradicts that */
                     capturedAt?: string;
                     /** @description One frame per part, in capture order */
                     frames: string[];
