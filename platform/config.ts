@@ -445,9 +445,11 @@ export const SETTINGS = {
       env: 'LIVENESS_LIGHT_HOLD_MS',
       kind: 'int',
       default: 450,
-      min: 100,
+      // Never more than three colour changes a second: WCAG 2.3.1's flash threshold (a person with
+      // photosensitive epilepsy may take the check).
+      min: 334,
       max: 5000,
-      doc: "How long the client shows each colour of a session's light sequence (`lightHoldMs` of the session): long enough for the camera's exposure to settle under it before the frame is taken. Not judged by the server beyond LIVENESS_MIN_STEP_MS.",
+      doc: "How long the client shows each colour of a session's light sequence (`lightHoldMs` of the session): long enough for the camera's exposure to settle under it before the frame is taken. At least 334: never more than three colour changes a second (WCAG 2.3.1, three flashes). Not judged by the server beyond LIVENESS_MIN_STEP_MS.",
     }),
     minStepMs: s({
       env: 'LIVENESS_MIN_STEP_MS',
