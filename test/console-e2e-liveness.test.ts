@@ -18,7 +18,7 @@ import { createApiClient, multipart } from '../console/src/api/client.js';
 import { STEP_MS } from '../console/src/consumer/liveness-timing.js';
 import { CSP_RECORDER, cspViolations, launchChromium, mkdtemp, PHONE, SCREENSHOT_DIR, screenshots, seriousViolations, stillsToY4m } from './helpers/browser.js';
 import { ROOT, startHarness, type Harness } from './helpers/harness.js';
-import { faceBox } from './helpers/screen-light.js';
+import { faceBox, SCREEN_K } from './helpers/screen-light.js';
 import { closeDeps, createDeps } from '../processes/web/deps.js';
 import { startWebProcess } from '../processes/web.js';
 import { createLogger } from '../platform/logger.js';
@@ -33,16 +33,17 @@ let browser: Browser;
 let camera: string;
 let nin: string;
 /** What the injected camera films: each pose's JPEG (base64) and the centre frame's face box. */
-let film: { poses: Record<string, string>; box: [number, number, number, number] };
+let film: { poses: Record<string, string>; box: [number, number, number, number]; k: number };
 
 /**
  * Runs in the page before its scripts: getUserMedia answers a canvas stream painting the pose the page
  * asks for (`[data-testid=liveness-step]`, the second centre being `center2`) and, while the page shows
  * a light (`[data-testid=liveness-light]`), the centre face lit by that colour as test/helpers/screen-light.ts
  * lights it (scripts/evaluate/light-sim.ts's model: the face's ellipse in linear light × (1 + k·colour),
- * the room a tenth of that; the page cannot import the module, so the model is repeated here).
+ * the room a tenth of that; the page cannot import the module, so the model is repeated here), with a
+ * little sensor noise on every frame (the page's JPEGs of identical pictures would be identical bytes).
  */
-function injectCamera(arg: { poses: Record<string, string>; box: [number, number, number, number] }): void {
+function injectCamera(arg: { poses: Record<string, string>; box: [number, number, number, number]; k: number }): void {
   const W = 360;
   const H = 480;
   const canvas = document.createElement('canvas');
@@ -57,7 +58,7 @@ function injectCamera(arg: { poses: Record<string, string>; box: [number, number
     }),
   );
   // sRGB byte → linear (0..1), and linear quantised to 4096 steps → sRGB byte.
-  const K = 0.2;
+  const K = arg.k;
   const toLinear = Array.from({ length: 256 }, (_, v) => (v / 255 <= 0.04045 ? v / 255 / 12.92 : ((v / 255 + 0.055) / 1.055) ** 2.4));
   const toSrgb = Array.from({ length: 4096 }, (_, i) => {
     const l = i / 4095;
@@ -83,8 +84,8 @@ function injectCamera(arg: { poses: Record<string, string>; box: [number, number
     scale = H / img.height;
     dx = (W - img.width * scale) / 2;
     ctx.drawImage(img, dx, 0, img.width * scale, H);
-    if (!colour) return;
-    const c = [1, 3, 5].map((i) => Number.parseInt(colour.slice(i, i + 2), 16) / 255);
+    // Without a light, no colour added (k 0); sensor noise on every frame either way, as a camera's.
+    const c = colour ? [1, 3, 5].map((i) => Number.parseInt(colour.slice(i, i + 2), 16) / 255) : [0, 0, 0];
     const [bx, by, bw, bh] = arg.box;
     const cx = dx + (bx + bw / 2) * scale;
     const cy = (by + bh / 2) * scale;
@@ -97,7 +98,10 @@ function injectCamera(arg: { poses: Record<string, string>; box: [number, number
         // scripts/evaluate/light-sim.ts `relight`: in linear light, the face × (1 + k·colour), the room a tenth of k.
         const k = ((x - cx) / rx) ** 2 + ((y - cy) / ry) ** 2 <= 1 ? K : K * 0.1;
         const o = (y * W + x) * 4;
-        for (let ch = 0; ch < 3; ch++) d[o + ch] = toSrgb[Math.min(4095, Math.round(toLinear[d[o + ch]!]! * (1 + k * c[ch]!) * 4095))]!;
+        for (let ch = 0; ch < 3; ch++) {
+          const lit = toSrgb[Math.min(4095, Math.round(toLinear[d[o + ch]!]! * (1 + k * c[ch]!) * 4095))]!;
+          d[o + ch] = lit + Math.round((Math.random() - 0.5) * 4);
+        }
       }
     ctx.putImageData(frame, 0, 0);
   };
@@ -154,12 +158,11 @@ async function textOf(page: Page, testid: string): Promise<string> {
 }
 
 test.before(async () => {
-  h = await startHarness({ face: true, search: 1 });
+  // The near-copy check off in this deployment: its camera films the same fixture poses in each flow
+  // (new bytes, the same pixels), which the check rightly refuses; it is tested in test/liveness.test.ts.
+  h = await startHarness({ face: true, search: 1, env: { LIVENESS_NEAR_REPLAY_WINDOW_SECONDS: '0' } });
   nin = await enrol('George', 'lfw/Bush_1.png');
-  const poses = Object.fromEntries(
-    ['center', 'center2', 'turn_left', 'turn_right', 'look_up'].map((p) => [p, readFileSync(faces(`liveness/bush2-${p}.jpg`)).toString('base64')]),
-  );
-  film = { poses, box: (await faceBox(h.deps.face, readFileSync(faces('liveness/bush2-center.jpg')))).box };
+  film = await filmOf('bush2', SCREEN_K);
   camera = path.join(mkdtemp(), 'challenge.y4m');
   await filmFollowing(['center', 'center', 'center']);
   browser = await launchChromium(camera);
@@ -178,6 +181,36 @@ function codeFor(phone: string): string {
   return lines.filter((l) => l.to === phone).pop()!.code;
 }
 
+/**
+ * What the injected camera films of the person whose synthesised poses are `stem`'s; `k`: the
+ * screen-to-room light ratio at the face (test/helpers/screen-light.ts SCREEN_K; 0: the screen lights
+ * nothing).
+ */
+async function filmOf(stem: string, k: number): Promise<typeof film> {
+  const poses = Object.fromEntries(
+    ['center', 'center2', 'turn_left', 'turn_right', 'look_up'].map((p) => [p, readFileSync(faces(`liveness/${stem}-${p}.jpg`)).toString('base64')]),
+  );
+  return { poses, box: (await faceBox(h.deps.face, readFileSync(faces(`liveness/${stem}-center.jpg`)))).box, k };
+}
+
+/** The init script installing the camera (as source text: the test's transpiler names functions with a helper, `__name`, the page has not). */
+const cameraScript = (arg: typeof film) => ({ content: `var __name = (f) => f; (${injectCamera.toString()})(${JSON.stringify(arg)});` });
+
+/** Signs `phone` in on the consumer page and validates `nin`, up to the offer of the liveness check. */
+async function signInAndValidate(page: Page, phone: string, nin: string): Promise<void> {
+  await page.goto('/console/#/consumer');
+  await page.getByLabel('Phone number').fill(phone);
+  await page.getByRole('button', { name: 'Send me a code' }).click();
+  await page.getByLabel('6-digit code').waitFor();
+  await page.getByLabel('6-digit code').fill(codeFor(phone));
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Your identity' }).waitFor();
+  await page.getByRole('button', { name: 'Link your NIN' }).click();
+  await page.getByLabel('Your 11-digit NIN').fill(nin);
+  await page.getByRole('button', { name: 'Check number' }).click();
+  await page.getByRole('button', { name: 'Start the liveness check' }).waitFor();
+}
+
 // One flow in serial steps, each well within ava's inactivity timeout on a busy machine.
 const flow: { page?: Page; context?: BrowserContext; drawn: string[]; lights: string[] } = { drawn: [], lights: [] };
 
@@ -186,7 +219,7 @@ test.serial('consumer: signs in, validates the NIN', async (t) => {
   const context = await browser.newContext({ viewport: PHONE, baseURL: h.url, locale: 'en-GB', reducedMotion: 'reduce' });
   await context.addInitScript(CSP_RECORDER);
   // As source text: the test's transpiler names functions with a helper (`__name`) the page has not.
-  await context.addInitScript({ content: `var __name = (f) => f; (${injectCamera.toString()})(${JSON.stringify(film)});` });
+  await context.addInitScript(cameraScript(film));
   const page = await context.newPage();
   page.setDefaultTimeout(120_000);
   Object.assign(flow, { page, context });
@@ -259,6 +292,25 @@ test.serial('consumer: the frames pass, and the session links the NIN through ve
   // The frames are gone from the page once sent.
   t.is(await page.locator('video').count(), 0);
   await flow.context?.close();
+});
+
+test.serial('consumer: a face the screen does not light (light_not_followed) is told what to do', async (t) => {
+  t.timeout(300_000);
+  // The same person and moves, but a camera whose face the screen's colours never reach.
+  const context = await browser.newContext({ viewport: PHONE, baseURL: h.url, locale: 'en-GB', reducedMotion: 'reduce' });
+  await context.addInitScript(cameraScript(await filmOf('bush2', 0)));
+  try {
+    const page = await context.newPage();
+    page.setDefaultTimeout(120_000);
+    await signInAndValidate(page, '+2348035556679', await enrol('Georgette', 'lfw/Bush_2.png'));
+    await page.getByRole('button', { name: 'Start the liveness check' }).click();
+    const failed = page.getByTestId('liveness-failed');
+    await failed.waitFor({ timeout: 240_000 });
+    t.regex((await failed.textContent()) ?? '', /screen brightness up.*behind you.*closer to the screen/);
+    t.is(await page.getByTestId('face-match').count(), 0);
+  } finally {
+    await context.close();
+  }
 });
 
 test.serial('consumer, under LIVENESS_MODE=challenge: a single photo is refused, and only the liveness check is offered after', async (t) => {
