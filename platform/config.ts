@@ -385,9 +385,9 @@ export const SETTINGS = {
     mode: s({
       env: 'LIVENESS_MODE',
       kind: 'string',
-      default: 'passive',
+      default: (c: Parsed) => (c.runtime?.nodeEnv === 'production' ? 'challenge' : 'passive'),
       enum: ['passive', 'challenge'] as const,
-      doc: '`passive`: verify-face and `/verify/self` accept a single capture (the passive model decides) or a passed liveness session; `challenge`: they require a passed session (`livenessSessionId`), and a plain capture is 422 `liveness_session_required` before any decode, without a SearchLog row.',
+      doc: '`passive`: verify-face and `/verify/self` accept a single capture (the passive model decides) or a passed liveness session; `challenge`: they require a passed session (`livenessSessionId`), and a plain capture is 422 `liveness_session_required` before any decode, without a SearchLog row. Default: `challenge` in production (a single capture proves no presence: a photo of a photo passes a passive model often enough), `passive` elsewhere; `passive` in production only when set, and then warned about at every start. The mode in force is the metric `faceid_liveness_mode{mode}`.',
     }),
     sessionTtlSeconds: s({
       env: 'LIVENESS_SESSION_TTL_SECONDS',
@@ -430,9 +430,26 @@ export const SETTINGS = {
     nearReplayWindowSeconds: s({
       env: 'LIVENESS_NEAR_REPLAY_WINDOW_SECONDS',
       kind: 'int',
-      default: 0,
+      default: 30 * 86_400,
       min: 0,
-      doc: "0 (default): off. Otherwise how long a keyed sketch of every frame's face is remembered (features/liveness/frame-sketch.ts): a session whose every frame is a near copy (re-encoded, noised, re-lit: new bytes, the same pixels) of a frame of one earlier session fails with `replayed_frames`. Off by default because a client that sends the same pictures again with new bytes (a test harness re-using its photos) is refused by it; 604800 (7 days) where the clients are cameras. Keyed digests of bands of the sketch only, never the frames; about 3 KB of Redis per frame for the window.",
+      doc: "How long a keyed sketch of every frame's face is remembered (features/liveness/frame-sketch.ts): a session with one frame (pose or light) that is a near copy (re-encoded, rescaled, recropped by a few pixels, noised: new bytes, the same pixels) of a frame of an earlier session, any principal's, within this window fails with `replayed_frames`. 0 turns the check off (a client that sends the same pictures again with new bytes, such as a test harness re-using its photos, needs that; a camera never does). Keyed digests of bands of the sketch only, never the frames; about 3 KB of Redis per frame for the window.",
+    }),
+    light: s({
+      env: 'LIVENESS_LIGHT',
+      kind: 'string',
+      default: 'required',
+      enum: ['required', 'off'] as const,
+      doc: '`required`: every liveness session draws a screen-light sequence (`lights`, 6 to 8 colours) and its frames call must bring one `lightFrames` part per colour, each captured while the screen shows it, whose face colour follows the sequence (`light_not_followed` otherwise): a recording or a warped photo made before the session cannot. `off`: sessions carry no `lights` nor `lightHoldMs` and the frames call takes no `lightFrames` (clients that cannot light the face).',
+    }),
+    lightHoldMs: s({
+      env: 'LIVENESS_LIGHT_HOLD_MS',
+      kind: 'int',
+      default: 450,
+      // Never more than three colour changes a second: WCAG 2.3.1's flash threshold (a person with
+      // photosensitive epilepsy may take the check).
+      min: 334,
+      max: 5000,
+      doc: "How long the client shows each colour of a session's light sequence (`lightHoldMs` of the session): long enough for the camera's exposure to settle under it before the frame is taken. At least 334: never more than three colour changes a second (WCAG 2.3.1, three flashes). Not judged by the server beyond LIVENESS_MIN_STEP_MS.",
     }),
     minStepMs: s({
       env: 'LIVENESS_MIN_STEP_MS',

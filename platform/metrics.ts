@@ -21,6 +21,7 @@ export class Metrics {
   private readonly dedupeCasesOpened: client.Counter<'kind'>;
   private readonly dedupeDecisions: client.Counter<'status'>;
   private readonly operatorLocks: client.Counter<'role' | 'kind'>;
+  private readonly livenessModeGauge: client.Gauge<'mode'>;
 
   constructor() {
     client.collectDefaultMetrics({ register: this.registry });
@@ -97,12 +98,23 @@ export class Metrics {
       registers: [this.registry],
     });
     for (const role of ['operator', 'administrator']) for (const kind of ['lapsing', 'until_reset']) this.operatorLocks.inc({ role, kind }, 0);
+    this.livenessModeGauge = new client.Gauge({
+      name: 'faceid_liveness_mode',
+      help: 'The LIVENESS_MODE in force (1) and the other (0): passive accepts a single capture, challenge requires a liveness session',
+      labelNames: ['mode'],
+      registers: [this.registry],
+    });
     this.queueWorkers = new client.Gauge({
       name: 'face_queue_workers',
       help: 'Workers connected to each face/search queue, as last sampled by the fail-fast admission check',
       labelNames: ['queue'],
       registers: [this.registry],
     });
+  }
+
+  /** The LIVENESS_MODE in force: 1 for it, 0 for the other (an alert reads `faceid_liveness_mode{mode="passive"} == 1` in production). */
+  livenessMode(mode: 'passive' | 'challenge'): void {
+    for (const m of ['passive', 'challenge'] as const) this.livenessModeGauge.set({ mode: m }, m === mode ? 1 : 0);
   }
 
   /** One webhook delivery attempt ended: succeeded, retry (failed, another attempt follows) or failed (the last). */

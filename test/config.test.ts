@@ -174,3 +174,17 @@ test('the start-up view of the config hides secrets, URL passwords and URL query
   for (const leak of ['s3cret', 'k3y', 'admin-pass-123']) t.false(text.includes(leak), leak);
   t.regex(String(view.SMS_WEBHOOK_URL), /^https:\/\/sms\.example\/send/);
 });
+
+test('liveness (SPEC 14.1): the light sequence required, its hold within the flash limit, near copies on, passive only outside production by default', (t) => {
+  const c = loadConfig({ NODE_ENV: 'development' });
+  t.is(c.liveness.light, 'required');
+  t.is(c.liveness.lightHoldMs, 450);
+  t.is(c.liveness.nearReplayWindowSeconds, 2_592_000);
+  t.is(c.liveness.mode, 'passive');
+  t.is(loadConfig({ NODE_ENV: 'development', LIVENESS_LIGHT: 'off' }).liveness.light, 'off');
+  t.throws(() => loadConfig({ NODE_ENV: 'development', LIVENESS_LIGHT: 'sometimes' }), { instanceOf: ConfigError });
+  // More than three colour changes a second would cross WCAG 2.3.1's flash threshold.
+  const fast = t.throws(() => loadConfig({ NODE_ENV: 'development', LIVENESS_LIGHT_HOLD_MS: '200' }), { instanceOf: ConfigError });
+  t.regex((fast as ConfigError).problems.join('\n'), /LIVENESS_LIGHT_HOLD_MS/);
+  t.is(loadConfig({ NODE_ENV: 'development', LIVENESS_NEAR_REPLAY_WINDOW_SECONDS: '0' }).liveness.nearReplayWindowSeconds, 0);
+});

@@ -1,19 +1,29 @@
 /**
- * Liveness sessions (SPEC 13.1) through HTTP, with the real face and search workers: every reason in
- * its order, once-by-its-owner, the use of a passed session on verify-face and /verify/self, the
- * LIVENESS_MODE policy, the attempts count and the hourly limit.
+ * Liveness sessions (SPEC 13.1, 14.1) through HTTP, with the real face and search workers: every
+ * reason in its order, once-by-its-owner, one frames call at a time, the light sequence, near copies,
+ * the use of a passed session on verify-face and /verify/self, the LIVENESS_MODE policy, the attempts
+ * count and the hourly limit.
  *
  * Frames: test/fixtures/faces/liveness/, head poses synthesised from the fixture photos (how, and what
  * it means: scripts/evaluate/liveness-views.ts). Each test makes its frames' bytes unique (a JPEG
- * comment with a fresh number): the service refuses a frame whose bytes it received before.
+ * comment with a fresh number): the service refuses a frame whose bytes it received before. Light
+ * frames: the session's colours painted on the first frame's face (test/helpers/screen-light.ts, a
+ * synthetic reflection standing for a camera in front of a lit screen).
+ *
+ * The near-copy check (on by default) is off in this file's deployment except on `nearWeb`: these
+ * tests send the same fixture pictures again in session after session, with new bytes — exactly what
+ * the check refuses, and what no camera does. `nearWeb` runs with the production default and holds
+ * the tests about it.
  */
 import test from 'ava';
+import { generateKeyPairSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
 import { createDeps, closeDeps, type AppDeps } from '../processes/web/deps.js';
 import { startWebProcess, type RunningWebProcess } from '../processes/web.js';
 import { createLogger } from '../platform/logger.js';
+import { loadConfig } from '../platform/config.js';
 import { freePort } from '../scripts/lib/private-services.js';
 import { useHarness, ROOT } from './helpers/harness.js';
 import { client, type FormFile } from './helpers/http.js';
@@ -23,10 +33,12 @@ import { LivenessSessionStore } from '../features/liveness/index.js';
 import { keyRingOf } from '../platform/keys/templates.js';
 import { screen } from '../scripts/evaluate/liveness.js';
 import { decodeRgb, encodeJpeg, rng as evalRng } from '../scripts/evaluate/liveness-views.js';
+import { paintLights, type LightPainting } from './helpers/screen-light.js';
 
 const FACES = path.join(ROOT, 'test/fixtures/faces');
 const LIVENESS = path.join(FACES, 'liveness');
 const STEPS = ['center', 'turn_left', 'turn_right', 'look_up'];
+const LIGHT_LIST = ['#FF0000', '#00FF00', '#0000FF', '#FFFF00', '#FF00FF', '#00FFFF', '#FFFFFF'];
 
 interface ExtraWeb {
   url: string;
@@ -41,6 +53,8 @@ let lenientWeb: ExtraWeb;
 let fewWeb: ExtraWeb;
 let slowWeb: ExtraWeb;
 let nearWeb: ExtraWeb;
+let offWeb: ExtraWeb;
+let idleWeb: ExtraWeb;
 /** slowWeb's LIVENESS_MIN_STEP_MS: long enough that no call of this test can answer that soon by accident. */
 const SLOW_STEP_MS = 5000;
 
@@ -55,7 +69,9 @@ async function extraWeb(env: Record<string, string>): Promise<ExtraWeb> {
 
 const h = useHarness(
   test,
-  { face: true, search: 1 },
+  // One test at a time: a session is up to 16 frames of face work (pose and light) on the one face
+  // process, and tests side by side would wait on each other's frames past the face-job budget.
+  { face: true, search: 1, env: { LIVENESS_NEAR_REPLAY_WINDOW_SECONDS: '0', FACE_JOB_TIMEOUT_MS: '60000' } },
   {
     ready: async () => {
       challengeWeb = await extraWeb({ LIVENESS_MODE: 'challenge' });
@@ -66,7 +82,11 @@ const h = useHarness(
       lenientWeb = await extraWeb({ LIVENESS_THRESHOLD: '0' });
       fewWeb = await extraWeb({ LIVENESS_SESSIONS_PER_HOUR: '2' });
       slowWeb = await extraWeb({ LIVENESS_MIN_STEP_MS: String(SLOW_STEP_MS) });
-      nearWeb = await extraWeb({ LIVENESS_NEAR_REPLAY_WINDOW_SECONDS: '3600' });
+      // The production default (this file's deployment turns the check off: see the header).
+      nearWeb = await extraWeb({ LIVENESS_NEAR_REPLAY_WINDOW_SECONDS: String(30 * 86_400) });
+      offWeb = await extraWeb({ LIVENESS_LIGHT: 'off' });
+      // Its own Redis prefix, where no face process listens, and the fail-fast admission on.
+      idleWeb = await extraWeb({ REDIS_PREFIX: `${h.env.REDIS_PREFIX}-idle`, FAIL_FAST: 'true' });
     },
     beforeStop: async () => {
       for (const e of extras) {
@@ -105,14 +125,45 @@ async function following(stem: string, steps: string[], opts: { swap?: Record<st
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-/** When this client saw each session created (after the server did) and how many steps it asks. */
-const created = new Map<string, { at: number; steps: number }>();
+/** When this client saw each session created (after the server did), how many steps it asks, its lights. */
+const created = new Map<string, { at: number; steps: number; lights?: string[] }>();
 
 async function createSession(token: string, base?: string) {
   const r = await api(base).post('/liveness/sessions', { token, json: {} });
-  if (r.status === 201) created.set(r.body.session.id, { at: Date.now(), steps: r.body.session.steps.length });
+  if (r.status === 201) created.set(r.body.session.id, { at: Date.now(), steps: r.body.session.steps.length, lights: r.body.session.lights });
   return r;
 }
+
+/**
+ * Each colour painted on a fixture frame's face, once per frame and strength (the face is found by the
+ * face path: a job each), then reused with new bytes: a camera in front of a screen showing that colour.
+ */
+const palettes = new Map<string, Promise<Map<string, Buffer>>>();
+function palette(source: string, strength = 1): Promise<Map<string, Buffer>> {
+  const key = `${source}@${strength}`;
+  let p = palettes.get(key);
+  if (!p) {
+    p = (async () => {
+      const painted = await paintLights(h.deps.face, (await frame(source)).data, LIGHT_LIST, { strength });
+      return new Map(LIGHT_LIST.map((c, i) => [c, painted[i]!]));
+    })();
+    palettes.set(key, p);
+  }
+  return p;
+}
+
+/** The light frames of a camera in front of the session's screen, painted on `source`'s face (unique bytes). */
+async function lightFrames(id: string, source: string, painting: Pick<LightPainting, 'follow' | 'strength'> = {}): Promise<FormFile[]> {
+  const colours = painting.follow ?? created.get(id)?.lights ?? [];
+  const lit = await palette(source, painting.strength);
+  return colours.map((c, i) => withComment(lit.get(c)!, `light-${i}`));
+}
+
+/** The liveness fixture a frame was made from (its name), if it is one. */
+const fixtureOf = (f: FormFile): string | null => {
+  const stem = f.filename?.replace(/\.jpg$/, '') ?? '';
+  return /^(bush2|astronaut|chavez)-/.test(stem) ? stem : null;
+};
 
 /** The least time the service gives a person per step after the first (LIVENESS_MIN_STEP_MS of `base`). */
 const minStepMs = (base?: string) => (base === slowWeb?.url ? SLOW_STEP_MS : h.config.liveness.minStepMs);
@@ -120,16 +171,26 @@ const minStepMs = (base?: string) => (base === slowWeb?.url ? SLOW_STEP_MS : h.c
 /**
  * The frames call. By default it waits as long as a person following the steps would at least
  * (`implausible_timing` otherwise); `now` sends at once. `capturedAt`: the claimed capture times.
+ * `lights`: the light frames; by default (not with `now`) the session's lights painted on the first
+ * frame's face, none when that frame shows no face.
  */
-async function sendFrames(token: string, id: string, frames: FormFile[], base?: string, opts: { now?: boolean; capturedAt?: string } = {}) {
+async function sendFrames(
+  token: string,
+  id: string,
+  frames: FormFile[],
+  base?: string,
+  opts: { now?: boolean; capturedAt?: string; lights?: FormFile[] } = {},
+) {
   const c = created.get(id);
+  const source = fixtureOf(frames[0]!);
+  const lights = opts.lights ?? (opts.now || !c?.lights || !source ? [] : await lightFrames(id, source));
   if (c && !opts.now) {
     const wait = c.at + (c.steps - 1) * minStepMs(base) + 20 - Date.now();
     if (wait > 0) await sleep(wait);
   }
   return api(base).post(`/liveness/sessions/${id}/frames`, {
     token,
-    form: { frames, ...(opts.capturedAt !== undefined ? { capturedAt: opts.capturedAt } : {}) },
+    form: { frames, ...(lights.length ? { lightFrames: lights } : {}), ...(opts.capturedAt !== undefined ? { capturedAt: opts.capturedAt } : {}) },
   });
 }
 
@@ -148,18 +209,24 @@ async function passedSession(t: import('ava').ExecutionContext, token: string, s
   return s.id;
 }
 
-test('a session: server-random steps, first centre, 2 to 4 of them, a lifetime, for consumers and operators', async (t) => {
+test.serial('a session: server-random steps, first centre, 2 to 4 of them, a lifetime, for consumers and operators', async (t) => {
   const user = await newConsumer(h);
   const created = await createSession(user.token);
   t.is(created.status, 201, created.text);
   const s = created.body.session;
-  t.deepEqual(Object.keys(s).sort(), ['expiresAt', 'id', 'maxFrames', 'minFrames', 'steps']);
+  t.deepEqual(Object.keys(s).sort(), ['expiresAt', 'id', 'lightHoldMs', 'lights', 'maxFrames', 'minFrames', 'steps']);
   t.is(s.minFrames, 3);
   t.is(s.maxFrames, 8);
+  t.is(s.lightHoldMs, 450);
   const ttl = Date.parse(s.expiresAt) - Date.now();
   t.true(ttl > 50_000 && ttl <= 60_000, String(ttl));
   const draws: string[][] = [s.steps];
-  for (let i = 0; i < 11; i++) draws.push((await session(user.token)).steps);
+  const lights: string[][] = [s.lights];
+  for (let i = 0; i < 11; i++) {
+    const next = (await createSession(user.token)).body.session;
+    draws.push(next.steps);
+    lights.push(next.lights);
+  }
   for (const steps of draws) {
     t.is(steps[0], 'center');
     t.true(steps.length >= 2 && steps.length <= 4, steps.join());
@@ -167,6 +234,19 @@ test('a session: server-random steps, first centre, 2 to 4 of them, a lifetime, 
   }
   // Drawn for each session: twelve draws are not all one list.
   t.true(new Set(draws.map((d) => d.join())).size > 1);
+  // The light sequence: 6 to 8 of the seven colours, never one twice in a row, drawn for each session.
+  for (const seq of lights) {
+    t.true(seq.length >= 6 && seq.length <= 8, seq.join());
+    t.true(
+      seq.every((c) => LIGHT_LIST.includes(c)),
+      seq.join(),
+    );
+    t.true(
+      seq.every((c, i) => i === 0 || c !== seq[i - 1]),
+      seq.join(),
+    );
+  }
+  t.true(new Set(lights.map((l) => l.join())).size > 1);
 
   const operator = await newOperator(h);
   t.is((await createSession(operator.token)).status, 201);
@@ -174,7 +254,7 @@ test('a session: server-random steps, first centre, 2 to 4 of them, a lifetime, 
   t.is((await api().post('/liveness/sessions', { token: user.token, json: { steps: ['center'] } })).status, 400);
 });
 
-test('at most LIVENESS_SESSIONS_PER_HOUR sessions per principal: then 429 rate_limited with Retry-After', async (t) => {
+test.serial('at most LIVENESS_SESSIONS_PER_HOUR sessions per principal: then 429 rate_limited with Retry-After', async (t) => {
   const user = await newConsumer(h);
   const other = await newConsumer(h);
   t.is((await createSession(user.token, fewWeb.url)).status, 201);
@@ -186,7 +266,7 @@ test('at most LIVENESS_SESSIONS_PER_HOUR sessions per principal: then 429 rate_l
   t.is((await createSession(other.token, fewWeb.url)).status, 201);
 });
 
-test('a bona fide sequence passes; the frames are taken once, by the owner only (409, 404)', async (t) => {
+test.serial('a bona fide sequence passes; the frames are taken once, by the owner only (409, 404)', async (t) => {
   const user = await newConsumer(h);
   const s = await session(user.token);
   const frames = await following('bush2', s.steps);
@@ -216,7 +296,7 @@ test('a bona fide sequence passes; the frames are taken once, by the owner only 
   t.is(own.body.session.status, 'passed', own.text);
 });
 
-test('the frame count: fewer than minFrames or more than maxFrames is 400, and the session stays usable', async (t) => {
+test.serial('the frame count: fewer than minFrames or more than maxFrames is 400, and the session stays usable', async (t) => {
   const user = await newConsumer(h);
   const s = await session(user.token);
   const two = await sendFrames(user.token, s.id, [await frame('bush2-center'), await frame('bush2-center2')]);
@@ -227,7 +307,7 @@ test('the frame count: fewer than minFrames or more than maxFrames is 400, and t
   t.is(ok.body.session.status, 'passed', ok.text);
 });
 
-test('session_expired: frames after the lifetime', async (t) => {
+test.serial('session_expired: frames after the lifetime', async (t) => {
   const user = await newConsumer(h);
   const s = await session(user.token, shortWeb.url);
   await new Promise((r) => setTimeout(r, 5200));
@@ -241,7 +321,7 @@ test('session_expired: frames after the lifetime', async (t) => {
   });
 });
 
-test('replayed_frames: a frame any principal sent before, even in another order; checked before decoding', async (t) => {
+test.serial('replayed_frames: a frame any principal sent before, even in another order; checked before decoding', async (t) => {
   const user = await newConsumer(h);
   const s1 = await session(user.token);
   const frames = await following('bush2', s1.steps);
@@ -255,14 +335,39 @@ test('replayed_frames: a frame any principal sent before, even in another order;
   t.is(r.body.session.status, 'failed');
   t.is(r.body.session.reason, 'replayed_frames');
   t.true(r.body.session.stepsSeen.every((x: unknown) => x === null));
-  // Before any decode: a replayed frame that is not even an image still says replayed_frames.
-  const junk: FormFile = { data: Buffer.from('not an image at all'), filename: 'x.jpg', type: 'image/jpeg' };
+  // Before any decode: beside a replayed frame, frames that are not even images still say replayed_frames.
+  const junk = (i: number): FormFile => ({ data: Buffer.from(`not an image ${i} ${Date.now()}`), filename: 'x.jpg', type: 'image/jpeg' });
   const s3 = await session(thief.token);
-  await sendFrames(thief.token, s3.id, [junk, await frame('bush2-center'), await frame('bush2-center2')]);
+  const r3 = await sendFrames(thief.token, s3.id, [junk(1), frames[1]!, junk(2)]);
+  t.is(r3.status, 200, r3.text);
+  t.is(r3.body.session.reason, 'replayed_frames');
+  // A light frame is a frame: one sent before fails the session the same way.
   const s4 = await session(thief.token);
-  const r4 = await sendFrames(thief.token, s4.id, [await frame('bush2-center'), junk, await frame('bush2-center2')]);
-  t.is(r4.status, 200, r4.text);
-  t.is(r4.body.session.reason, 'replayed_frames');
+  const lights = await lightFrames(s4.id, 'bush2-center');
+  const r4 = await sendFrames(thief.token, s4.id, await following('bush2', s4.steps), undefined, { lights: [frames[0]!, ...lights.slice(1)] });
+  t.is(r4.body.session.reason, 'replayed_frames', r4.text);
+});
+
+test.serial('digests are kept only for frames that decoded: an undecodable frame sent again is not a replay, its decoded neighbours are', async (t) => {
+  const user = await newConsumer(h);
+  const junk: FormFile = { data: Buffer.from(`not an image ${Date.now()} ${Math.random()}`), filename: 'x.jpg', type: 'image/jpeg' };
+  const good = [await frame('bush2-center'), await frame('bush2-center2')];
+  const s1 = await session(user.token);
+  const r1 = await sendFrames(user.token, s1.id, [good[0]!, junk, good[1]!]);
+  t.is(r1.status, 400, r1.text);
+  t.is(r1.body.error, 'invalid_image');
+  // The same junk bytes again, with new frames: still not an image (400), not a replay.
+  const s2 = await session(user.token);
+  const r2 = await sendFrames(user.token, s2.id, [await frame('bush2-center'), junk, await frame('bush2-center2')]);
+  t.is(r2.status, 400, r2.text);
+  t.is(r2.body.error, 'invalid_image');
+  // A frame of the first call that decoded is remembered.
+  const s3 = await session(user.token);
+  const again = await following('bush2', s3.steps);
+  again[again.length - 1] = good[1]!;
+  const r3 = await sendFrames(user.token, s3.id, again);
+  t.is(r3.status, 200, r3.text);
+  t.is(r3.body.session.reason, 'replayed_frames');
 });
 
 /** The same pixels with new bytes: decoded, a little sensor-like noise (±2 levels), encoded at quality 85. */
@@ -273,44 +378,65 @@ async function reencoded(f: FormFile, seed: number): Promise<FormFile> {
   return { data: await encodeJpeg({ ...img, data }, 85), filename: f.filename, type: 'image/jpeg' };
 }
 
-test('LIVENESS_NEAR_REPLAY_WINDOW_SECONDS: every frame a re-encoded copy of one earlier session is replayed_frames; off by default', async (t) => {
+/** The same picture with new bytes: scaled by `scale`, cropped by `crop` pixels on each side, then re-encoded at quality 85. */
+async function rescaled(f: FormFile, scale: number, crop: number): Promise<FormFile> {
+  const meta = await sharp(f.data).metadata();
+  const w = Math.round(meta.width! * scale);
+  const hgt = Math.round(meta.height! * scale);
+  const data = await sharp(f.data)
+    .resize(w, hgt)
+    .extract({ left: crop, top: crop, width: w - 2 * crop, height: hgt - 2 * crop })
+    .jpeg({ quality: 85 })
+    .toBuffer();
+  return { data, filename: f.filename, type: 'image/jpeg' };
+}
+
+test.serial(
+  "near copies, on by default: one frame re-encoded, rescaled or recropped from an earlier session, any principal's, is replayed_frames",
+  async (t) => {
+    t.is(h.configFor({ LIVENESS_NEAR_REPLAY_WINDOW_SECONDS: '' }).liveness.nearReplayWindowSeconds, 2_592_000, 'the default: 30 days');
+    const user = await newConsumer(h);
+    // An earlier session's frames (whatever its verdict: every session's sketches are remembered).
+    const first = await session(user.token, nearWeb.url);
+    const frames = [await frame('astronaut-center'), await frame('astronaut-look_up'), await frame('astronaut-center2')];
+    const r1 = await sendFrames(user.token, first.id, frames, nearWeb.url);
+    t.is(r1.status, 200, r1.text);
+    t.not(r1.body.session.reason, 'replayed_frames', r1.text);
+    // Another principal sends ONE copy of an earlier frame among pictures without a face (new pixels):
+    // replayed_frames, checked before no_face. Without the copy the same kind of call is no_face.
+    const thief = await newConsumer(h);
+    const filler = async (seed: number) => reencoded(await frame('no_face_fruits.jpg', FACES), seed);
+    const control = await session(thief.token, nearWeb.url);
+    const rc = await sendFrames(thief.token, control.id, [await filler(1), await filler(2), await filler(3)], nearWeb.url);
+    t.is(rc.body.session.reason, 'no_face', rc.text);
+    const copies = { reencoded: await reencoded(frames[1]!, 100), rescaled: await rescaled(frames[2]!, 0.8, 0), recropped: await rescaled(frames[0]!, 1, 4) };
+    for (const [kind, copy] of Object.entries(copies)) {
+      const s = await session(thief.token, nearWeb.url);
+      const r = await sendFrames(thief.token, s.id, [await filler(10), copy, await filler(11)], nearWeb.url);
+      t.is(r.status, 200, r.text);
+      t.is(r.body.session.status, 'failed', `${kind}: ${r.text}`);
+      t.is(r.body.session.reason, 'replayed_frames', `${kind}: ${r.text}`);
+    }
+    // A light frame copied from an earlier session's frame is a near copy too.
+    const s = await session(thief.token, nearWeb.url);
+    const lights = await Promise.all((created.get(s.id)?.lights ?? []).map((_, i) => filler(20 + i)));
+    lights[2] = await rescaled(frames[0]!, 0.9, 2);
+    const rl = await sendFrames(thief.token, s.id, [await filler(30), await filler(31), await filler(32)], nearWeb.url, { lights });
+    t.is(rl.body.session.reason, 'replayed_frames', rl.text);
+  },
+);
+
+test.serial('near copies: frames never seen before pass where the check is on', async (t) => {
   const user = await newConsumer(h);
-  // An earlier session's frames (whatever its verdict: every session's sketches are remembered).
-  const first = await session(user.token, nearWeb.url);
-  const frames = [await frame('astronaut-center'), await frame('astronaut-look_up'), await frame('astronaut-center2')];
-  const r1 = await sendFrames(user.token, first.id, frames, nearWeb.url);
-  t.is(r1.status, 200, r1.text);
-  // Another principal injects them, re-encoded (bytes never sent), into a session of their own.
-  const thief = await newConsumer(h);
-  const second = await session(thief.token, nearWeb.url);
-  const copies = await Promise.all(frames.map((f, i) => reencoded(f, 100 + i)));
-  const r2 = await sendFrames(thief.token, second.id, copies, nearWeb.url);
-  t.is(r2.status, 200, r2.text);
-  t.is(r2.body.session.status, 'failed', r2.text);
-  t.is(r2.body.session.reason, 'replayed_frames', r2.text);
-  // Judged once the faces were found (before the steps): the steps seen are reported.
-  t.deepEqual(r2.body.session.stepsSeen, r1.body.session.stepsSeen);
-  t.is(r2.body.session.stepsSeen[0], 'center');
-  // Off (the default): copies of the same kind are judged on their poses, never as a replay.
-  const third = await session(thief.token);
-  const r3 = await sendFrames(thief.token, third.id, await Promise.all(frames.map((f, i) => reencoded(f, 200 + i))));
-  t.is(r3.status, 200, r3.text);
-  t.not(r3.body.session.reason, 'replayed_frames', r3.text);
+  const s = await session(user.token, nearWeb.url);
+  // Chávez's frames are sent nowhere else on nearWeb.
+  const frames = await following('chavez', s.steps);
+  const r = await sendFrames(user.token, s.id, frames, nearWeb.url);
+  t.is(r.status, 200, r.text);
+  t.not(r.body.session.reason, 'replayed_frames', r.text);
 });
 
-test('LIVENESS_NEAR_REPLAY_WINDOW_SECONDS: a person trying again with new turns passes even though the centre frames are the same pixels', async (t) => {
-  const user = await newConsumer(h);
-  // A first try that shows only the centre (it fails, and its frames are remembered).
-  const first = await session(user.token, nearWeb.url);
-  const r1 = await sendFrames(user.token, first.id, [await frame('bush2-center'), await frame('bush2-center2'), await frame('bush2-center')], nearWeb.url);
-  t.is(r1.body.session.status, 'failed', r1.text);
-  // The second try: the same two centre pictures again (new bytes), but turns or a look-up never sent.
-  const second = await session(user.token, nearWeb.url);
-  const r2 = await sendFrames(user.token, second.id, await following('bush2', second.steps), nearWeb.url);
-  t.is(r2.body.session.status, 'passed', r2.text);
-});
-
-test('implausible_timing: frames sooner after the session than a person can follow its steps, checked before decoding', async (t) => {
+test.serial('implausible_timing: frames sooner after the session than a person can follow its steps, checked before decoding', async (t) => {
   const user = await newConsumer(h);
   // The frames are ready before the session exists: a script answering at once.
   const ready = Object.fromEntries(await Promise.all(STEPS.concat('center2').map(async (st) => [st, await frame(`bush2-${st}`)] as const)));
@@ -339,7 +465,7 @@ test('implausible_timing: frames sooner after the session than a person can foll
   t.is(r3.body.session.status, 'passed', r3.text);
 });
 
-test('implausible_timing: claimed capture times that go backwards, span more than the server saw, or leave no time per step', async (t) => {
+test.serial('implausible_timing: claimed capture times that go backwards, span more than the server saw, or leave no time per step', async (t) => {
   const user = await newConsumer(h);
   const least = (steps: number) => (steps - 1) * h.config.liveness.minStepMs;
   const claim = async (times: (steps: number, n: number, base: number) => number[]) => {
@@ -363,7 +489,7 @@ test('implausible_timing: claimed capture times that go backwards, span more tha
   t.is(instant.reason, 'implausible_timing');
 });
 
-test('capturedAt that is not one time per frame is 400 validation_failed, and the session stays usable', async (t) => {
+test.serial('capturedAt that is not one time per frame is 400 validation_failed, and the session stays usable', async (t) => {
   const user = await newConsumer(h);
   const s = await session(user.token);
   const frames = await following('bush2', s.steps);
@@ -377,7 +503,7 @@ test('capturedAt that is not one time per frame is 400 validation_failed, and th
   t.is(ok.body.session.status, 'passed', ok.text);
 });
 
-test('no_face, then multiple_faces, in that order', async (t) => {
+test.serial('no_face, then multiple_faces, in that order', async (t) => {
   const user = await newConsumer(h);
   const s = await session(user.token);
   const frames = await following('bush2', s.steps);
@@ -394,7 +520,7 @@ test('no_face, then multiple_faces, in that order', async (t) => {
   t.is(r2.body.session.reason, 'multiple_faces', r2.text);
 });
 
-test('static_capture: one photo repeated, shifted, scaled and re-encoded', async (t) => {
+test.serial('static_capture: one photo repeated, shifted, scaled and re-encoded', async (t) => {
   const user = await newConsumer(h);
   const s = await session(user.token);
   const r = await sendFrames(user.token, s.id, [await frame('astronaut-center'), await frame('astronaut-jitter1'), await frame('astronaut-jitter2')]);
@@ -406,7 +532,7 @@ test('static_capture: one photo repeated, shifted, scaled and re-encoded', async
   t.is(r2.body.session.reason, 'static_capture', r2.text);
 });
 
-test('different_faces: frames of two people spliced', async (t) => {
+test.serial('different_faces: frames of two people spliced', async (t) => {
   const user = await newConsumer(h);
   const s = await session(user.token);
   const frames = await following('bush2', s.steps);
@@ -416,7 +542,7 @@ test('different_faces: frames of two people spliced', async (t) => {
   t.is(r.body.session.reason, 'different_faces', r.text);
 });
 
-test('challenge_not_followed: the steps out of order or not shown, and a print turned in front of the camera', async (t) => {
+test.serial('challenge_not_followed: the steps out of order or not shown, and a print turned in front of the camera', async (t) => {
   const user = await newConsumer(h);
   const swap = { turn_left: 'turn_right', turn_right: 'look_up', look_up: 'turn_left' };
   const s = await session(user.token);
@@ -436,7 +562,7 @@ test('challenge_not_followed: the steps out of order or not shown, and a print t
   t.is(r2.body.session.reason, 'challenge_not_followed', r2.text);
 });
 
-test('spoof_suspected: the passive model, last', async (t) => {
+test.serial('spoof_suspected: the passive model, last', async (t) => {
   const user = await newConsumer(h);
   const s = await session(user.token, strictWeb.url);
   const r = await sendFrames(user.token, s.id, await following('bush2', s.steps), strictWeb.url);
@@ -450,14 +576,14 @@ async function onScreen(f: FormFile, seed: number): Promise<FormFile> {
   return frame(shown);
 }
 
-test('spoof_suspected: a screen filmed by the camera (its moiré on the first frame) even where the passive model lets everything through', async (t) => {
+test.serial('spoof_suspected: a screen filmed by the camera (its moiré on the first frame) even where the passive model lets everything through', async (t) => {
   const user = await newConsumer(h);
   const s = await session(user.token, lenientWeb.url);
   const frames = await following('bush2', s.steps);
   // Only the first frame is filmed off the screen: the measure reads the first frame, and the later
   // frames keep their faces (a 126-pixel tile under a simulated screen often loses it: no_face).
   const filmed = [await onScreen(frames[0]!, 100), ...frames.slice(1)];
-  const r = await sendFrames(user.token, s.id, filmed, lenientWeb.url);
+  const r = await sendFrames(user.token, s.id, filmed, lenientWeb.url, { lights: await lightFrames(s.id, 'bush2-center') });
   t.is(r.status, 200, r.text);
   t.is(r.body.session.reason, 'spoof_suspected', r.text);
   // The same frames, not filmed off a screen, pass on the same service.
@@ -466,7 +592,202 @@ test('spoof_suspected: a screen filmed by the camera (its moiré on the first fr
   t.is(r2.body.session.status, 'passed', r2.text);
 });
 
-test('a passed session links a NIN through verify-face with livenessSessionId, once; then /verify/self with another', async (t) => {
+test.serial(
+  'light_not_followed: no light frames, too few, too many, a sequence of its own, no response, another face; after challenge_not_followed, before spoof_suspected',
+  async (t) => {
+    // An operator: its failed sessions count toward no lock.
+    const user = await newOperator(h);
+    const judged = async (lights: (id: string) => Promise<FormFile[]>, base?: string, opts: { swap?: Record<string, string>; fewerThan8?: boolean } = {}) => {
+      let s = await session(user.token, base);
+      // A sequence of 8 leaves no room for an extra light frame within the upload limit: draw again.
+      while (opts.fewerThan8 && created.get(s.id)!.lights!.length === 8) s = await session(user.token, base);
+      const frames = await following('bush2', s.steps, opts);
+      const r = await sendFrames(user.token, s.id, frames, base, { lights: await lights(s.id) });
+      t.is(r.status, 200, r.text);
+      // The pose frames only.
+      t.is(r.body.session.stepsSeen.length, frames.length);
+      return r.body.session as { status: string; reason?: string; stepsSeen: (string | null)[] };
+    };
+    // The control: the session's own sequence on the face passes.
+    t.is((await judged((id) => lightFrames(id, 'bush2-center'))).status, 'passed');
+    // The count: none, one short, one extra (up to the upload limit: not a 400).
+    t.is((await judged(async () => [])).reason, 'light_not_followed');
+    t.is((await judged(async (id) => (await lightFrames(id, 'bush2-center')).slice(1))).reason, 'light_not_followed');
+    const extra = await judged(
+      async (id) => {
+        const l = await lightFrames(id, 'bush2-center');
+        return [...l, ...(await lightFrames(id, 'bush2-center')).slice(0, 8 - l.length)];
+      },
+      undefined,
+      { fewerThan8: true },
+    );
+    t.is(extra.reason, 'light_not_followed');
+    // A face lit by another sequence: each colour's complement (red for cyan, white for white), the
+    // opposite of the session's in every frame but the white ones.
+    const complement = (c: string) => (c === '#FFFFFF' ? c : `#${(0xffffff ^ Number.parseInt(c.slice(1), 16)).toString(16).padStart(6, '0').toUpperCase()}`);
+    t.is((await judged(async (id) => lightFrames(id, 'bush2-center', { follow: created.get(id)!.lights!.map(complement) }))).reason, 'light_not_followed');
+    // No light on the face at all (a recording made before the session, a screen that lights nothing).
+    t.is((await judged(async (id) => lightFrames(id, 'bush2-center', { strength: 0 }))).reason, 'light_not_followed');
+    // Another person's face lit on cue.
+    t.is((await judged(async (id) => lightFrames(id, 'chavez-center'))).reason, 'light_not_followed');
+    // One light frame without a face.
+    t.is(
+      (
+        await judged(async (id) => {
+          const l = await lightFrames(id, 'bush2-center');
+          l[3] = await frame('no_face_fruits.jpg', FACES);
+          return l;
+        })
+      ).reason,
+      'light_not_followed',
+    );
+    // In its place in the order: challenge_not_followed first, spoof_suspected after.
+    const swap = { turn_left: 'turn_right', turn_right: 'look_up', look_up: 'turn_left' };
+    t.is((await judged(async () => [], undefined, { swap })).reason, 'challenge_not_followed');
+    t.is((await judged(async () => [], strictWeb.url)).reason, 'light_not_followed');
+    t.is((await judged((id) => lightFrames(id, 'bush2-center'), strictWeb.url)).reason, 'spoof_suspected');
+  },
+);
+
+test.serial('the upload limit admits maxFrames pose frames and 8 light frames; a ninth light frame is 400', async (t) => {
+  const user = await newConsumer(h);
+  const s = await session(user.token);
+  const eight = await Promise.all(Array.from({ length: 8 }, (_, i) => frame(i % 2 ? 'bush2-center2' : 'bush2-center')));
+  const lights = await lightFrames(s.id, 'bush2-center');
+  const eightLights = [...lights, ...(await lightFrames(s.id, 'bush2-center'))].slice(0, 8);
+  const nine = await sendFrames(user.token, s.id, eight, undefined, { lights: [...eightLights, eightLights[0]!] });
+  t.is(nine.status, 400, nine.text);
+  t.is(nine.body.error, 'validation_failed');
+  const r = await sendFrames(user.token, s.id, eight, undefined, { lights: eightLights });
+  t.is(r.status, 200, r.text);
+  t.is(r.body.session.stepsSeen.length, 8);
+  t.is(r.body.session.status, 'failed', r.text);
+});
+
+test.serial('LIVENESS_LIGHT=off: sessions carry no lights nor lightHoldMs, take no lightFrames, and pass on their poses', async (t) => {
+  const user = await newConsumer(h);
+  const s = (await createSession(user.token, offWeb.url)).body.session;
+  t.deepEqual(Object.keys(s).sort(), ['expiresAt', 'id', 'maxFrames', 'minFrames', 'steps']);
+  const frames = await following('bush2', s.steps);
+  const refused = await sendFrames(user.token, s.id, frames, offWeb.url, { lights: await lightFrames(s.id, 'bush2-center', { follow: ['#FF0000'] }) });
+  t.is(refused.status, 400, refused.text);
+  const r = await sendFrames(user.token, s.id, frames, offWeb.url);
+  t.is(r.body.session.status, 'passed', r.text);
+});
+
+test.serial('one frames call at a time per principal: another in flight is 429 rate_limited; a judged session stays 409; then it runs', async (t) => {
+  const store = new LivenessSessionStore(h.deps.redis, h.deps.keys, keyRingOf(h.config));
+  for (const who of [await newConsumer(h), await newOperator(h)]) {
+    const s1 = await session(who.token);
+    // The most frames a call takes (maxFrames poses and a light per colour): a call that runs a while.
+    const frames1 = [...(await following('bush2', s1.steps))];
+    while (frames1.length < 8) frames1.push(await frame('bush2-center2'));
+    const lights1 = await lightFrames(s1.id, 'bush2-center');
+    const first = sendFrames(who.token, s1.id, frames1, undefined, { lights: lights1 });
+    // Once the first call has claimed its session (it is being judged: its in-flight claim is held),
+    // a second session is created (the first is not ended: it had its frames call) and given frames.
+    while ((await store.get(s1.id))?.status !== 'checking') await sleep(10);
+    const s2 = await session(who.token);
+    const frames2 = await following('bush2', s2.steps);
+    const lights2 = await lightFrames(s2.id, 'bush2-center');
+    const busy = await sendFrames(who.token, s2.id, frames2, undefined, { lights: lights2, now: true });
+    t.is(busy.status, 429, busy.text);
+    t.is(busy.body.error, 'rate_limited');
+    t.truthy(busy.headers.get('retry-after'));
+    // The same session again while it is judged: 409, before the in-flight claim.
+    t.is((await sendFrames(who.token, s1.id, frames1, undefined, { now: true })).status, 409);
+    // The first call is judged as if alone.
+    const done = await first;
+    t.is(done.body.session?.status, 'passed', done.text);
+    // The claim is released at the end: the refused call's session is untouched and runs now.
+    const later = await sendFrames(who.token, s2.id, frames2, undefined, { lights: lights2 });
+    t.is(later.body.session?.status, 'passed', later.text);
+  }
+});
+
+test.serial("creating a session ends the principal's earlier sessions that had no frames call: session_expired", async (t) => {
+  const user = await newConsumer(h);
+  const other = await newConsumer(h);
+  const s1 = await session(user.token);
+  const theirs = await session(other.token);
+  const s2 = await session(user.token);
+  const r1 = await sendFrames(user.token, s1.id, await following('bush2', s1.steps));
+  t.is(r1.status, 200, r1.text);
+  t.is(r1.body.session.status, 'failed');
+  t.is(r1.body.session.reason, 'session_expired');
+  // The newest one, and another principal's, are untouched.
+  const r2 = await sendFrames(user.token, s2.id, await following('bush2', s2.steps));
+  t.is(r2.body.session?.status, 'passed', r2.text);
+  const r3 = await sendFrames(other.token, theirs.id, await following('bush2', theirs.steps));
+  t.is(r3.body.session?.status, 'passed', r3.text);
+  // A passed session is not ended by a newer one: it can still be used (it had its frames call).
+  const s3 = await session(user.token);
+  const r4 = await sendFrames(user.token, s3.id, await following('bush2', s3.steps));
+  t.is(r4.body.session?.status, 'passed', r4.text);
+  await session(user.token);
+  const self = await api().post('/verify/self', { token: user.token, form: { livenessSessionId: s3.id } });
+  t.not(self.body.reason, 'liveness_session_invalid', self.text);
+});
+
+test.serial('the face queues are asked before any frame is decoded: with no face process, frames that are not images get 503, not 400', async (t) => {
+  const user = await newConsumer(h);
+  const s = await session(user.token, idleWeb.url);
+  const junk = (i: number): FormFile => ({ data: Buffer.from(`not an image ${i} ${Date.now()}`), filename: 'x.jpg', type: 'image/jpeg' });
+  const r = await sendFrames(user.token, s.id, [junk(1), junk(2), junk(3)], idleWeb.url);
+  t.is(r.status, 503, r.text);
+  t.is(r.body.error, 'face_engine_unavailable');
+  // Refused before the claim: the session is still open (a retry is judged, here 503 again, not 409).
+  t.is((await sendFrames(user.token, s.id, [junk(4), junk(5), junk(6)], idleWeb.url)).status, 503);
+});
+
+test.serial(
+  'LIVENESS_MODE: passive by default outside production, challenge by default in production, passive there only when set and warned about; the metric',
+  async (t) => {
+    const production = {
+      NODE_ENV: 'production',
+      JWT_PRIVATE_KEY: generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+      BIOMETRIC_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}`,
+      LINK_NUMBER_HASH_KEY: Buffer.alloc(32, 9).toString('base64'),
+      SMS_WEBHOOK_URL: 'https://sms.example/send',
+      REGISTRY_URL: 'https://registry.example/v1',
+      REDIS_URL: 'redis://:a-redis-password@127.0.0.1:1',
+      METRICS_TOKEN: 'a-metrics-token-of-some-length',
+    };
+    t.is(h.config.liveness.mode, 'passive');
+    t.is(loadConfig(production).liveness.mode, 'challenge');
+    t.is(loadConfig({ ...production, LIVENESS_MODE: 'passive' }).liveness.mode, 'passive');
+    // The metric of the mode in force, on /metrics of a running service.
+    const metric = async (base: string) => {
+      const r = await fetch(`${base}/metrics`);
+      const text = await r.text();
+      return Object.fromEntries([...text.matchAll(/^faceid_liveness_mode\{mode="(\w+)"\} (\d+)$/gm)].map((m) => [m[1], Number(m[2])]));
+    };
+    t.deepEqual(await metric(h.url), { passive: 1, challenge: 0 });
+    t.deepEqual(await metric(challengeWeb.url), { passive: 0, challenge: 1 });
+    // Every start in production with passive set says so as a warning; with the default, nothing.
+    for (const [env, warned] of [
+      [{ ...production, LIVENESS_MODE: 'passive' }, true],
+      [production, false],
+    ] as const) {
+      const lines: { level: number; msg: string }[] = [];
+      const logger = createLogger({ level: 'info', destination: { write: (l: string) => void lines.push(JSON.parse(l)) } });
+      const deps = createDeps(loadConfig(env), { logger });
+      try {
+        t.is(
+          lines.some((l) => l.level === 40 && /LIVENESS_MODE=passive/.test(l.msg)),
+          warned,
+          JSON.stringify(lines),
+        );
+        const text = (await deps.metrics.render()).body;
+        t.regex(text, new RegExp(`faceid_liveness_mode\\{mode="${warned ? 'passive' : 'challenge'}"\\} 1`));
+      } finally {
+        await closeDeps(deps);
+      }
+    }
+  },
+);
+
+test.serial('a passed session links a NIN through verify-face with livenessSessionId, once; then /verify/self with another', async (t) => {
   const enrolled = await api().post('/api/enroll', {
     form: {
       firstName: 'George',
@@ -537,24 +858,27 @@ test('a passed session links a NIN through verify-face with livenessSessionId, o
   t.is(failedUse.body.reason, 'liveness_session_invalid');
 });
 
-test('LIVENESS_MODE=challenge: a plain capture is 422 liveness_session_required before decoding, without a SearchLog row; a session works', async (t) => {
-  const user = await newConsumer(h);
-  const rows = async () => Number((await h.deps.db('searchLogs').where({ userId: user.userId }).count({ n: '*' }).first())!.n);
-  const before = await rows();
-  const junk: FormFile = { data: Buffer.from('not an image'), filename: 'x.jpg', type: 'image/jpeg' };
-  const self = await api(challengeWeb.url).post('/verify/self', { token: user.token, form: { image: junk } });
-  t.is(self.status, 422, self.text);
-  t.is(self.body.error, 'liveness_session_required');
-  const vf = await api(challengeWeb.url).post('/identity/nin/verify-face', { token: user.token, form: { validationToken: 'vt_x', file: junk } });
-  t.is(vf.status, 422, vf.text);
-  t.is(vf.body.error, 'liveness_session_required');
-  t.is(await rows(), before);
-  // The default mode (passive) still takes a plain capture.
-  const passive = await api().post('/verify/self', { token: user.token, form: { image: junk } });
-  t.not(passive.body.error, 'liveness_session_required');
-});
+test.serial(
+  'LIVENESS_MODE=challenge: a plain capture is 422 liveness_session_required before decoding, without a SearchLog row; a session works',
+  async (t) => {
+    const user = await newConsumer(h);
+    const rows = async () => Number((await h.deps.db('searchLogs').where({ userId: user.userId }).count({ n: '*' }).first())!.n);
+    const before = await rows();
+    const junk: FormFile = { data: Buffer.from('not an image'), filename: 'x.jpg', type: 'image/jpeg' };
+    const self = await api(challengeWeb.url).post('/verify/self', { token: user.token, form: { image: junk } });
+    t.is(self.status, 422, self.text);
+    t.is(self.body.error, 'liveness_session_required');
+    const vf = await api(challengeWeb.url).post('/identity/nin/verify-face', { token: user.token, form: { validationToken: 'vt_x', file: junk } });
+    t.is(vf.status, 422, vf.text);
+    t.is(vf.body.error, 'liveness_session_required');
+    t.is(await rows(), before);
+    // The default mode (passive) still takes a plain capture.
+    const passive = await api().post('/verify/self', { token: user.token, form: { image: junk } });
+    t.not(passive.body.error, 'liveness_session_required');
+  },
+);
 
-test("a consumer's failed session counts as one failed biometric attempt: five lock verify-face and /verify/self", async (t) => {
+test.serial("a consumer's failed session counts as one failed biometric attempt: five lock verify-face and /verify/self", async (t) => {
   const user = await newConsumer(h);
   const old = await frame('bush2-center');
   const s0 = await session(user.token);
@@ -575,7 +899,7 @@ test("a consumer's failed session counts as one failed biometric attempt: five l
   t.is(locked.body.error, 'biometric_locked');
 });
 
-test("an account's erasure erases its liveness sessions (the registered eraser), not another's", async (t) => {
+test.serial("an account's erasure erases its liveness sessions (the registered eraser), not another's", async (t) => {
   const user = await newConsumer(h);
   const other = await newConsumer(h);
   const mine = await session(user.token);

@@ -20,7 +20,10 @@
 export const LIVENESS_STEPS = ['center', 'turn_left', 'turn_right', 'look_up'] as const;
 export type LivenessStep = (typeof LIVENESS_STEPS)[number];
 
-/** The reasons of SPEC 13.1, in the order they are checked. */
+/**
+ * The reasons of SPEC 14.1, in the order they are checked (`implausible_timing` is the project's own,
+ * checked before any decode; `light_not_followed`: the light frames, features/liveness/light-response.ts).
+ */
 export const FAILURE_REASONS = [
   'session_expired',
   'replayed_frames',
@@ -30,6 +33,7 @@ export const FAILURE_REASONS = [
   'static_capture',
   'different_faces',
   'challenge_not_followed',
+  'light_not_followed',
   'spoof_suspected',
 ] as const;
 export type FailureReason = (typeof FAILURE_REASONS)[number];

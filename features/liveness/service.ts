@@ -1,26 +1,32 @@
 /**
- * Liveness sessions (SPEC 13.1): a server-random challenge over several frames, judged by the server
- * from the frames alone (features/liveness/decision.ts), and lent once to verify-face or /verify/self.
+ * Liveness sessions (SPEC 13.1, 14.1): a server-random challenge over several frames — head poses and
+ * a screen-light sequence — judged by the server from the frames alone (features/liveness/decision.ts,
+ * light-response.ts), and lent once to verify-face or /verify/self.
  *
- * A frames call, in this order (each reason answers at once; nothing after it runs):
- * 1. the session is found and the caller's (404), not already given frames (409: the call claims it,
- *    atomically, before anything else happens, so a second call never runs), within its lifetime
- *    (`session_expired`);
- * 2. the keyed digests of the frames' bytes against every frame received before (`replayed_frames`),
- *    before any frame is decoded; every digest is remembered whatever the outcome; then the timing,
- *    also before any decode (`implausible_timing`: decision.ts `plausibleTiming`);
+ * A frames call, in this order (each answer is final; nothing after it runs):
+ * 1. the session is found and the caller's (404), not already given frames (409), no other frames
+ *    call of the caller in flight (429 `rate_limited`: a consumer's call takes the face path's per-user
+ *    claim, with the biometric lock in the same step — 429 `biometric_locked`; an operator's a claim of
+ *    its own), the face queues able to take the work (503), then the session claimed atomically (a
+ *    second call never runs) — all before any frame is decoded; then within its lifetime
+ *    (`session_expired`; creating a session ends the caller's earlier open ones);
+ * 2. the keyed digests of every frame's bytes, pose and light, against every frame received before
+ *    (`replayed_frames`), before any frame is decoded; then the timing, also before any decode
+ *    (`implausible_timing`: decision.ts `plausibleTiming`); a digest is kept only once its frame decoded;
  * 3. each frame normalised (SELFIE_MAX_PIXELS) and sent through the face path's liveness stage, all
  *    frames at once (each face process takes one): detection, landmarks, the passive score; each
  *    frame's embedding started by the face process as soon as its face is aligned (one chain);
- * 4. the checks that need no embedding (`no_face`, `multiple_faces`; then, only with
- *    LIVENESS_NEAR_REPLAY_WINDOW_SECONDS above 0, every frame a near copy of one earlier session's
- *    frames: `replayed_frames`, frame-sketch.ts; then `static_capture`), then every frame compared
- *    with the best frontal one (`different_faces`), then `challenge_not_followed` and `spoof_suspected`;
+ * 4. one frame that is a near copy of a frame of an earlier session (`replayed_frames`, frame-sketch.ts;
+ *    LIVENESS_NEAR_REPLAY_WINDOW_SECONDS, 0 = off); then, on the pose frames, `no_face`,
+ *    `multiple_faces`, `static_capture`, every frame compared with the best frontal one
+ *    (`different_faces`), `challenge_not_followed`; then the light frames (`light_not_followed`: their
+ *    count, the session's face in each, its colour following `lights`); then `spoof_suspected`;
  * 5. a passed session keeps its best frontal frame (embedding, quality, JPEG; sealed) for its one use.
  *
  * A session claimed and then stopped by an invalid image (400) or by the face path (503) is spent
- * (failed, no reason): its frames' digests are remembered, so the client starts a new session with
- * new frames. A consumer's failed session counts as one failed biometric attempt (SPEC 12.1).
+ * (failed, no reason): the digests of its frames that decoded are remembered, so the client starts a
+ * new session with new frames. A consumer's failed session counts as one failed biometric attempt
+ * (SPEC 12.1).
  */
 import { createHmac, randomInt, randomUUID } from 'node:crypto';
 import type { Config } from '../../platform/config.js';
@@ -31,11 +37,26 @@ import type { KeyRing } from '../../platform/keys/key-ring.js';
 import { decodeRgb, type NormalisedImage, type RgbImage as RgbPixels } from '../../platform/face/image.js';
 import { qualitySummary } from '../../platform/face/quality.js';
 import type { Principal } from '../../platform/http/principal.js';
-import { hasFace, type AnalysedFace, type BiometricAttemptsService, type CaptureAnalysis, type FaceService } from '../face/index.js';
-import { drawSteps, judgeFaces, onePerson, plausibleTiming, type FailureReason, type FrameFace, type LivenessStep } from './decision.js';
-import { faceGrid, nearCopyOfOneSession, sketch, sketchBands, sketchDirections } from './frame-sketch.js';
+import {
+  hasFace,
+  IN_FLIGHT_LEASE_MS,
+  type AnalysedFace,
+  type BiometricAttemptsService,
+  type CaptureAnalysis,
+  type CaptureEmbedding,
+  type FaceService,
+} from '../face/index.js';
+import { drawSteps, judgeFaces, onePerson, plausibleTiming, SAME_PERSON_COSINE, type FailureReason, type FrameFace, type LivenessStep } from './decision.js';
+import { faceGrid, NEAR_COPY_BANDS, sketch, sketchBands, sketchDirections } from './frame-sketch.js';
+import { drawLights, judgeLightResponse, sampleLightFrame, type LightSample } from './light-response.js';
 import { screenPattern } from './screen-pattern.js';
 import type { FrontalFrame, LivenessSessionStore, StoredSession } from './session-store.js';
+
+/** Light frames a frames call may carry (the upload limit): the longest sequence drawn. */
+export const MAX_LIGHT_FRAMES = 8;
+/** The length of a session's light sequence: 6 to 8 colours (SPEC 14.1). */
+const LIGHTS_MIN = 6;
+const LIGHTS_MAX = 8;
 
 export interface LivenessDeps {
   config: Config;
@@ -48,12 +69,31 @@ export interface LivenessDeps {
 }
 
 export interface CreatedSession {
-  session: { id: string; steps: LivenessStep[]; expiresAt: string; minFrames: number; maxFrames: number };
+  session: {
+    id: string;
+    steps: LivenessStep[];
+    /** Absent under LIVENESS_LIGHT=off, as `lightHoldMs`. */
+    lights?: string[];
+    lightHoldMs?: number;
+    expiresAt: string;
+    minFrames: number;
+    maxFrames: number;
+  };
 }
 
 export interface JudgedSession {
   session: { id: string; status: 'passed' | 'failed'; reason?: FailureReason; stepsSeen: (LivenessStep | null)[] };
 }
+
+/** A frames call's parts: the pose frames (`frames`) and the light frames (`lightFrames`), in order. */
+export interface SubmittedFrames {
+  frames: Buffer[];
+  lightFrames: Buffer[];
+}
+
+type Verdict =
+  | { status: 'passed'; stepsSeen: (LivenessStep | null)[]; frontal: FrontalFrame }
+  | { status: 'failed'; reason: FailureReason; stepsSeen: (LivenessStep | null)[] };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -63,6 +103,7 @@ const FRAME_DIGEST_PURPOSE = 'liveness-frame-digests';
 export const ownerOf = (p: Principal): string => (p.kind === 'consumer' ? `consumer:${p.userId}` : `operator:${p.operatorId}`);
 
 const notFound = () => new AppError('not_found', 'No such liveness session');
+const alreadyJudged = () => new AppError('conflict', 'This liveness session has already been given its frames');
 
 export class LivenessService {
   private readonly digestKey: Buffer;
@@ -73,6 +114,15 @@ export class LivenessService {
   constructor(private readonly deps: LivenessDeps) {
     this.digestKey = deps.keyRing.saltedKey(FRAME_DIGEST_PURPOSE, Buffer.from('frames', 'utf8'));
     this.bandKey = deps.keyRing.saltedKey(FRAME_DIGEST_PURPOSE, Buffer.from('frame-sketch-bands', 'utf8'));
+    const { mode } = deps.config.liveness;
+    deps.metrics.livenessMode(mode);
+    // In production `passive` is only ever set on purpose (the default there is `challenge`): said at
+    // every start, so that it is never forgotten in a deployment's settings.
+    if (deps.config.isProduction && mode === 'passive')
+      deps.logger.warn(
+        { setting: 'LIVENESS_MODE', mode },
+        'LIVENESS_MODE=passive in production: verify-face and /verify/self accept a single capture, which proves no live person (a photo of a photo can pass the passive model); the default is challenge',
+      );
   }
 
   /** POST /liveness/sessions. */
@@ -88,22 +138,32 @@ export class LivenessService {
     }
     const id = randomUUID();
     const steps = drawSteps((n) => randomInt(n));
+    const light = config.liveness.light === 'required';
+    const lights = light ? drawLights(LIGHTS_MIN + randomInt(LIGHTS_MAX - LIGHTS_MIN + 1), (n) => randomInt(n)) : null;
+    const lightHoldMs = light ? config.liveness.lightHoldMs : null;
     const ttl = config.liveness.sessionTtlSeconds;
     const createdAt = Date.now();
     const expiresAt = createdAt + ttl * 1000;
     // Kept a lifetime longer than it lives: a late frames call is told `session_expired`, not 404.
-    await store.create({ id, owner, steps, createdAt, expiresAt }, 2 * ttl);
+    await store.create({ id, owner, steps, lights, lightHoldMs, createdAt, expiresAt }, 2 * ttl);
     metrics.outcome('liveness_session', 'created');
     return {
-      session: { id, steps, expiresAt: new Date(expiresAt).toISOString(), minFrames: config.liveness.minFrames, maxFrames: config.liveness.maxFrames },
+      session: {
+        id,
+        steps,
+        ...(lights ? { lights, lightHoldMs: lightHoldMs! } : {}),
+        expiresAt: new Date(expiresAt).toISOString(),
+        minFrames: config.liveness.minFrames,
+        maxFrames: config.liveness.maxFrames,
+      },
     };
   }
 
-  /** POST /liveness/sessions/{id}/frames: the frames in capture order (the route checked their count). */
+  /** POST /liveness/sessions/{id}/frames: the parts in capture order (the route checked their counts' bounds). */
   async submitFrames(
     principal: Principal,
     id: string,
-    frames: Buffer[],
+    parts: SubmittedFrames,
     /** When the frames arrived (the server's clock) and the client's claimed capture times, if sent. */
     timing: { receivedAt: number; capturedAt: readonly number[] | null },
   ): Promise<JudgedSession> {
@@ -111,26 +171,60 @@ export class LivenessService {
     if (!UUID.test(id)) throw notFound();
     const session = await store.get(id);
     if (!session || session.owner !== ownerOf(principal)) throw notFound();
-    if (principal.kind === 'consumer') await biometric.assertNotLocked(principal.userId, 'liveness_session');
-    if (!(await store.claim(id))) throw new AppError('conflict', 'This liveness session has already been given its frames');
-    let verdict:
-      | { status: 'passed'; stepsSeen: (LivenessStep | null)[]; frontal: FrontalFrame }
-      | { status: 'failed'; reason: FailureReason; stepsSeen: (LivenessStep | null)[] };
+    if (session.status !== 'open') throw alreadyJudged();
+    // One frames call of a principal at a time (429), the lock with it for a consumer; then the face
+    // queues' admission (503) and the session's claim: all before a single frame is decoded.
+    const work = () => this.claimAndJudge(principal, session, parts, timing);
+    if (principal.kind === 'consumer') return biometric.oneAtATime(principal.userId, 'liveness_session', work);
+    return this.operatorOneAtATime(ownerOf(principal), work);
+  }
+
+  /** An operator's one frames call at a time (a consumer's is the face path's per-user claim). */
+  private async operatorOneAtATime<T>(owner: string, work: () => Promise<T>): Promise<T> {
+    const { store, metrics } = this.deps;
+    const token = await store.reserveInFlight(owner, IN_FLIGHT_LEASE_MS);
+    if (!token) {
+      metrics.outcome('liveness_session', 'rate_limited');
+      throw new AppError('rate_limited', 'Another liveness frames call of yours is in progress; wait for its answer', { retryAfter: 1 });
+    }
+    const renew = setInterval(() => void store.renewInFlight(owner, token, IN_FLIGHT_LEASE_MS).catch(() => {}), Math.floor(IN_FLIGHT_LEASE_MS / 3));
+    renew.unref();
     try {
-      verdict = await this.judge(session, frames, timing);
+      return await work();
+    } finally {
+      clearInterval(renew);
+      await store.releaseInFlight(owner, token).catch(() => {});
+    }
+  }
+
+  private async claimAndJudge(
+    principal: Principal,
+    session: StoredSession,
+    parts: SubmittedFrames,
+    timing: { receivedAt: number; capturedAt: readonly number[] | null },
+  ): Promise<JudgedSession> {
+    const { store, biometric, face, metrics } = this.deps;
+    const { id } = session;
+    // With no face process alive the answer is a 503 now, and the session stays open for a retry.
+    await face.admitCapture(false);
+    const claimed = await store.claim(id);
+    if (!claimed) throw alreadyJudged();
+    let verdict: Verdict;
+    try {
+      verdict = await this.judge({ ...session, expiresAt: claimed.expiresAt }, parts, timing);
     } catch (e) {
       await store
         .fail(
           id,
           null,
-          frames.map(() => null),
+          parts.frames.map(() => null),
         )
         .catch(() => {});
       throw e;
     }
     if (verdict.status === 'passed') await store.pass(id, verdict.stepsSeen, verdict.frontal);
     else await store.fail(id, verdict.reason, verdict.stepsSeen);
-    this.deps.metrics.outcome('liveness_session', verdict.status === 'passed' ? 'passed' : verdict.reason);
+    metrics.outcome('liveness_session', verdict.status === 'passed' ? 'passed' : verdict.reason);
     if (principal.kind === 'consumer') await biometric.record(principal.userId, 'liveness_session', verdict.status === 'passed' ? 'passed' : 'liveness_failed');
     return {
       session: { id, status: verdict.status, ...(verdict.status === 'failed' ? { reason: verdict.reason } : {}), stepsSeen: verdict.stepsSeen },
@@ -144,8 +238,9 @@ export class LivenessService {
 
   /**
    * With LIVENESS_NEAR_REPLAY_WINDOW_SECONDS above 0: remembers the keyed band digests of every face's
-   * sketch (frame-sketch.ts) and answers whether every frame is a near copy of a frame of one and the
-   * same earlier session (the same pixels sent again with new bytes). False when a frame has no face.
+   * sketch (frame-sketch.ts), pose and light frames alike, and answers whether one frame is a near copy
+   * of a frame of an earlier session (the same pixels sent again with new bytes): one is enough, since
+   * a recording's frames can be chosen and mixed with new ones to fit a new challenge.
    */
   private async nearCopy(sessionId: string, analyses: readonly CaptureAnalysis[], pixels: readonly Promise<RgbPixels>[]): Promise<boolean> {
     const { config, store, keyRing } = this.deps;
@@ -159,25 +254,34 @@ export class LivenessService {
       }),
     );
     const matches = await store.recordSketches(sessionId, bands, config.liveness.nearReplayWindowSeconds);
-    return analyses.every(hasFace) && nearCopyOfOneSession(matches);
+    return matches.some((m) => [...m.values()].some((n) => n >= NEAR_COPY_BANDS));
   }
 
   private async judge(
-    session: Pick<StoredSession, 'id' | 'createdAt' | 'expiresAt' | 'steps'>,
-    frames: Buffer[],
+    session: Pick<StoredSession, 'id' | 'createdAt' | 'expiresAt' | 'steps' | 'lights'>,
+    parts: SubmittedFrames,
     timing: { receivedAt: number; capturedAt: readonly number[] | null },
-  ): Promise<
-    | { status: 'passed'; stepsSeen: (LivenessStep | null)[]; frontal: FrontalFrame }
-    | { status: 'failed'; reason: FailureReason; stepsSeen: (LivenessStep | null)[] }
-  > {
+  ): Promise<Verdict> {
     const { config, store, face } = this.deps;
+    const { frames, lightFrames } = parts;
     const none = frames.map(() => null);
     const failed = (reason: FailureReason, stepsSeen: (LivenessStep | null)[] = none) => ({ status: 'failed' as const, reason, stepsSeen });
-    const { steps } = session;
+    const { steps, lights } = session;
     if (Date.now() >= session.expiresAt) return failed('session_expired');
-    // Identical frames within this call are one picture repeated (static_capture, judged below), not a replay.
-    const digests = [...new Set(frames.map((f) => this.frameDigest(f)))];
-    if (await store.recordFrames(digests, config.liveness.replayWindowSeconds)) return failed('replayed_frames');
+    // Every part, pose and light, takes part in the replay check. Identical frames within this call
+    // are one picture repeated (static_capture, judged below), not a replay.
+    const all = [...frames, ...lightFrames];
+    const digestOf = all.map((f) => this.frameDigest(f));
+    const recorded = await store.recordFrames([...new Set(digestOf)], config.liveness.replayWindowSeconds);
+    // A digest is kept only for a frame that decoded: the ones this call added are forgotten again for
+    // frames never decoded (refused before the decode, or not images).
+    const added = new Set(recorded.added);
+    const forget = (undecoded: readonly number[]) => store.forgetFrames([...new Set(undecoded.map((i) => digestOf[i]!))].filter((d) => added.has(d)));
+    const everyPart = all.map((_, i) => i);
+    if (recorded.seen) {
+      await forget(everyPart);
+      return failed('replayed_frames');
+    }
     // Before any decode: a session answered faster than a person can follow it costs no face work.
     if (
       !plausibleTiming({
@@ -187,39 +291,48 @@ export class LivenessService {
         capturedAt: timing.capturedAt,
         minStepMs: config.liveness.minStepMs,
       })
-    )
+    ) {
+      await forget(everyPart);
       return failed('implausible_timing');
+    }
 
-    const images: NormalisedImage[] = await Promise.all(frames.map((f) => face.normalise(f, { maxPixels: config.biometrics.selfieMaxPixels })));
+    const decoded = await Promise.allSettled(all.map((f) => face.normalise(f, { maxPixels: config.biometrics.selfieMaxPixels })));
+    const undecodable = everyPart.filter((i) => decoded[i]!.status === 'rejected');
+    if (undecodable.length) {
+      await forget(undecodable);
+      throw (decoded[undecodable[0]!] as PromiseRejectedResult).reason;
+    }
+    const images = decoded.map((d) => (d as PromiseFulfilledResult<NormalisedImage>).value);
     const deadlineAt = Date.now() + config.queues.faceJobTimeoutMs;
+    // Light frames are judged only when there are as many as lights: a wrong count is
+    // `light_not_followed` whatever they show, and costs no face work.
+    const lightCount = lights ? (lightFrames.length === lights.length ? lightFrames.length : 0) : 0;
+    const analysed = images.slice(0, frames.length + lightCount);
     // Every frame at once (each face process takes one), each as a chain: its liveness stage, and
     // its embedding started by the face process as soon as the face is aligned (the identity check
-    // compares every frame: one person in every frame). A session refused before that check
-    // (`static_capture`) has had its frames embedded for nothing: the price of not waiting for every
-    // frame's stage before embedding any.
-    // The first frame's pixels, decoded here meanwhile, for the screen-pattern measure.
-    const firstPixels = decodeRgb(images[0]!.jpeg);
-    firstPixels.catch(() => {});
-    // With the near-copy check on, every frame's pixels (its face's sketch), decoded meanwhile too.
+    // compares every frame: one person in every frame, the light frames' face the session's). A
+    // session refused before that check (`static_capture`) has had its frames embedded for nothing:
+    // the price of not waiting for every frame's stage before embedding any.
+    // Pixels decoded here meanwhile: the first frame's (the screen-pattern measure), the light frames'
+    // (their colour), and every frame's with the near-copy check on (its face's sketch).
     const nearReplay = config.liveness.nearReplayWindowSeconds > 0;
-    const pixels = nearReplay ? images.map((img, i) => (i === 0 ? firstPixels : decodeRgb(img.jpeg))) : [];
-    for (const p of pixels) p.catch(() => {});
-    const chains = await Promise.all(images.map((img) => face.analyseAndEmbed(img, 'single', deadlineAt)));
+    const pixels = analysed.map((img, i) => (i === 0 || i >= frames.length || nearReplay ? decodeRgb(img.jpeg) : null));
+    for (const p of pixels) p?.catch(() => {});
+    const chains = await Promise.all(analysed.map((img) => face.analyseAndEmbed(img, 'single', deadlineAt)));
     const analyses: CaptureAnalysis[] = chains.map((c) => c.analysis);
-    const measured: FrameFace[] = analyses.map((a) =>
+    const poseAnalyses = analyses.slice(0, frames.length);
+    const measured: FrameFace[] = poseAnalyses.map((a) =>
       hasFace(a) ? { outcome: 'face', landmarks5: a.face.landmarks5, livenessScore: a.livenessScore } : { outcome: a.outcome },
     );
     const first = analyses[0]!;
-    const pattern = hasFace(first) ? screenPattern(await firstPixels, first.face.landmarks5) : null;
+    const pattern = hasFace(first) ? screenPattern(await pixels[0]!, first.face.landmarks5) : null;
     const v = judgeFaces({ frames: measured, steps, livenessThreshold: config.face.livenessThreshold, screenPattern: pattern });
-    const copied = nearReplay ? await this.nearCopy(session.id, analyses, pixels) : false;
-    if (v.status === 'failed' && v.reason !== 'static_capture') return failed(v.reason, v.stepsSeen);
-    // Frames sent again with new bytes: after the face counts (it needs every face), before the rest.
-    if (copied) return failed('replayed_frames', v.stepsSeen);
+    // Frames sent again with new bytes: one is enough, and it is a replay whatever else they show.
+    if (nearReplay && (await this.nearCopy(session.id, analyses, pixels as Promise<RgbPixels>[]))) return failed('replayed_frames', v.stepsSeen);
     if (v.status === 'failed') return failed(v.reason, v.stepsSeen);
-    const faces = analyses as AnalysedFace[];
+    const faces = poseAnalyses as AnalysedFace[];
     // A frame with a face always has its embedding (the chain embeds whatever the passive score).
-    const embedded = chains.map((c) => c.embedding!);
+    const embedded = chains.slice(0, frames.length).map((c) => c.embedding!);
     if (
       !onePerson(
         embedded.map((e) => e.embedding),
@@ -227,6 +340,15 @@ export class LivenessService {
       )
     )
       return failed('different_faces', v.stepsSeen);
+    if (v.then.status === 'failed' && v.then.reason === 'challenge_not_followed') return failed(v.then.reason, v.stepsSeen);
+    if (lights) {
+      const reference = embedded[v.reference]!.embedding;
+      const samples =
+        lightCount === 0
+          ? null
+          : await Promise.all(chains.slice(frames.length).map(async (c, k) => this.lightSample(c, reference, pixels[frames.length + k]!)));
+      if (!samples || !judgeLightResponse(lights, samples).followed) return failed('light_not_followed', v.stepsSeen);
+    }
     if (v.then.status === 'failed') return failed(v.then.reason, v.stepsSeen);
     const best = v.then.frontal;
     return {
@@ -239,6 +361,22 @@ export class LivenessService {
         jpeg: images[best]!.jpeg,
       },
     };
+  }
+
+  /**
+   * One light frame's colour sample, or null when it does not show the session's face: one face (not
+   * several), whose embedding is the best frontal frame's person (SAME_PERSON_COSINE, as between the
+   * pose frames): another face lit on cue proves nothing about this one.
+   */
+  private async lightSample(
+    chain: { analysis: CaptureAnalysis; embedding?: CaptureEmbedding },
+    reference: readonly number[],
+    pixels: Promise<RgbPixels> | null,
+  ): Promise<LightSample | null> {
+    const a = chain.analysis;
+    if (!hasFace(a) || !chain.embedding || !pixels) return null;
+    if (!onePerson([reference, chain.embedding.embedding], 0, SAME_PERSON_COSINE)) return null;
+    return sampleLightFrame(await pixels, a.face.box);
   }
 
   /**

@@ -1,12 +1,15 @@
 /**
  * Liveness sessions in Redis, under the deployment prefix:
- * - session `liveness:session:<id>`: a hash { owner, steps, createdAt, expiresAt, status, reason, stepsSeen, and,
+ * - session `liveness:session:<id>`: a hash { owner, steps, lights, lightHoldMs, createdAt, expiresAt, status, reason, stepsSeen, and,
  *   once passed, the best frontal frame's embedding, engine version, quality and JPEG }. It outlives
  *   the session's lifetime by LIVENESS_SESSION_TTL_SECONDS (a late frames call answers
  *   `session_expired`, not 404), then it is gone. The embedding and the JPEG are sealed by the
  *   biometric key ring, bound to the session id: a Redis dump holds no face.
  * - owned `liveness:owned:<principal>`: the ids of the principal's sessions still kept (for the
- *   erasure of an account), expiring with the newest of them.
+ *   erasure of an account, and to end the earlier open ones when a new one is created), expiring with
+ *   the newest of them.
+ * - in flight `liveness:inflight:<principal>`: an operator's one frames call at a time (a lease renewed
+ *   while the call runs; a consumer's call takes the face path's per-user claim instead).
  * - rate `liveness:rate:<principal>`: sessions created per principal per hour.
  * - frame digests `liveness:frame:<digest>`: one key per frame ever received within
  *   LIVENESS_REPLAY_WINDOW_SECONDS; the digest is an HMAC of the frame's bytes under a key derived from
@@ -16,6 +19,7 @@
  *   `<session id>:<frame index>` of every frame that had that band, for that window. A band held by
  *   more than SKETCH_BAND_MEMBERS frames says nothing of a copy and is not read.
  */
+import { randomUUID } from 'node:crypto';
 import type { KeySpace, Redis } from '../../platform/redis/redis.js';
 import type { KeyRing } from '../../platform/keys/key-ring.js';
 import { decodeEmbedding, encodeEmbedding } from '../../platform/face/embeddings.js';
@@ -30,6 +34,10 @@ export interface StoredSession {
   /** `consumer:<userId>` or `operator:<operatorId>`. */
   owner: string;
   steps: LivenessStep[];
+  /** The screen-light sequence (`#RRGGBB`), null when created under LIVENESS_LIGHT=off. */
+  lights: string[] | null;
+  /** How long the client shows each light (ms); null without lights. */
+  lightHoldMs: number | null;
   /** When the server created it (ms). */
   createdAt: number;
   expiresAt: number;
@@ -46,12 +54,36 @@ export interface FrontalFrame {
   jpeg: Buffer;
 }
 
-// KEYS[1] = the session. Moves an open session to checking; 1 if it was open.
+// KEYS[1] = the session. Moves an open session to checking and answers its expiry as it stands at
+// the claim (a newer session of the owner may have ended it since it was read); false if it was not open.
 const CLAIM_LUA = `
 if redis.call('HGET', KEYS[1], 'status') == 'open' then
   redis.call('HSET', KEYS[1], 'status', 'checking')
-  return 1
+  return redis.call('HGET', KEYS[1], 'expiresAt')
 end
+return false`;
+
+// KEYS = the owner's earlier sessions; ARGV[1] = now (ms). Ends every one still open (no frames call
+// yet): its expiry becomes now, so its frames call answers session_expired. A session being judged or
+// judged keeps its own (a passed one stays usable).
+const END_OPEN_LUA = `
+local n = 0
+for i, k in ipairs(KEYS) do
+  if redis.call('HGET', KEYS[i], 'status') == 'open' and tonumber(redis.call('HGET', KEYS[i], 'expiresAt')) > tonumber(ARGV[1]) then
+    redis.call('HSET', KEYS[i], 'expiresAt', ARGV[1])
+    n = n + 1
+  end
+end
+return n`;
+
+// KEYS[1] = the in-flight key; ARGV[1] = its holder's token, ARGV[2] = lease (ms). Renews it if still held.
+const RENEW_LUA = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0`;
+
+// KEYS[1] = the in-flight key; ARGV[1] = its holder's token. Releases it if still held.
+const RELEASE_LUA = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
 // KEYS[1] = the session; ARGV = owner, now (ms). Marks a passed, unused, live session of this owner
@@ -62,13 +94,14 @@ if s[1] ~= ARGV[1] or s[2] ~= 'passed' or s[3] or tonumber(s[4]) <= tonumber(ARG
 redis.call('HSET', KEYS[1], 'used', '1')
 return 1`;
 
-// KEYS = frame digests; ARGV[1] = window (s). Remembers every digest; 1 if any was already known.
+// KEYS = frame digests; ARGV[1] = window (s). Remembers every digest; answers, per key, 1 if it was
+// already known, 0 if this call added it (so the call can forget the ones whose frames did not decode).
 const FRAMES_LUA = `
-local seen = 0
+local out = {}
 for i, k in ipairs(KEYS) do
-  if not redis.call('SET', k, '1', 'NX', 'EX', ARGV[1]) then seen = 1 end
+  if redis.call('SET', k, '1', 'NX', 'EX', ARGV[1]) then out[i] = 0 else out[i] = 1 end
 end
-return seen`;
+return out`;
 
 // KEYS = the band digests of every frame (frame after frame); ARGV[1] = window (s), ARGV[2] = the most
 // members a band is read with, ARGV[3..] = each key's member (`<session>:<frame>`). Reads every band
@@ -107,16 +140,51 @@ export class LivenessSessionStore {
     return countInWindow(this.redis, this.keys('liveness', 'rate', owner), HOUR_MS);
   }
 
-  async create(s: Pick<StoredSession, 'id' | 'owner' | 'steps' | 'createdAt' | 'expiresAt'>, keepSeconds: number): Promise<void> {
+  /**
+   * Writes a new session and ends the owner's earlier sessions that have had no frames call: one
+   * challenge open per principal, so a client cannot draw several and answer the one it likes.
+   */
+  async create(s: Pick<StoredSession, 'id' | 'owner' | 'steps' | 'lights' | 'lightHoldMs' | 'createdAt' | 'expiresAt'>, keepSeconds: number): Promise<void> {
     const key = this.sessionKey(s.id);
     const owned = this.keys('liveness', 'owned', s.owner);
+    const earlier = await this.redis.smembers(owned);
+    if (earlier.length) await this.redis.eval(END_OPEN_LUA, earlier.length, ...earlier.map((id) => this.sessionKey(id)), String(s.createdAt));
+    const light = s.lights ? ['lights', JSON.stringify(s.lights), 'lightHoldMs', String(s.lightHoldMs)] : [];
     await this.redis
       .multi()
-      .hset(key, 'owner', s.owner, 'steps', JSON.stringify(s.steps), 'createdAt', String(s.createdAt), 'expiresAt', String(s.expiresAt), 'status', 'open')
+      .hset(
+        key,
+        'owner',
+        s.owner,
+        'steps',
+        JSON.stringify(s.steps),
+        ...light,
+        'createdAt',
+        String(s.createdAt),
+        'expiresAt',
+        String(s.expiresAt),
+        'status',
+        'open',
+      )
       .expire(key, keepSeconds)
       .sadd(owned, s.id)
       .expire(owned, keepSeconds)
       .exec();
+  }
+
+  /** An operator's one frames call at a time: a token when taken, null while another call holds it. */
+  async reserveInFlight(owner: string, leaseMs: number): Promise<string | null> {
+    const token = randomUUID();
+    const ok = await this.redis.set(this.keys('liveness', 'inflight', owner), token, 'PX', Math.max(1, Math.ceil(leaseMs)), 'NX');
+    return ok === 'OK' ? token : null;
+  }
+
+  async renewInFlight(owner: string, token: string, leaseMs: number): Promise<void> {
+    await this.redis.eval(RENEW_LUA, 1, this.keys('liveness', 'inflight', owner), token, String(Math.max(1, Math.ceil(leaseMs))));
+  }
+
+  async releaseInFlight(owner: string, token: string): Promise<void> {
+    await this.redis.eval(RELEASE_LUA, 1, this.keys('liveness', 'inflight', owner), token);
   }
 
   /** Erasure of a consumer: their sessions (and the frontal frames they hold) and their hourly count. */
@@ -128,10 +196,12 @@ export class LivenessSessionStore {
   }
 
   async get(id: string): Promise<StoredSession | null> {
-    const [owner, steps, createdAt, expiresAt, status, reason, seen] = await this.redis.hmget(
+    const [owner, steps, lights, lightHoldMs, createdAt, expiresAt, status, reason, seen] = await this.redis.hmget(
       this.sessionKey(id),
       'owner',
       'steps',
+      'lights',
+      'lightHoldMs',
       'createdAt',
       'expiresAt',
       'status',
@@ -143,6 +213,8 @@ export class LivenessSessionStore {
       id,
       owner,
       steps: JSON.parse(steps) as LivenessStep[],
+      lights: lights ? (JSON.parse(lights) as string[]) : null,
+      lightHoldMs: lightHoldMs ? Number(lightHoldMs) : null,
       // A session written before creation times were kept (a deployment's first minute): taken as
       // created long ago, so that the timing check cannot refuse it for being answered too soon.
       createdAt: createdAt ? Number(createdAt) : 0,
@@ -153,9 +225,13 @@ export class LivenessSessionStore {
     };
   }
 
-  /** Takes the session's one frames call: false when another call took it first. */
-  async claim(id: string): Promise<boolean> {
-    return (await this.redis.eval(CLAIM_LUA, 1, this.sessionKey(id))) === 1;
+  /**
+   * Takes the session's one frames call: its expiry as it stands now (a newer session of the owner
+   * may have ended it since it was read), or null when another call took it first.
+   */
+  async claim(id: string): Promise<{ expiresAt: number } | null> {
+    const r = (await this.redis.eval(CLAIM_LUA, 1, this.sessionKey(id))) as string | null;
+    return r === null ? null : { expiresAt: Number(r) };
   }
 
   async fail(id: string, reason: FailureReason | null, stepsSeen: (LivenessStep | null)[]): Promise<void> {
@@ -224,10 +300,20 @@ export class LivenessSessionStore {
     return out;
   }
 
-  /** Remembers the frames' digests; true when any of them was received before (in any session). */
-  async recordFrames(digests: readonly string[], windowSeconds: number): Promise<boolean> {
-    if (!digests.length) return false;
+  /**
+   * Remembers the frames' digests in one step: whether any of them was received before (in any
+   * session), and the ones this call added (forgotten again by `forgetFrames` for frames that do not
+   * decode).
+   */
+  async recordFrames(digests: readonly string[], windowSeconds: number): Promise<{ seen: boolean; added: string[] }> {
+    if (!digests.length) return { seen: false, added: [] };
     const keys = digests.map((d) => this.keys('liveness', 'frame', d));
-    return (await this.redis.eval(FRAMES_LUA, keys.length, ...keys, String(windowSeconds))) === 1;
+    const known = (await this.redis.eval(FRAMES_LUA, keys.length, ...keys, String(windowSeconds))) as number[];
+    return { seen: known.some((k) => k === 1), added: digests.filter((_, i) => known[i] === 0) };
+  }
+
+  /** Forgets digests this service added for frames that never decoded. */
+  async forgetFrames(digests: readonly string[]): Promise<void> {
+    if (digests.length) await this.redis.del(...digests.map((d) => this.keys('liveness', 'frame', d)));
   }
 }

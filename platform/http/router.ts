@@ -43,7 +43,9 @@ export function buildRouter(routes: AnyRoute[], deps: RouterDeps): Router {
     const key = `${r.method} ${r.path}`;
     if (seen.has(key)) throw new Error(`Route declared twice: ${key}`);
     seen.add(key);
-    const parseBody = r.multipart ? multipartBody(deps.config.http.maxUploadBytes) : r.body ? jsonBody() : null;
+    // The parser admits as many file parts as the route's fields can hold (a repeated field: its most).
+    const maxFiles = r.multipart ? Object.values(r.multipart.files).reduce((n, f) => n + (f.repeat?.max ?? 1), 0) : 0;
+    const parseBody = r.multipart ? multipartBody(deps.config.http.maxUploadBytes, maxFiles) : r.body ? jsonBody() : null;
 
     router.register(
       koaPath(r.path),

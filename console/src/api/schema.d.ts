@@ -757,7 +757,7 @@ export interface paths {
         put?: never;
         /**
          * Start a liveness session: server-random steps to perform in front of the camera
-         * @description The steps (2 to 4, first `center`) are drawn by the server for each session. The session belongs to the caller, lives LIVENESS_SESSION_TTL_SECONDS and takes its frames once. At most LIVENESS_SESSIONS_PER_HOUR sessions per caller per hour (429 `rate_limited` with Retry-After).
+         * @description The steps (2 to 4, first `center`) and, under LIVENESS_LIGHT=required (the default), the light sequence (6 to 8 colours) are drawn by the server for each session. The session belongs to the caller, lives LIVENESS_SESSION_TTL_SECONDS and takes its frames once. Creating a session ends the caller's earlier sessions that have had no frames call (their frames call then answers `session_expired`). At most LIVENESS_SESSIONS_PER_HOUR sessions per caller per hour (429 `rate_limited` with Retry-After).
          *
          *     **Authorisation:** Consumer bearer token, or operator bearer token (as for operator routes).
          */
@@ -779,7 +779,7 @@ export interface paths {
         put?: never;
         /**
          * Give a liveness session its frames (once) and get the server's verdict
-         * @description The file field `frames` repeated `minFrames` to `maxFrames` times, in capture order (JPEG, PNG or WebP each). The verdict is `passed` or `failed` with the first reason found, checked in this order: `session_expired`; `replayed_frames` (a frame whose exact bytes this service received before, in any session: checked on keyed digests before any frame is decoded); `implausible_timing` (the frames arrived sooner after the session was created than a person can follow its steps — LIVENESS_MIN_STEP_MS per step after the first —, or the claimed `capturedAt` times go backwards, span more than the server saw, or leave less than that per step); `no_face`; `multiple_faces`; `replayed_frames` again, only where LIVENESS_NEAR_REPLAY_WINDOW_SECONDS is above 0 (off by default): every frame a near copy — the same pixels with new bytes, re-encoded or noised — of a frame of one and the same earlier session (keyed digests of sketches of the faces); `static_capture` (one picture repeated, shifted or re-encoded); `different_faces`; `challenge_not_followed` (the head poses, estimated from the landmarks, do not follow `steps` in order); `spoof_suspected` (the passive model, or the moiré of a screen on the first frame). Never a score. 404 `not_found` for an unknown, malformed or another caller's session; 409 `conflict` for a second frames call. A consumer's failed session counts as one failed biometric attempt (429 `biometric_locked` while locked, before the session is used). A frame that is not a decodable image is 400 `invalid_image`, and the session is spent.
+         * @description The file field `frames` repeated `minFrames` to `maxFrames` times, in capture order, and (a session with `lights`) the file field `lightFrames` once per light, in the order of `lights` (JPEG, PNG or WebP each). Answered in this order: 404 `not_found` for an unknown, malformed or another caller's session; 409 `conflict` for a session already given frames; 429 `rate_limited` while another frames call of the caller runs (one at a time); 429 `biometric_locked` while a consumer is locked; 503 when no face process can take the work — all before any frame is decoded. Then the verdict, `passed` or `failed` with the first reason found, checked in this order: `session_expired` (also a session ended by a newer one of the caller); `replayed_frames` (a frame, pose or light, whose exact bytes this service received before, in any session: checked on keyed digests before any frame is decoded; a digest is kept only once its frame decoded); `implausible_timing` (the frames arrived sooner after the session was created than a person can follow its steps — LIVENESS_MIN_STEP_MS per step after the first —, or the claimed `capturedAt` times go backwards, span more than the server saw, or leave less than that per step); `replayed_frames` again where LIVENESS_NEAR_REPLAY_WINDOW_SECONDS is above 0 (the default: 30 days): one frame a near copy — the same pixels with new bytes, re-encoded, rescaled, recropped by a few pixels — of a frame of an earlier session, any caller's (keyed digests of sketches of the faces); `no_face`; `multiple_faces`; `static_capture` (one picture repeated, shifted or re-encoded); `different_faces`; `challenge_not_followed` (the head poses, estimated from the landmarks, do not follow `steps` in order); `light_not_followed` (not exactly one light frame per light, a light frame without the session's face, or a face whose colour does not follow `lights`: too weak a response to read, or one that follows another sequence; judged on the light frames only); `spoof_suspected` (the passive model, or the moiré of a screen on the first frame). Never a score. `stepsSeen` lists the pose frames only. A consumer's failed session counts as one failed biometric attempt. A frame that is not a decodable image is 400 `invalid_image`, and the session is spent.
          *
          *     **Authorisation:** Consumer bearer token, or operator bearer token (as for operator routes).
          */
@@ -5228,6 +5228,10 @@ export interface operations {
                             expiresAt: string;
                             /** Format: uuid */
                             id: string;
+                            /** @description How long to show each colour before its frame is captured (ms; LIVENESS_LIGHT_HOLD_MS). Absent without `lights`. */
+                            lightHoldMs?: number;
+                            /** @description The screen-light sequence, drawn by the server for each session (`#RRGGBB` from #FF0000, #00FF00, #0000FF, #FFFF00, #FF00FF, #00FFFF, #FFFFFF, never the same twice in a row): show each colour over most of the screen for `lightHoldMs`, the face at the `center` pose, and capture one frame under each (`lightFrames`, in this order). Absent under LIVENESS_LIGHT=off, as `lightHoldMs`. */
+                            lights?: string[];
                             /** @description LIVENESS_MAX_FRAMES */
                             maxFrames: number;
                             /** @description LIVENESS_MIN_FRAMES */
@@ -5315,10 +5319,12 @@ export interface operations {
         requestBody: {
             content: {
                 "multipart/form-data": {
-                    /** @description The client's capture time of each frame, in order, as a JSON array of milliseconds on the client's own clock (e.g. `Date.now()` at each capture; only differences are used): one per frame. A claim: the server checks it against what it saw itself and fails the session with `implausible_timing` when it contradicts that */
+                    /** @description The client's capture time of each pose frame (`frames`, not `lightFrames`), in order, as a JSON array of milliseconds on the client's own clock (e.g. `Date.now()` at each capture; only differences are used): one per pose frame. A claim: the server checks it against what it saw itself and fails the session with `implausible_timing` when it contradicts that */
                     capturedAt?: string;
                     /** @description One frame per part, in capture order */
                     frames: string[];
+                    /** @description One frame per light of the session, in the order of `lights`: frame i captured while the screen shows `lights[i]` over most of its area, the face at the `center` pose. Another count (up to 8) fails the session with `light_not_followed`. Not accepted under LIVENESS_LIGHT=off */
+                    lightFrames?: string[];
                 };
             };
         };
@@ -5334,7 +5340,7 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             /** @description Why it failed: the first reason found, checked in the order listed */
-                            reason?: "session_expired" | "replayed_frames" | "implausible_timing" | "no_face" | "multiple_faces" | "static_capture" | "different_faces" | "challenge_not_followed" | "spoof_suspected";
+                            reason?: "session_expired" | "replayed_frames" | "implausible_timing" | "no_face" | "multiple_faces" | "static_capture" | "different_faces" | "challenge_not_followed" | "light_not_followed" | "spoof_suspected";
                             status: "passed" | "failed";
                             /** @description Per frame, the step the server saw in it, or null */
                             stepsSeen: (("center" | "turn_left" | "turn_right" | "look_up") | null)[];
@@ -5396,7 +5402,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: `biometric_locked` */
+            /** @description Error: `rate_limited`, `biometric_locked` */
             429: {
                 headers: {
                     [name: string]: unknown;

@@ -1,7 +1,10 @@
 /**
- * The liveness challenge (SPEC 13.1) as the consumer sees it: the server draws the steps
- * (POST /liveness/sessions); each step is shown with an arrow and a short line, and the camera takes a
- * frame once the person has had time to reach the pose (STEP_MS); the frames go to the server in
+ * The liveness challenge (SPEC 13.1, 14.1) as the consumer sees it: the server draws the steps and
+ * the screen-light sequence (POST /liveness/sessions); each step is shown with an arrow and a short
+ * line, and the camera takes a frame once the person has had time to reach the pose (STEP_MS); then,
+ * the person back at the centre, the screen shows each of the session's colours over most of its area
+ * for `lightHoldMs` and the camera takes a frame under each (the light the screen throws on the face
+ * is what proves the frames are taken now, in front of this screen). The frames go to the server in
  * capture order, which alone decides. A passed session is handed to the caller (verify-face,
  * /verify/self use it instead of a photo); a failed one says plainly what to do next.
  *
@@ -34,11 +37,13 @@ export function LivenessCheck(props: {
   const [stream, setStream] = useState<MediaStream | null>(null);
   const [steps, setSteps] = useState<Step[] | null>(null);
   const [current, setCurrent] = useState(-1);
-  const [phase, setPhase] = useState<'idle' | 'running' | 'sending' | 'passed' | 'failed'>('idle');
+  const [phase, setPhase] = useState<'idle' | 'running' | 'lights' | 'sending' | 'passed' | 'failed'>('idle');
+  /** The colour the screen shows during the light sequence. */
+  const [light, setLight] = useState<string | null>(null);
   const [failure, setFailure] = useState<string | null>(null);
 
   const { onBusy } = props;
-  useEffect(() => onBusy?.(phase === 'running' || phase === 'sending'), [phase, onBusy]);
+  useEffect(() => onBusy?.(phase === 'running' || phase === 'lights' || phase === 'sending'), [phase, onBusy]);
   const stop = (s: MediaStream | null) => s?.getTracks().forEach((tr) => tr.stop());
   useEffect(() => () => stop(stream), [stream]);
   useEffect(() => {
@@ -67,7 +72,7 @@ export function LivenessCheck(props: {
     setPhase('running');
     const { data: created, error } = await api.POST('/liveness/sessions', { body: {} });
     if (!created) return fail((error as ApiError | undefined)?.error === 'rate_limited' ? t('outcome_rate_limited') : t('liveFail_generic'));
-    const { id, steps: drawn, minFrames } = created.session;
+    const { id, steps: drawn, minFrames, lights, lightHoldMs } = created.session;
     let s: MediaStream;
     try {
       s = await navigator.mediaDevices.getUserMedia({ video: { facingMode: 'user', width: { ideal: 640 } }, audio: false });
@@ -95,12 +100,33 @@ export function LivenessCheck(props: {
       }
       frames.push(f);
     }
+    // The light sequence, at the centre pose: each colour over most of the screen, a frame under it
+    // once the camera's exposure has settled (lightHoldMs).
+    const lightFrames: Blob[] = [];
+    if (lights?.length) {
+      setCurrent(-1);
+      setPhase('lights');
+      for (const colour of lights) {
+        setLight(colour);
+        await sleep(lightHoldMs ?? 450);
+        const f = await grab();
+        if (!f) {
+          stop(s);
+          setStream(null);
+          setLight(null);
+          return fail(t('captureNoCamera'));
+        }
+        lightFrames.push(f);
+      }
+      setLight(null);
+    }
     stop(s);
     setStream(null);
     setCurrent(-1);
     setPhase('sending');
     const form = new FormData();
     frames.forEach((f, i) => form.append('frames', f, `frame${i + 1}.jpg`));
+    lightFrames.forEach((f, i) => form.append('lightFrames', f, `light${i + 1}.jpg`));
     form.append('capturedAt', JSON.stringify(capturedAt));
     const { data, error: err } = await api.POST('/liveness/sessions/{id}/frames', {
       params: { path: { id } },
@@ -125,7 +151,7 @@ export function LivenessCheck(props: {
   return (
     <div class="liveness" data-testid={`liveness-${props.id}`}>
       <p>{t('liveIntro')}</p>
-      {phase === 'running' && (
+      {(phase === 'running' || phase === 'lights') && (
         <div class="capture-frame">
           <video ref={video} autoplay playsInline muted aria-label={step ? t(`step_${step}`) : t('captureGuide')}>
             <track kind="captions" />
@@ -140,6 +166,13 @@ export function LivenessCheck(props: {
           </span>{' '}
           <span>{t('liveStep', { n: current + 1, total: steps!.length })}</span>: <strong>{t(`step_${step}`)}</strong>
         </p>
+      )}
+      {phase === 'lights' && light && (
+        <div class="liveness-light" style={{ background: light }} data-testid="liveness-light" data-colour={light}>
+          <p role="status" aria-live="polite">
+            {t('liveLights')}
+          </p>
+        </div>
       )}
       {phase === 'sending' && (
         <p role="status" aria-busy="true">

@@ -50,7 +50,12 @@ export function jsonBody(limitBytes = 64 * 1024): Middleware {
   };
 }
 
-export function multipartBody(maxUploadBytes: number): Middleware {
+/**
+ * `maxFiles`: the file parts the route's fields can hold (at least MAX_FILES): a liveness frames call
+ * carries up to LIVENESS_MAX_FRAMES pose frames and 8 light frames.
+ */
+export function multipartBody(maxUploadBytes: number, maxFiles = MAX_FILES): Middleware {
+  const fileLimit = Math.max(MAX_FILES, maxFiles);
   const parse = koaBody({
     json: false,
     urlencoded: false,
@@ -59,7 +64,7 @@ export function multipartBody(maxUploadBytes: number): Middleware {
     formidable: {
       maxFileSize: maxUploadBytes,
       maxTotalFileSize: maxUploadBytes,
-      maxFiles: MAX_FILES,
+      maxFiles: fileLimit,
       maxFields: MAX_FIELDS,
       maxFieldsSize: 64 * 1024,
       allowEmptyFiles: true,
@@ -90,7 +95,7 @@ export function multipartBody(maxUploadBytes: number): Middleware {
       // Too many parts is a malformed request, not a large one (formidable says 413 for both).
       if (err.code === MAX_FIELDS_EXCEEDED || err.code === MAX_FILES_EXCEEDED) {
         throw new AppError('validation_failed', 'The multipart body has too many parts', {
-          details: { reason: err.code === MAX_FIELDS_EXCEEDED ? `more than ${MAX_FIELDS} text fields` : `more than ${MAX_FILES} files` },
+          details: { reason: err.code === MAX_FIELDS_EXCEEDED ? `more than ${MAX_FIELDS} text fields` : `more than ${fileLimit} files` },
         });
       }
       if (err.code === 1009 || err.code === 1016 || err.httpCode === 413) throw tooLarge(maxUploadBytes);
