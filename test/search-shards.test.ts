@@ -7,7 +7,10 @@
  * dedupe's search), never a partial list; answers again when it returns.
  */
 import test from 'ava';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { SnapshotStore, type SnapshotMeta } from '../features/search/worker/snapshot-store.js';
+import { snapshotUserIds } from '../features/search/worker/sketch-engine.js';
+import { issueProofToken } from '../features/verification/proof-tokens.js';
 import path from 'node:path';
 import { FaceService, hasFace } from '../features/face/face-service.js';
 import { currentChangeSeq, removeCanonical, upsertCanonical } from '../features/face/embeddings-repository.js';
@@ -42,7 +45,16 @@ const startShard = (i: number, count = SHARDS) => h.startSearchWorker({ SEARCH_S
 
 const h = useHarness(
   test,
-  { face: true, env: { SEARCH_SHARDS: String(SHARDS), SEARCH_SHARD_TIMEOUT_MS: '1500', IDENTIFY_MATCH_THRESHOLD: '0.7', SEARCH_EXACT_CANDIDATES: '0' } },
+  {
+    face: true,
+    env: {
+      SEARCH_SHARDS: String(SHARDS),
+      SEARCH_SHARD_TIMEOUT_MS: '1500',
+      IDENTIFY_MATCH_THRESHOLD: '0.7',
+      SEARCH_EXACT_CANDIDATES: '0',
+      ERASURE_MAX_SECONDS: '3',
+    },
+  },
   { ready: () => setUp() },
 );
 
@@ -178,3 +190,54 @@ test.serial('two replicas of a shard share its searches; one stopped, the other 
   const alone = await h.deps.face.searchByEmbedding(probes[3]!, 3);
   t.deepEqual(alone.hits, expected[3]!.hits);
 });
+
+/** Every snapshot on disk: its lineage and the user ids it lists (decrypted with the deployment's ring). */
+async function snapshots(): Promise<{ lineage: string; ids: string[] }[]> {
+  const dir = h.config.search.snapshotDir;
+  const store = new SnapshotStore(dir, h.deps.keyRing);
+  const out: { lineage: string; ids: string[] }[] = [];
+  for (const d of existsSync(dir) ? readdirSync(dir).filter((x) => x.startsWith('snap-')) : []) {
+    const meta = path.join(dir, d, 'meta.json');
+    try {
+      const m = JSON.parse(readFileSync(meta, 'utf8')) as SnapshotMeta;
+      out.push({ lineage: m.logId, ids: await snapshotUserIds(store.reader({ dir: path.dirname(meta), meta: m })) });
+    } catch (e) {
+      if (existsSync(meta)) throw e; // retired meanwhile: skipped
+    }
+  }
+  return out;
+}
+
+test.serial(
+  'erasure reaches every shard: gone from the merged answer at once, from every shard’s snapshots within ERASURE_MAX_SECONDS, then user.erased',
+  async (t) => {
+    const user = await newConsumer(h);
+    await upsertCanonical(h.deps.db, user.userId, unit(55_555), 'link_nin', FACE_ENGINE_VERSION);
+    t.is((await h.deps.face.searchByEmbedding(unit(55_555), 1)).hits[0]?.userId, user.userId);
+    const { proofToken } = await issueProofToken(h.deps, user.userId, user.sessionId);
+    const del = await client(h.url).delete(`/users/${user.userId}`, { token: user.token, json: { proofToken } });
+    t.is(del.status, 200, del.text);
+    t.false((await h.deps.face.searchByEmbedding(unit(55_555), 10)).hits.some((x) => x.userId === user.userId));
+
+    const t0 = Date.now();
+    let receipt;
+    while (!(receipt = await h.deps.db('auditEvents').where({ type: 'user.erased', subjectId: user.userId }).first()) && Date.now() - t0 < 15_000)
+      await new Promise((r) => setTimeout(r, 200));
+    t.truthy(receipt, 'user.erased once every shard (and the single index beside them) rewrote its snapshots');
+    const all = await snapshots();
+    for (let i = 0; i < SHARDS; i++)
+      t.true(
+        all.some((x) => x.lineage.endsWith(`-s${i}of${SHARDS}`)),
+        `shard ${i} keeps a snapshot of its own lineage`,
+      );
+    t.false(
+      all.some((x) => x.ids.includes(user.userId)),
+      'no snapshot of any shard lists the erased user',
+    );
+    // A shard's snapshot lists only its own users.
+    for (const x of all) {
+      const m = /-s(\d+)of(\d+)$/.exec(x.lineage);
+      if (m) t.true(x.ids.every((id) => shardOf(id, Number(m[2])) === Number(m[1])));
+    }
+  },
+);
