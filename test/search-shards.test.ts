@@ -163,8 +163,8 @@ test.serial('a shard with no replica: 503 dependency_unavailable with Retry-Afte
   t.deepEqual((err as AppError).details, { reason: 'search_shard_unavailable', shards: [1] });
   t.true(Date.now() - t0 < 3000, 'answered at SEARCH_SHARD_TIMEOUT_MS, not the job deadline');
   // Dedupe at link searches the same way (the watch-list answer goes with it).
-  const dedupe = await t.throwsAsync(h.deps.face.searchByEmbedding(probe, 5, undefined, undefined, users[0]));
-  t.is((dedupe as AppError).code, 'dependency_unavailable');
+  const dedupe = await t.throwsAsync(h.deps.services.dedupe.screen(users[0]!, probe, FACE_ENGINE_VERSION));
+  t.is((dedupe as AppError).code, 'dependency_unavailable', 'a link is not screened against a part of the gallery');
 
   const res = await client(h.url).post('/identify', { token: operator.token, form: { attestation: 'true', file: png(photo('lfw/Bush_2.png')) } });
   t.is(res.status, 503, res.text);
