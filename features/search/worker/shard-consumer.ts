@@ -62,14 +62,17 @@ export class ShardConsumer {
 
   /** Joins the group (made at the stream's end if new: older entries are past their deadline) and serves. */
   async start(): Promise<void> {
-    const { redis } = this.opts;
+    await this.join();
+    await this.dropDeadConsumers().catch(() => {});
+    this.loop = this.consume();
+  }
+
+  private async join(): Promise<void> {
     try {
-      await redis.xgroup('CREATE', this.stream, this.group, '$', 'MKSTREAM');
+      await this.opts.redis.xgroup('CREATE', this.stream, this.group, '$', 'MKSTREAM');
     } catch (e) {
       if (!/BUSYGROUP/.test((e as Error).message)) throw e;
     }
-    await this.dropDeadConsumers().catch(() => {});
-    this.loop = this.consume();
   }
 
   private async dropDeadConsumers(): Promise<void> {
@@ -97,7 +100,7 @@ export class ShardConsumer {
         if (this.closing) return;
         const msg = (e as Error).message;
         // The stream or group went away (a Redis fail-over to a replica that lacks it, a flush): join again.
-        if (/NOGROUP/.test(msg)) await this.start().catch(() => {});
+        if (/NOGROUP/.test(msg)) await this.join().catch(() => {});
         await new Promise((r) => setTimeout(r, 200));
         continue;
       }
