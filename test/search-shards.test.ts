@@ -43,13 +43,15 @@ const users: string[] = [];
 
 const startShard = (i: number, count = SHARDS) => h.startSearchWorker({ SEARCH_SHARDS: String(count), SEARCH_SHARD: String(i) });
 
+// Every process of the test runs in this one (one event loop): a burst of searches queues its
+// 3 × 24 replies and the replicas' engine calls behind each other, so the shard timeout has room here.
 const h = useHarness(
   test,
   {
     face: true,
     env: {
       SEARCH_SHARDS: String(SHARDS),
-      SEARCH_SHARD_TIMEOUT_MS: '1500',
+      SEARCH_SHARD_TIMEOUT_MS: '3000',
       IDENTIFY_MATCH_THRESHOLD: '0.7',
       SEARCH_EXACT_CANDIDATES: '0',
       ERASURE_MAX_SECONDS: '3',
@@ -161,7 +163,7 @@ test.serial('a shard with no replica: 503 dependency_unavailable with Retry-Afte
   t.true(err instanceof AppError);
   t.is((err as AppError).code, 'dependency_unavailable');
   t.deepEqual((err as AppError).details, { reason: 'search_shard_unavailable', shards: [1] });
-  t.true(Date.now() - t0 < 3000, 'answered at SEARCH_SHARD_TIMEOUT_MS, not the job deadline');
+  t.true(Date.now() - t0 < 4500, 'answered at SEARCH_SHARD_TIMEOUT_MS, not at the job deadline (FACE_JOB_TIMEOUT_MS 15 s here)');
   // Dedupe at link searches the same way (the watch-list answer goes with it).
   const dedupe = await t.throwsAsync(h.deps.services.dedupe.screen(users[0]!, probe, FACE_ENGINE_VERSION));
   t.is((dedupe as AppError).code, 'dependency_unavailable', 'a link is not screened against a part of the gallery');
