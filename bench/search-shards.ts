@@ -224,6 +224,19 @@ export async function runSearchShardsBench(): Promise<{ markdown: string; lastLi
       if (mate >= 0 && b.answers[i]![0]?.userId === syntheticUserId(mate)) mateFirstSharded++;
     }
     const anon = procs.map((p) => ({ name: p.name, rssAnonMiB: Math.round(rssAnonMiB(p.child.pid)) }));
+    // Cold starts from the snapshots just written (page cache warm: the files were just written), the
+    // single index's and one shard's, each a fresh process alone.
+    const coldStart = async (p: Proc, extra: Record<string, string>): Promise<number> => {
+      p.child.kill('SIGTERM');
+      if (p.child.exitCode === null) await new Promise((res) => p.child.once('exit', res));
+      const again = await startSearchProcess(`${p.name} (cold)`, extra, common);
+      procs.push(again);
+      await waitReady(again);
+      return again.readyS!;
+    };
+    const coldSingleS = await coldStart(single, { SEARCH_SHARDS: '1' });
+    const coldShardS = await coldStart(shardProcs[0]!, { SEARCH_SHARDS: String(SHARDS), SEARCH_SHARD: '0' });
+    log(`cold start from a snapshot: single index ${fmt(coldSingleS, 2)} s, shard 0 ${fmt(coldShardS, 2)} s`);
     const load1 = os.loadavg();
     const figures = {
       n: ds.n,
@@ -245,6 +258,7 @@ export async function runSearchShardsBench(): Promise<{ markdown: string; lastLi
       redisIdleCpuPerSecond: idleRate,
       redisCpuUsPerSearch: { single: a.redisCpuUsPerSearch, sharded: b.redisCpuUsPerSearch, perShardJobsEstimate: a.redisCpuUsPerSearch * SHARDS },
       redisCommandsByName: { single: a.perCommand, sharded: b.perCommand },
+      coldStartS: { single: coldSingleS, shard0: coldShardS },
       readyS: Object.fromEntries(procs.map((p) => [p.name, p.readyS])),
       rssAnonMiB: Object.fromEntries(anon.map((x) => [x.name, x.rssAnonMiB])),
       insertS,
@@ -296,6 +310,7 @@ export async function runSearchShardsBench(): Promise<{ markdown: string; lastLi
       ),
       '',
       `Answers: top ${K} identical (users, order, scores) on ${identical} of ${ds.q} probes; the identify answer (≥ IDENTIFY_MATCH_THRESHOLD ${threshold}, at most ${c1.face.identifyMaxCandidates}) identical on ${sameAboveMatch} of ${ds.q}; mate first: single ${mateFirstSingle}, sharded ${mateFirstSharded}.`,
+      `Cold start from a snapshot (process start → serving, page cache warm): single index ${fmt(coldSingleS, 2)} s, shard 0 ${fmt(coldShardS, 2)} s.`,
       `Sharded p50 − the slowest shard's stage p50: ${fmt(b.wall.p50 - b.stage.p50, 2)} ms (goal ≤ 2 ms). Load average ${load0.map((x) => x.toFixed(2)).join(' ')} before, ${load1.map((x) => x.toFixed(2)).join(' ')} after.`,
       `Redis commands per search by name: single ${JSON.stringify(a.perCommand)}; sharded ${JSON.stringify(b.perCommand)}.`,
     ].join('\n');
