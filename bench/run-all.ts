@@ -4,6 +4,7 @@
  *   npm run bench                      # all, in this order
  *   npm run bench -- stages            # per-stage latency and pipeline throughput (real models, fixture photos)
  *   npm run bench -- search            # 1:N search at 1M, both generators (BENCH_N=100000 for a quick run; --dataset DIR)
+ *   npm run bench -- search-shards     # BENCH_SHARDS (4) shards beside the single index, real processes (also: BENCH_SHARDS=4 npm run bench -- search)
  *   npm run bench -- identify-e2e      # identify through the queues + SearchLog vs the raw engine
  *   npm run bench -- dedupe            # the search a link adds for duplicate detection, at 1M (BENCH_N)
  *   npm run bench -- face-path         # /verify/self and /identify vs the raw engine, one client and 4 in flight; a liveness session
@@ -17,7 +18,10 @@ import { fmt } from './lib.js';
 // A benchmark returns its Markdown, or that plus a line to print LAST (the search bench's JSON figures).
 const BENCHES: Record<string, () => Promise<string | { markdown: string; lastLine: string }>> = {
   stages: async () => (await import('./stages.js')).runStagesBench(),
-  search: async () => (await import('./search.js')).runSearchBench(),
+  // BENCH_SHARDS=N: the sharded run beside the single index (bench/search-shards.ts) instead.
+  search: async () =>
+    Number(process.env.BENCH_SHARDS ?? 0) > 1 ? (await import('./search-shards.js')).runSearchShardsBench() : (await import('./search.js')).runSearchBench(),
+  'search-shards': async () => (await import('./search-shards.js')).runSearchShardsBench(),
   'identify-e2e': async () => (await import('./identify-e2e.js')).runIdentifyE2eBench(),
   'face-path': async () => (await import('./face-path.js')).runFacePathBench(),
   'face-contention': async () => (await import('./face-contention.js')).runFaceContentionBench(),

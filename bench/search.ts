@@ -65,13 +65,13 @@ function datasetArg(): string | null {
   return path.resolve(dir);
 }
 
-function dbUrl(name: string): string {
+export function dbUrl(name: string): string {
   const u = new URL(BASE);
   u.pathname = `/${name}`;
   return u.toString();
 }
 
-async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
+export async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
   const c = new pg.Client({ connectionString: dbUrl('postgres') });
   await c.connect();
   try {
@@ -81,12 +81,12 @@ async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
-async function createScratchDb(): Promise<void> {
+export async function createScratchDb(name = DB_NAME): Promise<void> {
   await admin(async (c) => {
-    await c.query(`DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`);
-    await c.query(`CREATE DATABASE "${DB_NAME}"`);
+    await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    await c.query(`CREATE DATABASE "${name}"`);
   });
-  const db = createDb(dbUrl(DB_NAME), 1, { bindModels: false });
+  const db = createDb(dbUrl(name), 1, { bindModels: false });
   try {
     await migrateLatest(db);
   } finally {
@@ -95,10 +95,10 @@ async function createScratchDb(): Promise<void> {
 }
 
 /** The gallery into users + canonical_embeddings (two connections, 1000 rows per statement). */
-async function loadIntoPostgres(dir: string, log: (s: string) => void): Promise<number> {
+export async function loadIntoPostgres(dir: string, log: (s: string) => void, name = DB_NAME): Promise<number> {
   const t0 = performance.now();
   const ds = openDataset(dir);
-  const clients = [new pg.Client({ connectionString: dbUrl(DB_NAME) }), new pg.Client({ connectionString: dbUrl(DB_NAME) })];
+  const clients = [new pg.Client({ connectionString: dbUrl(name) }), new pg.Client({ connectionString: dbUrl(name) })];
   await Promise.all(clients.map((c) => c.connect()));
   try {
     await Promise.all(clients.map((c) => c.query('SET synchronous_commit = off')));

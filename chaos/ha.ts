@@ -11,7 +11,8 @@
  * healed: 6. the PostgreSQL primary's host (Patroni promotes the standby once the leader key expires;
  * the cut primary, unable to renew it, demotes itself: fencing, checked from inside its host),
  * 7. the Redis master's host (the Sentinels promote the replica; the old master rejoins as its
- * replica at the heal), 8. one web host (HAProxy's checks take it out).
+ * replica at the heal), 8. one web host (HAProxy's checks take it out), 9. one search host (the other
+ * replica of its shard serves; with SEARCH_SHARDS=N, start:ha runs two replicas of every shard).
  * Then every answered write is read back from PostgreSQL (chaos/lib/verify.ts) through the proxy,
  * on the promoted node, and read-your-writes of the search replicas is checked across the fail-over
  * (an /identify sent after a link was answered lists that user). Prints the fault table and one JSON report on stdout; exits 1 when a figure
@@ -52,6 +53,8 @@ interface Part {
   link?: string;
   restPort?: number;
   restUrl?: string;
+  /** A search part's shard (0 with one shard). */
+  shard?: number;
 }
 interface HaLayout {
   web: Part[];
@@ -293,6 +296,20 @@ async function main(): Promise<void> {
           return { notes: { cut: `web ${w.host}` } };
         },
         ALL_KINDS,
+      );
+      // A search host: the other replica of its shard serves; a search the cut one had taken answers
+      // 503 with Retry-After (at SEARCH_SHARD_TIMEOUT_MS with shards, its job deadline without), never a
+      // list that misses its rows (the read-your-writes check below covers every /identify of the run).
+      await run(
+        'cut one search host',
+        async (lay) => {
+          const s = lay.search[0]!;
+          setLink(s, 'down');
+          await sleep(CUT_MS);
+          setLink(s, 'up');
+          return { notes: { cut: `search ${s.host} (shard ${s.shard ?? 0})` } };
+        },
+        ['identify'],
       );
     }
     await run(

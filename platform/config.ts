@@ -749,6 +749,30 @@ export const SETTINGS = {
       min: 1000,
       doc: 'A replica whose position is older than this no longer holds back change-log pruning (it rebuilds if it comes back behind the pruned point).',
     }),
+    shards: s({
+      env: 'SEARCH_SHARDS',
+      kind: 'int',
+      default: 1,
+      min: 1,
+      max: 64,
+      doc: 'Shards of the gallery, split by a hash of the user id (docs/vector-index.md, "Shards"). With more than 1, each search process holds only its shard (SEARCH_SHARD), a search is broadcast to every shard and their exact top-k merged; `npm start` runs one search process per shard. The web processes and the search processes of one shard set must agree on it.',
+    }),
+    shard: s({
+      env: 'SEARCH_SHARD',
+      kind: 'int',
+      default: 0,
+      min: 0,
+      max: 63,
+      doc: 'The shard a search process holds (0 to SEARCH_SHARDS - 1); ignored with one shard.',
+    }),
+    shardTimeoutMs: s({
+      env: 'SEARCH_SHARD_TIMEOUT_MS',
+      kind: 'int',
+      default: 2000,
+      min: 50,
+      max: 60_000,
+      doc: 'With shards, how long a search waits for every shard: a shard with no replica answering by then makes the search a 503 `dependency_unavailable` with Retry-After, never a list that misses a shard.',
+    }),
   },
   supervisor: {
     pid: s({

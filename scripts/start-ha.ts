@@ -20,7 +20,7 @@ import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { config, environmentWith } from '../platform/config.js';
+import { config, environmentWith, type Config } from '../platform/config.js';
 import { launch, type Launcher, type Layout, type LaunchPlan } from '../platform/processes/launcher.js';
 import { processCopies, type ServiceProcess } from '../platform/processes/process-list.js';
 import { isEntryFile } from '../platform/processes/shutdown.js';
@@ -44,12 +44,18 @@ const TLS = HOSTS && !process.argv.includes('--no-tls');
 const portSetting = (p: ServiceProcess) => p.healthPortEnv ?? 'PORT';
 
 /** The layout's copies: as many of each process of the list as it has ports, each on its own. */
-export function haCopies(ports: Record<string, number[]>) {
+export function haCopies(ports: Record<string, number[]>, cfg?: Config) {
   return processCopies(
     (p) => ports[p.name]?.length ?? 0,
-    (p, i) => ({ [portSetting(p)]: String(ports[p.name]![i]) }),
+    (p, i) => ({ [portSetting(p)]: String(ports[p.name]![i]), ...(cfg ? p.copyEnv?.(cfg, i) : {}) }),
   );
 }
+
+/**
+ * Search copies: two replicas of the index, or with SEARCH_SHARDS > 1 two of every shard (copy i
+ * holds shard i mod N, so the two replicas of a shard are copies s and s + N: different hosts).
+ */
+export const haSearchCopies = (cfg: Config): number => 2 * Math.max(1, cfg.search.shards);
 
 interface Part {
   port: number;
@@ -128,7 +134,7 @@ export function haLayout(): Layout {
       if (HOSTS) {
         const can = canMakeHosts();
         if (!can.ok) throw new Error(`--hosts: ${can.why}`);
-        const made = makeHostsLayout(HA_DIR, { tls: TLS, tag: 'a', subnetIndex: 0 });
+        const made = makeHostsLayout(HA_DIR, { tls: TLS, tag: 'a', subnetIndex: 0, searchHosts: haSearchCopies(config()) });
         h = made;
         l.onStop('the hosts', () => made.remove());
         l.say(`hosts: ${made.network.hosts.size} network namespaces on ${made.network.subnet}; credentials in var/ha/secrets; TLS ${TLS ? 'on' : 'off'}`);
@@ -186,11 +192,15 @@ export function haLayout(): Layout {
       const port = config().http.port;
       const proxyPort = h ? HOST_PORTS.postgresProxy : await freePort();
       const ports: Record<string, number[]> = h
-        ? { web: [HOST_PORTS.web, HOST_PORTS.web], face: [HOST_PORTS.face, HOST_PORTS.face], search: [HOST_PORTS.search, HOST_PORTS.search] }
+        ? {
+            web: [HOST_PORTS.web, HOST_PORTS.web],
+            face: [HOST_PORTS.face, HOST_PORTS.face],
+            search: Array.from({ length: haSearchCopies(config()) }, () => HOST_PORTS.search),
+          }
         : {
             web: [await freePort(), await freePort()],
             face: [await freePort(), await freePort()],
-            search: [await freePort(), await freePort()],
+            search: await Promise.all(Array.from({ length: haSearchCopies(config()) }, () => freePort())),
           };
       /** Under `--hosts`: the host of copy `index` (0-based) of a process (`web-1`, `face-2`...). */
       const hostOf = (name: string, index: number) => h?.network.host(`${name}-${index + 1}`);
@@ -239,7 +249,7 @@ export function haLayout(): Layout {
       });
       // On a host of its own a copy listens on its host's address, and reaches the registry simulator
       // (in the web process) on a web host's address, not on a loopback nothing else shares.
-      const copies = haCopies(ports).map((c) => {
+      const copies = haCopies(ports, config()).map((c) => {
         const host = hostOf(c.process.name, c.index);
         if (!h || !host) return c;
         const web = hostOf('web', c.process.name === 'web' ? c.index : 0)!;
@@ -290,7 +300,14 @@ export function haLayout(): Layout {
         const procs = (name: string) =>
           copies
             .filter((c) => c.process.name === name)
-            .map((c) => ({ name: c.name, ...where(`${name}-${c.index + 1}`), port: ports[name]![c.index]!, pid: l.pid(c.name) }));
+            .map((c) => ({
+              name: c.name,
+              ...where(`${name}-${c.index + 1}`),
+              port: ports[name]![c.index]!,
+              pid: l.pid(c.name),
+              // Which shard a search part holds (0 with one shard: the whole gallery).
+              ...(name === 'search' ? { shard: Number(c.env.SEARCH_SHARD ?? 0) } : {}),
+            }));
         const layout = {
           updatedAt: new Date().toISOString(),
           supervisorPid: process.pid,

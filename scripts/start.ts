@@ -84,12 +84,13 @@ async function chooseRedis(l: Launcher, cfg: Config, forceEmbedded: boolean): Pr
 /**
  * The one-machine layout: the servers chosen above; FACE_PROCESSES face processes (default 2, one per
  * core: each runs its models on its own main thread) and SEARCH_PROCESSES search replicas (default 2: the
- * death of one is no outage), the first of each on its port setting, the others on a free port each.
+ * death of one is no outage), or with SEARCH_SHARDS > 1 one search process per shard, the first of each
+ * on its port setting, the others on a free port each.
  */
 export function oneMachineCopies(cfg: Config) {
   return processCopies(
     (p) => p.copies?.(cfg) ?? 1,
-    (p, i) => (i > 0 && p.healthPortEnv ? { [p.healthPortEnv]: '0' } : {}),
+    (p, i) => ({ ...(i > 0 && p.healthPortEnv ? { [p.healthPortEnv]: '0' } : {}), ...p.copyEnv?.(cfg, i) }),
   );
 }
 

@@ -36,7 +36,9 @@ import type { EmbeddingsRepository } from './embeddings-repository.js';
 import { normaliseUpload, type NormalisedImage } from '../../platform/face/image.js';
 import { isFaceError } from '../../platform/face/face-error.js';
 import type { FaceMode } from '../../platform/face/liveness.js';
-import { cosine } from '../../platform/face/embeddings.js';
+import { cosine, dot, normalised } from '../../platform/face/embeddings.js';
+import { FACE_ENGINE_VERSION } from '../../platform/face/face-models.js';
+import { searchShards } from '../../platform/face-path/shard-search.js';
 import type { Candidate, LatencyMs } from '../../models/index.js';
 import type { Metrics } from '../../platform/metrics.js';
 
@@ -133,6 +135,16 @@ const since = (t0: number) => Math.round(performance.now() - t0);
 
 export class FaceService {
   constructor(private readonly deps: FaceServiceDeps) {}
+
+  /**
+   * With search shards (SEARCH_SHARDS > 1) a 1:N search is broadcast to every shard from here and the
+   * shards' exact top-k merged (platform/face-path/shard-search.ts), after the capture's stages; a 1:1
+   * comparison is made here (one row from PostgreSQL, one dot product): no shard holds every row, and
+   * no shard serves the single index's `search` queue.
+   */
+  private get sharded(): boolean {
+    return this.deps.config.search.shards > 1;
+  }
 
   private budget(): number {
     return Date.now() + this.deps.config.queues.faceJobTimeoutMs;
@@ -308,6 +320,16 @@ export class FaceService {
     excludeUserId?: string,
   ): Promise<{ hits: SearchHit[]; appliedSeq: string; indexSize: number; ms: number }> {
     const minSeq = await (minSeqRead ?? this.deps.embeddings.currentSeq());
+    if (this.sharded) {
+      const { config, jobs, sealer } = this.deps;
+      const r = await searchShards(
+        { jobs, sealer, redisPrefix: config.redis.prefix, shards: config.search.shards, shardTimeoutMs: config.search.shardTimeoutMs },
+        { embedding, k, minSeq, ...(excludeUserId ? { excludeUserId } : {}) },
+        deadlineAt,
+      );
+      this.deps.metrics.stage('search', r.ms);
+      return r;
+    }
     // The embedding goes sealed beside the job, not in it (platform/face-path/search-embedding.ts).
     const probe = searchEmbeddingValue(this.deps.config.redis.prefix, this.deps.sealer, embedding);
     const r = await this.job('search', { op: 'knn', ...probe.ref, k, minSeq, ...(excludeUserId ? { excludeUserId } : {}) }, deadlineAt, [probe.value]);
@@ -324,7 +346,13 @@ export class FaceService {
     // Every write answered before this call is at or below the position read now (read-your-writes);
     // read while the upload is normalised, it costs the call no wait.
     const request = this.deps.embeddings.currentSeq().then((minSeq): SearchRequest => ({ op: 'knn', k: config.face.identifyMaxCandidates, minSeq }));
-    const { analysis: a, embedding: e, search } = await this.chain(probe, 'largest', deadlineAt, { search: request, requireLive: true });
+    const chained = await this.chain(probe, 'largest', deadlineAt, { search: this.sharded ? undefined : request, requireLive: true });
+    const { analysis: a, embedding: e } = chained;
+    let search = chained.search;
+    if (this.sharded && a.outcome === 'ok' && e) {
+      const minSeq = request.then((r) => (r.op === 'knn' ? r.minSeq : '0'));
+      search = { op: 'knn', ...(await this.searchByEmbedding(e.embedding, config.face.identifyMaxCandidates, deadlineAt, minSeq)) };
+    }
     const threshold = config.face.identifyMatchThreshold;
     const base = { candidates: [] as Candidate[], topScore: null, faceCount: a.faceCount, threshold, quality: a.quality };
     if (!hasFace(a)) {
@@ -370,6 +398,7 @@ export class FaceService {
     userId: string,
     deadlineAt = this.budget(),
   ): Promise<{ score: number | null; reason?: 'no_embedding' | 'engine_version_mismatch'; ms: number }> {
+    if (this.sharded) return this.compareHere(embedding, userId);
     const probe = searchEmbeddingValue(this.deps.config.redis.prefix, this.deps.sealer, embedding);
     const r = await this.job('search', { op: 'compare', ...probe.ref, userId }, deadlineAt, [probe.value]);
     if (r.op !== 'compare') throw new Error('search worker answered another op');
@@ -377,11 +406,29 @@ export class FaceService {
     return { score: r.score === null ? null : round4(r.score), ...(r.reason ? { reason: r.reason } : {}), ms: r.ms };
   }
 
+  /** The `compare` op as a search worker answers it (features/search/worker/batched-search.ts), in this process. */
+  private async compareHere(
+    embedding: ArrayLike<number>,
+    userId: string,
+  ): Promise<{ score: number | null; reason?: 'no_embedding' | 'engine_version_mismatch'; ms: number }> {
+    const t0 = performance.now();
+    const row = await this.deps.embeddings.find(userId);
+    const ms = Math.round((performance.now() - t0) * 1000) / 1000;
+    if (!row) return { score: null, reason: 'no_embedding', ms };
+    if (row.engineVersion !== FACE_ENGINE_VERSION) return { score: null, reason: 'engine_version_mismatch', ms };
+    const score = Math.max(-1, Math.min(1, dot(normalised(embedding), normalised(row.embedding))));
+    this.deps.metrics.stage('search', ms);
+    return { score: round4(score), ms };
+  }
+
   /** /verify/self: a live capture against the user's canonical embedding (`mode` chooses the face). */
   async verifyAgainstUser(liveUpload: CaptureInput, userId: string, mode: FaceMode = 'single'): Promise<SelfVerification> {
     const t0 = performance.now();
     const deadlineAt = this.budget();
-    const { analysis: a, embedding: e, search: c } = await this.chain(liveUpload, mode, deadlineAt, { search: { op: 'compare', userId }, requireLive: true });
+    const chained = await this.chain(liveUpload, mode, deadlineAt, { search: this.sharded ? undefined : { op: 'compare', userId }, requireLive: true });
+    const { analysis: a, embedding: e } = chained;
+    let c = chained.search;
+    if (this.sharded && a.outcome === 'ok' && e) c = { op: 'compare', ...(await this.compareHere(e.embedding, userId)) };
     if (a.outcome !== 'ok' || !e || c?.op !== 'compare') {
       return {
         outcome: a.outcome === 'ok' ? 'liveness_failed' : a.outcome,

@@ -98,6 +98,16 @@ export class JobTimeoutError extends AppError {
   }
 }
 
+/** A broadcast's replies that did not come by its deadline (JobClient.broadcast). */
+export class ShardTimeoutError extends Error {
+  constructor(
+    readonly missing: string[],
+    readonly retryAfter: number,
+  ) {
+    super(`no reply for ${missing.join(', ')}`);
+  }
+}
+
 interface ReplyWaiter {
   result: Promise<unknown>;
   /** Stops waiting: a reply that still comes is dropped. */
@@ -377,6 +387,61 @@ export class JobClient {
     const contract = JOB_CONTRACTS[name] as AwaitedJobContract<Q, JobContracts[Q]['payload']>;
     const added = contract.enqueue(this.queue(name), envelope, jobId);
     await Promise.all([...written, added]);
+  }
+
+  /**
+   * A broadcast (search shards, platform/jobs/search-shards.ts): writes the side values, then ONE
+   * stream entry (`fields` names the caller's reply list through `replyTo`), on the queue connection
+   * in one round trip, and awaits one reply per id of `replyIds` on this process's reply list until
+   * `deadlineAt`. Resolves with every reply in `replyIds` order; rejects with ShardTimeoutError naming
+   * the ids with no reply by then (a failed reply rejects at once), and with 503
+   * `dependency_unavailable` when Redis is away.
+   */
+  async broadcast(opts: {
+    stream: string;
+    maxLen: number;
+    /** The entry's one field `m`, given this process's reply list. */
+    message: (replyTo: string) => string;
+    replyIds: string[];
+    withValues: { key: string; value: Buffer }[];
+    deadlineAt: number;
+  }): Promise<unknown[]> {
+    const waiters = opts.replyIds.map((id) => this.reader.wait(id));
+    const cancel = () => waiters.forEach((w) => w.cancel());
+    try {
+      const c = this.queueConnection;
+      const written = opts.withValues.map(({ key, value }) => c.set(key, value, 'PX', msUntil(opts.deadlineAt)));
+      const added = c.xadd(opts.stream, 'MAXLEN', '~', opts.maxLen, '*', 'm', opts.message(this.reader.key));
+      await withDeadline(Promise.all([...written, added]), opts.deadlineAt);
+    } catch (e) {
+      cancel();
+      throw new AppError('dependency_unavailable', 'The job queue (Redis) is unavailable', { cause: e, retryAfter: this.retryAfter ?? 1 });
+    }
+    const got: unknown[] = new Array(opts.replyIds.length);
+    const missing = new Set(opts.replyIds.map((_, i) => i));
+    try {
+      await withDeadline(
+        Promise.all(
+          waiters.map((w, i) =>
+            w.result.then((r) => {
+              got[i] = r;
+              missing.delete(i);
+            }),
+          ),
+        ),
+        opts.deadlineAt,
+      );
+      return got;
+    } catch (e) {
+      if (e instanceof DeadlineError)
+        throw new ShardTimeoutError(
+          [...missing].map((i) => opts.replyIds[i]!),
+          this.retryAfter ?? 1,
+        );
+      throw e;
+    } finally {
+      cancel();
+    }
   }
 
   /**

@@ -14,6 +14,8 @@ export interface ServiceProcess {
   role: string;
   /** How many copies `npm start` runs (default 1). */
   copies?: (c: Config) => number;
+  /** Settings of copy `index` alone, besides its port (a search copy's shard). */
+  copyEnv?: (c: Config, index: number) => Record<string, string>;
   /**
    * The setting of the port its first copy answers `/health` on (the API watches it); the other
    * copies get 0 (a free port each).
@@ -39,8 +41,11 @@ export const SERVICE_PROCESSES: readonly ServiceProcess[] = [
   {
     name: 'search',
     file: 'processes/search.ts',
-    role: 'a search replica (search queue)',
-    copies: (c) => c.search.processes,
+    role: 'a search replica (search queue), or a replica of one shard (SEARCH_SHARDS > 1)',
+    // With shards, one process per shard (SEARCH_SHARD = the copy's index modulo the shard count: a
+    // layout that runs 2 × SEARCH_SHARDS copies runs two replicas of every shard).
+    copies: (c) => (c.search.shards > 1 ? c.search.shards : c.search.processes),
+    copyEnv: (c, index): Record<string, string> => (c.search.shards > 1 ? { SEARCH_SHARD: String(index % c.search.shards) } : {}),
     healthPortEnv: 'SEARCH_HEALTH_PORT',
   },
 ];

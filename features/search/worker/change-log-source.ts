@@ -8,6 +8,7 @@
 import type { Knex } from 'knex';
 import type { KeyRing } from '../../../platform/keys/key-ring.js';
 import { openTemplate, processKeyRing } from '../../../platform/keys/templates.js';
+import { shardSql, type ShardSpec } from '../../../platform/jobs/search-shards.js';
 
 export interface SourceRow {
   userId: string;
@@ -68,12 +69,33 @@ export interface ChangeLogSource {
  * read, so a replica's index holds plaintext only in memory.
  */
 export class PgChangeLogSource implements ChangeLogSource {
+  /**
+   * With a `shard` of several, the source is that shard's view: its lineage is its own (so a shard
+   * never opens another shard's or a single index's snapshot), a full build reads only its rows, and
+   * the current rows of a change name only its users (a change of another shard's user then reads as
+   * absent: a no-op removal, and `appliedSeq` still advances past it).
+   */
+  private readonly shard: ShardSpec | null;
+
   constructor(
     private readonly db: Knex,
     private readonly ring: KeyRing = processKeyRing(),
-  ) {}
+    shard?: ShardSpec | null,
+  ) {
+    this.shard = shard && shard.count > 1 ? shard : null;
+  }
+
+  /** ` AND <the row is this shard's>` and its bindings (nothing without shards). */
+  private shardFilter(column = 'user_id'): { sql: string; bindings: number[] } {
+    return this.shard ? { sql: ` AND ${shardSql(column)} = ?`, bindings: [this.shard.count, this.shard.index] } : { sql: '', bindings: [] };
+  }
 
   async logId(): Promise<string> {
+    const lineage = await this.baseLogId();
+    return this.shard ? `${lineage}-s${this.shard.index}of${this.shard.count}` : lineage;
+  }
+
+  private async baseLogId(): Promise<string> {
     const r = await this.db.raw(
       `SELECT log_id::text || '-' || (SELECT oid FROM pg_database WHERE datname = current_database())::text AS lid FROM search_state WHERE id = 1`,
     );
@@ -98,12 +120,13 @@ export class PgChangeLogSource implements ChangeLogSource {
     onFirst: (rows: SourceRow[], total: number) => Promise<void> | void,
     onPage: (rows: SourceRow[]) => Promise<void> | void,
   ): Promise<FullRead> {
+    const f = this.shardFilter();
     return this.db.transaction(async (trx) => {
       await trx.raw('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
       const head = await trx.raw('SELECT coalesce(max(seq), 0) AS seq FROM embedding_changes');
       const counts = await trx.raw(
-        'SELECT count(*) FILTER (WHERE engine_version = ?) AS mine, count(*) FILTER (WHERE engine_version <> ?) AS other FROM canonical_embeddings',
-        [engineVersion, engineVersion],
+        `SELECT count(*) FILTER (WHERE engine_version = ?) AS mine, count(*) FILTER (WHERE engine_version <> ?) AS other FROM canonical_embeddings WHERE true${f.sql}`,
+        [engineVersion, engineVersion, ...f.bindings],
       );
       const total = Number(counts.rows[0].mine);
       let after: string | null = null;
@@ -111,11 +134,12 @@ export class PgChangeLogSource implements ChangeLogSource {
       const page = async (limit: number): Promise<SourceRow[]> => {
         const r = after
           ? await trx.raw(
-              'SELECT user_id AS uid, embedding AS emb FROM canonical_embeddings WHERE engine_version = ? AND user_id > ? ORDER BY user_id LIMIT ?',
-              [engineVersion, after, limit],
+              `SELECT user_id AS uid, embedding AS emb FROM canonical_embeddings WHERE engine_version = ? AND user_id > ?${f.sql} ORDER BY user_id LIMIT ?`,
+              [engineVersion, after, ...f.bindings, limit],
             )
-          : await trx.raw('SELECT user_id AS uid, embedding AS emb FROM canonical_embeddings WHERE engine_version = ? ORDER BY user_id LIMIT ?', [
+          : await trx.raw(`SELECT user_id AS uid, embedding AS emb FROM canonical_embeddings WHERE engine_version = ?${f.sql} ORDER BY user_id LIMIT ?`, [
               engineVersion,
+              ...f.bindings,
               limit,
             ]);
         const rows = r.rows as { uid: string; emb: Buffer }[];
@@ -156,10 +180,11 @@ export class PgChangeLogSource implements ChangeLogSource {
     const out = new Map<string, Float32Array>();
     if (userIds.length === 0) return out;
     // One parameter holding the whole id list (knex would expand a JS array into one parameter each).
-    const r = await this.db.raw('SELECT user_id AS uid, embedding AS emb FROM canonical_embeddings WHERE user_id = ANY(?::uuid[]) AND engine_version = ?', [
-      `{${userIds.join(',')}}`,
-      engineVersion,
-    ]);
+    const f = this.shardFilter();
+    const r = await this.db.raw(
+      `SELECT user_id AS uid, embedding AS emb FROM canonical_embeddings WHERE user_id = ANY(?::uuid[]) AND engine_version = ?${f.sql}`,
+      [`{${userIds.join(',')}}`, engineVersion, ...f.bindings],
+    );
     for (const x of r.rows as { uid: string; emb: Buffer }[]) out.set(x.uid, openTemplate(this.ring, x.uid, x.emb));
     return out;
   }

@@ -24,6 +24,7 @@ import type { Logger } from '../../../platform/logger.js';
 import { BatchedSearch } from './batched-search.js';
 import { CatchUp } from './catch-up.js';
 import { PgChangeLogSource, type ChangeLogSource } from './change-log-source.js';
+import type { ShardSpec } from '../../../platform/jobs/search-shards.js';
 import type { EngineKind, IndexEngine, RebuildPolicy, RebuildReason } from './engine.js';
 import { FaissKind } from './faiss-engine.js';
 import { IndexLoader } from './index-loader.js';
@@ -80,6 +81,8 @@ export interface ReplicaOptions {
   /** Automatic rebuilds (compaction, fold, retraining) after a catch-up; tests turn it off to drive them. */
   autoRebuild?: boolean;
   source?: ChangeLogSource;
+  /** The shard this replica holds (SEARCH_SHARDS > 1): only its rows, its own snapshot lineage. */
+  shard?: ShardSpec;
   /** Longest time a deleted user's vector may stay in a snapshot on disk (ERASURE_MAX_SECONDS). */
   erasureMaxSeconds?: number;
   /** The ring that opens the sealed templates (default: the process's, from BIOMETRIC_KEYS). */
@@ -132,7 +135,7 @@ export class IndexReplica {
       dim,
       clearVectorsFile: opts.clearVectorsFile,
     });
-    this.source = opts.source ?? new PgChangeLogSource(db, opts.keyRing);
+    this.source = opts.source ?? new PgChangeLogSource(db, opts.keyRing, opts.shard);
     this.erasures = new ErasuresRepository(db);
     this.snapshots = this.kind.snapshots && opts.snapshotDir ? new SnapshotStore(opts.snapshotDir, opts.keyRing ?? processKeyRing()) : null;
     this.engineVersion = opts.engineVersion ?? FACE_ENGINE_VERSION;

@@ -11,11 +11,15 @@ import { RedisFaceHandoff } from '../../../platform/face-path/handoff.js';
 import { HandoffSealer } from '../../../platform/face-path/sealing.js';
 import { takeSearchEmbedding } from '../../../platform/face-path/search-embedding.js';
 import type { SearchJob, SearchResult } from '../../../platform/jobs/index.js';
+import type { Redis } from 'ioredis';
 import { createLogger, type Logger } from '../../../platform/logger.js';
 import { runQueues, type QueueRunner } from '../../../platform/worker-runtime/run-queue.js';
 import { startStatusServer, type StatusServer } from '../../../platform/worker-runtime/status-server.js';
 import { IndexReplica } from './replica.js';
 import { keyRingOf } from '../../../platform/keys/templates.js';
+import { bullConnection, redisTarget, STALLED_SOCKET_MS } from '../../../platform/redis/redis.js';
+import type { ShardSpec } from '../../../platform/jobs/search-shards.js';
+import { ShardConsumer } from './shard-consumer.js';
 
 export interface RunningSearchWorker {
   url: string;
@@ -28,12 +32,22 @@ export async function searchHandler(replica: Pick<IndexReplica, 'knn' | 'compare
   return job.op === 'knn' ? replica.knn(embedding, job.k, job.minSeq, job.excludeUserId ?? null) : replica.compare(embedding, job.userId);
 }
 
+/** The shard this process holds, or null with one shard. */
+export function shardOfProcess(config: Config): ShardSpec | null {
+  const { shards, shard } = config.search;
+  if (shards <= 1) return null;
+  if (shard >= shards) throw new Error(`SEARCH_SHARD ${shard} is not below SEARCH_SHARDS ${shards}`);
+  return { index: shard, count: shards };
+}
+
 export async function startSearchWorker(config: Config, opts: { logger?: Logger } = {}): Promise<RunningSearchWorker> {
   const logger = opts.logger ?? createLogger({ level: config.runtime.logLevel, format: config.runtime.logFormat, name: 'search' });
   const db = createDb(config.database.url, Math.min(config.database.poolMax, 4), { bindModels: false });
   const keyRing = keyRingOf(config);
   const sealer = new HandoffSealer(keyRing);
+  const shard = shardOfProcess(config);
   const replica = new IndexReplica(db, {
+    ...(shard ? { shard } : {}),
     factory: config.search.indexFactory,
     nprobe: config.search.indexNprobe,
     syncIntervalMs: config.search.syncIntervalMs,
@@ -49,25 +63,53 @@ export async function startSearchWorker(config: Config, opts: { logger?: Logger 
     logger,
   });
   let runner: QueueRunner<'search'> | undefined;
+  let consumer: { shard: ShardConsumer; redis: Redis[] } | undefined;
   let status: StatusServer | undefined;
   try {
     // Health answers (503 `starting`) while a large index builds.
     status = await startStatusServer(config.search.healthPort, config.http.host, {
       '/health': () => {
         const h = replica.health();
-        return { status: h.status === 'ok' ? 200 : 503, body: { ...h, jobs: runner?.stats.search ?? null } };
+        return {
+          status: h.status === 'ok' ? 200 : 503,
+          body: { ...h, shard: shard ?? { index: 0, count: 1 }, jobs: runner?.stats.search ?? consumer?.shard.stats ?? null },
+        };
       },
     });
     await replica.start();
-    runner = await runQueues(
-      config,
-      ['search'],
-      {
-        search: (job, ctx) => searchHandler(replica, new RedisFaceHandoff(ctx.redis, config.redis.prefix, sealer), job),
-      },
-      { logger, concurrency: config.search.workerConcurrency },
-    );
+    if (shard) {
+      // A shard serves the broadcast stream of its shard count only, never the `search` queue: a
+      // single-index search sent there must not meet a replica holding a part of the gallery.
+      const target = redisTarget(config.redis);
+      const redis = [bullConnection(target, { socketTimeout: STALLED_SOCKET_MS }), bullConnection(target, { socketTimeout: STALLED_SOCKET_MS })];
+      for (const c of redis) c.on('error', () => {});
+      const [blocking, plain] = redis as [Redis, Redis];
+      consumer = {
+        redis,
+        shard: new ShardConsumer({
+          blocking,
+          redis: plain,
+          handoff: new RedisFaceHandoff(plain, config.redis.prefix, sealer),
+          replica,
+          shard,
+          redisPrefix: config.redis.prefix,
+          concurrency: config.search.workerConcurrency,
+          logger,
+        }),
+      };
+      await consumer.shard.start();
+    } else
+      runner = await runQueues(
+        config,
+        ['search'],
+        {
+          search: (job, ctx) => searchHandler(replica, new RedisFaceHandoff(ctx.redis, config.redis.prefix, sealer), job),
+        },
+        { logger, concurrency: config.search.workerConcurrency },
+      );
   } catch (e) {
+    await consumer?.shard.close();
+    consumer?.redis.forEach((c) => c.disconnect());
     await runner?.close();
     await status?.close();
     await replica.stop();
@@ -81,7 +123,11 @@ export async function startSearchWorker(config: Config, opts: { logger?: Logger 
     url: status.url,
     close: () =>
       (closing ??= (async () => {
-        await runner!.close();
+        await runner?.close();
+        if (consumer) {
+          await consumer.shard.close();
+          await Promise.allSettled(consumer.redis.map((c) => c.quit().catch(() => c.disconnect())));
+        }
         await replica.stop();
         await status!.close();
         await db.destroy();

@@ -53,8 +53,14 @@ export interface HostsLayout {
   remove(): void;
 }
 
-export function makeHostsLayout(haDir: string, opts: { tls: boolean; tag: string; subnetIndex: number }): HostsLayout {
-  const network = makeHosts([...REDIS_PARTS, ...PG_PARTS, ...PROCESS_PARTS], { tag: opts.tag, subnetIndex: opts.subnetIndex });
+/** The search hosts past `search-2`: with shards, two replicas of every shard, each copy on a host of its own. */
+export const extraSearchParts = (searchHosts: number): string[] => Array.from({ length: Math.max(0, searchHosts - 2) }, (_, i) => `search-${i + 3}`);
+
+export function makeHostsLayout(haDir: string, opts: { tls: boolean; tag: string; subnetIndex: number; searchHosts?: number }): HostsLayout {
+  const network = makeHosts([...REDIS_PARTS, ...PG_PARTS, ...PROCESS_PARTS, ...extraSearchParts(opts.searchHosts ?? 2)], {
+    tag: opts.tag,
+    subnetIndex: opts.subnetIndex,
+  });
   try {
     const secrets = generateSecrets(path.join(haDir, 'secrets'));
     const certs = opts.tls ? makeCertificates(path.join(haDir, 'secrets', 'tls')) : undefined;
