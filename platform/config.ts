@@ -253,6 +253,13 @@ export const SETTINGS = {
       min: 1,
       doc: 'Codes one phone number may be sent per 24 h (429 `rate_limited`): bounds guessing against one number to this × OTP_MAX_ATTEMPTS per day.',
     }),
+    verifyFailuresPerIpPerHour: s({
+      env: 'OTP_VERIFY_FAILURES_PER_IP_PER_HOUR',
+      kind: 'int',
+      default: 30,
+      min: 1,
+      doc: 'Refused codes (`POST /auth/otp/verify`) one client address may have in an hour, whatever the numbers; then 429 `rate_limited` with Retry-After. Such refusals, and a code for a number with no code pending, write no AuditEvent, so anonymous guessing cannot flood the audit trail.',
+    }),
     allowedCountryCodes: s({
       env: 'OTP_ALLOWED_COUNTRY_CODES',
       kind: 'string',

@@ -79,13 +79,14 @@ export default function authRoutes({
       summary: 'Exchange the code for a token pair (creates the user on the first success)',
       description:
         `Single use: the first correct submission consumes the code. Wrong codes 1-${config.otp.maxAttempts - 1} answer 400 \`otp_invalid\`; ` +
-        `the ${config.otp.maxAttempts}th kills the code and answers 429 \`otp_too_many_attempts\`, as does every submission after it until a new code is requested.`,
+        `the ${config.otp.maxAttempts}th kills the code and answers 429 \`otp_too_many_attempts\`, as does every submission after it until a new code is requested. ` +
+        `One client address gets OTP_VERIFY_FAILURES_PER_IP_PER_HOUR (${config.otp.verifyFailuresPerIpPerHour}) refused codes an hour, whatever the numbers; then 429 \`rate_limited\` with Retry-After.`,
       auth: 'none',
       body: Type.Object({ phone: Phone, code: Type.String({ pattern: '^[0-9]{6}$', description: 'The 6-digit code' }) }, Strict),
       responses: { 200: { description: 'Signed in', schema: ConsumerTokenPair } },
-      errors: ['otp_invalid', 'otp_too_many_attempts'],
-      handler: async function verifyOtp({ body, userAgent }) {
-        return { body: await otp.verify(body.phone, body.code, { deviceHint: userAgent }), headers: NO_STORE };
+      errors: ['otp_invalid', 'otp_too_many_attempts', 'rate_limited'],
+      handler: async function verifyOtp({ body, userAgent, ip }) {
+        return { body: await otp.verify(body.phone, body.code, { deviceHint: userAgent, ip }), headers: NO_STORE };
       },
     }),
     route({
