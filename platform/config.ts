@@ -253,6 +253,13 @@ export const SETTINGS = {
       min: 1,
       doc: 'Codes one phone number may be sent per 24 h (429 `rate_limited`): bounds guessing against one number to this × OTP_MAX_ATTEMPTS per day.',
     }),
+    verifyFailuresPerIpPerHour: s({
+      env: 'OTP_VERIFY_FAILURES_PER_IP_PER_HOUR',
+      kind: 'int',
+      default: 30,
+      min: 1,
+      doc: 'Refused codes (`POST /auth/otp/verify`) one client address may have in an hour, whatever the numbers; then 429 `rate_limited` with Retry-After. Such refusals, and a code for a number with no code pending, write no AuditEvent, so anonymous guessing cannot flood the audit trail.',
+    }),
     allowedCountryCodes: s({
       env: 'OTP_ALLOWED_COUNTRY_CODES',
       kind: 'string',
@@ -482,6 +489,13 @@ export const SETTINGS = {
       default: 900,
       min: 0,
       doc: "An administrator's first lock after OPERATOR_MAX_FAILED_LOGINS failed sign-ins (a wrong password or a wrong `otp`) lasts this long, each further lock twice as long up to 24 h, so nobody can lock the organisation out of its last administrator; the failure count runs on across the locks (only a successful sign-in clears it) up to STAFF_MAX_FAILURES. 0: an administrator's lock lasts until a reset or `npm run unlock-operator`, like an operator's.",
+    }),
+    staffDeviceTtlDays: s({
+      env: 'STAFF_DEVICE_TTL_DAYS',
+      kind: 'int',
+      default: 180,
+      min: 1,
+      doc: 'How long the `deviceToken` of a successful staff sign-in is valid. A sign-in that presents a valid one of the account is judged by that device\'s own failure count (OPERATOR_MAX_FAILED_LOGINS lock the device, not the account), so wrong passwords from elsewhere never lock out the account\'s known devices (docs/security.md "Staff devices").',
     }),
     staffMaxFailures: s({
       env: 'STAFF_MAX_FAILURES',

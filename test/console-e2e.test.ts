@@ -493,6 +493,9 @@ test.serial('staff: turns on two-step sign-in (QR code, recovery codes shown onc
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('heading', { name: 'Identify a person' }).waitFor();
   await page.getByRole('button', { name: 'Two-step sign-in' }).click();
+  // The current password first: the API refuses a setup without it.
+  await page.getByTestId('mfa-password').getByLabel('Your password').fill(password);
+  await page.getByRole('button', { name: 'Continue' }).click();
   await page.getByTestId('mfa-qr').waitFor();
   t.regex((await page.getByTestId('mfa-qr').getAttribute('src')) ?? '', /^data:image\/gif;base64,/);
   const secret = (await page.getByTestId('mfa-secret').textContent())!.trim();

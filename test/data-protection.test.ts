@@ -533,7 +533,8 @@ test.serial('GET /users/{id}/export: everything held about the consumer, numbers
   const d = await api().post('/disputes', { token: user.token, json: { referenceId: v.body.referenceId, reason: 'not me' } });
   t.is(d.status, 201, d.text);
 
-  const res = await api().get(`/users/${user.userId}/export`, { token: user.token });
+  t.truthy(v.body.proofToken, 'the selfie matched: its proof steps the export up');
+  const res = await api().get(`/users/${user.userId}/export`, { token: user.token, headers: { 'x-proof-token': v.body.proofToken } });
   t.is(res.status, 200, res.text);
   t.regex(String(res.headers.get('content-disposition')), /attachment/);
   const body = res.body;

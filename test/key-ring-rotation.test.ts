@@ -141,9 +141,12 @@ async function staffWithMfa(base: string): Promise<{ identifier: string; passwor
   });
   const signIn = await client(base).post('/auth/operator/login', { json: { identifier, password } });
   if (signIn.status !== 200) throw new Error(`login: ${signIn.status} ${signIn.text}`);
-  const setup = await client(base).post('/auth/operator/mfa/setup', { token: signIn.body.accessToken });
+  const setup = await client(base).post('/auth/operator/mfa/setup', { token: signIn.body.accessToken, json: { password } });
   if (setup.status !== 200) throw new Error(`setup: ${setup.status} ${setup.text}`);
-  const confirm = await client(base).post('/auth/operator/mfa/confirm', { token: signIn.body.accessToken, json: { code: codeAt(setup.body.secret) } });
+  const confirm = await client(base).post('/auth/operator/mfa/confirm', {
+    token: signIn.body.accessToken,
+    json: { code: codeAt(setup.body.secret), password },
+  });
   if (confirm.status !== 200) throw new Error(`confirm: ${confirm.status} ${confirm.text}`);
   return { identifier, password, secret: setup.body.secret };
 }

@@ -117,9 +117,13 @@ test('enabling the second factor and an administrator resetting it are audited w
   const api = client(h.url);
   const op = await activeOperatorAccount(h, adminToken);
   const token = op.accessToken;
-  const setup = await api.post('/auth/operator/mfa/setup', { token, headers: { 'user-agent': UA } });
+  const setup = await api.post('/auth/operator/mfa/setup', { token, json: { password: op.password }, headers: { 'user-agent': UA } });
   t.is(setup.status, 200);
-  const confirm = await api.post('/auth/operator/mfa/confirm', { token, json: { code: codeAt(setup.body.secret) }, headers: { 'user-agent': UA } });
+  const confirm = await api.post('/auth/operator/mfa/confirm', {
+    token,
+    json: { code: codeAt(setup.body.secret), password: op.password },
+    headers: { 'user-agent': UA },
+  });
   t.is(confirm.status, 200);
   fromThisClient(t, (await audited('operator.mfa_enabled', op.operatorId))[0]);
 
@@ -130,7 +134,11 @@ test('enabling the second factor and an administrator resetting it are audited w
 
 test('the data export is audited as user.exported with the address and user agent', async (t) => {
   const consumer = await newConsumer(h);
-  const res = await client(h.url).get(`/users/${consumer.userId}/export`, { token: consumer.token, headers: { 'user-agent': UA } });
+  const { proofToken } = await issueProofToken(h.deps, consumer.userId, consumer.sessionId);
+  const res = await client(h.url).get(`/users/${consumer.userId}/export`, {
+    token: consumer.token,
+    headers: { 'user-agent': UA, 'x-proof-token': proofToken },
+  });
   t.is(res.status, 200);
   const [exported] = await audited('user.exported', consumer.userId);
   t.like(exported, { actorType: 'consumer', actorId: consumer.userId, subjectType: 'user' });

@@ -73,9 +73,9 @@ async function enableMfa(op: { identifier: string; password: string }, base = h.
   const signIn = await login({ identifier: op.identifier, password: op.password }, base);
   if (signIn.status !== 200) throw new Error(`login: ${signIn.status} ${signIn.text}`);
   const token = signIn.body.accessToken;
-  const setup = await client(base).post('/auth/operator/mfa/setup', { token });
+  const setup = await client(base).post('/auth/operator/mfa/setup', { token, json: { password: op.password } });
   if (setup.status !== 200) throw new Error(`setup: ${setup.status} ${setup.text}`);
-  const confirm = await client(base).post('/auth/operator/mfa/confirm', { token, json: { code: codeAt(setup.body.secret) } });
+  const confirm = await client(base).post('/auth/operator/mfa/confirm', { token, json: { code: codeAt(setup.body.secret), password: op.password } });
   if (confirm.status !== 200) throw new Error(`confirm: ${confirm.status} ${confirm.text}`);
   return { secret: setup.body.secret, recoveryCodes: confirm.body.recoveryCodes, token };
 }
@@ -84,7 +84,7 @@ test('MFA setup and confirmation: the secret is sealed at rest, 10 recovery code
   const op = await staff();
   const signIn = await login({ identifier: op.identifier, password: op.password });
   const token = signIn.body.accessToken;
-  const setup = await client(h.url).post('/auth/operator/mfa/setup', { token });
+  const setup = await client(h.url).post('/auth/operator/mfa/setup', { token, json: { password: op.password } });
   t.is(setup.status, 200, setup.text);
   t.regex(setup.body.secret, /^[A-Z2-7]{32}$/);
   t.true(setup.body.otpauthUri.startsWith('otpauth://totp/'));
@@ -94,10 +94,13 @@ test('MFA setup and confirmation: the secret is sealed at rest, 10 recovery code
   t.truthy(row.mfaPendingSecret);
   t.false(String(row.mfaPendingSecret).includes(setup.body.secret), 'never stored in clear');
 
-  const wrong = await client(h.url).post('/auth/operator/mfa/confirm', { token, json: { code: codeAt(setup.body.secret, Date.now() - 10 * 60_000) } });
+  const wrong = await client(h.url).post('/auth/operator/mfa/confirm', {
+    token,
+    json: { code: codeAt(setup.body.secret, Date.now() - 10 * 60_000), password: op.password },
+  });
   t.is(wrong.status, 400);
   t.is(wrong.body.error, 'otp_invalid');
-  const ok = await client(h.url).post('/auth/operator/mfa/confirm', { token, json: { code: codeAt(setup.body.secret) } });
+  const ok = await client(h.url).post('/auth/operator/mfa/confirm', { token, json: { code: codeAt(setup.body.secret), password: op.password } });
   t.is(ok.status, 200, ok.text);
   t.is(ok.body.status, 'mfa_enabled');
   t.is(ok.body.recoveryCodes.length, 10);
@@ -109,7 +112,7 @@ test('MFA setup and confirmation: the secret is sealed at rest, 10 recovery code
   t.false(String(after.mfaSecret).includes(setup.body.secret));
   t.truthy(after.mfaEnabledAt);
   // A second setup is refused while one is enabled.
-  t.is((await client(h.url).post('/auth/operator/mfa/setup', { token })).status, 409);
+  t.is((await client(h.url).post('/auth/operator/mfa/setup', { token, json: { password: op.password } })).status, 409);
   t.is((await h.deps.db('auditEvents').where({ type: 'operator.mfa_enabled', subjectId: op.id })).length, 1);
 });
 
@@ -197,9 +200,9 @@ test('STAFF_MFA=required: an operator without MFA signs in with mfaSetupRequired
   const refused = await api.get('/identify/mine', { token });
   t.is(refused.status, 403);
   t.is(refused.body.error, 'mfa_setup_required');
-  const setup = await api.post('/auth/operator/mfa/setup', { token });
+  const setup = await api.post('/auth/operator/mfa/setup', { token, json: { password: op.password } });
   t.is(setup.status, 200, setup.text);
-  const confirm = await api.post('/auth/operator/mfa/confirm', { token, json: { code: codeAt(setup.body.secret) } });
+  const confirm = await api.post('/auth/operator/mfa/confirm', { token, json: { code: codeAt(setup.body.secret), password: op.password } });
   t.is(confirm.status, 200, confirm.text);
   t.is((await api.get('/identify/mine', { token })).status, 200, 'the same session goes on once MFA is on');
   const next = await login({ identifier: op.identifier, password: op.password, otp: codeAt(setup.body.secret, Date.now() + 30_000) }, requiredWeb.url);

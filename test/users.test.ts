@@ -160,13 +160,16 @@ test('a phone change is normalised, applied at once, audited, and must be free a
   t.deepEqual(audit.data.fields, ['phone']);
   t.false(JSON.stringify(audit.data).includes(e164), 'the audit row carries a masked number');
 
-  // Taken by another live account: 409, and the token survives for another try.
+  // Taken by another live account: 409, and the token is spent by it (SPEC 14.2): a new proof for another try.
   const other = await newConsumer(h);
   const token = await proof(other);
   const taken = await api().patch(`/users/${other.userId}`, { token: other.token, json: { proofToken: token, phone: e164 } });
   t.is(taken.status, 409);
   t.is(taken.body.error, 'conflict');
-  const retry = await api().patch(`/users/${other.userId}`, { token: other.token, json: { proofToken: token, phone: freshPhone().local } });
+  const spent = await api().patch(`/users/${other.userId}`, { token: other.token, json: { proofToken: token, phone: freshPhone().local } });
+  t.is(spent.status, 403);
+  t.is(spent.body.error, 'proof_token_invalid');
+  const retry = await api().patch(`/users/${other.userId}`, { token: other.token, json: { proofToken: await proof(other), phone: freshPhone().local } });
   t.is(retry.status, 200);
 });
 
@@ -186,12 +189,18 @@ test('PATCH /users/{id} checks the schema, then the proofToken, and only then wh
   const bad = await api().patch(`/users/${prober.userId}`, { token: prober.token, json: { phone: held, name: 'Someone' } });
   t.is(bad.status, 400);
   t.is(bad.body.error, 'validation_failed');
-  // With the proof, the conflict is named, and the token is given back for another try.
+  // With the proof, the conflict is named, and the 409 spends the token (SPEC 14.2): one selfie buys
+  // one answer about one number, not a probe of many.
   const token = await proof(prober);
   const taken = await api().patch(`/users/${prober.userId}`, { token: prober.token, json: { proofToken: token, phone: held } });
   t.is(taken.status, 409);
   t.is(taken.body.error, 'conflict');
-  const retry = await api().patch(`/users/${prober.userId}`, { token: prober.token, json: { proofToken: token, phone: freshPhone().local } });
+  for (const phone of [freshPhone().e164, held]) {
+    const probe = await api().patch(`/users/${prober.userId}`, { token: prober.token, json: { proofToken: token, phone } });
+    t.is(probe.status, 403, probe.text);
+    t.is(probe.body.error, 'proof_token_invalid');
+  }
+  const retry = await api().patch(`/users/${prober.userId}`, { token: prober.token, json: { proofToken: await proof(prober), phone: freshPhone().local } });
   t.is(retry.status, 200, retry.text);
 });
 

@@ -11,6 +11,7 @@
  */
 import type { EmbeddingsRepository } from '../face/index.js';
 import type { SearchLogsRepository } from '../verification/index.js';
+import type { ProofTokens } from '../verification/index.js';
 import type { UsersRepository } from '../users/index.js';
 import { maskTail, type AuditEventsRepository } from '../../platform/events/audit.js';
 import type { HistoryItem, HistoryService } from '../verification/index.js';
@@ -73,14 +74,20 @@ export class DataExportService {
       config: Pick<Config, 'identity'>;
       redis: Redis;
       keys: KeySpace;
+      proofTokens: ProofTokens;
       sms: SmsTransport;
       logger: Logger;
     },
   ) {}
 
-  async export(userId: string): Promise<DataExport> {
+  /**
+   * Everything held about the user. Step-up first: the export is the whole account in one answer, so a
+   * stolen session alone must not get it; the proofToken is spent whatever follows (a 429 included).
+   */
+  async export(userId: string, sessionId: string, proofToken: string | undefined): Promise<DataExport> {
     const { users, embeddings, searchLogs, config } = this.deps;
     const profile = await this.deps.userService.get(userId); // 404 for a deleted user
+    await this.deps.proofTokens.consume(userId, sessionId, proofToken);
     const { count, resetInSeconds } = await countInWindow(this.deps.redis, this.deps.keys('accounts', 'export-rate', userId), DAY_MS);
     if (count > config.identity.exportsPerDay) {
       throw new AppError('rate_limited', `At most ${config.identity.exportsPerDay} data exports per day; try again later`, { retryAfter: resetInSeconds });

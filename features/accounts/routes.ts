@@ -123,6 +123,9 @@ const DataExportBody = Type.Object({
   ),
 });
 
+/** Where GET /users/{id}/export takes its proofToken. */
+const PROOF_TOKEN_HEADER = 'X-Proof-Token';
+
 export default function userRoutes({
   users,
   history,
@@ -142,13 +145,15 @@ export default function userRoutes({
       tag: 'Profile',
       summary: 'Everything held about the consumer, as one JSON document (the right of access)',
       description:
-        "Profile, links (numbers masked to their last 3 digits, with the registry record they were made with), preferences, the whole history, disputes, and what is held about the face (whether a template is enrolled, its source and date). Never a template, a photo, a full NIN/BVN or a token. Served with `Content-Disposition: attachment`. Each export sends an SMS notice to the account's phone; at most EXPORTS_PER_DAY (3) per consumer in 24 hours, then 429 `rate_limited` with Retry-After.",
+        "Profile, links (numbers masked to their last 3 digits, with the registry record they were made with), preferences, the whole history, disputes, and what is held about the face (whether a template is enrolled, its source and date). Never a template, a photo, a full NIN/BVN or a token. Served with `Content-Disposition: attachment`. Each export sends an SMS notice to the account's phone; at most EXPORTS_PER_DAY (3) per consumer in 24 hours, then 429 `rate_limited` with Retry-After. " +
+        'Step-up: a fresh proofToken of POST /verify/self (of this session) in the request header `X-Proof-Token` (a GET has no body, and a query string would reach access logs and browser history); missing, wrong or used → 403 `proof_token_invalid`. The token is spent by this request whatever it answers.',
       auth: 'consumer:self',
       params: IdParams,
       responses: { 200: { description: 'The data export', schema: DataExportBody } },
-      errors: ['not_found', 'rate_limited'],
-      handler: async function exportUserData({ params }) {
-        return { headers: { 'Content-Disposition': `attachment; filename="my-data-${params.id}.json"` }, body: await dataExport.export(params.id) };
+      errors: ['not_found', 'proof_token_invalid', 'rate_limited'],
+      handler: async function exportUserData({ params, auth, ctx }) {
+        const body = await dataExport.export(params.id, auth.sessionId, ctx.get(PROOF_TOKEN_HEADER) || undefined);
+        return { headers: { 'Content-Disposition': `attachment; filename="my-data-${params.id}.json"` }, body };
       },
     }),
     route({
@@ -172,7 +177,7 @@ export default function userRoutes({
       tag: 'Profile',
       summary: 'Change the phone (applied) or the BVN-linked bankAccount (pending upstream), with a proofToken',
       description:
-        "Strict body: name, dateOfBirth, gender and any other key are 400 `validation_failed`; at least one of phone and bankAccount. Checked in this order: the body and the phone's form (400 `validation_failed`; a number outside OTP_ALLOWED_COUNTRY_CODES 400 `phone_not_supported`), the proofToken (403 `proof_token_invalid`), then a phone held by another account (409 `conflict`, never told without a valid proofToken). A refused body does not burn the token, and a 409 gives it back. A bankAccount change answers `pending_upstream`: the old value stays in effect until the upstream confirmation lands (after BANK_ACCOUNT_CONFIRM_DELAY_MS). " +
+        "Strict body: name, dateOfBirth, gender and any other key are 400 `validation_failed`; at least one of phone and bankAccount. Checked in this order: the body and the phone's form (400 `validation_failed`; a number outside OTP_ALLOWED_COUNTRY_CODES 400 `phone_not_supported`), the proofToken (403 `proof_token_invalid`), then a phone held by another account (409 `conflict`, never told without a valid proofToken). A refused body does not burn the token; from the proofToken check on, the token is spent whatever the answer (a 409 included). A bankAccount change answers `pending_upstream`: the old value stays in effect until the upstream confirmation lands (after BANK_ACCOUNT_CONFIRM_DELAY_MS). " +
         'A phone change is applied at once, an SMS notice goes to the old and the new number (each only if within OTP_ALLOWED_COUNTRY_CODES), and every other session of the account ends. The proofToken is bound to the session that ran /verify/self: from another session it is 403 `proof_token_invalid`.',
       auth: 'consumer:self',
       params: IdParams,

@@ -101,14 +101,13 @@ export class UserService {
     if (!current) throw notFound();
     const phoneChanges = phone !== undefined && phone !== current.phone;
 
-    // 2. The proof: exactly one request can spend a token. Only after it is a number held by another
-    //    account named (409): without the proof, the answer must not tell who has an account.
-    const proof = await this.deps.proofTokens.consume(userId, sessionId, change.proofToken);
+    // 2. The proof: exactly one request can spend a token, and it is spent whatever is answered next.
+    //    Only after it is a number held by another account named (409): without the proof, the answer
+    //    must not tell who has an account; and as a 409 costs the proof, one selfie buys one such
+    //    answer, not a probe of every number.
+    await this.deps.proofTokens.consume(userId, sessionId, change.proofToken);
     const phoneTaken = () => new AppError('conflict', 'This phone number belongs to another account');
-    if (phoneChanges && (await users.phoneTakenByAnother(phone!, userId))) {
-      await proof.giveBack();
-      throw phoneTaken();
-    }
+    if (phoneChanges && (await users.phoneTakenByAnother(phone!, userId))) throw phoneTaken();
 
     // 3. The change and its audit row, together; a new phone also ends every other session (whoever
     //    held one, with the old number, is out).
@@ -160,10 +159,7 @@ export class UserService {
       });
     } catch (e) {
       // Two accounts racing for one number: the partial unique index decides.
-      if (isUniqueViolation(e)) {
-        await proof.giveBack();
-        throw phoneTaken();
-      }
+      if (isUniqueViolation(e)) throw phoneTaken();
       throw e;
     }
 

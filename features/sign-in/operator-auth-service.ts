@@ -4,8 +4,13 @@
  * - An unknown identifier and a wrong password get the same 401 `invalid_credentials`, after the same
  *   work (an unknown identifier is checked against a dummy scrypt hash of the same cost).
  * - OPERATOR_MAX_FAILED_LOGINS failed sign-ins in a row (a wrong password or a wrong `otp`) lock the
- *   account (403 `account_locked`, an AuditEvent `operator.locked` of severity high); while locked even
- *   the right password is refused. An operator stays locked until a reset; an administrator's lock
+ *   account (an AuditEvent `operator.locked` of severity high). While locked, a wrong password answers
+ *   401 `invalid_credentials` exactly as for an unknown identifier (a stranger learns nothing, not even
+ *   that the lock exists); only the right password is told 403 `account_locked`.
+ * - Staff devices (staff-devices.ts): a sign-in that presents a usable `deviceToken` of the account is
+ *   judged by that device's own count, not the account's, and the account's lock does not apply to it:
+ *   a stranger who knows an identifier can lock the account for every other browser, never for the
+ *   devices its owner signed in from before. An operator stays locked until a reset; an administrator's lock
  *   lapses after ADMIN_LOCK_SECONDS, doubling per lock up to 24 h, with the count running on to
  *   STAFF_MAX_FAILURES, which locks until a reset (see lockPolicy). The counter and the lock move by one
  *   conditional UPDATE, so concurrent guesses cannot overshoot a limit or slip past a lock. Only a
@@ -30,6 +35,7 @@ import { burnPasswordCheck, hashPassword, needsRehash, verifyPassword } from './
 import type { SessionService, TokenPair } from './session-service.js';
 import type { MfaService } from './mfa-service.js';
 import { weakPasswordReason } from './password-policy.js';
+import type { StaffDevice, StaffDeviceTokens, StaffDevicesRepository } from './staff-devices.js';
 
 export interface OperatorAuthDeps {
   unitOfWork: UnitOfWork;
@@ -40,8 +46,17 @@ export interface OperatorAuthDeps {
   config: Pick<Config, 'operators'>;
   sessions: SessionService;
   mfa: MfaService;
+  devices: StaffDevicesRepository;
+  deviceTokens: StaffDeviceTokens;
   metrics?: Metrics;
   logger?: Logger;
+}
+
+interface LoginOptions {
+  deviceHint?: string | null;
+  ip?: string;
+  otp?: string;
+  deviceToken?: string;
 }
 
 const invalidCredentials = () => new AppError('invalid_credentials', 'The identifier or the password is wrong');
@@ -55,7 +70,7 @@ const ADMIN_MAX_LOCK_SECONDS = 86_400;
 const deactivated = () => new AppError('operator_deactivated', 'This operator account is deactivated');
 const mfaRequired = () => new AppError('mfa_required', 'Enter the current code of your authenticator app (or an unused recovery code) as `otp`');
 
-export type OperatorSignIn = TokenPair & { operatorId: string; mustResetPassword: boolean; mfaSetupRequired?: true };
+export type OperatorSignIn = TokenPair & { operatorId: string; mustResetPassword: boolean; mfaSetupRequired?: true; deviceToken: string };
 
 export class OperatorAuthService {
   constructor(private readonly deps: OperatorAuthDeps) {}
@@ -66,7 +81,7 @@ export class OperatorAuthService {
    * office's NAT does not lock the colleagues behind it out), and failures per address whatever the
    * identifier (password spraying; successes never count, so working operators are not blocked).
    */
-  async login(identifier: string, password: string, opts: { deviceHint?: string | null; ip?: string; otp?: string } = {}): Promise<OperatorSignIn> {
+  async login(identifier: string, password: string, opts: LoginOptions = {}): Promise<OperatorSignIn> {
     const { attempts, config, metrics } = this.deps;
     const address = opts.ip ? ipBucket(opts.ip) : undefined;
     if (address) {
@@ -118,7 +133,7 @@ export class OperatorAuthService {
     }
   }
 
-  private async checkCredentials(identifier: string, password: string, opts: { deviceHint?: string | null; otp?: string }): Promise<OperatorSignIn> {
+  private async checkCredentials(identifier: string, password: string, opts: LoginOptions): Promise<OperatorSignIn> {
     const { operators, metrics, config } = this.deps;
     const op = await operators.findByIdentifier(identifier);
     if (!op) {
@@ -128,11 +143,20 @@ export class OperatorAuthService {
     }
     // Always the full check first: the time taken says nothing about the account's state.
     const ok = await verifyPassword(password, op.passwordHash);
-    if (op.isLockedNow()) {
+    const device = opts.deviceToken ? await this.deps.devices.usable(op.id, this.deps.deviceTokens.hash(opts.deviceToken)) : undefined;
+    // A known device is judged by its own count; every other sign-in by the account's.
+    const fail = (via: 'login' | 'login_otp', otherwise: () => AppError = invalidCredentials): Promise<never> =>
+      device ? this.deviceFailure(device, op, otherwise) : this.recordFailure(op, via, undefined, otherwise);
+    if (!device && op.isLockedNow()) {
+      // Locked: a wrong password is answered as for an unknown identifier, uncounted (the lock holds).
+      if (!ok) {
+        metrics?.outcome('operator_login', 'invalid_credentials');
+        throw invalidCredentials();
+      }
       metrics?.outcome('operator_login', 'locked');
       throw locked(op.lockedUntil);
     }
-    if (!ok) await this.recordFailure(op, 'login');
+    if (!ok) await fail('login');
     if (op.status !== 'active') {
       metrics?.outcome('operator_login', 'deactivated');
       throw deactivated();
@@ -148,23 +172,60 @@ export class OperatorAuthService {
         metrics?.outcome('operator_login', 'mfa_required');
         throw mfaRequired();
       }
-      if (!(await this.deps.mfa.check(op, opts.otp))) await this.recordFailure(op, 'login_otp', undefined, mfaRequired);
+      if (!(await this.deps.mfa.check(op, opts.otp))) await fail('login_otp', mfaRequired);
     }
 
     const rehash = needsRehash(op.passwordHash) ? await hashPassword(password) : null;
-    // Success clears the counter, unless a concurrent failure locked the account meanwhile.
-    const row = await operators.clearFailures(op.id, rehash);
-    if (!row) throw locked();
-    if (row.status !== 'active') throw deactivated();
+    let mustResetPassword = op.mustResetPassword;
+    let deviceToken: string;
+    if (device) {
+      // The account's count is a stranger's doing: a known device neither needs nor clears it.
+      await this.deps.devices.used(device.id);
+      if (rehash) await operators.update(op.id, { passwordHash: rehash });
+      deviceToken = opts.deviceToken!;
+    } else {
+      // Success clears the counter, unless a concurrent failure locked the account meanwhile.
+      const row = await operators.clearFailures(op.id, rehash);
+      if (!row) throw locked();
+      if (row.status !== 'active') throw deactivated();
+      mustResetPassword = row.mustResetPassword;
+      deviceToken = this.deps.deviceTokens.newToken();
+      await this.deps.devices.purgeExpired(op.id);
+      await this.deps.devices.issue(op.id, this.deps.deviceTokens.hash(deviceToken), config.operators.staffDeviceTtlDays);
+    }
 
     const { pair } = await this.deps.sessions.open({ type: 'operator', id: op.id }, { deviceHint: opts.deviceHint });
     metrics?.outcome('operator_login', 'ok');
     return {
       ...pair,
       operatorId: op.id,
-      mustResetPassword: row.mustResetPassword,
+      mustResetPassword,
       ...(this.deps.mfa.setupRequired(op) ? { mfaSetupRequired: true as const } : {}),
+      deviceToken,
     };
+  }
+
+  /**
+   * Counts one failed sign-in on a known device: OPERATOR_MAX_FAILED_LOGINS in a row lock the device
+   * (audited `operator.device_locked`), never the account. Always answers as a failure would (401).
+   */
+  private async deviceFailure(device: StaffDevice, op: Pick<Operator, 'id' | 'role'>, otherwise: () => AppError): Promise<never> {
+    const counted = await this.deps.devices.countFailure(device.id, this.deps.config.operators.maxFailedLogins);
+    if (counted?.locked) {
+      await this.deps.auditEvents.record({
+        type: 'operator.device_locked',
+        severity: 'high',
+        actorType: 'system',
+        actorId: null,
+        subjectType: 'operator',
+        subjectId: op.id,
+        data: { failedAttempts: counted.failedCount, deviceId: device.id },
+      });
+      this.deps.logger?.warn({ operatorId: op.id, deviceId: device.id }, 'staff device locked after failed sign-ins');
+    }
+    const error = otherwise();
+    this.deps.metrics?.outcome('operator_login', error.code);
+    throw error;
   }
 
   /**
@@ -194,13 +255,16 @@ export class OperatorAuthService {
    */
   private async recordFailure(
     op: Pick<Operator, 'id' | 'role'>,
-    via: 'login' | 'login_otp' | 'set_password',
+    via: 'login' | 'login_otp' | 'set_password' | 'mfa_change',
     sessionId?: string,
     otherwise: () => AppError = invalidCredentials,
   ): Promise<never> {
     const { metrics } = this.deps;
     const row = await this.deps.operators.countFailure(op.id, this.lockPolicy(op.role));
-    if (!row) throw locked();
+    // At sign-in, a lock is never announced to whoever typed a wrong secret (SPEC 14.2); set-password
+    // has a session, whose owner is told.
+    const signingIn = via === 'login' || via === 'login_otp';
+    if (!row) throw signingIn ? otherwise() : locked();
     if (row.lockedAt) {
       const lockedUntil = row.lockedUntil ? new Date(row.lockedUntil) : null;
       await this.deps.auditEvents.record({
@@ -222,11 +286,24 @@ export class OperatorAuthService {
       metrics?.outcome('operator_login', 'locked');
       metrics?.operatorLocked(op.role, lockedUntil ? 'lapsing' : 'until_reset');
       this.deps.logger?.warn({ operatorId: op.id, via, lockedUntil }, 'operator account locked after failed sign-ins');
-      throw locked(lockedUntil);
+      throw signingIn ? otherwise() : locked(lockedUntil);
     }
     const error = otherwise();
-    metrics?.outcome(via === 'set_password' ? 'operator_set_password' : 'operator_login', error.code);
+    metrics?.outcome(signingIn ? 'operator_login' : `operator_${via}`, error.code);
     throw error;
+  }
+
+  /**
+   * The current password of a signed-in operator, asked before a change of its second factor (a stolen
+   * session alone must not enrol the thief's authenticator). A wrong one is 401 `invalid_credentials`
+   * and counts toward the account's lock, as at sign-in; the lock ends the session.
+   */
+  async confirmPassword(operatorId: string, sessionId: string, password: string): Promise<void> {
+    const op = await this.deps.operators.find(operatorId);
+    if (!op) throw new AppError('unauthorized', 'The operator no longer exists');
+    const ok = await verifyPassword(password, op.passwordHash);
+    if (op.isLockedNow()) throw locked(op.lockedUntil);
+    if (!ok) await this.recordFailure(op, 'mfa_change', sessionId);
   }
 
   /**

@@ -48,29 +48,44 @@ return {'ok', 0}
 `;
 
 /**
- * KEYS: 1 the phone's code. ARGV: 1 submitted digest, 2 max wrong attempts, 3 how long a dead code
- * keeps answering 429 (s). Returns 'ok' (consumed), 'wrong', 'killed' (this wrong code was the last),
- * 'dead' (killed earlier) or 'missing' (never requested, expired or already used).
+ * KEYS: 1 the phone's code, 2 the address's count of refused codes. ARGV: 1 submitted digest, 2 max
+ * wrong attempts, 3 how long a dead code keeps answering 429 (s), 4 refused codes allowed per address,
+ * 5 that count's window (s). Returns { outcome, seconds }: 'ok' (consumed), 'wrong', 'killed' (this
+ * wrong code was the last), 'dead' (killed earlier), 'missing' (never requested, expired or already
+ * used) or 'ip_limited' (the address has used its refusals: nothing was looked at; seconds left).
+ * Every outcome but 'ok' and 'ip_limited' counts as one refusal of the address, so one address cannot
+ * spread guesses over many numbers (each number's own cap is OTP_MAX_ATTEMPTS).
  */
 const VERIFY_SCRIPT = `
+local refused = tonumber(redis.call('GET', KEYS[2]) or '0')
+if refused >= tonumber(ARGV[4]) then
+  local ttl = redis.call('TTL', KEYS[2])
+  if ttl < 0 then redis.call('EXPIRE', KEYS[2], ARGV[5]); ttl = tonumber(ARGV[5]) end
+  return {'ip_limited', ttl}
+end
+local function refuse(outcome)
+  redis.call('INCR', KEYS[2])
+  if redis.call('TTL', KEYS[2]) < 0 then redis.call('EXPIRE', KEYS[2], ARGV[5]) end
+  return {outcome, 0}
+end
 local h = redis.call('HGET', KEYS[1], 'h')
-if not h then return 'missing' end
-if h == 'dead' then return 'dead' end
+if not h then return refuse('missing') end
+if h == 'dead' then return refuse('dead') end
 if h == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  return 'ok'
+  return {'ok', 0}
 end
 local n = redis.call('HINCRBY', KEYS[1], 'a', 1)
 if n >= tonumber(ARGV[2]) then
   redis.call('HSET', KEYS[1], 'h', 'dead')
   redis.call('EXPIRE', KEYS[1], ARGV[3])
-  return 'killed'
+  return refuse('killed')
 end
-return 'wrong'
+return refuse('wrong')
 `;
 
 export type IssueOutcome = 'ok' | 'rate_limited' | 'phone_limited' | 'cooldown';
-export type CheckOutcome = 'ok' | 'wrong' | 'killed' | 'dead' | 'missing';
+export type CheckOutcome = 'ok' | 'wrong' | 'killed' | 'dead' | 'missing' | 'ip_limited';
 
 export interface IssueLimits {
   perIpPerHour: number;
@@ -115,9 +130,25 @@ export class OtpCodeStore {
     await this.redis.del(k.code, k.cooldown);
   }
 
-  /** Checks a submitted digest: a correct one is consumed in the same step. */
-  async check(phoneId: string, digest: string, maxAttempts: number, deadSeconds: number): Promise<CheckOutcome> {
-    return (await this.redis.eval(VERIFY_SCRIPT, 1, this.phoneKeys(phoneId).code, digest, maxAttempts, deadSeconds)) as CheckOutcome;
+  /** Checks a submitted digest: a correct one is consumed in the same step; a refusal counts against the address. */
+  async check(
+    phoneId: string,
+    addressBucket: string,
+    digest: string,
+    limits: { maxAttempts: number; deadSeconds: number; refusalsPerIpPerHour: number },
+  ): Promise<{ outcome: CheckOutcome; seconds: number }> {
+    const [outcome, seconds] = (await this.redis.eval(
+      VERIFY_SCRIPT,
+      2,
+      this.phoneKeys(phoneId).code,
+      this.keys('otp', 'verify-ip', addressBucket),
+      digest,
+      limits.maxAttempts,
+      limits.deadSeconds,
+      limits.refusalsPerIpPerHour,
+      IP_WINDOW_SECONDS,
+    )) as [CheckOutcome, number];
+    return { outcome, seconds: Number(seconds) };
   }
 
   /**

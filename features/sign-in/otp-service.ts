@@ -114,17 +114,31 @@ export class OtpService {
    * POST /auth/otp/verify: consumes a correct code, creates the user on the first success, opens a
    * session. Wrong: 400 `otp_invalid`; the last allowed wrong code and everything after: 429.
    */
-  async verify(rawPhone: string, code: string, opts: { deviceHint?: string | null } = {}): Promise<TokenPair & { userId: string }> {
+  async verify(rawPhone: string, code: string, opts: { deviceHint?: string | null; ip?: string } = {}): Promise<TokenPair & { userId: string }> {
     const { config, codes, metrics } = this.deps;
     const phone = requirePhone(rawPhone);
     const phoneId = this.phoneId(phone);
-    const outcome = await codes.check(phoneId, this.digest(phone, code), config.otp.maxAttempts, config.otp.ttlSeconds);
+    const { outcome, seconds } = await codes.check(phoneId, ipBucket(opts.ip ?? 'unknown'), this.digest(phone, code), {
+      maxAttempts: config.otp.maxAttempts,
+      deadSeconds: config.otp.ttlSeconds,
+      refusalsPerIpPerHour: config.otp.verifyFailuresPerIpPerHour,
+    });
+
+    if (outcome === 'ip_limited') {
+      metrics?.outcome('otp_verify', 'rate_limited');
+      throw new AppError('rate_limited', 'Too many refused codes from this address; try again later', { retryAfter: Math.max(1, seconds) });
+    }
 
     if (outcome === 'killed' || outcome === 'dead') {
       metrics?.outcome('otp_verify', 'too_many_attempts');
       const wait = await codes.cooldownLeft(phoneId);
       await this.signInFailed(phone, phoneId, 'otp_too_many_attempts');
       throw new AppError('otp_too_many_attempts', 'Too many wrong codes: request a new code', { retryAfter: Math.max(1, wait) });
+    }
+    if (outcome === 'missing') {
+      // No code pending for this number: nobody's sign-in was attempted, so nothing to audit.
+      metrics?.outcome('otp_verify', 'no_code');
+      throw new AppError('otp_invalid', 'The code is wrong or has expired');
     }
     if (outcome !== 'ok') {
       metrics?.outcome('otp_verify', 'invalid');

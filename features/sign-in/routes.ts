@@ -18,6 +18,11 @@ const Phone = Type.String({
 });
 const RefreshToken = Type.String({ minLength: 1, maxLength: 512, description: 'The opaque refresh token of a token pair' });
 
+const CurrentPassword = Type.String({ minLength: 1, maxLength: 1024, description: "The operator's current password" });
+
+/** The HttpOnly cookie that keeps a browser's staff `deviceToken` (sent only to the sign-in route). */
+const DEVICE_COOKIE = 'faceid_staff_device';
+
 /** Token-bearing answers must not be stored by any cache (RFC 6749 section 5.1). */
 const TokenPairFields = {
   accessToken: Type.String({ description: 'JWT (EdDSA) to send as `Authorization: Bearer <token>`' }),
@@ -79,13 +84,14 @@ export default function authRoutes({
       summary: 'Exchange the code for a token pair (creates the user on the first success)',
       description:
         `Single use: the first correct submission consumes the code. Wrong codes 1-${config.otp.maxAttempts - 1} answer 400 \`otp_invalid\`; ` +
-        `the ${config.otp.maxAttempts}th kills the code and answers 429 \`otp_too_many_attempts\`, as does every submission after it until a new code is requested.`,
+        `the ${config.otp.maxAttempts}th kills the code and answers 429 \`otp_too_many_attempts\`, as does every submission after it until a new code is requested. ` +
+        `One client address gets OTP_VERIFY_FAILURES_PER_IP_PER_HOUR (${config.otp.verifyFailuresPerIpPerHour}) refused codes an hour, whatever the numbers; then 429 \`rate_limited\` with Retry-After.`,
       auth: 'none',
       body: Type.Object({ phone: Phone, code: Type.String({ pattern: '^[0-9]{6}$', description: 'The 6-digit code' }) }, Strict),
       responses: { 200: { description: 'Signed in', schema: ConsumerTokenPair } },
-      errors: ['otp_invalid', 'otp_too_many_attempts'],
-      handler: async function verifyOtp({ body, userAgent }) {
-        return { body: await otp.verify(body.phone, body.code, { deviceHint: userAgent }), headers: NO_STORE };
+      errors: ['otp_invalid', 'otp_too_many_attempts', 'rate_limited'],
+      handler: async function verifyOtp({ body, userAgent, ip }) {
+        return { body: await otp.verify(body.phone, body.code, { deviceHint: userAgent, ip }), headers: NO_STORE };
       },
     }),
     route({
@@ -95,8 +101,9 @@ export default function authRoutes({
       tag: 'Auth',
       summary: 'Operator or administrator sign-in',
       description:
-        `The same 401 \`invalid_credentials\` for an unknown identifier and a wrong password. ${config.operators.maxFailedLogins} failures in a row lock the account ` +
-        '(403 `account_locked`, even with the right password) until an administrator resets its password. ' +
+        `The same 401 \`invalid_credentials\` for an unknown identifier and a wrong password, locked account or not. ${config.operators.maxFailedLogins} failures in a row lock the account ` +
+        '(then the right password answers 403 `account_locked`) until an administrator resets its password (an administrator: for a doubling while, see docs/security.md). ' +
+        `A sign-in with a valid \`deviceToken\` of the account (answered by every successful sign-in, valid STAFF_DEVICE_TTL_DAYS) is judged by that device's own count instead: ${config.operators.maxFailedLogins} failures lock the device, not the account, and the account's lock does not apply to it. ` +
         'With a second factor enabled, a missing or wrong `otp` (the current TOTP code, or an unused recovery code) answers 401 `mfa_required` and no token; a wrong one counts towards the lock; a TOTP code is accepted once. ' +
         `A temporary password older than TEMP_PASSWORD_TTL_SECONDS (${config.operators.tempPasswordTtlSeconds} s) answers 403 \`temporary_password_expired\`. ` +
         `Staff sessions end STAFF_SESSION_MAX_SECONDS (${config.operators.staffSessionMaxSeconds} s) after sign-in, or after STAFF_SESSION_IDLE_SECONDS (${config.operators.staffSessionIdleSeconds} s) without a refresh.`,
@@ -112,13 +119,43 @@ export default function authRoutes({
               description: 'The 6-digit code of the authenticator app, or an unused recovery code; required once a second factor is enabled',
             }),
           ),
+          deviceToken: Type.Optional(
+            Type.String({
+              minLength: 1,
+              maxLength: 128,
+              description:
+                "The `deviceToken` an earlier sign-in of this account answered on this device: the sign-in is then judged by the device's own failure count, and the account's lock (a stranger's doing) does not apply. A browser sends it in the `faceid_staff_device` HttpOnly cookie instead.",
+            }),
+          ),
         },
         Strict,
       ),
-      responses: { 200: { description: 'Signed in', schema: OperatorTokenPair } },
+      responses: {
+        200: {
+          description: 'Signed in; also sets the HttpOnly cookie `faceid_staff_device` (path /auth/operator/login) holding `deviceToken`',
+          schema: Type.Object({
+            ...OperatorTokenPair.properties,
+            deviceToken: Type.String({
+              description: `Opaque; identifies this device to later sign-ins of this account for STAFF_DEVICE_TTL_DAYS (${config.operators.staffDeviceTtlDays} days). Keep it like a password.`,
+            }),
+          }),
+        },
+      },
       errors: ['invalid_credentials', 'mfa_required', 'account_locked', 'temporary_password_expired', 'operator_deactivated', 'rate_limited'],
-      handler: async function operatorLogin({ body, userAgent, ip }) {
-        return { body: await operatorAuth.login(body.identifier, body.password, { deviceHint: userAgent, ip, otp: body.otp }), headers: NO_STORE };
+      handler: async function operatorLogin({ body, userAgent, ip, ctx }) {
+        const deviceToken = body.deviceToken ?? ctx.cookies.get(DEVICE_COOKIE) ?? undefined;
+        const signedIn = await operatorAuth.login(body.identifier, body.password, { deviceHint: userAgent, ip, otp: body.otp, deviceToken });
+        // The console keeps its device in an HttpOnly cookie no script can read (docs/console.md);
+        // API clients keep the `deviceToken` of the body.
+        ctx.cookies.set(DEVICE_COOKIE, signedIn.deviceToken, {
+          httpOnly: true,
+          sameSite: 'strict',
+          secure: ctx.secure,
+          path: '/auth/operator/login',
+          maxAge: config.operators.staffDeviceTtlDays * 86_400_000,
+          overwrite: true,
+        });
+        return { body: signedIn, headers: NO_STORE };
       },
     }),
     route({
@@ -151,16 +188,19 @@ export default function authRoutes({
       summary: 'Start setting up a TOTP second factor (RFC 6238, 6 digits, 30 s)',
       description:
         'Answers a new secret (base32) and its `otpauth://` URI for an authenticator app (the console shows it as a QR code). It is stored encrypted and pending until ' +
-        "/auth/operator/mfa/confirm; a new setup replaces a pending one. 409 `conflict` when a second factor is enabled already (an administrator's reset-mfa clears it).",
+        "/auth/operator/mfa/confirm; a new setup replaces a pending one. 409 `conflict` when a second factor is enabled already (an administrator's reset-mfa clears it). " +
+        'The current `password` is required: a wrong one is 401 `invalid_credentials` and counts toward the lock (a stolen session alone cannot enrol an authenticator).',
       auth: 'operator:mfa-setup',
+      body: Type.Object({ password: CurrentPassword }, Strict),
       responses: {
         200: {
           description: 'The secret, once',
           schema: Type.Object({ secret: Type.String({ description: 'Base32' }), otpauthUri: Type.String({ description: '`otpauth://totp/...`' }) }),
         },
       },
-      errors: ['conflict'],
-      handler: async function operatorMfaSetup({ auth }) {
+      errors: ['conflict', 'invalid_credentials', 'account_locked'],
+      handler: async function operatorMfaSetup({ auth, body }) {
+        await operatorAuth.confirmPassword(auth.operatorId, auth.sessionId, body.password);
         return { headers: NO_STORE, body: await mfa.setup(auth.operatorId) };
       },
     }),
@@ -171,9 +211,13 @@ export default function authRoutes({
       tag: 'Auth',
       summary: 'Confirm the second factor with its first code; answers 10 single-use recovery codes, once',
       description:
-        'A wrong code is 400 `otp_invalid`; 409 `conflict` without a pending setup. From now on sign-in needs `otp`. The recovery codes are stored hashed and each works once.',
+        'A wrong code is 400 `otp_invalid`; 409 `conflict` without a pending setup. From now on sign-in needs `otp`. The recovery codes are stored hashed and each works once. ' +
+        'The current `password` is required: a wrong one is 401 `invalid_credentials` and counts toward the lock.',
       auth: 'operator:mfa-setup',
-      body: Type.Object({ code: Type.String({ pattern: '^[0-9]{6}$', description: 'The current 6-digit code of the authenticator app' }) }, Strict),
+      body: Type.Object(
+        { code: Type.String({ pattern: '^[0-9]{6}$', description: 'The current 6-digit code of the authenticator app' }), password: CurrentPassword },
+        Strict,
+      ),
       responses: {
         200: {
           description: 'Enabled',
@@ -183,8 +227,9 @@ export default function authRoutes({
           }),
         },
       },
-      errors: ['otp_invalid', 'conflict'],
+      errors: ['otp_invalid', 'conflict', 'invalid_credentials', 'account_locked'],
       handler: async function operatorMfaConfirm({ body, auth }) {
+        await operatorAuth.confirmPassword(auth.operatorId, auth.sessionId, body.password);
         return { headers: NO_STORE, body: await mfa.confirm(auth.operatorId, body.code) };
       },
     }),

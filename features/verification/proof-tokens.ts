@@ -38,15 +38,13 @@ export class ProofTokens {
 
   /**
    * Consumes `token` for `userId` in `sessionId` atomically. Missing, malformed, expired, already used,
-   * another user's or another session's token → 403 `proof_token_invalid`. `giveBack` returns the
-   * token for the lifetime it had left: a request refused after the proof (a phone number taken by
-   * another account) does not cost the consumer a new selfie.
+   * another user's or another session's token → 403 `proof_token_invalid`. A token taken is spent,
+   * whatever the request answers next (a refused phone change included): a proof buys one answer.
    */
-  async consume(userId: string, sessionId: string, token: string | undefined | null): Promise<{ giveBack: () => Promise<void> }> {
+  async consume(userId: string, sessionId: string, token: string | undefined | null): Promise<void> {
     if (typeof token !== 'string' || token.length === 0 || token.length > MAX_TOKEN_LENGTH) throw invalid();
     const taken = await this.tokens.take(token, [], { expect: binding(userId, sessionId) });
     if (!taken) throw invalid();
-    return { giveBack: () => this.tokens.restore(token, [], taken) };
   }
 }
 

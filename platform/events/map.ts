@@ -40,6 +40,8 @@ export interface EventPayloads {
   'operator.password_reset': { wasLocked: boolean; sessionsRevoked: number };
   'operator.password_set': { wasFlagged: boolean; otherSessionsRevoked: number };
   'operator.locked': { failedAttempts: number; via: string; [detail: string]: unknown };
+  /** A staff device's own failures locked it (the account is not locked by them). */
+  'operator.device_locked': { failedAttempts: number; deviceId: string };
   'operator.unlocked': { via: string; lockSeconds?: number; wasLocked?: boolean; [detail: string]: unknown };
   'operator.mfa_enabled': NoData;
   'operator.mfa_reset': { wasEnabled: boolean; wasLocked?: boolean; sessionsRevoked: number };
@@ -179,6 +181,7 @@ export const EVENTS: { readonly [K in EventName]: EventInfo<K extends PublicEven
   'operator.password_reset': { public: false, severity: 'info' },
   'operator.password_set': { public: false, severity: 'info' },
   'operator.locked': { public: false, severity: 'high' },
+  'operator.device_locked': { public: false, severity: 'high' },
   'operator.unlocked': { public: false, severity: 'info' },
   'operator.mfa_enabled': { public: false, severity: 'info' },
   'operator.mfa_reset': { public: false, severity: 'high' },

@@ -35,6 +35,7 @@ export const KEY_PURPOSES = {
   'liveness-frame-digests': 'the keyed digests of the frames of a liveness session (a frame sent twice is recognised)',
   'totp-secrets': 'staff TOTP secrets',
   'webhook-secrets': 'webhook endpoint signing secrets',
+  'staff-device-tokens': 'nothing sealed: the HMAC key of the stored hashes of staff device tokens',
 } as const;
 export type KeyPurpose = keyof typeof KEY_PURPOSES;
 

@@ -51,6 +51,7 @@ import { IdentityService } from '../../features/identity/service.js';
 import { LivenessService } from '../../features/liveness/service.js';
 import { LivenessSessionStore } from '../../features/liveness/session-store.js';
 import { OperatorAuthService } from '../../features/sign-in/operator-auth-service.js';
+import { StaffDevicesRepository, StaffDeviceTokens } from '../../features/sign-in/staff-devices.js';
 import { OperatorService } from '../../features/staff/service.js';
 import { OtpService } from '../../features/sign-in/otp-service.js';
 import { PreferencesService } from '../../features/accounts/preferences-service.js';
@@ -249,6 +250,8 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
       config,
       sessions,
       mfa,
+      devices: new StaffDevicesRepository(db),
+      deviceTokens: new StaffDeviceTokens(keyRing),
       metrics,
       logger,
     }),
@@ -274,6 +277,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
       config,
       redis,
       keys,
+      proofTokens,
       sms,
       logger,
     }),

@@ -231,7 +231,7 @@ export interface paths {
         put?: never;
         /**
          * Operator or administrator sign-in
-         * @description The same 401 `invalid_credentials` for an unknown identifier and a wrong password. 5 failures in a row lock the account (403 `account_locked`, even with the right password) until an administrator resets its password. With a second factor enabled, a missing or wrong `otp` (the current TOTP code, or an unused recovery code) answers 401 `mfa_required` and no token; a wrong one counts towards the lock; a TOTP code is accepted once. A temporary password older than TEMP_PASSWORD_TTL_SECONDS (86400 s) answers 403 `temporary_password_expired`. Staff sessions end STAFF_SESSION_MAX_SECONDS (43200 s) after sign-in, or after STAFF_SESSION_IDLE_SECONDS (1800 s) without a refresh.
+         * @description The same 401 `invalid_credentials` for an unknown identifier and a wrong password, locked account or not. 5 failures in a row lock the account (then the right password answers 403 `account_locked`) until an administrator resets its password (an administrator: for a doubling while, see docs/security.md). A sign-in with a valid `deviceToken` of the account (answered by every successful sign-in, valid STAFF_DEVICE_TTL_DAYS) is judged by that device's own count instead: 5 failures lock the device, not the account, and the account's lock does not apply to it. With a second factor enabled, a missing or wrong `otp` (the current TOTP code, or an unused recovery code) answers 401 `mfa_required` and no token; a wrong one counts towards the lock; a TOTP code is accepted once. A temporary password older than TEMP_PASSWORD_TTL_SECONDS (86400 s) answers 403 `temporary_password_expired`. Staff sessions end STAFF_SESSION_MAX_SECONDS (43200 s) after sign-in, or after STAFF_SESSION_IDLE_SECONDS (1800 s) without a refresh.
          *
          *     **Authorisation:** No token.
          */
@@ -253,7 +253,7 @@ export interface paths {
         put?: never;
         /**
          * Confirm the second factor with its first code; answers 10 single-use recovery codes, once
-         * @description A wrong code is 400 `otp_invalid`; 409 `conflict` without a pending setup. From now on sign-in needs `otp`. The recovery codes are stored hashed and each works once.
+         * @description A wrong code is 400 `otp_invalid`; 409 `conflict` without a pending setup. From now on sign-in needs `otp`. The recovery codes are stored hashed and each works once. The current `password` is required: a wrong one is 401 `invalid_credentials` and counts toward the lock.
          *
          *     **Authorisation:** Operator bearer token (active, password not flagged); accepted before a second factor is set up under STAFF_MFA=required.
          */
@@ -275,7 +275,7 @@ export interface paths {
         put?: never;
         /**
          * Start setting up a TOTP second factor (RFC 6238, 6 digits, 30 s)
-         * @description Answers a new secret (base32) and its `otpauth://` URI for an authenticator app (the console shows it as a QR code). It is stored encrypted and pending until /auth/operator/mfa/confirm; a new setup replaces a pending one. 409 `conflict` when a second factor is enabled already (an administrator's reset-mfa clears it).
+         * @description Answers a new secret (base32) and its `otpauth://` URI for an authenticator app (the console shows it as a QR code). It is stored encrypted and pending until /auth/operator/mfa/confirm; a new setup replaces a pending one. 409 `conflict` when a second factor is enabled already (an administrator's reset-mfa clears it). The current `password` is required: a wrong one is 401 `invalid_credentials` and counts toward the lock (a stolen session alone cannot enrol an authenticator).
          *
          *     **Authorisation:** Operator bearer token (active, password not flagged); accepted before a second factor is set up under STAFF_MFA=required.
          */
@@ -341,7 +341,7 @@ export interface paths {
         put?: never;
         /**
          * Exchange the code for a token pair (creates the user on the first success)
-         * @description Single use: the first correct submission consumes the code. Wrong codes 1-4 answer 400 `otp_invalid`; the 5th kills the code and answers 429 `otp_too_many_attempts`, as does every submission after it until a new code is requested.
+         * @description Single use: the first correct submission consumes the code. Wrong codes 1-4 answer 400 `otp_invalid`; the 5th kills the code and answers 429 `otp_too_many_attempts`, as does every submission after it until a new code is requested. One client address gets OTP_VERIFY_FAILURES_PER_IP_PER_HOUR (30) refused codes an hour, whatever the numbers; then 429 `rate_limited` with Retry-After.
          *
          *     **Authorisation:** No token.
          */
@@ -1023,7 +1023,7 @@ export interface paths {
         head?: never;
         /**
          * Change the phone (applied) or the BVN-linked bankAccount (pending upstream), with a proofToken
-         * @description Strict body: name, dateOfBirth, gender and any other key are 400 `validation_failed`; at least one of phone and bankAccount. Checked in this order: the body and the phone's form (400 `validation_failed`; a number outside OTP_ALLOWED_COUNTRY_CODES 400 `phone_not_supported`), the proofToken (403 `proof_token_invalid`), then a phone held by another account (409 `conflict`, never told without a valid proofToken). A refused body does not burn the token, and a 409 gives it back. A bankAccount change answers `pending_upstream`: the old value stays in effect until the upstream confirmation lands (after BANK_ACCOUNT_CONFIRM_DELAY_MS). A phone change is applied at once, an SMS notice goes to the old and the new number (each only if within OTP_ALLOWED_COUNTRY_CODES), and every other session of the account ends. The proofToken is bound to the session that ran /verify/self: from another session it is 403 `proof_token_invalid`.
+         * @description Strict body: name, dateOfBirth, gender and any other key are 400 `validation_failed`; at least one of phone and bankAccount. Checked in this order: the body and the phone's form (400 `validation_failed`; a number outside OTP_ALLOWED_COUNTRY_CODES 400 `phone_not_supported`), the proofToken (403 `proof_token_invalid`), then a phone held by another account (409 `conflict`, never told without a valid proofToken). A refused body does not burn the token; from the proofToken check on, the token is spent whatever the answer (a 409 included). A bankAccount change answers `pending_upstream`: the old value stays in effect until the upstream confirmation lands (after BANK_ACCOUNT_CONFIRM_DELAY_MS). A phone change is applied at once, an SMS notice goes to the old and the new number (each only if within OTP_ALLOWED_COUNTRY_CODES), and every other session of the account ends. The proofToken is bound to the session that ran /verify/self: from another session it is 403 `proof_token_invalid`.
          *
          *     **Authorisation:** Consumer bearer token whose subject equals `{id}` (else 403 `forbidden`).
          */
@@ -1039,7 +1039,7 @@ export interface paths {
         };
         /**
          * Everything held about the consumer, as one JSON document (the right of access)
-         * @description Profile, links (numbers masked to their last 3 digits, with the registry record they were made with), preferences, the whole history, disputes, and what is held about the face (whether a template is enrolled, its source and date). Never a template, a photo, a full NIN/BVN or a token. Served with `Content-Disposition: attachment`. Each export sends an SMS notice to the account's phone; at most EXPORTS_PER_DAY (3) per consumer in 24 hours, then 429 `rate_limited` with Retry-After.
+         * @description Profile, links (numbers masked to their last 3 digits, with the registry record they were made with), preferences, the whole history, disputes, and what is held about the face (whether a template is enrolled, its source and date). Never a template, a photo, a full NIN/BVN or a token. Served with `Content-Disposition: attachment`. Each export sends an SMS notice to the account's phone; at most EXPORTS_PER_DAY (3) per consumer in 24 hours, then 429 `rate_limited` with Retry-After. Step-up: a fresh proofToken of POST /verify/self (of this session) in the request header `X-Proof-Token` (a GET has no body, and a query string would reach access logs and browser history); missing, wrong or used → 403 `proof_token_invalid`. The token is spent by this request whatever it answers.
          *
          *     **Authorisation:** Consumer bearer token whose subject equals `{id}` (else 403 `forbidden`).
          */
@@ -2260,6 +2260,8 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description The `deviceToken` an earlier sign-in of this account answered on this device: the sign-in is then judged by the device's own failure count, and the account's lock (a stranger's doing) does not apply. A browser sends it in the `faceid_staff_device` HttpOnly cookie instead. */
+                    deviceToken?: string;
                     identifier: string;
                     /** @description The 6-digit code of the authenticator app, or an unused recovery code; required once a second factor is enabled */
                     otp?: string;
@@ -2268,7 +2270,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Signed in */
+            /** @description Signed in; also sets the HttpOnly cookie `faceid_staff_device` (path /auth/operator/login) holding `deviceToken` */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2277,6 +2279,8 @@ export interface operations {
                     "application/json": {
                         /** @description JWT (EdDSA) to send as `Authorization: Bearer <token>` */
                         accessToken: string;
+                        /** @description Opaque; identifies this device to later sign-ins of this account for STAFF_DEVICE_TTL_DAYS (180 days). Keep it like a password. */
+                        deviceToken: string;
                         /** @description Access token lifetime in seconds */
                         expiresIn: number;
                         /**
@@ -2383,6 +2387,8 @@ export interface operations {
                 "application/json": {
                     /** @description The current 6-digit code of the authenticator app */
                     code: string;
+                    /** @description The operator's current password */
+                    password: string;
                 };
             };
         };
@@ -2410,7 +2416,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: `unauthorized` */
+            /** @description Error: `invalid_credentials`, `unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2419,7 +2425,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: `operator_deactivated` */
+            /** @description Error: `account_locked`, `operator_deactivated` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2482,7 +2488,14 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The operator's current password */
+                    password: string;
+                };
+            };
+        };
         responses: {
             /** @description The secret, once */
             200: {
@@ -2507,7 +2520,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: `unauthorized` */
+            /** @description Error: `invalid_credentials`, `unauthorized` */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2516,7 +2529,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: `operator_deactivated` */
+            /** @description Error: `account_locked`, `operator_deactivated` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2527,6 +2540,24 @@ export interface operations {
             };
             /** @description Error: `conflict` */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unsupported_media_type` */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2799,7 +2830,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: `otp_too_many_attempts` */
+            /** @description Error: `otp_too_many_attempts`, `rate_limited` */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -6985,7 +7016,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Error: `forbidden` */
+            /** @description Error: `proof_token_invalid`, `forbidden` */
             403: {
                 headers: {
                     [name: string]: unknown;

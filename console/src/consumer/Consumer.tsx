@@ -575,12 +575,6 @@ function Settings(props: { t: Translate; session: Session; userId: string; onLan
     void api.GET('/users/{id}/preferences', { params: { path: { id: props.userId } } }).then(({ data }) => data && setPrefs(data));
   }, []);
   if (!prefs) return <p aria-busy="true" />;
-  // The right of access: everything the service holds about the consumer, as a JSON file.
-  const downloadMyData = async () => {
-    const { data } = await api.GET('/users/{id}/export', { params: { path: { id: props.userId } }, parseAs: 'blob' });
-    if (!data) return;
-    saveFile(data, `my-data-${props.userId}.json`);
-  };
   const save = async (e: Event) => {
     e.preventDefault();
     const { data } = await api.PATCH('/users/{id}/preferences', { params: { path: { id: props.userId } }, body: prefs });
@@ -627,9 +621,6 @@ function Settings(props: { t: Translate; session: Session; userId: string; onLan
         </Note>
       )}
       <div class="row">
-        <button type="button" class="secondary" data-testid="download-my-data" onClick={() => void downloadMyData()}>
-          {t('downloadMyData')}
-        </button>
         <button type="button" class="secondary outline" onClick={props.back}>
           {t('back')}
         </button>
@@ -675,6 +666,20 @@ function SelfService(props: { t: Translate; session: Session; userId: string; ba
     setIssues(null); // the advice was about the capture that gave this proof
     if (!data) return setNote({ kind: 'warn', text: explain(t, error as ApiError) });
     setNote({ kind: 'ok', text: data.status === 'pending_upstream' ? t('pending', { value: data.user.pendingBankAccount ?? '' }) : t('applied') });
+  };
+
+  // The right of access: everything held about the consumer, as a JSON file. The API asks for the
+  // proof of a fresh selfie (X-Proof-Token), like a change: a stolen session alone does not get it.
+  const downloadMyData = async () => {
+    if (!proof) return;
+    const { data, error } = await api.GET('/users/{id}/export', {
+      params: { path: { id: props.userId } },
+      headers: { 'X-Proof-Token': proof },
+      parseAs: 'blob',
+    });
+    setProof(null); // single-use either way
+    if (!data) return setNote({ kind: 'warn', text: explain(t, error as ApiError) });
+    saveFile(data, `my-data-${props.userId}.json`);
   };
 
   const remove = async () => {
@@ -742,6 +747,9 @@ function SelfService(props: { t: Translate; session: Session; userId: string; ba
               {t('changeBank')}
             </button>
           </form>
+          <button type="button" class="secondary" data-testid="download-my-data" onClick={() => void downloadMyData()}>
+            {t('downloadMyData')}
+          </button>
           <hr />
           {!confirming ? (
             <button type="button" class="danger" onClick={() => setConfirming(true)}>

@@ -1,13 +1,15 @@
 /**
- * Staff second factor in the console: setup shows the otpauth URI as a QR code (qrcode-generator, drawn
- * locally: the secret never leaves the page) with the secret in text for manual entry, asks for the
- * first code, then shows the 10 recovery codes once.
+ * Staff second factor in the console: setup first asks for the current password (the API requires it,
+ * so that a session left open cannot enrol someone else's authenticator), then shows the otpauth URI as
+ * a QR code (qrcode-generator, drawn locally: the secret never leaves the page) with the secret in text
+ * for manual entry, asks for the first code, then shows the 10 recovery codes once. The password stays
+ * in the component's state only until the confirmation is answered.
  */
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import qrcode from 'qrcode-generator';
 import type { Session } from '../session.js';
 import { Note } from '../ui/common.js';
-import { CodeField, ErrorNote } from '../ui/forms.js';
+import { CodeField, ErrorNote, Field } from '../ui/forms.js';
 import { problem } from './staff-common.js';
 
 /** The QR code of an otpauth URI, as an image (a data URL: the console's CSP allows `data:` images). */
@@ -20,23 +22,25 @@ function otpauthQr(uri: string): string {
 
 export function MfaSetup(props: { session: Session; required: boolean; done: () => void | Promise<void> }) {
   const [setup, setSetup] = useState<{ secret: string; otpauthUri: string } | null>(null);
+  const [password, setPassword] = useState('');
   const [code, setCode] = useState('');
   const [recoveryCodes, setRecoveryCodes] = useState<string[] | null>(null);
   const [error, setError] = useState<string | null>(null);
 
-  useEffect(() => {
-    void (async () => {
-      const { data, error: err } = await props.session.api.POST('/auth/operator/mfa/setup', {});
-      if (!data) return setError(problem(err));
-      setSetup(data);
-    })();
-  }, [props.session]);
+  const start = async (e: Event) => {
+    e.preventDefault();
+    setError(null);
+    const { data, error: err } = await props.session.api.POST('/auth/operator/mfa/setup', { body: { password } });
+    if (!data) return setError(problem(err));
+    setSetup(data);
+  };
 
   const confirm = async (e: Event) => {
     e.preventDefault();
     setError(null);
-    const { data, error: err } = await props.session.api.POST('/auth/operator/mfa/confirm', { body: { code } });
+    const { data, error: err } = await props.session.api.POST('/auth/operator/mfa/confirm', { body: { code, password } });
     if (!data) return setError(problem(err));
+    setPassword('');
     setRecoveryCodes(data.recoveryCodes);
   };
 
@@ -64,6 +68,12 @@ export function MfaSetup(props: { session: Session; required: boolean; done: () 
     <article class="narrow" data-testid="mfa-setup">
       <h1>Two-step sign-in</h1>
       {props.required && <Note>Your organisation requires a second factor for staff. Set it up before anything else.</Note>}
+      {!setup && (
+        <form onSubmit={start} data-testid="mfa-password">
+          <Field label="Your password" type="password" name="password" autocomplete="current-password" required value={password} onValue={setPassword} />
+          <button type="submit">Continue</button>
+        </form>
+      )}
       {setup && (
         <>
           <p>Scan this code with an authenticator app (a TOTP app), or type the key in it.</p>
