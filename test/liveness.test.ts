@@ -61,9 +61,9 @@ const h = useHarness(
       challengeWeb = await extraWeb({ LIVENESS_MODE: 'challenge' });
       shortWeb = await extraWeb({ LIVENESS_SESSION_TTL_SECONDS: '5' });
       // A passive threshold no synthesised frame reaches: what the passive model says of a spoof.
-      strictWeb = await extraWeb({ LIVENESS_THRESHOLD: '1' });
+      strictWeb = await extraWeb({ LIVENESS_THRESHOLD: '1', LIVENESS_SESSION_THRESHOLD: '1' });
       // A passive threshold every frame reaches: only the screen-pattern measure can refuse there.
-      lenientWeb = await extraWeb({ LIVENESS_THRESHOLD: '0' });
+      lenientWeb = await extraWeb({ LIVENESS_THRESHOLD: '0', LIVENESS_SESSION_THRESHOLD: '0' });
       fewWeb = await extraWeb({ LIVENESS_SESSIONS_PER_HOUR: '2' });
       slowWeb = await extraWeb({ LIVENESS_MIN_STEP_MS: String(SLOW_STEP_MS) });
       nearWeb = await extraWeb({ LIVENESS_NEAR_REPLAY_WINDOW_SECONDS: '3600' });
