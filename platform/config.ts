@@ -451,15 +451,6 @@ export const SETTINGS = {
       max: 5000,
       doc: "How long the client shows each colour of a session's light sequence (`lightHoldMs` of the session): long enough for the camera's exposure to settle under it before the frame is taken. At least 334: never more than three colour changes a second (WCAG 2.3.1, three flashes). Not judged by the server beyond LIVENESS_MIN_STEP_MS.",
     }),
-    sessionPassiveThreshold: s({
-      env: 'LIVENESS_SESSION_THRESHOLD',
-      kind: 'number',
-      // features/liveness/decision.ts PASSIVE_SESSION_THRESHOLD (test/config.test.ts keeps them equal).
-      default: 0.18,
-      min: 0,
-      max: 1,
-      doc: "The passive model's part in a liveness session: the median of the live probabilities of the frames seen at a step below which the session fails with `spoof_suspected`. Set on real webcam footage (docs/face-engine.md), where single frames of real people often score under LIVENESS_THRESHOLD, which stays the single capture's threshold.",
-    }),
     minStepMs: s({
       env: 'LIVENESS_MIN_STEP_MS',
       kind: 'int',
@@ -554,6 +545,14 @@ export const SETTINGS = {
       min: 0,
       max: 1,
       doc: 'Live probability below which a capture fails liveness.',
+    }),
+    livenessSessionThreshold: s({
+      env: 'LIVENESS_SESSION_THRESHOLD',
+      kind: 'number',
+      default: CALIBRATED_THRESHOLDS.livenessSession,
+      min: 0,
+      max: 1,
+      doc: 'A liveness session\'s passive score, the median over its frames seen at a step, below which it fails `spoof_suspected` (single frames of real people on webcams often score below LIVENESS_THRESHOLD; docs/face-engine.md "Liveness on real footage").',
     }),
     identifyMatchThreshold: s({
       env: 'IDENTIFY_MATCH_THRESHOLD',

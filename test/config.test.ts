@@ -1,7 +1,6 @@
 /** The one configuration module: defaults, validation at boot, and production's refusals. */
 import test from 'ava';
 import { ConfigError, describeConfig, loadConfig } from '../platform/config.js';
-import { PASSIVE_SESSION_THRESHOLD } from '../features/liveness/decision.js';
 
 test('defaults are usable for local development', (t) => {
   const c = loadConfig({ NODE_ENV: 'development' });
@@ -188,6 +187,4 @@ test('liveness (SPEC 14.1): the light sequence required, its hold within the fla
   const fast = t.throws(() => loadConfig({ NODE_ENV: 'development', LIVENESS_LIGHT_HOLD_MS: '200' }), { instanceOf: ConfigError });
   t.regex((fast as ConfigError).problems.join('\n'), /LIVENESS_LIGHT_HOLD_MS/);
   t.is(loadConfig({ NODE_ENV: 'development', LIVENESS_NEAR_REPLAY_WINDOW_SECONDS: '0' }).liveness.nearReplayWindowSeconds, 0);
-  // The session's passive threshold defaults to the judgement's own, set on real footage.
-  t.is(c.liveness.sessionPassiveThreshold, PASSIVE_SESSION_THRESHOLD);
 });

@@ -17,6 +17,8 @@
  *   absolute value.
  */
 
+import { CALIBRATED_THRESHOLDS } from '../../platform/thresholds.js';
+
 export const LIVENESS_STEPS = ['center', 'turn_left', 'turn_right', 'look_up'] as const;
 export type LivenessStep = (typeof LIVENESS_STEPS)[number];
 
@@ -90,9 +92,10 @@ export const SCREEN_PATTERN_THRESHOLD = 1700;
  * colours) and the screen-pattern check. Set on the tuning clips' three-frame sessions
  * (docs/face-engine.md "Liveness on real footage"): at this value at least 95 % of them pass on
  * each clip (the 5 % quantile of cap13's medians is 0.188); what stays refused is a session the model
- * is sure about (a held-up print scores 0.004).
+ * is sure about (a held-up print scores 0.004). The service passes LIVENESS_SESSION_THRESHOLD
+ * (default this value) as `passiveSessionThreshold`.
  */
-export const PASSIVE_SESSION_THRESHOLD = 0.18;
+export const PASSIVE_SESSION_THRESHOLD = CALIBRATED_THRESHOLDS.livenessSession;
 
 /** The median of a session's passive scores (of the frames seen at a step): what PASSIVE_SESSION_THRESHOLD is compared with. */
 export function passiveSessionScore(scores: readonly number[]): number {

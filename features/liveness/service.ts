@@ -327,7 +327,7 @@ export class LivenessService {
     const first = analyses[0]!;
     const pattern = hasFace(first) ? screenPattern(await pixels[0]!, first.face.landmarks5) : null;
     // Without the light check's verdict first: it needs the best frontal frame this names.
-    const passiveSessionThreshold = config.liveness.sessionPassiveThreshold;
+    const passiveSessionThreshold = config.face.livenessSessionThreshold;
     const v = judgeFaces({ frames: measured, steps, screenPattern: pattern, passiveSessionThreshold });
     // Frames sent again with new bytes: one is enough, and it is a replay whatever else they show.
     if (nearReplay && (await this.nearCopy(session.id, analyses, pixels as Promise<RgbPixels>[]))) return failed('replayed_frames', v.stepsSeen);

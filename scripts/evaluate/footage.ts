@@ -118,7 +118,7 @@ const CENTRE_YAW = 0.08;
  * 0.6 to 3 s before the peak, the peak, and the first centre frame 0.5 to 2.5 s after it (a frame
  * in motion halfway instead when the person does not come back in time). Light frames: 6 to 8 frames
  * half a second apart (the client's lightHoldMs, 450 ms) where the face is at the centre pose, after
- * the pose frames when there is room, else before. Sessions stay 5 s apart. The steps asked are those the person performed: a
+ * the pose frames when there is room, else before. The steps asked are those the person performed: a
  * recording cannot answer a draw, and what is measured is whether the judgement accepts real people.
  * The thresholds of the cut are not the judgement's: a peak of 0.12 is below `turnYaw` on purpose,
  * so that turns too small to pass are counted as refusals, not left out.
@@ -181,9 +181,10 @@ export function cutSessions(cf: ClipFrames): FootageSession[] {
     const from = starts.find((s0) => ok(window(s0)));
     if (from === undefined) continue;
     const light = window(from);
-    // Another session of the same person starts at least 5 s away: sessions a moment apart would be
-    // one capture cut in two, not re-takes (the near-copy check is measured on re-takes).
-    for (const i of [...pose, ...light]) for (let d = -at(5); d <= at(5); d++) used.add(i + d);
+    // No frame in two sessions. Sessions of one clip may be a moment apart (the clips hold few head
+    // movements): their frames are then alike as no two real sessions' are, which the near-copy
+    // figures leave out (they compare frames 10 s and more apart).
+    for (const i of [...pose, ...light]) used.add(i);
     out.push({ clip: cf.clip.name, name: `${cf.clip.name}-${String(e.peak).padStart(4, '0')}-${e.step}`, steps: ['center', e.step], pose, light });
   }
   return out;

@@ -455,7 +455,9 @@ export async function evaluateLiveness(
       attacks.spliced.push(await judge(spliced, st5, 'spliced', await lightFrames(src, r, 'relit')));
 
       const earlier = recorded[Math.floor(r() * recorded.length)]!;
-      attacks.replayed.push(await judge(earlier.frames, steps(), 'replayed', earlier.light));
+      // The new session draws its own colours; the recording carries the earlier session's light frames.
+      const newLights = (l: LightFrames) => drawLights(l.frames.length, (n) => Math.floor(r() * n));
+      attacks.replayed.push(await judge(earlier.frames, steps(), 'replayed', { lights: newLights(earlier.light), frames: earlier.light.frames }));
 
       const st6 = steps();
       attacks.out_of_order.push(await judge(await bonaFide(src, st6, r, swapStep), st6, 'out_of_order', await lightFrames(src, r, 'relit')));
@@ -467,7 +469,12 @@ export async function evaluateLiveness(
           encodeJpeg(synthView(await decodeRgb(f), src.l5, { noiseSeed: Math.floor(r() * 1e9), scale: 1 }), Math.round(uniform(r, 80, 95))),
         ),
       );
-      attacks.injected_reencoded.push(await judge(reencoded, st7, 'injected_reencoded', earlier.light));
+      const reencodedLight = await Promise.all(
+        earlier.light.frames.map(async (f) =>
+          encodeJpeg(synthView(await decodeRgb(f), src.l5, { noiseSeed: Math.floor(r() * 1e9), scale: 1 }), Math.round(uniform(r, 80, 95))),
+        ),
+      );
+      attacks.injected_reencoded.push(await judge(reencoded, st7, 'injected_reencoded', { lights: newLights(earlier.light), frames: reencodedLight }));
 
       // Head turns warped from the one photo, as the bona fide views are made: without a light
       // response (the light frames the photo itself), and with one painted on (a client under the
