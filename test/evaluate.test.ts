@@ -4,7 +4,7 @@
  */
 import test from 'ava';
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, copyFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +12,8 @@ import { promisify } from 'node:util';
 import { fpirAt, lowerBound, thresholdForTargetFmr, thresholdTable, upperBound } from '../scripts/evaluate/stats.js';
 import { ManifestError, pairsFromFolder, readManifest } from '../scripts/evaluate/manifest.js';
 import { FIXTURES_DIR } from './fixtures/faces/labels.js';
+import { decodeRgb, encodeJpeg, rng } from '../scripts/evaluate/liveness-views.js';
+import { addNoise, relight } from '../scripts/evaluate/light-sim.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const run = promisify(execFile);
@@ -128,26 +130,46 @@ test('an image without a face is a failure to acquire and its pairs are skipped,
   t.is(summary.impostorPairs, 0);
 });
 
-/** A recorded set in a temporary folder: `kind/sequence/` with its frames (fixture names) and steps. */
-function recordedSet(sequences: { kind: string; name: string; steps: string; frames: string[] }[]): string {
+/**
+ * A recorded set in a temporary folder: `kind/sequence/` with its frames (fixture names) and steps;
+ * with `light`, lights.txt and light frames made from a fixture frame under a simulated screen light
+ * of strength `k` (0: the frame as it is, no response).
+ */
+async function recordedSet(
+  sequences: { kind: string; name: string; steps: string; frames: string[]; light?: { lights: string[]; frame: string; k: number } }[],
+): Promise<string> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'recorded-'));
   for (const s of sequences) {
     const at = path.join(dir, s.kind, s.name);
     mkdirSync(at, { recursive: true });
     if (s.steps) writeFileSync(path.join(at, 'steps.txt'), s.steps);
     s.frames.forEach((f, i) => copyFileSync(path.join(FIXTURES_DIR, 'liveness', `${f}.jpg`), path.join(at, `${i + 1}.jpg`)));
+    if (s.light) {
+      mkdirSync(path.join(at, 'light'));
+      writeFileSync(path.join(at, 'lights.txt'), s.light.lights.join('\n'));
+      const still = await decodeRgb(readFileSync(path.join(FIXTURES_DIR, 'liveness', `${s.light.frame}.jpg`)));
+      const r = rng(s.light.lights.length);
+      for (const [i, c] of s.light.lights.entries())
+        writeFileSync(
+          path.join(at, 'light', `${String(i + 1).padStart(2, '0')}.jpg`),
+          await encodeJpeg(addNoise(relight(still, FIXTURE_BOX, c, { k: s.light.k }), 2, r), 90),
+        );
+    }
   }
   return dir;
 }
 
+// The detector's box of the tightly cropped fixture faces (bush2-center.jpg: fr_detect [6.7, 5.2, 119.3, 157.8]).
+const FIXTURE_BOX: [number, number, number, number] = [6.7, 5.2, 119.3, 157.8];
+
 test('npm run evaluate -- liveness --dir: recorded sequences judged as the service judges them, counted per kind', async (t) => {
-  const dir = recordedSet([
+  const dir = await recordedSet([
     { kind: 'bona_fide', name: 'bush2', steps: 'center turn_left', frames: ['bush2-center', 'bush2-turn_left', 'bush2-center2'] },
     { kind: 'print_tilted', name: 'chavez', steps: 'center,turn_left', frames: ['chavez-center', 'chavez-flat-turn_left', 'chavez-center2'] },
     { kind: 'repeated', name: 'chavez', steps: 'center\nlook_up', frames: ['chavez-jitter1', 'chavez-jitter2', 'chavez-jitter1'] },
     { kind: 'replayed', name: 'bush2-again', steps: 'center turn_right', frames: ['bush2-center', 'bush2-turn_left', 'bush2-center2'] },
   ]);
-  const { stdout } = await run('node', ['--import', 'tsx', 'scripts/evaluate.ts', 'liveness', '--dir', dir], {
+  const { stdout } = await run('node', ['--import', 'tsx', 'scripts/evaluate.ts', 'liveness', '--dir', dir, '--no-light'], {
     cwd: ROOT,
     env: { ...process.env, NODE_ENV: 'development', LIVENESS_NEAR_REPLAY_WINDOW_SECONDS: '0' },
   });
@@ -172,7 +194,7 @@ test('npm run evaluate -- liveness --dir: a set it cannot read is refused before
   ];
   for (const [set, message] of cases) {
     const err = await t.throwsAsync<Error & { code: number; stderr: string }>(
-      run('node', ['--import', 'tsx', 'scripts/evaluate.ts', 'liveness', '--dir', recordedSet(set)], {
+      run('node', ['--import', 'tsx', 'scripts/evaluate.ts', 'liveness', '--dir', await recordedSet(set), '--no-light'], {
         cwd: ROOT,
         env: { ...process.env, NODE_ENV: 'development' },
       }),
@@ -180,4 +202,43 @@ test('npm run evaluate -- liveness --dir: a set it cannot read is refused before
     t.is(err?.code, 2);
     t.regex(err?.stderr ?? '', message);
   }
+});
+
+test('npm run evaluate -- liveness --dir: the light check judges light frames; --no-light prints the chance match; --json as SPEC 14.1', async (t) => {
+  const lights = ['#FF0000', '#00FFFF', '#FFFFFF', '#0000FF', '#FFFF00', '#00FF00', '#FF00FF'];
+  const dir = await recordedSet([
+    {
+      kind: 'bona_fide',
+      name: 'bush2',
+      steps: 'center turn_left',
+      frames: ['bush2-center', 'bush2-turn_left', 'bush2-center2'],
+      light: { lights, frame: 'bush2-center', k: 0.25 },
+    },
+    {
+      kind: 'unlit_replay',
+      name: 'chavez',
+      steps: 'center turn_left',
+      frames: ['chavez-center', 'chavez-turn_left', 'chavez-center2'],
+      light: { lights, frame: 'chavez-center', k: 0 },
+    },
+  ]);
+  const json = path.join(dir, 'out.json');
+  const env = { ...process.env, NODE_ENV: 'development', LIVENESS_NEAR_REPLAY_WINDOW_SECONDS: '0' };
+  const { stdout } = await run('node', ['--import', 'tsx', 'scripts/evaluate.ts', 'liveness', '--dir', dir, '--json', json], { cwd: ROOT, env });
+  t.regex(stdout, /bona_fide\/bush2: passed/);
+  t.regex(stdout, /unlit_replay\/chavez: light_not_followed/);
+  const written = JSON.parse(readFileSync(json, 'utf8'));
+  t.like(written, { bpcer: { errors: 0, n: 1, rate: 0 }, apcer: { unlit_replay: 0 } });
+
+  const off = await run('node', ['--import', 'tsx', 'scripts/evaluate.ts', 'liveness', '--dir', dir, '--no-light'], { cwd: ROOT, env });
+  t.regex(off.stdout, /unlit_replay\/chavez: passed/, 'without the light check, the replay is not refused');
+  t.regex(off.stdout, /chance match \(light frames without flashes against random sequences\): [\d.]+ % \(\d+\/4000\)/);
+
+  // Light on, a sequence without lights.txt cannot be judged.
+  const bare = await recordedSet([{ kind: 'bona_fide', name: 'a', steps: 'center turn_left', frames: ['bush2-center', 'bush2-turn_left', 'bush2-center2'] }]);
+  const err = await t.throwsAsync<Error & { code: number; stderr: string }>(
+    run('node', ['--import', 'tsx', 'scripts/evaluate.ts', 'liveness', '--dir', bare], { cwd: ROOT, env }),
+  );
+  t.is(err?.code, 2);
+  t.regex(err?.stderr ?? '', /bona_fide\/a: no lights\.txt/);
 });

@@ -76,10 +76,10 @@ const h = useHarness(
     ready: async () => {
       challengeWeb = await extraWeb({ LIVENESS_MODE: 'challenge' });
       shortWeb = await extraWeb({ LIVENESS_SESSION_TTL_SECONDS: '5' });
-      // A passive threshold no synthesised frame reaches: what the passive model says of a spoof.
-      strictWeb = await extraWeb({ LIVENESS_THRESHOLD: '1' });
-      // A passive threshold every frame reaches: only the screen-pattern measure can refuse there.
-      lenientWeb = await extraWeb({ LIVENESS_THRESHOLD: '0' });
+      // A session passive threshold no synthesised frame reaches: what the passive model says of a spoof.
+      strictWeb = await extraWeb({ LIVENESS_SESSION_THRESHOLD: '1' });
+      // A session passive threshold every session reaches: only the screen-pattern measure can refuse there.
+      lenientWeb = await extraWeb({ LIVENESS_SESSION_THRESHOLD: '0' });
       fewWeb = await extraWeb({ LIVENESS_SESSIONS_PER_HOUR: '2' });
       slowWeb = await extraWeb({ LIVENESS_MIN_STEP_MS: String(SLOW_STEP_MS) });
       // The production default (this file's deployment turns the check off: see the header).
@@ -420,7 +420,7 @@ test.serial(
     // A light frame copied from an earlier session's frame is a near copy too.
     const s = await session(thief.token, nearWeb.url);
     const lights = await Promise.all((created.get(s.id)?.lights ?? []).map((_, i) => filler(20 + i)));
-    lights[2] = await rescaled(frames[0]!, 0.9, 2);
+    lights[2] = await reencoded(frames[0]!, 300);
     const rl = await sendFrames(thief.token, s.id, [await filler(30), await filler(31), await filler(32)], nearWeb.url, { lights });
     t.is(rl.body.session.reason, 'replayed_frames', rl.text);
   },

@@ -33,6 +33,17 @@ export const SKETCH_BANDS = SKETCH_BITS / BAND_BITS;
  */
 export const NEAR_COPY_BANDS = 21;
 
+/**
+ * Bands (of SKETCH_BANDS) one frame must share with one earlier frame to be its near copy, for the
+ * per-frame rule of SPEC 14.1 (nearCopyFrame: one such frame fails the session). Set on real footage
+ * (docs/face-engine.md "Liveness on real footage", `npm run evaluate -- liveness-footage`): the
+ * frames of real re-takes (one man at one desk, another take or 10 s and more later) share at most
+ * 24 bands with any earlier frame; copies of a frame (re-encoded, rescaled by 0.9, recropped by 3
+ * pixels) share 18 to 32 (median 28 to 29), and every copied session has a frame sharing 30 or more.
+ * 27: three bands above the re-takes, three below the least copied session.
+ */
+export const NEAR_COPY_FRAME_BANDS = 27;
+
 /** The embedder's 112-pixel alignment template (ArcFace), the five points' places on the grid. */
 const TEMPLATE_112: readonly (readonly [number, number])[] = [
   [38.2946, 51.6963],
@@ -194,4 +205,15 @@ export function nearCopyOfOneSession(matches: readonly ReadonlyMap<string, numbe
     if (!common.length) return false;
   }
   return true;
+}
+
+/**
+ * Whether one frame is a near copy of a frame received in an earlier session (SPEC 14.1: one such
+ * frame fails the session): `matches` holds, for this frame, how many bands it shares with each
+ * earlier frame (`<session>:<frame>` → count, from the keyed band digests). True when one earlier
+ * frame shares at least `minBands` (NEAR_COPY_FRAME_BANDS by default).
+ */
+export function nearCopyFrame(matches: ReadonlyMap<string, number>, minBands = NEAR_COPY_FRAME_BANDS): boolean {
+  for (const n of matches.values()) if (n >= minBands) return true;
+  return false;
 }

@@ -47,7 +47,7 @@ import {
   type FaceService,
 } from '../face/index.js';
 import { drawSteps, judgeFaces, onePerson, plausibleTiming, SAME_PERSON_COSINE, type FailureReason, type FrameFace, type LivenessStep } from './decision.js';
-import { faceGrid, NEAR_COPY_BANDS, sketch, sketchBands, sketchDirections } from './frame-sketch.js';
+import { faceGrid, nearCopyFrame, sketch, sketchBands, sketchDirections } from './frame-sketch.js';
 import { drawLights, judgeLightResponse, sampleLightFrame, type LightSample } from './light-response.js';
 import { screenPattern } from './screen-pattern.js';
 import type { FrontalFrame, LivenessSessionStore, StoredSession } from './session-store.js';
@@ -254,7 +254,7 @@ export class LivenessService {
       }),
     );
     const matches = await store.recordSketches(sessionId, bands, config.liveness.nearReplayWindowSeconds);
-    return matches.some((m) => [...m.values()].some((n) => n >= NEAR_COPY_BANDS));
+    return matches.some((m) => nearCopyFrame(m));
   }
 
   private async judge(
@@ -326,7 +326,9 @@ export class LivenessService {
     );
     const first = analyses[0]!;
     const pattern = hasFace(first) ? screenPattern(await pixels[0]!, first.face.landmarks5) : null;
-    const v = judgeFaces({ frames: measured, steps, livenessThreshold: config.face.livenessThreshold, screenPattern: pattern });
+    // Without the light check's verdict first: it needs the best frontal frame this names.
+    const passiveSessionThreshold = config.face.livenessSessionThreshold;
+    const v = judgeFaces({ frames: measured, steps, screenPattern: pattern, passiveSessionThreshold });
     // Frames sent again with new bytes: one is enough, and it is a replay whatever else they show.
     if (nearReplay && (await this.nearCopy(session.id, analyses, pixels as Promise<RgbPixels>[]))) return failed('replayed_frames', v.stepsSeen);
     if (v.status === 'failed') return failed(v.reason, v.stepsSeen);
@@ -340,17 +342,19 @@ export class LivenessService {
       )
     )
       return failed('different_faces', v.stepsSeen);
-    if (v.then.status === 'failed' && v.then.reason === 'challenge_not_followed') return failed(v.then.reason, v.stepsSeen);
-    if (lights) {
+    // The light frames, once the best frontal frame (whose person they must show) is known; then the
+    // remaining checks again with their verdict, in decision.ts's order.
+    let then = v.then;
+    if (lights && !(then.status === 'failed' && then.reason === 'challenge_not_followed')) {
       const reference = embedded[v.reference]!.embedding;
       const samples =
-        lightCount === 0
-          ? null
-          : await Promise.all(chains.slice(frames.length).map(async (c, k) => this.lightSample(c, reference, pixels[frames.length + k]!)));
-      if (!samples || !judgeLightResponse(lights, samples).followed) return failed('light_not_followed', v.stepsSeen);
+        lightCount === 0 ? [] : await Promise.all(chains.slice(frames.length).map(async (c, k) => this.lightSample(c, reference, pixels[frames.length + k]!)));
+      const light = judgeLightResponse(lights, samples);
+      const withLight = judgeFaces({ frames: measured, steps, screenPattern: pattern, passiveSessionThreshold, light });
+      if (withLight.status === 'needs_identity') then = withLight.then;
     }
-    if (v.then.status === 'failed') return failed(v.then.reason, v.stepsSeen);
-    const best = v.then.frontal;
+    if (then.status === 'failed') return failed(then.reason, v.stepsSeen);
+    const best = then.frontal;
     return {
       status: 'passed',
       stepsSeen: v.stepsSeen,

@@ -52,13 +52,18 @@ export function relight(frame: RgbFrame, box: readonly [number, number, number, 
     rx = bw / 2,
     ry = bh / 2;
   const { width, height, data } = frame;
+  // Two multipliers per channel (face, room): a byte-to-byte table for each.
+  const table = (factor: number) => Uint8Array.from({ length: 256 }, (_, v) => toSrgbByte(TO_LINEAR[v]! * factor));
+  const faceT = [0, 1, 2].map((ch) => table((1 + o.k * c[ch]!) * gain[ch]!));
+  const roomT = [0, 1, 2].map((ch) => table((1 + o.k * share * c[ch]!) * gain[ch]!));
   const out = Buffer.alloc(width * height * 3);
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) {
-      const inFace = ((x - cx) / rx) ** 2 + ((y - cy) / ry) ** 2 <= 1;
-      const k = inFace ? o.k : o.k * share;
+      const t = ((x - cx) / rx) ** 2 + ((y - cy) / ry) ** 2 <= 1 ? faceT : roomT;
       const p = (y * width + x) * 3;
-      for (let ch = 0; ch < 3; ch++) out[p + ch] = toSrgbByte(TO_LINEAR[data[p + ch]!]! * (1 + k * c[ch]!) * gain[ch]!);
+      out[p] = t[0]![data[p]!]!;
+      out[p + 1] = t[1]![data[p + 1]!]!;
+      out[p + 2] = t[2]![data[p + 2]!]!;
     }
   }
   return { data: out, width, height };

@@ -14,6 +14,14 @@
  *   DIR/bona_fide/alice-1/{steps.txt, 01.jpg, 02.jpg, 03.jpg}
  *   DIR/screen_replay/alice-1-on-phone/{steps.txt, 01.jpg, ...}
  *
+ * Light frames (SPEC 14.1): `lights.txt`, the colours the session asked for (`#RRGGBB`, one a line, 6
+ * to 8 from LIGHT_COLOURS), and the frames captured under them, `light/01.jpg` ... in the same order;
+ * the light check judges them as the service does. `--no-light` judges without it (footage recorded
+ * without flashes): the light frames, when there are, are then run against random sequences instead,
+ * and the run prints how often the check accepts one (chance match).
+ *
+ *   DIR/bona_fide/alice-1/{steps.txt, 01.jpg, 02.jpg, 03.jpg, lights.txt, light/01.jpg ... light/07.jpg}
+ *
  * Sequences are judged in the order of their paths (kind, then sequence), with one memory of the
  * frames received across them, as the service keeps across sessions: a `replayed` recording must come
  * after the sequence it replays (`bona_fide` sorts before every attack type named in this project).
@@ -23,8 +31,10 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { FaceEngine } from '../../features/face/worker/pipeline/engine.js';
 import { LIVENESS_STEPS, type LivenessStep } from '../../features/liveness/decision.js';
-import { judgeSequence, type LivenessEvaluation, type Received, type SequenceVerdict } from './liveness.js';
-import { rate } from './stats.js';
+import { drawLights, judgeLightResponse, LIGHT_COLOURS } from '../../features/liveness/light-response.js';
+import { judgeLight, judgeSequence, type LivenessEvaluation, type Received, type SequenceVerdict } from './liveness.js';
+import { rng } from './liveness-views.js';
+import { rate, type Rate } from './stats.js';
 
 /** A recorded set that cannot be read as described above. */
 export class RecordedSetError extends Error {}
@@ -36,6 +46,10 @@ export interface RecordedSequence {
   steps: LivenessStep[];
   /** The frames' paths, in capture order. */
   files: string[];
+  /** The colours of lights.txt (null: none recorded). */
+  lights: string[] | null;
+  /** The light frames' paths, in order. */
+  lightFiles: string[];
 }
 
 export const BONA_FIDE = 'bona_fide';
@@ -48,7 +62,7 @@ const folders = (dir: string) =>
     .sort(byName);
 
 /** Reads and checks the whole set before any frame is judged. */
-export function readRecordedSet(dir: string, frames: { min: number; max: number }): RecordedSequence[] {
+export function readRecordedSet(dir: string, frames: { min: number; max: number }, o: { light?: boolean } = {}): RecordedSequence[] {
   const out: RecordedSequence[] = [];
   let kinds: string[];
   try {
@@ -78,7 +92,28 @@ export function readRecordedSet(dir: string, frames: { min: number; max: number 
         .map((n) => path.join(at, n));
       if (files.length < frames.min || files.length > frames.max)
         throw new RecordedSetError(`${where}: ${files.length} frames; a session takes ${frames.min} to ${frames.max}`);
-      out.push({ kind, name, steps: steps as LivenessStep[], files });
+      let lights: string[] | null = null;
+      try {
+        lights = readFileSync(path.join(at, 'lights.txt'), 'utf8').split(/\s+/).filter(Boolean);
+      } catch {
+        if (o.light !== false)
+          throw new RecordedSetError(`${where}: no lights.txt (the colours the session asked for); footage without flashes is judged with --no-light`);
+      }
+      if (lights) {
+        const bad = lights.find((l) => !LIGHT_COLOURS.includes(l.toUpperCase()));
+        if (bad !== undefined) throw new RecordedSetError(`${where}: lights.txt: "${bad}" is not one of ${LIGHT_COLOURS.join(' ')}`);
+        lights = lights.map((l) => l.toUpperCase());
+      }
+      let lightFiles: string[] = [];
+      try {
+        lightFiles = readdirSync(path.join(at, 'light'))
+          .filter((n) => FRAME.test(n))
+          .sort(byName)
+          .map((n) => path.join(at, 'light', n));
+      } catch {
+        if (lights) throw new RecordedSetError(`${where}: lights.txt but no light/ folder of light frames`);
+      }
+      out.push({ kind, name, steps: steps as LivenessStep[], files, lights, lightFiles });
     }
   }
   if (!out.some((s) => s.kind === BONA_FIDE)) throw new RecordedSetError(`${dir}: no ${BONA_FIDE}/ sequences (BPCER needs them)`);
@@ -91,13 +126,19 @@ export async function evaluateRecorded(
   opts: {
     dir: string;
     frames: { min: number; max: number };
-    livenessThreshold: number;
     nearReplay?: boolean;
+    /** false: judge without the light check (--no-light). */
+    light?: boolean;
+    /** Random sequences drawn per sequence for the chance match (--no-light). */
+    chanceDraws?: number;
     log?: (line: string) => void;
     verbose?: boolean;
   },
-): Promise<LivenessEvaluation> {
-  const sequences = readRecordedSet(opts.dir, opts.frames);
+): Promise<LivenessEvaluation & { chanceMatch?: Rate }> {
+  const sequences = readRecordedSet(opts.dir, opts.frames, { light: opts.light });
+  const r = rng(20261129);
+  let chanceAccepted = 0,
+    chanceJudged = 0;
   const received: Received = { digests: new Set<string>(), sketches: [], nearReplay: opts.nearReplay ?? false };
   const verdicts = new Map<string, SequenceVerdict[]>();
   const copyBands: Record<string, number[]> = {};
@@ -107,8 +148,22 @@ export async function evaluateRecorded(
       s.files.map((f) => readFileSync(f)),
       s.steps,
       received,
-      opts.livenessThreshold,
+      opts.light === false || !s.lights ? null : { lights: s.lights, frames: s.lightFiles.map((f) => readFileSync(f)) },
     );
+    if (opts.light === false && s.lightFiles.length >= 2) {
+      // Footage without flashes: how often its light frames would pass for a random sequence.
+      const v = await judgeLight(engine, { lights: s.lightFiles.map(() => '#FFFFFF'), frames: s.lightFiles.map((f) => readFileSync(f)) });
+      for (let d = 0; d < (opts.chanceDraws ?? 2000); d++) {
+        chanceJudged++;
+        if (
+          judgeLightResponse(
+            drawLights(v.samples.length, (n) => Math.floor(r() * n)),
+            v.samples,
+          ).followed
+        )
+          chanceAccepted++;
+      }
+    }
     const kind = s.kind === BONA_FIDE ? 'bona fide' : s.kind;
     (copyBands[kind] ??= []).push(v.copyBands ?? 0);
     if (!verdicts.has(s.kind)) verdicts.set(s.kind, []);
@@ -122,6 +177,7 @@ export async function evaluateRecorded(
   };
   const bona = verdicts.get(BONA_FIDE)!;
   return {
+    ...(chanceJudged ? { chanceMatch: rate(chanceAccepted, chanceJudged) } : {}),
     set: 'recorded',
     nearReplay: received.nearReplay,
     copyBands,

@@ -46,13 +46,26 @@ import type { FaceEngine } from '../../features/face/worker/pipeline/engine.js';
 import { isFaceError } from '../../platform/face/face-error.js';
 import { decodeRgb as decodeNormalised, normaliseUpload } from '../../platform/face/image.js';
 import { screenPattern } from '../../features/liveness/screen-pattern.js';
-import { equalBands, faceGrid, NEAR_COPY_BANDS, sketch, SKETCH_BANDS, sketchDirections } from '../../features/liveness/frame-sketch.js';
+import { equalBands, faceGrid, NEAR_COPY_FRAME_BANDS, sketch, SKETCH_BANDS, sketchDirections } from '../../features/liveness/frame-sketch.js';
+import { drawLights, judgeLightResponse, sampleLightFrame, type LightSample, type LightVerdict } from '../../features/liveness/light-response.js';
 import { drawSteps, estimatePose, judgeFaces, onePerson, type FailureReason, type FrameFace, type LivenessStep } from '../../features/liveness/decision.js';
 import { FIXTURE_PHOTOS, FIXTURES_DIR } from '../../test/fixtures/faces/labels.js';
 import { decodeRgb, encodeJpeg, flatTilt, rng, synthView, type Pt, type Rgb } from './liveness-views.js';
 import { rate, type Rate } from './stats.js';
+import { relight } from './light-sim.js';
 
-export const ATTACK_TYPES = ['repeated', 'jittered', 'print_tilted', 'screen_replay', 'spliced', 'replayed', 'out_of_order', 'injected_reencoded'] as const;
+export const ATTACK_TYPES = [
+  'repeated',
+  'jittered',
+  'print_tilted',
+  'screen_replay',
+  'spliced',
+  'replayed',
+  'out_of_order',
+  'injected_reencoded',
+  'photo_warp',
+  'photo_warp_relit',
+] as const;
 export type AttackType = (typeof ATTACK_TYPES)[number];
 
 /** Sources split by person: the thresholds were set on the first half, the figures come from the second. */
@@ -76,7 +89,7 @@ export interface SequenceVerdict {
   reason?: FailureReason;
   /** What was measured on each frame (yaw, pitch, step seen, passive score, cosine to the reference frame). */
   detail?: string;
-  /** The most sketch bands every frame shares with one earlier session's frames (0 when a frame has no face). */
+  /** The most sketch bands one frame shares with an earlier session's frame. */
   copyBands?: number;
 }
 
@@ -110,14 +123,37 @@ export interface Received {
 const SKETCH_KEY = Buffer.from('evaluate-liveness-sketch-key');
 let directions: Int8Array | null = null;
 
-/** The most bands every frame of `frames` shares with some frame of one earlier session (0 to SKETCH_BANDS). */
+/** The most bands one frame of `frames` shares with a frame of an earlier session (0 to SKETCH_BANDS): one near copy fails the session. */
 export function nearCopyBands(frames: readonly Uint8Array[], earlier: readonly (readonly Uint8Array[])[]): number {
   let best = 0;
-  for (const e of earlier) {
-    if (!e.length || !frames.length) continue;
-    best = Math.max(best, Math.min(...frames.map((f) => Math.max(...e.map((g) => equalBands(f, g))))));
-  }
+  for (const e of earlier) for (const f of frames) for (const g of e) best = Math.max(best, equalBands(f, g));
   return best;
+}
+
+/** A session's light frames: the colours asked and the frames captured under them (null: the session carries no lights). */
+export interface LightFrames {
+  lights: readonly string[];
+  frames: readonly Buffer[];
+}
+
+/** The light check of a session, as the service runs it: each light frame's face found, sampled, and judged together. */
+export async function judgeLight(engine: FaceEngine, l: LightFrames): Promise<LightVerdict & { sketches: Uint8Array[]; samples: (LightSample | null)[] }> {
+  const samples: (LightSample | null)[] = [];
+  const sketches: Uint8Array[] = [];
+  directions ??= sketchDirections(SKETCH_KEY);
+  for (const f of l.frames) {
+    const { jpeg } = await normaliseUpload(f);
+    try {
+      const r = await engine.liveness(jpeg, 'single', { quality: false });
+      const rgb = await decodeNormalised(jpeg);
+      samples.push(sampleLightFrame(rgb, r.face.box as [number, number, number, number]));
+      sketches.push(sketch(faceGrid(rgb, r.face.landmarks5), directions));
+    } catch (e) {
+      if (!isFaceError(e) || (e.code !== 'no_face' && e.code !== 'multiple_faces')) throw e;
+      samples.push(null);
+    }
+  }
+  return { ...judgeLightResponse(l.lights, samples), sketches, samples };
 }
 
 export async function judgeSequence(
@@ -125,9 +161,10 @@ export async function judgeSequence(
   frames: readonly Buffer[],
   steps: readonly LivenessStep[],
   received: Received,
-  livenessThreshold: number,
+  light: LightFrames | null = null,
 ): Promise<SequenceVerdict> {
-  const digests = [...new Set(frames.map((f) => createHash('sha256').update(f).digest('hex')))];
+  const all = [...frames, ...(light?.frames ?? [])];
+  const digests = [...new Set(all.map((f) => createHash('sha256').update(f).digest('hex')))];
   const replayed = digests.some((d) => received.digests.has(d));
   for (const d of digests) received.digests.add(d);
   if (replayed) return { status: 'failed', reason: 'replayed_frames' };
@@ -150,11 +187,13 @@ export async function judgeSequence(
       aligned.push(null);
     }
   }
-  const copyBands = sketches.length === frames.length ? nearCopyBands(sketches, received.sketches) : 0;
+  const lv = light ? await judgeLight(engine, light) : null;
+  if (lv) sketches.push(...lv.sketches);
+  const copyBands = nearCopyBands(sketches, received.sketches);
   received.sketches.push(sketches);
   const first = measured[0]!;
   const pattern = first.outcome === 'face' ? screenPattern(await decodeNormalised(firstJpeg!), first.landmarks5) : null;
-  const v = judgeFaces({ frames: measured, steps, livenessThreshold, screenPattern: pattern });
+  const v = judgeFaces({ frames: measured, steps, screenPattern: pattern, light: lv });
   const describe = (cos: (number | null)[] = []) =>
     `steps ${steps.join(',')}; ` +
     measured
@@ -165,10 +204,11 @@ export async function judgeSequence(
       })
       .join(' ') +
     (pattern === null ? '' : ` screen ${Math.round(pattern)}`) +
+    (lv ? ` light ${lv.followed ? 'followed' : lv.why} r ${lv.correlation.toFixed(2)} strength ${lv.strength.toFixed(3)} spread ${lv.spread.toFixed(3)}` : '') +
     ` copy bands ${copyBands}`;
   if (v.status === 'failed' && (v.reason === 'no_face' || v.reason === 'multiple_faces'))
     return { status: 'failed', reason: v.reason, detail: describe(), copyBands };
-  if (received.nearReplay && copyBands >= NEAR_COPY_BANDS) return { status: 'failed', reason: 'replayed_frames', detail: describe(), copyBands };
+  if (received.nearReplay && copyBands >= NEAR_COPY_FRAME_BANDS) return { status: 'failed', reason: 'replayed_frames', detail: describe(), copyBands };
   if (v.status === 'failed') return { status: 'failed', reason: v.reason, detail: describe(), copyBands };
   const embeddings = [];
   for (const a of aligned) embeddings.push((await engine.embedAligned(a!)).embedding);
@@ -290,6 +330,35 @@ export async function loadSource(engine: FaceEngine, file: string): Promise<Sour
   return { file, identity, rgb, l5, frontalJpeg: jpeg, yawOffsetDeg };
 }
 
+/**
+ * Screen-to-room illuminance ratio of the synthesised light frames: a phone at full brightness at
+ * 30 cm in a room of about 400 lux (docs/face-engine.md "Screen light").
+ */
+export const SYNTH_LIGHT_K = 0.15;
+
+/** The detector-like box of a face from its five landmarks (for the light model only). */
+export function boxFromLandmarks(l5: readonly Pt[]): [number, number, number, number] {
+  const iod = Math.hypot(l5[1]![0] - l5[0]![0], l5[1]![1] - l5[0]![1]);
+  const cx = (l5[0]![0] + l5[1]![0] + l5[3]![0] + l5[4]![0]) / 4;
+  const cy = (l5[0]![1] + l5[1]![1] + l5[3]![1] + l5[4]![1]) / 4;
+  return [cx - 1.1 * iod, cy - 1.3 * iod, 2.2 * iod, 2.6 * iod];
+}
+
+/** A session's light frames made from the frontal photo: 6 to 8 colours, each frame lit by its colour (`relit`) or not. */
+async function lightFrames(src: Source, r: () => number, mode: 'relit' | 'unlit', print = false): Promise<LightFrames> {
+  const lights = drawLights(6 + Math.floor(r() * 3), (n) => Math.floor(r() * n));
+  const box = boxFromLandmarks(src.l5);
+  const frames = await Promise.all(
+    lights.map(async (c) => {
+      let view = synthView(src.rgb, src.l5, { ...capture(r, src.rgb.width), yaw: src.yawOffsetDeg });
+      if (mode === 'relit') view = relight(view, box, c, { k: SYNTH_LIGHT_K });
+      if (print) view = flatTilt(view, src.l5, { print: true, noiseSeed: Math.floor(r() * 1e9) });
+      return encodeJpeg(view, 88);
+    }),
+  );
+  return { lights, frames };
+}
+
 const swapStep = (s: LivenessStep): LivenessStep => (s === 'turn_left' ? 'turn_right' : s === 'turn_right' ? 'look_up' : s === 'look_up' ? 'turn_left' : s);
 
 export async function evaluateLiveness(
@@ -297,8 +366,9 @@ export async function evaluateLiveness(
   opts: {
     set: keyof typeof SOURCE_SETS;
     perSource: number;
-    livenessThreshold: number;
     nearReplay?: boolean;
+    /** false: judge without the light check (the light frames are not made). */
+    light?: boolean;
     log?: (line: string) => void;
     verbose?: boolean;
     dump?: string;
@@ -319,8 +389,8 @@ export async function evaluateLiveness(
   const attacks = Object.fromEntries(ATTACK_TYPES.map((a) => [a, [] as SequenceVerdict[]])) as Record<AttackType, SequenceVerdict[]>;
   let judged = 0;
   const copyBands: Record<string, number[]> = {};
-  const judge = async (frames: Buffer[], st: readonly LivenessStep[], what = 'attack') => {
-    const v = await judgeSequence(engine, frames, st, received, opts.livenessThreshold);
+  const judge = async (frames: Buffer[], st: readonly LivenessStep[], what: string, light: LightFrames | null) => {
+    const v = await judgeSequence(engine, frames, st, received, opts.light === false ? null : light);
     (copyBands[what] ??= []).push(v.copyBands ?? 0);
     judged++;
     if (opts.verbose && what !== 'bona fide') opts.log?.(`    ${what}: ${v.reason ?? 'passed'} ${v.detail ?? ''}`);
@@ -332,7 +402,7 @@ export async function evaluateLiveness(
     }
     return v;
   };
-  const recorded: { frames: Buffer[]; steps: LivenessStep[] }[] = [];
+  const recorded: { frames: Buffer[]; steps: LivenessStep[]; light: LightFrames }[] = [];
   for (const [k, src] of sources.entries()) {
     // The intruder of a spliced sequence: the next source showing another person.
     const other = [...sources.slice(k + 1), ...sources.slice(0, k)].find((o) => o.identity !== src.identity);
@@ -340,18 +410,19 @@ export async function evaluateLiveness(
     for (let i = 0; i < opts.perSource; i++) {
       const st = steps();
       const frames = await bonaFide(src, st, r);
-      bona.push(await judge(frames, st, 'bona fide'));
-      recorded.push({ frames, steps: st });
+      const bonaLight = await lightFrames(src, r, 'relit');
+      bona.push(await judge(frames, st, 'bona fide', bonaLight));
+      recorded.push({ frames, steps: st, light: bonaLight });
 
       const st2 = steps();
       // One picture (this capture of the photo: its own noise and framing), sent three times.
       const same = await encodeJpeg(synthView(src.rgb, src.l5, capture(r, src.rgb.width)), 90);
-      attacks.repeated.push(await judge([same, same, same], st2, 'repeated'));
+      attacks.repeated.push(await judge([same, same, same], st2, 'repeated', await lightFrames(src, r, 'unlit')));
 
       const jit = await Promise.all(
         [0, 1, 2].map(async () => encodeJpeg(synthView(src.rgb, src.l5, { ...capture(r, src.rgb.width), yaw: 0, pitch: 0 }), Math.round(uniform(r, 60, 92)))),
       );
-      attacks.jittered.push(await judge(jit, st2, 'jittered'));
+      attacks.jittered.push(await judge(jit, st2, 'jittered', await lightFrames(src, r, 'unlit')));
 
       const st3 = steps();
       const tilt = (s: LivenessStep) =>
@@ -367,25 +438,29 @@ export async function evaluateLiveness(
           encodeJpeg(flatTilt(src.rgb, src.l5, { ...tilt(s), print: true, noiseSeed: Math.floor(r() * 1e9) }), 88),
         ),
       );
-      attacks.print_tilted.push(await judge(printed, st3, 'print_tilted'));
+      // Paper reflects the screen's light as skin does: the print's light frames follow the colours.
+      attacks.print_tilted.push(await judge(printed, st3, 'print_tilted', await lightFrames(src, r, 'relit', true)));
 
       const st4 = steps();
       const shown = await bonaFide(src, st4, r);
       const filmed = await Promise.all(shown.map(async (f) => encodeJpeg(screen(await decodeRgb(f), r), 88)));
-      attacks.screen_replay.push(await judge(filmed, st4, 'screen_replay'));
+      // A screen emits its own picture: the session's colours barely show on it.
+      attacks.screen_replay.push(await judge(filmed, st4, 'screen_replay', await lightFrames(src, r, 'unlit')));
 
       const st5 = steps();
       const spliced = await bonaFide(src, st5, r);
       const intruder = await bonaFide(other, st5, r);
       const at = 1 + Math.floor(r() * (Math.min(spliced.length, intruder.length) - 1));
       spliced[at] = intruder[at]!;
-      attacks.spliced.push(await judge(spliced, st5, 'spliced'));
+      attacks.spliced.push(await judge(spliced, st5, 'spliced', await lightFrames(src, r, 'relit')));
 
       const earlier = recorded[Math.floor(r() * recorded.length)]!;
-      attacks.replayed.push(await judge(earlier.frames, steps(), 'replayed'));
+      // The new session draws its own colours; the recording carries the earlier session's light frames.
+      const newLights = (l: LightFrames) => drawLights(l.frames.length, (n) => Math.floor(r() * n));
+      attacks.replayed.push(await judge(earlier.frames, steps(), 'replayed', { lights: newLights(earlier.light), frames: earlier.light.frames }));
 
       const st6 = steps();
-      attacks.out_of_order.push(await judge(await bonaFide(src, st6, r, swapStep), st6, 'out_of_order'));
+      attacks.out_of_order.push(await judge(await bonaFide(src, st6, r, swapStep), st6, 'out_of_order', await lightFrames(src, r, 'relit')));
 
       const st7 = steps();
       // Re-encoded with a little sensor-like noise: bytes never sent before, pixels of the recording.
@@ -394,7 +469,20 @@ export async function evaluateLiveness(
           encodeJpeg(synthView(await decodeRgb(f), src.l5, { noiseSeed: Math.floor(r() * 1e9), scale: 1 }), Math.round(uniform(r, 80, 95))),
         ),
       );
-      attacks.injected_reencoded.push(await judge(reencoded, st7, 'injected_reencoded'));
+      const reencodedLight = await Promise.all(
+        earlier.light.frames.map(async (f) =>
+          encodeJpeg(synthView(await decodeRgb(f), src.l5, { noiseSeed: Math.floor(r() * 1e9), scale: 1 }), Math.round(uniform(r, 80, 95))),
+        ),
+      );
+      attacks.injected_reencoded.push(await judge(reencoded, st7, 'injected_reencoded', { lights: newLights(earlier.light), frames: reencodedLight }));
+
+      // Head turns warped from the one photo, as the bona fide views are made: without a light
+      // response (the light frames the photo itself), and with one painted on (a client under the
+      // attacker's control can: a known limit, reported, not required to be refused).
+      const st8 = steps();
+      attacks.photo_warp.push(await judge(await bonaFide(src, st8, r), st8, 'photo_warp', await lightFrames(src, r, 'unlit')));
+      const st9 = steps();
+      attacks.photo_warp_relit.push(await judge(await bonaFide(src, st9, r), st9, 'photo_warp_relit', await lightFrames(src, r, 'relit')));
       const b = bona[bona.length - 1]!;
       opts.log?.(`  ${src.file} #${i + 1}: bona fide ${b.reason ?? 'passed'}${opts.verbose ? ` ${b.detail}` : ''}`);
     }
@@ -434,13 +522,13 @@ export function printLiveness(e: LivenessEvaluation, print: (line: string) => vo
   }
   const rates = Object.values(e.apcer).map((r) => r.rate);
   const worst = rates.length ? Math.max(...rates) : NaN;
-  // How many of the 8 sketch bands every frame shares with one earlier session (NEAR_COPY_BANDS and up: a near copy).
+  // The most sketch bands one frame shares with a frame of an earlier session (NEAR_COPY_FRAME_BANDS and up: a near copy).
   const hist = (xs: number[]) =>
     Array.from({ length: SKETCH_BANDS + 1 }, (_, k) => xs.filter((x) => x === k).length)
       .map((n, k) => (n ? `${k}:${n}` : ''))
       .filter(Boolean)
       .join(' ');
-  print(`sketch bands shared with one earlier session (every frame; near copy at ${NEAR_COPY_BANDS}+ of ${SKETCH_BANDS}), bands:sequences`);
+  print(`sketch bands one frame shares with an earlier session's (near copy at ${NEAR_COPY_FRAME_BANDS}+ of ${SKETCH_BANDS}), bands:sequences`);
   for (const [k, xs] of Object.entries(e.copyBands)) if (k !== 'replayed') print(`  ${k.padEnd(20)} ${hist(xs)}`);
   print(`APCER (worst attack type) ${pct(worst)}`);
   const reasons = Object.entries(e.bonaFideReasons)
