@@ -17,7 +17,7 @@
  * each process's RssAnon.
  *
  * Options: BENCH_N (default 1,000,000), BENCH_PROBES (300), BENCH_SHARDS (4), BENCH_GENERATOR
- * (clustered), BENCH_WORK_DIR, BENCH_KEEP=1 (keep the dataset and the database).
+ * (clustered), BENCH_WORK_DIR, BENCH_KEEP=1 (keep the dataset, the database and the snapshots).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
@@ -324,8 +324,8 @@ export async function runSearchShardsBench(): Promise<{ markdown: string; lastLi
     for (const p of procs) p.child.kill('SIGTERM');
     await Promise.all(procs.map((p) => (p.child.exitCode === null ? new Promise((res) => p.child.once('exit', res)) : null)));
     await redis.stop();
-    rmSync(snapDir, { recursive: true, force: true });
     if (!env.BENCH_KEEP) {
+      rmSync(snapDir, { recursive: true, force: true });
       await admin((c) => c.query(`DROP DATABASE IF EXISTS "${DB}" WITH (FORCE)`));
       if (generated) rmSync(dir, { recursive: true, force: true });
     }

@@ -172,10 +172,30 @@ test.serial('a shard with no replica: 503 dependency_unavailable with Retry-Afte
   t.is(res.status, 503, res.text);
   t.is(res.body.error, 'dependency_unavailable');
   t.truthy(res.headers.get('retry-after'));
+  // An administrator's /health names the shard without a replica (its idle consumer ages out first).
+  const admin = await newOperator(h, { role: 'administrator' });
+  const vectorIndex = async () =>
+    ((await client(h.url).get('/health', { token: admin.token })).body as { dependencies: { vector_index: { up: boolean; detail: unknown } } }).dependencies
+      .vector_index;
+  const until = Date.now() + 10_000;
+  let vi = await vectorIndex();
+  while (vi.up && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 500));
+    vi = await vectorIndex();
+  }
+  t.false(vi.up);
+  t.regex(String(vi.detail), /shard\(s\) 1 without a replica/);
 
   shardWorkers[1] = await startShard(1);
   const after = await h.deps.face.searchByEmbedding(probe, 10);
   t.deepEqual(after.hits, before.hits);
+  const back = await vectorIndex();
+  t.true(back.up, JSON.stringify(back));
+  t.deepEqual((back.detail as { shards: unknown }).shards, [
+    { shard: 0, replicas: 1 },
+    { shard: 1, replicas: 1 },
+    { shard: 2, replicas: 1 },
+  ]);
 });
 
 test.serial('two replicas of a shard share its searches; one stopped, the other answers alone', async (t) => {

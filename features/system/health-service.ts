@@ -9,6 +9,7 @@ import type { UnitOfWork } from '../../platform/database/unit-of-work.js';
 import type { Redis } from 'ioredis';
 import type { Config } from '../../platform/config.js';
 import { DEPENDENCIES, type Dependency, type Metrics } from '../../platform/metrics.js';
+import { shardReplicas } from '../../platform/jobs/search-shards.js';
 
 export interface DependencyStatus {
   up: boolean;
@@ -158,7 +159,12 @@ export class HealthService {
       timed(async () => {
         const body = await getJson(`${config.search.healthUrl}/health`, CHECK_TIMEOUT_MS);
         if (body.status !== 'ok') throw new Error(String(body.detail ?? 'vector index not ready'));
-        return { size: body.size ?? null, appliedSeq: body.appliedSeq ?? null, factory: body.factory ?? null };
+        // With shards, the index answers only when every shard has a replica reading its group.
+        const shards =
+          config.search.shards > 1 ? await timeout(shardReplicas(redis, config.redis.prefix, config.search.shards), CHECK_TIMEOUT_MS, 'Redis') : null;
+        const away = shards?.filter((x) => x.replicas === 0).map((x) => x.shard) ?? [];
+        if (away.length) throw new Error(`search shard(s) ${away.join(', ')} without a replica`);
+        return { size: body.size ?? null, appliedSeq: body.appliedSeq ?? null, factory: body.factory ?? null, ...(shards ? { shards } : {}) };
       }),
     ]);
     const dependencies = { db: dbStatus, cache, face_engine: faceEngine, identity_registry: registry, vector_index: vectorIndex };

@@ -17,6 +17,7 @@
  * shard counts are independent, so an old and a new shard set can run side by side while resharding.
  */
 import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
 import type { SealedEmbeddingRef } from '../face-path/search-embedding.js';
 import type { SearchHit } from './search.js';
 
@@ -91,4 +92,34 @@ export function mergeShardHits(results: readonly ShardSearchResult[], k: number)
   const all = results.flatMap((r) => r.hits);
   all.sort((a, b) => b.score - a.score || (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0));
   return all.slice(0, k);
+}
+
+/**
+ * A consumer that has read its group within this long is a live replica: a replica's blocking read
+ * comes back (and is issued again) every second, so a live one is never idle for long.
+ */
+export const SHARD_REPLICA_IDLE_MS = 5000;
+
+/** Replicas reading each shard's group now (XINFO CONSUMERS: one command per shard). */
+export async function shardReplicas(
+  redis: Pick<Redis, 'xinfo'>,
+  redisPrefix: string,
+  count: number,
+): Promise<{ shard: number; replicas: number }[]> {
+  const stream = searchShardStream(redisPrefix, count);
+  return Promise.all(
+    Array.from({ length: count }, async (_, shard) => {
+      let rows: unknown[][] = [];
+      try {
+        rows = (await redis.xinfo('CONSUMERS', stream, shardGroup(shard))) as unknown[][];
+      } catch (e) {
+        if (!/NOGROUP|no such key/i.test((e as Error).message)) throw e; // no replica ever joined
+      }
+      const live = rows.filter((row) => {
+        const i = row.indexOf('idle');
+        return i >= 0 && Number(row[i + 1]) < SHARD_REPLICA_IDLE_MS;
+      });
+      return { shard, replicas: live.length };
+    }),
+  );
 }

@@ -150,5 +150,7 @@ export class ShardConsumer {
     await this.loop?.catch(() => {});
     // Entries in flight finish (their replies are still awaited).
     while (this.inFlight > 0) await new Promise((r) => setTimeout(r, 5));
+    // A clean stop leaves the group at once (nothing of ours is pending): /health counts live replicas.
+    await this.opts.redis.xgroup('DELCONSUMER', this.stream, this.group, this.consumer).catch(() => {});
   }
 }
