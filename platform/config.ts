@@ -86,6 +86,13 @@ export const SETTINGS = {
     }),
   },
   http: {
+    metricsToken: s({
+      env: 'METRICS_TOKEN',
+      kind: 'string',
+      default: '',
+      secret: true,
+      doc: 'When set, `GET /metrics` answers only `Authorization: Bearer <METRICS_TOKEN>` (401 otherwise): the exposition names outcomes, queues and dependencies an outsider should not read. Required in production (at least 32 characters); ops/prometheus/prometheus.yml sends it from a file.',
+    }),
     port: s({ env: 'PORT', kind: 'int', default: 3000, min: 0, max: 65535, doc: 'HTTP port of the web process (API and registry simulator).' }),
     host: s({ env: 'HOST', kind: 'string', default: '127.0.0.1', doc: 'Interface the web process listens on.' }),
     trustProxy: s({ env: 'TRUST_PROXY', kind: 'bool', default: false, doc: 'Take the client IP from `X-Forwarded-For` (only behind a trusted proxy).' }),
@@ -194,7 +201,7 @@ export const SETTINGS = {
       env: 'JWT_PREVIOUS_PUBLIC_KEYS',
       kind: 'string',
       default: '',
-      doc: 'Key ring for rotation: SPKI PEM public keys (or PKCS#8 private keys) of earlier signing keys, concatenated. Tokens name their key by `kid` (a thumbprint); tokens of these keys stay valid until they expire, so a rotation logs nobody out. Only JWT_PRIVATE_KEY signs.',
+      doc: 'Key ring for rotation: SPKI PEM public keys of earlier signing keys, concatenated. Tokens name their key by `kid` (a thumbprint); tokens of these keys stay valid until they expire, so a rotation logs nobody out. Only JWT_PRIVATE_KEY signs. A private key here is refused at start (it would sign tokens for whoever reads this setting, which is not handled as a secret): give its public half.',
     }),
     jwtIssuer: s({ env: 'JWT_ISSUER', kind: 'string', default: 'faceid', doc: 'Issuer claim of access tokens.' }),
     accessTokenTtlSeconds: s({ env: 'ACCESS_TOKEN_TTL_SECONDS', kind: 'int', default: 900, min: 30, doc: 'Access token lifetime.' }),
@@ -288,7 +295,12 @@ export const SETTINGS = {
       default: 'var/sms-outbox.jsonl',
       doc: 'Outbox file, one JSON line `{ to, code, sentAt }` per code.',
     }),
-    webhookUrl: s({ env: 'SMS_WEBHOOK_URL', kind: 'string', default: '', doc: 'SMS gateway endpoint for `SMS_TRANSPORT=webhook`.' }),
+    webhookUrl: s({
+      env: 'SMS_WEBHOOK_URL',
+      kind: 'string',
+      default: '',
+      doc: 'SMS gateway endpoint for `SMS_TRANSPORT=webhook`; `https:` in production (codes and phone numbers travel in it).',
+    }),
     webhookToken: s({
       env: 'SMS_WEBHOOK_TOKEN',
       kind: 'string',
@@ -988,7 +1000,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       into[key] = typeof spec.default === 'function' ? (spec.default as (c: Parsed) => unknown)(out) : spec.default;
     }
   }
-  const { runtime, registry, security, keys, otp, sms, operators, face, webhooks, dedupe, redis } = out as unknown as Omit<Config, 'isProduction'>;
+  const { runtime, http, registry, security, keys, otp, sms, operators, face, webhooks, dedupe, redis } = out as unknown as Omit<Config, 'isProduction'>;
   const isProduction = runtime.nodeEnv === 'production';
   if (dedupe.reviewThreshold > dedupe.threshold) {
     problems.push('DEDUPE_REVIEW_THRESHOLD must not be above DEDUPE_THRESHOLD (the review band lies below the duplicate band)');
@@ -1006,6 +1018,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (registry.simFault !== 'none') problems.push('REGISTRY_SIM_FAULT is a test setting and is refused in production');
     if (registry.simulator) problems.push('REGISTRY_SIMULATOR=true is refused in production: the simulator lets anyone enrol an identity');
     if (!env.REGISTRY_URL) problems.push('REGISTRY_URL must name the real identity registry in production (the default is the simulator)');
+    if (env.REGISTRY_URL && !String(registry.url).startsWith('https:'))
+      problems.push('REGISTRY_URL must be https: in production (NIN/BVN numbers and registry photos travel in it)');
+    if (sms.webhookUrl && !String(sms.webhookUrl).startsWith('https:'))
+      problems.push('SMS_WEBHOOK_URL must be https: in production (one-time codes and phone numbers travel in it)');
+    if (!otp.secret)
+      problems.push('OTP_SECRET must be set in production (at least 32 characters): without it the one-time codes would be keyed from the signing key');
+    if (String(http.metricsToken).length < 32)
+      problems.push('METRICS_TOKEN must be set in production (at least 32 characters): GET /metrics is otherwise readable by anyone');
     if (operators.adminPassword && String(operators.adminPassword).length < 12) problems.push('ADMIN_PASSWORD must have at least 12 characters in production');
     if (keys.linkNumberHashKey && Buffer.from(String(keys.linkNumberHashKey), 'base64').length < 32)
       problems.push(
@@ -1022,6 +1042,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (parseCidr(cidr) === undefined)
       problems.push(`WEBHOOK_PRIVATE_CIDRS=${JSON.stringify(webhooks.privateCidrs)}: expected address/prefix,address/prefix,...`);
   }
+  if (/PRIVATE KEY/.test(String(security.jwtPreviousPublicKeys)))
+    problems.push(
+      'JWT_PREVIOUS_PUBLIC_KEYS holds a private key: give the public key (SPKI PEM, `openssl pkey -pubout`) of each earlier signing key, never the private one',
+    );
   if (sms.transport === 'webhook' && !sms.webhookUrl) problems.push('SMS_WEBHOOK_URL is required with SMS_TRANSPORT=webhook');
   if ((operators.adminIdentifier === '') !== (operators.adminPassword === ''))
     problems.push('ADMIN_IDENTIFIER and ADMIN_PASSWORD are set together or not at all');

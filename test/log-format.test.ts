@@ -92,10 +92,12 @@ test('the default format: pretty in development, JSON in test and production', (
     BIOMETRIC_KEYS: `k1:${Buffer.alloc(32, 3).toString('base64')}`,
     LINK_NUMBER_HASH_KEY: Buffer.alloc(32, 9).toString('base64'),
     SMS_TRANSPORT: 'webhook',
-    SMS_WEBHOOK_URL: 'http://sms.invalid',
+    SMS_WEBHOOK_URL: 'https://sms.invalid',
     REGISTRY_SIMULATOR: 'false',
-    REGISTRY_URL: 'http://registry.invalid',
+    REGISTRY_URL: 'https://registry.invalid',
     REDIS_URL: 'redis://:a-redis-password@redis.internal:6379',
+    METRICS_TOKEN: 'a-metrics-token-of-at-least-32-characters',
+    OTP_SECRET: 'an-otp-secret-of-at-least-32-characters',
   };
   t.is(loadConfig(production).runtime.logFormat, 'json');
 });
