@@ -3,6 +3,7 @@
  * Each setting is declared once below: its environment variable, type, default and meaning.
  * `docs/configuration.md` is generated from the same table (scripts/gen-config-doc.ts).
  */
+import { createHash, createPublicKey } from 'node:crypto';
 import { isIP } from 'node:net';
 import { CALIBRATED_THRESHOLDS } from './thresholds.js';
 import { KeyRing, KeyRingError } from './keys/key-ring.js';
@@ -20,7 +21,7 @@ interface SettingSpec<K extends Kind, E extends readonly string[] | undefined = 
   min?: number;
   max?: number;
   doc: string;
-  /** Never printed (config dumps and docs show `<secret>`). */
+  /** Never printed: config dumps show `set` or `unset` (a key: by its fingerprint), docs `<secret>`. */
   secret?: boolean;
 }
 
@@ -201,6 +202,8 @@ export const SETTINGS = {
       env: 'JWT_PREVIOUS_PUBLIC_KEYS',
       kind: 'string',
       default: '',
+      // Public keys only, but a private one pasted here must not reach a log before it is refused.
+      secret: true,
       doc: 'Key ring for rotation: SPKI PEM public keys of earlier signing keys, concatenated. Tokens name their key by `kid` (a thumbprint); tokens of these keys stay valid until they expire, so a rotation logs nobody out. Only JWT_PRIVATE_KEY signs. A private key here is refused at start (it would sign tokens for whoever reads this setting, which is not handled as a secret): give its public half.',
     }),
     jwtIssuer: s({ env: 'JWT_ISSUER', kind: 'string', default: 'faceid', doc: 'Issuer claim of access tokens.' }),
@@ -527,7 +530,14 @@ export const SETTINGS = {
       min: 1,
       doc: 'A temporary password (new operator, reset) not replaced within this long answers 403 `temporary_password_expired` at login; an administrator issues a new one.',
     }),
-    adminIdentifier: s({ env: 'ADMIN_IDENTIFIER', kind: 'string', default: '', doc: 'First administrator, created at start-up when no administrator exists.' }),
+    adminIdentifier: s({
+      env: 'ADMIN_IDENTIFIER',
+      kind: 'string',
+      default: '',
+      // Not a password, but half of a sign-in, and what a lock-out needs: never in a log.
+      secret: true,
+      doc: 'First administrator, created at start-up when no administrator exists.',
+    }),
     adminPassword: s({ env: 'ADMIN_PASSWORD', kind: 'string', default: '', secret: true, doc: 'Password of that first administrator.' }),
   },
   face: {
@@ -1147,9 +1157,37 @@ export function describeConfig(c: Config): Record<string, unknown> {
   for (const { group, key, spec } of eachSetting()) {
     const v = (c[group] as Record<string, unknown>)[key];
     // Any URL may carry credentials or an API key in its query: show scheme, host and path only.
-    out[spec.env] = spec.secret && v ? '<secret>' : spec.kind === 'url' || spec.env === 'SMS_WEBHOOK_URL' ? maskUrl(String(v)) : v;
+    out[spec.env] = spec.secret ? secretShown(spec.env, String(v ?? '')) : spec.kind === 'url' || spec.env === 'SMS_WEBHOOK_URL' ? maskUrl(String(v)) : v;
   }
   return out;
+}
+
+/**
+ * How a start-up line shows a secret setting: `unset`, `set`, or for a key what names it without
+ * revealing it (the signing keys by their RFC 7638 thumbprint, the `kid` of the tokens they sign; the
+ * key ring by its key ids). Never a digest of a password-like value: that could be guessed offline.
+ */
+function secretShown(env: string, value: string): string {
+  if (value === '') return 'unset';
+  if (env === 'JWT_PRIVATE_KEY' || env === 'JWT_PREVIOUS_PUBLIC_KEYS') {
+    const blocks = value.replace(/\\n/g, '\n').match(/-----BEGIN [A-Z ]+-----[\s\S]+?-----END [A-Z ]+-----/g) ?? [];
+    const kids = blocks.map((pem) => {
+      try {
+        const jwk = createPublicKey(pem).export({ format: 'jwk' });
+        return createHash('sha256')
+          .update(JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x }))
+          .digest('base64url');
+      } catch {
+        return 'unreadable';
+      }
+    });
+    return kids.length ? `set (kid ${kids.join(', ')})` : 'set';
+  }
+  if (env === 'BIOMETRIC_KEYS') {
+    const ids = value.split(',').map((entry) => entry.split(':')[0]!.trim());
+    return `set (key ids ${ids.join(', ')})`;
+  }
+  return 'set';
 }
 
 /**
