@@ -37,6 +37,8 @@ export class WebhookDelivery extends Model {
   id!: string;
   eventId!: string;
   endpointId!: string;
+  /** The endpoint's URL when the delivery was made (null only for rows older than the column). */
+  endpointUrl!: string | null;
   status!: WebhookDeliveryStatus;
   attempts!: number;
   nextAttemptAt!: Date;

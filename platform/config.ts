@@ -3,6 +3,7 @@
  * Each setting is declared once below: its environment variable, type, default and meaning.
  * `docs/configuration.md` is generated from the same table (scripts/gen-config-doc.ts).
  */
+import { createHash, createPublicKey } from 'node:crypto';
 import { isIP } from 'node:net';
 import { CALIBRATED_THRESHOLDS } from './thresholds.js';
 import { KeyRing, KeyRingError } from './keys/key-ring.js';
@@ -20,7 +21,7 @@ interface SettingSpec<K extends Kind, E extends readonly string[] | undefined = 
   min?: number;
   max?: number;
   doc: string;
-  /** Never printed (config dumps and docs show `<secret>`). */
+  /** Never printed: config dumps show `set` or `unset` (a key: by its fingerprint), docs `<secret>`. */
   secret?: boolean;
 }
 
@@ -86,6 +87,13 @@ export const SETTINGS = {
     }),
   },
   http: {
+    metricsToken: s({
+      env: 'METRICS_TOKEN',
+      kind: 'string',
+      default: '',
+      secret: true,
+      doc: 'When set, `GET /metrics` answers only `Authorization: Bearer <METRICS_TOKEN>` (401 otherwise): the exposition names outcomes, queues and dependencies an outsider should not read. Required in production (at least 32 characters); ops/prometheus/prometheus.yml sends it from a file.',
+    }),
     port: s({ env: 'PORT', kind: 'int', default: 3000, min: 0, max: 65535, doc: 'HTTP port of the web process (API and registry simulator).' }),
     host: s({ env: 'HOST', kind: 'string', default: '127.0.0.1', doc: 'Interface the web process listens on.' }),
     trustProxy: s({ env: 'TRUST_PROXY', kind: 'bool', default: false, doc: 'Take the client IP from `X-Forwarded-For` (only behind a trusted proxy).' }),
@@ -194,7 +202,9 @@ export const SETTINGS = {
       env: 'JWT_PREVIOUS_PUBLIC_KEYS',
       kind: 'string',
       default: '',
-      doc: 'Key ring for rotation: SPKI PEM public keys (or PKCS#8 private keys) of earlier signing keys, concatenated. Tokens name their key by `kid` (a thumbprint); tokens of these keys stay valid until they expire, so a rotation logs nobody out. Only JWT_PRIVATE_KEY signs.',
+      // Public keys only, but a private one pasted here must not reach a log before it is refused.
+      secret: true,
+      doc: 'Key ring for rotation: SPKI PEM public keys of earlier signing keys, concatenated. Tokens name their key by `kid` (a thumbprint); tokens of these keys stay valid until they expire, so a rotation logs nobody out. Only JWT_PRIVATE_KEY signs. A private key here is refused at start (it would sign tokens for whoever reads this setting, which is not handled as a secret): give its public half.',
     }),
     jwtIssuer: s({ env: 'JWT_ISSUER', kind: 'string', default: 'faceid', doc: 'Issuer claim of access tokens.' }),
     accessTokenTtlSeconds: s({ env: 'ACCESS_TOKEN_TTL_SECONDS', kind: 'int', default: 900, min: 30, doc: 'Access token lifetime.' }),
@@ -288,7 +298,12 @@ export const SETTINGS = {
       default: 'var/sms-outbox.jsonl',
       doc: 'Outbox file, one JSON line `{ to, code, sentAt }` per code.',
     }),
-    webhookUrl: s({ env: 'SMS_WEBHOOK_URL', kind: 'string', default: '', doc: 'SMS gateway endpoint for `SMS_TRANSPORT=webhook`.' }),
+    webhookUrl: s({
+      env: 'SMS_WEBHOOK_URL',
+      kind: 'string',
+      default: '',
+      doc: 'SMS gateway endpoint for `SMS_TRANSPORT=webhook`; `https:` in production (codes and phone numbers travel in it).',
+    }),
     webhookToken: s({
       env: 'SMS_WEBHOOK_TOKEN',
       kind: 'string',
@@ -532,7 +547,14 @@ export const SETTINGS = {
       min: 1,
       doc: 'A temporary password (new operator, reset) not replaced within this long answers 403 `temporary_password_expired` at login; an administrator issues a new one.',
     }),
-    adminIdentifier: s({ env: 'ADMIN_IDENTIFIER', kind: 'string', default: '', doc: 'First administrator, created at start-up when no administrator exists.' }),
+    adminIdentifier: s({
+      env: 'ADMIN_IDENTIFIER',
+      kind: 'string',
+      default: '',
+      // Not a password, but half of a sign-in, and what a lock-out needs: never in a log.
+      secret: true,
+      doc: 'First administrator, created at start-up when no administrator exists.',
+    }),
     adminPassword: s({ env: 'ADMIN_PASSWORD', kind: 'string', default: '', secret: true, doc: 'Password of that first administrator.' }),
   },
   face: {
@@ -1037,7 +1059,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       into[key] = typeof spec.default === 'function' ? (spec.default as (c: Parsed) => unknown)(out) : spec.default;
     }
   }
-  const { runtime, registry, security, keys, otp, sms, operators, face, webhooks, dedupe, redis } = out as unknown as Omit<Config, 'isProduction'>;
+  const { runtime, http, registry, security, keys, otp, sms, operators, face, webhooks, dedupe, redis } = out as unknown as Omit<Config, 'isProduction'>;
   const isProduction = runtime.nodeEnv === 'production';
   if (dedupe.reviewThreshold > dedupe.threshold) {
     problems.push('DEDUPE_REVIEW_THRESHOLD must not be above DEDUPE_THRESHOLD (the review band lies below the duplicate band)');
@@ -1055,6 +1077,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (registry.simFault !== 'none') problems.push('REGISTRY_SIM_FAULT is a test setting and is refused in production');
     if (registry.simulator) problems.push('REGISTRY_SIMULATOR=true is refused in production: the simulator lets anyone enrol an identity');
     if (!env.REGISTRY_URL) problems.push('REGISTRY_URL must name the real identity registry in production (the default is the simulator)');
+    if (env.REGISTRY_URL && !String(registry.url).startsWith('https:'))
+      problems.push('REGISTRY_URL must be https: in production (NIN/BVN numbers and registry photos travel in it)');
+    if (sms.webhookUrl && !String(sms.webhookUrl).startsWith('https:'))
+      problems.push('SMS_WEBHOOK_URL must be https: in production (one-time codes and phone numbers travel in it)');
+    if (!otp.secret)
+      problems.push('OTP_SECRET must be set in production (at least 32 characters): without it the one-time codes would be keyed from the signing key');
+    if (String(http.metricsToken).length < 32)
+      problems.push('METRICS_TOKEN must be set in production (at least 32 characters): GET /metrics is otherwise readable by anyone');
     if (operators.adminPassword && String(operators.adminPassword).length < 12) problems.push('ADMIN_PASSWORD must have at least 12 characters in production');
     if (keys.linkNumberHashKey && Buffer.from(String(keys.linkNumberHashKey), 'base64').length < 32)
       problems.push(
@@ -1071,6 +1101,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (parseCidr(cidr) === undefined)
       problems.push(`WEBHOOK_PRIVATE_CIDRS=${JSON.stringify(webhooks.privateCidrs)}: expected address/prefix,address/prefix,...`);
   }
+  if (/PRIVATE KEY/.test(String(security.jwtPreviousPublicKeys)))
+    problems.push(
+      'JWT_PREVIOUS_PUBLIC_KEYS holds a private key: give the public key (SPKI PEM, `openssl pkey -pubout`) of each earlier signing key, never the private one',
+    );
   if (sms.transport === 'webhook' && !sms.webhookUrl) problems.push('SMS_WEBHOOK_URL is required with SMS_TRANSPORT=webhook');
   if ((operators.adminIdentifier === '') !== (operators.adminPassword === ''))
     problems.push('ADMIN_IDENTIFIER and ADMIN_PASSWORD are set together or not at all');
@@ -1172,9 +1206,37 @@ export function describeConfig(c: Config): Record<string, unknown> {
   for (const { group, key, spec } of eachSetting()) {
     const v = (c[group] as Record<string, unknown>)[key];
     // Any URL may carry credentials or an API key in its query: show scheme, host and path only.
-    out[spec.env] = spec.secret && v ? '<secret>' : spec.kind === 'url' || spec.env === 'SMS_WEBHOOK_URL' ? maskUrl(String(v)) : v;
+    out[spec.env] = spec.secret ? secretShown(spec.env, String(v ?? '')) : spec.kind === 'url' || spec.env === 'SMS_WEBHOOK_URL' ? maskUrl(String(v)) : v;
   }
   return out;
+}
+
+/**
+ * How a start-up line shows a secret setting: `unset`, `set`, or for a key what names it without
+ * revealing it (the signing keys by their RFC 7638 thumbprint, the `kid` of the tokens they sign; the
+ * key ring by its key ids). Never a digest of a password-like value: that could be guessed offline.
+ */
+function secretShown(env: string, value: string): string {
+  if (value === '') return 'unset';
+  if (env === 'JWT_PRIVATE_KEY' || env === 'JWT_PREVIOUS_PUBLIC_KEYS') {
+    const blocks = value.replace(/\\n/g, '\n').match(/-----BEGIN [A-Z ]+-----[\s\S]+?-----END [A-Z ]+-----/g) ?? [];
+    const kids = blocks.map((pem) => {
+      try {
+        const jwk = createPublicKey(pem).export({ format: 'jwk' });
+        return createHash('sha256')
+          .update(JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x }))
+          .digest('base64url');
+      } catch {
+        return 'unreadable';
+      }
+    });
+    return kids.length ? `set (kid ${kids.join(', ')})` : 'set';
+  }
+  if (env === 'BIOMETRIC_KEYS') {
+    const ids = value.split(',').map((entry) => entry.split(':')[0]!.trim());
+    return `set (key ids ${ids.join(', ')})`;
+  }
+  return 'set';
 }
 
 /**

@@ -107,6 +107,14 @@ async function createDatabase(adminUrl: string, roles?: { owner: string; app: st
         };
         await role('faceid_owner', roles.owner);
         await role('faceid_app', roles.app);
+      } else {
+        // One machine, trust on loopback: no password to hold, but the processes still log in as a
+        // member of the least-privilege role (its grants come from the migrations), never as the
+        // superuser the migrations use.
+        await c.query(`DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'faceid_app') THEN CREATE ROLE faceid_app NOLOGIN; END IF; END $$`);
+        await c.query(
+          `DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'faceid_web') THEN CREATE ROLE faceid_web LOGIN IN ROLE faceid_app; END IF; END $$`,
+        );
       }
       const exists = await c.query("SELECT 1 FROM pg_database WHERE datname = 'faceid'");
       if (!exists.rowCount) await c.query(roles ? 'CREATE DATABASE faceid OWNER faceid_owner' : 'CREATE DATABASE faceid');
@@ -228,11 +236,10 @@ export function haLayout(): Layout {
       );
 
       const env = environmentWith({
-        DATABASE_URL: h ? h.pgUrl('faceid_app', h.secrets.get('postgres-app'), 'faceid') : `postgres://postgres@127.0.0.1:${proxyPort}/faceid`,
+        DATABASE_URL: h ? h.pgUrl('faceid_app', h.secrets.get('postgres-app'), 'faceid') : `postgres://faceid_web@127.0.0.1:${proxyPort}/faceid`,
         REDIS_URL: h ? h.redisUrl() : 'redis://127.0.0.1',
         ...(h
           ? {
-              MIGRATION_DATABASE_URL: h.pgUrl('faceid_owner', h.secrets.get('postgres-owner'), 'faceid'),
               // The layout's CA, for rediss:// (ioredis verifies against Node's store).
               ...(h.certs ? { NODE_EXTRA_CA_CERTS: h.certs.caFile } : {}),
               FACE_ENGINE_URL: `http://${hostOf('face', 0)!.address}:${HOST_PORTS.face}`,
@@ -353,7 +360,11 @@ export function haLayout(): Layout {
       l.onStop('the layout file', () => rmSync(LAYOUT_FILE, { force: true }));
       writeLayoutFile = writeLayout;
       l.say(`layout in ${path.relative(ROOT, LAYOUT_FILE)}: HAProxy on ${url} over ${ports.web!.length} web processes`);
-      return { env, copies, url, ...(commandOf ? { commandOf } : {}) };
+      // The owner's credentials go to the migrations only; the processes hold faceid_app's.
+      const releaseEnv = {
+        MIGRATION_DATABASE_URL: h ? h.pgUrl('faceid_owner', h.secrets.get('postgres-owner'), 'faceid') : `postgres://postgres@127.0.0.1:${proxyPort}/faceid`,
+      };
+      return { env, copies, url, releaseEnv, ...(commandOf ? { commandOf } : {}) };
     },
     async started() {
       const write = writeLayoutFile;

@@ -48,6 +48,8 @@ test('production refuses the development signing key and the SMS outbox', (t) =>
     SMS_WEBHOOK_URL: 'https://sms.example/send',
     REGISTRY_URL: 'https://registry.example/v1',
     REDIS_URL: 'redis://:a-redis-password@redis.internal:6379',
+    METRICS_TOKEN: 'a-metrics-token-of-at-least-32-characters',
+    OTP_SECRET: 'an-otp-secret-of-at-least-32-characters',
   });
   t.false(ok.registry.simulator, 'the simulator is not mounted in production');
   t.is(ok.sms.transport, 'webhook');
@@ -59,6 +61,8 @@ test('production refuses the development signing key and the SMS outbox', (t) =>
     SMS_WEBHOOK_URL: 'https://x',
     REGISTRY_URL: 'https://registry.example/v1',
     REDIS_URL: 'redis://:a-redis-password@redis.internal:6379',
+    METRICS_TOKEN: 'a-metrics-token-of-at-least-32-characters',
+    OTP_SECRET: 'an-otp-secret-of-at-least-32-characters',
   };
   t.throws(() => loadConfig({ ...base, REGISTRY_SIM_FAULT: 'error' }), { instanceOf: ConfigError });
   // The simulator lets anyone enrol an identity: never in production, and never the default registry there.
@@ -79,6 +83,8 @@ test('production refuses a Redis without a password, a short number-hash key and
     SMS_WEBHOOK_URL: 'https://x',
     REGISTRY_URL: 'https://registry.example/v1',
     REDIS_URL: 'rediss://faceid:a-redis-password@redis.internal:6380/2',
+    METRICS_TOKEN: 'a-metrics-token-of-at-least-32-characters',
+    OTP_SECRET: 'an-otp-secret-of-at-least-32-characters',
   };
   t.notThrows(() => loadConfig(base));
   const refused = (env: Record<string, string>, pattern: RegExp) => {
@@ -116,6 +122,8 @@ test('NODE_ENV unset means production: without its settings the service refuses 
     SMS_WEBHOOK_URL: 'https://sms.example/send',
     REGISTRY_URL: 'https://registry.example/v1',
     REDIS_URL: 'redis://:a-redis-password@redis.internal:6379',
+    METRICS_TOKEN: 'a-metrics-token-of-at-least-32-characters',
+    OTP_SECRET: 'an-otp-secret-of-at-least-32-characters',
   });
   t.is(c.runtime.nodeEnv, 'production');
   t.true(c.isProduction);
@@ -187,4 +195,40 @@ test('liveness (SPEC 14.1): the light sequence required, its hold within the fla
   const fast = t.throws(() => loadConfig({ NODE_ENV: 'development', LIVENESS_LIGHT_HOLD_MS: '200' }), { instanceOf: ConfigError });
   t.regex((fast as ConfigError).problems.join('\n'), /LIVENESS_LIGHT_HOLD_MS/);
   t.is(loadConfig({ NODE_ENV: 'development', LIVENESS_NEAR_REPLAY_WINDOW_SECONDS: '0' }).liveness.nearReplayWindowSeconds, 0);
+});
+
+test('SPEC 14.2: production refuses http: for REGISTRY_URL and SMS_WEBHOOK_URL and a missing OTP_SECRET; every mode refuses a private key in JWT_PREVIOUS_PUBLIC_KEYS', async (t) => {
+  const base = {
+    NODE_ENV: 'production',
+    JWT_PRIVATE_KEY: 'k',
+    BIOMETRIC_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}`,
+    LINK_NUMBER_HASH_KEY: Buffer.alloc(32, 9).toString('base64'),
+    SMS_WEBHOOK_URL: 'https://sms.example/send',
+    REGISTRY_URL: 'https://registry.example/v1',
+    REDIS_URL: 'redis://:a-redis-password@redis.internal:6379',
+    METRICS_TOKEN: 'a-metrics-token-of-at-least-32-characters',
+    OTP_SECRET: 'an-otp-secret-of-at-least-32-characters',
+  };
+  t.notThrows(() => loadConfig(base));
+  const refused = (env: Record<string, string>, pattern: RegExp) => {
+    const err = t.throws(() => loadConfig({ ...base, ...env }), { instanceOf: ConfigError }, JSON.stringify(env));
+    t.regex((err as ConfigError).problems.join('\n'), pattern);
+  };
+  refused({ REGISTRY_URL: 'http://registry.example/v1' }, /REGISTRY_URL must be https: in production/);
+  refused({ SMS_WEBHOOK_URL: 'http://sms.example/send' }, /SMS_WEBHOOK_URL must be https: in production/);
+  refused({ OTP_SECRET: '' }, /OTP_SECRET must be set in production/);
+  // Outside production a developer's local registry and gateway stay reachable over http.
+  t.notThrows(() => loadConfig({ NODE_ENV: 'development', REGISTRY_URL: 'http://127.0.0.1:9/api', SMS_WEBHOOK_URL: 'http://127.0.0.1:9/sms' }));
+
+  const { generateKeyPairSync } = await import('node:crypto');
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const privatePem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const publicPem = publicKey.export({ type: 'spki', format: 'pem' }).toString();
+  for (const NODE_ENV of ['production', 'development', 'test']) {
+    const env = { ...base, NODE_ENV, JWT_PREVIOUS_PUBLIC_KEYS: publicPem + privatePem.replace(/\n/g, '\\n') };
+    const err = t.throws(() => loadConfig(env), { instanceOf: ConfigError });
+    t.regex((err as ConfigError).problems.join('\n'), /JWT_PREVIOUS_PUBLIC_KEYS holds a private key/);
+    t.false((err as ConfigError).problems.join('\n').includes(privatePem.split('\n')[1]!), 'the problem never repeats the key');
+  }
+  t.notThrows(() => loadConfig({ ...base, JWT_PREVIOUS_PUBLIC_KEYS: publicPem }));
 });

@@ -276,3 +276,16 @@ maybe('no secret is readable by others, none is in layout.json or in the output,
   t.true(existsSync(LAYOUT));
   t.true(net.isIPv4(layout.hosts.machine));
 });
+
+maybe("the application processes hold faceid_app's credentials only: no owner's, superuser's or etcd/Patroni secret in their environment", (t) => {
+  const raw = JSON.parse(readFileSync(LAYOUT, 'utf8')) as Record<string, Array<{ name: string; pid: number | null }>>;
+  const pids = ['web', 'face', 'search'].flatMap((kind) => (raw[kind] ?? []).map((p) => [p.name, p.pid] as const)).filter(([, pid]) => pid);
+  t.true(pids.length >= 3);
+  const forbidden = SECRET_NAMES.filter((n) => n !== 'postgres-app' && n !== 'redis').map((n) => [n, secret(n)] as const);
+  for (const [name, pid] of pids) {
+    const environ = readFileSync(`/proc/${pid}/environ`, 'utf8');
+    t.false(environ.includes('MIGRATION_DATABASE_URL='), `${name} has no MIGRATION_DATABASE_URL`);
+    for (const [secretName, value] of forbidden) t.false(environ.includes(value), `${name} holds ${secretName}`);
+    t.true(environ.includes(encodeURIComponent(secret('postgres-app'))) || environ.includes(secret('postgres-app')), `${name} has the app role's`);
+  }
+});

@@ -80,6 +80,8 @@ test('QUEUE_DASHBOARD_READ_ONLY (the production default): the board shows the qu
       SMS_WEBHOOK_URL: 'https://sms.example/send',
       REGISTRY_URL: 'https://registry.example/v1',
       REDIS_URL: 'redis://:a-redis-password@redis.internal:6379',
+      METRICS_TOKEN: 'a-metrics-token-of-at-least-32-characters',
+      OTP_SECRET: 'an-otp-secret-of-at-least-32-characters',
     }).queues.dashboardReadOnly,
     'on in production',
   );

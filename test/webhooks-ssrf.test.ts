@@ -42,6 +42,8 @@ test('production default: private targets are not allowed', (t) => {
       SMS_WEBHOOK_URL: 'https://x',
       REGISTRY_URL: 'https://r.example',
       REDIS_URL: 'redis://:a-redis-password@redis.internal:6379',
+      METRICS_TOKEN: 'a-metrics-token-of-at-least-32-characters',
+      OTP_SECRET: 'an-otp-secret-of-at-least-32-characters',
     }).webhooks.allowPrivate,
   );
   t.true(loadConfig({ NODE_ENV: 'development' }).webhooks.allowPrivate);

@@ -318,6 +318,25 @@ test.serial('a replay goes only to the endpoints that were subscribed when the e
   t.false(sent.some((d: { endpointId: string }) => d.endpointId === otherType.id));
 });
 
+test.serial('a replay goes to an endpoint only while its URL is the one the event was first sent to', async (t) => {
+  const endpoint = await createEndpoint('/replay-url-first', ['operator.deactivated']);
+  await api().delete(`/operators/${(await newOperator(h)).operatorId}`, { token: adminToken });
+  const [first] = await receiver.waitFor('/replay-url-first', 1);
+  const eventId = first!.headers['webhook-id']!;
+  const moved = await api().patch(`/webhooks/endpoints/${endpoint.id}`, { token: adminToken, json: { url: `${receiver.url}/replay-url-moved` } });
+  t.is(moved.status, 200, moved.text);
+  const replay = await api().post(`/webhooks/events/${eventId}/replay`, { token: adminToken });
+  t.is(replay.status, 202);
+  await sleep(900);
+  t.is(receiver.on('/replay-url-moved').length, 0, 'never to the new address');
+  t.is(receiver.on('/replay-url-first').length, 1, 'nor again to the old one');
+  // Back at the address it was sent to: the replay goes.
+  t.is((await api().patch(`/webhooks/endpoints/${endpoint.id}`, { token: adminToken, json: { url: `${receiver.url}/replay-url-first` } })).status, 200);
+  t.is((await api().post(`/webhooks/events/${eventId}/replay`, { token: adminToken })).status, 202);
+  const [, again] = await receiver.waitFor('/replay-url-first', 2);
+  t.is(again!.headers['webhook-id'], eventId);
+});
+
 test.serial('disabling by PATCH stops deliveries; DELETE removes the endpoint', async (t) => {
   const { id } = await createEndpoint('/disabled', ['operator.deactivated']);
   const off = await api().patch(`/webhooks/endpoints/${id}`, {

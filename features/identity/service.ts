@@ -148,9 +148,9 @@ export class IdentityService {
       if (fields.length) {
         metrics.outcome(`validate_${registry}`, 'registry_mismatch');
         this.deps.logger.warn({ userId, registry, fields }, 'registry_mismatch: record disagrees with the linked registry');
-        throw new AppError('registry_mismatch', `The ${LABEL[registry]} record does not match your linked ${LABEL[OTHER[registry]]} (${fields.join(', ')})`, {
-          details: { fields },
-        });
+        // The answer names no field: which one differs would let a caller learn a stranger's record
+        // (name, date of birth) one field at a time. The log keeps them for support.
+        throw new AppError('registry_mismatch', `The ${LABEL[registry]} record does not match your linked ${LABEL[OTHER[registry]]}`);
       }
     }
 

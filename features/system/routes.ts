@@ -1,4 +1,5 @@
 /** System endpoints: health, the deployed face engine version, metrics, the fixed attestation setting. */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
 import { AppError } from '../../platform/errors.js';
 import { route, type AnyRoute } from '../../platform/http/route-table.js';
@@ -53,6 +54,14 @@ const ModelsBody = Type.Object({
   ]),
   vectorIndex: Type.Object({ factory: Type.String(), metric: Type.Literal('inner_product') }),
 });
+
+/** Whether an Authorization header carries the scrape token (compared in constant time). */
+function metricsBearerMatches(header: string, token: string): boolean {
+  const m = /^Bearer (.+)$/i.exec(header.trim());
+  if (!m) return false;
+  const given = createHash('sha256').update(m[1]!).digest();
+  return timingSafeEqual(given, createHash('sha256').update(token).digest());
+}
 
 export default function systemRoutes(deps: { config: Config; health: HealthService; metrics: Metrics; authorizer: Authorizer }): AnyRoute[] {
   const { config } = deps;
@@ -136,9 +145,15 @@ export default function systemRoutes(deps: { config: Config; health: HealthServi
       operationId: 'getMetrics',
       tag: 'System',
       summary: 'Prometheus text exposition',
+      description:
+        'With METRICS_TOKEN set (required in production), only `Authorization: Bearer <METRICS_TOKEN>` reads it; anything else is 401 `unauthorized`. The token is not a user or staff bearer: a scraper holds nothing else.',
       auth: 'none',
       responses: { 200: { description: 'Metrics', contentType: 'text/plain' } },
-      handler: async function getMetrics() {
+      errors: ['unauthorized'],
+      handler: async function getMetrics({ ctx }) {
+        if (config.http.metricsToken && !metricsBearerMatches(ctx.get('authorization'), String(config.http.metricsToken))) {
+          throw new AppError('unauthorized', 'GET /metrics needs the scrape token: Authorization: Bearer <METRICS_TOKEN>');
+        }
         const { contentType, body } = await deps.metrics.render();
         return { headers: { 'Content-Type': contentType }, body };
       },

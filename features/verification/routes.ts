@@ -85,6 +85,7 @@ export default function verificationRoutes(deps: { verification: VerificationSer
         fields: Type.Object({ attestation: Type.Optional(Type.String({ description: "Must be the literal 'true'" })) }, Strict),
         files: { file: { required: true, description: 'The probe face (JPEG, PNG or WebP); no customer identifier' } },
       },
+      precheckBeforeState: true,
       precheck: ({ fields }) => {
         if ((fields as { attestation?: unknown }).attestation !== 'true') {
           deps.metrics.outcome('identify', 'attestation_required');

@@ -159,8 +159,8 @@ export class WebhooksRepository extends Repository {
          SELECT id, type, created_at FROM webhook_events
           WHERE dispatched_at IS NULL ORDER BY created_at LIMIT ? FOR UPDATE SKIP LOCKED
        ), ins AS (
-         INSERT INTO webhook_deliveries (event_id, endpoint_id)
-         SELECT ev.id, e.id FROM ev JOIN webhook_endpoints e
+         INSERT INTO webhook_deliveries (event_id, endpoint_id, endpoint_url)
+         SELECT ev.id, e.id, e.url FROM ev JOIN webhook_endpoints e
            ON e.status = 'active' AND ev.type = ANY (e.events) AND e.created_at <= ev.created_at
          RETURNING id
        ), upd AS (
@@ -185,17 +185,19 @@ export class WebhooksRepository extends Repository {
   /**
    * New deliveries of an event (a replay) to the endpoints that were sent it when it was written: those
    * the dispatcher fanned it out to (they existed and were subscribed to its type then), provided they
-   * are still active and still subscribed. An endpoint created or subscribed afterwards never receives
+   * are still active and still subscribed, and only while the endpoint's URL is the one that first
+   * delivery went to (an administrator, or a stolen administrator session, who changes the URL cannot
+   * then replay the history to the new address). An endpoint created or subscribed afterwards never receives
    * it, since a replay must not widen who learns of an event. An event not yet dispatched has no such
    * endpoints yet: the dispatcher delivers it.
    */
   async replayEvent(eventId: string, trx?: Db): Promise<number> {
     const { rows } = (await this.on(trx).raw(
-      `INSERT INTO webhook_deliveries (event_id, endpoint_id)
-       SELECT ev.id, e.id FROM webhook_events ev
+      `INSERT INTO webhook_deliveries (event_id, endpoint_id, endpoint_url)
+       SELECT ev.id, e.id, e.url FROM webhook_events ev
          JOIN webhook_endpoints e ON e.status = 'active' AND ev.type = ANY (e.events)
         WHERE ev.id = ?
-          AND EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = ev.id AND d.endpoint_id = e.id)
+          AND EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = ev.id AND d.endpoint_id = e.id AND d.endpoint_url = e.url)
        RETURNING id`,
       [eventId],
     )) as { rows: { id: string }[] };
@@ -214,7 +216,10 @@ export class WebhooksRepository extends Repository {
       const delivery = (await trx(WebhookDelivery.tableName).where({ id: deliveryId }).forUpdate().first()) as WebhookDelivery | undefined;
       if (!delivery || delivery.status !== 'pending' || delivery.attempts !== attempt - 1) return undefined;
       const endpoint = await this.endpoint(delivery.endpointId, trx);
-      if (!endpoint || endpoint.status !== 'active') {
+      // An event goes only to the address its delivery was made for: a URL changed since (before a
+      // retry, or before a queued replay's attempt) ends the delivery unsent.
+      const moved = endpoint && delivery.endpointUrl != null && endpoint.url !== delivery.endpointUrl;
+      if (!endpoint || endpoint.status !== 'active' || moved) {
         await trx(WebhookDelivery.tableName).where({ id: deliveryId }).update({ status: 'failed', updatedAt: trx.fn.now() });
         return undefined;
       }

@@ -137,6 +137,12 @@ export interface RouteSpec<
    * Runs on the raw parsed parts, before validation and the stateful authorisation check: no dependency may be called.
    * A request that is not of the route's content type at all has no parts: the precheck judges them first, then 415.
    */
+  /**
+   * Run the precheck before the caller's current state is read (and so after the body is parsed): only
+   * for a check the contract puts before every dependency (/identify's attestation). Otherwise a
+   * revoked session or a deactivated account is refused before its body is read.
+   */
+  precheckBeforeState?: boolean;
   precheck?: (input: NoInfer<RequestInput<Infer<B>, Infer<Q>, Infer<P>, Infer<F>>>) => void | Promise<void>;
   /**
    * Every error body of this route also carries `outcome` (the error code, unless a face outcome set it): the

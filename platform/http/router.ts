@@ -5,9 +5,10 @@
  *      refused caller gets its 401/403 before its body is read;
  *   3. the body (JSON or multipart) parsed and every part validated against the route's schemas;
  *   4. the handler.
- * A route with a `precheck` (/identify's attestation, which must answer before ANY dependency is
- * called) runs it on the raw parsed parts right after step 1 (on no parts when the body is not of the
- * route's content type), and steps 2 and 3 after it. A route with `outcomeInErrors` echoes the error
+ * A route with a `precheck` runs it on the raw parsed parts after step 3's parsing (on no parts when
+ * the body is not of the route's content type), before the validation answers; with
+ * `precheckBeforeState` (/identify's attestation, which must answer before ANY dependency is called)
+ * step 2 waits until after it. A route with `outcomeInErrors` echoes the error
  * code as `outcome` in every error body.
  */
 import Router from '@koa/router';
@@ -60,8 +61,8 @@ export function buildRouter(routes: AnyRoute[], deps: RouterDeps): Router {
           const claims = await deps.authorizer.verify(ctx.get('authorization') || undefined, r.auth, params);
 
           const authorize = () => deps.authorizer.current(claims, r.auth);
-          // 2. Current state, before the body, unless a precheck must answer first.
-          let auth = r.precheck ? null : await authorize();
+          // 2. Current state, before the body, unless a precheck must answer before any dependency.
+          let auth = r.precheck && r.precheckBeforeState ? null : await authorize();
 
           // 3. Body and validation of every part.
           let unreadable: AppError | undefined;

@@ -33,6 +33,11 @@ export interface LaunchPlan {
   url: string;
   /** Run the migrations before the processes (default true). */
   release?: boolean;
+  /**
+   * Settings for the migrations only, over `env` (the owner's MIGRATION_DATABASE_URL): the processes
+   * never receive them, so an application process holds the application role's credentials only.
+   */
+  releaseEnv?: Record<string, string>;
   /** The command line of a copy when it does not run as the launcher's own child (a host of its own: `start:ha --hosts`). */
   commandOf?: (copy: ProcessCopy, command: string, args: string[]) => [string, string[]];
 }
@@ -107,10 +112,16 @@ export class Launcher {
     if (this.stopping) return;
     const statusFile = path.resolve(this.root, loadConfig(plan.env).supervisor.statusFile || path.join('var', 'run', 'supervisor.json'));
     const env: NodeJS.ProcessEnv = { ...plan.env, SUPERVISOR_STATUS_FILE: statusFile };
+    // The release's own settings never reach a process, not even from the launcher's environment.
+    for (const name of Object.keys(plan.releaseEnv ?? {})) delete env[name];
     const childConfig = loadConfig(env);
     if (plan.release !== false) {
       this.say('running migrations');
-      const migrate = spawnSync(process.execPath, nodeArgs(RELEASE.file, ...RELEASE.args), { cwd: this.root, env, stdio: 'inherit' });
+      const migrate = spawnSync(process.execPath, nodeArgs(RELEASE.file, ...RELEASE.args), {
+        cwd: this.root,
+        env: { ...env, ...plan.releaseEnv },
+        stdio: 'inherit',
+      });
       if (migrate.status !== 0) throw new Error('migrations failed');
       if (this.stopping) return;
     }

@@ -799,7 +799,9 @@ export interface paths {
         };
         /**
          * Prometheus text exposition
-         * @description **Authorisation:** No token.
+         * @description With METRICS_TOKEN set (required in production), only `Authorization: Bearer <METRICS_TOKEN>` reads it; anything else is 401 `unauthorized`. The token is not a user or staff bearer: a scraper holds nothing else.
+         *
+         *     **Authorisation:** No token.
          */
         get: operations["getMetrics"];
         put?: never;
@@ -5482,6 +5484,15 @@ export interface operations {
             };
             /** @description Error: `validation_failed` */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error: `unauthorized` */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
