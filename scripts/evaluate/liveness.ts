@@ -535,6 +535,6 @@ export function printLiveness(e: LivenessEvaluation, print: (line: string) => vo
     .map(([k, n]) => `${k} ${n}`)
     .join(', ');
   print(
-    `BPCER ${pct(e.bpcer.rate)} (${e.bpcer.errors}/${e.bpcer.n} bona fide sequences refused), 95 % bounds [${pct(e.bpcer.lower95)}, ${pct(e.bpcer.upper95)}]; ${reasons}`,
+    `${e.set === 'recorded' ? '' : 'synthesised bona fide (warps of one photo: a logic check, not a BPCER of real people) '}BPCER ${pct(e.bpcer.rate)} (${e.bpcer.errors}/${e.bpcer.n} bona fide sequences refused), 95 % bounds [${pct(e.bpcer.lower95)}, ${pct(e.bpcer.upper95)}]; ${reasons}`,
   );
 }
