@@ -242,7 +242,8 @@ test.serial('consumer: signs in, validates the NIN', async (t) => {
   await page.getByLabel('Your 11-digit NIN').fill(nin);
   await page.getByRole('button', { name: 'Check number' }).click();
   await page.getByRole('button', { name: 'Start the liveness check' }).waitFor();
-  t.pass();
+  // What the light step needs is said before it starts.
+  t.regex(await textOf(page, 'liveness-light-hint'), /screen brightness up.*close to the screen/);
 });
 
 test.serial('consumer: the liveness challenge shows each step with an arrow and a line', async (t) => {
@@ -361,6 +362,7 @@ test.serial('the steps in the five languages: every step has its line', async (t
       'step_look_up',
       'liveFail_challenge_not_followed',
       'liveLights',
+      'liveLightsHint',
       'liveFail_light_not_followed',
     ] as const) {
       t.truthy(table[s], `${lang}: ${s}`);

@@ -151,6 +151,7 @@ export function LivenessCheck(props: {
   return (
     <div class="liveness" data-testid={`liveness-${props.id}`}>
       <p>{t('liveIntro')}</p>
+      {(phase === 'idle' || phase === 'failed') && <p data-testid="liveness-light-hint">{t('liveLightsHint')}</p>}
       {(phase === 'running' || phase === 'lights') && (
         <div class="capture-frame">
           <video ref={video} autoplay playsInline muted aria-label={step ? t(`step_${step}`) : t('captureGuide')}>
