@@ -101,11 +101,7 @@ export function mergeShardHits(results: readonly ShardSearchResult[], k: number)
 export const SHARD_REPLICA_IDLE_MS = 5000;
 
 /** Replicas reading each shard's group now (XINFO CONSUMERS: one command per shard). */
-export async function shardReplicas(
-  redis: Pick<Redis, 'xinfo'>,
-  redisPrefix: string,
-  count: number,
-): Promise<{ shard: number; replicas: number }[]> {
+export async function shardReplicas(redis: Pick<Redis, 'xinfo'>, redisPrefix: string, count: number): Promise<{ shard: number; replicas: number }[]> {
   const stream = searchShardStream(redisPrefix, count);
   return Promise.all(
     Array.from({ length: count }, async (_, shard) => {
