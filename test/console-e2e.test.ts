@@ -492,6 +492,12 @@ test.serial('staff: turns on two-step sign-in (QR code, recovery codes shown onc
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('heading', { name: 'Identify a person' }).waitFor();
+  // The sign-in left the device token in an HttpOnly cookie for the sign-in route only (no script reads it).
+  const device = (await context.cookies()).find((c) => c.name === 'faceid_staff_device');
+  t.truthy(device, 'the staff device cookie');
+  t.true(device!.httpOnly);
+  t.is(device!.path, '/auth/operator/login');
+  t.is(device!.sameSite, 'Strict');
   await page.getByRole('button', { name: 'Two-step sign-in' }).click();
   // The current password first: the API refuses a setup without it.
   await page.getByTestId('mfa-password').getByLabel('Your password').fill(password);

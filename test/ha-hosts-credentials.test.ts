@@ -289,3 +289,30 @@ maybe("the application processes hold faceid_app's credentials only: no owner's,
     t.true(environ.includes(encodeURIComponent(secret('postgres-app'))) || environ.includes(secret('postgres-app')), `${name} has the app role's`);
   }
 });
+
+maybe("etcd's peers are pinned to the members' own certificate: another certificate of the layout's CA is refused", async (t) => {
+  const caFile = path.join(ROOT, layout.hosts.caFile);
+  const dir = path.dirname(caFile);
+  const member = layout.etcd[0]!;
+  const asPeer = (name: string) =>
+    new Promise<string>((resolve) => {
+      const s = tls.connect(
+        {
+          host: member.host,
+          port: member.peerPort!,
+          ca: readFileSync(caFile),
+          cert: readFileSync(path.join(dir, `${name}.pem`)),
+          key: readFileSync(path.join(dir, `${name}.key`)),
+          servername: undefined,
+        },
+        () => s.write('GET /members HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
+      );
+      let data = '';
+      s.setTimeout(3000, () => (s.destroy(), resolve(data || 'timeout')));
+      s.on('data', (d: Buffer) => (data += d.toString()));
+      s.on('error', (e) => resolve(data || `error: ${e.message}`));
+      s.on('close', () => resolve(data || 'closed'));
+    });
+  t.regex(await asPeer('etcd'), /^HTTP\/1\.1 200/, "the members' own certificate");
+  for (const other of ['redis', 'postgres']) t.notRegex(await asPeer(other), /^HTTP\/1\.1 200/, `${other}'s certificate is no peer`);
+});

@@ -211,6 +211,10 @@ export async function startPatroniCluster(opts: PatroniOptions): Promise<Patroni
         '--peer-trusted-ca-file',
         ca,
         '--peer-client-cert-auth',
+        // Pinned to the members' own certificate (CN etcd): another certificate of the layout's CA
+        // (Redis's, PostgreSQL's) is no peer.
+        '--peer-cert-allowed-cn',
+        'etcd',
       ];
     }
     const [command, args] = run(e.where, 'runuser', [
