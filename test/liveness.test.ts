@@ -751,7 +751,8 @@ test.serial(
       SMS_WEBHOOK_URL: 'https://sms.example/send',
       REGISTRY_URL: 'https://registry.example/v1',
       REDIS_URL: 'redis://:a-redis-password@127.0.0.1:1',
-      METRICS_TOKEN: 'a-metrics-token-of-some-length',
+      METRICS_TOKEN: 'a-metrics-token-of-at-least-32-characters',
+      OTP_SECRET: 'an-otp-secret-of-at-least-32-characters',
     };
     t.is(h.config.liveness.mode, 'passive');
     t.is(loadConfig(production).liveness.mode, 'challenge');
