@@ -242,7 +242,8 @@ test.serial('consumer: signs in, validates the NIN', async (t) => {
   await page.getByLabel('Your 11-digit NIN').fill(nin);
   await page.getByRole('button', { name: 'Check number' }).click();
   await page.getByRole('button', { name: 'Start the liveness check' }).waitFor();
-  // What the light step needs is said before it starts.
+  // What the light step needs is said before it starts (rendered with the button, waited for: a loaded machine may paint it a frame later).
+  await page.getByTestId('liveness-light-hint').waitFor();
   t.regex(await textOf(page, 'liveness-light-hint'), /screen brightness up.*close to the screen/);
 });
 
