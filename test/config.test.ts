@@ -1,6 +1,7 @@
 /** The one configuration module: defaults, validation at boot, and production's refusals. */
 import test from 'ava';
 import { ConfigError, describeConfig, loadConfig } from '../platform/config.js';
+import { productionEnv } from './helpers/production-env.js';
 
 test('defaults are usable for local development', (t) => {
   const c = loadConfig({ NODE_ENV: 'development' });
@@ -198,17 +199,7 @@ test('liveness (SPEC 14.1): the light sequence required, its hold within the fla
 });
 
 test('SPEC 14.2: production refuses http: for REGISTRY_URL and SMS_WEBHOOK_URL and a missing OTP_SECRET; every mode refuses a private key in JWT_PREVIOUS_PUBLIC_KEYS', async (t) => {
-  const base = {
-    NODE_ENV: 'production',
-    JWT_PRIVATE_KEY: 'k',
-    BIOMETRIC_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}`,
-    LINK_NUMBER_HASH_KEY: Buffer.alloc(32, 9).toString('base64'),
-    SMS_WEBHOOK_URL: 'https://sms.example/send',
-    REGISTRY_URL: 'https://registry.example/v1',
-    REDIS_URL: 'redis://:a-redis-password@redis.internal:6379',
-    METRICS_TOKEN: 'a-metrics-token-of-at-least-32-characters',
-    OTP_SECRET: 'an-otp-secret-of-at-least-32-characters',
-  };
+  const base = productionEnv();
   t.notThrows(() => loadConfig(base));
   const refused = (env: Record<string, string>, pattern: RegExp) => {
     const err = t.throws(() => loadConfig({ ...base, ...env }), { instanceOf: ConfigError }, JSON.stringify(env));

@@ -34,6 +34,7 @@ import { keyRingOf } from '../platform/keys/templates.js';
 import { screen } from '../scripts/evaluate/liveness.js';
 import { decodeRgb, encodeJpeg, rng as evalRng } from '../scripts/evaluate/liveness-views.js';
 import { paintLights, type LightPainting } from './helpers/screen-light.js';
+import { productionEnv } from './helpers/production-env.js';
 
 const FACES = path.join(ROOT, 'test/fixtures/faces');
 const LIVENESS = path.join(FACES, 'liveness');
@@ -743,17 +744,10 @@ test.serial('the face queues are asked before any frame is decoded: with no face
 test.serial(
   'LIVENESS_MODE: passive by default outside production, challenge by default in production, passive there only when set and warned about; the metric',
   async (t) => {
-    const production = {
-      NODE_ENV: 'production',
+    const production = productionEnv({
       JWT_PRIVATE_KEY: generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
-      BIOMETRIC_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}`,
-      LINK_NUMBER_HASH_KEY: Buffer.alloc(32, 9).toString('base64'),
-      SMS_WEBHOOK_URL: 'https://sms.example/send',
-      REGISTRY_URL: 'https://registry.example/v1',
       REDIS_URL: 'redis://:a-redis-password@127.0.0.1:1',
-      METRICS_TOKEN: 'a-metrics-token-of-at-least-32-characters',
-      OTP_SECRET: 'an-otp-secret-of-at-least-32-characters',
-    };
+    });
     t.is(h.config.liveness.mode, 'passive');
     t.is(loadConfig(production).liveness.mode, 'challenge');
     t.is(loadConfig({ ...production, LIVENESS_MODE: 'passive' }).liveness.mode, 'passive');

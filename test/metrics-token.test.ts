@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ConfigError, loadConfig } from '../platform/config.js';
 import { ROOT, useHarness } from './helpers/harness.js';
+import { productionEnv } from './helpers/production-env.js';
 
 const TOKEN = 'scrape-token-0123456789abcdef0123456789';
 const h = useHarness(test, { env: { METRICS_TOKEN: TOKEN } });
@@ -27,16 +28,7 @@ test('with METRICS_TOKEN set, /metrics answers only its bearer: none, a wrong on
 });
 
 test('production refuses to start without METRICS_TOKEN', (t) => {
-  const base = {
-    NODE_ENV: 'production',
-    JWT_PRIVATE_KEY: 'k',
-    BIOMETRIC_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}`,
-    LINK_NUMBER_HASH_KEY: Buffer.alloc(32, 9).toString('base64'),
-    SMS_WEBHOOK_URL: 'https://sms.example/send',
-    REGISTRY_URL: 'https://registry.example/v1',
-    REDIS_URL: 'redis://:a-redis-password@redis.internal:6379',
-    OTP_SECRET: 'an-otp-secret-of-at-least-32-characters',
-  };
+  const base = productionEnv({ METRICS_TOKEN: '' });
   const err = t.throws(() => loadConfig(base), { instanceOf: ConfigError });
   t.regex((err as ConfigError).problems.join('\n'), /METRICS_TOKEN must be set in production/);
   t.notThrows(() => loadConfig({ ...base, METRICS_TOKEN: TOKEN }));
