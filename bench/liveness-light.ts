@@ -13,6 +13,7 @@
  * every round) and LIVENESS_MIN_STEP_MS is 0 (the cost, not a person's time).
  */
 import { readFileSync } from 'node:fs';
+import sharp from 'sharp';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createDeps, closeDeps } from '../processes/web/deps.js';
@@ -48,9 +49,17 @@ async function main(): Promise<void> {
     const centre = readFileSync(path.join(DIR, 'bush2-center.jpg'));
     const painted = await paintLights(h.deps.face, centre, LIGHT_COLOURS);
     const lit = new Map(LIGHT_COLOURS.map((c, i) => [c, painted[i]!]));
-    const figures = { required: [] as number[], off: [] as number[] };
+    // As the console sends them: at most 480 px on the long side (console/src/consumer/LivenessCheck.tsx).
+    const small = new Map(
+      await Promise.all(
+        LIGHT_COLOURS.map(
+          async (c, i) => [c, await sharp(painted[i]!).resize(480, 480, { fit: 'inside', withoutEnlargement: true }).jpeg({ quality: 92 }).toBuffer()] as const,
+        ),
+      ),
+    );
+    const figures = { required: [] as number[], small: [] as number[], off: [] as number[] };
     const outcomes: Record<string, number> = {};
-    const call = async (base: string, kind: 'required' | 'off') => {
+    const call = async (base: string, kind: 'required' | 'small' | 'off') => {
       for (;;) {
         const created = await client(base).post('/liveness/sessions', { token: op.token, json: {} });
         const s = created.body.session as { id: string; steps: string[]; lights?: string[]; minFrames: number };
@@ -58,7 +67,7 @@ async function main(): Promise<void> {
         const names = s.steps.map((st) => `bush2-${st}`);
         if (names.length < s.minFrames) names.push('bush2-center2');
         const frames = names.map((n) => unique(readFileSync(path.join(DIR, `${n}.jpg`))));
-        const lightFrames = (s.lights ?? []).map((c) => unique(lit.get(c)!));
+        const lightFrames = (s.lights ?? []).map((c) => unique((kind === 'small' ? small : lit).get(c)!));
         const t = performance.now();
         const r = await client(base).post(`/liveness/sessions/${s.id}/frames`, {
           token: op.token,
@@ -71,28 +80,31 @@ async function main(): Promise<void> {
         return;
       }
     };
-    await call(h.url, 'required');
-    await call(offWeb.web.url, 'off');
-    figures.required.length = figures.off.length = 0;
+    const kinds = [
+      [h.url, 'required'],
+      [h.url, 'small'],
+      [offWeb.web.url, 'off'],
+    ] as const;
+    for (const [base, kind] of kinds) await call(base, kind);
+    figures.required.length = figures.small.length = figures.off.length = 0;
     for (let i = 0; i < ROUNDS; i++) {
-      // The order alternates each round, so that neither kind always runs on a warmer process.
-      if (i % 2) {
-        await call(offWeb.web.url, 'off');
-        await call(h.url, 'required');
-      } else {
-        await call(h.url, 'required');
-        await call(offWeb.web.url, 'off');
+      // The order rotates each round, so that no kind always runs on a warmer process.
+      for (let k = 0; k < kinds.length; k++) {
+        const [base, kind] = kinds[(i + k) % kinds.length]!;
+        await call(base, kind);
       }
     }
-    const row = (k: 'required' | 'off') => `${pct(figures[k], 50).toFixed(0)} / ${pct(figures[k], 99).toFixed(0)}`;
+    const row = (k: 'required' | 'small' | 'off') => `${pct(figures[k], 50).toFixed(0)} / ${pct(figures[k], 99).toFixed(0)}`;
     console.log(
       `Liveness frames call, ${ROUNDS} rounds each, p50 / p99 wall ms, load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}:`,
     );
     console.log(`| LIVENESS_LIGHT | frames call p50 / p99 ms |`);
     console.log(`|---|---|`);
-    console.log(`| required (3 pose + 6 to 8 light frames) | ${row('required')} |`);
+    console.log(`| required (3 pose + 6 to 8 light frames, full size) | ${row('required')} |`);
+    console.log(`| required (3 pose + 6 to 8 light frames, 480 px as the console sends) | ${row('small')} |`);
     console.log(`| off (3 pose frames) | ${row('off')} |`);
-    console.log(`ratio of the p50s: ${(pct(figures.required, 50) / pct(figures.off, 50)).toFixed(2)}; outcomes ${JSON.stringify(outcomes)}`);
+    const ratio = (k: 'required' | 'small') => (pct(figures[k], 50) / pct(figures.off, 50)).toFixed(2);
+    console.log(`ratios of the p50s to off: full size ${ratio('required')}, 480 px ${ratio('small')}; outcomes ${JSON.stringify(outcomes)}`);
   } finally {
     await offWeb.close();
     await closeDeps(offDeps);

@@ -190,6 +190,21 @@ test("single-face photos pass mode 'single' with one face", async (t) => {
   }
 });
 
+test("a light frame's stage (no anti-spoof model, no quality) finds the same face and aligns the same embedding", async (t) => {
+  for (const file of ['lfw/Bush_1.png', 'astronaut.png']) {
+    const { jpeg, live, emb } = await processed(file);
+    const full = await engine.liveness(jpeg, 'largest', { align: true });
+    const light = await engine.liveness(jpeg, 'largest', { align: true, antiSpoof: false, quality: false });
+    t.deepEqual(light.face, live.face, file);
+    t.is(light.livenessScore, 0, `${file}: unscored, never a pass`);
+    t.true(full.livenessScore > 0, file);
+    t.is(light.quality, undefined, file);
+    const e = await engine.embedAligned(light.aligned!);
+    const cosine = e.embedding.reduce((a, v, i) => a + v * emb.embedding[i]!, 0);
+    t.true(cosine > 0.99, `${file}: cosine ${cosine}`);
+  }
+});
+
 test('close-ups: every LFW tile (face filling the frame) is found', async (t) => {
   for (const file of Object.keys(IDENTITIES).filter((f) => f.startsWith('lfw/'))) {
     const { live, width, height } = await processed(file);

@@ -154,10 +154,14 @@ function palette(source: string, strength = 1): Promise<Map<string, Buffer>> {
 }
 
 /** The light frames of a camera in front of the session's screen, painted on `source`'s face (unique bytes). */
-async function lightFrames(id: string, source: string, painting: Pick<LightPainting, 'follow' | 'strength'> = {}): Promise<FormFile[]> {
+async function lightFrames(id: string, source: string, painting: Pick<LightPainting, 'follow' | 'strength'> & { maxSide?: number } = {}): Promise<FormFile[]> {
   const colours = painting.follow ?? created.get(id)?.lights ?? [];
   const lit = await palette(source, painting.strength);
-  return colours.map((c, i) => withComment(lit.get(c)!, `light-${i}`));
+  const sized = async (jpeg: Buffer): Promise<Buffer> =>
+    painting.maxSide === undefined
+      ? jpeg
+      : sharp(jpeg).resize(painting.maxSide, painting.maxSide, { fit: 'inside', withoutEnlargement: true }).jpeg({ quality: 92 }).toBuffer();
+  return Promise.all(colours.map(async (c, i) => withComment(await sized(lit.get(c)!), `light-${i}`)));
 }
 
 /** The liveness fixture a frame was made from (its name), if it is one. */
@@ -631,6 +635,11 @@ test.serial(
     t.is((await judged(async (id) => lightFrames(id, 'bush2-center', { strength: 0 }))).reason, 'light_not_followed');
     // Another person's face lit on cue.
     t.is((await judged(async (id) => lightFrames(id, 'chavez-center'))).reason, 'light_not_followed');
+    // As the console sends them (at most 480 px on the long side, LivenessCheck.tsx): the face is
+    // still found and still the session's person; another person's still is not.
+    t.is((await judged((id) => lightFrames(id, 'bush2-center', { maxSide: 480 }))).status, 'passed');
+    t.is((await judged((id) => lightFrames(id, 'bush2-center', { maxSide: 320 }))).status, 'passed');
+    t.is((await judged(async (id) => lightFrames(id, 'chavez-center', { maxSide: 480 }))).reason, 'light_not_followed');
     // One light frame without a face.
     t.is(
       (

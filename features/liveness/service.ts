@@ -318,7 +318,9 @@ export class LivenessService {
     const nearReplay = config.liveness.nearReplayWindowSeconds > 0;
     const pixels = analysed.map((img, i) => (i === 0 || i >= frames.length || nearReplay ? decodeRgb(img.jpeg) : null));
     for (const p of pixels) p?.catch(() => {});
-    const chains = await Promise.all(analysed.map((img) => face.analyseAndEmbed(img, 'single', deadlineAt)));
+    // A light frame's anti-spoof score and quality decide nothing: its stage only finds, aligns and
+    // embeds its face (its `livenessScore` is 0; only the pose frames' scores are judged).
+    const chains = await Promise.all(analysed.map((img, i) => face.analyseAndEmbed(img, 'single', deadlineAt, { light: i >= frames.length })));
     const analyses: CaptureAnalysis[] = chains.map((c) => c.analysis);
     const poseAnalyses = analyses.slice(0, frames.length);
     const measured: FrameFace[] = poseAnalyses.map((a) =>

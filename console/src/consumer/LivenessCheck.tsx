@@ -22,6 +22,12 @@ type Step = 'center' | 'turn_left' | 'turn_right' | 'look_up';
 
 const ARROW: Record<Step, string> = { center: '●', turn_left: '←', turn_right: '→', look_up: '↑' };
 
+/**
+ * The long side of a light frame, in pixels: the face in it is still larger than the 112 px the
+ * embedding model sees at a selfie's framing (test/liveness.test.ts checks the fixtures at this size).
+ */
+const LIGHT_FRAME_MAX_SIDE = 480;
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export function LivenessCheck(props: {
@@ -50,13 +56,18 @@ export function LivenessCheck(props: {
     if (video.current && stream) video.current.srcObject = stream;
   }, [stream, current]);
 
-  const grab = async (): Promise<Blob | null> => {
+  /**
+   * One frame from the camera as a JPEG; `maxSide` bounds its long side (a light frame: its colour and
+   * its face's identity need no resolution, and a small frame costs the server less to decode and search).
+   */
+  const grab = async (maxSide = Infinity): Promise<Blob | null> => {
     const v = video.current;
     if (!v || !v.videoWidth) return null;
     const canvas = document.createElement('canvas');
-    canvas.width = v.videoWidth;
-    canvas.height = v.videoHeight;
-    canvas.getContext('2d')!.drawImage(v, 0, 0);
+    const scale = Math.min(1, maxSide / Math.max(v.videoWidth, v.videoHeight));
+    canvas.width = Math.round(v.videoWidth * scale);
+    canvas.height = Math.round(v.videoHeight * scale);
+    canvas.getContext('2d')!.drawImage(v, 0, 0, canvas.width, canvas.height);
     const blob = await new Promise<Blob | null>((resolve) => canvas.toBlob(resolve, 'image/jpeg', 0.92));
     canvas.width = canvas.height = 0;
     return blob;
@@ -109,7 +120,7 @@ export function LivenessCheck(props: {
       for (const colour of lights) {
         setLight(colour);
         await sleep(lightHoldMs ?? 450);
-        const f = await grab();
+        const f = await grab(LIGHT_FRAME_MAX_SIDE);
         if (!f) {
           stop(s);
           setStream(null);

@@ -100,7 +100,13 @@ export async function livenessHandler(
       }
     : undefined;
   try {
-    const { aligned, ...r } = await engine.liveness(image, job.mode, { align: !next, onAligned, clock });
+    const { aligned, ...r } = await engine.liveness(image, job.mode, {
+      align: !next,
+      onAligned,
+      clock,
+      // A light frame needs only its face found, aligned and embedded (platform/jobs/liveness.ts).
+      ...(job.light ? { antiSpoof: false, quality: false } : {}),
+    });
     await handedOn;
     const alignedFaceRef =
       !next && r.livenessScore >= job.handOffMinLiveness

@@ -73,6 +73,8 @@ export interface LivenessOptions {
   onAligned?: (aligned: Float32Array) => void | Promise<void>;
   /** Assess capture quality (quality.ts); on unless false (the benchmark measures without). */
   quality?: boolean;
+  /** Run the anti-spoof model; on unless false (a light frame: its score is then 0, never a pass). */
+  antiSpoof?: boolean;
   clock?: StepClock;
 }
 
@@ -222,6 +224,7 @@ export class FaceEngine {
     face: Detection,
     clock?: StepClock,
     afterLandmarks?: (face: LivenessResult['face']) => Promise<void>,
+    antiSpoof = true,
   ): Promise<{ face: LivenessResult['face']; livenessScore: number; points68: Point[] }> {
     const square = squareBox(face);
     let t = performance.now();
@@ -238,6 +241,7 @@ export class FaceEngine {
       landmarks5,
     };
     await afterLandmarks?.(described);
+    if (!antiSpoof) return { face: described, livenessScore: 0, points68 };
     t = performance.now();
     const live = await scoreLiveness(this.sessions.liveness, img, square);
     clock?.('antispoof', performance.now() - t);
@@ -273,7 +277,7 @@ export class FaceEngine {
             await opts.onAligned?.(aligned);
           }
         : undefined;
-    const { face, livenessScore, points68 } = await this.describe(img, chosen, clock, align);
+    const { face, livenessScore, points68 } = await this.describe(img, chosen, clock, align, opts.antiSpoof !== false);
     const result: EngineLivenessResult = { face, livenessScore, faceCount: dets.length, ms: 0 };
     // Quality from what this stage already holds (pixels, 68 landmarks); on by default.
     if (opts.quality !== false) {
