@@ -15,7 +15,8 @@
  */
 import test from 'ava';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import net from 'node:net';
 import tls from 'node:tls';
 import path from 'node:path';
@@ -290,29 +291,66 @@ maybe("the application processes hold faceid_app's credentials only: no owner's,
   }
 });
 
-maybe("etcd's peers are pinned to the members' own certificate: another certificate of the layout's CA is refused", async (t) => {
+maybe("etcd's peers are pinned to the members' own certificate: another certificate of the layout's CA is refused", (t) => {
   const caFile = path.join(ROOT, layout.hosts.caFile);
   const dir = path.dirname(caFile);
-  const member = layout.etcd[0]!;
-  const asPeer = (name: string) =>
-    new Promise<string>((resolve) => {
-      const s = tls.connect(
-        {
-          host: member.host,
-          port: member.peerPort!,
-          ca: readFileSync(caFile),
-          cert: readFileSync(path.join(dir, `${name}.pem`)),
-          key: readFileSync(path.join(dir, `${name}.key`)),
-          servername: undefined,
-        },
-        () => s.write('GET /members HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'),
-      );
-      let data = '';
-      s.setTimeout(3000, () => (s.destroy(), resolve(data || 'timeout')));
-      s.on('data', (d: Buffer) => (data += d.toString()));
-      s.on('error', (e) => resolve(data || `error: ${e.message}`));
-      s.on('close', () => resolve(data || 'closed'));
-    });
-  t.regex(await asPeer('etcd'), /^HTTP\/1\.1 200/, "the members' own certificate");
-  for (const other of ['redis', 'postgres']) t.notRegex(await asPeer(other), /^HTTP\/1\.1 200/, `${other}'s certificate is no peer`);
+  const [member, peer] = [layout.etcd[0]!, layout.etcd[1]!];
+  // etcd also checks that a peer connects from an address its certificate names (SAN), so the probe
+  // runs on another member's host: only the certificate then decides.
+  const scratch = mkdtempSync(path.join(tmpdir(), 'etcd-peer-'));
+  const openssl = (args: string[]) => spawnSync('openssl', args, { encoding: 'utf8' });
+  // Same CA, an address the members accept, every usage of theirs: only its name (CN) differs.
+  openssl(['req', '-new', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=intruder', '-keyout', `${scratch}/intruder.key`, '-out', `${scratch}/intruder.csr`]);
+  writeFileSync(`${scratch}/intruder.ext`, `subjectAltName=IP:${peer.host}\nextendedKeyUsage=serverAuth,clientAuth\n`);
+  const signed = openssl([
+    'x509',
+    '-req',
+    '-in',
+    `${scratch}/intruder.csr`,
+    '-CA',
+    caFile,
+    '-CAkey',
+    path.join(dir, 'ca.key'),
+    '-CAcreateserial',
+    '-CAserial',
+    `${scratch}/ca.srl`,
+    '-days',
+    '1',
+    '-extfile',
+    `${scratch}/intruder.ext`,
+    '-out',
+    `${scratch}/intruder.pem`,
+  ]);
+  t.is(signed.status, 0, signed.stderr);
+  const asPeer = (cert: string, key: string) =>
+    spawnSync(
+      'ip',
+      [
+        'netns',
+        'exec',
+        peer.netns!,
+        'timeout',
+        '5',
+        'openssl',
+        's_client',
+        '-quiet',
+        '-connect',
+        `${member.host}:${member.peerPort!}`,
+        '-CAfile',
+        caFile,
+        '-cert',
+        cert,
+        '-key',
+        key,
+      ],
+      { input: 'GET /members HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', encoding: 'utf8' },
+    ).stdout;
+  try {
+    t.regex(asPeer(path.join(dir, 'etcd.pem'), path.join(dir, 'etcd.key')), /^HTTP\/1\.1 200/, "the members' own certificate");
+    t.notRegex(asPeer(`${scratch}/intruder.pem`, `${scratch}/intruder.key`), /HTTP\/1\.1/, 'a certificate of the CA named otherwise is no peer');
+    for (const other of ['redis', 'postgres'])
+      t.notRegex(asPeer(path.join(dir, `${other}.pem`), path.join(dir, `${other}.key`)), /HTTP\/1\.1/, `${other}'s certificate is no peer`);
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
 });

@@ -150,7 +150,10 @@ export class Launcher {
     for (let i = 0; i < 600 && !this.stopping; i++) {
       try {
         const res = await fetch(`${plan.url}/health`, { signal: AbortSignal.timeout(1000) });
-        if (res.status === 200 || res.status === 503) {
+        // A degraded service's 503 still lists its dependencies; a balancer with no process in
+        // service yet (start:ha's HAProxy) answers its own 503, which is no API answering.
+        const body = (await res.json().catch(() => null)) as { dependencies?: unknown } | null;
+        if (res.status === 200 || (res.status === 503 && body?.dependencies !== undefined)) {
           this.say(`ready: the API answers on ${plan.url} (try /health). Ctrl-C stops everything.`);
           return;
         }

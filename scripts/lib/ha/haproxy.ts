@@ -12,7 +12,7 @@
  * (no server in service, a server that died mid-request) are 503 with Retry-After and the service's
  * error body (errorfiles).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -31,6 +31,8 @@ export interface Backend {
 
 export interface HaproxyOptions {
   dir: string;
+  /** The user HAProxy drops to once its config, errorfiles and ports are taken (started as root). */
+  user?: string;
   webPort: number;
   webs: Backend[];
   pgPort: number;
@@ -120,6 +122,7 @@ export function haproxyConfig(o: HaproxyOptions): string {
     '  maxconn 2000',
     // Only what went wrong (a server dying mid-request, no server, a cut connection) is logged.
     '  log stderr format raw local0 warning',
+    ...(o.user ? [`  user ${o.user}`, `  group ${o.user}`] : []),
     '',
     'defaults',
     '  log global',
@@ -214,9 +217,15 @@ export function haproxyConfig(o: HaproxyOptions): string {
   ].join('\n');
 }
 
+/** Debian's `haproxy` user when running as root: the balancer faces clients, so it keeps no root. */
+function haproxyUser(): string | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  return spawnSync('id', ['-u', 'haproxy']).status === 0 ? 'haproxy' : undefined;
+}
+
 export function startHaproxy(o: HaproxyOptions): ChildProcess {
   const file = path.join(o.dir, 'haproxy.cfg');
-  writeFileSync(file, haproxyConfig(o));
+  writeFileSync(file, haproxyConfig({ user: haproxyUser(), ...o }));
   const child = spawn('haproxy', ['-db', '-f', file], { stdio: ['ignore', 'ignore', 'pipe'] });
   child.stderr?.on('data', (d: Buffer) => o.log?.(`haproxy: ${d.toString().trim()}`));
   return child;
