@@ -14,6 +14,8 @@ import { ManifestError, pairsFromFolder, readManifest } from '../scripts/evaluat
 import { FIXTURES_DIR } from './fixtures/faces/labels.js';
 import { decodeRgb, encodeJpeg, rng } from '../scripts/evaluate/liveness-views.js';
 import { addNoise, relight } from '../scripts/evaluate/light-sim.js';
+import { passiveWindows } from '../scripts/evaluate/footage-measures.js';
+import type { ClipFrames, MeasuredFrame } from '../scripts/evaluate/footage.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const run = promisify(execFile);
@@ -241,4 +243,20 @@ test('npm run evaluate -- liveness --dir: the light check judges light frames; -
   );
   t.is(err?.code, 2);
   t.regex(err?.stderr ?? '', /bona_fide\/a: no lights\.txt/);
+});
+
+test('the passive windows of real footage are four face frames 0.4 s apart, and a frame without a face drops every window holding it', (t) => {
+  // Frame i scores i / 100; frame 6 has no face. At 10 frames per second 0.4 s is 4 frames.
+  const frames: MeasuredFrame[] = Array.from({ length: 20 }, (_, i) =>
+    i === 6 ? { file: `${i}.jpg`, outcome: 'no_face' } : { file: `${i}.jpg`, outcome: 'face', box: [0, 0, 1, 1], landmarks5: [], livenessScore: i / 100 },
+  );
+  const cf: ClipFrames = { clip: { name: 'c', file: 'c.mp4', fps: 10, role: 'tune' }, dir: '.', fps: 10, frames };
+  const w = passiveWindows(cf);
+  t.deepEqual(w[0], [0, 0.04, 0.08, 0.12]);
+  t.true(w.every((x) => x.length === 4));
+  // Starts 0..7 fit in 20 frames; those whose frames include 6 (starts 2 and 6) are dropped.
+  t.is(w.length, 6);
+  t.false(w.some((x) => x.includes(0.06)));
+  // At 2.5 frames per second 0.4 s is one frame: consecutive frames.
+  t.deepEqual(passiveWindows({ ...cf, fps: 2.5 })[0], [0, 0.01, 0.02, 0.03]);
 });

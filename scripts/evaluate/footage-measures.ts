@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
-import { estimatePose, PASSIVE_SESSION_THRESHOLD } from '../../features/liveness/decision.js';
+import { estimatePose, PASSIVE_SESSION_THRESHOLD, passiveSessionScore } from '../../features/liveness/decision.js';
 import { equalBands, faceGrid, NEAR_COPY_FRAME_BANDS, sketch, sketchDirections } from '../../features/liveness/frame-sketch.js';
 import { drawLights, judgeLightResponse, LIGHT_THRESHOLDS, sampleLightFrame, type LightSample } from '../../features/liveness/light-response.js';
 import { decodeRgb, encodeJpeg, rng, type Rgb } from './liveness-views.js';
@@ -40,14 +40,16 @@ const f3 = (x: number) => x.toFixed(3);
 const pct = (a: number, n: number) => `${n ? ((100 * a) / n).toFixed(n >= 1000 ? 2 : 1) : '-'} % (${a}/${n})`;
 
 /**
- * Pseudo-sessions of a clip for the passive model: every face frame with the frames 0.6 s and 1.2 s
- * later (three pose frames a session sends, a second or two apart).
+ * Windows of a clip for the passive model: every face frame with the three frames 0.4, 0.8 and 1.2 s
+ * later (four frames 0.4 s apart, the pose frames a session sends, judged without the pose and light
+ * checks). The bar: at most 5 % of a tuning clip's windows refused.
  */
-export function passiveTriples(cf: ClipFrames): number[][] {
-  const d = Math.round(0.6 * cf.fps);
+export const PASSIVE_WINDOW = { frames: 4, apartSeconds: 0.4 } as const;
+export function passiveWindows(cf: ClipFrames): number[][] {
+  const d = Math.max(1, Math.round(PASSIVE_WINDOW.apartSeconds * cf.fps));
   const out: number[][] = [];
-  for (let i = 0; i + 2 * d < cf.frames.length; i++) {
-    const t = [cf.frames[i]!, cf.frames[i + d]!, cf.frames[i + 2 * d]!];
+  for (let i = 0; i + (PASSIVE_WINDOW.frames - 1) * d < cf.frames.length; i++) {
+    const t = Array.from({ length: PASSIVE_WINDOW.frames }, (_, j) => cf.frames[i + j * d]!);
     if (t.every((f) => f.outcome === 'face')) out.push(t.map((f) => (f as Face).livenessScore));
   }
   return out;
@@ -58,14 +60,15 @@ export function printPassive(clips: readonly ClipFrames[], sessions: readonly Fo
     `passive model on real footage (frame threshold LIVENESS_THRESHOLD ${threshold}; session rule: median of the frames seen at a step ≥ ${PASSIVE_SESSION_THRESHOLD})`,
   );
   log(
-    'clip     role     frames  below thr.   frame median   3-frame pseudo-sessions: refused by "any frame below"   median q02 q05 q10   refused by the median rule',
+    `clip     role     frames  below thr.   frame median   windows of ${PASSIVE_WINDOW.frames} frames ${PASSIVE_WINDOW.apartSeconds} s apart: refused by "any frame below"   median q02 q05 q10   refused by the median rule (bar: at most 5 % on a tuning clip)`,
   );
   for (const cf of clips) {
     const scores = cf.frames.filter((f): f is Face => f.outcome === 'face').map((f) => f.livenessScore);
-    const triples = passiveTriples(cf);
-    const meds = triples.map(median);
+    const triples = passiveWindows(cf);
+    const meds = triples.map(passiveSessionScore);
+    const refused = meds.filter((m) => m < PASSIVE_SESSION_THRESHOLD).length;
     log(
-      `${cf.clip.name.padEnd(8)} ${cf.clip.role.padEnd(8)} ${String(scores.length).padStart(6)}  ${pct(scores.filter((s) => s < threshold).length, scores.length).padEnd(18)} ${f3(median(scores))}   ${pct(triples.filter((t) => t.some((s) => s < threshold)).length, triples.length).padEnd(22)}   ${[0.02, 0.05, 0.1].map((q) => f3(quantile(meds, q))).join(' ')}   ${pct(meds.filter((m) => m < PASSIVE_SESSION_THRESHOLD).length, meds.length)}`,
+      `${cf.clip.name.padEnd(8)} ${cf.clip.role.padEnd(8)} ${String(scores.length).padStart(6)}  ${pct(scores.filter((s) => s < threshold).length, scores.length).padEnd(18)} ${f3(median(scores))}   ${pct(triples.filter((t) => t.some((s) => s < threshold)).length, triples.length).padEnd(22)}   ${[0.02, 0.05, 0.1].map((q) => f3(quantile(meds, q))).join(' ')}   ${pct(refused, meds.length)}${cf.clip.role === 'tune' ? (refused <= 0.05 * meds.length ? '  meets the bar' : '  MISSES the bar') : ''}`,
     );
   }
   for (const s of sessions) {
