@@ -17,7 +17,7 @@
  *   npm run bench -- dedupe                 # BENCH_N=100000 for a quick run
  */
 import { performance } from 'node:perf_hooks';
-import { loadConfig } from '../platform/config.js';
+import { loadConfig } from '../processes/config.js';
 import { keyRingOf } from '../platform/keys/templates.js';
 import { cosine, decodeEmbedding, encodeEmbedding } from '../platform/face/embeddings.js';
 import { engineKindFor } from '../features/search/worker/replica.js';

@@ -31,7 +31,7 @@ import pg from 'pg';
 import sharp from 'sharp';
 import { closeDeps, createDeps } from '../processes/web/deps.js';
 import { upsertCanonical } from '../features/face/embeddings-repository.js';
-import { loadConfig } from '../platform/config.js';
+import { loadConfig } from '../processes/config.js';
 import { createDb, migrateLatest } from '../platform/database/db.js';
 import { FACE_ENGINE_VERSION } from '../platform/face/face-models.js';
 import { createLogger } from '../platform/logger.js';

@@ -32,7 +32,7 @@ import pg from 'pg';
 import { closeDeps, createDeps, type AppDeps } from '../processes/web/deps.js';
 import { upsertCanonical } from '../features/face/embeddings-repository.js';
 import { freePort } from '../scripts/lib/private-services.js';
-import { loadConfig } from '../platform/config.js';
+import { loadConfig } from '../processes/config.js';
 import { createDb, migrateLatest } from '../platform/database/db.js';
 import { FACE_ENGINE_VERSION } from '../platform/face/face-models.js';
 import { createLogger } from '../platform/logger.js';

@@ -25,7 +25,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
-import { loadConfig } from '../platform/config.js';
+import { loadConfig } from '../processes/config.js';
 import { createDb } from '../platform/database/db.js';
 import { FaceService } from '../features/face/face-service.js';
 import { EmbeddingsRepository } from '../features/face/embeddings-repository.js';

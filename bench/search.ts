@@ -35,7 +35,7 @@ import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { createDb, migrateLatest } from '../platform/database/db.js';
 import { FACE_ENGINE_VERSION } from '../platform/face/face-models.js';
-import { config } from '../platform/config.js';
+import { config } from '../processes/config.js';
 import { generateDataset, openDataset, readGallery, type Generator } from './search-data.js';
 import { DIM, ROOT, fmt, machine, saveResults, syntheticUserId, table } from './lib.js';
 import { processKeyRing } from '../platform/keys/templates.js';

@@ -30,7 +30,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Knex } from 'knex';
 import { TokenService } from '../features/sign-in/token-service.js';
-import { loadConfig } from '../platform/config.js';
+import { loadConfig } from '../processes/config.js';
 import { NumberHasher } from '../platform/keys/number-hash.js';
 import { createDb } from '../platform/database/db.js';
 import { freePort, startPrivatePostgres, startPrivateRedis, type PrivatePostgres, type PrivateRedis } from '../scripts/lib/private-services.js';

@@ -1,21 +1,23 @@
 /**
  * The one typed, validated configuration of every process (web, face, search, scripts).
- * Each setting is declared once below: its environment variable, type, default and meaning.
- * `docs/configuration.md` is generated from the same table (scripts/gen-config-doc.ts).
+ * The floor's own settings are declared once below; each wing declares its own group(s) in its manifest
+ * (features/<wing>/manifest.ts, platform/wing.ts), and processes/config.ts composes them with these
+ * before anything reads the configuration. A setting is declared once: its environment variable,
+ * type, default and meaning. `docs/configuration.md` is generated from the composed table
+ * (scripts/gen-config-doc.ts).
  */
 import { createHash, createPublicKey } from 'node:crypto';
-import { isIP } from 'node:net';
 import { CALIBRATED_THRESHOLDS } from './thresholds.js';
 import { KeyRing, KeyRingError } from './keys/key-ring.js';
 
 /** Settings parsed so far, by group, as seen by a default that depends on them. */
-type Parsed = Record<string, Record<string, unknown> | undefined>;
+export type Parsed = Record<string, Record<string, unknown> | undefined>;
 type Kind = 'string' | 'int' | 'number' | 'bool' | 'url';
 
-interface SettingSpec<K extends Kind, E extends readonly string[] | undefined = undefined> {
+export interface SettingSpec<K extends Kind, E extends readonly string[] | undefined = undefined> {
   env: string;
   kind: K;
-  /** Default for local use; a function receives the settings parsed so far (declaration order). */
+  /** Default for local use; a function receives the settings parsed so far (declaration order: the floor's groups come first). */
   default?: unknown;
   enum?: E;
   min?: number;
@@ -25,36 +27,54 @@ interface SettingSpec<K extends Kind, E extends readonly string[] | undefined = 
   secret?: boolean;
 }
 
-function s<K extends Kind, const E extends readonly string[] | undefined = undefined>(spec: SettingSpec<K, E>): SettingSpec<K, E> {
+/** Declares one setting (the floor's table below, a wing's manifest). */
+export function s<K extends Kind, const E extends readonly string[] | undefined = undefined>(spec: SettingSpec<K, E>): SettingSpec<K, E> {
   return spec;
 }
 
-/** What each group is about: the sections of docs/configuration.md. */
+type AnySpec = SettingSpec<Kind, readonly string[] | undefined>;
+/** One group of settings: `config.<group>.<key>`. */
+export type SettingGroup = Record<string, AnySpec>;
+
+/**
+ * A wing's group of settings as its manifest declares it: the section title of docs/configuration.md,
+ * the settings, and the checks across them (or in production) that a single setting cannot express.
+ * `check` pushes one line per problem; every problem is reported at once.
+ */
+export interface WingSettingGroup {
+  title: string;
+  settings: SettingGroup;
+  check?: (c: Config, problems: string[], env: NodeJS.ProcessEnv) => void;
+}
+
+/**
+ * The wings' setting groups, by name, for the type of `Config` only: each wing's manifest adds its
+ * own (`declare module '../../platform/config.js' { interface WingSettings { webhooks: typeof settings } }`),
+ * so the floor knows their types without importing a wing. At run time processes/config.ts registers
+ * the same groups (registerSettingGroups); test/house.test.ts checks the two agree.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface WingSettings {}
+
+/** What each of the floor's groups is about: sections of docs/configuration.md. */
 export const GROUP_TITLES = {
   runtime: 'Runtime and logs',
   http: 'HTTP server',
   database: 'PostgreSQL',
   redis: 'Redis',
-  registry: 'Identity registry',
   security: 'Access tokens',
   keys: 'Keys and sealed data',
-  otp: 'One-time codes',
   sms: 'SMS delivery',
-  identity: 'Identity linking and account changes',
   biometrics: 'Biometric attempt limits and live captures',
   liveness: 'Liveness sessions (challenge over several frames)',
-  operators: 'Operators and administrators',
   face: 'Face engine and matching',
   queues: 'Queues, fail-fast and the upstream worker',
   search: 'Search replicas (1:N index)',
   supervisor: '`npm start` supervision',
-  billing: 'Billing',
-  webhooks: 'Webhooks',
-  dedupe: 'Duplicate identities',
   protection: 'Biometric data protection, erasure and retention',
 } as const;
 
-/** The settings by group: `config.redis.url`, `config.face.processes`, ... */
+/** The floor's settings by group: `config.redis.url`, `config.face.processes`, ... */
 export const SETTINGS = {
   runtime: {
     nodeEnv: s({
@@ -155,41 +175,6 @@ export const SETTINGS = {
       doc: 'Name of the master the Sentinels monitor (`sentinel monitor <name> ...`), used with REDIS_SENTINELS.',
     }),
   },
-  registry: {
-    url: s({
-      env: 'REGISTRY_URL',
-      kind: 'url',
-      default: (c: Parsed) => `http://127.0.0.1:${c.http?.port}/api`,
-      doc: "Identity registry base URL (default: this server's own simulator).",
-    }),
-    timeoutMs: s({
-      env: 'REGISTRY_TIMEOUT_MS',
-      kind: 'int',
-      default: 5000,
-      min: 50,
-      doc: 'Timeout of one registry call; beyond it validate answers 502 `registry_unavailable`.',
-    }),
-    maxBodyBytes: s({
-      env: 'REGISTRY_MAX_BODY_BYTES',
-      kind: 'int',
-      default: 16 * 1024 * 1024,
-      min: 1024,
-      doc: 'Largest registry answer read (a record with its base64 photo); a larger one is 502 `registry_unavailable`. Redirects from the registry are never followed.',
-    }),
-    simulator: s({
-      env: 'REGISTRY_SIMULATOR',
-      kind: 'bool',
-      default: (c: Parsed) => c.runtime?.nodeEnv !== 'production',
-      doc: 'Mount the registry simulator under `/api` (a development stand-in for the national registry: anyone may enrol a person there). Refused in production.',
-    }),
-    simFault: s({
-      env: 'REGISTRY_SIM_FAULT',
-      kind: 'string',
-      default: 'none',
-      enum: ['none', 'timeout', 'error'] as const,
-      doc: 'Fault injection of the registry simulator (tests can also send `X-Registry-Fault`).',
-    }),
-  },
   security: {
     jwtPrivateKey: s({
       env: 'JWT_PRIVATE_KEY',
@@ -245,45 +230,6 @@ export const SETTINGS = {
       doc: 'Deprecated: staff TOTP secrets are sealed under the key ring (BIOMETRIC_KEYS). Still read: the key (32 bytes, base64 or hex) earlier versions sealed TOTP secrets under, so they open until `npm run rotate-biometric-key` re-seals them under the ring; then remove it.',
     }),
   },
-  otp: {
-    ttlSeconds: s({ env: 'OTP_TTL_SECONDS', kind: 'int', default: 300, min: 10, doc: 'One-time code lifetime.' }),
-    cooldownSeconds: s({ env: 'OTP_COOLDOWN_SECONDS', kind: 'int', default: 60, min: 0, doc: 'Per-phone wait between code requests (429 `otp_cooldown`).' }),
-    maxAttempts: s({ env: 'OTP_MAX_ATTEMPTS', kind: 'int', default: 5, min: 1, doc: 'Wrong codes before the code dies (429 `otp_too_many_attempts`).' }),
-    requestsPerIpPerHour: s({
-      env: 'OTP_REQUESTS_PER_IP_PER_HOUR',
-      kind: 'int',
-      default: 20,
-      min: 1,
-      doc: 'Per-IP hourly cap on code requests (SMS pumping).',
-    }),
-    requestsPerPhonePerDay: s({
-      env: 'OTP_REQUESTS_PER_PHONE_PER_DAY',
-      kind: 'int',
-      default: 10,
-      min: 1,
-      doc: 'Codes one phone number may be sent per 24 h (429 `rate_limited`): bounds guessing against one number to this × OTP_MAX_ATTEMPTS per day.',
-    }),
-    verifyFailuresPerIpPerHour: s({
-      env: 'OTP_VERIFY_FAILURES_PER_IP_PER_HOUR',
-      kind: 'int',
-      default: 30,
-      min: 1,
-      doc: 'Refused codes (`POST /auth/otp/verify`) one client address may have in an hour, whatever the numbers; then 429 `rate_limited` with Retry-After. Such refusals, and a code for a number with no code pending, write no AuditEvent, so anonymous guessing cannot flood the audit trail.',
-    }),
-    allowedCountryCodes: s({
-      env: 'OTP_ALLOWED_COUNTRY_CODES',
-      kind: 'string',
-      default: '234',
-      doc: 'Country calling codes (comma-separated digits, e.g. `234,233`) whose mobile numbers may receive SMS: `POST /auth/otp/request` and a phone change (`PATCH /users/{id}`) to a number outside them answer 400 `phone_not_supported`, and phone-change notices go only to such numbers. SMS pumping (toll fraud through premium international routes) is the commonest abuse of code endpoints; the service is meant for Nigerian numbers.',
-    }),
-    secret: s({
-      env: 'OTP_SECRET',
-      kind: 'string',
-      default: '',
-      secret: true,
-      doc: 'Secret (at least 32 characters) keying the HMAC of consumer one-time codes, apart from the signing key so that rotating JWT_PRIVATE_KEY leaves pending codes valid. Empty: derived from JWT_PRIVATE_KEY (a rotation then voids pending codes).',
-    }),
-  },
   sms: {
     transport: s({
       env: 'SMS_TRANSPORT',
@@ -317,59 +263,6 @@ export const SETTINGS = {
       default: 5000,
       min: 100,
       doc: 'Timeout of one SMS gateway call; beyond it the code request answers 503 and can be retried at once.',
-    }),
-  },
-  identity: {
-    validationTokenTtlSeconds: s({
-      env: 'VALIDATION_TOKEN_TTL_SECONDS',
-      kind: 'int',
-      default: 900,
-      min: 10,
-      doc: 'validationToken lifetime (the registry photo is cached as long).',
-    }),
-    validationsPerUserPerHour: s({
-      env: 'VALIDATIONS_PER_USER_PER_HOUR',
-      kind: 'int',
-      default: 10,
-      min: 1,
-      doc: 'NIN/BVN validations one consumer may start per hour (429 `rate_limited`); bounds how many verify-face attempts re-validating can buy, and number enumeration.',
-    }),
-    exportsPerDay: s({
-      env: 'EXPORTS_PER_DAY',
-      kind: 'int',
-      default: 3,
-      min: 1,
-      doc: "Data exports (`GET /users/{id}/export`) one consumer may take per day (a fixed 24-hour window from the first; beyond it 429 `rate_limited`). Each export sends an SMS notice to the account's phone.",
-    }),
-    verifyFaceMaxAttempts: s({
-      env: 'VERIFY_FACE_MAX_ATTEMPTS',
-      kind: 'int',
-      default: 5,
-      min: 1,
-      doc: 'verify-face attempts per validationToken (then 429 `rate_limited`).',
-    }),
-    captureReuseSeconds: s({
-      env: 'CAPTURE_REUSE_SECONDS',
-      kind: 'int',
-      default: 600,
-      min: 0,
-      doc: 'How long a passing NIN capture can be reused for BVN (`reuseCapture=true`).',
-    }),
-    linkTokenTtlSeconds: s({ env: 'LINK_TOKEN_TTL_SECONDS', kind: 'int', default: 300, min: 5, doc: 'linkToken lifetime.' }),
-    proofTokenTtlSeconds: s({ env: 'PROOF_TOKEN_TTL_SECONDS', kind: 'int', default: 120, min: 5, doc: 'proofToken lifetime.' }),
-    crossRegistryMismatchPolicy: s({
-      env: 'CROSS_REGISTRY_MISMATCH_POLICY',
-      kind: 'string',
-      default: 'hard-block',
-      enum: ['hard-block', 'flag-and-continue'] as const,
-      doc: "What verify-face does when the face does not match the account's other registry.",
-    }),
-    bankAccountConfirmDelayMs: s({
-      env: 'BANK_ACCOUNT_CONFIRM_DELAY_MS',
-      kind: 'int',
-      default: 30_000,
-      min: 0,
-      doc: 'Delay of the simulated upstream confirmation of a bankAccount change.',
     }),
   },
   biometrics: {
@@ -481,81 +374,6 @@ export const SETTINGS = {
       max: 10_000,
       doc: 'Least time a person needs to read a prompt and move to the next pose (ms). A session whose frames arrive sooner after its creation than this per step after the first, or whose claimed capture times (`capturedAt`) cover less than that or more than the server saw, fails with `implausible_timing`.',
     }),
-  },
-  operators: {
-    maxFailedLogins: s({ env: 'OPERATOR_MAX_FAILED_LOGINS', kind: 'int', default: 5, min: 1, doc: 'Failed logins in a row before an operator is locked.' }),
-    loginsPerIpPerHour: s({
-      env: 'OPERATOR_LOGINS_PER_IP_PER_HOUR',
-      kind: 'int',
-      default: 30,
-      min: 1,
-      doc: "Operator sign-in attempts per client address AND identifier per hour (429 `rate_limited`), checked before any password hashing: guessing one account from an office's address does not block the other operators behind it.",
-    }),
-    loginFailuresPerIpPerHour: s({
-      env: 'OPERATOR_LOGIN_FAILURES_PER_IP_PER_HOUR',
-      kind: 'int',
-      default: 100,
-      min: 1,
-      doc: 'Failed operator sign-ins per client address per hour, whatever the identifier (password spraying), beyond which that address gets 429 `rate_limited`; successes never count.',
-    }),
-    adminLockSeconds: s({
-      env: 'ADMIN_LOCK_SECONDS',
-      kind: 'int',
-      default: 900,
-      min: 0,
-      doc: "An administrator's first lock after OPERATOR_MAX_FAILED_LOGINS failed sign-ins (a wrong password or a wrong `otp`) lasts this long, each further lock twice as long up to 24 h, so nobody can lock the organisation out of its last administrator; the failure count runs on across the locks (only a successful sign-in clears it) up to STAFF_MAX_FAILURES. 0: an administrator's lock lasts until a reset or `npm run unlock-operator`, like an operator's.",
-    }),
-    staffDeviceTtlDays: s({
-      env: 'STAFF_DEVICE_TTL_DAYS',
-      kind: 'int',
-      default: 180,
-      min: 1,
-      doc: 'How long the `deviceToken` of a successful staff sign-in is valid. A sign-in that presents a valid one of the account is judged by that device\'s own failure count (OPERATOR_MAX_FAILED_LOGINS lock the device, not the account), so wrong passwords from elsewhere never lock out the account\'s known devices (docs/security.md "Staff devices").',
-    }),
-    staffMaxFailures: s({
-      env: 'STAFF_MAX_FAILURES',
-      kind: 'int',
-      default: 20,
-      min: 1,
-      doc: "Consecutive failed sign-ins after which an administrator's account stays locked (403 `account_locked`) until another administrator's reset-password or reset-mfa, or `npm run unlock-operator`: with the lapsing locks before it, a guessed password's second factor gets at most this many tries (NIST SP 800-63B allows 100).",
-    }),
-    staffMfa: s({
-      env: 'STAFF_MFA',
-      kind: 'string',
-      default: (c: Parsed) => (c.runtime?.nodeEnv === 'production' ? 'required' : 'optional'),
-      enum: ['required', 'optional'] as const,
-      doc: 'Staff second factor (TOTP). `required`: an operator without one signs in with `mfaSetupRequired: true` and gets 403 `mfa_setup_required` on every route but set-password, mfa/setup and mfa/confirm. `optional`: operators may enable it.',
-    }),
-    staffSessionMaxSeconds: s({
-      env: 'STAFF_SESSION_MAX_SECONDS',
-      kind: 'int',
-      default: 43_200,
-      min: 1,
-      doc: 'Absolute lifetime of a staff session from its sign-in; past it /auth/refresh answers 401 `invalid_refresh_token`.',
-    }),
-    staffSessionIdleSeconds: s({
-      env: 'STAFF_SESSION_IDLE_SECONDS',
-      kind: 'int',
-      default: 1800,
-      min: 1,
-      doc: 'Idle limit of a staff session: a refresh token not used within this long answers 401 `invalid_refresh_token`.',
-    }),
-    tempPasswordTtlSeconds: s({
-      env: 'TEMP_PASSWORD_TTL_SECONDS',
-      kind: 'int',
-      default: 86_400,
-      min: 1,
-      doc: 'A temporary password (new operator, reset) not replaced within this long answers 403 `temporary_password_expired` at login; an administrator issues a new one.',
-    }),
-    adminIdentifier: s({
-      env: 'ADMIN_IDENTIFIER',
-      kind: 'string',
-      default: '',
-      // Not a password, but half of a sign-in, and what a lock-out needs: never in a log.
-      secret: true,
-      doc: 'First administrator, created at start-up when no administrator exists.',
-    }),
-    adminPassword: s({ env: 'ADMIN_PASSWORD', kind: 'string', default: '', secret: true, doc: 'Password of that first administrator.' }),
   },
   face: {
     matchThreshold: s({
@@ -862,94 +680,6 @@ export const SETTINGS = {
     }),
     crashLoopWindowMs: s({ env: 'CRASH_LOOP_WINDOW_MS', kind: 'int', default: 60_000, min: 1000, doc: '`npm start`: the window of CRASH_LOOP_RESTARTS.' }),
   },
-  billing: {
-    tiersFile: s({
-      env: 'BILLING_TIERS_FILE',
-      kind: 'string',
-      default: 'config/billing-tiers.json',
-      doc: 'Static contracted-tier file of the billing report.',
-    }),
-  },
-  webhooks: {
-    retryScheduleSeconds: s({
-      env: 'WEBHOOK_RETRY_SCHEDULE_SECONDS',
-      kind: 'string',
-      default: '5,300,1800,7200,18000,36000,36000',
-      doc: 'Waits (seconds, comma-separated) before each retry of a webhook delivery that did not get a 2xx; each wait gets ±10% jitter; after the last retry fails the delivery is `failed` (docs/webhooks.md).',
-    }),
-    timeoutMs: s({
-      env: 'WEBHOOK_TIMEOUT_MS',
-      kind: 'int',
-      default: 15_000,
-      min: 100,
-      doc: 'Timeout of one webhook delivery attempt (connect, send, answer); beyond it the attempt failed and is retried.',
-    }),
-    secretOverlapSeconds: s({
-      env: 'WEBHOOK_SECRET_OVERLAP_SECONDS',
-      kind: 'int',
-      default: 86_400,
-      min: 0,
-      doc: 'After a webhook secret rotation, how long deliveries are signed with the old secret as well as the new one.',
-    }),
-    allowPrivate: s({
-      env: 'WEBHOOK_ALLOW_PRIVATE',
-      kind: 'bool',
-      default: (c: Parsed) => c.runtime?.nodeEnv !== 'production',
-      doc: 'Allow webhook endpoints on http and on private, loopback or link-local addresses (default: outside production only; refused in production, where WEBHOOK_PRIVATE_CIDRS names the private receivers instead). Off: only https to public addresses, checked against what the name resolves to when each attempt is sent, redirects not followed (docs/security.md).',
-    }),
-    privateCidrs: s({
-      env: 'WEBHOOK_PRIVATE_CIDRS',
-      kind: 'string',
-      default: '',
-      doc: 'Private networks webhook endpoints may reach although WEBHOOK_ALLOW_PRIVATE is off, as `address/prefix,address/prefix,...` (e.g. `10.20.0.0/16,fd00:20::/32`): the explicit allow-list for receivers inside your own network. Still https only, still checked against what the name resolves to at each attempt. Empty: public addresses only.',
-    }),
-    retentionDays: s({
-      env: 'WEBHOOK_RETENTION_DAYS',
-      kind: 'int',
-      default: 30,
-      min: 1,
-      doc: 'Webhook events older than this, with no delivery still pending, are deleted with their deliveries and delivery log (by the retention sweep, every RETENTION_SWEEP_INTERVAL_SECONDS); a purged event can no longer be replayed.',
-    }),
-    dispatchIntervalMs: s({
-      env: 'WEBHOOK_DISPATCH_INTERVAL_MS',
-      kind: 'int',
-      default: 1000,
-      min: 50,
-      doc: 'Period at which the webhook dispatcher scans the event outbox and the due deliveries (PostgreSQL) and queues their attempts; also how soon deliveries resume after a Redis outage.',
-    }),
-  },
-  dedupe: {
-    threshold: s({
-      env: 'DEDUPE_THRESHOLD',
-      kind: 'number',
-      default: 0.6,
-      min: -1,
-      max: 1,
-      doc: "Cosine at or above which a link's face found under another live account is a `duplicate` (1:N against everyone enrolled, and the watch-list). Set it for your population: FPIR ≈ N × FMR (docs/dedupe.md, docs/evaluation.md).",
-    }),
-    reviewThreshold: s({
-      env: 'DEDUPE_REVIEW_THRESHOLD',
-      kind: 'number',
-      default: 0.45,
-      min: -1,
-      max: 1,
-      doc: "Cosine from which (up to DEDUPE_THRESHOLD) a link's face found under another live account is a `possible_duplicate`, a case for review that never blocks (docs/dedupe.md).",
-    }),
-    policy: s({
-      env: 'DEDUPE_POLICY',
-      kind: 'string',
-      default: 'flag-and-continue',
-      enum: ['flag-and-continue', 'hard-block'] as const,
-      doc: '`flag-and-continue`: a link whose face is a duplicate or on the watch-list links and opens a case; `hard-block`: it answers 422 `duplicate_identity`, links nothing and opens a case (a `possible_duplicate` never blocks).',
-    }),
-    captureRetentionDays: s({
-      env: 'DEDUPE_CAPTURE_RETENTION_DAYS',
-      kind: 'int',
-      default: 30,
-      min: 0,
-      doc: 'Days a decided duplicate-identity case keeps its sealed live capture for the record; then the capture is deleted (the case stays).',
-    }),
-  },
   protection: {
     erasureMaxSeconds: s({
       env: 'ERASURE_MAX_SECONDS',
@@ -989,7 +719,8 @@ export const SETTINGS = {
   },
 } as const;
 
-type Table = typeof SETTINGS;
+/** The composed table's type: the floor's groups and the wings' (WingSettings). */
+type Table = typeof SETTINGS & WingSettings;
 type ValueOf<S> = S extends SettingSpec<Kind, infer E> ? (E extends readonly (infer V)[] ? V : KindValue<S>) : never;
 type KindValue<S> = S extends { kind: 'int' | 'number' } ? number : S extends { kind: 'bool' } ? boolean : string;
 
@@ -997,13 +728,38 @@ export type Config = { readonly [G in keyof Table]: { readonly [K in keyof Table
   readonly isProduction: boolean;
 };
 
-type AnySpec = SettingSpec<Kind, readonly string[] | undefined>;
+const wingGroups = new Map<string, WingSettingGroup & { wing: string }>();
+
+/**
+ * Adds wings' setting groups to the table (processes/config.ts, once, from the wings' manifests).
+ * A group name is taken once, floor included. Registering again the same group is a no-op.
+ */
+export function registerSettingGroups(wing: string, groups: Record<string, WingSettingGroup>): void {
+  for (const [name, group] of Object.entries(groups)) {
+    const had = wingGroups.get(name);
+    if (had?.settings === group.settings) continue;
+    if (name in SETTINGS || had) throw new Error(`Setting group "${name}" of wing ${wing} is already declared by ${had ? `wing ${had.wing}` : 'the floor'}`);
+    wingGroups.set(name, { ...group, wing });
+    // A configuration read before this group was known lacks it: read it again when next asked.
+    cached = undefined;
+  }
+}
+
+/** Every group of the composed table in order: the floor's, then the wings' as processes/config.ts lists them. */
+export function settingGroups(): Array<{ group: keyof Table; title: string; settings: SettingGroup; wing?: string }> {
+  return [
+    ...Object.entries(SETTINGS).map(([group, settings]) => ({
+      group: group as keyof Table,
+      title: GROUP_TITLES[group as keyof typeof GROUP_TITLES],
+      settings: settings as SettingGroup,
+    })),
+    ...[...wingGroups].map(([group, g]) => ({ group: group as keyof Table, title: g.title, settings: g.settings, wing: g.wing })),
+  ];
+}
 
 /** Every setting with its group and key, in declaration order. */
 export function eachSetting(): Array<{ group: keyof Table; key: string; spec: AnySpec }> {
-  return Object.entries(SETTINGS).flatMap(([group, settings]) =>
-    Object.entries(settings as Record<string, AnySpec>).map(([key, spec]) => ({ group: group as keyof Table, key, spec })),
-  );
+  return settingGroups().flatMap(({ group, settings }) => Object.entries(settings).map(([key, spec]) => ({ group, key, spec })));
 }
 
 export class ConfigError extends Error {
@@ -1059,11 +815,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       into[key] = typeof spec.default === 'function' ? (spec.default as (c: Parsed) => unknown)(out) : spec.default;
     }
   }
-  const { runtime, http, registry, security, keys, otp, sms, operators, face, webhooks, dedupe, redis } = out as unknown as Omit<Config, 'isProduction'>;
+  const { runtime, http, security, keys, sms, face, redis } = out as unknown as Omit<Config, 'isProduction'>;
   const isProduction = runtime.nodeEnv === 'production';
-  if (dedupe.reviewThreshold > dedupe.threshold) {
-    problems.push('DEDUPE_REVIEW_THRESHOLD must not be above DEDUPE_THRESHOLD (the review band lies below the duplicate band)');
-  }
   if (isProduction) {
     if (!keys.linkNumberHashKey)
       problems.push(
@@ -1071,21 +824,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       );
     if (!keys.biometricKeys)
       problems.push('BIOMETRIC_KEYS must be set in production (face templates are sealed at rest under it; the development key is refused)');
-    if (otp.secret && String(otp.secret).length < 32) problems.push('OTP_SECRET must have at least 32 characters');
     if (!security.jwtPrivateKey) problems.push('JWT_PRIVATE_KEY must be set in production (the generated development key is refused)');
     if (sms.transport === 'outbox') problems.push('SMS_TRANSPORT=outbox is a development transport and is refused in production');
-    if (registry.simFault !== 'none') problems.push('REGISTRY_SIM_FAULT is a test setting and is refused in production');
-    if (registry.simulator) problems.push('REGISTRY_SIMULATOR=true is refused in production: the simulator lets anyone enrol an identity');
-    if (!env.REGISTRY_URL) problems.push('REGISTRY_URL must name the real identity registry in production (the default is the simulator)');
-    if (env.REGISTRY_URL && !String(registry.url).startsWith('https:'))
-      problems.push('REGISTRY_URL must be https: in production (NIN/BVN numbers and registry photos travel in it)');
     if (sms.webhookUrl && !String(sms.webhookUrl).startsWith('https:'))
       problems.push('SMS_WEBHOOK_URL must be https: in production (one-time codes and phone numbers travel in it)');
-    if (!otp.secret)
-      problems.push('OTP_SECRET must be set in production (at least 32 characters): without it the one-time codes would be keyed from the signing key');
     if (String(http.metricsToken).length < 32)
       problems.push('METRICS_TOKEN must be set in production (at least 32 characters): GET /metrics is otherwise readable by anyone');
-    if (operators.adminPassword && String(operators.adminPassword).length < 12) problems.push('ADMIN_PASSWORD must have at least 12 characters in production');
     if (keys.linkNumberHashKey && Buffer.from(String(keys.linkNumberHashKey), 'base64').length < 32)
       problems.push(
         'LINK_NUMBER_HASH_KEY must be at least 32 bytes (base64) in production: under a short key the hashes of erased 11-digit numbers can be reversed by trying every number',
@@ -1094,20 +838,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       problems.push(
         'REDIS_URL must carry the Redis password in production (redis://:<password>@host:6379, or rediss://<user>:<password>@...; with REDIS_SENTINELS the same password authenticates the master and the Sentinels): one-time codes, tokens and queued jobs are in Redis',
       );
-    if (webhooks.allowPrivate)
-      problems.push('WEBHOOK_ALLOW_PRIVATE=true is refused in production: name the private receivers in WEBHOOK_PRIVATE_CIDRS instead');
-  }
-  for (const cidr of splitList(String(webhooks.privateCidrs))) {
-    if (parseCidr(cidr) === undefined)
-      problems.push(`WEBHOOK_PRIVATE_CIDRS=${JSON.stringify(webhooks.privateCidrs)}: expected address/prefix,address/prefix,...`);
   }
   if (/PRIVATE KEY/.test(String(security.jwtPreviousPublicKeys)))
     problems.push(
       'JWT_PREVIOUS_PUBLIC_KEYS holds a private key: give the public key (SPKI PEM, `openssl pkey -pubout`) of each earlier signing key, never the private one',
     );
   if (sms.transport === 'webhook' && !sms.webhookUrl) problems.push('SMS_WEBHOOK_URL is required with SMS_TRANSPORT=webhook');
-  if ((operators.adminIdentifier === '') !== (operators.adminPassword === ''))
-    problems.push('ADMIN_IDENTIFIER and ADMIN_PASSWORD are set together or not at all');
   try {
     KeyRing.from(keys);
   } catch (e) {
@@ -1115,18 +851,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push(e.message);
   }
   if (Number(face.highConfidenceThreshold) < Number(face.matchThreshold)) problems.push('HIGH_CONFIDENCE_THRESHOLD must be >= MATCH_THRESHOLD');
-  if (parseRetrySchedule(String(webhooks.retryScheduleSeconds)) === undefined)
-    problems.push('WEBHOOK_RETRY_SCHEDULE_SECONDS must be comma-separated non-negative numbers of seconds');
   for (const entry of String(redis.sentinels)
     .split(',')
     .filter((e) => e.trim() !== '')) {
     if (!/^[^\s:]+:\d{1,5}$/.test(entry.trim())) problems.push(`REDIS_SENTINELS=${JSON.stringify(redis.sentinels)}: expected host:port,host:port,...`);
   }
-  if (parseCountryCodes(String(otp.allowedCountryCodes)) === undefined)
-    problems.push('OTP_ALLOWED_COUNTRY_CODES must be comma-separated country calling codes (1 to 3 digits each), at least one');
+  const parsed = { ...out, isProduction } as unknown as Config;
+  for (const group of wingGroups.values()) group.check?.(parsed, problems, env);
   if (problems.length) throw new ConfigError(problems);
   for (const group of Object.values(out)) Object.freeze(group);
-  return Object.freeze({ ...out, isProduction }) as unknown as Config;
+  return Object.freeze(parsed);
 }
 
 function redisUrlHasPassword(url: string): boolean {
@@ -1135,35 +869,6 @@ function redisUrlHasPassword(url: string): boolean {
   } catch {
     return false;
   }
-}
-
-function splitList(raw: string): string[] {
-  return raw
-    .split(',')
-    .map((e) => e.trim())
-    .filter((e) => e !== '');
-}
-
-/** One `address/prefix` of WEBHOOK_PRIVATE_CIDRS; undefined when malformed. */
-export function parseCidr(raw: string): { address: string; prefix: number; family: 'ipv4' | 'ipv6' } | undefined {
-  const m = /^([^/\s]+)\/(\d{1,3})$/.exec(raw.trim());
-  if (!m) return undefined;
-  const family = isIP(m[1]!);
-  const prefix = Number(m[2]);
-  if (family === 0 || prefix > (family === 4 ? 32 : 128)) return undefined;
-  return { address: m[1]!, prefix, family: family === 4 ? 'ipv4' : 'ipv6' };
-}
-
-/** WEBHOOK_PRIVATE_CIDRS as networks (the malformed ones were refused at load). */
-export function parsePrivateCidrs(raw: string): Array<{ address: string; prefix: number; family: 'ipv4' | 'ipv6' }> {
-  return splitList(raw).flatMap((c) => parseCidr(c) ?? []);
-}
-
-/** WEBHOOK_RETRY_SCHEDULE_SECONDS as seconds; undefined when malformed (an empty value: no retry). */
-export function parseRetrySchedule(raw: string): number[] | undefined {
-  if (raw.trim() === '') return [];
-  const waits = raw.split(',').map((p) => Number(p.trim()));
-  return waits.every((w) => Number.isFinite(w) && w >= 0) ? waits : undefined;
 }
 
 /** OTP_ALLOWED_COUNTRY_CODES as calling codes without `+`; undefined when malformed or empty. */

@@ -1,4 +1,5 @@
 /** The `face` process (`npm run start:face`, Procfile `face`): the face worker (queues `liveness`, `embed`) until SIGINT/SIGTERM. */
+import './wings.js';
 import { runProcess } from '../platform/processes/shutdown.js';
 import { startFaceWorker } from '../features/face/worker/worker.js';
 

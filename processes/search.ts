@@ -1,4 +1,5 @@
 /** The `search` process (`npm run start:search`, Procfile `search`): one search replica (queue `search`) until SIGINT/SIGTERM. */
+import './wings.js';
 import { runProcess } from '../platform/processes/shutdown.js';
 import { startSearchWorker } from '../features/search/worker/worker.js';
 

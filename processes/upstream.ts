@@ -3,6 +3,7 @@
  * that set UPSTREAM_WORKER_IN_WEB=false on the web processes so that the confirmations do not share
  * the API's event loop.
  */
+import './wings.js';
 import { createDb } from '../platform/database/db.js';
 import { runProcess } from '../platform/processes/shutdown.js';
 import { keyRingOf } from '../platform/keys/templates.js';

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { closeDeps, createDeps, type AppDeps } from './web/deps.js';
 import { startWeb, type RunningWeb, type StartWebOptions } from './web/http-server.js';
 import { ensureFirstAdministrator } from '../features/staff/service.js';
-import { config, logConfigAtStart } from '../platform/config.js';
+import { config, logConfigAtStart } from './config.js';
 import { isEntryFile, onShutdown, webStopMs } from '../platform/processes/shutdown.js';
 import { startUpstreamWorker, type UpstreamWorkerOptions } from './upstream/worker.js';
 import { startWebhookWorker } from '../features/webhooks/worker/worker.js';

@@ -21,7 +21,7 @@ import { performance } from 'node:perf_hooks';
 import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
 import { FaceEngine, type FaceAnalysis } from '../features/face/worker/pipeline/engine.js';
-import { config } from '../platform/config.js';
+import { config } from '../processes/config.js';
 import { cosine } from '../platform/face/embeddings.js';
 import { isFaceError } from '../platform/face/face-error.js';
 import { normaliseUpload } from '../platform/face/image.js';

@@ -3,7 +3,7 @@
  * its temporary password once (it must be changed at the first sign-in, POST /auth/operator/set-password).
  * Creates and migrates the database when needed. Exits 1 when the identifier is taken, 2 on bad usage.
  */
-import { config } from '../platform/config.js';
+import { config } from '../processes/config.js';
 import { createDb, ensureDatabase, migrateLatest } from '../platform/database/db.js';
 import { AppError } from '../platform/errors.js';
 import { operatorServiceOn } from '../features/staff/service.js';

@@ -43,7 +43,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { loadConfig } from '../platform/config.js';
+import { loadConfig } from '../processes/config.js';
 import { cosine } from '../platform/face/embeddings.js';
 import { isFaceError } from '../platform/face/face-error.js';
 import { normaliseUpload } from '../platform/face/image.js';

@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { loadConfig } from '../platform/config.js';
+import { loadConfig } from '../processes/config.js';
 
 import { FACE_MODEL_PACKAGE, FACE_MODEL_PACKAGE_DIR, FACE_MODELS, type FaceModel } from '../platform/face/face-models.js';
 

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { createApp } from '../processes/web/app.js';
 import { closeDeps, createDeps } from '../processes/web/deps.js';
-import { loadConfig } from '../platform/config.js';
+import { loadConfig } from '../processes/config.js';
 import { createLogger } from '../platform/logger.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

@@ -1,5 +1,5 @@
 /** `npm run migrate` (latest) and `npm run migrate:down` (roll back every batch). Creates the database if needed. */
-import { config } from '../platform/config.js';
+import { config } from '../processes/config.js';
 import { createDb, ensureDatabase } from '../platform/database/db.js';
 
 const direction = process.argv[2] ?? 'latest';

@@ -18,7 +18,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { FaceEngine } from '../features/face/worker/pipeline/engine.js';
-import { config } from '../platform/config.js';
+import { config } from '../processes/config.js';
 import { normaliseUpload } from '../platform/face/image.js';
 import { isFaceError } from '../platform/face/face-error.js';
 import { cosine } from '../platform/face/embeddings.js';

@@ -7,7 +7,7 @@
  * key, that key can be removed from BIOMETRIC_KEYS. Resumable: interrupted, it is run again and
  * continues with what is left. Audited (`biometric.key_rotated`).
  */
-import { config } from '../platform/config.js';
+import { config } from '../processes/config.js';
 import { createDb } from '../platform/database/db.js';
 import { processKeyRing } from '../platform/keys/templates.js';
 import { rotateKeyRing } from '../processes/key-rotation.js';

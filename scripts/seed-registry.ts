@@ -17,7 +17,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { config, givenSettings } from '../platform/config.js';
+import { config, givenSettings } from '../processes/config.js';
 import { FIXTURES_DIR, photosOf } from '../test/fixtures/faces/labels.js';
 
 interface Demo {

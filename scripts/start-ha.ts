@@ -20,7 +20,7 @@ import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { config, environmentWith, type Config } from '../platform/config.js';
+import { config, environmentWith, type Config } from '../processes/config.js';
 import { launch, type Launcher, type Layout, type LaunchPlan } from '../platform/processes/launcher.js';
 import { processCopies, type ServiceProcess } from '../platform/processes/process-list.js';
 import { isEntryFile } from '../platform/processes/shutdown.js';

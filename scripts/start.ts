@@ -23,7 +23,7 @@
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { config, environmentWith, givenSettings, type Config } from '../platform/config.js';
+import { config, environmentWith, givenSettings, type Config } from '../processes/config.js';
 import { launch, type Launcher, type Layout } from '../platform/processes/launcher.js';
 import { processCopies } from '../platform/processes/process-list.js';
 import { isEntryFile } from '../platform/processes/shutdown.js';

@@ -6,7 +6,7 @@
  * configuration (DATABASE_URL), i.e. a shell on a machine of the deployment, no SQL or Redis surgery.
  * Exits 1 when no such operator exists, 2 on bad usage.
  */
-import { config } from '../platform/config.js';
+import { config } from '../processes/config.js';
 import { createDb } from '../platform/database/db.js';
 import { AuditEventsRepository } from '../platform/events/audit.js';
 import { OperatorsRepository } from '../features/sign-in/operators-repository.js';

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import { loadTiers } from '../features/reports/billing-service.js';
-import { loadConfig } from '../platform/config.js';
+import { loadConfig } from '../processes/config.js';
 import { useHarness } from './helpers/harness.js';
 import { client } from './helpers/http.js';
 import { newConsumer, newOperator } from './helpers/principals.js';

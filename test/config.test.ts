@@ -1,6 +1,6 @@
 /** The one configuration module: defaults, validation at boot, and production's refusals. */
 import test from 'ava';
-import { ConfigError, describeConfig, loadConfig } from '../platform/config.js';
+import { ConfigError, describeConfig, loadConfig } from '../processes/config.js';
 import { productionEnv } from './helpers/production-env.js';
 
 test('defaults are usable for local development', (t) => {

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { Queue } from 'bullmq';
-import { loadConfig } from '../platform/config.js';
+import { loadConfig } from '../processes/config.js';
 import { ADD_WRITTEN_AFTER_STEPS } from '../platform/face-path/follow-on.js';
 import { bullPrefix, QUEUE_OPTIONS } from '../platform/jobs/contract.js';
 import { JOB_CONTRACTS } from '../platform/jobs/index.js';

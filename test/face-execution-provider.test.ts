@@ -4,7 +4,7 @@
  * tells which provider runs on /version, /health and /metrics.
  */
 import test from 'ava';
-import { loadConfig } from '../platform/config.js';
+import { loadConfig } from '../processes/config.js';
 import { createLogger } from '../platform/logger.js';
 import { startFaceWorker } from '../features/face/worker/worker.js';
 import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';

@@ -2,7 +2,7 @@
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
 import { KeyRing, KeyRingError, DEVELOPMENT_KEY_ID } from '../platform/keys/key-ring.js';
-import { loadConfig, ConfigError } from '../platform/config.js';
+import { loadConfig, ConfigError } from '../processes/config.js';
 
 const key = () => randomBytes(32).toString('base64');
 

@@ -23,7 +23,7 @@ import sharp from 'sharp';
 import { createDeps, closeDeps, type AppDeps } from '../processes/web/deps.js';
 import { startWebProcess, type RunningWebProcess } from '../processes/web.js';
 import { createLogger } from '../platform/logger.js';
-import { loadConfig } from '../platform/config.js';
+import { loadConfig } from '../processes/config.js';
 import { freePort } from '../scripts/lib/private-services.js';
 import { useHarness, ROOT } from './helpers/harness.js';
 import { client, type FormFile } from './helpers/http.js';

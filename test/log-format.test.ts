@@ -8,7 +8,7 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import { describeConfig, loadConfig } from '../platform/config.js';
+import { describeConfig, loadConfig } from '../processes/config.js';
 import { freePort } from '../scripts/lib/private-services.js';
 import { createTestDatabase, testRedisPrefix, TEST_REDIS_URL, type TestDatabase } from './helpers/db.js';
 import { ROOT } from './helpers/harness.js';

@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync, copyFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ConfigError, loadConfig } from '../platform/config.js';
+import { ConfigError, loadConfig } from '../processes/config.js';
 import { ROOT, useHarness } from './helpers/harness.js';
 import { productionEnv } from './helpers/production-env.js';
 

@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import { loadConfig } from '../platform/config.js';
+import { loadConfig } from '../processes/config.js';
 import { procfileText, SERVICE_PROCESSES } from '../platform/processes/process-list.js';
 import { supervisorGraceMs, webStopMs, WORKER_STOP_MS } from '../platform/processes/shutdown.js';
 import { Supervisor } from '../platform/processes/supervisor.js';

@@ -71,7 +71,7 @@ test('the cookie stops working once the administrator is deactivated or logged o
 
 test('QUEUE_DASHBOARD_READ_ONLY (the production default): the board shows the queues and refuses every change with 405', async (t) => {
   const { startHarness } = await import('./helpers/harness.js');
-  const { loadConfig } = await import('../platform/config.js');
+  const { loadConfig } = await import('../processes/config.js');
   t.true(
     loadConfig({
       JWT_PRIVATE_KEY: 'k',

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import { loadConfig } from '../platform/config.js';
+import { loadConfig } from '../processes/config.js';
 import { JobClient } from '../platform/face-path/job-client.js';
 import { createLogger } from '../platform/logger.js';
 import { createRedis, redisTarget } from '../platform/redis/redis.js';

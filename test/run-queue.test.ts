@@ -1,6 +1,6 @@
 /** platform/worker-runtime/run-queue.ts: a worker refuses to start with a missing or stray handler; deferred jobs run through it too. */
 import test from 'ava';
-import { loadConfig } from '../platform/config.js';
+import { loadConfig } from '../processes/config.js';
 import { enqueueBankAccountConfirm, type UpstreamJob } from '../platform/jobs/upstream.js';
 import { createRedis } from '../platform/redis/redis.js';
 import { createLogger } from '../platform/logger.js';

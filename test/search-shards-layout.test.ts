@@ -5,7 +5,7 @@
  */
 import test from 'ava';
 import pg from 'pg';
-import { loadConfig } from '../platform/config.js';
+import { loadConfig } from '../processes/config.js';
 import { shardOf, shardSql } from '../platform/jobs/search-shards.js';
 import { haCopies, haSearchCopies } from '../scripts/start-ha.js';
 import { oneMachineCopies } from '../scripts/start.js';

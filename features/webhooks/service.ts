@@ -7,7 +7,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { WebhookEndpoint } from '../../models/index.js';
-import { parsePrivateCidrs, type Config } from '../../platform/config.js';
+import type { Config } from '../../platform/config.js';
+import { parsePrivateCidrs } from './settings.js';
 import { AppError } from '../../platform/errors.js';
 import type { AuditEventsRepository } from '../../platform/events/audit.js';
 import type { UnitOfWork } from '../../platform/database/unit-of-work.js';

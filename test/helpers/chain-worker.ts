@@ -11,7 +11,7 @@
  * Every embed answers `{ pid, at }` (this process, the epoch ms it ran). Prints `ready` when serving.
  */
 import { setImmediate as yieldOnce } from 'node:timers/promises';
-import { loadConfig } from '../../platform/config.js';
+import { loadConfig } from '../../processes/config.js';
 import type { EmbedResult, LivenessJobResult } from '../../platform/jobs/index.js';
 import { createLogger } from '../../platform/logger.js';
 import { runQueues } from '../../platform/worker-runtime/run-queue.js';

@@ -7,7 +7,7 @@ import type { TestFn } from 'ava';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig, type Config } from '../../platform/config.js';
+import { loadConfig, type Config } from '../../processes/config.js';
 import { createRedis } from '../../platform/redis/redis.js';
 import { closeDeps, createDeps, type AppDeps } from '../../processes/web/deps.js';
 import type { RunningWeb } from '../../processes/web/http-server.js';

@@ -1,5 +1,5 @@
 /** A `search` queue served by the project's own runner (platform/worker-runtime/run-queue.ts), with a handler the test gives. */
-import { loadConfig } from '../../platform/config.js';
+import { loadConfig } from '../../processes/config.js';
 import type { SearchJob, SearchResult } from '../../platform/jobs/index.js';
 import { createLogger } from '../../platform/logger.js';
 import { runQueues, type JobContext, type QueueRunner } from '../../platform/worker-runtime/run-queue.js';

@@ -16,7 +16,8 @@
  * it is back: no event is lost.
  */
 import type { Knex } from 'knex';
-import { parsePrivateCidrs, parseRetrySchedule, type Config } from '../../../platform/config.js';
+import type { Config } from '../../../platform/config.js';
+import { parsePrivateCidrs, parseRetrySchedule } from '../settings.js';
 import { enqueueWebhookDelivery, WEBHOOK_QUEUE, type WebhookDeliveryJob, type WebhookDeliveryResult } from '../../../platform/jobs/webhook.js';
 import type { Logger } from '../../../platform/logger.js';
 import { WebhooksRepository } from '../repository.js';

@@ -1,0 +1,13 @@
+/** The accounts wing as the processes compose it (platform/wing.ts, processes/wings.ts). */
+import { defineWing } from '../../platform/wing.js';
+
+export const accountsWing = defineWing({
+  name: 'accounts',
+  tables: ['preferences', 'erasures'],
+  reads: [
+    {
+      table: 'search_replicas',
+      reason: 'an erasure is complete once every search replica reports a snapshot past it: the replicas write their progress there, the erasure reads it',
+    },
+  ],
+});

@@ -1,0 +1,14 @@
+/** The dedupe wing as the processes compose it (platform/wing.ts, processes/wings.ts). */
+import { defineWing } from '../../platform/wing.js';
+import { dedupeSettingGroups } from './settings.js';
+
+export const dedupeWing = defineWing({
+  name: 'dedupe',
+  settings: dedupeSettingGroups,
+  tables: ['dedupe_cases', 'watchlist_entries'],
+  reads: [
+    { table: 'users', reason: 'a case under review shows the account it names (name, phone, linked numbers) in one query; read-only' },
+    { table: 'nin_links', reason: "the same query: the account's linked NIN" },
+    { table: 'bvn_links', reason: "the same query: the account's linked BVN" },
+  ],
+});

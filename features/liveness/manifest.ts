@@ -1,0 +1,7 @@
+/** The liveness wing as the processes compose it (platform/wing.ts, processes/wings.ts). */
+import { defineWing } from '../../platform/wing.js';
+
+export const livenessWing = defineWing({
+  name: 'liveness',
+  tables: [],
+});

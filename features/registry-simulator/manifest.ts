@@ -1,0 +1,7 @@
+/** The registry-simulator wing as the processes compose it (platform/wing.ts, processes/wings.ts). */
+import { defineWing } from '../../platform/wing.js';
+
+export const registrySimulatorWing = defineWing({
+  name: 'registry-simulator',
+  tables: ['registry_persons'],
+});

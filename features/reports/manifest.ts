@@ -1,0 +1,9 @@
+/** The reports wing as the processes compose it (platform/wing.ts, processes/wings.ts). */
+import { defineWing } from '../../platform/wing.js';
+import { reportSettingGroups } from './settings.js';
+
+export const reportsWing = defineWing({
+  name: 'reports',
+  settings: reportSettingGroups,
+  tables: [],
+});

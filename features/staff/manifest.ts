@@ -1,0 +1,7 @@
+/** The staff wing as the processes compose it (platform/wing.ts, processes/wings.ts). */
+import { defineWing } from '../../platform/wing.js';
+
+export const staffWing = defineWing({
+  name: 'staff',
+  tables: [],
+});

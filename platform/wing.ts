@@ -1,0 +1,53 @@
+/**
+ * A wing's manifest: what a wing brings to the house, declared once in its own folder
+ * (features/<wing>/manifest.ts) and composed by processes/ (processes/wings.ts). The floor defines the
+ * shape and the composition; it never imports a wing.
+ *
+ * - `settings`: the wing's setting groups (`config.<group>.<key>`), with their checks; declared with the
+ *   floor's `s(...)` and parsed by the floor's loader (platform/config.ts), documented in
+ *   docs/configuration.md like the floor's own.
+ * - `tables`: the tables the wing owns (created by migrations/); only its code names them.
+ * - `reads`: another wing's table the wing's code names all the same, each with its owner and why:
+ *   test/house.test.ts refuses any other.
+ */
+import { registerSettingGroups, type WingSettingGroup } from './config.js';
+
+/** Another wing's (or the floor's) table a wing names, declared with the reason. */
+export interface TableRead {
+  table: string;
+  /** Why it names the table instead of going through the owner's public entry. */
+  reason: string;
+}
+
+export interface WingManifest {
+  /** The wing's folder under features/. */
+  name: string;
+  /** Its setting groups, by group name (one group per concern; usually one per wing). */
+  settings?: Record<string, WingSettingGroup>;
+  /** The tables it owns. */
+  tables: readonly string[];
+  /** Tables of others its code names (knex, Objection models, SQL), with the reason. */
+  reads?: readonly TableRead[];
+}
+
+/** Declares a wing's manifest (a typed identity: the manifest is data). */
+export function defineWing<const M extends WingManifest>(manifest: M): M {
+  return manifest;
+}
+
+/**
+ * The tables of the floor's own mechanisms: audit events (platform/events), written by every wing
+ * through the event map and aged out by the floor's retention family.
+ */
+export const FLOOR_TABLES = ['audit_events'] as const;
+
+/** Composes the wings: registers their settings with the floor's configuration. Idempotent. */
+export function composeWings(wings: readonly WingManifest[]): readonly WingManifest[] {
+  const names = new Set<string>();
+  for (const wing of wings) {
+    if (names.has(wing.name)) throw new Error(`Wing ${wing.name} is listed twice`);
+    names.add(wing.name);
+    registerSettingGroups(wing.name, wing.settings ?? {});
+  }
+  return wings;
+}
