@@ -1,7 +1,9 @@
 /**
  * The house as docs/architecture.md draws it, read off the product code's imports: no import circle,
  * no import climbing back up (models → platform → features → processes), wings that use each other in
- * one direction only, and a README in every wing.
+ * one direction only, and a README in every wing. And off the wings' manifests (platform/wing.ts): each
+ * wing composed by processes/wings.ts, every table owned once, no wing naming another's table unless
+ * its manifest says why.
  */
 import test from 'ava';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -141,5 +143,152 @@ test("each wing's README names, in its Uses paragraph, exactly the wings its cod
     if (named === null) wrong.push(`${wing}: no "Uses" paragraph (imports: ${actual.join(', ') || 'none'})`);
     else if (named.join() !== actual.join()) wrong.push(`${wing}: README names [${named.join(', ')}], code imports [${actual.join(', ')}]`);
   }
+  t.deepEqual(wrong, []);
+});
+
+// ---- manifests: every wing registers itself, owns its tables, names no other's undeclared ----
+
+const WING_NAMES = () => readdirSync(path.join(ROOT, 'features')).filter((w) => statSync(path.join(ROOT, 'features', w)).isDirectory());
+const camelCase = (table: string) => table.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+/** Comments out of a source: prose may say "from users" without naming the table. */
+const withoutComments = (text: string) => text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`\\])\/\/.*$/gm, '$1');
+
+/** The Objection models' tables (models/), by class name. */
+function modelTables(): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const file of sourceFiles('models')) {
+    for (const m of readFileSync(path.join(ROOT, file), 'utf8').matchAll(/class (\w+) extends \w+ \{\s*static override tableName = '(\w+)'/g))
+      out.set(m[1]!, m[2]!);
+  }
+  return out;
+}
+
+/**
+ * The tables a source names: a knex call or an assignment with the table as a string literal
+ * (`db('users as u')`, `.join('ninLinks as n', ...)`, `const CASES = 'dedupeCases'`; snake_case or the
+ * camelCase the snake-case mappers accept), SQL text (`FROM t`, `JOIN t`, `INTO t`, `UPDATE t`,
+ * `TABLE t`), or an Objection model of the table (`User.query(`, `User.tableName`).
+ */
+function tablesNamed(source: string, tables: readonly string[], models: Map<string, string>): Set<string> {
+  const byName = new Map(tables.flatMap((t) => [[t, t] as const, [camelCase(t), t] as const]));
+  const names = [...byName.keys()].sort((a, b) => b.length - a.length).join('|');
+  const text = withoutComments(source);
+  const found = new Set<string>();
+  for (const m of text.matchAll(new RegExp(`(?:\\(|=)\\s*['"\`](${names})(?:\\s+as\\s+\\w+)?['"\`]`, 'g'))) found.add(byName.get(m[1]!)!);
+  for (const m of text.matchAll(new RegExp(`\\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\\s+(?:ONLY\\s+)?(${names})\\b`, 'gi'))) found.add(byName.get(m[1]!)!);
+  const modelNames = [...models.keys()].filter((c) => tables.includes(models.get(c)!));
+  if (modelNames.length) {
+    for (const m of text.matchAll(new RegExp(`\\b(${modelNames.join('|')})\\.(?:query|tableName|relatedQuery)\\b`, 'g'))) found.add(models.get(m[1]!)!);
+  }
+  return found;
+}
+
+test('the table detector finds knex, SQL and model names, and not prose or a setting group', (t) => {
+  const models = new Map([['User', 'users']]);
+  const tables = ['users', 'dedupe_cases', 'operators'];
+  t.deepEqual([...tablesNamed("db('users as u').where(1)", tables, models)], ['users']);
+  t.deepEqual([...tablesNamed("const CASES = 'dedupeCases';", tables, models)], ['dedupe_cases']);
+  t.deepEqual([...tablesNamed('db.raw(`SELECT 1 FROM users u JOIN operators o ON true`)', tables, models)].sort(), ['operators', 'users']);
+  t.deepEqual([...tablesNamed('User.query(trx).findById(id)', tables, models)], ['users']);
+  t.deepEqual([...tablesNamed("// removes the rows from users\nconfig: Pick<Config, 'operators'>", tables, models)], []);
+});
+
+async function migratedTables(): Promise<string[]> {
+  const { createTestDatabase } = await import('./helpers/db.js');
+  const { default: knex } = await import('knex');
+  const database = await createTestDatabase();
+  const db = knex({ client: 'pg', connection: database.url });
+  try {
+    const rows = await db('information_schema.tables')
+      .where({ table_schema: 'public', table_type: 'BASE TABLE' })
+      .whereNotIn('table_name', ['knex_migrations', 'knex_migrations_lock'])
+      .select('table_name');
+    return rows.map((r: { table_name: string }) => r.table_name).sort();
+  } finally {
+    await db.destroy();
+    await database.drop();
+  }
+}
+
+test('every wing has a manifest, and processes/wings.ts composes each of them once', async (t) => {
+  const { WINGS } = await import('../processes/wings.js');
+  t.deepEqual(
+    WING_NAMES().filter((w) => !existsSync(path.join(ROOT, 'features', w, 'manifest.ts'))),
+    [],
+  );
+  t.deepEqual(WINGS.map((w) => w.name).sort(), WING_NAMES().sort());
+});
+
+test("each wing's setting groups are the ones its settings.ts types into Config, and no group is the floor's", async (t) => {
+  const { WINGS } = await import('../processes/wings.js');
+  const { SETTINGS, settingGroups } = await import('../processes/config.js');
+  const wrong: string[] = [];
+  for (const wing of WINGS) {
+    const file = path.join(ROOT, 'features', wing.name, 'settings.ts');
+    const typed = existsSync(file) ? /interface WingSettings \{([^}]*)\}/.exec(readFileSync(file, 'utf8'))?.[1] : undefined;
+    const typedGroups = [...(typed ?? '').matchAll(/^\s*(\w+):/gm)].map((m) => m[1]!).sort();
+    const registered = Object.keys(wing.settings ?? {}).sort();
+    if (typedGroups.join() !== registered.join()) wrong.push(`${wing.name}: typed [${typedGroups.join(', ')}], registered [${registered.join(', ')}]`);
+    for (const group of registered) if (group in SETTINGS) wrong.push(`${wing.name}: group ${group} is also the floor's`);
+  }
+  t.deepEqual(wrong, []);
+  // The composed table holds each wing's groups, after the floor's.
+  const composed = settingGroups();
+  t.deepEqual(
+    composed.filter((g) => g.wing !== undefined).map((g) => g.group),
+    WINGS.flatMap((w) => Object.keys(w.settings ?? {})),
+  );
+});
+
+test('every table the migrations create has exactly one owner: the floor or one wing', async (t) => {
+  const { WINGS } = await import('../processes/wings.js');
+  const { FLOOR_TABLES } = await import('../platform/wing.js');
+  const owners = new Map<string, string[]>();
+  for (const [owner, tables] of [['platform', FLOOR_TABLES] as const, ...WINGS.map((w) => [w.name, w.tables] as const)]) {
+    for (const table of tables) owners.set(table, [...(owners.get(table) ?? []), owner]);
+  }
+  const migrated = await migratedTables();
+  t.true(migrated.length >= 20);
+  t.deepEqual(
+    migrated.filter((table) => (owners.get(table) ?? []).length !== 1).map((table) => `${table}: ${(owners.get(table) ?? ['no owner']).join(', ')}`),
+    [],
+  );
+  t.deepEqual(
+    [...owners.keys()].filter((table) => !migrated.includes(table)),
+    [],
+    'a manifest names a table no migration creates',
+  );
+});
+
+test("no wing's code names another wing's table unless its manifest declares the read, with a reason", async (t) => {
+  const { WINGS } = await import('../processes/wings.js');
+  const { FLOOR_TABLES } = await import('../platform/wing.js');
+  const models = modelTables();
+  const allTables = [...FLOOR_TABLES, ...WINGS.flatMap((w) => w.tables)];
+  const undeclared: string[] = [];
+  const unused: string[] = [];
+  for (const wing of WINGS) {
+    const declared = new Map((wing.reads ?? []).map((r) => [r.table, r.reason]));
+    const named = new Set<string>();
+    for (const file of sourceFiles(`features/${wing.name}`).filter((f) => !f.endsWith('/manifest.ts'))) {
+      for (const table of tablesNamed(readFileSync(path.join(ROOT, file), 'utf8'), allTables, models)) {
+        named.add(table);
+        if (!wing.tables.includes(table) && !declared.get(table)?.trim()) undeclared.push(`${file} names ${table}`);
+      }
+    }
+    for (const table of declared.keys()) if (!named.has(table)) unused.push(`${wing.name} declares a read of ${table} its code does not make`);
+  }
+  t.deepEqual(undeclared, []);
+  t.deepEqual(unused, []);
+});
+
+test('scripts, benches, chaos and tests read the configuration through processes/config.ts (with the wings)', (t) => {
+  const wrong = ['scripts', 'bench', 'chaos', 'test'].flatMap((dir) =>
+    sourceFiles(dir).filter((file) =>
+      /import\s*\{[^}]*\b(loadConfig|config|eachSetting|describeConfig|settingGroups)\b[^}]*\}\s*from\s*['"][./]+platform\/config\.js['"]/.test(
+        readFileSync(path.join(ROOT, file), 'utf8'),
+      ),
+    ),
+  );
   t.deepEqual(wrong, []);
 });

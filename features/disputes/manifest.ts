@@ -4,4 +4,11 @@ import { defineWing } from '../../platform/wing.js';
 export const disputesWing = defineWing({
   name: 'disputes',
   tables: [],
+  reads: [
+    {
+      table: 'disputes',
+      reason:
+        "its retention family deletes closed disputes past RETENTION_DAYS_DISPUTES; the rows themselves are written and read through verification's SearchLogs repository, beside the entries they dispute",
+    },
+  ],
 });

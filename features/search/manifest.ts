@@ -1,15 +1,19 @@
 /** The search wing as the processes compose it (platform/wing.ts, processes/wings.ts). */
 import { defineWing } from '../../platform/wing.js';
 
+/*
+ * The index follows the face wing's templates straight from PostgreSQL (features/search/worker/
+ * change-log-source.ts, every statement in one file) rather than through the face wing's repository:
+ * a replica reads the change-log head and the rows in one REPEATABLE READ snapshot, and joins its own
+ * search_state to the log in one statement; a call per batch through another wing's module would
+ * split that snapshot. The face wing writes both tables; search only reads them, and prunes the log
+ * below what every live replica has applied.
+ */
 export const searchWing = defineWing({
   name: 'search',
   tables: ['search_state', 'search_replicas'],
   reads: [
-    {
-      table: 'canonical_embeddings',
-      reason:
-        "the index follows the face wing's templates by a streaming cursor in the search worker (features/search/worker/change-log-source.ts): a call per row through the face wing would cost a hop per template at catch-up; read-only, the face wing writes them",
-    },
-    { table: 'embedding_changes', reason: 'the change log the index replays in order (same cursor); read-only' },
+    { table: 'canonical_embeddings', reason: 'the templates the index holds, read in one snapshot with the change-log head (read-only)' },
+    { table: 'embedding_changes', reason: 'the change log the replicas replay in order; pruned below what every live replica has applied' },
   ],
 });
