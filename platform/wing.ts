@@ -7,10 +7,15 @@
  *   floor's `s(...)` and parsed by the floor's loader (platform/config.ts), documented in
  *   docs/configuration.md like the floor's own.
  * - `tables`: the tables the wing owns (created by migrations/); only its code names them.
- * - `reads`: another wing's table the wing's code names all the same, each with its owner and why:
+ * - `reads`: another wing's table the wing's code names all the same, each with why:
  *   test/house.test.ts refuses any other.
+ * - `dataFamilies`: the wing's data families that need only the database and the configuration
+ *   (platform/retention/README.md); processes/data-families.ts adds them to the retention registry.
+ *   Families that need a process's stores (Redis) are still composed there by name.
  */
-import { registerSettingGroups, type WingSettingGroup } from './config.js';
+import type { Knex } from 'knex';
+import { registerSettingGroups, type Config, type WingSettingGroup } from './config.js';
+import type { DataFamily } from './retention/registry.js';
 
 /** Another wing's (or the floor's) table a wing names, declared with the reason. */
 export interface TableRead {
@@ -28,6 +33,8 @@ export interface WingManifest {
   tables: readonly string[];
   /** Tables of others its code names (knex, Objection models, SQL), with the reason. */
   reads?: readonly TableRead[];
+  /** Its data families built from the database and the configuration alone. */
+  dataFamilies?: (deps: { db: Knex; config: Config }) => DataFamily[];
 }
 
 /** Declares a wing's manifest (a typed identity: the manifest is data). */
@@ -40,6 +47,15 @@ export function defineWing<const M extends WingManifest>(manifest: M): M {
  * through the event map and aged out by the floor's retention family.
  */
 export const FLOOR_TABLES = ['audit_events'] as const;
+
+/** A wing's table the floor's code names, with why (checked like a wing's reads). */
+export const FLOOR_READS: readonly TableRead[] = [
+  {
+    table: 'webhook_events',
+    reason:
+      "the event map writes a public event's outbox row in the transaction of the change (platform/events/audit.ts), so no wing imports the webhooks wing to report an event; the webhooks wing delivers and purges the rows",
+  },
+];
 
 /** Composes the wings: registers their settings with the floor's configuration. Idempotent. */
 export function composeWings(wings: readonly WingManifest[]): readonly WingManifest[] {

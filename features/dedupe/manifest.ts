@@ -1,5 +1,6 @@
 /** The dedupe wing as the processes compose it (platform/wing.ts, processes/wings.ts). */
 import { defineWing } from '../../platform/wing.js';
+import { dedupeDataFamilies } from './data-families.js';
 import { dedupeSettingGroups } from './settings.js';
 
 export const dedupeWing = defineWing({
@@ -11,4 +12,5 @@ export const dedupeWing = defineWing({
     { table: 'nin_links', reason: "the same query: the account's linked NIN" },
     { table: 'bvn_links', reason: "the same query: the account's linked BVN" },
   ],
+  dataFamilies: ({ db, config }) => dedupeDataFamilies(db, { captures: config.dedupe.captureRetentionDays }),
 });
