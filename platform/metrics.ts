@@ -8,8 +8,26 @@ import client from 'prom-client';
 export const DEPENDENCIES = ['db', 'cache', 'face_engine', 'identity_registry', 'vector_index'] as const;
 export type Dependency = (typeof DEPENDENCIES)[number];
 
+/**
+ * A counter a wing declares in its own folder (its manifest's `metrics`): the floor creates it on a
+ * process's registry, once, with every label set in `zero` at 0 so that the series exist before the
+ * first event (an alert on a rate then sees 0, not nothing).
+ */
+export interface CounterSpec<L extends string = string> {
+  name: string;
+  help: string;
+  labelNames: readonly L[];
+  zero?: ReadonlyArray<Record<L, string>>;
+}
+
+/** Declares a wing's counter (a typed identity: the label names type its `inc`). */
+export function counterSpec<const L extends string>(spec: CounterSpec<L>): CounterSpec<L> {
+  return spec;
+}
+
 export class Metrics {
   readonly registry = new client.Registry();
+  private readonly declared = new Map<string, { spec: CounterSpec; counter: client.Counter<string> }>();
   private readonly httpRequests: client.Counter<'method' | 'route' | 'status'>;
   private readonly httpDuration: client.Histogram<'method' | 'route' | 'status'>;
   private readonly outcomes: client.Counter<'endpoint' | 'outcome'>;
@@ -17,10 +35,6 @@ export class Metrics {
   private readonly stageDuration: client.Histogram<'stage'>;
   private readonly queueJobs: client.Gauge<'queue' | 'state'>;
   private readonly queueWorkers: client.Gauge<'queue'>;
-  private readonly webhookAttempts: client.Counter<'outcome'>;
-  private readonly dedupeCasesOpened: client.Counter<'kind'>;
-  private readonly dedupeDecisions: client.Counter<'status'>;
-  private readonly operatorLocks: client.Counter<'role' | 'kind'>;
   private readonly livenessModeGauge: client.Gauge<'mode'>;
 
   constructor() {
@@ -70,34 +84,6 @@ export class Metrics {
       labelNames: ['queue', 'state'],
       registers: [this.registry],
     });
-    this.webhookAttempts = new client.Counter({
-      name: 'webhook_delivery_attempts_total',
-      help: 'Webhook delivery attempts by outcome: succeeded, retry (failed; another attempt follows), failed (the last attempt failed: the delivery is given up)',
-      labelNames: ['outcome'],
-      registers: [this.registry],
-    });
-    for (const outcome of ['succeeded', 'retry', 'failed']) this.webhookAttempts.inc({ outcome }, 0);
-    this.dedupeCasesOpened = new client.Counter({
-      name: 'dedupe_cases_opened_total',
-      help: 'Duplicate-identity cases opened at link, by kind: duplicate, possible_duplicate, watchlist',
-      labelNames: ['kind'],
-      registers: [this.registry],
-    });
-    for (const kind of ['duplicate', 'possible_duplicate', 'watchlist']) this.dedupeCasesOpened.inc({ kind }, 0);
-    this.dedupeDecisions = new client.Counter({
-      name: 'dedupe_case_decisions_total',
-      help: 'Duplicate-identity cases decided by an administrator, by decision: confirmed, dismissed',
-      labelNames: ['status'],
-      registers: [this.registry],
-    });
-    for (const status of ['confirmed', 'dismissed']) this.dedupeDecisions.inc({ status }, 0);
-    this.operatorLocks = new client.Counter({
-      name: 'operator_locks_total',
-      help: 'Staff accounts locked by failed sign-ins, by role (operator, administrator) and kind: lapsing (an administrator, for a window) or until_reset',
-      labelNames: ['role', 'kind'],
-      registers: [this.registry],
-    });
-    for (const role of ['operator', 'administrator']) for (const kind of ['lapsing', 'until_reset']) this.operatorLocks.inc({ role, kind }, 0);
     this.livenessModeGauge = new client.Gauge({
       name: 'faceid_liveness_mode',
       help: 'The LIVENESS_MODE in force (1) and the other (0): passive accepts a single capture, challenge requires a liveness session',
@@ -115,24 +101,6 @@ export class Metrics {
   /** The LIVENESS_MODE in force: 1 for it, 0 for the other (an alert reads `faceid_liveness_mode{mode="passive"} == 1` in production). */
   livenessMode(mode: 'passive' | 'challenge'): void {
     for (const m of ['passive', 'challenge'] as const) this.livenessModeGauge.set({ mode: m }, m === mode ? 1 : 0);
-  }
-
-  /** One webhook delivery attempt ended: succeeded, retry (failed, another attempt follows) or failed (the last). */
-  webhookAttempt(outcome: 'succeeded' | 'retry' | 'failed'): void {
-    this.webhookAttempts.inc({ outcome });
-  }
-
-  /** A staff account was locked by failed sign-ins (the alert on repeated administrator locks reads it). */
-  operatorLocked(role: string, kind: 'lapsing' | 'until_reset'): void {
-    this.operatorLocks.inc({ role, kind });
-  }
-
-  dedupeCaseOpened(kind: 'duplicate' | 'possible_duplicate' | 'watchlist'): void {
-    this.dedupeCasesOpened.inc({ kind });
-  }
-
-  dedupeCaseDecided(status: 'confirmed' | 'dismissed'): void {
-    this.dedupeDecisions.inc({ status });
   }
 
   queueState(queue: string, state: { waiting: number; active: number; workers: number }): void {
@@ -157,6 +125,19 @@ export class Metrics {
 
   setDependency(dependency: Dependency, up: boolean): void {
     this.dependencyUp.set({ dependency }, up ? 1 : 0);
+  }
+
+  /** The counter of `spec` on this registry, created (with its zero series) the first time it is asked. */
+  counter<L extends string>(spec: CounterSpec<L>): client.Counter<L> {
+    const had = this.declared.get(spec.name);
+    if (had) {
+      if (had.spec !== spec) throw new Error(`Metric ${spec.name} is declared twice`);
+      return had.counter as client.Counter<L>;
+    }
+    const counter = new client.Counter<L>({ name: spec.name, help: spec.help, labelNames: spec.labelNames, registers: [this.registry] });
+    for (const labels of spec.zero ?? []) counter.inc(labels as Partial<Record<L, string>>, 0);
+    this.declared.set(spec.name, { spec, counter: counter as client.Counter<string> });
+    return counter;
   }
 
   async render(): Promise<{ contentType: string; body: string }> {

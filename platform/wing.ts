@@ -9,12 +9,15 @@
  * - `tables`: the tables the wing owns (created by migrations/); only its code names them.
  * - `reads`: another wing's table the wing's code names all the same, each with why:
  *   test/house.test.ts refuses any other.
+ * - `metrics`: the wing's counters (`counterSpec` in features/<wing>/metrics.ts); the wing's code
+ *   increments them through `metrics.counter(spec)`, processes/web/deps.ts creates them all at start.
  * - `dataFamilies`: the wing's data families that need only the database and the configuration
  *   (platform/retention/README.md); processes/data-families.ts adds them to the retention registry.
  *   Families that need a process's stores (Redis) are still composed there by name.
  */
 import type { Knex } from 'knex';
 import { registerSettingGroups, type Config, type WingSettingGroup } from './config.js';
+import type { CounterSpec } from './metrics.js';
 import type { DataFamily } from './retention/registry.js';
 
 /** Another wing's (or the floor's) table a wing names, declared with the reason. */
@@ -33,6 +36,8 @@ export interface WingManifest {
   tables: readonly string[];
   /** Tables of others its code names (knex, Objection models, SQL), with the reason. */
   reads?: readonly TableRead[];
+  /** Its counters (platform/metrics.ts), created with their zero series when a process builds its metrics. */
+  metrics?: readonly CounterSpec[];
   /** Its data families built from the database and the configuration alone. */
   dataFamilies?: (deps: { db: Knex; config: Config }) => DataFamily[];
 }

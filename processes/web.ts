@@ -11,6 +11,7 @@ import { config, logConfigAtStart } from './config.js';
 import { isEntryFile, onShutdown, webStopMs } from '../platform/processes/shutdown.js';
 import { startUpstreamWorker, type UpstreamWorkerOptions } from './upstream/worker.js';
 import { startWebhookWorker } from '../features/webhooks/worker/worker.js';
+import { WEBHOOK_METRICS } from '../features/webhooks/metrics.js';
 
 export interface RunningWebProcess {
   web: RunningWeb;
@@ -34,7 +35,7 @@ export async function startWebProcess(deps: AppDeps, opts: StartWebOptions & Ups
         db: deps.db,
         logger: deps.logger,
         keyRing: deps.keyRing,
-        onAttempt: (report) => deps.metrics.webhookAttempt(report.outcome),
+        onAttempt: (report) => deps.metrics.counter(WEBHOOK_METRICS.attempts).inc({ outcome: report.outcome }),
       }).catch((e: unknown) => {
         deps.logger.error({ err: e instanceof Error ? e.message : String(e) }, 'webhook worker failed to start');
         return undefined;

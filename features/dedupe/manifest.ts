@@ -1,6 +1,7 @@
 /** The dedupe wing as the processes compose it (platform/wing.ts, processes/wings.ts). */
 import { defineWing } from '../../platform/wing.js';
 import { dedupeDataFamilies } from './data-families.js';
+import { DEDUPE_METRICS } from './metrics.js';
 import { dedupeSettingGroups } from './settings.js';
 
 export const dedupeWing = defineWing({
@@ -12,5 +13,6 @@ export const dedupeWing = defineWing({
     { table: 'nin_links', reason: "the same query: the account's linked NIN" },
     { table: 'bvn_links', reason: "the same query: the account's linked BVN" },
   ],
+  metrics: Object.values(DEDUPE_METRICS),
   dataFamilies: ({ db, config }) => dedupeDataFamilies(db, { captures: config.dedupe.captureRetentionDays }),
 });

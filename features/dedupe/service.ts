@@ -24,6 +24,7 @@ import type { DedupeCaseRow, DedupeKind, DedupeRepository, DedupeStatus } from '
 import type { Tx, UnitOfWork } from '../../platform/database/unit-of-work.js';
 import { maskName } from '../../platform/masking.js';
 import type { Metrics } from '../../platform/metrics.js';
+import { DEDUPE_METRICS } from './metrics.js';
 import type { FaceService } from '../face/index.js';
 import { pageOf, type Page, type PageRequest } from '../../platform/lists/paging.js';
 import { caseSubject, watchlistSubject } from './sealed-families.js';
@@ -226,7 +227,7 @@ export class DedupeService {
 
   /** After the unit of work that opened them committed: metrics and a log line without biometrics. */
   casesOpened(hits: DedupeHit[], caseIds: string[], userId: string): void {
-    for (const h of hits) this.deps.metrics.dedupeCaseOpened(h.kind);
+    for (const h of hits) this.deps.metrics.counter(DEDUPE_METRICS.casesOpened).inc({ kind: h.kind });
     if (hits.length)
       this.deps.logger.warn({ event: 'dedupe.case.opened', userId, caseIds, kinds: hits.map((h) => h.kind) }, 'duplicate-identity case opened at link');
   }
@@ -313,7 +314,7 @@ export class DedupeService {
       );
       return toView(await this.load(row.id, trx));
     });
-    this.deps.metrics.dedupeCaseDecided(change.status);
+    this.deps.metrics.counter(DEDUPE_METRICS.decisions).inc({ status: change.status });
     return view;
   }
 

@@ -31,6 +31,7 @@ import type { Operator } from '../../models/index.js';
 import type { LoginAttemptStore } from './login-attempts.js';
 import { ipBucket } from '../../platform/http/client-address.js';
 import type { Metrics } from '../../platform/metrics.js';
+import { SIGN_IN_METRICS } from './metrics.js';
 import { burnPasswordCheck, hashPassword, needsRehash, verifyPassword } from './passwords.js';
 import type { SessionService, TokenPair } from './session-service.js';
 import type { MfaService } from './mfa-service.js';
@@ -284,7 +285,7 @@ export class OperatorAuthService {
       // Guessing through set-password needs a session: that session ends with the lock.
       if (sessionId) await this.deps.sessionRows.revoke(sessionId, 'account_locked');
       metrics?.outcome('operator_login', 'locked');
-      metrics?.operatorLocked(op.role, lockedUntil ? 'lapsing' : 'until_reset');
+      metrics?.counter(SIGN_IN_METRICS.operatorLocks).inc({ role: op.role, kind: lockedUntil ? 'lapsing' : 'until_reset' });
       this.deps.logger?.warn({ operatorId: op.id, via, lockedUntil }, 'operator account locked after failed sign-ins');
       throw signingIn ? otherwise() : locked(lockedUntil);
     }

@@ -61,6 +61,7 @@ import { UserService } from '../../features/accounts/user-service.js';
 import { VerificationService } from '../../features/verification/service.js';
 import { WebhookService } from '../../features/webhooks/service.js';
 import { dataFamilies } from '../data-families.js';
+import { WINGS } from '../wings.js';
 
 export interface Repositories {
   users: UsersRepository;
@@ -143,6 +144,8 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
   redis.on('error', (e) => logger.debug({ err: e.message }, 'redis connection error'));
   const keys = keySpace(config.redis.prefix);
   const metrics = new Metrics();
+  // Every wing's counters exist from the start, at 0 for their known labels.
+  for (const wing of WINGS) for (const spec of wing.metrics ?? []) metrics.counter(spec);
   const tokens = new TokenService(config);
   const jobs = new JobClient({
     redisUrl: redisTarget(config.redis),
