@@ -238,6 +238,12 @@ test("each wing's setting groups are the ones its settings.ts types into Config,
     composed.filter((g) => g.wing !== undefined).map((g) => g.group),
     WINGS.flatMap((w) => Object.keys(w.settings ?? {})),
   );
+  // One environment variable, one setting, across the floor and the wings.
+  const envs = composed.flatMap((g) => Object.values(g.settings).map((spec) => spec.env));
+  t.deepEqual(
+    envs.filter((env, i) => envs.indexOf(env) !== i),
+    [],
+  );
 });
 
 test('every table the migrations create has exactly one owner: the floor or one wing', async (t) => {
