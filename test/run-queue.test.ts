@@ -57,3 +57,37 @@ test('a deferred job (upstream) is served by the same runner: its bare payload, 
     redis.disconnect();
   }
 });
+
+test('a runner takes no job while its process says it cannot serve one, and takes them again once it can', async (t) => {
+  // A prefix of its own: the other test's runner serves the same queue meanwhile.
+  const config = loadConfig({ NODE_ENV: 'test', REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: testRedisPrefix() });
+  let can = false;
+  const seen: number[] = [];
+  const runner = await runQueues(
+    config,
+    ['upstream'],
+    {
+      upstream: async () => {
+        seen.push(Date.now());
+        return { applied: true };
+      },
+    },
+    { ...opts, canTakeJobs: () => can },
+  );
+  const redis = createRedis(TEST_REDIS_URL);
+  try {
+    await enqueueBankAccountConfirm(runner.queue('upstream'), 'user-2', new Date(), 0);
+    await new Promise((r) => setTimeout(r, 1500)); // ready to run at once: left in the queue
+    t.is(seen.length, 0, 'a job was taken while the process could not serve it');
+    const canAt = Date.now();
+    can = true;
+    for (let i = 0; i < 100 && seen.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    t.is(seen.length, 1);
+    t.true(seen[0]! - canAt < 2000, `taken ${seen[0]! - canAt} ms after the process could serve`);
+  } finally {
+    await runner.close();
+    const keys = await redis.keys(`${config.redis.prefix}:*`);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+  }
+});
