@@ -91,3 +91,35 @@ test('a runner takes no job while its process says it cannot serve one, and take
     redis.disconnect();
   }
 });
+
+test('a job that reaches a runner once its process cannot serve it goes back to the queue for another process', async (t) => {
+  const config = loadConfig({ NODE_ENV: 'test', REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: testRedisPrefix() });
+  // `can` turns false only after the first look (the runner takes jobs, its fetch blocks in Redis):
+  // the job then reaches it through that fetch, past the pause.
+  let can = true;
+  const served: string[] = [];
+  const handler = (who: string) => ({
+    upstream: async () => {
+      served.push(who);
+      return { applied: true };
+    },
+  });
+  const first = await runQueues(config, ['upstream'], handler('unable'), { ...opts, canTakeJobs: () => can });
+  const redis = createRedis(TEST_REDIS_URL);
+  let second: Awaited<ReturnType<typeof runQueues>> | undefined;
+  try {
+    can = false;
+    await enqueueBankAccountConfirm(first.queue('upstream'), 'user-3', new Date(), 0); // at once, before the pause is seen
+    await new Promise((r) => setTimeout(r, 1000));
+    t.deepEqual(served, [], 'the process that could not serve ran it');
+    second = await runQueues(config, ['upstream'], handler('able'), opts);
+    for (let i = 0; i < 100 && served.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    t.deepEqual(served, ['able']);
+  } finally {
+    await first.close();
+    await second?.close();
+    const keys = await redis.keys(`${config.redis.prefix}:*`);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+  }
+});

@@ -14,7 +14,7 @@
  *   fails once (awaited contracts say attempts: 1) and the waiting request answers 503 at once.
  * - Never logs a payload or a result (images and embeddings).
  */
-import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
+import { Queue, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import type { Config } from '../config.js';
 import { randomUUID } from 'node:crypto';
 import { EXPIRED_REASON, serveAwaitedJob, type FollowOn } from '../face-path/serve-awaited.js';
@@ -147,7 +147,8 @@ export const TAKE_CHECK_MS = 200;
 
 /**
  * Pauses the workers while `can()` says no (running jobs go on), resumes them once it says yes. A
- * fetch already blocked in Redis when they pause may still take one job (BullMQ does not interrupt it).
+ * fetch already blocked in Redis when they pause may still take a job (BullMQ does not interrupt it):
+ * `serveQueue` hands such a job back.
  */
 function takeJobsWhile(can: () => boolean, workers: Worker[], logger: Logger, startPaused: boolean): NodeJS.Timeout {
   let paused = startPaused;
@@ -220,7 +221,20 @@ function serveQueue<Q extends QueueName>(
     JOB_CONTRACTS[queue].delivery === 'deferred'
       ? deferredProcessor(queue, handler, stats, conns)
       : awaitedProcessor(queue, handler, stats, conns, log, opts.now ?? Date.now, opts.runner);
-  const worker = new Worker(queue, processor, {
+  // A job that reaches a process which cannot serve it now (a fetch already blocked in Redis when the
+  // workers paused, or one re-sent as the connection came back) goes back to the queue untouched,
+  // for another process.
+  const can = opts.canTakeJobs;
+  const gated = can
+    ? async (job: Job, token?: string) => {
+        if (!can()) {
+          await job.moveToWait(token);
+          throw new WaitingError();
+        }
+        return processor(job);
+      }
+    : processor;
+  const worker = new Worker(queue, gated, {
     connection: conns.open(log),
     prefix: bullPrefix(config.redis.prefix),
     concurrency: opts.concurrency,

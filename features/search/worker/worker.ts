@@ -34,9 +34,10 @@ export async function searchHandler(replica: Pick<IndexReplica, 'knn' | 'compare
 
 /**
  * How long without a successful sync makes a replica stop taking searches: several sync intervals,
- * and at least 4 s, so that a busy machine's slower syncs do not turn every replica away at once.
+ * and at least 8 s, so that a busy machine's slower syncs do not turn every replica away at once
+ * (4 s did, on 2 cores at a load average of 20). A host cut off for longer is stale when it comes back.
  */
-export const syncStaleMs = (syncIntervalMs: number): number => Math.max(4000, 4 * syncIntervalMs);
+export const syncStaleMs = (syncIntervalMs: number): number => Math.max(8000, 8 * syncIntervalMs);
 
 /** The shard this process holds, or null with one shard. */
 export function shardOfProcess(config: Config): ShardSpec | null {
