@@ -4,7 +4,7 @@ import { loadConfig } from '../platform/config.js';
 import { enqueueBankAccountConfirm, type UpstreamJob } from '../platform/jobs/upstream.js';
 import { createRedis } from '../platform/redis/redis.js';
 import { createLogger } from '../platform/logger.js';
-import { runQueues, type HandlerMap } from '../platform/worker-runtime/run-queue.js';
+import { runQueues, type HandlerMap, type QueueRunner } from '../platform/worker-runtime/run-queue.js';
 import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';
 
 const config = loadConfig({ NODE_ENV: 'test', REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: testRedisPrefix() });
@@ -106,7 +106,7 @@ test('a job that reaches a runner once its process cannot serve it goes back to 
   });
   const first = await runQueues(config, ['upstream'], handler('unable'), { ...opts, canTakeJobs: () => can });
   const redis = createRedis(TEST_REDIS_URL);
-  let second: Awaited<ReturnType<typeof runQueues>> | undefined;
+  let second: QueueRunner<'upstream'> | undefined;
   try {
     can = false;
     await enqueueBankAccountConfirm(first.queue('upstream'), 'user-3', new Date(), 0); // at once, before the pause is seen
