@@ -17,6 +17,7 @@
  */
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -56,6 +57,24 @@ export function haCopies(ports: Record<string, number[]>, cfg?: Config) {
  * holds shard i mod N, so the two replicas of a shard are copies s and s + N: different hosts).
  */
 export const haSearchCopies = (cfg: Config): number => 2 * Math.max(1, cfg.search.shards);
+
+/** A TCP relay from `host:port` to `toHost:toPort` (each connection piped both ways; a failure on one side ends the other). */
+function relayTo(host: string, port: number, toHost: string, toPort: number): Promise<net.Server> {
+  const server = net.createServer((client) => {
+    const upstream = net.connect(toPort, toHost);
+    client.pipe(upstream).pipe(client);
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', end).on('close', end);
+    upstream.on('error', end).on('close', end);
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve(server));
+  });
+}
 
 interface Part {
   port: number;
@@ -212,24 +231,65 @@ export function haLayout(): Layout {
           };
       /** Under `--hosts`: the host of copy `index` (0-based) of a process (`web-1`, `face-2`...). */
       const hostOf = (name: string, index: number) => h?.network.host(`${name}-${index + 1}`);
-      const balancer = startHaproxy({
-        dir: HA_DIR,
-        webPort: port,
-        webs: ports.web!.map((p, i) => ({ name: `web${i + 1}`, host: hostOf('web', i)?.address, port: p })),
-        pgPort: proxyPort,
-        pgBind: h?.network.gateway,
-        postgres: postgres.nodes.map((n) => ({
-          name: n.name,
-          host: n.host,
-          port: n.pgPort,
-          checkPort: n.restPort,
-          checkCaFile: h?.pgTls?.caFile,
-          checkName: h && n.name,
-        })),
-        log: (line) => l.say(line),
-      });
-      l.onStop('the balancer', () => void balancer.kill('SIGTERM'));
-      balancer.once('exit', (code) => void l.stop(`haproxy exited (${code})`, 1));
+      const webBackends = ports.web!.map((p, i) => ({ name: `web${i + 1}`, host: hostOf('web', i)?.address, port: p }));
+      const pgBackends = postgres.nodes.map((n) => ({
+        name: n.name,
+        host: n.host,
+        port: n.pgPort,
+        checkPort: n.restPort,
+        checkCaFile: h?.pgTls?.caFile,
+        checkName: h && n.name,
+      }));
+      const haproxyLog = (line: string) => l.say(line);
+      // One machine: one HAProxy for both roles. Across hosts: the balancer and the PostgreSQL proxy
+      // each on a host of its own (a machine of the layout is lost with whatever runs on it).
+      const [balancer, pgProxy] = h
+        ? [
+            startHaproxy({
+              dir: HA_DIR,
+              file: 'haproxy-web.cfg',
+              only: 'web',
+              webPort: port,
+              webBind: h.balancer.address,
+              webs: webBackends,
+              pgPort: proxyPort,
+              postgres: [],
+              wrap: (command, args) => h!.network.inHost('balancer', command, args),
+              log: haproxyLog,
+            }),
+            startHaproxy({
+              dir: HA_DIR,
+              file: 'haproxy-postgres.cfg',
+              only: 'postgres',
+              webPort: port,
+              webs: [],
+              pgPort: proxyPort,
+              pgBind: h.pgProxy.address,
+              postgres: pgBackends,
+              wrap: (command, args) => h!.network.inHost('pg-proxy', command, args),
+              log: haproxyLog,
+            }),
+          ]
+        : (() => {
+            const one = startHaproxy({ dir: HA_DIR, webPort: port, webs: webBackends, pgPort: proxyPort, postgres: pgBackends, log: haproxyLog });
+            return [one, one];
+          })();
+      const proxies: [string, ChildProcess][] = [['the balancer', balancer]];
+      if (pgProxy !== balancer) proxies.push(['the PostgreSQL proxy', pgProxy]);
+      for (const [what, proxy] of proxies) {
+        l.onStop(what, () => void proxy.kill('SIGTERM'));
+        proxy.once('exit', (code) => void l.stop(`haproxy (${what}) exited (${code})`, 1));
+      }
+      // The service answers on PORT of the machine too (SPEC 13.2): a plain TCP relay from the machine's
+      // loopback to the balancer's host, in this process (no balancing here: HAProxy does that).
+      if (h) {
+        const relay = await relayTo('127.0.0.1', port, h.balancer.address, port);
+        l.onStop('the relay to the balancer', () => void relay.close());
+        l.say(
+          `hosts: balancer (HAProxy) on ${h.balancer.address}:${port} (netns ${h.balancer.netns}), PostgreSQL proxy (HAProxy) on ${h.pgProxy.address}:${proxyPort} ` +
+            `(netns ${h.pgProxy.netns}); the machine's 127.0.0.1:${port} relays to the balancer`,
+        );
+      }
       await createDatabase(
         h ? h.pgUrl('postgres', h.secrets.get('postgres-superuser'), 'postgres') : `postgres://postgres@127.0.0.1:${proxyPort}/postgres`,
         h && { owner: h.secrets.get('postgres-owner'), app: h.secrets.get('postgres-app') },
@@ -266,7 +326,8 @@ export function haLayout(): Layout {
         ? (copy: { process: { name: string }; index: number }, command: string, args: string[]) =>
             h!.network.inHost(`${copy.process.name}-${copy.index + 1}`, command, args)
         : undefined;
-      const url = `http://127.0.0.1:${port}`;
+      // Across hosts the balancer's own address (what a client on the network uses); 127.0.0.1:PORT relays to it.
+      const url = h ? `http://${h.balancer.address}:${port}` : `http://127.0.0.1:${port}`;
 
       const writeLayout = async () => {
         const masterPort = (await redis.currentMasterPort()) ?? redis.master.port;
@@ -340,7 +401,7 @@ export function haLayout(): Layout {
                 },
               }
             : {}),
-          balancer: { port, pid: balancer.pid ?? null },
+          balancer: { ...where('balancer'), port, pid: balancer.pid ?? null },
           web: procs('web'),
           face: procs('face'),
           search: procs('search'),
@@ -348,7 +409,7 @@ export function haLayout(): Layout {
           postgres: {
             primary: pgPart(primary, roles[postgres.nodes.indexOf(primary)]!),
             standby: pgPart(standby, roles[postgres.nodes.indexOf(standby)]!),
-            proxy: { ...(h ? { host: h.network.gateway } : {}), port: proxyPort, pid: balancer.pid ?? null },
+            proxy: { ...where('pg-proxy'), port: proxyPort, pid: pgProxy.pid ?? null },
             etcd: { port: postgres.etcd.port, pid: postgres.etcd.child.pid ?? null },
           },
           etcd: postgres.etcdMembers.map((e) => ({ name: e.name, ...where(e.name), port: e.port, peerPort: e.peerPort, url: e.url, pid: e.child.pid ?? null })),
@@ -360,6 +421,7 @@ export function haLayout(): Layout {
       l.onStop('the layout file', () => rmSync(LAYOUT_FILE, { force: true }));
       writeLayoutFile = writeLayout;
       l.say(`layout in ${path.relative(ROOT, LAYOUT_FILE)}: HAProxy on ${url} over ${ports.web!.length} web processes`);
+      if (h) for (const [name, x] of h.network.hosts) l.say(`host ${name}: ${x.address} (netns ${x.netns})`);
       // The owner's credentials go to the migrations only; the processes hold faceid_app's.
       const releaseEnv = {
         MIGRATION_DATABASE_URL: h ? h.pgUrl('faceid_owner', h.secrets.get('postgres-owner'), 'faceid') : `postgres://postgres@127.0.0.1:${proxyPort}/faceid`,

@@ -7,15 +7,17 @@
  *     password is 401); the processes' own role is `faceid_app`, not a superuser;
  *   - TLS on every link: PostgreSQL, Redis, etcd (clients, and peers by certificate) and Patroni's REST
  *     API answer nothing in clear and verify against the layout's CA;
- *   - no secret in a file readable by others (var/ha/secrets 0700, its files 0600; every file under
- *     var/ha holding a secret is 0600), none in layout.json or in the command's output.
+ *   - no secret in a file readable by others (var/ha/secrets 0700, every file in it 0600, certificates
+ *     included; every file under var/ha holding a secret is 0600), none in layout.json or in the
+ *     command's output;
+ *   - the balancer and the PostgreSQL proxy each on a host of its own, none in the machine's namespace.
  * It starts the layout itself (a minute or two; it needs root, `ip netns` and the Debian packages of
  * scripts/ensure-ha-tools.sh: skipped where they are not), so it is not for every run of the suite:
  * HA_HOSTS_TEST=1 turns it on.
  */
 import test from 'ava';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import net from 'node:net';
 import tls from 'node:tls';
@@ -40,9 +42,11 @@ interface Node {
   peerPort?: number;
   url?: string;
   netns?: string;
+  pid?: number | null;
 }
 interface Layout {
   url: string;
+  balancer: Node;
   hosts: { caFile: string; machine: string };
   redis: { master: Node; replica: Node; sentinels: Node[] };
   postgres: { primary: Node; standby: Node; proxy: Node };
@@ -249,6 +253,10 @@ maybe('no secret is readable by others, none is in layout.json or in the output,
       if (e.isDirectory()) return walk(p);
       return e.isFile() ? [p] : [];
     });
+  // Everything under var/ha/secrets, the CA's and the services' certificates and requests too.
+  const underSecrets = walk(secretsDir);
+  t.true(underSecrets.some((f) => f.endsWith('.pem')) && underSecrets.some((f) => f.endsWith('.csr')));
+  for (const file of underSecrets) t.is(statSync(file).mode & 0o777, 0o600, path.relative(ROOT, file));
   let checked = 0;
   for (const file of walk(HA_DIR)) {
     if (statSync(file).size > 5_000_000) continue; // data files
@@ -264,7 +272,8 @@ maybe('no secret is readable by others, none is in layout.json or in the output,
     t.false(output.includes(v), "a secret in start:ha's output");
   }
   // Every part listens on its host's address (inside its namespace), not on a wildcard or loopback.
-  for (const node of [layout.redis.master, layout.redis.replica, ...layout.redis.sentinels, layout.postgres.primary, layout.postgres.standby]) {
+  const parts = [layout.redis.master, layout.redis.replica, ...layout.redis.sentinels, layout.postgres.primary, layout.postgres.standby];
+  for (const node of [...parts, layout.balancer, layout.postgres.proxy]) {
     const listening = spawnSync('ip', ['netns', 'exec', node.netns!, 'ss', '-ltnH'], { encoding: 'utf8' }).stdout;
     t.true(listening.includes(`${node.host}:${node.port} `), `${node.host}:${node.port} in ${node.netns}: ${listening}`);
     // The local address column of every socket on the part's port: its host's address only.
@@ -277,6 +286,41 @@ maybe('no secret is readable by others, none is in layout.json or in the output,
   t.true(existsSync(LAYOUT));
   t.true(net.isIPv4(layout.hosts.machine));
 });
+
+maybe(
+  "the balancer and the PostgreSQL proxy each run on a host of its own, none in the machine's namespace, and the service answers there and on PORT of the machine",
+  async (t) => {
+    const machineNs = readlinkSync('/proc/self/ns/net');
+    const { balancer } = layout;
+    const { proxy } = layout.postgres;
+    const others = [layout.redis.master, layout.redis.replica, ...layout.redis.sentinels, layout.postgres.primary, layout.postgres.standby, ...layout.etcd];
+    for (const [what, part] of [
+      ['the balancer', balancer],
+      ['the PostgreSQL proxy', proxy],
+    ] as const) {
+      t.truthy(part.netns, `${what} has a namespace`);
+      t.truthy(part.pid, `${what} has a pid`);
+      t.true(net.isIPv4(part.host) && part.host !== layout.hosts.machine, `${what} at ${part.host}, not the machine's ${layout.hosts.machine}`);
+      t.false(
+        others.some((o) => o.netns === part.netns || o.host === part.host),
+        `${what} shares no host with another part`,
+      );
+      // From outside: the process itself is in that namespace, not in the machine's.
+      t.not(readlinkSync(`/proc/${part.pid}/ns/net`), machineNs, `${what} (pid ${part.pid}) runs in the machine's namespace`);
+      t.is(spawnSync('ip', ['netns', 'identify', String(part.pid)], { encoding: 'utf8' }).stdout.trim(), part.netns ?? 'none');
+    }
+    t.not(balancer.netns, proxy.netns, 'the balancer and the PostgreSQL proxy on two hosts');
+    // No HAProxy listens in the machine's own namespace.
+    const machineListeners = spawnSync('ss', ['-ltnpH'], { encoding: 'utf8' }).stdout;
+    t.notRegex(machineListeners, /"haproxy"/, machineListeners);
+    // The service answers at the balancer's address, and on PORT of the machine itself.
+    t.is(layout.url, `http://${balancer.host}:${balancer.port}`);
+    for (const base of [layout.url, `http://127.0.0.1:${balancer.port}`]) {
+      const res = await fetch(`${base}/health`);
+      t.is(res.status, 200, base);
+    }
+  },
+);
 
 maybe("the application processes hold faceid_app's credentials only: no owner's, superuser's or etcd/Patroni secret in their environment", (t) => {
   const raw = JSON.parse(readFileSync(LAYOUT, 'utf8')) as Record<string, Array<{ name: string; pid: number | null }>>;

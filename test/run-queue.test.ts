@@ -4,7 +4,7 @@ import { loadConfig } from '../processes/config.js';
 import { enqueueBankAccountConfirm, type UpstreamJob } from '../platform/jobs/upstream.js';
 import { createRedis } from '../platform/redis/redis.js';
 import { createLogger } from '../platform/logger.js';
-import { runQueues, type HandlerMap } from '../platform/worker-runtime/run-queue.js';
+import { runQueues, type HandlerMap, type QueueRunner } from '../platform/worker-runtime/run-queue.js';
 import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';
 
 const config = loadConfig({ NODE_ENV: 'test', REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: testRedisPrefix() });
@@ -52,6 +52,72 @@ test('a deferred job (upstream) is served by the same runner: its bare payload, 
     t.deepEqual(runner.stats.upstream, { started: 1, completed: 1, failed: 0, skippedExpired: 0 });
   } finally {
     await runner.close();
+    const keys = await redis.keys(`${config.redis.prefix}:*`);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+  }
+});
+
+test('a runner takes no job while its process says it cannot serve one, and takes them again once it can', async (t) => {
+  // A prefix of its own: the other test's runner serves the same queue meanwhile.
+  const config = loadConfig({ NODE_ENV: 'test', REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: testRedisPrefix() });
+  let can = false;
+  const seen: number[] = [];
+  const runner = await runQueues(
+    config,
+    ['upstream'],
+    {
+      upstream: async () => {
+        seen.push(Date.now());
+        return { applied: true };
+      },
+    },
+    { ...opts, canTakeJobs: () => can },
+  );
+  const redis = createRedis(TEST_REDIS_URL);
+  try {
+    await enqueueBankAccountConfirm(runner.queue('upstream'), 'user-2', new Date(), 0);
+    await new Promise((r) => setTimeout(r, 1500)); // ready to run at once: left in the queue
+    t.is(seen.length, 0, 'a job was taken while the process could not serve it');
+    const canAt = Date.now();
+    can = true;
+    for (let i = 0; i < 100 && seen.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    t.is(seen.length, 1);
+    t.true(seen[0]! - canAt < 2000, `taken ${seen[0]! - canAt} ms after the process could serve`);
+  } finally {
+    await runner.close();
+    const keys = await redis.keys(`${config.redis.prefix}:*`);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+  }
+});
+
+test('a job that reaches a runner once its process cannot serve it goes back to the queue for another process', async (t) => {
+  const config = loadConfig({ NODE_ENV: 'test', REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: testRedisPrefix() });
+  // `can` turns false only after the first look (the runner takes jobs, its fetch blocks in Redis):
+  // the job then reaches it through that fetch, past the pause.
+  let can = true;
+  const served: string[] = [];
+  const handler = (who: string) => ({
+    upstream: async () => {
+      served.push(who);
+      return { applied: true };
+    },
+  });
+  const first = await runQueues(config, ['upstream'], handler('unable'), { ...opts, canTakeJobs: () => can });
+  const redis = createRedis(TEST_REDIS_URL);
+  let second: QueueRunner<'upstream'> | undefined;
+  try {
+    can = false;
+    await enqueueBankAccountConfirm(first.queue('upstream'), 'user-3', new Date(), 0); // at once, before the pause is seen
+    await new Promise((r) => setTimeout(r, 1000));
+    t.deepEqual(served, [], 'the process that could not serve ran it');
+    second = await runQueues(config, ['upstream'], handler('able'), opts);
+    for (let i = 0; i < 100 && served.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    t.deepEqual(served, ['able']);
+  } finally {
+    await first.close();
+    await second?.close();
     const keys = await redis.keys(`${config.redis.prefix}:*`);
     if (keys.length) await redis.del(...keys);
     redis.disconnect();

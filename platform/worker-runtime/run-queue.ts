@@ -14,7 +14,7 @@
  *   fails once (awaited contracts say attempts: 1) and the waiting request answers 503 at once.
  * - Never logs a payload or a result (images and embeddings).
  */
-import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
+import { Queue, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import type { Config } from '../config.js';
 import { randomUUID } from 'node:crypto';
 import { EXPIRED_REASON, serveAwaitedJob, type FollowOn } from '../face-path/serve-awaited.js';
@@ -58,6 +58,13 @@ export interface RunQueuesOptions {
   logger: Logger;
   /** Jobs one process runs at once, per queue. */
   concurrency: number;
+  /**
+   * Whether this process can serve a job now (checked every TAKE_CHECK_MS): while it says no, the
+   * process takes no new job and leaves them to the other processes of the queue (the jobs it runs
+   * go on). A search replica whose own link to PostgreSQL is not answering would hold every job it
+   * took until its deadline.
+   */
+  canTakeJobs?: () => boolean;
   /** Clock (tests). */
   now?: () => number;
 }
@@ -109,7 +116,11 @@ export async function runQueues<Q extends QueueName>(
       opts.logger.warn({ err: err.message }, 'queue workers not named: a stage taken but not started is answered at its deadline'),
     );
   const renaming = beat ? setInterval(() => void nameWorkers().catch(() => {}), 24 * 3600 * 1000).unref() : undefined;
+  // Paused before they run when the process cannot serve yet, so that not even a first job is taken.
+  const startPaused = opts.canTakeJobs ? !opts.canTakeJobs() : false;
+  if (startPaused) await Promise.all(workers.map((w) => w.pause(true)));
   for (const w of workers) void w.run().catch((err: Error) => opts.logger.error({ err: err.message }, 'queue worker stopped'));
+  const gate = opts.canTakeJobs ? takeJobsWhile(opts.canTakeJobs, workers, opts.logger, startPaused) : undefined;
   // The handles a follow-on may need are ready before the first job: opening one costs Redis round
   // trips that a stage adding its follow-on must not wait for (test/face-chain.test.ts).
   await Promise.all([...workers.map((w) => w.waitUntilReady()), ...AWAITED_QUEUE_NAMES.map((q) => conns.handle(q).waitUntilReady())]);
@@ -121,6 +132,7 @@ export async function runQueues<Q extends QueueName>(
     queue: (name: Q) => conns.handle(name),
     close: async () => {
       // Lets running jobs finish, takes no new ones.
+      clearInterval(gate);
       await Promise.allSettled(workers.map((w) => w.close()));
       clearInterval(renaming);
       if (beat) await conns.redis.del(...workers.map((w) => bullWorkerKey(config.redis.prefix, w.id))).catch(() => {});
@@ -128,6 +140,26 @@ export async function runQueues<Q extends QueueName>(
       await conns.close();
     },
   };
+}
+
+/** How often `canTakeJobs` is asked. */
+export const TAKE_CHECK_MS = 200;
+
+/**
+ * Pauses the workers while `can()` says no (running jobs go on), resumes them once it says yes. A
+ * fetch already blocked in Redis when they pause may still take a job (BullMQ does not interrupt it):
+ * `serveQueue` hands such a job back.
+ */
+function takeJobsWhile(can: () => boolean, workers: Worker[], logger: Logger, startPaused: boolean): NodeJS.Timeout {
+  let paused = startPaused;
+  return setInterval(() => {
+    const ok = can();
+    if (ok === !paused) return;
+    paused = !ok;
+    if (paused) logger.warn('taking no new job: this process cannot serve one now');
+    else logger.info('taking jobs again');
+    for (const w of workers) void (paused ? w.pause(true) : w.resume()).catch(() => {});
+  }, TAKE_CHECK_MS).unref();
 }
 
 /**
@@ -189,7 +221,20 @@ function serveQueue<Q extends QueueName>(
     JOB_CONTRACTS[queue].delivery === 'deferred'
       ? deferredProcessor(queue, handler, stats, conns)
       : awaitedProcessor(queue, handler, stats, conns, log, opts.now ?? Date.now, opts.runner);
-  const worker = new Worker(queue, processor, {
+  // A job that reaches a process which cannot serve it now (a fetch already blocked in Redis when the
+  // workers paused, or one re-sent as the connection came back) goes back to the queue untouched,
+  // for another process.
+  const can = opts.canTakeJobs;
+  const gated = can
+    ? async (job: Job, token?: string) => {
+        if (!can()) {
+          await job.moveToWait(token);
+          throw new WaitingError();
+        }
+        return processor(job);
+      }
+    : processor;
+  const worker = new Worker(queue, gated, {
     connection: conns.open(log),
     prefix: bullPrefix(config.redis.prefix),
     concurrency: opts.concurrency,

@@ -110,6 +110,8 @@ export class IndexReplica {
   private timers: NodeJS.Timeout[] = [];
   private stopped = false;
   private lastReport = { seq: -1n, at: 0 };
+  /** When this replica last read the change log to its head (at start, then every sync). */
+  private syncedAt = 0;
   readonly kind: EngineKind;
   readonly source: ChangeLogSource;
   readonly snapshots: SnapshotStore | null;
@@ -208,6 +210,7 @@ export class IndexReplica {
     const s = await this.loader.load('start');
     await this.catchUp.request(s);
     this.state = s;
+    this.syncedAt = Date.now();
     // A snapshot older than an erasure (written before it, kept while this replica was stopped, so
     // outside the erasure's receipt) is rewritten and deleted before anything else: it may hold an
     // erased vector, which must not outlive the receipt on any disk this replica owns.
@@ -216,6 +219,7 @@ export class IndexReplica {
     if (this.opts.syncIntervalMs > 0) {
       this.every(this.opts.syncIntervalMs, async () => {
         if (this.state) await this.catchUp.request(this.state);
+        this.syncedAt = Date.now();
         await this.report(false);
       });
     }
@@ -401,6 +405,16 @@ export class IndexReplica {
   /** The `compare` op: cosine with the user's canonical embedding, read from PostgreSQL (always current). */
   compare(embedding: ArrayLike<number>, userId: string): Promise<Extract<SearchResult, { op: 'compare' }>> {
     return this.searches.compare(embedding, userId);
+  }
+
+  /**
+   * Whether the background sync read the change log within `ms`: false while this replica's link to
+   * PostgreSQL does not answer (its host cut off, or back from a cut on a connection that is still
+   * dead), when a search it took would wait for a catch-up until its deadline. Always true without
+   * a background sync.
+   */
+  syncedWithin(ms: number): boolean {
+    return this.opts.syncIntervalMs <= 0 || Date.now() - this.syncedAt <= ms;
   }
 
   health() {

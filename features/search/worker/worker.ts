@@ -32,6 +32,13 @@ export async function searchHandler(replica: Pick<IndexReplica, 'knn' | 'compare
   return job.op === 'knn' ? replica.knn(embedding, job.k, job.minSeq, job.excludeUserId ?? null) : replica.compare(embedding, job.userId);
 }
 
+/**
+ * How long without a successful sync makes a replica stop taking searches: several sync intervals,
+ * and at least 8 s, so that a busy machine's slower syncs do not turn every replica away at once
+ * (4 s did, on 2 cores at a load average of 20). A host cut off for longer is stale when it comes back.
+ */
+export const syncStaleMs = (syncIntervalMs: number): number => Math.max(8000, 8 * syncIntervalMs);
+
 /** The shard this process holds, or null with one shard. */
 export function shardOfProcess(config: Config): ShardSpec | null {
   const { shards, shard } = config.search;
@@ -105,7 +112,13 @@ export async function startSearchWorker(config: Config, opts: { logger?: Logger 
         {
           search: (job, ctx) => searchHandler(replica, new RedisFaceHandoff(ctx.redis, config.redis.prefix, sealer), job),
         },
-        { logger, concurrency: config.search.workerConcurrency },
+        {
+          logger,
+          concurrency: config.search.workerConcurrency,
+          // A replica whose sync has not reached PostgreSQL for a while takes no search: the other
+          // replicas serve them, rather than this one holding them until their deadline.
+          canTakeJobs: () => replica.syncedWithin(syncStaleMs(config.search.syncIntervalMs)),
+        },
       );
   } catch (e) {
     await consumer?.shard.close();

@@ -34,11 +34,22 @@ export interface HaproxyOptions {
   /** The user HAProxy drops to once its config, errorfiles and ports are taken (started as root). */
   user?: string;
   webPort: number;
+  /** Where the web address listens (default 127.0.0.1; the balancer's host address under `--hosts`). */
+  webBind?: string;
   webs: Backend[];
   pgPort: number;
   /** Where the PostgreSQL address listens (default 127.0.0.1; the machine's address on the hosts' subnet under `--hosts`). */
   pgBind?: string;
   postgres: Backend[];
+  /**
+   * One of the two roles alone (under `--hosts` the balancer and the PostgreSQL proxy are two
+   * HAProxies, each on a host of its own); both by default (one process on one machine).
+   */
+  only?: 'web' | 'postgres';
+  /** The configuration's file name in `dir` (default haproxy.cfg). */
+  file?: string;
+  /** Runs the command elsewhere (inside a host's network namespace): `[command, args]` to spawn. */
+  wrap?: (command: string, args: string[]) => [string, string[]];
   log?: (line: string) => void;
 }
 
@@ -113,6 +124,8 @@ function webBackend(o: HaproxyOptions, name: string, check: string[]): string[] 
 }
 
 export function haproxyConfig(o: HaproxyOptions): string {
+  const web = o.only !== 'postgres';
+  const postgres = o.only !== 'web';
   return [
     'global',
     // Requests up to 256 KB (a capture photo) are read whole before they go to a web process
@@ -135,10 +148,18 @@ export function haproxyConfig(o: HaproxyOptions): string {
     '  timeout server 60s',
     '  timeout check 1s',
     '',
+    ...(web ? webSections(o) : []),
+    ...(postgres ? postgresSection(o) : []),
+  ].join('\n');
+}
+
+/** The balancer: the web address, its two stages and the web processes. */
+function webSections(o: HaproxyOptions): string[] {
+  return [
     'frontend web',
     '  mode http',
     '  option httplog',
-    `  bind 127.0.0.1:${o.webPort}`,
+    `  bind ${o.webBind ?? '127.0.0.1'}:${o.webPort}`,
     '  option forwardfor',
     ...[502, 503, 504].map((s) => `  errorfile ${s} ${errorFile(o.dir, s)}`),
     '  default_backend web-requests',
@@ -185,6 +206,12 @@ export function haproxyConfig(o: HaproxyOptions): string {
     ...webBackend(o, 'webs-ready', ['  option httpchk GET /health/ready', '  http-check expect status 200']),
     // /health answers 503 while a dependency is down: the process still serves, so both count as alive.
     ...webBackend(o, 'webs-live', ['  option httpchk GET /health', '  http-check expect rstatus ^(200|503)$']),
+  ];
+}
+
+/** The PostgreSQL proxy: one address, the server Patroni calls primary. */
+function postgresSection(o: HaproxyOptions): string[] {
+  return [
     'listen postgres',
     '  mode tcp',
     // `tcp-ut` (TCP_USER_TIMEOUT): a connection whose data toward the client stays unacknowledged
@@ -214,7 +241,7 @@ export function haproxyConfig(o: HaproxyOptions): string {
         (p.checkCaFile ? ` check-ssl verify required ca-file ${p.checkCaFile}${p.checkName ? ` verifyhost ${p.checkName}` : ''}` : ''),
     ),
     '',
-  ].join('\n');
+  ];
 }
 
 /** Debian's `haproxy` user when running as root: the balancer faces clients, so it keeps no root. */
@@ -224,9 +251,10 @@ function haproxyUser(): string | undefined {
 }
 
 export function startHaproxy(o: HaproxyOptions): ChildProcess {
-  const file = path.join(o.dir, 'haproxy.cfg');
+  const file = path.join(o.dir, o.file ?? 'haproxy.cfg');
   writeFileSync(file, haproxyConfig({ user: haproxyUser(), ...o }));
-  const child = spawn('haproxy', ['-db', '-f', file], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const [command, args] = o.wrap ? o.wrap('haproxy', ['-db', '-f', file]) : ['haproxy', ['-db', '-f', file]];
+  const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   child.stderr?.on('data', (d: Buffer) => o.log?.(`haproxy: ${d.toString().trim()}`));
   return child;
 }

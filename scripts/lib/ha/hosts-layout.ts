@@ -4,8 +4,10 @@
  * (./secrets.ts), and the addresses, passwords and TLS settings the parts and the processes use.
  *
  *   hosts       redis-master, redis-replica, sentinel-1..3, etcd-1..3, pg1, pg2, web-1, web-2,
- *               face-1, face-2, search-1, search-2; the balancer (HAProxy) runs on the machine itself
- *               (the bridge's address on the subnet, and PORT on loopback for the service's clients).
+ *               face-1, face-2, search-1, search-2 (search-3... with shards), `balancer` (the web
+ *               HAProxy, on PORT of its address) and `pg-proxy` (the PostgreSQL HAProxy, on 6432 of
+ *               its address): nothing of the layout runs in the machine's own namespace but the
+ *               supervisor, which relays PORT on the machine's loopback to the balancer's host.
  *   credentials PostgreSQL scram-sha-256 only (the processes as `faceid_app`, migrations as the owner
  *               `faceid_owner`), Redis and Sentinel passwords, etcd users, Patroni REST password.
  *   TLS         (unless `--no-tls`) PostgreSQL `hostssl` with `sslmode=verify-full`, Redis and the
@@ -15,12 +17,14 @@
  */
 import path from 'node:path';
 import type { Placement } from './redis-sentinel.js';
-import { makeHosts, type HostNetwork } from './hosts.js';
+import { makeHosts, type Host, type HostNetwork } from './hosts.js';
 import { generateSecrets, makeCertificates, type Certificates, type Secrets } from './secrets.js';
 
 export const REDIS_PARTS = ['redis-master', 'redis-replica', 'sentinel-1', 'sentinel-2', 'sentinel-3'] as const;
 export const PG_PARTS = ['etcd-1', 'etcd-2', 'etcd-3', 'pg1', 'pg2'] as const;
 export const PROCESS_PARTS = ['web-1', 'web-2', 'face-1', 'face-2', 'search-1', 'search-2'] as const;
+/** The two proxies, each on a host of its own: the balancer in front of the webs, and PostgreSQL's. */
+export const PROXY_PARTS = ['balancer', 'pg-proxy'] as const;
 
 /** Ports on the hosts (each host has every port to itself; Redis nodes keep ports of their own so a node is known by its port). */
 export const HOST_PORTS = {
@@ -30,7 +34,7 @@ export const HOST_PORTS = {
   etcd: 2379,
   postgres: 5432,
   patroniRest: 8008,
-  /** The PostgreSQL proxy on the machine's subnet address (not 5432: the machine may run its own server). */
+  /** The PostgreSQL proxy on its host (not 5432: a port of its own, as the proxies of the one-machine layout). */
   postgresProxy: 6432,
   web: 3000,
   face: 3100,
@@ -39,6 +43,10 @@ export const HOST_PORTS = {
 
 export interface HostsLayout {
   network: HostNetwork;
+  /** The balancer's host (HAProxy in front of the web processes). */
+  balancer: Host;
+  /** The PostgreSQL proxy's host (HAProxy in front of the Patroni nodes). */
+  pgProxy: Host;
   secrets: Secrets;
   certs: Certificates | undefined;
   tls: boolean;
@@ -57,7 +65,7 @@ export interface HostsLayout {
 export const extraSearchParts = (searchHosts: number): string[] => Array.from({ length: Math.max(0, searchHosts - 2) }, (_, i) => `search-${i + 3}`);
 
 export function makeHostsLayout(haDir: string, opts: { tls: boolean; tag: string; subnetIndex: number; searchHosts?: number }): HostsLayout {
-  const network = makeHosts([...REDIS_PARTS, ...PG_PARTS, ...PROCESS_PARTS, ...extraSearchParts(opts.searchHosts ?? 2)], {
+  const network = makeHosts([...REDIS_PARTS, ...PG_PARTS, ...PROCESS_PARTS, ...PROXY_PARTS, ...extraSearchParts(opts.searchHosts ?? 2)], {
     tag: opts.tag,
     subnetIndex: opts.subnetIndex,
   });
@@ -65,20 +73,23 @@ export function makeHostsLayout(haDir: string, opts: { tls: boolean; tag: string
     const secrets = generateSecrets(path.join(haDir, 'secrets'));
     const certs = opts.tls ? makeCertificates(path.join(haDir, 'secrets', 'tls')) : undefined;
     const addr = (part: string) => network.host(part).address;
+    const pgProxy = network.host('pg-proxy');
     const redisTls = certs && { ...certs.issue('redis', [...REDIS_PARTS.map(addr), '127.0.0.1']), caFile: certs.caFile };
     // One certificate for both nodes and the proxy: a client reaching a node through the proxy checks
     // the name it asked for (the proxy's address) against the node's certificate.
     const pgTls = certs && {
       // The nodes' names too: HAProxy's checks of Patroni's REST API verify the name (`verifyhost`).
-      ...certs.issue('postgres', ['pg1', 'pg2', ...['pg1', 'pg2'].map(addr), network.gateway]),
+      ...certs.issue('postgres', ['pg1', 'pg2', ...['pg1', 'pg2'].map(addr), pgProxy.address]),
       caFile: certs.caFile,
       etcd: certs.issue('etcd', ['etcd-1', 'etcd-2', 'etcd-3'].map(addr)),
     };
     const shown = (user: string, database: string, password?: string) =>
-      `postgres://${user}${password ? `:${encodeURIComponent(password)}` : ''}@${network.gateway}:${HOST_PORTS.postgresProxy}/${database}` +
+      `postgres://${user}${password ? `:${encodeURIComponent(password)}` : ''}@${pgProxy.address}:${HOST_PORTS.postgresProxy}/${database}` +
       (certs ? `?sslmode=verify-full&sslrootcert=${encodeURIComponent(certs.caFile)}` : '');
     return {
       network,
+      balancer: network.host('balancer'),
+      pgProxy,
       secrets,
       certs,
       tls: opts.tls,

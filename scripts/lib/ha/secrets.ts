@@ -11,7 +11,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 export const SECRET_NAMES = [
@@ -78,12 +78,21 @@ export interface Certificates {
   issue(name: string, addresses: string[], owner?: { uid: number; gid: number }): { certFile: string; keyFile: string };
 }
 
+/**
+ * openssl under umask 077: every file it writes (keys, signing requests, certificates, the CA's serial)
+ * is created 0600, never readable by others even for an instant. The parts that must read a file as
+ * another user get a copy of their own (scripts/lib/ha/postgres-patroni.ts); HAProxy reads its CA as
+ * root, before it drops to its user.
+ */
 function openssl(args: string[]): void {
-  const r = spawnSync('openssl', args, { encoding: 'utf8' });
+  const r = spawnSync('sh', ['-c', 'umask 077 && exec openssl "$@"', 'openssl', ...args], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`openssl ${args[0]}: ${(r.stderr || r.stdout).trim()}`);
 }
 
-/** A CA made for this layout, in `dir` (0700; the CA's key 0600, its certificate readable: it is public). */
+/**
+ * A CA made for this layout, in `dir` (0700; every file in it 0600, the certificates and signing
+ * requests too: nothing under var/ha/secrets is for anyone but its owner).
+ */
 export function makeCertificates(dir: string): Certificates {
   privateDir(dir);
   const caKey = path.join(dir, 'ca.key');
@@ -91,6 +100,7 @@ export function makeCertificates(dir: string): Certificates {
   openssl(['ecparam', '-name', 'prime256v1', '-genkey', '-noout', '-out', caKey]);
   chmodSync(caKey, 0o600);
   openssl(['req', '-x509', '-new', '-key', caKey, '-sha256', '-days', '30', '-subj', '/CN=faceid start:ha CA', '-out', caFile]);
+  chmodSync(caFile, 0o600);
   return {
     caFile,
     issue: (name, addresses, owner) => {
@@ -102,8 +112,9 @@ export function makeCertificates(dir: string): Certificates {
       chmodSync(keyFile, 0o600);
       openssl(['req', '-new', '-key', keyFile, '-subj', `/CN=${name}`, '-out', csr]);
       const san = addresses.map((a) => (/^[0-9.]+$/.test(a) ? `IP:${a}` : `DNS:${a}`)).join(',');
-      writeFileSync(ext, `subjectAltName=${san}\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth,clientAuth\n`);
+      writePrivate(ext, `subjectAltName=${san}\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth,clientAuth\n`);
       openssl(['x509', '-req', '-in', csr, '-CA', caFile, '-CAkey', caKey, '-CAcreateserial', '-sha256', '-days', '30', '-extfile', ext, '-out', certFile]);
+      for (const file of [keyFile, csr, certFile, ext, caKey, caFile, path.join(dir, 'ca.srl')]) if (existsSync(file)) chmodSync(file, 0o600);
       if (owner) {
         chownSync(keyFile, owner.uid, owner.gid);
         chownSync(certFile, owner.uid, owner.gid);
