@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -1085,23 +1086,29 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
     return promise;
   }
 
-  // The first sealed row in [0, base_rows_) that does not authenticate, or -1 (off the JS thread).
+  // The first sealed row in [0, rows) that does not authenticate, or -1 (off the JS thread).
   // Each thread takes one contiguous range of the file and reads it through the store's descriptor in
-  // 8 MiB preads, the next chunk asked for (POSIX_FADV_WILLNEED) before the current one is decrypted, so
-  // the disk streams while the cipher works. Reading through the mapping instead (MADV_RANDOM: one 4 KB
-  // page fault, one disk read, per two rows) was the whole cold start of a file not in the page cache:
-  // ~24 s at 1M, 203 s at 10M. A row that cannot be read whole (the file cut after open) counts as not
-  // authentic. When the store is to be populated (a file small next to RAM), each verified chunk's
-  // pages, now in the page cache, are mapped into the process right after.
+  // 8 MiB chunks, not through the mapping: that is MADV_RANDOM (a re-rank reads scattered rows), so it
+  // faulted one 4 KB page, one disk read, per two rows (~24 s at 1M, 203 s at 10M from a cold page
+  // cache). A file small next to RAM (populated_) is read through the page cache, the next chunk asked
+  // for (POSIX_FADV_WILLNEED) while this one is decrypted, and each verified chunk's pages are then
+  // mapped into the process. A larger one, which the page cache cannot keep anyway, is read with
+  // O_DIRECT on twice as many threads as cores (one reads while another decrypts): through the cache,
+  // filling and reclaiming pages took as much CPU as the cipher (measured at 10M). A row that cannot be
+  // read whole (the file cut after open) counts as not authentic.
   int64_t FirstNotAuthentic(size_t rows) const {
     if (!sealed_ || rows == 0) return -1;
     if (fd_ < 0) return 0;
     constexpr size_t kChunkBytes = 8u << 20;
-    const size_t threads = std::max<size_t>(1, std::min<size_t>({4, std::thread::hardware_concurrency(), (rows + 4095) / 4096}));
+    constexpr size_t kAlign = 4096;
+    int direct = -1;
+    if (!populated_) direct = ::open(("/proc/self/fd/" + std::to_string(fd_)).c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+    const size_t cores = std::max<size_t>(1, std::thread::hardware_concurrency());
+    const size_t threads = std::max<size_t>(1, std::min<size_t>({direct >= 0 ? 8 : 4, direct >= 0 ? 2 * cores : cores, (rows + 4095) / 4096}));
     const size_t chunk_rows = std::max<size_t>(1, kChunkBytes / record_);
     const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     const auto offset = [&](size_t r) { return header_ + r * record_; };
-    posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+    if (direct < 0) posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
     std::vector<int64_t> bad(threads, -1);
     std::vector<std::thread> pool;
     const size_t per = (rows + threads - 1) / threads;
@@ -1110,24 +1117,43 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
         sealed_rows::RowCipher cipher(key_);
         std::vector<uint8_t> ad;
         std::vector<float> row(d_);
-        std::vector<uint8_t> buf(chunk_rows * record_);
-        const size_t begin = std::min(rows, t * per), end = std::min(rows, (t + 1) * per);
-        if (begin < end) posix_fadvise(fd_, offset(begin), std::min(end - begin, chunk_rows) * record_, POSIX_FADV_WILLNEED);
-        for (size_t c0 = begin; c0 < end; c0 += chunk_rows) {
-          const size_t c1 = std::min(end, c0 + chunk_rows);
-          if (c1 < end) posix_fadvise(fd_, offset(c1), (std::min(end, c1 + chunk_rows) - c1) * record_, POSIX_FADV_WILLNEED);
-          const size_t want = (c1 - c0) * record_;
+        // Room for a chunk widened to kAlign at both ends (O_DIRECT reads aligned offsets and lengths
+        // into an aligned buffer).
+        const size_t cap = (chunk_rows * record_ + 2 * kAlign) / kAlign * kAlign;
+        std::unique_ptr<uint8_t, decltype(&std::free)> buf(static_cast<uint8_t*>(std::aligned_alloc(kAlign, cap)), &std::free);
+        if (!buf) {
+          bad[t] = static_cast<int64_t>(std::min(rows, t * per));
+          return;
+        }
+        // Reads [from, to) of the file into buf (at buf + (from - aligned start) when direct); returns
+        // where the bytes start and how many of [from, to) were read.
+        // A direct read the file system refuses (EINVAL) is done again through the page cache.
+        std::function<const uint8_t*(size_t, size_t, size_t*, bool)> read = [&](size_t from, size_t to, size_t* avail, bool d) -> const uint8_t* {
+          const size_t a0 = d ? from / kAlign * kAlign : from;
+          const size_t a1 = d ? (to + kAlign - 1) / kAlign * kAlign : to;
+          const int fd = d ? direct : fd_;
           size_t got = 0;
-          while (got < want) {
-            const ssize_t k = pread(fd_, buf.data() + got, want - got, static_cast<off_t>(offset(c0) + got));
+          while (got < a1 - a0) {
+            const ssize_t k = pread(fd, buf.get() + got, a1 - a0 - got, static_cast<off_t>(a0 + got));
             if (k < 0 && errno == EINTR) continue;
+            if (k < 0 && d && errno == EINVAL) return read(from, to, avail, false);
             if (k <= 0) break;
             got += static_cast<size_t>(k);
           }
+          *avail = got > from - a0 ? std::min(to - from, got - (from - a0)) : 0;
+          return buf.get() + (from - a0);
+        };
+        const size_t begin = std::min(rows, t * per), end = std::min(rows, (t + 1) * per);
+        if (direct < 0 && begin < end) posix_fadvise(fd_, offset(begin), std::min(end - begin, chunk_rows) * record_, POSIX_FADV_WILLNEED);
+        for (size_t c0 = begin; c0 < end; c0 += chunk_rows) {
+          const size_t c1 = std::min(end, c0 + chunk_rows);
+          if (direct < 0 && c1 < end) posix_fadvise(fd_, offset(c1), (std::min(end, c1 + chunk_rows) - c1) * record_, POSIX_FADV_WILLNEED);
+          size_t got = 0;
+          const uint8_t* data = read(offset(c0), offset(c1), &got, direct >= 0);
           const size_t whole = got / record_;
           for (size_t i = 0; i < whole; i++) {
             RowAd(ad_prefix_, ids_, c0 + i, ad);
-            if (!cipher.Open(buf.data() + i * record_, d_ * sizeof(float), ad.data(), ad.size(), reinterpret_cast<uint8_t*>(row.data()))) {
+            if (!cipher.Open(data + i * record_, d_ * sizeof(float), ad.data(), ad.size(), reinterpret_cast<uint8_t*>(row.data()))) {
               bad[t] = static_cast<int64_t>(c0 + i);
               return;
             }
@@ -1148,6 +1174,7 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
       });
     }
     for (auto& th : pool) th.join();
+    if (direct >= 0) ::close(direct);
     for (int64_t b : bad)
       if (b >= 0) return b;
     return -1;
