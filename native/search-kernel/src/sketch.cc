@@ -49,7 +49,7 @@
 
 namespace {
 
-constexpr int kProjectBindingVersion = 5;
+constexpr int kProjectBindingVersion = 6;
 
 bool HasFastIsa() {
   static const bool fast = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
