@@ -6,12 +6,15 @@
  *   BENCH_N=100000 npm run bench -- search           # a quicker run
  *   BENCH_N=10000000 BENCH_SOURCE=file BENCH_GENERATORS=clustered npm run bench -- search   # the bounded 10M run
  *
- * Options: BENCH_N (gallery size of the generated datasets, default 1,000,000), BENCH_PROBES (genuine
+ * Options: BENCH_N (gallery size of the generated datasets, default 1,000,000; a comma list such as
+ * 10000000,1000000 runs each size in turn, so that their ratios share one run's load), BENCH_PROBES (genuine
  * probes, default 1000), BENCH_EXACT_PROBES (probes also searched exactly, default 1000; the exact
  * scan costs about 0.1 s per probe per million rows), BENCH_GENERATORS (uniform,clustered),
  * BENCH_FACTORY (default: VECTOR_INDEX_FACTORY's default, BinarySketch512), BENCH_CANDIDATES
  * (SEARCH_RERANK_CANDIDATES), BENCH_EXACT_CANDIDATES (SEARCH_EXACT_CANDIDATES), BENCH_SOURCE (postgres | file), BENCH_WORK_DIR (datasets and snapshots;
- * default var/bench/search-work), BENCH_KEEP=1 (keep the scratch database and files).
+ * default var/bench/search-work), BENCH_KEEP=1 (keep the scratch database and files), BENCH_COLD_CACHE=1
+ * (every cold start from a cold page cache: the snapshot's files dropped from it first), BENCH_CLEAR=0
+ * (no clear copy of the rows and no clear cold starts: at 10M, 20 GB less to write).
  *
  * Path: the gallery is inserted into `canonical_embeddings` of a scratch database (`faceid_bench`,
  * created with the real migrations, dropped afterwards) as float32 LE bytea, user id = md5(row), in
@@ -29,7 +32,7 @@
  * each figure, and each generator's own figures under `byDataset`).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
@@ -43,7 +46,8 @@ import { processKeyRing } from '../platform/keys/templates.js';
 const ring = processKeyRing();
 
 const env = process.env;
-const N = Number(env.BENCH_N ?? 1_000_000);
+/** Gallery sizes, in the order run (BENCH_N=10000000,1000000: both in one run, for ratios under one load). */
+const NS = (env.BENCH_N ?? '1000000').split(',').map((x) => Number(x.trim()));
 const PROBES = Number(env.BENCH_PROBES ?? 1000);
 const EXACT_PROBES = Number(env.BENCH_EXACT_PROBES ?? 1000);
 const GENERATORS = (env.BENCH_GENERATORS ?? 'uniform,clustered')
@@ -56,6 +60,22 @@ const BASE = env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postg
 const DB_NAME = 'faceid_bench';
 /** Cold starts of each version (sealed, clear), alternated. */
 const ROUNDS = Number(env.BENCH_ROUNDS ?? 3);
+/** BENCH_COLD_CACHE=1: the snapshot's files dropped from the page cache before every cold start. */
+const COLD_CACHE = env.BENCH_COLD_CACHE === '1';
+/** BENCH_CLEAR=0: no clear copy of the rows and no clear cold starts (at 10M: 20 GB less to write). */
+const CLEAR = env.BENCH_CLEAR !== '0';
+
+/**
+ * Drops every file under `dir` from the page cache (GNU dd's `iflag=nocache count=0`: posix_fadvise
+ * DONTNEED on the whole file), so that the next start reads the snapshot from disk.
+ */
+function evictFromPageCache(dir: string): void {
+  for (const e of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    if (!e.isFile()) continue;
+    const r = spawnSync('dd', [`if=${path.join(e.parentPath, e.name)}`, 'iflag=nocache', 'count=0', 'status=none']);
+    if (r.status !== 0) throw new Error(`dd could not drop ${e.name} from the page cache: ${r.stderr}`);
+  }
+}
 
 function datasetArg(): string | null {
   const i = process.argv.indexOf('--dataset');
@@ -185,14 +205,29 @@ async function benchDataset(name: string, dir: string, log: (s: string) => void)
   );
   const t1 = performance.now();
   const clearVectorsFile = path.join(WORK, `clear-vectors-${name}.f32`);
-  const b = runChild({ ...common, mode: 'build', probes: PROBES, exactProbes: EXACT_PROBES, speedupRounds: 30, check: [], clearVectorsFile });
-  log(`${name}: done in ${fmt((performance.now() - t1) / 1000)} s; cold starts from the snapshot, sealed and clear alternated (${ROUNDS} rounds)`);
+  const b = runChild({
+    ...common,
+    mode: 'build',
+    probes: PROBES,
+    exactProbes: EXACT_PROBES,
+    speedupRounds: 30,
+    check: [],
+    clearVectorsFile: CLEAR ? clearVectorsFile : undefined,
+  });
+  log(
+    `${name}: done in ${fmt((performance.now() - t1) / 1000)} s; cold starts from the snapshot, ${CLEAR ? 'sealed and clear alternated' : 'sealed only'} (${ROUNDS} rounds)${COLD_CACHE ? ', each from a cold page cache' : ''}`,
+  );
   // The same snapshot served twice: re-ranking from its sealed rows (what a replica does), and from a
   // clear copy of the same rows (the reference), each in a fresh process, alternated.
   const runs: Record<'sealed' | 'clear', any[]> = { sealed: [], clear: [] };
   try {
     for (let round = 0; round < ROUNDS; round++) {
-      for (const variant of round % 2 ? (['clear', 'sealed'] as const) : (['sealed', 'clear'] as const)) {
+      const order = round % 2 ? (['clear', 'sealed'] as const) : (['sealed', 'clear'] as const);
+      for (const variant of order.filter((v) => CLEAR || v === 'sealed')) {
+        if (COLD_CACHE) {
+          evictFromPageCache(snapshotDir);
+          if (variant === 'clear') evictFromPageCache(path.dirname(clearVectorsFile));
+        }
         const c = runChild({
           ...common,
           mode: 'cold',
@@ -234,7 +269,7 @@ async function benchDataset(name: string, dir: string, log: (s: string) => void)
     };
   };
   const sealed = side('sealed'),
-    clear = side('clear');
+    clear = CLEAR ? side('clear') : null;
   const { check: _check, exactTop: _exactTop, ...rest } = b;
   return {
     ...rest,
@@ -246,8 +281,8 @@ async function benchDataset(name: string, dir: string, log: (s: string) => void)
     coldStartS: sealed.coldStartS,
     sealed,
     clear,
-    sealedOverClearP50: sealed.p50Ms / clear.p50Ms,
-    sealedOverClearCpuP50: sealed.cpuP50Ms / clear.cpuP50Ms,
+    sealedOverClearP50: clear ? sealed.p50Ms / clear.p50Ms : null,
+    sealedOverClearCpuP50: clear ? sealed.cpuP50Ms / clear.cpuP50Ms : null,
   };
 }
 
@@ -258,19 +293,19 @@ export async function runSearchBench(): Promise<{ markdown: string; lastLine: st
   const log = (s: string) => console.log(s);
   const given = datasetArg();
   console.log(
-    `search bench on ${machine()}: ${given ? `dataset ${given}` : `generated ${GENERATORS.join(' + ')} at ${N.toLocaleString('en')}`}, source ${SOURCE}`,
+    `search bench on ${machine()}: ${given ? `dataset ${given}` : `generated ${GENERATORS.join(' + ')} at ${NS.map((n) => n.toLocaleString('en')).join(' and ')}`}, source ${SOURCE}`,
   );
   mkdirSync(WORK, { recursive: true });
-  const sets: { name: string; dir: string; generated: boolean }[] = given
-    ? [{ name: path.basename(given), dir: given, generated: false }]
-    : GENERATORS.map((g) => ({ name: `${g}-${N}`, dir: path.join(WORK, `${g}-${N}`), generated: true }));
+  const sets: { name: string; n: number; dir: string; generated: boolean }[] = given
+    ? [{ name: path.basename(given), n: 0, dir: given, generated: false }]
+    : NS.flatMap((n) => GENERATORS.map((g) => ({ name: `${g}-${n}`, n, dir: path.join(WORK, `${g}-${n}`), generated: true })));
   const figures: Figures[] = [];
   try {
     for (const s of sets) {
       if (s.generated && !existsSync(path.join(s.dir, 'mates.i32'))) {
         const tg = performance.now();
-        log(`${s.name}: generating ${N.toLocaleString('en')} identities and ${PROBES} probes`);
-        generateDataset(s.dir, s.name.split('-')[0] as Generator, N, PROBES, log);
+        log(`${s.name}: generating ${s.n.toLocaleString('en')} identities and ${PROBES} probes`);
+        generateDataset(s.dir, s.name.split('-')[0] as Generator, s.n, PROBES, log);
         log(`${s.name}: generated in ${fmt((performance.now() - tg) / 1000)} s`);
       }
       const f = await benchDataset(s.name, s.dir, log);
@@ -334,20 +369,27 @@ export async function runSearchBench(): Promise<{ markdown: string; lastLine: st
     byDataset: Object.fromEntries(figures.map((f) => [f.dataset, f])),
   };
   const sideRows = figures.flatMap((f) =>
-    (['sealed', 'clear'] as const).map((v) => {
-      const x = f[v] as Record<string, number>;
+    (['sealed', 'clear'] as const).flatMap((v) => {
+      const x = f[v] as Record<string, number> | null;
+      if (!x) return [];
       return [
-        f.dataset,
-        f.n.toLocaleString('en'),
-        v === 'sealed' ? 'sealed rows (mapped, decrypted per re-ranked row)' : 'clear rows (mapped; the reference)',
-        `${fmt(x.p50Ms, 2)} / ${fmt(x.p99Ms, 2)}`,
-        `${fmt(x.cpuP50Ms, 2)} / ${fmt(x.cpuP99Ms, 2)}`,
-        pct(x.recallVsExact),
-        fmt(x.anonMiB, 0),
-        fmt(x.fileMiB, 0),
-        fmt(x.indexMiB, 0),
-        fmt(x.coldStartS, 2),
-        v === 'sealed' ? `${fmt(f.sealedOverClearP50 as number, 3)} (CPU ${fmt(f.sealedOverClearCpuP50 as number, 3)})` : '1',
+        [
+          f.dataset,
+          f.n.toLocaleString('en'),
+          v === 'sealed' ? 'sealed rows (mapped, decrypted per re-ranked row)' : 'clear rows (mapped; the reference)',
+          `${fmt(x.p50Ms, 2)} / ${fmt(x.p99Ms, 2)}`,
+          `${fmt(x.cpuP50Ms, 2)} / ${fmt(x.cpuP99Ms, 2)}`,
+          pct(x.recallVsExact),
+          fmt(x.anonMiB, 0),
+          fmt(x.fileMiB, 0),
+          fmt(x.indexMiB, 0),
+          fmt(x.coldStartS, 2),
+          v === 'sealed'
+            ? f.sealedOverClearP50 == null
+              ? '–'
+              : `${fmt(f.sealedOverClearP50 as number, 3)} (CPU ${fmt(f.sealedOverClearCpuP50 as number, 3)})`
+            : '1',
+        ],
       ];
     }),
   );

@@ -9,7 +9,7 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -159,6 +159,48 @@ test('a flipped bit, two swapped rows, a row from another snapshot or bound to a
     store.close();
   }
 });
+
+// verify() reads the file in large chunks on several threads (not through the mapping): a damaged row
+// is found wherever it falls (inside a chunk, at a chunk's or a thread's first or last row), whether
+// the store is mapped lazily (a file large next to RAM) or populated, and the first one is reported.
+for (const populate of ['0', '1']) {
+  test.serial(`a damaged row anywhere in a file of many read chunks is found at open (SKETCH_POPULATE=${populate})`, async (t) => {
+    const n = 20_000; // 41 MB: several 8 MiB chunks per verifying thread
+    const f = rowsFile(n);
+    const clean = readFileSync(f.file);
+    for (const rows of [[n - 1], [0], [4040], [10_000, 19_000], [14_039, 19_999], [9_999, 10_000]]) {
+      const b = Buffer.from(clean);
+      for (const r of rows) b[recordAt(r) + 28 + ((r * 37) % 2048)] ^= 0x10;
+      writeFileSync(f.file, b);
+      process.env.SKETCH_POPULATE = populate;
+      const store = open(f);
+      delete process.env.SKETCH_POPULATE;
+      t.is(store.populated(), populate === '1');
+      t.is(await store.verify(), Math.min(...rows), `damaged rows ${rows.join(', ')}`);
+      store.close();
+    }
+    writeFileSync(f.file, clean);
+    process.env.SKETCH_POPULATE = populate;
+    const store = open(f);
+    delete process.env.SKETCH_POPULATE;
+    t.is(await store.verify(), -1, 'the undamaged file verifies');
+    t.deepEqual(store.read(n - 3, 3), f.x.subarray((n - 3) * D), 'and its rows read back');
+    store.close();
+  });
+
+  // A snapshot file cut after the store opened it (the size is checked at open) must be refused by
+  // the verification, not crash the process: its rows past the cut cannot be read whole.
+  test.serial(`a rows file cut after it was opened is refused at verify, not a crash (SKETCH_POPULATE=${populate})`, async (t) => {
+    const n = 20_000;
+    const f = rowsFile(n);
+    process.env.SKETCH_POPULATE = populate;
+    const store = open(f);
+    delete process.env.SKETCH_POPULATE;
+    truncateSync(f.file, recordAt(15_000) + 100);
+    t.is(await store.verify(), 15_000);
+    store.close();
+  });
+}
 
 test('two processes mapping one snapshot share its pages: the mapping is file-backed and shared, their anonymous memory small', async (t) => {
   const n = 20_000; // 41 MB of sealed rows

@@ -455,24 +455,33 @@ export class SketchKind implements EngineKind {
     const meanBytes = Buffer.from(m.mean, 'base64');
     if (meanBytes.length !== m.dim * 4) throw new Error('snapshot mean has the wrong size');
     const mean = new Float32Array(new Uint8Array(meanBytes).buffer);
-    const codes = await files.read(CODES_FILE, m.rows * (this.nbits / 8));
+    // The ids first: the rows' associated data names them, so the authentication of the rows (the
+    // longest part: the whole rows file read and decrypted on native threads) can start at once and
+    // run while the codes are decrypted and the id table is built on this thread.
     // A fresh, exact-size array (not a pooled Buffer slice): the native store keeps a reference to it.
     const idBytes = new Uint8Array(await files.read(IDS_FILE, m.rows * 16));
-    const ids = new IdTable(idBytes);
     let store: VectorStoreNative;
+    let verified: Promise<number> | null = null;
     if (opts.clearVectorsFile) {
       // The benchmarks' clear reference: the same engine over a clear float32 file of the same rows.
       store = new VectorStore(m.dim, m.rows > 0 ? opts.clearVectorsFile : null, m.rows);
     } else if (m.rows > 0) {
       const { file, access } = files.rowsFile(VECTORS_FILE, m.dim);
-      store = new VectorStore(m.dim, file, m.rows, { ...access, ids: ids.baseIds });
+      store = new VectorStore(m.dim, file, m.rows, { ...access, ids: idBytes });
       access.key.fill(0);
-      const bad = await store.verify();
-      if (bad >= 0) {
-        store.close();
-        throw new SnapshotFileError(`${VECTORS_FILE}: row ${bad} does not authenticate (altered, or moved from another row, snapshot or user)`);
-      }
+      verified = store.verify();
+      verified.catch(() => {}); // awaited below; not an unhandled rejection if a step before fails
     } else store = new VectorStore(m.dim, null, 0);
+    let codes: Buffer, ids: IdTable;
+    try {
+      codes = await files.read(CODES_FILE, m.rows * (this.nbits / 8));
+      ids = new IdTable(idBytes);
+      const bad = verified ? await verified : -1;
+      if (bad >= 0) throw new SnapshotFileError(`${VECTORS_FILE}: row ${bad} does not authenticate (altered, or moved from another row, snapshot or user)`);
+    } catch (err) {
+      store.close(); // while the check still runs, the store closes when it ends
+      throw err;
+    }
     const sketch = this.newSketch(mean);
     sketch.addCodes(codes);
     return new SketchEngine(this.factory, this.nbits, this.opts, sketch, store, m.trainedOn, m.trainedAtSize, ids);

@@ -37,14 +37,19 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22  // Linux 5.14; older kernels answer EINVAL (handled)
+#endif
+
 namespace {
 
-constexpr int kProjectBindingVersion = 5;
+constexpr int kProjectBindingVersion = 6;
 
 bool HasFastIsa() {
   static const bool fast = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -689,8 +694,8 @@ class VectorStore;
 // at open, off the JavaScript thread. Resolves to the first row that does not authenticate, or -1.
 class VerifyWorker : public Napi::AsyncWorker {
  public:
-  VerifyWorker(Napi::Env env, VectorStore* store, Napi::Object self)
-      : Napi::AsyncWorker(env), store_(store), deferred_(Napi::Promise::Deferred::New(env)) {
+  VerifyWorker(Napi::Env env, VectorStore* store, Napi::Object self, size_t rows)
+      : Napi::AsyncWorker(env), store_(store), rows_(rows), deferred_(Napi::Promise::Deferred::New(env)) {
     self_ = Napi::Persistent(self);
   }
   Napi::Promise Promise() { return deferred_.Promise(); }
@@ -700,6 +705,7 @@ class VerifyWorker : public Napi::AsyncWorker {
 
  private:
   VectorStore* store_;
+  size_t rows_;  // the base rows when verify() was called (close() zeroes the store's count meanwhile)
   Napi::ObjectReference self_;
   Napi::Promise::Deferred deferred_;
   int64_t bad_ = -1;
@@ -769,10 +775,13 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
         // A larger file (10M: 20 GB) is mapped lazily, as the page cache cannot hold it anyway.
         // SKETCH_POPULATE=0/1 overrides. The mapping is shared and file-backed either way: its pages
         // are the page cache's, counted once per machine, and evictable.
+        // A sealed file is not populated here but by verify(), which reads it anyway: in large
+        // sequential reads on its threads, then maps each verified chunk's pages from the page cache
+        // (populating here would read it a second time, 128 KB at a time, on the JavaScript thread).
         const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
         const char* force = std::getenv("SKETCH_POPULATE");
         populated_ = force ? std::string(force) == "1" : (pages > 0 && page > 0 && bytes <= static_cast<size_t>(pages) * page / 4);
-        void* p = mmap(nullptr, bytes, PROT_READ, MAP_SHARED | (populated_ ? MAP_POPULATE : 0), fd, 0);
+        void* p = mmap(nullptr, bytes, PROT_READ, MAP_SHARED | (populated_ && !sealed_ ? MAP_POPULATE : 0), fd, 0);
         if (p == MAP_FAILED) {
           ::close(fd);
           throw Napi::Error::New(env, "mmap " + path + ": " + std::strerror(errno));
@@ -782,7 +791,12 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
         map_bytes_ = bytes;
         if (!sealed_) base_ = reinterpret_cast<const float*>(map_);
       }
-      ::close(fd);
+      // verify() reads a sealed file through this descriptor (the file opened here, not whatever the
+      // path names later); closed when the store closes.
+      if (sealed_ && bytes > 0)
+        fd_ = fd;
+      else
+        ::close(fd);
     }
     dot_ = HasAvx512Popcnt() ? DotAvx512 : HasFastIsa() ? DotFast : DotGeneric;
   }
@@ -794,6 +808,7 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
   const float* base_ = nullptr;  // a clear base (mapped or adopted)
   const uint8_t* map_ = nullptr;
   size_t map_bytes_ = 0, base_rows_ = 0;
+  int fd_ = -1;  // a sealed base file's descriptor, for verify()'s reads
   bool populated_ = false;
   std::vector<float> overlay_;
   // Rows adopted from a JavaScript buffer: held by this reference, read in place, never copied.
@@ -819,6 +834,8 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
       return;
     }
     if (map_ && map_bytes_ > 0) munmap(const_cast<uint8_t*>(map_), map_bytes_);
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
     if (!adopted_.IsEmpty()) adopted_.Reset();
     if (!ids_ref_.IsEmpty()) ids_ref_.Reset();
     std::memset(key_, 0, sizeof key_);
@@ -832,6 +849,19 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
   bool Closed() const { return base_rows_ > 0 && !base_ && !(sealed_ && cipher_); }
   size_t RowsNow() const { return base_rows_ + overlay_.size() / d_; }
   const uint8_t* Record(size_t r) const { return map_ + header_ + r * record_; }
+
+  // Asks the kernel to read base rows [r0, r1) of a mapped file ahead, in large requests: the mapping
+  // is MADV_RANDOM (a re-rank reads scattered rows: no readahead), so a pass over many consecutive rows
+  // (exactSearch, read) would otherwise fault them in 4 KB at a time from disk.
+  void WillNeed(size_t r0, size_t r1) const {
+    if (!map_ || populated_) return;
+    r1 = std::min(r1, base_rows_);
+    if (r0 >= r1) return;
+    const size_t row = sealed_ ? record_ : d_ * sizeof(float);
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const size_t from = (header_ + r0 * row) / page * page, to = std::min(map_bytes_, header_ + r1 * row);
+    madvise(const_cast<uint8_t*>(map_) + from, to - from, MADV_WILLNEED);
+  }
 
   // The associated data of sealed row r, into `ad`.
   static void RowAd(const std::vector<uint8_t>& prefix, const uint8_t* ids, size_t r, std::vector<uint8_t>& ad) {
@@ -986,6 +1016,7 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
     if (from < 0 || count < 0 || static_cast<size_t>(from + count) > RowsNow()) throw Napi::RangeError::New(info.Env(), "rows out of range");
     if (Closed()) throw Napi::Error::New(info.Env(), "the store is closed");
     auto out = Napi::Float32Array::New(info.Env(), static_cast<size_t>(count) * d_);
+    WillNeed(static_cast<size_t>(from), static_cast<size_t>(from + count));
     for (int64_t i = 0; i < count; i++) {
       float* dst = out.Data() + i * d_;
       const float* row = RowOrThrow(info.Env(), from + i, dst);
@@ -1009,8 +1040,11 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
     constexpr size_t kBlock = 512;
     std::vector<float> block(kBlock * d_);
     std::vector<const float*> rows(kBlock);
+    constexpr size_t kAheadRows = 16 * kBlock;  // 16 MB of rows read ahead, asked for 8 MB at a time
+    WillNeed(0, kAheadRows);
     for (size_t b0 = 0; b0 < n; b0 += kBlock) {
       const size_t b1 = std::min(n, b0 + kBlock);
+      if (b0 % (kAheadRows / 2) == 0) WillNeed(b0 + kAheadRows / 2, b0 + kAheadRows);
       for (size_t r = b0; r < b1; r++) rows[r - b0] = RowOrThrow(env, r, block.data() + (r - b0) * d_);
       for (size_t q = 0; q < nq; q++) {
         const float* qv = x.Data() + q * d_;
@@ -1045,36 +1079,102 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
   Napi::Value Verify(const Napi::CallbackInfo& info) {
     if (Closed()) throw Napi::Error::New(info.Env(), "the store is closed");
     if (verifying_) throw Napi::Error::New(info.Env(), "already verifying");
-    auto* w = new VerifyWorker(info.Env(), this, info.This().As<Napi::Object>());
+    auto* w = new VerifyWorker(info.Env(), this, info.This().As<Napi::Object>(), base_rows_);
     verifying_ = true;
     auto promise = w->Promise();
     w->Queue();
     return promise;
   }
 
-  // The first sealed row in [0, base_rows_) that does not authenticate, or -1 (off the JS thread).
-  int64_t FirstNotAuthentic() const {
-    if (!sealed_ || base_rows_ == 0) return -1;
-    const size_t threads = std::max<size_t>(1, std::min<size_t>({4, std::thread::hardware_concurrency(), (base_rows_ + 4095) / 4096}));
+  // The first sealed row in [0, rows) that does not authenticate, or -1 (off the JS thread).
+  // Each thread takes one contiguous range of the file and reads it through the store's descriptor in
+  // 8 MiB chunks, not through the mapping: that is MADV_RANDOM (a re-rank reads scattered rows), so it
+  // faulted one 4 KB page, one disk read, per two rows (~24 s at 1M, 203 s at 10M from a cold page
+  // cache). A file small next to RAM (populated_) is read through the page cache, the next chunk asked
+  // for (POSIX_FADV_WILLNEED) while this one is decrypted, and each verified chunk's pages are then
+  // mapped into the process. A larger one, which the page cache cannot keep anyway, is read with
+  // O_DIRECT on twice as many threads as cores (one reads while another decrypts): through the cache,
+  // filling and reclaiming pages took as much CPU as the cipher (measured at 10M). A row that cannot be
+  // read whole (the file cut after open) counts as not authentic.
+  int64_t FirstNotAuthentic(size_t rows) const {
+    if (!sealed_ || rows == 0) return -1;
+    if (fd_ < 0) return 0;
+    constexpr size_t kChunkBytes = 8u << 20;
+    constexpr size_t kAlign = 4096;
+    int direct = -1;
+    if (!populated_) direct = ::open(("/proc/self/fd/" + std::to_string(fd_)).c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+    const size_t cores = std::max<size_t>(1, std::thread::hardware_concurrency());
+    const size_t threads = std::max<size_t>(1, std::min<size_t>({direct >= 0 ? 8 : 4, direct >= 0 ? 2 * cores : cores, (rows + 4095) / 4096}));
+    const size_t chunk_rows = std::max<size_t>(1, kChunkBytes / record_);
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const auto offset = [&](size_t r) { return header_ + r * record_; };
+    if (direct < 0) posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
     std::vector<int64_t> bad(threads, -1);
     std::vector<std::thread> pool;
-    const size_t per = (base_rows_ + threads - 1) / threads;
+    const size_t per = (rows + threads - 1) / threads;
     for (size_t t = 0; t < threads; t++) {
       pool.emplace_back([&, t] {
         sealed_rows::RowCipher cipher(key_);
         std::vector<uint8_t> ad;
         std::vector<float> row(d_);
-        const size_t end = std::min(base_rows_, (t + 1) * per);
-        for (size_t r = t * per; r < end; r++) {
-          RowAd(ad_prefix_, ids_, r, ad);
-          if (!cipher.Open(Record(r), d_ * sizeof(float), ad.data(), ad.size(), reinterpret_cast<uint8_t*>(row.data()))) {
-            bad[t] = static_cast<int64_t>(r);
+        // Room for a chunk widened to kAlign at both ends (O_DIRECT reads aligned offsets and lengths
+        // into an aligned buffer).
+        const size_t cap = (chunk_rows * record_ + 2 * kAlign) / kAlign * kAlign;
+        std::unique_ptr<uint8_t, decltype(&std::free)> buf(static_cast<uint8_t*>(std::aligned_alloc(kAlign, cap)), &std::free);
+        if (!buf) {
+          bad[t] = static_cast<int64_t>(std::min(rows, t * per));
+          return;
+        }
+        // Reads [from, to) of the file into buf (at buf + (from - aligned start) when direct); returns
+        // where the bytes start and how many of [from, to) were read.
+        // A direct read the file system refuses (EINVAL) is done again through the page cache.
+        std::function<const uint8_t*(size_t, size_t, size_t*, bool)> read = [&](size_t from, size_t to, size_t* avail, bool d) -> const uint8_t* {
+          const size_t a0 = d ? from / kAlign * kAlign : from;
+          const size_t a1 = d ? (to + kAlign - 1) / kAlign * kAlign : to;
+          const int fd = d ? direct : fd_;
+          size_t got = 0;
+          while (got < a1 - a0) {
+            const ssize_t k = pread(fd, buf.get() + got, a1 - a0 - got, static_cast<off_t>(a0 + got));
+            if (k < 0 && errno == EINTR) continue;
+            if (k < 0 && d && errno == EINVAL) return read(from, to, avail, false);
+            if (k <= 0) break;
+            got += static_cast<size_t>(k);
+          }
+          *avail = got > from - a0 ? std::min(to - from, got - (from - a0)) : 0;
+          return buf.get() + (from - a0);
+        };
+        const size_t begin = std::min(rows, t * per), end = std::min(rows, (t + 1) * per);
+        if (direct < 0 && begin < end) posix_fadvise(fd_, offset(begin), std::min(end - begin, chunk_rows) * record_, POSIX_FADV_WILLNEED);
+        for (size_t c0 = begin; c0 < end; c0 += chunk_rows) {
+          const size_t c1 = std::min(end, c0 + chunk_rows);
+          if (direct < 0 && c1 < end) posix_fadvise(fd_, offset(c1), (std::min(end, c1 + chunk_rows) - c1) * record_, POSIX_FADV_WILLNEED);
+          size_t got = 0;
+          const uint8_t* data = read(offset(c0), offset(c1), &got, direct >= 0);
+          const size_t whole = got / record_;
+          for (size_t i = 0; i < whole; i++) {
+            RowAd(ad_prefix_, ids_, c0 + i, ad);
+            if (!cipher.Open(data + i * record_, d_ * sizeof(float), ad.data(), ad.size(), reinterpret_cast<uint8_t*>(row.data()))) {
+              bad[t] = static_cast<int64_t>(c0 + i);
+              return;
+            }
+          }
+          if (whole < c1 - c0) {
+            bad[t] = static_cast<int64_t>(c0 + whole);
             return;
+          }
+          if (populated_) {
+            const size_t from = offset(c0) / page * page, to = std::min(map_bytes_, offset(c1));
+            uint8_t* p = const_cast<uint8_t*>(map_) + from;
+            if (madvise(p, to - from, MADV_POPULATE_READ) != 0) {
+              volatile uint8_t sink = 0;  // kernels before 5.14: touch one byte per page
+              for (size_t o = 0; o < to - from; o += page) sink = sink + p[o];
+            }
           }
         }
       });
     }
     for (auto& th : pool) th.join();
+    if (direct >= 0) ::close(direct);
     for (int64_t b : bad)
       if (b >= 0) return b;
     return -1;
@@ -1105,7 +1205,7 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
   }
 };
 
-void VerifyWorker::Execute() { bad_ = store_->FirstNotAuthentic(); }
+void VerifyWorker::Execute() { bad_ = store_->FirstNotAuthentic(rows_); }
 void VerifyWorker::OnOK() {
   store_->VerifyDone();
   deferred_.Resolve(Napi::Number::New(Env(), static_cast<double>(bad_)));
