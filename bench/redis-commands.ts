@@ -23,7 +23,9 @@ import { monitorCommands, perUnit } from '../test/helpers/redis-commands.js';
 
 const N = Number(process.env.BENCH_RC_IDENTIFIES ?? 20);
 
-export async function measureIdentifyCommands(n: number): Promise<{ rows: [string, number][]; total: number; outcomes: Record<string, number> }> {
+export async function measureIdentifyCommands(
+  n: number,
+): Promise<{ rows: [string, number][]; total: number; statsTotal: number; stats: [string, number][]; outcomes: Record<string, number> }> {
   const redis = await startPrivateRedis();
   const h = await startHarness({ face: true, search: 1, env: { REDIS_URL: redis.url, FAIL_FAST: 'true' } });
   try {
@@ -57,6 +59,7 @@ if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith
   const bull = [...byFamily].filter(([f]) => f.startsWith('bull:')).reduce((a, [, v]) => a + v, 0);
   console.log(`${N} identifies one after another: ${JSON.stringify(r.outcomes)}`);
   console.log(`Redis commands per identify: ${r.total.toFixed(1)} (BullMQ keys ${bull.toFixed(1)}, the rest ${(r.total - bull).toFixed(1)})`);
+  console.log(`INFO commandstats per identify: ${r.statsTotal.toFixed(1)} (${r.stats.map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')})`);
   console.log('\n| key family | per identify |\n|---|---|');
   for (const [f, v] of [...byFamily].sort((a, b) => b[1] - a[1])) console.log(`| ${f} | ${v.toFixed(1)} |`);
   console.log('\n| key family, command | per identify |\n|---|---|');

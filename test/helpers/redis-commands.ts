@@ -17,28 +17,43 @@ const SCRIPT_BY_SHA = new Map<string, string>(
     .map((s) => [createHash('sha1').update(s.content).digest('hex'), s.name]),
 );
 
+/** Calls by command name from INFO commandstats (which counts what MONITOR does not show: CLIENT, INFO). */
+export async function commandStats(redis: Redis): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const m of (await redis.info('commandstats')).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) out.set(m[1]!, Number(m[2]));
+  return out;
+}
+
 export interface CommandCount {
-  /** Every command seen, by `family command`, e.g. `bull:wait LPUSH` or `jobs:reply BLPOP`. */
+  /** Every command seen, by `family command`, e.g. `bull:embed:marker ZADD` or `jobs:reply BLPOP`. */
   byFamilyCommand: Map<string, number>;
   total: number;
+  /** INFO commandstats calls in the window, by command (the MONITOR and INFO of this counter taken out). */
+  stats: Map<string, number>;
   /** Wall time of the window, ms. */
   ms: number;
 }
 
-/** Where a key belongs: BullMQ's keys by kind (`bull:job`, `bull:wait`...), the service's by purpose. */
+/** Where a key belongs: BullMQ's keys by queue and kind (`bull:embed:job`, `bull:embed:wait`...), the service's by purpose. */
 export function keyFamily(key: string | undefined, redisPrefix: string): string {
   if (key === undefined) return '(no key)';
   if (!key.startsWith(`${redisPrefix}:`)) return '(other)';
   const rest = key.slice(redisPrefix.length + 1).split(':');
   if (rest[0] === 'bull') {
-    // bull:<queue>:<kind> or bull:<queue>:<job id>[:lock|:logs]
+    // <queue>:<kind> or <queue>:<job id>[:lock|:logs] under bull:
     const tail = rest.slice(2);
     if (tail.length === 0 || tail[0] === '') return 'bull:(queue prefix)';
-    if (/^[0-9a-f-]{36}$/.test(tail[0]!) || /^\d+$/.test(tail[0]!)) return tail[1] ? `bull:job:${tail[1]}` : 'bull:job';
-    return `bull:${tail.join(':')}`;
+    if (/^[0-9a-f-]{36}$/.test(tail[0]!) || /^\d+$/.test(tail[0]!)) return `bull:${rest[1]}:job${tail[1] ? `:${tail[1]}` : ''}`;
+    return `bull:${rest[1]}:${tail.join(':')}`;
   }
   if (rest[0] === 'face' || rest[0] === 'jobs' || rest[0] === 'workers') return `${rest[0]}:${rest[1] ?? ''}`;
   return rest[0]!;
+}
+
+/** `<queue>:` of a BullMQ key (`<prefix>:bull:<queue>:…`), else nothing. */
+function queueOf(key: string | undefined, redisPrefix: string): string {
+  const m = key?.startsWith(`${redisPrefix}:bull:`) ? key.slice(redisPrefix.length + 6).split(':')[0] : undefined;
+  return m ? `${m}:` : '';
 }
 
 /** The first key a command names (EVAL/EVALSHA: its first KEYS argument). */
@@ -66,6 +81,8 @@ function firstKey(args: string[]): string | undefined {
 /** Watches every command of a Redis server until `stop()`. */
 export async function monitorCommands(url: string, redisPrefix: string): Promise<{ stop(): Promise<CommandCount> }> {
   const conn = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: null });
+  const info = new Redis(url, { maxRetriesPerRequest: null });
+  const stats0 = await commandStats(info);
   const monitor = await conn.monitor();
   const byFamilyCommand = new Map<string, number>();
   let total = 0;
@@ -75,7 +92,7 @@ export async function monitorCommands(url: string, redisPrefix: string): Promise
   monitor.on('monitor', (_time: string, args: string[], source: string) => {
     const name = (args[0] ?? '').toUpperCase();
     const fromScript = source === 'lua' || source.startsWith('lua');
-    const script = name === 'EVALSHA' ? `bull:${SCRIPT_BY_SHA.get(args[1] ?? '') ?? 'script'}` : undefined;
+    const script = name === 'EVALSHA' ? `bull:${queueOf(firstKey(args), redisPrefix)}${SCRIPT_BY_SHA.get(args[1] ?? '') ?? 'script'}` : undefined;
     const family = fromScript ? `${scriptFamily} (in script)` : (script ?? keyFamily(firstKey(args), redisPrefix));
     if (script) scriptFamily = script;
     const k = `${family} ${name}`;
@@ -88,7 +105,14 @@ export async function monitorCommands(url: string, redisPrefix: string): Promise
       const ms = performance.now() - t0;
       monitor.disconnect();
       conn.disconnect();
-      return { byFamilyCommand, total, ms };
+      const stats1 = await commandStats(info);
+      info.disconnect();
+      const stats = new Map<string, number>();
+      for (const [k, v] of stats1) {
+        const d = v - (stats0.get(k) ?? 0) - (k === 'info' ? 1 : 0) - (k === 'monitor' ? 1 : 0);
+        if (d > 0) stats.set(k, d);
+      }
+      return { byFamilyCommand, total, stats, ms };
     },
   };
 }
@@ -97,7 +121,11 @@ export async function monitorCommands(url: string, redisPrefix: string): Promise
  * Commands per unit of work: `(work − idle × work.ms / idle.ms) / units`, by `family command` and in
  * total (negative rows, noise of the timers, are dropped).
  */
-export function perUnit(work: CommandCount, idle: CommandCount, units: number): { rows: [string, number][]; total: number } {
+export function perUnit(
+  work: CommandCount,
+  idle: CommandCount,
+  units: number,
+): { rows: [string, number][]; total: number; statsTotal: number; stats: [string, number][] } {
   const scale = work.ms / idle.ms;
   const keys = new Set([...work.byFamilyCommand.keys(), ...idle.byFamilyCommand.keys()]);
   const rows: [string, number][] = [];
@@ -106,5 +134,12 @@ export function perUnit(work: CommandCount, idle: CommandCount, units: number): 
     if (v >= 0.05) rows.push([k, v]);
   }
   rows.sort((a, b) => b[1] - a[1]);
-  return { rows, total: (work.total - idle.total * scale) / units };
+  const stats: [string, number][] = [];
+  for (const k of new Set([...work.stats.keys(), ...idle.stats.keys()])) {
+    const v = ((work.stats.get(k) ?? 0) - (idle.stats.get(k) ?? 0) * scale) / units;
+    if (v >= 0.05) stats.push([k, v]);
+  }
+  stats.sort((a, b) => b[1] - a[1]);
+  const sum = (c: CommandCount) => [...c.stats.values()].reduce((a, b) => a + b, 0);
+  return { rows, total: (work.total - idle.total * scale) / units, statsTotal: (sum(work) - sum(idle) * scale) / units, stats };
 }
