@@ -3,7 +3,8 @@
  * not times, so the machine's load does not move them).
  *
  * - The fail-fast gate is asked once per call: with FAIL_FAST_SAMPLE_MS=0 every question is a fresh
- *   sample (one CLIENT LIST), so the CLIENT LISTs per call are the questions asked.
+ *   sample (one CLIENT LIST), so the CLIENT LISTs per call are the questions asked; a sample reads the
+ *   awaited queues only (not the deferred ones, whose handles the web process holds too).
  * - A face process that adds a search follow-on does not send it a second wake-up: that process runs
  *   no search worker, so the add's own wake-up already goes to one that is free
  *   (platform/face-path/follow-on.ts).
@@ -63,6 +64,10 @@ test.serial('an identify asks the fail-fast gate once, and its search follow-on 
     t.is(res.body.outcome, 'match');
   });
   t.is(c.stats.get('client|list') ?? 0, n, 'one CLIENT LIST (one question to the gate) per identify');
+  // The gate samples the queues a call awaits, not the deferred ones whose handles the web process opened.
+  // (Their own workers' timed polls, BullMQ scripts, are not the gate's: only its plain reads count.)
+  const deferred = [...c.byFamilyCommand].filter(([k]) => /^bull:(upstream|webhooks):(wait|prioritized|active) /.test(k));
+  t.deepEqual(deferred, [], 'the gate reads no deferred queue');
   // Wake-ups written by the service itself (ZADD of a queue's marker outside BullMQ's scripts): one,
   // for the embed follow-on; none for the search follow-on, added by a face process.
   const wakeUps = (queue: string) => c.byFamilyCommand.get(`bull:${queue}:marker ZADD`) ?? 0;

@@ -16,7 +16,7 @@
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AppError } from '../errors.js';
-import type { QueueName } from '../jobs/index.js';
+import { JOB_CONTRACTS, type QueueName } from '../jobs/index.js';
 
 export interface AdmissionOptions {
   /** Jobs waiting (not yet started) on one queue beyond which new work is refused. */
@@ -134,7 +134,9 @@ export class JobAdmission {
   }
 
   private async read(): Promise<Sample> {
-    const names = [...this.queues.keys()];
+    // Only the queues a call awaits are ever asked about: a deferred queue's handle (opened by the
+    // queue dashboard, or to enqueue) is not sampled (3 commands each, in every sample).
+    const names = [...this.queues.keys()].filter((q) => JOB_CONTRACTS[q].delivery === 'awaited');
     const pipeline = this.conn.pipeline();
     pipeline.call('CLIENT', 'LIST', 'TYPE', 'normal');
     for (const name of names) {
