@@ -164,7 +164,8 @@ export class FaceService {
 
   /**
    * The fail-fast gate for a capture's stages (liveness, embed, and search when `withSearch`): 503 at
-   * once when no worker is alive on one of them. Asked before an upload is normalised.
+   * once when no worker is alive on one of them. Asked before an upload is normalised, once per call:
+   * a caller that asked it passes `admitted` to the capture's method, which does not ask again.
    */
   async admitCapture(withSearch: boolean): Promise<void> {
     await this.deps.jobs.admit(withSearch ? ['liveness', 'embed', 'search'] : ['liveness', 'embed']);
@@ -235,11 +236,12 @@ export class FaceService {
     input: CaptureInput,
     mode: FaceMode,
     deadlineAt: number,
-    opts: { search?: SearchRequest | Promise<SearchRequest>; requireLive: boolean; light?: boolean },
+    opts: { search?: SearchRequest | Promise<SearchRequest>; requireLive: boolean; light?: boolean; admitted?: boolean },
   ): Promise<{ analysis: CaptureAnalysis; embedding?: CaptureEmbedding; search?: SearchResult }> {
-    // The gate first: with no worker alive the answer is a 503 in milliseconds, not after the upload's
-    // normalisation (a large photo, on a busy or cold process, takes seconds).
-    await this.admitCapture(opts.search !== undefined);
+    // The gate first (unless the caller asked it for this call): with no worker alive the answer is a
+    // 503 in milliseconds, not after the upload's normalisation (a large photo, on a busy or cold
+    // process, takes seconds). Once: `start` is told.
+    if (!opts.admitted) await this.admitCapture(opts.search !== undefined);
     const [image, request] = await Promise.all([this.normalise(input), opts.search]);
     const remaining = deadlineAt - Date.now();
     if (remaining <= 0) throw new JobTimeoutError('liveness', this.deps.config.queues.faceJobTimeoutMs, false);
@@ -261,6 +263,7 @@ export class FaceService {
         timeoutMs: remaining,
         withValues: [{ key: handoffKey(this.deps.config.redis.prefix, 'image', imageRef), value: this.deps.sealer.seal(image.jpeg, resultSalt) }],
         followOns: [{ queue: 'embed', jobId: ids.embed }, ...(request ? [{ queue: 'search' as const, jobId: ids.search }] : [])],
+        admitted: true,
       },
     );
     try {
@@ -429,10 +432,20 @@ export class FaceService {
   }
 
   /** /verify/self: a live capture against the user's canonical embedding (`mode` chooses the face). */
-  async verifyAgainstUser(liveUpload: CaptureInput, userId: string, mode: FaceMode = 'single'): Promise<SelfVerification> {
+  async verifyAgainstUser(
+    liveUpload: CaptureInput,
+    userId: string,
+    mode: FaceMode = 'single',
+    /** `admitted`: the caller asked admitCapture(true) for this call. */
+    opts: { admitted?: boolean } = {},
+  ): Promise<SelfVerification> {
     const t0 = performance.now();
     const deadlineAt = this.budget();
-    const chained = await this.chain(liveUpload, mode, deadlineAt, { search: this.sharded ? undefined : { op: 'compare', userId }, requireLive: true });
+    const chained = await this.chain(liveUpload, mode, deadlineAt, {
+      search: this.sharded ? undefined : { op: 'compare', userId },
+      requireLive: true,
+      admitted: opts.admitted === true,
+    });
     const { analysis: a, embedding: e } = chained;
     let c = chained.search;
     if (this.sharded && a.outcome === 'ok' && e) c = { op: 'compare', ...(await this.compareHere(e.embedding, userId)) };
@@ -463,7 +476,7 @@ export class FaceService {
    * A photo without a usable face is the registry's fault: 502 `registry_unavailable` (details.reason
    * `registry_photo_unusable`), never a face outcome of the user's capture. `ms`: both its stages.
    */
-  private async embedRegistryPhoto(registryPhoto: Buffer, deadlineAt: number): Promise<CaptureEmbedding> {
+  private async embedRegistryPhoto(registryPhoto: Buffer, deadlineAt: number, admitted = false): Promise<CaptureEmbedding> {
     const unusable = (why: string) =>
       new AppError('registry_unavailable', 'The registry photo has no usable face', { details: { reason: 'registry_photo_unusable', why } });
     let image: NormalisedImage;
@@ -473,7 +486,7 @@ export class FaceService {
       if (e instanceof AppError && e.code === 'invalid_image') throw unusable('invalid_image');
       throw e;
     }
-    const { analysis, embedding } = await this.chain(image, 'largest', deadlineAt, { requireLive: false });
+    const { analysis, embedding } = await this.chain(image, 'largest', deadlineAt, { requireLive: false, admitted });
     if (!hasFace(analysis) || !embedding) throw unusable(analysis.outcome);
     return { ...embedding, ms: analysis.ms + embedding.ms };
   }
@@ -504,14 +517,20 @@ export class FaceService {
    * A registry photo without a usable face is the registry's fault: 502 `registry_unavailable`
    * (details.reason `registry_photo_unusable`), never a face outcome of the user's capture.
    */
-  async verifyAgainstPhoto(liveUpload: CaptureInput, registryPhoto: Buffer): Promise<PhotoVerification> {
+  async verifyAgainstPhoto(
+    liveUpload: CaptureInput,
+    registryPhoto: Buffer,
+    /** `admitted`: the caller asked admitCapture(false) for this call. */
+    opts: { admitted?: boolean } = {},
+  ): Promise<PhotoVerification> {
     const t0 = performance.now();
     const deadlineAt = this.budget();
-    const registry = this.embedRegistryPhoto(registryPhoto, deadlineAt);
+    const admitted = opts.admitted === true;
+    const registry = this.embedRegistryPhoto(registryPhoto, deadlineAt, admitted);
     registry.catch(() => {}); // awaited below unless the live capture already decided
 
     // The live capture in parallel with the registry photo; its outcome comes first.
-    const { analysis: live, embedding: liveEmb } = await this.chain(liveUpload, 'single', deadlineAt, { requireLive: true });
+    const { analysis: live, embedding: liveEmb } = await this.chain(liveUpload, 'single', deadlineAt, { requireLive: true, admitted });
     if (live.outcome !== 'ok' || !liveEmb) {
       return {
         outcome: live.outcome === 'ok' ? 'liveness_failed' : live.outcome,

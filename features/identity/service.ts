@@ -244,7 +244,7 @@ export class IdentityService {
       // A live capture is a selfie: SELFIE_MAX_PIXELS, checked from the header before decoding.
       await face.admitCapture(false); // no worker alive: 503 at once, before the upload is decoded
       const capture = await face.normalise(input.file!, { maxPixels: config.biometrics.selfieMaxPixels });
-      const v = await face.verifyAgainstPhoto(capture, photo);
+      const v = await face.verifyAgainstPhoto(capture, photo, { admitted: true });
       quality = qualitySummary(v.quality);
       if (v.outcome !== 'match') {
         await this.deps.biometric.record(userId, 'verify_face', v.outcome);

@@ -219,7 +219,7 @@ export class VerificationService {
       } else {
         await face.admitCapture(true); // no worker alive: 503 at once, before the upload is decoded
         const normalised = await face.normalise(capture.image, { maxPixels: config.biometrics.selfieMaxPixels });
-        r = await face.verifyAgainstUser(normalised, consumer.userId, 'largest');
+        r = await face.verifyAgainstUser(normalised, consumer.userId, 'largest', { admitted: true });
       }
     } catch (e) {
       await this.logFailure(e, t0, { kind: 'verify_self', userId: consumer.userId });

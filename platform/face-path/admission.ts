@@ -16,7 +16,7 @@
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AppError } from '../errors.js';
-import type { QueueName } from '../jobs/index.js';
+import { JOB_CONTRACTS, type QueueName } from '../jobs/index.js';
 
 export interface AdmissionOptions {
   /** Jobs waiting (not yet started) on one queue beyond which new work is refused. */
@@ -52,13 +52,21 @@ export class JobAdmission {
     private readonly onSample?: (queue: QueueName, state: QueueState) => void,
   ) {}
 
-  /** Resolves when `queue` may take a job now; else throws the 503 to answer. */
-  async admit(queue: QueueName): Promise<void> {
+  /**
+   * Resolves when every queue of `queues` (a call's stages) may take a job now; else throws the 503 to
+   * answer. One sample answers for all of them: a call is one question, at most one round trip.
+   */
+  async admit(queues: QueueName | readonly QueueName[]): Promise<void> {
+    const names = typeof queues === 'string' ? [queues] : [...new Set(queues)];
     await this.connected();
     let sample = this.sample;
-    const fresh = sample && Date.now() - sample.at < this.opts.sampleMs && this.healthy(sample, queue);
+    const fresh = sample && Date.now() - sample.at < this.opts.sampleMs && names.every((q) => this.healthy(sample!, q));
     if (!fresh) sample = await this.take();
-    const state = sample!.queues.get(queue) ?? { waiting: 0, active: 0, workers: 0 };
+    for (const queue of names) this.check(sample!, queue);
+  }
+
+  private check(sample: Sample, queue: QueueName): void {
+    const state = sample.queues.get(queue) ?? { waiting: 0, active: 0, workers: 0 };
     if (state.workers === 0) {
       throw new AppError('face_engine_unavailable', `No ${queue === 'search' ? 'search' : 'face'} worker is running; try again shortly`, {
         details: { queue, reason: 'no_worker' },
@@ -126,7 +134,9 @@ export class JobAdmission {
   }
 
   private async read(): Promise<Sample> {
-    const names = [...this.queues.keys()];
+    // Only the queues a call awaits are ever asked about: a deferred queue's handle (opened by the
+    // queue dashboard, or to enqueue) is not sampled (3 commands each, in every sample).
+    const names = [...this.queues.keys()].filter((q) => JOB_CONTRACTS[q].delivery === 'awaited');
     const pipeline = this.conn.pipeline();
     pipeline.call('CLIENT', 'LIST', 'TYPE', 'normal');
     for (const name of names) {

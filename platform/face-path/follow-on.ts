@@ -1,8 +1,8 @@
 /**
  * A worker adds the next stage of the same request itself (liveness → embed → search), under the id
  * its caller chose and awaits (JobClient.start `followOns`), with the first job's deadline and reply
- * list: a stage's output goes on without a trip through the API. Then it wakes one more idle worker of
- * that queue (wakeIdleWorker).
+ * list: a stage's output goes on without a trip through the API. Then, when the adding process itself
+ * serves that queue, it wakes one more idle worker of it (wakeIdleWorker).
  */
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -38,6 +38,13 @@ export function addFollowOn<F extends AwaitedQueueName>(
   name: F,
   jobId: string,
   envelope: JobEnvelope<JobContracts[F]['payload']>,
+  /**
+   * Whether the adding process serves `name` too. Only then can the add's own wake-up go to a worker
+   * that cannot act on it (this process's, its main thread held by the stage): a second wake-up is
+   * sent. A process that does not serve the queue (a face process adding a search) sends none: it
+   * would cost an empty `moveToActive` of a woken search worker (about 9 Redis commands) for nothing.
+   */
+  wakeAnother = true,
 ): FollowOnAdd {
   const contract = JOB_CONTRACTS[name] as AwaitedJobContract<F, JobContracts[F]['payload']>;
   if (contract.delivery !== 'awaited') throw new Error(`queue "${name}" is deferred: nobody awaits a follow-on there`);
@@ -48,6 +55,7 @@ export function addFollowOn<F extends AwaitedQueueName>(
   // onnxruntime-node), so a poll phase comes before its next run, and there its own idle worker of
   // the follow-on's queue, woken by the add, would take the job it cannot run. Written in the same
   // turn, the wake-up lets another process take it while this one prepares and runs its next model.
+  if (!wakeAnother) return { written: Promise.resolve(), added: added.then(() => {}) };
   let woken: Promise<void> | undefined;
   const written = (async () => {
     for (let i = 0; i < ADD_WRITTEN_AFTER_STEPS; i++) await undefined;

@@ -49,6 +49,11 @@ export interface StartOptions {
   jobId?: string;
   /** The stages the workers add after the first job (JobContext.followOn), by queue and the id they will carry. */
   followOns?: { queue: QueueName; jobId: string }[];
+  /**
+   * The caller asked the fail-fast gate (`admit`) for every queue of this run already, for this call:
+   * the gate is not asked again. A worker that died since is still answered at once (RunnerWatch).
+   */
+  admitted?: boolean;
 }
 
 /** A request's stages after JobClient.start: each stage's result, awaited within the shared deadline. */
@@ -350,7 +355,7 @@ export class JobClient {
     const timeoutMs = opts.timeoutMs ?? this.opts.timeoutMs;
     const followOns = opts.followOns ?? [];
     // Before anything is enqueued: a 503 at once rather than a wait nobody will end.
-    await this.admit([name, ...followOns.map((f) => f.queue)]);
+    if (!opts.admitted) await this.admit([name, ...followOns.map((f) => f.queue)]);
     const deadlineAt = Date.now() + timeoutMs;
     // Our own id, so that the waiters are registered before the job exists.
     const jobId = opts.jobId ?? randomUUID();
@@ -373,11 +378,11 @@ export class JobClient {
   /**
    * The fail-fast gate alone (./admission.ts): resolves when every queue named may take a job now,
    * else throws its 503. Callers ask it before work of their own that only serves the job (decoding
-   * and normalising an upload), so that a request with no worker alive is answered in milliseconds.
-   * `start` asks it again (a healthy sample is reused: no second round trip).
+   * and normalising an upload), so that a request with no worker alive is answered in milliseconds;
+   * they then tell `start` (`admitted`), which does not ask again: one admission per call.
    */
   async admit(queues: QueueName[]): Promise<void> {
-    if (this.admission) for (const q of new Set(queues)) await this.admission.admit(q);
+    if (this.admission) await this.admission.admit(queues);
   }
 
   /** Writes the job's side values, then adds the job, on one connection: Redis applies them in that order. */

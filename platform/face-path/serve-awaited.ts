@@ -37,6 +37,8 @@ export interface AwaitedJobSide {
   redis: Redis;
   /** A handle on `redis` for the queue of a follow-on. */
   handle(name: QueueName): Queue;
+  /** Whether this process serves `name` (a follow-on there gets a second wake-up: ./follow-on.ts). */
+  serves?(name: QueueName): boolean;
   now(): number;
   /** The job was picked up late and not run. */
   onExpired(job: Job, lateByMs: number): void;
@@ -77,7 +79,7 @@ export async function serveAwaitedJob<Q extends QueueName>(
   const runner = side.runner && runnerKey(side.runner.redisPrefix, job.id!);
   if (runner) void side.redis.set(runner, side.runner!.processId, 'PX', msUntil(deadlineAt)).catch(() => {});
   const followOn: FollowOn = (next, jobId, nextPayload) =>
-    addFollowOn(side.redis, side.handle(next), next, jobId, { deadlineAt, replyTo, payload: nextPayload });
+    addFollowOn(side.redis, side.handle(next), next, jobId, { deadlineAt, replyTo, payload: nextPayload }, side.serves?.(next) ?? true);
   let result: unknown;
   try {
     result = await handler({ payload, deadlineAt, followOn });

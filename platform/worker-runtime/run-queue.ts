@@ -106,7 +106,7 @@ export async function runQueues<Q extends QueueName>(
     ? await LivenessBeat.start(redisTarget(config.redis), config.redis.prefix, randomUUID(), config.queues.workerLivenessMs)
     : undefined;
   const runner = beat && { processId: beat.processId, redisPrefix: config.redis.prefix };
-  const workers = queues.map((queue) => serveQueue(queue, handlers[queue] as JobHandler<Q>, stats[queue], conns, config, { ...opts, runner }));
+  const workers = queues.map((queue) => serveQueue(queue, handlers[queue] as JobHandler<Q>, stats[queue], conns, config, { ...opts, runner, served: queues }));
   // Each Worker is named (its id -> this process) before it takes a job: a job it has taken but not
   // yet started is then traced to this process through the job's lock (worker-liveness.ts).
   const nameWorkers = () =>
@@ -214,13 +214,13 @@ function serveQueue<Q extends QueueName>(
   stats: QueueStats,
   conns: RunnerConnections,
   config: Config,
-  opts: RunQueuesOptions & { runner?: { processId: string; redisPrefix: string } },
+  opts: RunQueuesOptions & { runner?: { processId: string; redisPrefix: string }; served: readonly QueueName[] },
 ): Worker {
   const log = opts.logger.child({ queue });
   const processor =
     JOB_CONTRACTS[queue].delivery === 'deferred'
       ? deferredProcessor(queue, handler, stats, conns)
-      : awaitedProcessor(queue, handler, stats, conns, log, opts.now ?? Date.now, opts.runner);
+      : awaitedProcessor(queue, handler, stats, conns, log, opts.now ?? Date.now, opts.runner, opts.served);
   // A job that reaches a process which cannot serve it now (a fetch already blocked in Redis when the
   // workers paused, or one re-sent as the connection came back) goes back to the queue untouched,
   // for another process.
@@ -277,10 +277,12 @@ function awaitedProcessor<Q extends QueueName>(
   log: Logger,
   now: () => number,
   runner: { processId: string; redisPrefix: string } | undefined,
+  served: readonly QueueName[],
 ) {
   const side = {
     redis: conns.redis,
     runner,
+    serves: (name: QueueName) => served.includes(name),
     handle: (name: QueueName) => conns.handle(name),
     now,
     onStarted: () => {

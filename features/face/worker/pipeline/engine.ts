@@ -200,10 +200,19 @@ export class FaceEngine {
     return engine;
   }
 
-  /** One run of each model on a blank input, so that the first request does not pay for set-up. */
+  /**
+   * One run of each model on a blank input, so that the first request does not pay for set-up; and
+   * the detector's whole step (letterbox resampling, planar conversion, the loop over its priors,
+   * NMS: JavaScript, which V8 optimises only after a few calls) a few times on a textured image with
+   * no face, so that both passes run: without it the first capture's detector step cost about 40 ms
+   * more CPU than the next ones (docs/performance.md, "The detector inside the service").
+   */
   private async warmUp(): Promise<void> {
     const zeros = (shape: number[]) => new ort.Tensor('float32', new Float32Array(shape.reduce((a, b) => a * b, 1)), shape);
     await this.sessions.detect.run({ input: zeros([1, 3, DETECT_INPUT_HEIGHT, DETECT_INPUT_WIDTH]) });
+    const textured: RgbImage = { width: 480, height: 360, data: new Uint8Array(480 * 360 * 3) };
+    for (let i = 0; i < textured.data.length; i++) textured.data[i] = (i * 7919) % 251;
+    for (let i = 0; i < 3; i++) await detectFaces(this.sessions.detect, textured, this.detectOptions);
     await this.sessions.landmark.run({ input: zeros([1, 1, LANDMARK_INPUT_SIZE, LANDMARK_INPUT_SIZE]) });
     await this.sessions.liveness.run({ input: zeros([1, 3, LIVENESS_INPUT_SIZE, LIVENESS_INPUT_SIZE]) });
     await this.sessions.embed.run({ input: zeros([1, 3, ALIGNED_SIZE, ALIGNED_SIZE]) });
