@@ -29,7 +29,16 @@ import { newHandoffSalt, type HandoffSealer } from '../../platform/face-path/sea
 import { handoffKey, newHandoffRef } from '../../platform/face-path/handoff.js';
 import { searchEmbeddingValue } from '../../platform/face-path/search-embedding.js';
 import { JobTimeoutError, type JobClient } from '../../platform/face-path/job-client.js';
-import type { DetectedFace, JobContracts, LivenessJobResult, QueueName, SearchHit, SearchRequest, SearchResult } from '../../platform/jobs/index.js';
+import type {
+  DetectedFace,
+  JobContracts,
+  LightFrameResult,
+  LivenessJobResult,
+  QueueName,
+  SearchHit,
+  SearchRequest,
+  SearchResult,
+} from '../../platform/jobs/index.js';
 import type { QualityAssessment, QualitySummary } from '../../platform/face/quality.js';
 import type { Logger } from '../../platform/logger.js';
 import type { EmbeddingsRepository } from './embeddings-repository.js';
@@ -163,22 +172,26 @@ export class FaceService {
   }
 
   /**
-   * The fail-fast gate for a capture's stages (liveness, embed, and search when `withSearch`): 503 at
-   * once when no worker is alive on one of them. Asked before an upload is normalised.
+   * The fail-fast gate for a capture's stages (liveness, embed, and search when `withSearch`, light
+   * when `withLight`: a liveness session's light frames): 503 at once when no worker is alive on one of them. Asked before an upload is normalised.
    */
-  async admitCapture(withSearch: boolean): Promise<void> {
-    await this.deps.jobs.admit(withSearch ? ['liveness', 'embed', 'search'] : ['liveness', 'embed']);
+  async admitCapture(withSearch: boolean, withLight = false): Promise<void> {
+    await this.deps.jobs.admit(withSearch ? ['liveness', 'embed', 'search'] : withLight ? ['liveness', 'embed', 'light'] : ['liveness', 'embed']);
   }
 
   /**
    * Normalises an upload once (EXIF rotation, bounded size, JPEG); 400 `invalid_image` otherwise.
    * `maxPixels`: a tighter limit than MAX_IMAGE_PIXELS (a consumer's selfie: SELFIE_MAX_PIXELS), read
-   * from the header before any pixel is decoded.
+   * from the header before any pixel is decoded. `maxSide`: a smaller longest side than the default
+   * (a liveness session's light frames).
    */
-  async normalise(input: CaptureInput, opts: { maxPixels?: number } = {}): Promise<NormalisedImage> {
+  async normalise(input: CaptureInput, opts: { maxPixels?: number; maxSide?: number } = {}): Promise<NormalisedImage> {
     if (!Buffer.isBuffer(input)) return input;
     try {
-      return await normaliseUpload(input, { maxPixels: Math.min(opts.maxPixels ?? Infinity, this.deps.config.http.maxImagePixels) });
+      return await normaliseUpload(input, {
+        maxPixels: Math.min(opts.maxPixels ?? Infinity, this.deps.config.http.maxImagePixels),
+        ...(opts.maxSide ? { maxSide: opts.maxSide } : {}),
+      });
     } catch (e) {
       if (isFaceError(e)) throw new AppError('invalid_image', e.message);
       throw e;
@@ -219,6 +232,31 @@ export class FaceService {
     opts: { light?: boolean } = {},
   ): Promise<{ analysis: CaptureAnalysis; embedding?: CaptureEmbedding }> {
     return this.chain(image, mode, deadlineAt, { requireLive: false, light: opts.light === true });
+  }
+
+  /**
+   * A liveness session's light frames (normalised small by the caller) as one job on a face process
+   * (platform/jobs/light.ts): each frame's face found (detected on the first, followed on the others)
+   * and the `embedIndex` frame's face embedded. 400 `invalid_image` for a frame the engine cannot decode.
+   */
+  async analyseLightFrames(
+    images: readonly NormalisedImage[],
+    embedIndex: number,
+    deadlineAt: number,
+  ): Promise<{ frames: LightFrameResult[]; embedding: CaptureEmbedding | null; ms: number }> {
+    const resultSalt = newHandoffSalt();
+    const embedSalt = newHandoffSalt();
+    const refs = images.map(() => newHandoffRef());
+    const values = images.map((img, i) => ({
+      key: handoffKey(this.deps.config.redis.prefix, 'image', refs[i]!),
+      value: this.deps.sealer.seal(img.jpeg, resultSalt),
+    }));
+    const r = await this.job('light', { imageRefs: refs, resultSalt, embedIndex, embedSalt }, deadlineAt, values);
+    if (r.frames.some((f) => !f.ok && f.code === 'invalid_image')) throw new AppError('invalid_image', 'The image could not be decoded');
+    const embedding = r.embedding
+      ? { embedding: this.deps.sealer.openEmbedding(r.embedding.sealedEmbedding, embedSalt), engineVersion: r.embedding.engineVersion, ms: r.ms }
+      : null;
+    return { frames: r.frames, embedding, ms: r.ms };
   }
 
   /**

@@ -1,0 +1,49 @@
+/**
+ * Job contract of the `light` queue: all the light frames of one liveness session (SPEC 14.1) in one
+ * job, on a face process. The frames are found cheaply: each decoded (the API made them small), the
+ * detector run on the first frame only and the face then followed from frame to frame by the landmark
+ * model on the previous frame's box (the detector again only where the followed face is lost); no
+ * anti-spoof model, no quality. One frame, drawn by the API after the frames arrived, is aligned and
+ * embedded in the same job (the session's identity, features/liveness/README.md "Lights"). The images
+ * travel as sealed Redis values, not in the job (platform/face-path/handoff.ts, kind `image`).
+ */
+import type { FaceErrorCode } from '../face/face-error.js';
+import type { DetectedFace } from '../face/liveness.js';
+import type { SealedEmbedding } from '../face-path/sealing.js';
+import { awaitedJobContract } from './contract.js';
+
+export const LIGHT_QUEUE = 'light' as const;
+
+export interface LightJob {
+  /**
+   * Refs of the light frames in capture order, each normalised by the API (at most
+   * LIGHT_FRAME_MAX_SIDE on the long side), sealed under `resultSalt` and kept in Redis until the deadline.
+   */
+  imageRefs: string[];
+  /** Salt of the key that seals the images (with the key ring: platform/face-path/sealing.ts); lives only in the job. */
+  resultSalt: string;
+  /** The frame whose face is embedded (0-based), drawn by the API with crypto.randomInt once the frames arrived. */
+  embedIndex: number;
+  /** Salt of the key that seals the result's embedding. */
+  embedSalt: string;
+}
+
+/**
+ * One light frame: its face (`tracked`: followed from the previous frame's box, not detected), or the
+ * photo's outcome. `faceCount` is the detector's count on frames it ran on, null on followed ones.
+ */
+export type LightFrameResult =
+  { ok: true; face: DetectedFace; tracked: boolean; faceCount: number | null } | { ok: false; code: FaceErrorCode; faceCount: number };
+
+export interface LightJobResult {
+  frames: LightFrameResult[];
+  /** The `embedIndex` frame's embedding (sealed under `embedSalt`); null when that frame shows no face. */
+  embedding: { sealedEmbedding: SealedEmbedding; engineVersion: string } | null;
+  /** The stage's own time in the worker. */
+  ms: number;
+}
+
+/** Longest side of a light frame as the API normalises it: the colour measure, the detector (320×240) and the sketch need no more. */
+export const LIGHT_FRAME_MAX_SIDE = 320;
+
+export const lightContract = awaitedJobContract<typeof LIGHT_QUEUE, LightJob>(LIGHT_QUEUE);
