@@ -13,14 +13,17 @@
  * 2. the keyed digests of every frame's bytes, pose and light, against every frame received before
  *    (`replayed_frames`), before any frame is decoded; then the timing, also before any decode
  *    (`implausible_timing`: decision.ts `plausibleTiming`); a digest is kept only once its frame decoded;
- * 3. each frame normalised (SELFIE_MAX_PIXELS) and sent through the face path's liveness stage, all
- *    frames at once (each face process takes one): detection, landmarks, the passive score; each
- *    frame's embedding started by the face process as soon as its face is aligned (one chain);
+ * 3. each frame normalised (SELFIE_MAX_PIXELS; a light frame also made small) and sent through the
+ *    face path: each pose frame through the liveness stage, all at once (each face process takes one):
+ *    detection, landmarks, the passive score, its embedding started by the face process as soon as its
+ *    face is aligned (one chain); the light frames, meanwhile, as ONE `light` job: the face detected
+ *    on the first and followed on the others, one frame drawn here (crypto.randomInt) embedded;
  * 4. one frame that is a near copy of a frame of an earlier session (`replayed_frames`, frame-sketch.ts;
  *    LIVENESS_NEAR_REPLAY_WINDOW_SECONDS, 0 = off); then, on the pose frames, `no_face`,
  *    `multiple_faces`, `static_capture`, every frame compared with the best frontal one
  *    (`different_faces`), `challenge_not_followed`; then the light frames (`light_not_followed`: their
- *    count, the session's face in each, its colour following `lights`); then `spoof_suspected`;
+ *    count, the drawn frame's face the session's person and every light frame's face one face with it
+ *    (frame-sketch.ts `oneFaceThroughout`), its colour following `lights`); then `spoof_suspected`;
  * 5. a passed session keeps its best frontal frame (embedding, quality, JPEG; sealed) for its one use.
  *
  * A session claimed and then stopped by an invalid image (400) or by the face path (503) is spent
