@@ -47,7 +47,7 @@ export const NEAR_COPY_FRAME_BANDS = 27;
 /**
  * Least cosine of two light frames' face grids (`faceGrid`) for them to show one face: each light
  * frame against the one before it and against the frame whose face was embedded (`oneFaceThroughout`).
- * Set on the fixtures lit by every colour of SPEC 14.1 at 320 px (`npx tsx
+ * Set on the fixtures lit by every colour of SPEC 14.1 at 480 px (`npx tsx
  * scripts/evaluate/light-continuity.ts`, docs/face-engine.md "Light frames: one face throughout"): two
  * frames of one capture in any two colours, the face moving a little, at least 0.799 (1 %: 0.821,
  * median 0.986); two people at most 0.754 (99 %: 0.680, median 0.266). 0.78 lies between.

@@ -43,7 +43,11 @@ export interface LightJobResult {
   ms: number;
 }
 
-/** Longest side of a light frame as the API normalises it: the colour measure, the detector (320×240) and the sketch need no more. */
-export const LIGHT_FRAME_MAX_SIDE = 320;
+/**
+ * Longest side of a light frame as the API normalises it: what the console sends (LivenessCheck.tsx).
+ * The detector (320×240 input) and the sketch need no more; the colour measure reads the room beside
+ * the face, which a close face leaves few pixels of, so not less.
+ */
+export const LIGHT_FRAME_MAX_SIDE = 480;
 
 export const lightContract = awaitedJobContract<typeof LIGHT_QUEUE, LightJob>(LIGHT_QUEUE);

@@ -8,7 +8,7 @@
  * Frames: the liveness fixtures' frontal frames (centre, a second centre, two jittered: the person
  * moving a little between light frames) and the fixture photos, each lit by every colour of SPEC 14.1
  * at the default reflection and at 2.5 times it (scripts/evaluate/light-sim.ts), with sensor noise,
- * then made at most 320 px on the long side as the service makes light frames. Landmarks by the real
+ * then made at most 480 px on the long side as the service makes light frames. Landmarks by the real
  * models (the face path's detector and landmark model). "Same" pairs: two frames of one capture
  * (one person, one photo's frames) in any two colours; "different": two people.
  */
@@ -40,7 +40,7 @@ const SOURCES: [string, string, string][] = [
   ['hopper', 'hopper_b', 'grace_hopper_b.jpg'],
   ['astronaut', 'astronaut_png', 'astronaut.png'],
 ];
-const SIDE = 320;
+const SIDE = 480;
 
 const cos = (a: Float32Array, b: Float32Array) => a.reduce((s, v, i) => s + v * b[i]!, 0);
 const q = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))]!;
@@ -76,8 +76,7 @@ async function main(): Promise<void> {
       if (a.capture === b.capture) {
         same.push(c);
         if (a.k === 0.2 && b.k === 0.2) sameDefault.push(c);
-      }
-      else if (a.person === b.person) samePersonOtherPhoto.push(c);
+      } else if (a.person === b.person) samePersonOtherPhoto.push(c);
       else different.push(c);
     }
   const row = (name: string, xs: number[]) =>
