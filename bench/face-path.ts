@@ -113,7 +113,7 @@ async function clocksNowOf(facePorts: number[]): Promise<Clocks[]> {
 /** Per queue: jobs run between two readings of the face workers' clocks, and ms per job by step. */
 function clockDeltaOf(before: Clocks[], after: Clocks[]): string[][] {
   const rows: string[][] = [];
-  for (const queue of ['liveness', 'embed']) {
+  for (const queue of ['liveness', 'embed', 'light']) {
     let jobs = 0;
     const steps: Record<string, number> = {};
     after.forEach((c1, i) => {
@@ -140,7 +140,7 @@ function clockDeltaOf(before: Clocks[], after: Clocks[]): string[][] {
 function addClocks(total: Clocks[], before: Clocks[], after: Clocks[]): Clocks[] {
   return total.map((t, i) => {
     const out: Clocks = { ...t };
-    for (const queue of ['liveness', 'embed']) {
+    for (const queue of ['liveness', 'embed', 'light']) {
       const q1 = after[i]![queue];
       if (!q1 || typeof q1 === 'number') continue;
       const q0 = before[i]![queue];

@@ -171,6 +171,9 @@ export type LightFrame =
  */
 export const TRACK_LIMITS = { minScale: 0.8, maxScale: 1.25, maxShift: 0.25, maxTurn: 0.35 } as const;
 
+/** A followed face's box moved by more than this share of its height: its landmarks are found again on the moved box. */
+export const TRACK_REFINE = 0.05;
+
 const centreOf = (p: readonly Point[]): Point => [p.reduce((a, q) => a + q[0], 0) / p.length, p.reduce((a, q) => a + q[1], 0) / p.length];
 const spreadOf = (p: readonly Point[], c: Point) => Math.sqrt(p.reduce((a, q) => a + (q[0] - c[0]) ** 2 + (q[1] - c[1]) ** 2, 0) / p.length);
 const eyeAngle = (p: readonly Point[]) => Math.atan2(p[1]![1] - p[0]![1], p[1]![0] - p[0]![0]);
@@ -339,8 +342,8 @@ export class FaceEngine {
   /**
    * A liveness session's light frames, in order (platform/jobs/light.ts): each decoded; the detector
    * on the first frame (mode 'single') and wherever no face is being followed; on the others the
-   * landmark model on the previous frame's box, the box moved and scaled with the five points, and the
-   * landmarks once more on the moved box. A followed face that moved or changed size more than a
+   * landmark model on the previous frame's box, the box moved and scaled with the five points (and the
+   * landmarks once more on the moved box when it moved by more than TRACK_REFINE). A followed face that moved or changed size more than a
    * person between two light frames does (TRACK_LIMITS) is lost: the detector runs on that frame. The
    * `embedIndex` frame's face is aligned and embedded. No anti-spoof model, no quality. A frame whose
    * detector finds no face, or several clear ones, is that outcome; the next frame is detected again.
@@ -349,10 +352,16 @@ export class FaceEngine {
     const frames: LightFrame[] = [];
     let embedding: number[] | null = null;
     let previous: { box: Detection; points: Point[] } | null = null;
-    for (const [i, jpeg] of jpegs.entries()) {
+    // Every frame decoded at once (libvips' threads), while the first is being searched.
+    const t0 = performance.now();
+    const decoded = jpegs.map((jpeg) => decodeRgb(jpeg));
+    for (const d of decoded) d.catch(() => {}); // each awaited in turn below
+    await Promise.allSettled(decoded.slice(0, 1));
+    clock?.('decode', performance.now() - t0);
+    for (const [i, pending] of decoded.entries()) {
       let t = performance.now();
-      const img = await decodeRgb(jpeg);
-      clock?.('decode', performance.now() - t);
+      const img = await pending;
+      if (i > 0) clock?.('decode', performance.now() - t);
       let found: { box: Detection; points: Point[]; tracked: boolean; faceCount: number | null } | null = null;
       if (previous) {
         t = performance.now();
@@ -391,11 +400,24 @@ export class FaceEngine {
     return { frames, embedding };
   }
 
-  /** The previous frame's face followed into `img` (landmarks on its box, then on the moved box), or null when lost. */
+  /**
+   * The previous frame's face followed into `img`: the landmarks on its box, and once more on the
+   * moved box when the face moved or changed size by more than TRACK_REFINE of it (the landmark model
+   * is most exact on the crop it expects); null when lost.
+   */
   private async follow(img: RgbImage, previous: { box: Detection; points: Point[] }): Promise<{ box: Detection; points: Point[] } | null> {
     const first = fivePoints((await predictLandmarks(this.sessions.landmark, img, squareBox(previous.box))).points68);
     const moved = movedBox(previous.box, previous.points, first);
     if (!moved) return null;
+    const h = previous.box.y2 - previous.box.y1 || 1;
+    const drift =
+      Math.max(
+        Math.abs(moved.x1 - previous.box.x1),
+        Math.abs(moved.y1 - previous.box.y1),
+        Math.abs(moved.x2 - previous.box.x2),
+        Math.abs(moved.y2 - previous.box.y2),
+      ) / h;
+    if (drift <= TRACK_REFINE) return { box: moved, points: first };
     const points = fivePoints((await predictLandmarks(this.sessions.landmark, img, squareBox(moved))).points68);
     const box = movedBox(previous.box, previous.points, points);
     return box ? { box, points } : null;
