@@ -222,16 +222,10 @@ export class FaceService {
    * One frame among several (a liveness session): the liveness stage and, for a frame with a face,
    * its embedding, as one chain — the embed starts on another face process before this frame's
    * anti-spoof model runs, without a trip back through the API — whatever its passive score: the
-   * caller decides from all the frames together. `light`: a light frame, whose face is only found and
-   * embedded (no anti-spoof model, no quality: its `livenessScore` is 0, platform/jobs/liveness.ts).
+   * caller decides from all the frames together (a session's light frames: `analyseLightFrames`).
    */
-  async analyseAndEmbed(
-    image: NormalisedImage,
-    mode: FaceMode,
-    deadlineAt: number,
-    opts: { light?: boolean } = {},
-  ): Promise<{ analysis: CaptureAnalysis; embedding?: CaptureEmbedding }> {
-    return this.chain(image, mode, deadlineAt, { requireLive: false, light: opts.light === true });
+  async analyseAndEmbed(image: NormalisedImage, mode: FaceMode, deadlineAt: number): Promise<{ analysis: CaptureAnalysis; embedding?: CaptureEmbedding }> {
+    return this.chain(image, mode, deadlineAt, { requireLive: false });
   }
 
   /**
@@ -273,7 +267,7 @@ export class FaceService {
     input: CaptureInput,
     mode: FaceMode,
     deadlineAt: number,
-    opts: { search?: SearchRequest | Promise<SearchRequest>; requireLive: boolean; light?: boolean },
+    opts: { search?: SearchRequest | Promise<SearchRequest>; requireLive: boolean },
   ): Promise<{ analysis: CaptureAnalysis; embedding?: CaptureEmbedding; search?: SearchResult }> {
     // The gate first: with no worker alive the answer is a 503 in milliseconds, not after the upload's
     // normalisation (a large photo, on a busy or cold process, takes seconds).
@@ -293,7 +287,6 @@ export class FaceService {
         resultSalt,
         handOffMinLiveness: opts.requireLive ? this.deps.config.face.livenessThreshold : 0,
         embedNext: { jobId: ids.embed, resultSalt: embedSalt, ...(request ? { searchNext: { jobId: ids.search, request } } : {}) },
-        ...(opts.light ? { light: true } : {}),
       },
       {
         timeoutMs: remaining,

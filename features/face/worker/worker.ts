@@ -104,8 +104,6 @@ export async function livenessHandler(
       align: !next,
       onAligned,
       clock,
-      // A light frame needs only its face found, aligned and embedded (platform/jobs/liveness.ts).
-      ...(job.light ? { antiSpoof: false, quality: false } : {}),
     });
     await handedOn;
     const alignedFaceRef =
