@@ -231,11 +231,11 @@ export class FaceService {
   /**
    * A liveness session's light frames (normalised small by the caller) as one job on a face process
    * (platform/jobs/light.ts): each frame's face found (detected on the first, followed on the others)
-   * and the `embedIndex` frame's face embedded. 400 `invalid_image` for a frame the engine cannot decode.
+   * and the `embedIndex` frame's face embedded (null: none). 400 `invalid_image` for a frame the engine cannot decode.
    */
   async analyseLightFrames(
     images: readonly NormalisedImage[],
-    embedIndex: number,
+    embedIndex: number | null,
     deadlineAt: number,
   ): Promise<{ frames: LightFrameResult[]; embedding: CaptureEmbedding | null; ms: number }> {
     const resultSalt = newHandoffSalt();

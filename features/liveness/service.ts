@@ -323,12 +323,21 @@ export class LivenessService {
     // compares every pose frame with the best frontal one). A session refused before that check
     // (`static_capture`) has had its frames embedded for nothing: the price of not waiting for every
     // frame's stage before embedding any.
-    // Beside them, the light frames as ONE job (platform/jobs/light.ts): the face detected on the
-    // first and followed on the others, no anti-spoof model, no quality; the face of one frame, drawn
-    // here now that the frames are in (so a client cannot know which), embedded. The grids of every
+    // Beside them, the light frames as two jobs (platform/jobs/light.ts): the face detected on each
+    // job's first frame and followed on the others, no anti-spoof model, no quality; the face of one
+    // frame, drawn here now that the frames are in (so a client cannot know which), embedded. The grids of every
     // light frame's face (below) bind the others to that one (features/liveness/README.md "Lights").
+    // Two jobs of half the frames each, so that both face processes share them (a detector run more).
     const drawn = lightCount > 0 ? randomInt(lightCount) : 0;
-    const lightWork = lightCount > 0 ? face.analyseLightFrames(lightImages, drawn, deadlineAt) : null;
+    const half = Math.ceil(lightCount / 2);
+    const lightJobs = [lightImages.slice(0, half), lightImages.slice(half)]
+      .filter((part) => part.length > 0)
+      .map((part, p) => face.analyseLightFrames(part, drawn >= p * half && drawn < p * half + part.length ? drawn - p * half : null, deadlineAt));
+    for (const j of lightJobs) j.catch(() => {}); // awaited below
+    const lightWork =
+      lightJobs.length === 0
+        ? null
+        : Promise.all(lightJobs).then((rs) => ({ frames: rs.flatMap((r) => r.frames), embedding: rs.find((r) => r.embedding)?.embedding ?? null }));
     lightWork?.catch(() => {}); // awaited below
     // Pixels decoded here meanwhile: the first frame's (the screen-pattern measure), the light frames'
     // (their colour, their face's grid), and every pose frame's with the near-copy check on (its sketch).

@@ -1,10 +1,10 @@
 /**
- * Job contract of the `light` queue: all the light frames of one liveness session (SPEC 14.1) in one
- * job, on a face process. The frames are found cheaply: each decoded (the API made them small), the
+ * Job contract of the `light` queue: the light frames of one liveness session (SPEC 14.1), half of
+ * them per job (two jobs, so that both face processes share them), in order. The frames are found cheaply: each decoded (the API made them small), the
  * detector run on the first frame only and the face then followed from frame to frame by the landmark
  * model on the previous frame's box (the detector again only where the followed face is lost); no
- * anti-spoof model, no quality. One frame, drawn by the API after the frames arrived, is aligned and
- * embedded in the same job (the session's identity, features/liveness/README.md "Lights"). The images
+ * anti-spoof model, no quality. One frame of the session, drawn by the API after the frames arrived,
+ * is aligned and embedded in the job that holds it (the session's identity, features/liveness/README.md "Lights"). The images
  * travel as sealed Redis values, not in the job (platform/face-path/handoff.ts, kind `image`).
  */
 import type { FaceErrorCode } from '../face/face-error.js';
@@ -22,8 +22,11 @@ export interface LightJob {
   imageRefs: string[];
   /** Salt of the key that seals the images (with the key ring: platform/face-path/sealing.ts); lives only in the job. */
   resultSalt: string;
-  /** The frame whose face is embedded (0-based), drawn by the API with crypto.randomInt once the frames arrived. */
-  embedIndex: number;
+  /**
+   * The frame of this job whose face is embedded (0-based), drawn by the API with crypto.randomInt
+   * once the frames arrived; null: none (the drawn frame is in the session's other light job).
+   */
+  embedIndex: number | null;
   /** Salt of the key that seals the result's embedding. */
   embedSalt: string;
 }
@@ -37,7 +40,7 @@ export type LightFrameResult =
 
 export interface LightJobResult {
   frames: LightFrameResult[];
-  /** The `embedIndex` frame's embedding (sealed under `embedSalt`); null when that frame shows no face. */
+  /** The `embedIndex` frame's embedding (sealed under `embedSalt`); null without one, or when that frame shows no face. */
   embedding: { sealedEmbedding: SealedEmbedding; engineVersion: string } | null;
   /** The stage's own time in the worker. */
   ms: number;

@@ -348,7 +348,7 @@ export class FaceEngine {
    * `embedIndex` frame's face is aligned and embedded. No anti-spoof model, no quality. A frame whose
    * detector finds no face, or several clear ones, is that outcome; the next frame is detected again.
    */
-  async lightFrames(jpegs: readonly Buffer[], embedIndex: number, clock?: StepClock): Promise<{ frames: LightFrame[]; embedding: number[] | null }> {
+  async lightFrames(jpegs: readonly Buffer[], embedIndex: number | null, clock?: StepClock): Promise<{ frames: LightFrame[]; embedding: number[] | null }> {
     const frames: LightFrame[] = [];
     let embedding: number[] | null = null;
     let previous: { box: Detection; points: Point[] } | null = null;
