@@ -16,8 +16,9 @@
  * 3. each frame normalised (SELFIE_MAX_PIXELS; a light frame also made small) and sent through the
  *    face path: each pose frame through the liveness stage, all at once (each face process takes one):
  *    detection, landmarks, the passive score, its embedding started by the face process as soon as its
- *    face is aligned (one chain); the light frames, meanwhile, as ONE `light` job: the face detected
- *    on the first and followed on the others, one frame drawn here (crypto.randomInt) embedded;
+ *    face is aligned (one chain); the light frames, meanwhile, as two `light` jobs (half each): the
+ *    face detected on each one's first frame and followed on the others, one frame drawn here
+ *    (crypto.randomInt) embedded;
  * 4. one frame that is a near copy of a frame of an earlier session (`replayed_frames`, frame-sketch.ts;
  *    LIVENESS_NEAR_REPLAY_WINDOW_SECONDS, 0 = off); then, on the pose frames, `no_face`,
  *    `multiple_faces`, `static_capture`, every frame compared with the best frontal one
