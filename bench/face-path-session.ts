@@ -11,7 +11,10 @@
  * - session: POST /liveness/sessions, then POST .../frames with the minimum number of frames
  *   (LIVENESS_MIN_FRAMES, 3) following the drawn steps (a draw of four steps, which needs four frames, is
  *   skipped and drawn again, outside the timing); then, timed apart, its use by /verify/self
- *   (`livenessSessionId`).
+ *   (`livenessSessionId`);
+ * - with `lights`, a fourth side: the same session with its light sequence (6 to 8 light frames, the
+ *   session's colours painted on the centre frame, at 480 px as the console sends them) on a web
+ *   process of the same deployment with LIVENESS_LIGHT=required.
  *
  * Every frame is made unique (a JPEG comment with a fresh number): the service refuses frames it saw.
  */
@@ -33,6 +36,12 @@ export interface AlternatedFigures {
   session: Summary;
   /** The frames call alone. */
   frames: Summary;
+  /**
+   * A session of the minimum pose frames plus its light frames (6 to 8, painted on the centre frame at
+   * 480 px as the console sends them), on a web process of the same deployment with
+   * LIVENESS_LIGHT=required: create + frames, and the frames call alone. Absent without `lights`.
+   */
+  lit?: { session: Summary; frames: Summary };
   /** /verify/self with the passed session. */
   use: Summary;
   sessionOutcomes: Record<string, number>;
@@ -45,7 +54,7 @@ export interface AlternatedFigures {
    */
   singleInside: Record<'liveness' | 'embed' | 'search' | 'total' | 'outside', number>;
   /** The face workers' clocks over the single captures and over the sessions alone (ms per job by step). */
-  clocks: { single: string[][]; session: string[][] };
+  clocks: { single: string[][]; session: string[][]; lit?: string[][] };
 }
 
 /** A reading of the face workers' clocks and the rows of the difference between two readings. */
@@ -61,8 +70,8 @@ const LIVENESS_DIR = path.join(ROOT, 'test/fixtures/faces/liveness');
 let nonce = 0;
 
 /** A fixture frame's bytes with a fresh comment segment: same pixels, bytes never sent before. */
-export function uniqueFrame(name: string): Buffer {
-  const jpeg = readFileSync(path.join(LIVENESS_DIR, `${name}.jpg`));
+export function uniqueFrame(name: string | Buffer): Buffer {
+  const jpeg = Buffer.isBuffer(name) ? name : readFileSync(path.join(LIVENESS_DIR, `${name}.jpg`));
   const text = Buffer.from(`bench ${++nonce} ${process.pid} ${Date.now()}`);
   const com = Buffer.concat([Buffer.from([0xff, 0xfe, 0, text.length + 2]), text]);
   return Buffer.concat([jpeg.subarray(0, 2), com, jpeg.subarray(2)]);
@@ -117,6 +126,11 @@ export async function benchAlternated<C>(opts: {
   rounds: number;
   warmUp?: number;
   clocks: ClockSource<C>;
+  /**
+   * The session with its light sequence: a web process of the same deployment with
+   * LIVENESS_LIGHT=required, and each colour's light frame (JPEG; made unique per call).
+   */
+  lights?: { webUrl: string; frames: ReadonlyMap<string, Buffer> };
 }): Promise<AlternatedFigures> {
   const { webUrl, userToken, stem } = opts;
   const centre = readFileSync(path.join(LIVENESS_DIR, `${stem}-center.jpg`));
@@ -140,32 +154,36 @@ export async function benchAlternated<C>(opts: {
     inside.outside += r.ms - (l.total ?? 0);
     return r.ms;
   };
-  /** One session of the minimum frames; answers create + frames, the frames call, and the use. */
-  const sessionCall = async (): Promise<{ total: number; frames: number; use: number }> => {
+  /**
+   * One session of the minimum frames (with `lit`, and its light frames, on the lights' web process);
+   * answers create + frames, the frames call, and the use.
+   */
+  const sessionCall = async (lit = false): Promise<{ total: number; frames: number; use: number }> => {
+    const base = lit ? opts.lights!.webUrl : webUrl;
     for (;;) {
       const t = performance.now();
-      const created = await fetch(`${webUrl}/liveness/sessions`, {
+      const created = await fetch(`${base}/liveness/sessions`, {
         method: 'POST',
         headers: { authorization: `Bearer ${userToken}`, 'content-type': 'application/json' },
         body: '{}',
       });
       const createMs = performance.now() - t;
-      const { session } = (await created.json()) as { session: { id: string; steps: string[] } };
-      if (created.status !== 201) throw new Error(`create answered ${created.status}`);
+      const body = (await created.json()) as { session: { id: string; steps: string[]; lights?: string[] } };
+      if (created.status !== 201) throw new Error(`create answered ${created.status}: ${JSON.stringify(body)}`);
+      const { session } = body;
       if (session.steps.length > opts.minFrames) continue; // needs more frames than the minimum
       const names = session.steps.map((s) => `${stem}-${s}`);
       if (names.length < opts.minFrames) names.push(`${stem}-center2`);
-      const f = await postForm(
-        `${webUrl}/liveness/sessions/${session.id}/frames`,
-        userToken,
-        {},
-        names.map((n) => ({ field: 'frames', data: uniqueFrame(n) })),
-      );
+      const lightFrames = lit ? (session.lights ?? []).map((c) => ({ field: 'lightFrames', data: uniqueFrame(opts.lights!.frames.get(c)!) })) : [];
+      const f = await postForm(`${base}/liveness/sessions/${session.id}/frames`, userToken, {}, [
+        ...names.map((n) => ({ field: 'frames', data: uniqueFrame(n) })),
+        ...lightFrames,
+      ]);
       const s = f.body.session as { status: string; reason?: string } | undefined;
-      const key = f.status === 200 ? `${s!.status}${s!.reason ? ` ${s!.reason}` : ''}` : `HTTP ${f.status}`;
+      const key = `${lit ? 'with lights ' : ''}${f.status === 200 ? `${s!.status}${s!.reason ? ` ${s!.reason}` : ''}` : `HTTP ${f.status} ${String(f.body.error)}`}`;
       sessionOutcomes[key] = (sessionOutcomes[key] ?? 0) + 1;
       if (s?.status !== 'passed') throw new Error(`a bona fide session of the bench did not pass: ${key}`);
-      const use = (await postForm(`${webUrl}/verify/self`, userToken, { livenessSessionId: session.id }, [])).ms;
+      const use = (await postForm(`${base}/verify/self`, userToken, { livenessSessionId: session.id }, [])).ms;
       return { total: createMs + f.ms, frames: f.ms, use };
     }
   };
@@ -175,6 +193,7 @@ export async function benchAlternated<C>(opts: {
       await engineCall();
       await singleCall();
       await sessionCall();
+      if (opts.lights) await sessionCall(true);
     }
     for (const k of Object.keys(engineSteps)) delete engineSteps[k];
     for (const o of [singleOutcomes, sessionOutcomes]) for (const k of Object.keys(o)) delete o[k];
@@ -184,9 +203,12 @@ export async function benchAlternated<C>(opts: {
     const session: number[] = [];
     const frames: number[] = [];
     const use: number[] = [];
+    const litSession: number[] = [];
+    const litFrames: number[] = [];
     const { clocks } = opts;
     let singleClocks = clocks.zero();
     let sessionClocks = clocks.zero();
+    let litClocks = clocks.zero();
     const sides = [
       async () => engine.push(await engineCall()),
       async () => {
@@ -202,6 +224,17 @@ export async function benchAlternated<C>(opts: {
         frames.push(r.frames);
         use.push(r.use);
       },
+      ...(opts.lights
+        ? [
+            async () => {
+              const c0 = await clocks.read();
+              const r = await sessionCall(true);
+              litClocks = clocks.add(litClocks, c0, await clocks.read());
+              litSession.push(r.total);
+              litFrames.push(r.frames);
+            },
+          ]
+        : []),
     ];
     for (let round = 0; round < opts.rounds; round++) {
       // The order rotates: no side always follows the same one.
@@ -216,10 +249,15 @@ export async function benchAlternated<C>(opts: {
       session: summarise(session),
       frames: summarise(frames),
       use: summarise(use),
+      ...(opts.lights ? { lit: { session: summarise(litSession), frames: summarise(litFrames) } } : {}),
       sessionOutcomes,
       singleOutcomes,
       singleInside: Object.fromEntries(Object.entries(inside).map(([k, v]) => [k, v / opts.rounds])) as AlternatedFigures['singleInside'],
-      clocks: { single: clocks.rows(clocks.zero(), singleClocks), session: clocks.rows(clocks.zero(), sessionClocks) },
+      clocks: {
+        single: clocks.rows(clocks.zero(), singleClocks),
+        session: clocks.rows(clocks.zero(), sessionClocks),
+        ...(opts.lights ? { lit: clocks.rows(clocks.zero(), litClocks) } : {}),
+      },
     };
   } finally {
     raw.stop();

@@ -42,6 +42,8 @@ import { fixturePhotos } from './stages.js';
 import { benchLink } from './face-path-link.js';
 import { benchAlternated, type AlternatedFigures } from './face-path-session.js';
 import { processKeyRing } from '../platform/keys/templates.js';
+import { paintLights } from '../test/helpers/screen-light.js';
+import { LIGHT_COLOURS } from '../features/liveness/light-response.js';
 
 const ring = processKeyRing();
 
@@ -111,7 +113,7 @@ async function clocksNowOf(facePorts: number[]): Promise<Clocks[]> {
 /** Per queue: jobs run between two readings of the face workers' clocks, and ms per job by step. */
 function clockDeltaOf(before: Clocks[], after: Clocks[]): string[][] {
   const rows: string[][] = [];
-  for (const queue of ['liveness', 'embed']) {
+  for (const queue of ['liveness', 'embed', 'light']) {
     let jobs = 0;
     const steps: Record<string, number> = {};
     after.forEach((c1, i) => {
@@ -138,7 +140,7 @@ function clockDeltaOf(before: Clocks[], after: Clocks[]): string[][] {
 function addClocks(total: Clocks[], before: Clocks[], after: Clocks[]): Clocks[] {
   return total.map((t, i) => {
     const out: Clocks = { ...t };
-    for (const queue of ['liveness', 'embed']) {
+    for (const queue of ['liveness', 'embed', 'light']) {
       const q1 = after[i]![queue];
       if (!q1 || typeof q1 === 'number') continue;
       const q0 = before[i]![queue];
@@ -156,7 +158,7 @@ function addClocks(total: Clocks[], before: Clocks[], after: Clocks[]): Clocks[]
 function alternatedMarkdown(a: AlternatedFigures, clocks: string[][]): string {
   const ratio = (x: number, y: number) => `${fmt(x / y, 2)}×`;
   return [
-    `Alternated, ${a.rounds} rounds (engine, single capture, session in turn, the order rotating each round), p50 / p99 wall ms, load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}:`,
+    `Alternated, ${a.rounds} rounds (engine, single capture, session${a.lit ? ', session with lights' : ''} in turn, the order rotating each round), p50 / p99 wall ms, load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}:`,
     '',
     table(
       ['side', 'p50 / p99 ms', 'ratio of p50s', 'goal'],
@@ -180,6 +182,22 @@ function alternatedMarkdown(a: AlternatedFigures, clocks: string[][]): string {
           '≤ 2× a single capture',
         ],
         ['… of which the frames call', `${fmt(a.frames.p50)} / ${fmt(a.frames.p99)}`, `${ratio(a.frames.p50, a.single.p50)} a single capture`, ''],
+        ...(a.lit
+          ? [
+              [
+                'session of the minimum pose frames + lights (6 to 8 light frames, 480 px): create + frames',
+                `${fmt(a.lit.session.p50)} / ${fmt(a.lit.session.p99)}`,
+                `${ratio(a.lit.session.p50, a.single.p50)} a single capture`,
+                '≤ 2.5× a single capture',
+              ],
+              [
+                '… of which the frames call',
+                `${fmt(a.lit.frames.p50)} / ${fmt(a.lit.frames.p99)}`,
+                `${ratio(a.lit.frames.p50, a.single.p50)} a single capture`,
+                '',
+              ],
+            ]
+          : []),
         ['the passed session used: /verify/self with livenessSessionId', `${fmt(a.use.p50)} / ${fmt(a.use.p99)}`, '', ''],
       ],
     ),
@@ -199,6 +217,7 @@ function alternatedMarkdown(a: AlternatedFigures, clocks: string[][]): string {
       [
         ...a.clocks.single.map(([q, j, st]) => [`${q}, single captures`, j!, st!]),
         ...a.clocks.session.map(([q, j, st]) => [`${q}, sessions`, j!, st!]),
+        ...(a.clocks.lit ?? []).map(([q, j, st]) => [`${q}, sessions with lights`, j!, st!]),
         ...clocks.map(([q, j, st]) => [`${q}, the whole part (warm-up included)`, j!, st!]),
       ],
     ),
@@ -235,7 +254,12 @@ export async function runFacePathBench(): Promise<string> {
     .filter((p) => !p.kind.startsWith('no face'))
     .map((p) => p.data);
 
-  const [webPort, searchPort, ...facePorts] = await Promise.all([freePort(), freePort(), ...Array.from({ length: FACE_PROCESSES }, freePort)]);
+  const [webPort, litWebPort, searchPort, ...facePorts] = await Promise.all([
+    freePort(),
+    freePort(),
+    freePort(),
+    ...Array.from({ length: FACE_PROCESSES }, freePort),
+  ]);
   const env: Record<string, string> = {
     NODE_ENV: 'development',
     DATABASE_URL: dbUrl(DB_NAME),
@@ -251,8 +275,8 @@ export async function runFacePathBench(): Promise<string> {
     // default LIVENESS_MIN_STEP_MS they would be refused as implausible_timing before any face work).
     LIVENESS_MIN_STEP_MS: '0',
     // The bench sends its fixture photos again in every round (new bytes, the same pixels), which the
-    // near-copy check refuses; and it measures the pose frames' path, comparable with earlier runs:
-    // without the light sequence (its cost: docs/performance.md "Liveness light frames").
+    // near-copy check refuses. This web process measures the pose frames' path, comparable with earlier
+    // runs: without the light sequence; a second one (`litEnv`) runs the sessions with their lights.
     LIVENESS_NEAR_REPLAY_WINDOW_SECONDS: '0',
     LIVENESS_LIGHT: 'off',
     ADMIN_IDENTIFIER: '',
@@ -260,6 +284,9 @@ export async function runFacePathBench(): Promise<string> {
   };
   const config = loadConfig({ ...process.env, ...env });
   const webUrl = `http://127.0.0.1:${webPort}`;
+  // The same deployment's web process with the light sequence (SPEC 14.1's default): the sessions with lights.
+  const litEnv = { ...env, PORT: String(litWebPort), LIVENESS_LIGHT: 'required' };
+  const litWebUrl = `http://127.0.0.1:${litWebPort}`;
   // One entry file per process (processes/*.ts; older trees, measured for comparison: their main files).
   const entry = (name: 'web' | 'face' | 'search') =>
     existsSync(path.join(ROOT, 'processes', `${name}.ts`))
@@ -267,7 +294,7 @@ export async function runFacePathBench(): Promise<string> {
       : { web: 'api/server.ts', face: 'workers/face/main.ts', search: 'workers/search/main.ts' }[name];
   const faces = facePorts.map((port) => startProcess(entry('face'), { ...env, FACE_ENGINE_PORT: String(port) }));
   const children: Record<string, ChildProcess[]> = {
-    web: [startProcess(entry('web'), env)],
+    web: [startProcess(entry('web'), env), startProcess(entry('web'), litEnv)],
     face: faces,
     search: [startProcess(entry('search'), env)],
   };
@@ -277,6 +304,7 @@ export async function runFacePathBench(): Promise<string> {
       ...facePorts.map((p) => waitHealthy(`http://127.0.0.1:${p}/health`)),
       waitHealthy(`${config.search.healthUrl}/health`),
       waitHealthy(`${webUrl}/openapi.json`),
+      waitHealthy(`${litWebUrl}/openapi.json`),
     ]);
     const [op] = await deps
       .db('operators')
@@ -315,6 +343,17 @@ export async function runFacePathBench(): Promise<string> {
     const [astroSession] = await deps.db('sessions').insert({ subjectType: 'consumer', subjectId: astro.id }).returning('id');
     const astroToken = (await deps.tokens.signAccess({ sub: astro.id, aud: 'consumer', sid: astroSession.id })).token;
     await enrolFace(readFileSync(path.join(ROOT, 'test/fixtures/faces/astronaut.png')), astro.id);
+    // Each colour painted on the centre frame's face (test/helpers/screen-light.ts), at most 480 px on
+    // the long side as the console sends light frames (console/src/consumer/LivenessCheck.tsx).
+    const centre = readFileSync(path.join(ROOT, 'test/fixtures/faces/liveness/astronaut-center.jpg'));
+    const painted = await paintLights(deps.face, centre, LIGHT_COLOURS);
+    const litFrames = new Map(
+      await Promise.all(
+        LIGHT_COLOURS.map(
+          async (c, i) => [c, await sharp(painted[i]!).resize(480, 480, { fit: 'inside', withoutEnlargement: true }).jpeg({ quality: 92 }).toBuffer()] as const,
+        ),
+      ),
+    );
     const alternatedClocks0 = await clocksNowOf(facePorts);
     const alt = await benchAlternated<Clocks[]>({
       clocks: { read: () => clocksNowOf(facePorts), rows: clockDeltaOf, add: addClocks, zero: () => facePorts.map(() => ({ pid: 0, cpuMs: 0 }) as Clocks) },
@@ -324,6 +363,7 @@ export async function runFacePathBench(): Promise<string> {
       minFrames: config.liveness.minFrames,
       modelsDir: path.resolve(ROOT, config.face.modelsDir),
       rounds: ROUNDS,
+      lights: { webUrl: litWebUrl, frames: litFrames },
     });
     const alternatedClocks = clockDeltaOf(alternatedClocks0, await clocksNowOf(facePorts));
     const altMd = alternatedMarkdown(alt, alternatedClocks);

@@ -659,6 +659,57 @@ test.serial(
   },
 );
 
+test.serial(
+  "light frames: another person's face in one of them, or from the middle on, is light_not_followed; two jobs and one embedding for them all",
+  async (t) => {
+    const user = await newOperator(h);
+    // The face process's clocks (GET /clocks on its status port): jobs run per queue.
+    const jobs = async () => {
+      const c = (await (await fetch(`${h.faceWorkers[0]!.url}/clocks`)).json()) as Record<string, { jobs?: number }>;
+      return { liveness: c.liveness?.jobs ?? 0, embed: c.embed?.jobs ?? 0, light: c.light?.jobs ?? 0 };
+    };
+    const judged = async (lights: (id: string) => Promise<FormFile[]>) => {
+      const s = await session(user.token);
+      const frames = await following('bush2', s.steps);
+      const l = await lights(s.id);
+      const before = await jobs();
+      const r = await sendFrames(user.token, s.id, frames, undefined, { lights: l });
+      const after = await jobs();
+      t.is(r.status, 200, r.text);
+      return {
+        verdict: r.body.session as { status: string; reason?: string },
+        ran: { liveness: after.liveness - before.liveness, embed: after.embed - before.embed, light: after.light - before.light },
+        poseFrames: frames.length,
+      };
+    };
+    // The session's own face throughout: passes, and its 6 to 8 light frames cost the face processes
+    // two jobs (the face found on each one's first frame and followed, one drawn frame embedded), not
+    // a chain each.
+    const control = await judged((id) => lightFrames(id, 'bush2-center', { maxSide: 480 }));
+    t.is(control.verdict.status, 'passed', JSON.stringify(control.verdict));
+    t.deepEqual(control.ran, { liveness: control.poseFrames, embed: control.poseFrames, light: 2 });
+    // Another person lit on cue in ONE light frame (first, middle or last): whichever frame the server
+    // drew for the embedding, the others are bound to it and to their neighbours by their face's grid.
+    for (const at of [0, 3, -1]) {
+      const r = await judged(async (id) => {
+        const own = await lightFrames(id, 'bush2-center', { maxSide: 480 });
+        const other = await lightFrames(id, 'chavez-center', { maxSide: 480 });
+        const i = at < 0 ? own.length + at : at;
+        own[i] = other[i]!;
+        return own;
+      });
+      t.is(r.verdict.reason, 'light_not_followed', `another face at light frame ${at}: ${JSON.stringify(r.verdict)}`);
+    }
+    // The session's face for the first half of the sequence, another person's from the middle on.
+    const half = await judged(async (id) => {
+      const own = await lightFrames(id, 'bush2-center', { maxSide: 480 });
+      const other = await lightFrames(id, 'astronaut-center', { maxSide: 480 });
+      return own.map((f, i) => (i < own.length / 2 ? f : other[i]!));
+    });
+    t.is(half.verdict.reason, 'light_not_followed', JSON.stringify(half.verdict));
+  },
+);
+
 test.serial('the upload limit admits maxFrames pose frames and 8 light frames; a ninth light frame is 400', async (t) => {
   const user = await newConsumer(h);
   const s = await session(user.token);

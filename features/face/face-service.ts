@@ -29,7 +29,16 @@ import { newHandoffSalt, type HandoffSealer } from '../../platform/face-path/sea
 import { handoffKey, newHandoffRef } from '../../platform/face-path/handoff.js';
 import { searchEmbeddingValue } from '../../platform/face-path/search-embedding.js';
 import { JobTimeoutError, type JobClient } from '../../platform/face-path/job-client.js';
-import type { DetectedFace, JobContracts, LivenessJobResult, QueueName, SearchHit, SearchRequest, SearchResult } from '../../platform/jobs/index.js';
+import type {
+  DetectedFace,
+  JobContracts,
+  LightFrameResult,
+  LivenessJobResult,
+  QueueName,
+  SearchHit,
+  SearchRequest,
+  SearchResult,
+} from '../../platform/jobs/index.js';
 import type { QualityAssessment, QualitySummary } from '../../platform/face/quality.js';
 import type { Logger } from '../../platform/logger.js';
 import type { EmbeddingsRepository } from './embeddings-repository.js';
@@ -156,30 +165,36 @@ export class FaceService {
     payload: JobContracts[Q]['payload'],
     deadlineAt: number,
     withValues?: { key: string; value: Buffer }[],
+    admitted = false,
   ): Promise<JobContracts[Q]['result']> {
     const remaining = deadlineAt - Date.now();
     if (remaining <= 0) throw new JobTimeoutError(queue, this.deps.config.queues.faceJobTimeoutMs, false);
-    return this.deps.jobs.run(queue, payload, { timeoutMs: remaining, withValues });
+    return this.deps.jobs.run(queue, payload, { timeoutMs: remaining, withValues, admitted });
   }
 
   /**
-   * The fail-fast gate for a capture's stages (liveness, embed, and search when `withSearch`): 503 at
-   * once when no worker is alive on one of them. Asked before an upload is normalised, once per call:
-   * a caller that asked it passes `admitted` to the capture's method, which does not ask again.
+   * The fail-fast gate for a capture's stages (liveness, embed, and search when `withSearch`, light
+   * when `withLight`: a liveness session's light frames): 503 at once when no worker is alive on one of
+   * them. Asked before an upload is normalised, once per call: a caller that asked it passes `admitted`
+   * to the capture's method, which does not ask again.
    */
-  async admitCapture(withSearch: boolean): Promise<void> {
-    await this.deps.jobs.admit(withSearch ? ['liveness', 'embed', 'search'] : ['liveness', 'embed']);
+  async admitCapture(withSearch: boolean, withLight = false): Promise<void> {
+    await this.deps.jobs.admit(withSearch ? ['liveness', 'embed', 'search'] : withLight ? ['liveness', 'embed', 'light'] : ['liveness', 'embed']);
   }
 
   /**
    * Normalises an upload once (EXIF rotation, bounded size, JPEG); 400 `invalid_image` otherwise.
    * `maxPixels`: a tighter limit than MAX_IMAGE_PIXELS (a consumer's selfie: SELFIE_MAX_PIXELS), read
-   * from the header before any pixel is decoded.
+   * from the header before any pixel is decoded. `maxSide`: a smaller longest side than the default
+   * (a liveness session's light frames).
    */
-  async normalise(input: CaptureInput, opts: { maxPixels?: number } = {}): Promise<NormalisedImage> {
+  async normalise(input: CaptureInput, opts: { maxPixels?: number; maxSide?: number } = {}): Promise<NormalisedImage> {
     if (!Buffer.isBuffer(input)) return input;
     try {
-      return await normaliseUpload(input, { maxPixels: Math.min(opts.maxPixels ?? Infinity, this.deps.config.http.maxImagePixels) });
+      return await normaliseUpload(input, {
+        maxPixels: Math.min(opts.maxPixels ?? Infinity, this.deps.config.http.maxImagePixels),
+        ...(opts.maxSide ? { maxSide: opts.maxSide } : {}),
+      });
     } catch (e) {
       if (isFaceError(e)) throw new AppError('invalid_image', e.message);
       throw e;
@@ -210,16 +225,43 @@ export class FaceService {
    * One frame among several (a liveness session): the liveness stage and, for a frame with a face,
    * its embedding, as one chain — the embed starts on another face process before this frame's
    * anti-spoof model runs, without a trip back through the API — whatever its passive score: the
-   * caller decides from all the frames together. `light`: a light frame, whose face is only found and
-   * embedded (no anti-spoof model, no quality: its `livenessScore` is 0, platform/jobs/liveness.ts).
+   * caller decides from all the frames together (a session's light frames: `analyseLightFrames`).
    */
   async analyseAndEmbed(
     image: NormalisedImage,
     mode: FaceMode,
     deadlineAt: number,
-    opts: { light?: boolean } = {},
+    /** The caller asked the gate for this call (`admitCapture`): one admission per call, not per frame. */
+    admitted = false,
   ): Promise<{ analysis: CaptureAnalysis; embedding?: CaptureEmbedding }> {
-    return this.chain(image, mode, deadlineAt, { requireLive: false, light: opts.light === true });
+    return this.chain(image, mode, deadlineAt, { requireLive: false, admitted });
+  }
+
+  /**
+   * A liveness session's light frames (normalised small by the caller) as one job on a face process
+   * (platform/jobs/light.ts): each frame's face found (detected on the first, followed on the others)
+   * and the `embedIndex` frame's face embedded (null: none). 400 `invalid_image` for a frame the engine cannot decode.
+   */
+  async analyseLightFrames(
+    images: readonly NormalisedImage[],
+    embedIndex: number | null,
+    deadlineAt: number,
+    /** As for `analyseAndEmbed`. */
+    admitted = false,
+  ): Promise<{ frames: LightFrameResult[]; embedding: CaptureEmbedding | null; ms: number }> {
+    const resultSalt = newHandoffSalt();
+    const embedSalt = newHandoffSalt();
+    const refs = images.map(() => newHandoffRef());
+    const values = images.map((img, i) => ({
+      key: handoffKey(this.deps.config.redis.prefix, 'image', refs[i]!),
+      value: this.deps.sealer.seal(img.jpeg, resultSalt),
+    }));
+    const r = await this.job('light', { imageRefs: refs, resultSalt, embedIndex, embedSalt }, deadlineAt, values, admitted);
+    if (r.frames.some((f) => !f.ok && f.code === 'invalid_image')) throw new AppError('invalid_image', 'The image could not be decoded');
+    const embedding = r.embedding
+      ? { embedding: this.deps.sealer.openEmbedding(r.embedding.sealedEmbedding, embedSalt), engineVersion: r.embedding.engineVersion, ms: r.ms }
+      : null;
+    return { frames: r.frames, embedding, ms: r.ms };
   }
 
   /**
@@ -236,7 +278,7 @@ export class FaceService {
     input: CaptureInput,
     mode: FaceMode,
     deadlineAt: number,
-    opts: { search?: SearchRequest | Promise<SearchRequest>; requireLive: boolean; light?: boolean; admitted?: boolean },
+    opts: { search?: SearchRequest | Promise<SearchRequest>; requireLive: boolean; admitted?: boolean },
   ): Promise<{ analysis: CaptureAnalysis; embedding?: CaptureEmbedding; search?: SearchResult }> {
     // The gate first (unless the caller asked it for this call): with no worker alive the answer is a
     // 503 in milliseconds, not after the upload's normalisation (a large photo, on a busy or cold
@@ -257,7 +299,6 @@ export class FaceService {
         resultSalt,
         handOffMinLiveness: opts.requireLive ? this.deps.config.face.livenessThreshold : 0,
         embedNext: { jobId: ids.embed, resultSalt: embedSalt, ...(request ? { searchNext: { jobId: ids.search, request } } : {}) },
-        ...(opts.light ? { light: true } : {}),
       },
       {
         timeoutMs: remaining,

@@ -13,14 +13,18 @@
  * 2. the keyed digests of every frame's bytes, pose and light, against every frame received before
  *    (`replayed_frames`), before any frame is decoded; then the timing, also before any decode
  *    (`implausible_timing`: decision.ts `plausibleTiming`); a digest is kept only once its frame decoded;
- * 3. each frame normalised (SELFIE_MAX_PIXELS) and sent through the face path's liveness stage, all
- *    frames at once (each face process takes one): detection, landmarks, the passive score; each
- *    frame's embedding started by the face process as soon as its face is aligned (one chain);
+ * 3. each frame normalised (SELFIE_MAX_PIXELS; a light frame also made small) and sent through the
+ *    face path: each pose frame through the liveness stage, all at once (each face process takes one):
+ *    detection, landmarks, the passive score, its embedding started by the face process as soon as its
+ *    face is aligned (one chain); the light frames, meanwhile, as two `light` jobs (half each): the
+ *    face detected on each one's first frame and followed on the others, one frame drawn here
+ *    (crypto.randomInt) embedded;
  * 4. one frame that is a near copy of a frame of an earlier session (`replayed_frames`, frame-sketch.ts;
  *    LIVENESS_NEAR_REPLAY_WINDOW_SECONDS, 0 = off); then, on the pose frames, `no_face`,
  *    `multiple_faces`, `static_capture`, every frame compared with the best frontal one
  *    (`different_faces`), `challenge_not_followed`; then the light frames (`light_not_followed`: their
- *    count, the session's face in each, its colour following `lights`); then `spoof_suspected`;
+ *    count, the drawn frame's face the session's person and every light frame's face one face with it
+ *    (frame-sketch.ts `oneFaceThroughout`), its colour following `lights`); then `spoof_suspected`;
  * 5. a passed session keeps its best frontal frame (embedding, quality, JPEG; sealed) for its one use.
  *
  * A session claimed and then stopped by an invalid image (400) or by the face path (503) is spent
@@ -37,6 +41,7 @@ import type { KeyRing } from '../../platform/keys/key-ring.js';
 import { decodeRgb, type NormalisedImage, type RgbImage as RgbPixels } from '../../platform/face/image.js';
 import { qualitySummary } from '../../platform/face/quality.js';
 import type { Principal } from '../../platform/http/principal.js';
+import { LIGHT_FRAME_MAX_SIDE, type LightFrameResult } from '../../platform/jobs/index.js';
 import {
   hasFace,
   IN_FLIGHT_LEASE_MS,
@@ -47,7 +52,7 @@ import {
   type FaceService,
 } from '../face/index.js';
 import { drawSteps, judgeFaces, onePerson, plausibleTiming, SAME_PERSON_COSINE, type FailureReason, type FrameFace, type LivenessStep } from './decision.js';
-import { faceGrid, nearCopyFrame, sketch, sketchBands, sketchDirections } from './frame-sketch.js';
+import { faceGrid, nearCopyFrame, oneFaceThroughout, sketch, sketchBands, sketchDirections } from './frame-sketch.js';
 import { drawLights, judgeLightResponse, sampleLightFrame, type LightSample } from './light-response.js';
 import { screenPattern } from './screen-pattern.js';
 import type { FrontalFrame, LivenessSessionStore, StoredSession } from './session-store.js';
@@ -206,7 +211,7 @@ export class LivenessService {
     const { store, biometric, face, metrics } = this.deps;
     const { id } = session;
     // With no face process alive the answer is a 503 now, and the session stays open for a retry.
-    await face.admitCapture(false);
+    await face.admitCapture(false, session.lights !== null && parts.lightFrames.length > 0);
     const claimed = await store.claim(id);
     if (!claimed) throw alreadyJudged();
     let verdict: Verdict;
@@ -242,15 +247,15 @@ export class LivenessService {
    * of a frame of an earlier session (the same pixels sent again with new bytes): one is enough, since
    * a recording's frames can be chosen and mixed with new ones to fit a new challenge.
    */
-  private async nearCopy(sessionId: string, analyses: readonly CaptureAnalysis[], pixels: readonly Promise<RgbPixels>[]): Promise<boolean> {
+  private async nearCopy(sessionId: string, grids: readonly Promise<Float32Array | null>[]): Promise<boolean> {
     const { config, store, keyRing } = this.deps;
     this.directions ??= sketchDirections(keyRing.saltedKey(FRAME_DIGEST_PURPOSE, Buffer.from('frame-sketch-directions', 'utf8')));
     const directions = this.directions;
     const bands = await Promise.all(
-      analyses.map(async (a, i) => {
-        if (!hasFace(a)) return [];
-        const s = sketch(faceGrid(await pixels[i]!, a.face.landmarks5), directions);
-        return sketchBands(s).map((b) => createHmac('sha256', this.bandKey).update(b).digest('hex'));
+      grids.map(async (grid) => {
+        const g = await grid;
+        if (!g) return [];
+        return sketchBands(sketch(g, directions)).map((b) => createHmac('sha256', this.bandKey).update(b).digest('hex'));
       }),
     );
     const matches = await store.recordSketches(sessionId, bands, config.liveness.nearReplayWindowSeconds);
@@ -296,7 +301,12 @@ export class LivenessService {
       return failed('implausible_timing');
     }
 
-    const decoded = await Promise.allSettled(all.map((f) => face.normalise(f, { maxPixels: config.biometrics.selfieMaxPixels })));
+    // A light frame is made small (LIGHT_FRAME_MAX_SIDE): the colour measure, the detector and the
+    // sketch need no more, and a JPEG shrinks as it is decoded.
+    const maxPixels = config.biometrics.selfieMaxPixels;
+    const decoded = await Promise.allSettled(
+      all.map((f, i) => face.normalise(f, i < frames.length ? { maxPixels } : { maxPixels, maxSide: LIGHT_FRAME_MAX_SIDE })),
+    );
     const undecodable = everyPart.filter((i) => decoded[i]!.status === 'rejected');
     if (undecodable.length) {
       await forget(undecodable);
@@ -307,36 +317,61 @@ export class LivenessService {
     // Light frames are judged only when there are as many as lights: a wrong count is
     // `light_not_followed` whatever they show, and costs no face work.
     const lightCount = lights ? (lightFrames.length === lights.length ? lightFrames.length : 0) : 0;
-    const analysed = images.slice(0, frames.length + lightCount);
-    // Every frame at once (each face process takes one), each as a chain: its liveness stage, and
+    const poseImages = images.slice(0, frames.length);
+    const lightImages = images.slice(frames.length, frames.length + lightCount);
+    // Every pose frame at once (each face process takes one), each as a chain: its liveness stage, and
     // its embedding started by the face process as soon as the face is aligned (the identity check
-    // compares every frame: one person in every frame, the light frames' face the session's). A
-    // session refused before that check (`static_capture`) has had its frames embedded for nothing:
-    // the price of not waiting for every frame's stage before embedding any.
+    // compares every pose frame with the best frontal one). A session refused before that check
+    // (`static_capture`) has had its frames embedded for nothing: the price of not waiting for every
+    // frame's stage before embedding any.
+    // Beside them, the light frames as two jobs (platform/jobs/light.ts): the face detected on each
+    // job's first frame and followed on the others, no anti-spoof model, no quality; the face of one
+    // frame, drawn here now that the frames are in (so a client cannot know which), embedded. The grids of every
+    // light frame's face (below) bind the others to that one (features/liveness/README.md "Lights").
+    // Two jobs of half the frames each, so that both face processes share them (a detector run more).
+    const drawn = lightCount > 0 ? randomInt(lightCount) : 0;
+    const half = Math.ceil(lightCount / 2);
+    const lightJobs = [lightImages.slice(0, half), lightImages.slice(half)]
+      .filter((part) => part.length > 0)
+      .map((part, p) => face.analyseLightFrames(part, drawn >= p * half && drawn < p * half + part.length ? drawn - p * half : null, deadlineAt, true));
+    for (const j of lightJobs) j.catch(() => {}); // awaited below
+    const lightWork =
+      lightJobs.length === 0
+        ? null
+        : Promise.all(lightJobs).then((rs) => ({ frames: rs.flatMap((r) => r.frames), embedding: rs.find((r) => r.embedding)?.embedding ?? null }));
+    lightWork?.catch(() => {}); // awaited below
     // Pixels decoded here meanwhile: the first frame's (the screen-pattern measure), the light frames'
-    // (their colour), and every frame's with the near-copy check on (its face's sketch).
+    // (their colour, their face's grid), and every pose frame's with the near-copy check on (its sketch).
     const nearReplay = config.liveness.nearReplayWindowSeconds > 0;
-    const pixels = analysed.map((img, i) => (i === 0 || i >= frames.length || nearReplay ? decodeRgb(img.jpeg) : null));
-    for (const p of pixels) p?.catch(() => {});
-    // A light frame's anti-spoof score and quality decide nothing: its stage only finds, aligns and
-    // embeds its face (its `livenessScore` is 0; only the pose frames' scores are judged).
-    const chains = await Promise.all(analysed.map((img, i) => face.analyseAndEmbed(img, 'single', deadlineAt, { light: i >= frames.length })));
-    const analyses: CaptureAnalysis[] = chains.map((c) => c.analysis);
-    const poseAnalyses = analyses.slice(0, frames.length);
+    const posePixels = poseImages.map((img, i) => (i === 0 || nearReplay ? decodeRgb(img.jpeg) : null));
+    const lightPixels = lightImages.map((img) => decodeRgb(img.jpeg));
+    for (const p of [...posePixels, ...lightPixels]) p?.catch(() => {});
+    const chains = await Promise.all(poseImages.map((img) => face.analyseAndEmbed(img, 'single', deadlineAt, true)));
+    const lit = lightWork ? await lightWork : null;
+    const poseAnalyses: CaptureAnalysis[] = chains.map((c) => c.analysis);
+    const lightFaces = (lit?.frames ?? []).map((f) => (f.ok ? f.face : null));
+    // Every face's grid (frame-sketch.ts): the near-copy sketch of each frame, the light frames' continuity.
+    const gridOf = async (pixels: Promise<RgbPixels> | null, landmarks5: readonly (readonly [number, number])[] | null) =>
+      pixels && landmarks5 ? faceGrid(await pixels, landmarks5) : null;
+    const lightGrids = lightFaces.map((f, k) => gridOf(lightPixels[k]!, f?.landmarks5 ?? null));
+    for (const g of lightGrids) g.catch(() => {});
     const measured: FrameFace[] = poseAnalyses.map((a) =>
       hasFace(a) ? { outcome: 'face', landmarks5: a.face.landmarks5, livenessScore: a.livenessScore } : { outcome: a.outcome },
     );
-    const first = analyses[0]!;
-    const pattern = hasFace(first) ? screenPattern(await pixels[0]!, first.face.landmarks5) : null;
+    const first = poseAnalyses[0]!;
+    const pattern = hasFace(first) ? screenPattern(await posePixels[0]!, first.face.landmarks5) : null;
     // Without the light check's verdict first: it needs the best frontal frame this names.
     const passiveSessionThreshold = config.face.livenessSessionThreshold;
     const v = judgeFaces({ frames: measured, steps, screenPattern: pattern, passiveSessionThreshold });
     // Frames sent again with new bytes: one is enough, and it is a replay whatever else they show.
-    if (nearReplay && (await this.nearCopy(session.id, analyses, pixels as Promise<RgbPixels>[]))) return failed('replayed_frames', v.stepsSeen);
+    if (nearReplay) {
+      const poseGrids = poseAnalyses.map((a, i) => gridOf(posePixels[i]!, hasFace(a) ? a.face.landmarks5 : null));
+      if (await this.nearCopy(session.id, [...poseGrids, ...lightGrids])) return failed('replayed_frames', v.stepsSeen);
+    }
     if (v.status === 'failed') return failed(v.reason, v.stepsSeen);
     const faces = poseAnalyses as AnalysedFace[];
     // A frame with a face always has its embedding (the chain embeds whatever the passive score).
-    const embedded = chains.slice(0, frames.length).map((c) => c.embedding!);
+    const embedded = chains.map((c) => c.embedding!);
     if (
       !onePerson(
         embedded.map((e) => e.embedding),
@@ -349,8 +384,7 @@ export class LivenessService {
     let then = v.then;
     if (lights && !(then.status === 'failed' && then.reason === 'challenge_not_followed')) {
       const reference = embedded[v.reference]!.embedding;
-      const samples =
-        lightCount === 0 ? [] : await Promise.all(chains.slice(frames.length).map(async (c, k) => this.lightSample(c, reference, pixels[frames.length + k]!)));
+      const samples = lit ? await this.lightSamples(lit, drawn, reference, lightPixels, await Promise.all(lightGrids)) : [];
       const light = judgeLightResponse(lights, samples);
       const withLight = judgeFaces({ frames: measured, steps, screenPattern: pattern, passiveSessionThreshold, light });
       if (withLight.status === 'needs_identity') then = withLight.then;
@@ -370,19 +404,23 @@ export class LivenessService {
   }
 
   /**
-   * One light frame's colour sample, or null when it does not show the session's face: one face (not
-   * several), whose embedding is the best frontal frame's person (SAME_PERSON_COSINE, as between the
-   * pose frames): another face lit on cue proves nothing about this one.
+   * The light frames' colour samples, or nulls when they do not show the session's face throughout:
+   * the drawn frame's embedding must be the best frontal frame's person (SAME_PERSON_COSINE, as between
+   * the pose frames: another face lit on cue proves nothing about this one), and every frame's face one
+   * face with it and with the frame before (`oneFaceThroughout`: a face swapped in the middle breaks it).
+   * A frame without a face (or, where the detector ran, with several clear faces) has no sample.
    */
-  private async lightSample(
-    chain: { analysis: CaptureAnalysis; embedding?: CaptureEmbedding },
+  private async lightSamples(
+    lit: { frames: LightFrameResult[]; embedding: CaptureEmbedding | null },
+    drawn: number,
     reference: readonly number[],
-    pixels: Promise<RgbPixels> | null,
-  ): Promise<LightSample | null> {
-    const a = chain.analysis;
-    if (!hasFace(a) || !chain.embedding || !pixels) return null;
-    if (!onePerson([reference, chain.embedding.embedding], 0, SAME_PERSON_COSINE)) return null;
-    return sampleLightFrame(await pixels, a.face.box);
+    pixels: readonly Promise<RgbPixels>[],
+    grids: readonly (Float32Array | null)[],
+  ): Promise<(LightSample | null)[]> {
+    const none = lit.frames.map(() => null);
+    if (!lit.embedding || !onePerson([reference, lit.embedding.embedding], 0, SAME_PERSON_COSINE)) return none;
+    if (!oneFaceThroughout(grids, drawn)) return none;
+    return Promise.all(lit.frames.map(async (f, k) => (f.ok ? sampleLightFrame(await pixels[k]!, f.face.box) : null)));
   }
 
   /**

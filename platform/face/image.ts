@@ -69,12 +69,12 @@ function asInvalid(err: unknown): FaceError {
 }
 
 /**
- * Validate and normalise an upload: EXIF rotation applied, longest side at most 1280 px (never
- * enlarged), alpha flattened on white, sRGB, re-encoded as baseline JPEG q90 without metadata.
+ * Validate and normalise an upload: EXIF rotation applied, longest side at most 1280 px (`maxSide`
+ * when given; never enlarged), alpha flattened on white, sRGB, re-encoded as baseline JPEG q90 without metadata.
  * Throws `FaceError('invalid_image')` for anything that is not a decodable JPEG, PNG or WebP within
  * the pixel limit (`maxPixels`, the deployment's MAX_IMAGE_PIXELS; 40 MP by default).
  */
-export async function normaliseUpload(buf: Buffer, opts: { maxPixels?: number } = {}): Promise<NormalisedImage> {
+export async function normaliseUpload(buf: Buffer, opts: { maxPixels?: number; maxSide?: number } = {}): Promise<NormalisedImage> {
   if (!(buf instanceof Uint8Array) || buf.length === 0) {
     throw new FaceError('invalid_image', 'The upload is empty');
   }
@@ -95,9 +95,10 @@ export async function normaliseUpload(buf: Buffer, opts: { maxPixels?: number } 
     }
     const { data, info } = await sharpInput(input, opts.maxPixels)
       .rotate() // EXIF orientation; the tag is dropped with the rest of the metadata
+      // A JPEG reduced by half or more is decoded smaller (libjpeg's shrink-on-load): a small `maxSide` costs less.
       .resize({
-        width: MAX_NORMALISED_SIDE,
-        height: MAX_NORMALISED_SIDE,
+        width: opts.maxSide ?? MAX_NORMALISED_SIDE,
+        height: opts.maxSide ?? MAX_NORMALISED_SIDE,
         fit: 'inside',
         withoutEnlargement: true,
       })

@@ -6,6 +6,7 @@
  */
 import type { JobEnvelope as Envelope } from './contract.js';
 import { EMBED_QUEUE, embedContract, type EmbedJob, type EmbedResult } from './embed.js';
+import { LIGHT_QUEUE, lightContract, type LightJob, type LightJobResult } from './light.js';
 import { LIVENESS_QUEUE, livenessContract, type LivenessJob, type LivenessJobResult } from './liveness.js';
 import { SEARCH_QUEUE, searchContract, type SearchJob, type SearchResult } from './search.js';
 import { UPSTREAM_QUEUE, upstreamContract, type UpstreamJob, type UpstreamResult } from './upstream.js';
@@ -14,6 +15,7 @@ import { WEBHOOK_QUEUE, webhookContract, type WebhookDeliveryJob, type WebhookDe
 export interface JobContracts {
   [LIVENESS_QUEUE]: { payload: LivenessJob; result: LivenessJobResult };
   [EMBED_QUEUE]: { payload: EmbedJob; result: EmbedResult };
+  [LIGHT_QUEUE]: { payload: LightJob; result: LightJobResult };
   [SEARCH_QUEUE]: { payload: SearchJob; result: SearchResult };
   [UPSTREAM_QUEUE]: { payload: UpstreamJob; result: UpstreamResult };
   [WEBHOOK_QUEUE]: { payload: WebhookDeliveryJob; result: WebhookDeliveryResult };
@@ -25,12 +27,13 @@ export type QueueName = keyof JobContracts;
 export const JOB_CONTRACTS = {
   [LIVENESS_QUEUE]: livenessContract,
   [EMBED_QUEUE]: embedContract,
+  [LIGHT_QUEUE]: lightContract,
   [SEARCH_QUEUE]: searchContract,
   [UPSTREAM_QUEUE]: upstreamContract,
   [WEBHOOK_QUEUE]: webhookContract,
 } as const satisfies { [Q in QueueName]: { queue: Q; delivery: 'awaited' | 'deferred' } };
 
-export const QUEUE_NAMES: readonly QueueName[] = [LIVENESS_QUEUE, EMBED_QUEUE, SEARCH_QUEUE, UPSTREAM_QUEUE, WEBHOOK_QUEUE];
+export const QUEUE_NAMES: readonly QueueName[] = [LIVENESS_QUEUE, EMBED_QUEUE, LIGHT_QUEUE, SEARCH_QUEUE, UPSTREAM_QUEUE, WEBHOOK_QUEUE];
 
 /** The queues whose results the API awaits (JobClient.run). */
 export type AwaitedQueueName = { [Q in QueueName]: (typeof JOB_CONTRACTS)[Q]['delivery'] extends 'awaited' ? Q : never }[QueueName];
@@ -40,6 +43,7 @@ export const AWAITED_QUEUE_NAMES = QUEUE_NAMES.filter((q): q is AwaitedQueueName
 export type JobEnvelope<Q extends QueueName> = Envelope<JobContracts[Q]['payload']>;
 
 export * from './embed.js';
+export * from './light.js';
 export * from './liveness.js';
 export * from './search.js';
 export * from './upstream.js';

@@ -38,12 +38,6 @@ export interface LivenessJob {
    * liveness; no face is left in Redis either way (the embed job takes it).
    */
   embedNext?: EmbedFollowOn;
-  /**
-   * A liveness session's light frame: detection, landmarks, alignment (and the embed stage) only. Its
-   * anti-spoof score and capture quality decide nothing, so neither model runs; the result's
-   * `livenessScore` is 0 (never a pass) and it has no `quality`.
-   */
-  light?: boolean;
 }
 
 /** The engine's liveness result, or the photo's face outcome (an engine fault fails the job instead). */

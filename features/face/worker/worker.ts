@@ -1,6 +1,6 @@
 /**
- * The face worker (Procfile `face`): loads the four ONNX models once, serves the `liveness` and
- * `embed` queues, and answers `GET /version` and `GET /health` on FACE_ENGINE_PORT for the API's
+ * The face worker (Procfile `face`): loads the four ONNX models once, serves the `liveness`, `embed`
+ * and `light` queues, and answers `GET /version` and `GET /health` on FACE_ENGINE_PORT for the API's
  * `/models` and `/health`.
  *
  * Face outcomes of the photo (`invalid_image`, `no_face`, `multiple_faces`) are job results; anything
@@ -15,7 +15,7 @@ import { performance } from 'node:perf_hooks';
 import type { Config } from '../../../platform/config.js';
 import { FACE_ENGINE_VERSION, FACE_MODELS } from '../../../platform/face/face-models.js';
 import { isFaceError } from '../../../platform/face/face-error.js';
-import type { EmbedJob, EmbedResult, LivenessJob, LivenessJobResult } from '../../../platform/jobs/index.js';
+import type { EmbedJob, EmbedResult, LightJob, LightJobResult, LivenessJob, LivenessJobResult } from '../../../platform/jobs/index.js';
 import { createLogger, type Logger } from '../../../platform/logger.js';
 import { FaceEngine, type StepClock } from './pipeline/engine.js';
 import { decodeAlignedFace, encodeAlignedFace } from './pipeline/embed.js';
@@ -104,8 +104,6 @@ export async function livenessHandler(
       align: !next,
       onAligned,
       clock,
-      // A light frame needs only its face found, aligned and embedded (platform/jobs/liveness.ts).
-      ...(job.light ? { antiSpoof: false, quality: false } : {}),
     });
     await handedOn;
     const alignedFaceRef =
@@ -117,6 +115,31 @@ export async function livenessHandler(
   } catch (e) {
     if (!isFaceError(e)) throw e;
     return { ok: false, code: e.code, faceCount: e.faceCount ?? 0, ...(e.quality ? { quality: e.quality } : {}), ms: elapsed(t0) };
+  }
+}
+
+/**
+ * A liveness session's light frames as one job (platform/jobs/light.ts): the images the API left
+ * sealed in Redis, the face found on the first and followed on the others (FaceEngine.lightFrames),
+ * the drawn frame's face embedded, its embedding sealed. An image that is gone is a fault of the path
+ * (503), as for the liveness job; one that does not decode is `invalid_image` for its frame.
+ */
+export async function lightHandler(engine: FaceEngine, handoff: FaceHandoff, job: LightJob, clock?: StepClock): Promise<LightJobResult> {
+  const t0 = performance.now();
+  const sealed = await Promise.all(job.imageRefs.map((ref) => handoff.take('image', ref)));
+  clock?.('take', performance.now() - t0);
+  if (sealed.some((s) => !s)) throw new Error('an image of the light job is gone (expired or already taken)');
+  const images = sealed.map((s) => handoff.sealer.open(s!, job.resultSalt));
+  try {
+    const r = await engine.lightFrames(images, job.embedIndex, clock);
+    return {
+      frames: r.frames,
+      embedding: r.embedding ? { sealedEmbedding: handoff.sealer.sealEmbedding(r.embedding, job.embedSalt), engineVersion: FACE_ENGINE_VERSION } : null,
+      ms: elapsed(t0),
+    };
+  } catch (e) {
+    if (!isFaceError(e) || e.code !== 'invalid_image') throw e;
+    return { frames: images.map(() => ({ ok: false, code: 'invalid_image', faceCount: 0 })), embedding: null, ms: elapsed(t0) };
   }
 }
 
@@ -177,7 +200,7 @@ export async function startFaceWorker(config: Config, opts: { logger?: Logger } 
     'face engine loaded',
   );
 
-  let runner: Awaited<ReturnType<typeof runQueues<'liveness' | 'embed'>>> | undefined;
+  let runner: Awaited<ReturnType<typeof runQueues<'liveness' | 'embed' | 'light'>>> | undefined;
   let status: StatusServerHandle | undefined;
   const clocks = new WorkerClocks();
   let handoffOnRunner: FaceHandoff | undefined;
@@ -200,12 +223,13 @@ export async function startFaceWorker(config: Config, opts: { logger?: Logger } 
   try {
     runner = await runQueues(
       config,
-      ['liveness', 'embed'],
+      ['liveness', 'embed', 'light'],
       {
         liveness: clocked('liveness', (job: LivenessJob, ctx, clock) => livenessHandler(engine, handoff(ctx), job, ctx.deadlineAt, clock, ctx.followOn)),
         embed: clocked('embed', (job: EmbedJob, ctx, clock) =>
           embedHandler(engine, handoff(ctx), job, clock, { followOn: ctx.followOn, deadlineAt: ctx.deadlineAt }),
         ),
+        light: clocked('light', (job: LightJob, ctx, clock) => lightHandler(engine, handoff(ctx), job, clock)),
       },
       { logger, concurrency: config.face.workerConcurrency },
     );

@@ -158,6 +158,54 @@ function parseLandmarks5(landmarks5: unknown): Point[] {
   });
 }
 
+/** One light frame of `lightFrames`: its face, or the detector's outcome. */
+export type LightFrame =
+  { ok: true; face: LivenessResult['face']; tracked: boolean; faceCount: number | null } | { ok: false; code: FaceError['code']; faceCount: number };
+
+/**
+ * How far a followed face may go between two light frames before it counts as lost (the detector then
+ * runs): its five points' scale within these factors of the previous frame's, their centre moved by at
+ * most `maxShift` of the box's height, and its eye line turned by at most `maxTurn` radians. A person
+ * holding still in front of a screen for under half a second moves far less; the landmark model placed
+ * on something that is not the face (or on a face that left the box) answers points that break one of them.
+ */
+export const TRACK_LIMITS = { minScale: 0.8, maxScale: 1.25, maxShift: 0.25, maxTurn: 0.35 } as const;
+
+/** A followed face's box moved by more than this share of its height: its landmarks are found again on the moved box. */
+export const TRACK_REFINE = 0.05;
+
+const centreOf = (p: readonly Point[]): Point => [p.reduce((a, q) => a + q[0], 0) / p.length, p.reduce((a, q) => a + q[1], 0) / p.length];
+const spreadOf = (p: readonly Point[], c: Point) => Math.sqrt(p.reduce((a, q) => a + (q[0] - c[0]) ** 2 + (q[1] - c[1]) ** 2, 0) / p.length);
+const eyeAngle = (p: readonly Point[]) => Math.atan2(p[1]![1] - p[0]![1], p[1]![0] - p[0]![0]);
+
+/** The previous box moved and scaled as its face's five points moved to `now`, or null when that is beyond TRACK_LIMITS. */
+function movedBox(box: Detection, before: readonly Point[], now: readonly Point[]): Detection | null {
+  const c0 = centreOf(before),
+    c1 = centreOf(now);
+  const s = spreadOf(now, c1) / (spreadOf(before, c0) || 1);
+  const h = box.y2 - box.y1;
+  const shift = Math.hypot(c1[0] - c0[0], c1[1] - c0[1]) / (h || 1);
+  const turn = Math.abs(Math.atan2(Math.sin(eyeAngle(now) - eyeAngle(before)), Math.cos(eyeAngle(now) - eyeAngle(before))));
+  if (!(s >= TRACK_LIMITS.minScale && s <= TRACK_LIMITS.maxScale && shift <= TRACK_LIMITS.maxShift && turn <= TRACK_LIMITS.maxTurn)) return null;
+  const at = (x: number, y: number): Point => [c1[0] + (x - c0[0]) * s, c1[1] + (y - c0[1]) * s];
+  const [x1, y1] = at(box.x1, box.y1);
+  const [x2, y2] = at(box.x2, box.y2);
+  return { ...box, x1, y1, x2, y2 };
+}
+
+/** A face as the liveness stage describes it: the box clipped to the image, the five points rounded. */
+function describedFace(img: RgbImage, d: Detection, points: readonly Point[]): LivenessResult['face'] {
+  const x1 = Math.max(0, d.x1),
+    y1 = Math.max(0, d.y1);
+  const x2 = Math.min(img.width, d.x2),
+    y2 = Math.min(img.height, d.y2);
+  return {
+    box: [round(x1, 1), round(y1, 1), round(x2 - x1, 1), round(y2 - y1, 1)],
+    detScore: round(d.score, 4),
+    landmarks5: points.map(([x, y]): [number, number] => [round(x, 2), round(y, 2)]),
+  };
+}
+
 export class FaceEngine {
   private constructor(
     private readonly sessions: Sessions,
@@ -298,6 +346,90 @@ export class FaceEngine {
     if (opts.align) result.aligned = aligned;
     result.ms = elapsed(t0);
     return result;
+  }
+
+  /**
+   * A liveness session's light frames, in order (platform/jobs/light.ts): each decoded; the detector
+   * on the first frame (mode 'single') and wherever no face is being followed; on the others the
+   * landmark model on the previous frame's box, the box moved and scaled with the five points (and the
+   * landmarks once more on the moved box when it moved by more than TRACK_REFINE). A followed face that moved or changed size more than a
+   * person between two light frames does (TRACK_LIMITS) is lost: the detector runs on that frame. The
+   * `embedIndex` frame's face is aligned and embedded. No anti-spoof model, no quality. A frame whose
+   * detector finds no face, or several clear ones, is that outcome; the next frame is detected again.
+   */
+  async lightFrames(jpegs: readonly Buffer[], embedIndex: number | null, clock?: StepClock): Promise<{ frames: LightFrame[]; embedding: number[] | null }> {
+    const frames: LightFrame[] = [];
+    let embedding: number[] | null = null;
+    let previous: { box: Detection; points: Point[] } | null = null;
+    // Every frame decoded at once (libvips' threads), while the first is being searched.
+    const t0 = performance.now();
+    const decoded = jpegs.map((jpeg) => decodeRgb(jpeg));
+    for (const d of decoded) d.catch(() => {}); // each awaited in turn below
+    await Promise.allSettled(decoded.slice(0, 1));
+    clock?.('decode', performance.now() - t0);
+    for (const [i, pending] of decoded.entries()) {
+      let t = performance.now();
+      const img = await pending;
+      if (i > 0) clock?.('decode', performance.now() - t);
+      let found: { box: Detection; points: Point[]; tracked: boolean; faceCount: number | null } | null = null;
+      if (previous) {
+        t = performance.now();
+        const followed = await this.follow(img, previous);
+        clock?.('track', performance.now() - t);
+        if (followed) found = { ...followed, tracked: true, faceCount: null };
+      }
+      if (!found) {
+        t = performance.now();
+        const dets = await detectFaces(this.sessions.detect, img, this.detectOptions);
+        clock?.('detect', performance.now() - t);
+        let chosen: Detection;
+        try {
+          chosen = chooseFace(dets, 'single');
+        } catch (e) {
+          if (!(e instanceof FaceError)) throw e;
+          frames.push({ ok: false, code: e.code, faceCount: dets.length });
+          previous = null;
+          continue;
+        }
+        t = performance.now();
+        const { points68 } = await predictLandmarks(this.sessions.landmark, img, squareBox(chosen));
+        clock?.('landmarks', performance.now() - t);
+        found = { box: chosen, points: fivePoints(points68), tracked: false, faceCount: dets.length };
+      }
+      const face = describedFace(img, found.box, found.points);
+      frames.push({ ok: true, face, tracked: found.tracked, faceCount: found.faceCount });
+      previous = { box: found.box, points: found.points };
+      if (i === embedIndex) {
+        t = performance.now();
+        const aligned = alignFace(img, parseLandmarks5(face.landmarks5)).rgb;
+        clock?.('align', performance.now() - t);
+        embedding = (await this.embedAligned(aligned, clock)).embedding;
+      }
+    }
+    return { frames, embedding };
+  }
+
+  /**
+   * The previous frame's face followed into `img`: the landmarks on its box, and once more on the
+   * moved box when the face moved or changed size by more than TRACK_REFINE of it (the landmark model
+   * is most exact on the crop it expects); null when lost.
+   */
+  private async follow(img: RgbImage, previous: { box: Detection; points: Point[] }): Promise<{ box: Detection; points: Point[] } | null> {
+    const first = fivePoints((await predictLandmarks(this.sessions.landmark, img, squareBox(previous.box))).points68);
+    const moved = movedBox(previous.box, previous.points, first);
+    if (!moved) return null;
+    const h = previous.box.y2 - previous.box.y1 || 1;
+    const drift =
+      Math.max(
+        Math.abs(moved.x1 - previous.box.x1),
+        Math.abs(moved.y1 - previous.box.y1),
+        Math.abs(moved.x2 - previous.box.x2),
+        Math.abs(moved.y2 - previous.box.y2),
+      ) / h;
+    if (drift <= TRACK_REFINE) return { box: moved, points: first };
+    const points = fivePoints((await predictLandmarks(this.sessions.landmark, img, squareBox(moved))).points68);
+    const box = movedBox(previous.box, previous.points, points);
+    return box ? { box, points } : null;
   }
 
   /** Embed stage on a face `liveness` already aligned (`align: true`): MobileFaceNet only. */

@@ -1,0 +1,56 @@
+/**
+ * Job contract of the `light` queue: the light frames of one liveness session (SPEC 14.1), half of
+ * them per job (two jobs, so that both face processes share them), in order. The frames are found cheaply: each decoded (the API made them small), the
+ * detector run on the first frame only and the face then followed from frame to frame by the landmark
+ * model on the previous frame's box (the detector again only where the followed face is lost); no
+ * anti-spoof model, no quality. One frame of the session, drawn by the API after the frames arrived,
+ * is aligned and embedded in the job that holds it (the session's identity, features/liveness/README.md "Lights"). The images
+ * travel as sealed Redis values, not in the job (platform/face-path/handoff.ts, kind `image`).
+ */
+import type { FaceErrorCode } from '../face/face-error.js';
+import type { DetectedFace } from '../face/liveness.js';
+import type { SealedEmbedding } from '../face-path/sealing.js';
+import { awaitedJobContract } from './contract.js';
+
+export const LIGHT_QUEUE = 'light' as const;
+
+export interface LightJob {
+  /**
+   * Refs of the light frames in capture order, each normalised by the API (at most
+   * LIGHT_FRAME_MAX_SIDE on the long side), sealed under `resultSalt` and kept in Redis until the deadline.
+   */
+  imageRefs: string[];
+  /** Salt of the key that seals the images (with the key ring: platform/face-path/sealing.ts); lives only in the job. */
+  resultSalt: string;
+  /**
+   * The frame of this job whose face is embedded (0-based), drawn by the API with crypto.randomInt
+   * once the frames arrived; null: none (the drawn frame is in the session's other light job).
+   */
+  embedIndex: number | null;
+  /** Salt of the key that seals the result's embedding. */
+  embedSalt: string;
+}
+
+/**
+ * One light frame: its face (`tracked`: followed from the previous frame's box, not detected), or the
+ * photo's outcome. `faceCount` is the detector's count on frames it ran on, null on followed ones.
+ */
+export type LightFrameResult =
+  { ok: true; face: DetectedFace; tracked: boolean; faceCount: number | null } | { ok: false; code: FaceErrorCode; faceCount: number };
+
+export interface LightJobResult {
+  frames: LightFrameResult[];
+  /** The `embedIndex` frame's embedding (sealed under `embedSalt`); null without one, or when that frame shows no face. */
+  embedding: { sealedEmbedding: SealedEmbedding; engineVersion: string } | null;
+  /** The stage's own time in the worker. */
+  ms: number;
+}
+
+/**
+ * Longest side of a light frame as the API normalises it: what the console sends (LivenessCheck.tsx).
+ * The detector (320×240 input) and the sketch need no more; the colour measure reads the room beside
+ * the face, which a close face leaves few pixels of, so not less.
+ */
+export const LIGHT_FRAME_MAX_SIDE = 480;
+
+export const lightContract = awaitedJobContract<typeof LIGHT_QUEUE, LightJob>(LIGHT_QUEUE);
