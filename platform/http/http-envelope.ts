@@ -40,12 +40,55 @@ function sendEnvelope(res: ServerResponse, status: number, error: string, messag
   res.end(body);
 }
 
+/** What an answer given before its request's body was read drains of that body to keep the connection. */
+export const UNREAD_BODY_DRAIN_BYTES = 1024 * 1024;
+/** How long draining a request's body after its answer may take before the connection is closed. */
+const UNREAD_BODY_DRAIN_MS = 5_000;
+
+/**
+ * A request answered before its body was read (401 before the body, 413, a body that failed to parse
+ * part-way) leaves the rest of that body on the connection. Left there, it blocks the connection: the
+ * client, told `keep-alive`, sends its next request behind bytes nobody reads, and a timeout later
+ * resets it. So: a small remainder is read and thrown away after the answer, and the connection goes
+ * on; a large or unannounced one gets `Connection: close`, and the connection ends after the answer.
+ * Either way the drain is bounded in bytes and time.
+ */
+function settleUnreadBody(req: IncomingMessage, res: ServerResponse): void {
+  // The socket's count at the request's start: on a kept-alive connection it also holds earlier requests.
+  const readBefore = req.socket.bytesRead;
+  const writeHead = res.writeHead;
+  res.writeHead = function (this: ServerResponse, ...args: unknown[]) {
+    if (!req.complete && !res.headersSent) {
+      const declared = Number(req.headers['content-length']);
+      const remaining = Number.isFinite(declared) ? declared - (req.socket.bytesRead - readBefore) : Infinity;
+      if (req.destroyed || remaining > UNREAD_BODY_DRAIN_BYTES) res.setHeader('Connection', 'close');
+    }
+    return (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args);
+  } as typeof res.writeHead;
+  res.once('finish', () => {
+    if (req.complete || req.destroyed) return;
+    // Whatever was reading the body (a parser that gave up) lets go of it; the rest is thrown away.
+    req.unpipe();
+    req.removeAllListeners('data');
+    let drained = 0;
+    req.on('data', (chunk: Buffer) => {
+      drained += chunk.length;
+      if (drained > UNREAD_BODY_DRAIN_BYTES) req.socket.destroy();
+    });
+    req.resume();
+    const timer = setTimeout(() => req.socket.destroy(), UNREAD_BODY_DRAIN_MS).unref();
+    req.once('end', () => clearTimeout(timer));
+    req.once('close', () => clearTimeout(timer));
+  });
+}
+
 /**
  * An HTTP server for a Koa callback whose own refusals carry the envelope. The Host rule of HTTP/1.1
  * (RFC 9112 section 3.2: 400 without it) is kept, answered here instead of by Node.
  */
 export function createEnvelopedServer(callback: RequestListener, opts: http.ServerOptions = {}): Server {
   const server = http.createServer({ ...opts, requireHostHeader: false }, (req: IncomingMessage, res: ServerResponse) => {
+    settleUnreadBody(req, res);
     if (req.httpVersionMajor === 1 && req.httpVersionMinor >= 1 && req.headers.host === undefined) {
       sendEnvelope(res, 400, 'bad_request', 'An HTTP/1.1 request needs a Host header');
       return;
