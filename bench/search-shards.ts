@@ -16,8 +16,13 @@
  * Redis commands and CPU per search (INFO commandstats / used_cpu_* before and after each phase), and
  * each process's RssAnon.
  *
+ * Every probe's exact top k (every row of the dataset scored) is the reference both lists are held to:
+ * how many of each are exact, recall@k, and on how many probes the merged list is below the single
+ * index's at some rank.
+ *
  * Options: BENCH_N (default 1,000,000), BENCH_PROBES (300), BENCH_SHARDS (4), BENCH_GENERATOR
- * (clustered), BENCH_WORK_DIR, BENCH_KEEP=1 (keep the dataset, the database and the snapshots).
+ * (clustered), BENCH_WORK_DIR, BENCH_KEEP=1 (keep the dataset, the database and the snapshots);
+ * SEARCH_RERANK_CANDIDATES / SEARCH_EXACT_CANDIDATES (every search process's, single and shards).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
@@ -131,6 +136,9 @@ export async function runSearchShardsBench(): Promise<{ markdown: string; lastLi
     SEARCH_SNAPSHOT_DIR: snapDir,
     LOG_LEVEL: 'warn',
     SEARCH_PRUNE_INTERVAL_MS: '0',
+    // Candidate counts given to the bench reach every search process and the figures' labels alike.
+    ...(env.SEARCH_RERANK_CANDIDATES ? { SEARCH_RERANK_CANDIDATES: env.SEARCH_RERANK_CANDIDATES } : {}),
+    ...(env.SEARCH_EXACT_CANDIDATES ? { SEARCH_EXACT_CANDIDATES: env.SEARCH_EXACT_CANDIDATES } : {}),
   };
   const procs: Proc[] = [];
   let jobs: JobClient | undefined;
