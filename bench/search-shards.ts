@@ -16,8 +16,13 @@
  * Redis commands and CPU per search (INFO commandstats / used_cpu_* before and after each phase), and
  * each process's RssAnon.
  *
+ * Every probe's exact top k (every row of the dataset scored) is the reference both lists are held to:
+ * how many of each are exact, recall@k, and on how many probes the merged list is below the single
+ * index's at some rank.
+ *
  * Options: BENCH_N (default 1,000,000), BENCH_PROBES (300), BENCH_SHARDS (4), BENCH_GENERATOR
- * (clustered), BENCH_WORK_DIR, BENCH_KEEP=1 (keep the dataset, the database and the snapshots).
+ * (clustered), BENCH_WORK_DIR, BENCH_KEEP=1 (keep the dataset, the database and the snapshots);
+ * SEARCH_RERANK_CANDIDATES / SEARCH_EXACT_CANDIDATES (every search process's, single and shards).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
@@ -25,6 +30,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
+import { VectorStore } from '../features/search/worker/search-kernel.js';
 import { loadConfig } from '../processes/config.js';
 import { createDb } from '../platform/database/db.js';
 import { FaceService } from '../features/face/face-service.js';
@@ -130,6 +136,9 @@ export async function runSearchShardsBench(): Promise<{ markdown: string; lastLi
     SEARCH_SNAPSHOT_DIR: snapDir,
     LOG_LEVEL: 'warn',
     SEARCH_PRUNE_INTERVAL_MS: '0',
+    // Candidate counts given to the bench reach every search process and the figures' labels alike.
+    ...(env.SEARCH_RERANK_CANDIDATES ? { SEARCH_RERANK_CANDIDATES: env.SEARCH_RERANK_CANDIDATES } : {}),
+    ...(env.SEARCH_EXACT_CANDIDATES ? { SEARCH_EXACT_CANDIDATES: env.SEARCH_EXACT_CANDIDATES } : {}),
   };
   const procs: Proc[] = [];
   let jobs: JobClient | undefined;
@@ -210,13 +219,34 @@ export async function runSearchShardsBench(): Promise<{ markdown: string; lastLi
     log(`searching ${ds.q} probes, single index then ${SHARDS} shards, one at a time`);
     const a = await phase(one);
     const b = await phase(sharded);
+    // The exact top K of every probe (every row of the clear dataset scored, natively): the reference
+    // both lists are held to.
+    const exactStore = new VectorStore(DIM, path.join(dir, 'gallery.f32'), ds.n);
+    const exact = exactStore.exactSearch(ds.probes, K);
+    exactStore.close();
+    const exactIds = (i: number) => Array.from(exact.labels.subarray(i * K, (i + 1) * K), (l) => (l >= 0 ? syntheticUserId(l) : null));
+    const ids = (hits: readonly { userId: string }[]) => JSON.stringify(hits.map((x) => x.userId));
     let identical = 0;
     let sameAboveMatch = 0;
     let mateFirstSingle = 0;
     let mateFirstSharded = 0;
+    let singleExact = 0;
+    let shardedExact = 0;
+    let shardedBelowSingle = 0;
+    let singleRecall = 0;
+    let shardedRecall = 0;
     const threshold = c1.face.identifyMatchThreshold;
     for (let i = 0; i < ds.q; i++) {
       if (JSON.stringify(a.answers[i]) === JSON.stringify(b.answers[i])) identical++;
+      const truth = exactIds(i);
+      if (ids(a.answers[i]!) === JSON.stringify(truth)) singleExact++;
+      if (ids(b.answers[i]!) === JSON.stringify(truth)) shardedExact++;
+      const inTruth = new Set(truth);
+      singleRecall += a.answers[i]!.filter((x) => inTruth.has(x.userId)).length / K / ds.q;
+      shardedRecall += b.answers[i]!.filter((x) => inTruth.has(x.userId)).length / K / ds.q;
+      // The sharded list below the single one at some rank: a row the single index found that the
+      // shards' candidates missed (never expected: each shard re-ranks at least as many of its rows).
+      if (a.answers[i]!.some((x, r) => (b.answers[i]![r]?.score ?? -2) < x.score - 1e-6)) shardedBelowSingle++;
       const cut = (h: { userId: string; score: number }[]) => JSON.stringify(h.filter((x) => x.score >= threshold).slice(0, c1.face.identifyMaxCandidates));
       if (cut(a.answers[i]!) === cut(b.answers[i]!)) sameAboveMatch++;
       const mate = ds.mates[i]!;
@@ -244,6 +274,11 @@ export async function runSearchShardsBench(): Promise<{ markdown: string; lastLi
       probes: ds.q,
       k: K,
       identicalTopK: identical / ds.q,
+      identicalTopKCount: identical,
+      exactTopK: { single: singleExact, sharded: shardedExact },
+      recallAtK: { single: singleRecall, sharded: shardedRecall },
+      shardedBelowSingle,
+      candidates: { rerank: c1.search.rerankCandidates, exact: c1.search.exactCandidates },
       identicalIdentifyAnswer: sameAboveMatch / ds.q,
       mateAt1Single: mateFirstSingle / ds.q,
       mateAt1Sharded: mateFirstSharded / ds.q,
@@ -309,6 +344,7 @@ export async function runSearchShardsBench(): Promise<{ markdown: string; lastLi
         ],
       ),
       '',
+      `Exact top ${K} (every row scored): single index ${singleExact} of ${ds.q} probes, sharded ${shardedExact} of ${ds.q}; recall@${K} single ${fmt(singleRecall, 4)}, sharded ${fmt(shardedRecall, 4)}; sharded below the single index at some rank on ${shardedBelowSingle} (SEARCH_RERANK_CANDIDATES ${c1.search.rerankCandidates}, SEARCH_EXACT_CANDIDATES ${c1.search.exactCandidates}, per replica).`,
       `Answers: top ${K} identical (users, order, scores) on ${identical} of ${ds.q} probes; the identify answer (≥ IDENTIFY_MATCH_THRESHOLD ${threshold}, at most ${c1.face.identifyMaxCandidates}) identical on ${sameAboveMatch} of ${ds.q}; mate first: single ${mateFirstSingle}, sharded ${mateFirstSharded}.`,
       `Cold start from a snapshot (process start → serving, page cache warm): single index ${fmt(coldSingleS, 2)} s, shard 0 ${fmt(coldShardS, 2)} s.`,
       `Sharded p50 − the slowest shard's stage p50: ${fmt(b.wall.p50 - b.stage.p50, 2)} ms (goal ≤ 2 ms). Load average ${load0.map((x) => x.toFixed(2)).join(' ')} before, ${load1.map((x) => x.toFixed(2)).join(' ')} after.`,

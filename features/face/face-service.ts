@@ -174,11 +174,20 @@ export class FaceService {
 
   /**
    * The fail-fast gate for a capture's stages (liveness, embed, and search when `withSearch`, light
-   * when `withLight`: a liveness session's light frames): 503 at once when no worker is alive on one of
-   * them. Asked before an upload is normalised, once per call: a caller that asked it passes `admitted`
+   * when `withLight`: a liveness session's light frames; 'knn' for a 1:N search, which with shards is
+   * the shards' gate): 503 at once when no worker is alive on one of them. Asked before an upload is normalised, once per call: a caller that asked it passes `admitted`
    * to the capture's method, which does not ask again.
    */
-  async admitCapture(withSearch: boolean, withLight = false): Promise<void> {
+  async admitCapture(withSearch: boolean | 'knn', withLight = false): Promise<void> {
+    if (this.sharded) {
+      // No shard serves the `search` queue: a 1:1 comparison is made here, and a 1:N search ('knn')
+      // needs a live replica of every shard (their consumer groups, not a queue).
+      await Promise.all([
+        this.deps.jobs.admit(withLight ? ['liveness', 'embed', 'light'] : ['liveness', 'embed']),
+        withSearch === 'knn' ? this.deps.jobs.admitShards(this.deps.config.search.shards) : undefined,
+      ]);
+      return;
+    }
     await this.deps.jobs.admit(withSearch ? ['liveness', 'embed', 'search'] : withLight ? ['liveness', 'embed', 'light'] : ['liveness', 'embed']);
   }
 
@@ -278,12 +287,18 @@ export class FaceService {
     input: CaptureInput,
     mode: FaceMode,
     deadlineAt: number,
-    opts: { search?: SearchRequest | Promise<SearchRequest>; requireLive: boolean; admitted?: boolean },
+    opts: {
+      search?: SearchRequest | Promise<SearchRequest>;
+      requireLive: boolean;
+      admitted?: boolean;
+      /** The caller searches the shards with the embedding afterwards (their gate is asked with the stages'). */
+      shardedSearch?: boolean;
+    },
   ): Promise<{ analysis: CaptureAnalysis; embedding?: CaptureEmbedding; search?: SearchResult }> {
     // The gate first (unless the caller asked it for this call): with no worker alive the answer is a
     // 503 in milliseconds, not after the upload's normalisation (a large photo, on a busy or cold
     // process, takes seconds). Once: `start` is told.
-    if (!opts.admitted) await this.admitCapture(opts.search !== undefined);
+    if (!opts.admitted) await this.admitCapture(opts.shardedSearch ? 'knn' : opts.search !== undefined);
     const [image, request] = await Promise.all([this.normalise(input), opts.search]);
     const remaining = deadlineAt - Date.now();
     if (remaining <= 0) throw new JobTimeoutError('liveness', this.deps.config.queues.faceJobTimeoutMs, false);
@@ -397,7 +412,11 @@ export class FaceService {
     // Every write answered before this call is at or below the position read now (read-your-writes);
     // read while the upload is normalised, it costs the call no wait.
     const request = this.deps.embeddings.currentSeq().then((minSeq): SearchRequest => ({ op: 'knn', k: config.face.identifyMaxCandidates, minSeq }));
-    const chained = await this.chain(probe, 'largest', deadlineAt, { search: this.sharded ? undefined : request, requireLive: true });
+    const chained = await this.chain(probe, 'largest', deadlineAt, {
+      search: this.sharded ? undefined : request,
+      requireLive: true,
+      shardedSearch: this.sharded,
+    });
     const { analysis: a, embedding: e } = chained;
     let search = chained.search;
     if (this.sharded && a.outcome === 'ok' && e) {

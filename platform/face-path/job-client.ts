@@ -21,6 +21,7 @@ import { bullConnection, STALLED_SOCKET_MS, type RedisTarget } from '../redis/re
 import { JobAdmission, type AdmissionOptions, type QueueState } from './admission.js';
 import { DeadlineError, msUntil, withDeadline, withdraw } from './deadline.js';
 import { parseReply, replyListKey } from './replies.js';
+import { ShardAdmission } from './shard-admission.js';
 import { beatEveryMs, NoWorkerError, RunnerWatch, WorkerLostError } from './worker-liveness.js';
 
 export interface JobClientOptions {
@@ -287,6 +288,7 @@ export class JobClient {
   private readonly queues = new Map<QueueName, Queue>();
   private readonly reader: ReplyReader;
   private readonly admission: JobAdmission | undefined;
+  private readonly shardAdmission: ShardAdmission | undefined;
   /** Checks that the processes running awaited stages are alive (./worker-liveness.ts). */
   readonly watch: RunnerWatch | undefined;
   /** Every 503 of a job says when to try again (the fail-fast setting; none without admission). */
@@ -303,6 +305,7 @@ export class JobClient {
     for (const name of AWAITED_QUEUE_NAMES) this.queue(name);
     this.reader = new ReplyReader(this.connection(), replyListKey(opts.redisPrefix, randomUUID()));
     this.admission = opts.admission ? new JobAdmission(this.queueConnection, this.queues, opts.admission, opts.admission.onSample) : undefined;
+    this.shardAdmission = opts.admission ? new ShardAdmission(this.queueConnection, opts.redisPrefix, opts.admission) : undefined;
     const admission = this.admission;
     this.watch = opts.workerLivenessMs
       ? new RunnerWatch(
@@ -383,6 +386,14 @@ export class JobClient {
    */
   async admit(queues: QueueName[]): Promise<void> {
     if (this.admission) await this.admission.admit(queues);
+  }
+
+  /**
+   * The fail-fast gate of a sharded search (./shard-admission.ts): resolves when every one of `count`
+   * shards has a replica reading its consumer group, else throws its 503 (nothing without FAIL_FAST).
+   */
+  async admitShards(count: number): Promise<void> {
+    if (this.shardAdmission) await this.shardAdmission.admit(count);
   }
 
   /** Writes the job's side values, then adds the job, on one connection: Redis applies them in that order. */

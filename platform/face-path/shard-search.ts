@@ -4,6 +4,8 @@
  * top-k awaited on this process's reply list, one merge by exact cosine. A shard that has not
  * answered within SEARCH_SHARD_TIMEOUT_MS (or the request's deadline, if sooner) makes the whole
  * search a 503 `dependency_unavailable` with Retry-After: a list that misses a shard is never given.
+ * With FAIL_FAST, a shard that has no replica reading its group is that 503 at once, before anything
+ * is sent (./shard-admission.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../errors.js';
@@ -32,11 +34,13 @@ export interface ShardedSearchResult {
 }
 
 export async function searchShards(
-  deps: { jobs: Pick<JobClient, 'broadcast'>; sealer: HandoffSealer; redisPrefix: string; shards: number; shardTimeoutMs: number },
+  deps: { jobs: Pick<JobClient, 'broadcast' | 'admitShards'>; sealer: HandoffSealer; redisPrefix: string; shards: number; shardTimeoutMs: number },
   request: { embedding: ArrayLike<number>; k: number; minSeq: string; excludeUserId?: string },
   deadlineAt: number,
 ): Promise<ShardedSearchResult> {
   const { shards } = deps;
+  // A shard with no live replica: 503 at once (the fail-fast gate), not at the shard timeout.
+  await deps.jobs.admitShards(shards);
   const id = randomUUID();
   const sealed = Array.from({ length: shards }, () => sealSearchEmbedding(deps.sealer, request.embedding));
   const until = Math.min(deadlineAt, Date.now() + deps.shardTimeoutMs);

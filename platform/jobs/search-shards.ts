@@ -95,27 +95,49 @@ export function mergeShardHits(results: readonly ShardSearchResult[], k: number)
 }
 
 /**
- * A consumer that has read its group within this long is a live replica: a replica's blocking read
- * comes back (and is issued again) every second, so a live one is never idle for long.
+ * A replica that has beaten within this long is live: it beats every SHARD_REPLICA_BEAT_MS while it
+ * serves, so a live one is never quiet for long, and a killed one counts no more after this.
+ *
+ * Why a beat of its own and not the consumer group's `idle` (XINFO CONSUMERS): before Redis 7.2 a
+ * consumer's idle time is the time since an entry was last delivered to it (an empty blocking read
+ * does not reset it), so with no searches for a few seconds every replica looked dead, and a replica
+ * that had just started was not listed at all until its first entry.
  */
 export const SHARD_REPLICA_IDLE_MS = 5000;
+export const SHARD_REPLICA_BEAT_MS = 1000;
+/** Beats older than this are dropped from the set (by the beats themselves). */
+const SHARD_REPLICA_FORGET_MS = 10 * 60_000;
 
-/** Replicas reading each shard's group now (XINFO CONSUMERS: one command per shard). */
-export async function shardReplicas(redis: Pick<Redis, 'xinfo'>, redisPrefix: string, count: number): Promise<{ shard: number; replicas: number }[]> {
-  const stream = searchShardStream(redisPrefix, count);
-  return Promise.all(
-    Array.from({ length: count }, async (_, shard) => {
-      let rows: unknown[][] = [];
-      try {
-        rows = (await redis.xinfo('CONSUMERS', stream, shardGroup(shard))) as unknown[][];
-      } catch (e) {
-        if (!/NOGROUP|no such key/i.test((e as Error).message)) throw e; // no replica ever joined
-      }
-      const live = rows.filter((row) => {
-        const i = row.indexOf('idle');
-        return i >= 0 && Number(row[i + 1]) < SHARD_REPLICA_IDLE_MS;
-      });
-      return { shard, replicas: live.length };
-    }),
-  );
+/** The sorted set of a shard set's live replicas: member `<shard>:<consumer>`, score its last beat (ms, Redis's clock). */
+export const shardReplicaSet = (redisPrefix: string, count: number): string => `${searchShardStream(redisPrefix, count)}:replicas`;
+
+// Redis's own clock on both sides (the web processes and the replicas run on different hosts).
+const NOW_MS = "local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)";
+const BEAT_SCRIPT = `${NOW_MS}
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return now`;
+const LIVE_SCRIPT = `${NOW_MS}
+return redis.call('ZRANGEBYSCORE', KEYS[1], now - tonumber(ARGV[1]), '+inf')`;
+
+/** A replica's beat (one command): it serves `shard`'s group as `consumer`. */
+export async function beatShardReplica(redis: Pick<Redis, 'eval'>, redisPrefix: string, shard: ShardSpec, consumer: string): Promise<void> {
+  await redis.eval(BEAT_SCRIPT, 1, shardReplicaSet(redisPrefix, shard.count), `${shard.index}:${consumer}`, SHARD_REPLICA_FORGET_MS);
+}
+
+/** A replica that stops cleanly leaves the set at once. */
+export async function leaveShardReplicas(redis: Pick<Redis, 'zrem'>, redisPrefix: string, shard: ShardSpec, consumer: string): Promise<void> {
+  await redis.zrem(shardReplicaSet(redisPrefix, shard.count), `${shard.index}:${consumer}`);
+}
+
+/** Replicas serving each shard now (those that beat within SHARD_REPLICA_IDLE_MS): one command for every shard. */
+export async function shardReplicas(redis: Pick<Redis, 'eval'>, redisPrefix: string, count: number): Promise<{ shard: number; replicas: number }[]> {
+  const live = (await redis.eval(LIVE_SCRIPT, 1, shardReplicaSet(redisPrefix, count), SHARD_REPLICA_IDLE_MS)) as string[];
+  const out = Array.from({ length: count }, (_, shard) => ({ shard, replicas: 0 }));
+  for (const member of live) {
+    const shard = Number(member.slice(0, member.indexOf(':')));
+    if (Number.isInteger(shard) && shard >= 0 && shard < count) out[shard]!.replicas++;
+  }
+  return out;
 }

@@ -12,7 +12,10 @@ import type { FaceHandoff } from '../../../platform/face-path/handoff.js';
 import { pushReply } from '../../../platform/face-path/replies.js';
 import { takeSearchEmbedding } from '../../../platform/face-path/search-embedding.js';
 import {
+  beatShardReplica,
+  leaveShardReplicas,
   parseShardMessage,
+  SHARD_REPLICA_BEAT_MS,
   searchShardStream,
   shardGroup,
   shardReplyId,
@@ -38,6 +41,7 @@ export class ShardConsumer {
   readonly consumer = `replica-${randomUUID()}`;
   private closing = false;
   private loop: Promise<void> | undefined;
+  private beat: NodeJS.Timeout | undefined;
   private inFlight = 0;
   private readonly stream: string;
   private readonly group: string;
@@ -65,6 +69,17 @@ export class ShardConsumer {
     await this.join();
     await this.dropDeadConsumers().catch(() => {});
     this.loop = this.consume();
+    // Live from now on for the web processes' gate and /health (platform/jobs/search-shards.ts).
+    await this.beatOnce();
+    this.beat = setInterval(() => void this.beatOnce(), SHARD_REPLICA_BEAT_MS);
+    this.beat.unref();
+  }
+
+  private async beatOnce(): Promise<void> {
+    if (this.closing) return;
+    await beatShardReplica(this.opts.redis, this.opts.redisPrefix, this.opts.shard, this.consumer).catch((e: Error) =>
+      this.opts.logger.warn({ err: e.message }, 'shard replica beat failed'),
+    );
   }
 
   private async join(): Promise<void> {
@@ -146,11 +161,14 @@ export class ShardConsumer {
 
   async close(): Promise<void> {
     this.closing = true;
+    clearInterval(this.beat);
+    // Out of the live replicas first: no new search is sent to this shard on its account.
+    await leaveShardReplicas(this.opts.redis, this.opts.redisPrefix, this.opts.shard, this.consumer).catch(() => {});
     this.opts.blocking.disconnect(); // ends the blocking read
     await this.loop?.catch(() => {});
     // Entries in flight finish (their replies are still awaited).
     while (this.inFlight > 0) await new Promise((r) => setTimeout(r, 5));
-    // A clean stop leaves the group at once (nothing of ours is pending): /health counts live replicas.
+    // A clean stop leaves the group too (nothing of ours is pending).
     await this.opts.redis.xgroup('DELCONSUMER', this.stream, this.group, this.consumer).catch(() => {});
   }
 }
