@@ -14,7 +14,7 @@
  *    (`replayed_frames`), before any frame is decoded; then the timing, also before any decode
  *    (`implausible_timing`: decision.ts `plausibleTiming`); a digest is kept only once its frame decoded;
  * 3. each frame normalised (SELFIE_MAX_PIXELS; a light frame also made small, and decoded to pixels
- *    once: this process's measures and the light job read them) and sent through the
+ *    once: this process's measures read them, the light job's JPEG is encoded from them) and sent through the
  *    face path: each pose frame through the liveness stage, all at once (each face process takes one):
  *    detection, landmarks, the passive score, its embedding started by the face process as soon as its
  *    face is aligned (one chain); the light frames, meanwhile, as two `light` jobs (half each): the
@@ -304,8 +304,8 @@ export class LivenessService {
 
     // A light frame is made small (LIGHT_FRAME_MAX_SIDE): the colour measure, the detector and the
     // sketch need no more, and a JPEG shrinks as it is decoded. It is decoded once, to pixels: this
-    // process's measures (colour, grid) read them, and the light job takes them as they are (no JPEG
-    // encoded here to be decoded again, here and in the face process).
+    // process's measures (colour, grid) read them, and the light job's JPEG is encoded from them (not
+    // normalised to a JPEG first and decoded again here).
     const maxPixels = config.biometrics.selfieMaxPixels;
     const decoded = await Promise.allSettled(
       all.map((f, i) => (i < frames.length ? face.normalise(f, { maxPixels }) : face.normaliseToPixels(f, { maxPixels, maxSide: LIGHT_FRAME_MAX_SIDE }))),

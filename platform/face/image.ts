@@ -103,6 +103,18 @@ export async function normaliseUploadRgb(buf: Buffer, opts: { maxPixels?: number
   }
 }
 
+/**
+ * Pixels (as `normaliseUploadRgb` answers them) as a baseline JPEG of NORMALISED_JPEG_QUALITY, as
+ * `normaliseUpload` would have made it from the same upload: what a face job carries. Encoding pixels
+ * already decoded costs less than normalising the upload again, and a JPEG is a twentieth of the
+ * pixels' bytes through Redis.
+ */
+export async function encodeNormalisedJpeg(img: RgbImage): Promise<Buffer> {
+  return sharp(img.data, { raw: { width: img.width, height: img.height, channels: 3 } })
+    .jpeg({ quality: NORMALISED_JPEG_QUALITY })
+    .toBuffer();
+}
+
 /** The upload's format (by its bytes and its header) and pixel count checked, before any pixel is decoded. */
 async function checkedUpload(buf: Buffer, maxPixelsOpt: number | undefined): Promise<Buffer> {
   if (!(buf instanceof Uint8Array) || buf.length === 0) {

@@ -15,7 +15,6 @@ import { performance } from 'node:perf_hooks';
 import type { Config } from '../../../platform/config.js';
 import { FACE_ENGINE_VERSION, FACE_MODELS } from '../../../platform/face/face-models.js';
 import { isFaceError } from '../../../platform/face/face-error.js';
-import type { RgbImage } from '../../../platform/face/image.js';
 import type { EmbedJob, EmbedResult, LightJob, LightJobResult, LivenessJob, LivenessJobResult } from '../../../platform/jobs/index.js';
 import { createLogger, type Logger } from '../../../platform/logger.js';
 import { FaceEngine, type StepClock } from './pipeline/engine.js';
@@ -130,13 +129,9 @@ export async function lightHandler(engine: FaceEngine, handoff: FaceHandoff, job
   const sealed = await Promise.all(job.imageRefs.map((ref) => handoff.take('image', ref)));
   clock?.('take', performance.now() - t0);
   if (sealed.some((s) => !s)) throw new Error('an image of the light job is gone (expired or already taken)');
-  const opened = sealed.map((s) => handoff.sealer.open(s!, job.resultSalt));
-  // Pixels as the API decoded them (no decode here), or JPEGs from an API that sends them.
-  const images = job.rgb ? opened.map((data, i) => rgbOf(data, job.rgb![i])) : opened;
-  if (images.some((img) => img === null))
-    return { frames: opened.map(() => ({ ok: false, code: 'invalid_image', faceCount: 0 })), embedding: null, ms: elapsed(t0) };
+  const images = sealed.map((s) => handoff.sealer.open(s!, job.resultSalt));
   try {
-    const r = await engine.lightFrames(images as (Buffer | RgbImage)[], job.embedIndex, clock);
+    const r = await engine.lightFrames(images, job.embedIndex, clock);
     return {
       frames: r.frames,
       embedding: r.embedding ? { sealedEmbedding: handoff.sealer.sealEmbedding(r.embedding, job.embedSalt), engineVersion: FACE_ENGINE_VERSION } : null,
@@ -146,12 +141,6 @@ export async function lightHandler(engine: FaceEngine, handoff: FaceHandoff, job
     if (!isFaceError(e) || e.code !== 'invalid_image') throw e;
     return { frames: images.map(() => ({ ok: false, code: 'invalid_image', faceCount: 0 })), embedding: null, ms: elapsed(t0) };
   }
-}
-
-/** A light frame's pixels of the size the job names; null when they do not fit it (not what the API sealed). */
-function rgbOf(data: Buffer, size: { width: number; height: number } | undefined): RgbImage | null {
-  if (!size || !(size.width > 0 && size.height > 0) || data.length !== size.width * size.height * 3) return null;
-  return { data: new Uint8Array(data.buffer, data.byteOffset, data.length), width: size.width, height: size.height };
 }
 
 /**
