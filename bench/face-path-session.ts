@@ -55,6 +55,12 @@ export interface AlternatedFigures {
   singleInside: Record<'liveness' | 'embed' | 'search' | 'total' | 'outside', number>;
   /** The face workers' clocks over the single captures and over the sessions alone (ms per job by step). */
   clocks: { single: string[][]; session: string[][]; lit?: string[][] };
+  /**
+   * CPU ms per call by process (mean; with `cpu`): the calls go one at a time, so what the service's
+   * processes used between a call's start and end is that call's, whatever else loads the machine.
+   * The sessions' include their use by /verify/self.
+   */
+  cpu?: { single: Record<string, number>; session: Record<string, number>; lit?: Record<string, number> };
 }
 
 /** A reading of the face workers' clocks and the rows of the difference between two readings. */
@@ -126,6 +132,8 @@ export async function benchAlternated<C>(opts: {
   rounds: number;
   warmUp?: number;
   clocks: ClockSource<C>;
+  /** CPU seconds so far of the service's processes, by name (with it, `cpu` in the figures). */
+  cpu?: () => Record<string, number>;
   /**
    * The session with its light sequence: a web process of the same deployment with
    * LIVENESS_LIGHT=required, and each colour's light frame (JPEG; made unique per call).
@@ -209,16 +217,26 @@ export async function benchAlternated<C>(opts: {
     let singleClocks = clocks.zero();
     let sessionClocks = clocks.zero();
     let litClocks = clocks.zero();
+    const cpuSum: Record<'single' | 'session' | 'lit', Record<string, number>> = { single: {}, session: {}, lit: {} };
+    const cpuOf = async <T>(side: keyof typeof cpuSum, f: () => Promise<T>): Promise<T> => {
+      if (!opts.cpu) return f();
+      const c0 = opts.cpu();
+      const r = await f();
+      const c1 = opts.cpu();
+      for (const k of Object.keys(c1)) cpuSum[side][k] = (cpuSum[side][k] ?? 0) + 1000 * (c1[k]! - (c0[k] ?? 0));
+      return r;
+    };
+    const cpuMeans = (side: keyof typeof cpuSum) => Object.fromEntries(Object.entries(cpuSum[side]).map(([k, v]) => [k, v / opts.rounds]));
     const sides = [
       async () => engine.push(await engineCall()),
       async () => {
         const c0 = await clocks.read();
-        single.push(await singleCall());
+        single.push(await cpuOf('single', singleCall));
         singleClocks = clocks.add(singleClocks, c0, await clocks.read());
       },
       async () => {
         const c0 = await clocks.read();
-        const r = await sessionCall();
+        const r = await cpuOf('session', () => sessionCall());
         sessionClocks = clocks.add(sessionClocks, c0, await clocks.read());
         session.push(r.total);
         frames.push(r.frames);
@@ -228,7 +246,7 @@ export async function benchAlternated<C>(opts: {
         ? [
             async () => {
               const c0 = await clocks.read();
-              const r = await sessionCall(true);
+              const r = await cpuOf('lit', () => sessionCall(true));
               litClocks = clocks.add(litClocks, c0, await clocks.read());
               litSession.push(r.total);
               litFrames.push(r.frames);
@@ -258,6 +276,7 @@ export async function benchAlternated<C>(opts: {
         session: clocks.rows(clocks.zero(), sessionClocks),
         ...(opts.lights ? { lit: clocks.rows(clocks.zero(), litClocks) } : {}),
       },
+      ...(opts.cpu ? { cpu: { single: cpuMeans('single'), session: cpuMeans('session'), ...(opts.lights ? { lit: cpuMeans('lit') } : {}) } } : {}),
     };
   } finally {
     raw.stop();

@@ -55,7 +55,8 @@ const IN_FLIGHT = Number(process.env.BENCH_FP_IN_FLIGHT ?? 4);
 const LINKS = Number(process.env.BENCH_FP_LINKS ?? 40);
 // As many face processes as `npm start` runs (FACE_PROCESSES, default 2: one per core).
 const FACE_PROCESSES = Number(process.env.BENCH_FP_FACE_PROCESSES ?? loadConfig(process.env).face.processes);
-const DB_NAME = 'faceid_bench_face_path';
+// Its own database name when several copies of the tree bench at once on one PostgreSQL.
+const DB_NAME = process.env.BENCH_FP_DB ?? 'faceid_bench_face_path';
 // Rounds of the alternated engine / single capture / liveness session part.
 const ROUNDS = Number(process.env.BENCH_FP_ROUNDS ?? 40);
 // `session`: only the alternated part (the engine, a single capture, a session), for a quick run.
@@ -212,6 +213,28 @@ function alternatedMarkdown(a: AlternatedFigures, clocks: string[][]): string {
       `(beside the anti-spoof model), search ${fmt(a.singleInside.search, 1)}; \`latencyMs.total\` (from /verify/self's first line to the comparison's result) ${fmt(a.singleInside.total, 1)}; ` +
       `the rest of the wall time (the SearchLog row and the proof token after it; HTTP, the multipart body, the bearer, the route) ${fmt(a.singleInside.outside, 1)}.`,
     '',
+    ...(a.cpu
+      ? [
+          table(
+            ['CPU ms per call (mean, by process; the calls one at a time)', ...Object.keys(a.cpu.single), 'all'],
+            (
+              [
+                ['single capture', a.cpu.single],
+                ['session of the minimum frames (its use included)', a.cpu.session],
+                ...(a.cpu.lit ? [['the same with its light frames (its use included)', a.cpu.lit] as const] : []),
+              ] as const
+            ).map(([name, c]) => [
+              name,
+              ...Object.keys(a.cpu!.single).map((k) => fmt(c[k] ?? 0, 1)),
+              fmt(
+                Object.values(c).reduce((x, y) => x + y, 0),
+                1,
+              ),
+            ]),
+          ),
+          '',
+        ]
+      : []),
     table(
       ['face worker clocks (ms per job, mean)', 'jobs', 'steps'],
       [
@@ -364,6 +387,13 @@ export async function runFacePathBench(): Promise<string> {
       modelsDir: path.resolve(ROOT, config.face.modelsDir),
       rounds: ROUNDS,
       lights: { webUrl: litWebUrl, frames: litFrames },
+      // Both web processes (each side uses one), the face and search processes, Redis.
+      cpu: () => {
+        const parts: Record<string, number> = {};
+        for (const [name, cs] of Object.entries(children)) parts[name] = cs.reduce((a, ch) => a + (procCpuSeconds(ch.pid!) ?? 0), 0);
+        parts.redis = procCpuSeconds(redis.pid()!) ?? 0;
+        return parts;
+      },
     });
     const alternatedClocks = clockDeltaOf(alternatedClocks0, await clocksNowOf(facePorts));
     const altMd = alternatedMarkdown(alt, alternatedClocks);

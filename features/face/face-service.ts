@@ -42,7 +42,7 @@ import type {
 import type { QualityAssessment, QualitySummary } from '../../platform/face/quality.js';
 import type { Logger } from '../../platform/logger.js';
 import type { EmbeddingsRepository } from './embeddings-repository.js';
-import { normaliseUpload, type NormalisedImage } from '../../platform/face/image.js';
+import { encodeNormalisedJpeg, normaliseUpload, normaliseUploadRgb, type NormalisedImage, type RgbImage } from '../../platform/face/image.js';
 import { isFaceError } from '../../platform/face/face-error.js';
 import type { FaceMode } from '../../platform/face/liveness.js';
 import { cosine, dot, normalised } from '../../platform/face/embeddings.js';
@@ -211,6 +211,20 @@ export class FaceService {
   }
 
   /**
+   * A light frame of a liveness session, checked and normalised as `normalise` does, as pixels (at most
+   * `maxSide`): decoded once, for the API's own measures, and the light job's JPEG encoded from them
+   * (`analyseLightFrames`). 400 `invalid_image` as `normalise`.
+   */
+  async normaliseToPixels(input: Buffer, opts: { maxPixels?: number; maxSide: number }): Promise<RgbImage> {
+    try {
+      return await normaliseUploadRgb(input, { maxPixels: Math.min(opts.maxPixels ?? Infinity, this.deps.config.http.maxImagePixels), maxSide: opts.maxSide });
+    } catch (e) {
+      if (isFaceError(e)) throw new AppError('invalid_image', e.message);
+      throw e;
+    }
+  }
+
+  /**
    * The liveness stage on a capture: normalise (once), detect, choose the face ('single': several
    * clear faces give `multiple_faces`; 'largest': the largest face), landmarks, anti-spoof score.
    */
@@ -247,12 +261,13 @@ export class FaceService {
   }
 
   /**
-   * A liveness session's light frames (normalised small by the caller) as one job on a face process
-   * (platform/jobs/light.ts): each frame's face found (detected on the first, followed on the others)
-   * and the `embedIndex` frame's face embedded (null: none). 400 `invalid_image` for a frame the engine cannot decode.
+   * A liveness session's light frames (pixels, made small by the caller: `normaliseToPixels`) as one
+   * job on a face process (platform/jobs/light.ts): each frame's face found (detected on the first,
+   * followed on the others) and the `embedIndex` frame's face embedded (null: none). 400 `invalid_image`
+   * for a frame the engine cannot decode.
    */
   async analyseLightFrames(
-    images: readonly NormalisedImage[],
+    images: readonly RgbImage[],
     embedIndex: number | null,
     deadlineAt: number,
     /** As for `analyseAndEmbed`. */
@@ -261,9 +276,13 @@ export class FaceService {
     const resultSalt = newHandoffSalt();
     const embedSalt = newHandoffSalt();
     const refs = images.map(() => newHandoffRef());
-    const values = images.map((img, i) => ({
+    // As JPEGs (encoded from the pixels, not normalised again from the upload): sealed raw pixels,
+    // twenty times the bytes, cost this process more in copies, Redis writes and garbage collection
+    // than the encoding does (docs/performance.md "Liveness light frames").
+    const jpegs = await Promise.all(images.map((img) => encodeNormalisedJpeg(img)));
+    const values = jpegs.map((jpeg, i) => ({
       key: handoffKey(this.deps.config.redis.prefix, 'image', refs[i]!),
-      value: this.deps.sealer.seal(img.jpeg, resultSalt),
+      value: this.deps.sealer.seal(jpeg, resultSalt),
     }));
     const r = await this.job('light', { imageRefs: refs, resultSalt, embedIndex, embedSalt }, deadlineAt, values, admitted);
     if (r.frames.some((f) => !f.ok && f.code === 'invalid_image')) throw new AppError('invalid_image', 'The image could not be decoded');

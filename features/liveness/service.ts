@@ -13,7 +13,8 @@
  * 2. the keyed digests of every frame's bytes, pose and light, against every frame received before
  *    (`replayed_frames`), before any frame is decoded; then the timing, also before any decode
  *    (`implausible_timing`: decision.ts `plausibleTiming`); a digest is kept only once its frame decoded;
- * 3. each frame normalised (SELFIE_MAX_PIXELS; a light frame also made small) and sent through the
+ * 3. each frame normalised (SELFIE_MAX_PIXELS; a light frame also made small, and decoded to pixels
+ *    once: this process's measures read them, the light job's JPEG is encoded from them) and sent through the
  *    face path: each pose frame through the liveness stage, all at once (each face process takes one):
  *    detection, landmarks, the passive score, its embedding started by the face process as soon as its
  *    face is aligned (one chain); the light frames, meanwhile, as two `light` jobs (half each): the
@@ -302,23 +303,25 @@ export class LivenessService {
     }
 
     // A light frame is made small (LIGHT_FRAME_MAX_SIDE): the colour measure, the detector and the
-    // sketch need no more, and a JPEG shrinks as it is decoded.
+    // sketch need no more, and a JPEG shrinks as it is decoded. It is decoded once, to pixels: this
+    // process's measures (colour, grid) read them, and the light job's JPEG is encoded from them (not
+    // normalised to a JPEG first and decoded again here).
     const maxPixels = config.biometrics.selfieMaxPixels;
     const decoded = await Promise.allSettled(
-      all.map((f, i) => face.normalise(f, i < frames.length ? { maxPixels } : { maxPixels, maxSide: LIGHT_FRAME_MAX_SIDE })),
+      all.map((f, i) => (i < frames.length ? face.normalise(f, { maxPixels }) : face.normaliseToPixels(f, { maxPixels, maxSide: LIGHT_FRAME_MAX_SIDE }))),
     );
     const undecodable = everyPart.filter((i) => decoded[i]!.status === 'rejected');
     if (undecodable.length) {
       await forget(undecodable);
       throw (decoded[undecodable[0]!] as PromiseRejectedResult).reason;
     }
-    const images = decoded.map((d) => (d as PromiseFulfilledResult<NormalisedImage>).value);
+    const images = decoded.slice(0, frames.length).map((d) => (d as PromiseFulfilledResult<NormalisedImage>).value);
     const deadlineAt = Date.now() + config.queues.faceJobTimeoutMs;
     // Light frames are judged only when there are as many as lights: a wrong count is
     // `light_not_followed` whatever they show, and costs no face work.
     const lightCount = lights ? (lightFrames.length === lights.length ? lightFrames.length : 0) : 0;
-    const poseImages = images.slice(0, frames.length);
-    const lightImages = images.slice(frames.length, frames.length + lightCount);
+    const poseImages = images;
+    const lightImages = decoded.slice(frames.length, frames.length + lightCount).map((d) => (d as PromiseFulfilledResult<RgbPixels>).value);
     // Every pose frame at once (each face process takes one), each as a chain: its liveness stage, and
     // its embedding started by the face process as soon as the face is aligned (the identity check
     // compares every pose frame with the best frontal one). A session refused before that check
@@ -340,11 +343,12 @@ export class LivenessService {
         ? null
         : Promise.all(lightJobs).then((rs) => ({ frames: rs.flatMap((r) => r.frames), embedding: rs.find((r) => r.embedding)?.embedding ?? null }));
     lightWork?.catch(() => {}); // awaited below
-    // Pixels decoded here meanwhile: the first frame's (the screen-pattern measure), the light frames'
-    // (their colour, their face's grid), and every pose frame's with the near-copy check on (its sketch).
+    // Pixels decoded here meanwhile: the first frame's (the screen-pattern measure), and every pose
+    // frame's with the near-copy check on (its sketch); the light frames' are already at hand (their
+    // colour, their face's grid).
     const nearReplay = config.liveness.nearReplayWindowSeconds > 0;
     const posePixels = poseImages.map((img, i) => (i === 0 || nearReplay ? decodeRgb(img.jpeg) : null));
-    const lightPixels = lightImages.map((img) => decodeRgb(img.jpeg));
+    const lightPixels = lightImages.map((img) => Promise.resolve(img));
     for (const p of [...posePixels, ...lightPixels]) p?.catch(() => {});
     const chains = await Promise.all(poseImages.map((img) => face.analyseAndEmbed(img, 'single', deadlineAt, true)));
     const lit = lightWork ? await lightWork : null;

@@ -75,6 +75,48 @@ function asInvalid(err: unknown): FaceError {
  * the pixel limit (`maxPixels`, the deployment's MAX_IMAGE_PIXELS; 40 MP by default).
  */
 export async function normaliseUpload(buf: Buffer, opts: { maxPixels?: number; maxSide?: number } = {}): Promise<NormalisedImage> {
+  const input = await checkedUpload(buf, opts.maxPixels);
+  try {
+    const { data, info } = await normalisedPipeline(input, opts).jpeg({ quality: NORMALISED_JPEG_QUALITY }).toBuffer({ resolveWithObject: true });
+    return { jpeg: data, width: info.width, height: info.height };
+  } catch (err) {
+    throw asInvalid(err);
+  }
+}
+
+/**
+ * An upload checked as `normaliseUpload` checks it and normalised the same way (EXIF rotation, at most
+ * `maxSide`, alpha flattened, sRGB), but answered as 8-bit RGB pixels: one decode, shrunk as it is
+ * decoded, for pixels that are used at once and never stored (a liveness session's light frames),
+ * where `normaliseUpload` then `decodeRgb` decodes twice and encodes a JPEG in between.
+ */
+export async function normaliseUploadRgb(buf: Buffer, opts: { maxPixels?: number; maxSide?: number } = {}): Promise<RgbImage> {
+  const input = await checkedUpload(buf, opts.maxPixels);
+  try {
+    const { data, info } = await normalisedPipeline(input, opts).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+    if (info.channels !== 3 || data.length !== info.width * info.height * 3) {
+      throw new Error(`unexpected decoded layout: ${info.width}x${info.height}x${info.channels}`);
+    }
+    return { data: new Uint8Array(data.buffer, data.byteOffset, data.length), width: info.width, height: info.height };
+  } catch (err) {
+    throw asInvalid(err);
+  }
+}
+
+/**
+ * Pixels (as `normaliseUploadRgb` answers them) as a baseline JPEG of NORMALISED_JPEG_QUALITY, as
+ * `normaliseUpload` would have made it from the same upload: what a face job carries. Encoding pixels
+ * already decoded costs less than normalising the upload again, and a JPEG is a twentieth of the
+ * pixels' bytes through Redis.
+ */
+export async function encodeNormalisedJpeg(img: RgbImage): Promise<Buffer> {
+  return sharp(img.data, { raw: { width: img.width, height: img.height, channels: 3 } })
+    .jpeg({ quality: NORMALISED_JPEG_QUALITY })
+    .toBuffer();
+}
+
+/** The upload's format (by its bytes and its header) and pixel count checked, before any pixel is decoded. */
+async function checkedUpload(buf: Buffer, maxPixelsOpt: number | undefined): Promise<Buffer> {
   if (!(buf instanceof Uint8Array) || buf.length === 0) {
     throw new FaceError('invalid_image', 'The upload is empty');
   }
@@ -82,18 +124,26 @@ export async function normaliseUpload(buf: Buffer, opts: { maxPixels?: number; m
   const sniffed = sniffFormat(input);
   if (!sniffed) throw new FaceError('invalid_image', 'Not a JPEG, PNG or WebP image');
   try {
-    const meta = await sharpInput(input, opts.maxPixels).metadata();
+    const meta = await sharpInput(input, maxPixelsOpt).metadata();
     if (meta.format !== sniffed || !ACCEPTED_FORMATS.has(meta.format)) {
       throw new FaceError('invalid_image', `Unsupported image format: ${meta.format ?? 'unknown'} (JPEG, PNG or WebP only)`);
     }
     if (!meta.width || !meta.height) {
       throw new FaceError('invalid_image', 'The image has no dimensions');
     }
-    const maxPixels = opts.maxPixels ?? MAX_INPUT_PIXELS;
+    const maxPixels = maxPixelsOpt ?? MAX_INPUT_PIXELS;
     if (meta.width * meta.height > maxPixels) {
       throw new FaceError('invalid_image', `The image has more than ${maxPixels} pixels`);
     }
-    const { data, info } = await sharpInput(input, opts.maxPixels)
+    return input;
+  } catch (err) {
+    throw asInvalid(err);
+  }
+}
+
+function normalisedPipeline(input: Buffer, opts: { maxPixels?: number; maxSide?: number }) {
+  return (
+    sharpInput(input, opts.maxPixels)
       .rotate() // EXIF orientation; the tag is dropped with the rest of the metadata
       // A JPEG reduced by half or more is decoded smaller (libjpeg's shrink-on-load): a small `maxSide` costs less.
       .resize({
@@ -104,12 +154,7 @@ export async function normaliseUpload(buf: Buffer, opts: { maxPixels?: number; m
       })
       .flatten({ background: '#ffffff' })
       .toColourspace('srgb')
-      .jpeg({ quality: NORMALISED_JPEG_QUALITY })
-      .toBuffer({ resolveWithObject: true });
-    return { jpeg: data, width: info.width, height: info.height };
-  } catch (err) {
-    throw asInvalid(err);
-  }
+  );
 }
 
 /**

@@ -29,8 +29,11 @@ export function sealBlob(key: Uint8Array, keyId: string, plaintext: Uint8Array, 
   const nonce = randomBytes(NONCE_BYTES);
   const cipher = createCipheriv('aes-256-gcm', key, nonce);
   cipher.setAAD(associatedData);
-  const data = Buffer.concat([cipher.update(plaintext), cipher.final()]);
-  return Buffer.concat([Buffer.from([SEALED_VERSION, kid.length]), kid, nonce, cipher.getAuthTag(), data]);
+  // One concatenation (not two): a hand-off can be a frame's pixels, and each copy of it is one more
+  // large buffer for the collector.
+  const data = cipher.update(plaintext);
+  const last = cipher.final();
+  return Buffer.concat([Buffer.from([SEALED_VERSION, kid.length]), kid, nonce, cipher.getAuthTag(), data, last]);
 }
 
 /** Whether `blob` is laid out in the sealed format (its first byte and header length; not authenticated). */
@@ -73,7 +76,10 @@ export function openParts(key: Uint8Array, nonce: Uint8Array, tag: Uint8Array, d
   if (associatedData) decipher.setAAD(associatedData);
   decipher.setAuthTag(tag);
   try {
-    return Buffer.concat([decipher.update(data), decipher.final()]);
+    const out = decipher.update(data);
+    // final() authenticates (it throws before anything is returned); GCM leaves nothing for it, so no copy.
+    const last = decipher.final();
+    return last.length ? Buffer.concat([out, last]) : out;
   } catch {
     throw new SealedFormatError('sealed value does not authenticate (altered, or sealed for another purpose or subject)');
   }

@@ -171,6 +171,17 @@ export type LightFrame =
  */
 export const TRACK_LIMITS = { minScale: 0.8, maxScale: 1.25, maxShift: 0.25, maxTurn: 0.35 } as const;
 
+/**
+ * A light frame's detector skips its padded pass when the plain pass found a face between a tenth and
+ * 0.6 of the canvas height, well inside the frame (detect.ts `WellInside`; the capture path's lower
+ * bound is a quarter). The padded pass is there for a face too large for the plain one; what the
+ * lower bound guards against, a second, larger face beside the one found, is not what a light frame
+ * is judged on (its face is the one followed from frame to frame, bound to the session's by its grid),
+ * and at the console's 480 px a face at arm's length is a fifth to a half of the frame: this saves
+ * the second detector run on most light jobs.
+ */
+export const LIGHT_WELL_INSIDE = { minHeight: 0.1, maxHeight: 0.6, margin: 0.1 } as const;
+
 /** A followed face's box moved by more than this share of its height: its landmarks are found again on the moved box. */
 export const TRACK_REFINE = 0.05;
 
@@ -357,13 +368,17 @@ export class FaceEngine {
    * `embedIndex` frame's face is aligned and embedded. No anti-spoof model, no quality. A frame whose
    * detector finds no face, or several clear ones, is that outcome; the next frame is detected again.
    */
-  async lightFrames(jpegs: readonly Buffer[], embedIndex: number | null, clock?: StepClock): Promise<{ frames: LightFrame[]; embedding: number[] | null }> {
+  async lightFrames(
+    images: readonly (Buffer | RgbImage)[],
+    embedIndex: number | null,
+    clock?: StepClock,
+  ): Promise<{ frames: LightFrame[]; embedding: number[] | null }> {
     const frames: LightFrame[] = [];
     let embedding: number[] | null = null;
     let previous: { box: Detection; points: Point[] } | null = null;
-    // Every frame decoded at once (libvips' threads), while the first is being searched.
+    // Pixels as given (the API decoded them); JPEGs all decoded at once (libvips' threads), while the first is being searched.
     const t0 = performance.now();
-    const decoded = jpegs.map((jpeg) => decodeRgb(jpeg));
+    const decoded = images.map((img) => (Buffer.isBuffer(img) ? decodeRgb(img) : Promise.resolve(img)));
     for (const d of decoded) d.catch(() => {}); // each awaited in turn below
     await Promise.allSettled(decoded.slice(0, 1));
     clock?.('decode', performance.now() - t0);
@@ -380,7 +395,7 @@ export class FaceEngine {
       }
       if (!found) {
         t = performance.now();
-        const dets = await detectFaces(this.sessions.detect, img, this.detectOptions);
+        const dets = await detectFaces(this.sessions.detect, img, { ...this.detectOptions, skipPaddedWhenInside: LIGHT_WELL_INSIDE });
         clock?.('detect', performance.now() - t);
         let chosen: Detection;
         try {
