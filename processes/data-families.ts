@@ -2,7 +2,8 @@
  * The retention registry of this deployment: every wing's data families, composed once here
  * (platform/retention/README.md). The web process uses it for the DELETE of an account (its erasers),
  * the upstream worker for the retention sweep (its age rules and the erasers it retries). Order
- * matters for the sweep: disputes before the search logs they hold. A wing whose families need only
+ * matters for the sweep: disputes before the search logs they hold (processes/wings.ts lists the
+ * disputes wing before the verification wing). A wing whose families need only
  * the database and the configuration declares them in its manifest (`dataFamilies`), added here from
  * processes/wings.ts; the others are named below with the stores they need.
  */
@@ -10,12 +11,10 @@ import type { Knex } from 'knex';
 import type { Config } from '../platform/config.js';
 import { auditEventsFamily } from '../platform/retention/audit-events-family.js';
 import { RetentionRegistry } from '../platform/retention/registry.js';
-import { disputeDataFamilies } from '../features/disputes/data-families.js';
 import { faceDataFamilies } from '../features/face/data-families.js';
 import { identityDataFamilies } from '../features/identity/data-families.js';
 import { livenessDataFamilies } from '../features/liveness/data-families.js';
 import { signInDataFamilies } from '../features/sign-in/data-families.js';
-import { verificationDataFamilies } from '../features/verification/data-families.js';
 import type { BiometricAttemptsStore } from '../features/face/biometric-attempts-store.js';
 import type { IdentityTokenStore } from '../features/identity/identity-tokens.js';
 import type { LivenessSessionStore } from '../features/liveness/session-store.js';
@@ -35,8 +34,6 @@ export interface DataFamilyDeps {
 export function dataFamilies(deps: DataFamilyDeps): RetentionRegistry {
   const { db, config } = deps;
   return new RetentionRegistry().register(
-    ...disputeDataFamilies(db, { disputes: config.protection.retentionDaysDisputes }),
-    ...verificationDataFamilies(db, { searchLogs: config.protection.retentionDaysSearchLogs }),
     auditEventsFamily(db, config.protection.retentionDaysAuditEvents),
     ...WINGS.flatMap((wing) => wing.dataFamilies?.({ db, config }) ?? []),
     ...identityDataFamilies(deps.identityTokens),

@@ -82,10 +82,10 @@ test('QUEUE_DASHBOARD_READ_ONLY (the production default): the board shows the qu
       REDIS_URL: 'redis://:a-redis-password@redis.internal:6379',
       METRICS_TOKEN: 'a-metrics-token-of-at-least-32-characters',
       OTP_SECRET: 'an-otp-secret-of-at-least-32-characters',
-    }).queues.dashboardReadOnly,
+    }).queueDashboard.readOnly,
     'on in production',
   );
-  t.false(loadConfig({ NODE_ENV: 'development' }).queues.dashboardReadOnly);
+  t.false(loadConfig({ NODE_ENV: 'development' }).queueDashboard.readOnly);
   const ro = await startHarness({ env: { QUEUE_DASHBOARD_READ_ONLY: 'true' } });
   try {
     const api = client(ro.url);

@@ -1,5 +1,6 @@
 /** The search wing as the processes compose it (platform/wing.ts, processes/wings.ts). */
 import { defineWing } from '../../platform/wing.js';
+import { searchSettingGroups } from './settings.js';
 
 /*
  * The index follows the face wing's templates straight from PostgreSQL (features/search/worker/
@@ -11,6 +12,7 @@ import { defineWing } from '../../platform/wing.js';
  */
 export const searchWing = defineWing({
   name: 'search',
+  settings: searchSettingGroups,
   tables: ['search_state', 'search_replicas'],
   reads: [
     { table: 'canonical_embeddings', reason: 'the templates the index holds, read in one snapshot with the change-log head (read-only)' },
