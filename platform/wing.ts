@@ -11,14 +11,29 @@
  *   test/house.test.ts refuses any other.
  * - `metrics`: the wing's counters (`counterSpec` in features/<wing>/metrics.ts); the wing's code
  *   increments them through `metrics.counter(spec)`, processes/web/deps.ts creates them all at start.
- * - `dataFamilies`: the wing's data families that need only the database and the configuration
- *   (platform/retention/README.md); processes/data-families.ts adds them to the retention registry.
- *   Families that need a process's stores (Redis) are still composed there by name.
+ * - `dataFamilies`: the wing's data families (platform/retention/README.md), built from the database,
+ *   the configuration and the process's stores the wing types into `WingStores`;
+ *   processes/data-families.ts adds them to the retention registry, in the order of processes/wings.ts.
+ * - `keyPurposes`: the key-ring purposes only this wing seals under (platform/keys/key-ring.ts), each
+ *   with what it protects, typed into `KeyPurposes` by declaration merging; the floor's own
+ *   (`FLOOR_KEY_PURPOSES`) are shared by several wings.
+ * - `sealedFamilies`: the stored values a key rotation re-seals (platform/keys/sealed-families.ts),
+ *   declared to the floor when the wings are composed.
  */
 import type { Knex } from 'knex';
 import { registerSettingGroups, type Config, type WingSettingGroup } from './config.js';
 import type { CounterSpec } from './metrics.js';
+import { declareSealedFamily, type SealedFamily } from './keys/sealed-families.js';
 import type { DataFamily } from './retention/registry.js';
+
+/**
+ * The stores of a process (Redis-backed) that wings' data families need to erase a user, by name:
+ * each wing that needs one adds it here by declaration merging in its manifest
+ * (`declare module '../../platform/wing.js' { interface WingStores { ... } }`), and the process that
+ * builds the retention registry (processes/data-families.ts) passes them.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface WingStores {}
 
 /** Another wing's (or the floor's) table a wing names, declared with the reason. */
 export interface TableRead {
@@ -38,8 +53,12 @@ export interface WingManifest {
   reads?: readonly TableRead[];
   /** Its counters (platform/metrics.ts), created with their zero series when a process builds its metrics. */
   metrics?: readonly CounterSpec[];
-  /** Its data families built from the database and the configuration alone. */
-  dataFamilies?: (deps: { db: Knex; config: Config }) => DataFamily[];
+  /** Its data families, built from the database, the configuration and the process's stores. */
+  dataFamilies?: (deps: { db: Knex; config: Config; stores: WingStores }) => DataFamily[];
+  /** The key-ring purposes it alone seals under, with what each protects (typed into `KeyPurposes` beside). */
+  keyPurposes?: Readonly<Record<string, string>>;
+  /** Its values stored sealed under the key ring, re-sealed by a key rotation. */
+  sealedFamilies?: readonly SealedFamily[];
 }
 
 /** Declares a wing's manifest (a typed identity: the manifest is data). */
@@ -62,13 +81,14 @@ export const FLOOR_READS: readonly TableRead[] = [
   },
 ];
 
-/** Composes the wings: registers their settings with the floor's configuration. Idempotent. */
+/** Composes the wings: registers their settings with the floor's configuration and their sealed families with the key rotation. Idempotent. */
 export function composeWings(wings: readonly WingManifest[]): readonly WingManifest[] {
   const names = new Set<string>();
   for (const wing of wings) {
     if (names.has(wing.name)) throw new Error(`Wing ${wing.name} is listed twice`);
     names.add(wing.name);
     registerSettingGroups(wing.name, wing.settings ?? {});
+    for (const family of wing.sealedFamilies ?? []) declareSealedFamily(family);
   }
   return wings;
 }

@@ -302,3 +302,55 @@ test('scripts, benches, chaos and tests read the configuration through processes
   );
   t.deepEqual(wrong, []);
 });
+
+test("each wing's key purposes are the ones its manifest types into KeyPurposes, none declared twice, and a wing seals only under its own or the floor's", async (t) => {
+  const { WINGS } = await import('../processes/wings.js');
+  const { FLOOR_KEY_PURPOSES } = await import('../platform/keys/key-ring.js');
+  const wrong: string[] = [];
+  const owner = new Map<string, string>(Object.keys(FLOOR_KEY_PURPOSES).map((p) => [p, 'platform']));
+  for (const wing of WINGS) {
+    const manifest = readFileSync(path.join(ROOT, 'features', wing.name, 'manifest.ts'), 'utf8');
+    const typed = /interface KeyPurposes \{([^}]*)\}/.exec(manifest)?.[1] ?? '';
+    const typedPurposes = [...typed.matchAll(/^\s*'?([\w-]+)'?:/gm)].map((m) => m[1]!).sort();
+    const listed = Object.keys(wing.keyPurposes ?? {}).sort();
+    if (typedPurposes.join() !== listed.join()) wrong.push(`${wing.name}: typed [${typedPurposes.join(', ')}], listed [${listed.join(', ')}]`);
+    for (const purpose of listed) {
+      if (owner.has(purpose)) wrong.push(`${purpose}: declared by ${owner.get(purpose)} and ${wing.name}`);
+      else owner.set(purpose, wing.name);
+    }
+  }
+  // A purpose named in a wing's code (seal, open, saltedKey, a family's `purpose`) is its own or the floor's.
+  const purposes = [...owner.keys()].sort((a, b) => b.length - a.length);
+  let seen = 0;
+  const named = new RegExp(
+    `(?:seal|open|sealText|openText|saltedKey|needsRotation)\\(\\s*'(${purposes.join('|')})'|purpose:\\s*'(${purposes.join('|')})'`,
+    'g',
+  );
+  for (const wing of WINGS) {
+    for (const file of sourceFiles(`features/${wing.name}`).filter((f) => !f.endsWith('/manifest.ts'))) {
+      for (const m of withoutComments(readFileSync(path.join(ROOT, file), 'utf8')).matchAll(named)) {
+        const purpose = (m[1] ?? m[2])!;
+        seen++;
+        if (owner.get(purpose) !== 'platform' && owner.get(purpose) !== wing.name) wrong.push(`${file} seals under ${purpose}, ${owner.get(purpose)}'s`);
+      }
+    }
+  }
+  t.deepEqual(wrong, []);
+  t.true(owner.size >= 9);
+  t.true(seen >= 20, `the purpose detector found ${seen} uses only`);
+});
+
+test('every sealed family a wing lists is declared to the key rotation once, and no wing declares one outside its manifest', async (t) => {
+  const { WINGS } = await import('../processes/wings.js');
+  const { sealedFamilies } = await import('../platform/keys/sealed-families.js');
+  const listed = WINGS.flatMap((w) => (w.sealedFamilies ?? []).map((f) => f.name));
+  t.deepEqual(
+    sealedFamilies().map((f) => f.name),
+    listed,
+  );
+  t.true(listed.length >= 5);
+  t.deepEqual(
+    sourceFiles('features').filter((f) => /\bdeclareSealedFamily\(/.test(readFileSync(path.join(ROOT, f), 'utf8'))),
+    [],
+  );
+});

@@ -10,6 +10,12 @@ import { searchSettingGroups } from './settings.js';
  * split that snapshot. The face wing writes both tables; search only reads them, and prunes the log
  * below what every live replica has applied.
  */
+declare module '../../platform/keys/key-ring.js' {
+  interface KeyPurposes {
+    snapshots: true;
+  }
+}
+
 export const searchWing = defineWing({
   name: 'search',
   settings: searchSettingGroups,
@@ -18,4 +24,5 @@ export const searchWing = defineWing({
     { table: 'canonical_embeddings', reason: 'the templates the index holds, read in one snapshot with the change-log head (read-only)' },
     { table: 'embedding_changes', reason: 'the change log the replicas replay in order; pruned below what every live replica has applied' },
   ],
+  keyPurposes: { snapshots: 'search snapshot files on disk' },
 });
