@@ -146,6 +146,34 @@ test("each wing's README names, in its Uses paragraph, exactly the wings its cod
   t.deepEqual(wrong, []);
 });
 
+/** The floor's modules named in a wing's Uses paragraph ("Floor: `platform/config`, ..."), before "Public entry". */
+function floorNamedInUses(readme: string): string[] | null {
+  const paragraph = /^Uses[\s\S]*?(?=\n\s*\n|(?![\s\S]))/m.exec(readme)?.[0];
+  if (!paragraph || !/\bFloor:/.test(paragraph)) return null;
+  const declared = paragraph.split(/Public entry/)[0]!;
+  return [...new Set([...declared.matchAll(/`platform\/([a-z-]+)`/g)].map((m) => m[1]!))].sort();
+}
+
+test("each wing's README names, in its Uses paragraph, exactly the floor's modules its code imports", (t) => {
+  const wings = WING_NAMES();
+  const imported = new Map<string, Set<string>>(wings.map((w) => [w, new Set<string>()]));
+  for (const [from, targets] of importGraph()) {
+    const a = wingOf(from);
+    // The manifest is the house's wiring (platform/wing.ts), not what the wing's code uses.
+    if (!a || from.endsWith('/manifest.ts')) continue;
+    for (const to of targets) if (to.startsWith('platform/')) imported.get(a)!.add(to.split('/')[1]!.replace(/\.tsx?$/, ''));
+  }
+  const wrong: string[] = [];
+  for (const wing of wings) {
+    const named = floorNamedInUses(readFileSync(path.join(ROOT, 'features', wing, 'README.md'), 'utf8'));
+    const actual = [...imported.get(wing)!].sort();
+    if (named === null) wrong.push(`${wing}: no "Floor:" line in its Uses paragraph (imports: ${actual.join(', ') || 'none'})`);
+    else if (named.join() !== actual.join()) wrong.push(`${wing}: README names [${named.join(', ')}], code imports [${actual.join(', ')}]`);
+  }
+  t.deepEqual(wrong, []);
+  t.deepEqual(floorNamedInUses('Uses: `users`. Floor: `platform/config`, `platform/http`.\nPublic entry: `platform/keys`.'), ['config', 'http']);
+});
+
 // ---- manifests: every wing registers itself, owns its tables, names no other's undeclared ----
 
 const WING_NAMES = () => readdirSync(path.join(ROOT, 'features')).filter((w) => statSync(path.join(ROOT, 'features', w)).isDirectory());
@@ -175,7 +203,7 @@ function tablesNamed(source: string, tables: readonly string[], models: Map<stri
   const text = withoutComments(source);
   const found = new Set<string>();
   for (const m of text.matchAll(new RegExp(`(?:\\(|=)\\s*['"\`](${names})(?:\\s+as\\s+\\w+)?['"\`]`, 'g'))) found.add(byName.get(m[1]!)!);
-  for (const m of text.matchAll(new RegExp(`\\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\\s+(?:ONLY\\s+)?(${names})\\b`, 'gi'))) found.add(byName.get(m[1]!)!);
+  for (const m of text.matchAll(new RegExp(`\\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\\s+(?:ONLY\\s+)?(?:"?public"?\\.)?"?(${names})\\b`, 'gi'))) found.add(byName.get(m[1]!)!);
   const modelNames = [...models.keys()].filter((c) => tables.includes(models.get(c)!));
   if (modelNames.length) {
     for (const m of text.matchAll(new RegExp(`\\b(${modelNames.join('|')})\\.(?:query|tableName|relatedQuery)\\b`, 'g'))) found.add(models.get(m[1]!)!);
@@ -190,6 +218,8 @@ test('the table detector finds knex, SQL and model names, and not prose or a set
   t.deepEqual([...tablesNamed("const CASES = 'dedupeCases';", tables, models)], ['dedupe_cases']);
   t.deepEqual([...tablesNamed('db.raw(`SELECT 1 FROM users u JOIN operators o ON true`)', tables, models)].sort(), ['operators', 'users']);
   t.deepEqual([...tablesNamed('User.query(trx).findById(id)', tables, models)], ['users']);
+  t.deepEqual([...tablesNamed('db.raw(\'DELETE FROM "public"."users" WHERE id = ?\', [id])', tables, models)], ['users']);
+  t.deepEqual([...tablesNamed('trx.raw(`UPDATE public.operators SET x = 1`)', tables, models)], ['operators']);
   t.deepEqual([...tablesNamed("// removes the rows from users\nconfig: Pick<Config, 'operators'>", tables, models)], []);
 });
 
