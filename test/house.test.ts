@@ -203,7 +203,8 @@ function tablesNamed(source: string, tables: readonly string[], models: Map<stri
   const text = withoutComments(source);
   const found = new Set<string>();
   for (const m of text.matchAll(new RegExp(`(?:\\(|=)\\s*['"\`](${names})(?:\\s+as\\s+\\w+)?['"\`]`, 'g'))) found.add(byName.get(m[1]!)!);
-  for (const m of text.matchAll(new RegExp(`\\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\\s+(?:ONLY\\s+)?(?:"?public"?\\.)?"?(${names})\\b`, 'gi'))) found.add(byName.get(m[1]!)!);
+  for (const m of text.matchAll(new RegExp(`\\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\\s+(?:ONLY\\s+)?(?:"?public"?\\.)?"?(${names})\\b`, 'gi')))
+    found.add(byName.get(m[1]!)!);
   const modelNames = [...models.keys()].filter((c) => tables.includes(models.get(c)!));
   if (modelNames.length) {
     for (const m of text.matchAll(new RegExp(`\\b(${modelNames.join('|')})\\.(?:query|tableName|relatedQuery)\\b`, 'g'))) found.add(models.get(m[1]!)!);
