@@ -39,7 +39,7 @@ function photos(): string[] {
   const walk = (dir: string) => {
     for (const e of readdirSync(path.join(FIXTURES, dir), { withFileTypes: true })) {
       const rel = path.join(dir, e.name);
-      // liveness/ holds frames synthesised from these photos for the liveness tests (test/liveness.test.ts),
+      // liveness/ holds frames synthesised from these photos for the liveness tests (test/liveness/liveness.test.ts),
       // not photos of their own: their outcomes are that suite's to check.
       if (e.isDirectory()) {
         if (rel !== 'liveness') walk(rel);

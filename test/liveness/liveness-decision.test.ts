@@ -14,8 +14,8 @@ import {
   stepsSeen,
   type FrameFace,
   type Point,
-} from '../features/liveness/decision.js';
-import { nearCopyFrame, NEAR_COPY_FRAME_BANDS } from '../features/liveness/frame-sketch.js';
+} from '../../features/liveness/decision.js';
+import { nearCopyFrame, NEAR_COPY_FRAME_BANDS } from '../../features/liveness/frame-sketch.js';
 
 // Five points facing the camera, and turned to the person's left (the nose towards the image's right edge).
 const FRONT: Point[] = [

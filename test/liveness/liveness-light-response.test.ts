@@ -1,10 +1,10 @@
 import test from 'ava';
 import path from 'node:path';
 import { readFileSync } from 'node:fs';
-import { drawLights, judgeLightResponse, LIGHT_COLOURS, LIGHT_THRESHOLDS, sampleLightFrame, type LightSample } from '../features/liveness/light-response.js';
-import { decodeRgb, rng, type Rgb } from '../scripts/evaluate/liveness-views.js';
-import { addNoise, relight } from '../scripts/evaluate/light-sim.js';
-import { FIXTURES_DIR } from './fixtures/faces/labels.js';
+import { drawLights, judgeLightResponse, LIGHT_COLOURS, LIGHT_THRESHOLDS, sampleLightFrame, type LightSample } from '../../features/liveness/light-response.js';
+import { decodeRgb, rng, type Rgb } from '../../scripts/evaluate/liveness-views.js';
+import { addNoise, relight } from '../../scripts/evaluate/light-sim.js';
+import { FIXTURES_DIR } from '../fixtures/faces/labels.js';
 
 // The detector's box of grace_hopper_a.jpg (fr_detect, [x, y, w, h]), a real face on a real backdrop.
 const HOPPER_BOX: [number, number, number, number] = [176.4, 113.4, 178.6, 197.5];

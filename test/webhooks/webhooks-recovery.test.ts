@@ -7,14 +7,14 @@
 import test from 'ava';
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { createLogger } from '../platform/logger.js';
-import { WebhooksRepository } from '../features/webhooks/repository.js';
-import { startWebhookWorker } from '../features/webhooks/worker/worker.js';
-import { recordUserDeleted } from './helpers/events.js';
-import { useHarness } from './helpers/harness.js';
-import { client } from './helpers/http.js';
-import { newOperator } from './helpers/principals.js';
-import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.js';
+import { createLogger } from '../../platform/logger.js';
+import { WebhooksRepository } from '../../features/webhooks/repository.js';
+import { startWebhookWorker } from '../../features/webhooks/worker/worker.js';
+import { recordUserDeleted } from '../helpers/events.js';
+import { useHarness } from '../helpers/harness.js';
+import { client } from '../helpers/http.js';
+import { newOperator } from '../helpers/principals.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 
 let receiver: WebhookReceiver;
 const h = useHarness(

@@ -6,11 +6,11 @@
  */
 import test from 'ava';
 import { Webhook } from 'standardwebhooks';
-import { useHarness } from './helpers/harness.js';
-import { client } from './helpers/http.js';
-import { newOperator } from './helpers/principals.js';
-import { startPrivateRedis, type PrivateRedis } from '../scripts/lib/private-services.js';
-import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.js';
+import { useHarness } from '../helpers/harness.js';
+import { client } from '../helpers/http.js';
+import { newOperator } from '../helpers/principals.js';
+import { startPrivateRedis, type PrivateRedis } from '../../scripts/lib/private-services.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 
 let redis: PrivateRedis;
 let receiver: WebhookReceiver;

@@ -4,18 +4,18 @@
  * attempt is sent, no redirect followed. A real receiver listens on loopback: it must never be reached.
  */
 import test from 'ava';
-import { WebhooksRepository } from '../features/webhooks/repository.js';
-import { newWebhookSecret, sealWebhookSecret } from '../features/webhooks/secrets.js';
-import { checkWebhookUrl, isPublicAddress, REFUSED_ADDRESS, sendWebhook } from '../features/webhooks/sender.js';
-import { attemptDelivery } from '../features/webhooks/worker/delivery.js';
-import { ConfigError, loadConfig } from '../processes/config.js';
-import { parsePrivateCidrs } from '../features/webhooks/settings.js';
-import { keyRingOf } from '../platform/keys/templates.js';
-import { recordUserDeleted } from './helpers/events.js';
-import { useHarness } from './helpers/harness.js';
-import { client } from './helpers/http.js';
-import { newOperator } from './helpers/principals.js';
-import { startWebhookReceiver, type WebhookReceiver } from './helpers/webhook-receiver.js';
+import { WebhooksRepository } from '../../features/webhooks/repository.js';
+import { newWebhookSecret, sealWebhookSecret } from '../../features/webhooks/secrets.js';
+import { checkWebhookUrl, isPublicAddress, REFUSED_ADDRESS, sendWebhook } from '../../features/webhooks/sender.js';
+import { attemptDelivery } from '../../features/webhooks/worker/delivery.js';
+import { ConfigError, loadConfig } from '../../processes/config.js';
+import { parsePrivateCidrs } from '../../features/webhooks/settings.js';
+import { keyRingOf } from '../../platform/keys/templates.js';
+import { recordUserDeleted } from '../helpers/events.js';
+import { useHarness } from '../helpers/harness.js';
+import { client } from '../helpers/http.js';
+import { newOperator } from '../helpers/principals.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -6,13 +6,13 @@
  */
 import test from 'ava';
 import { Webhook } from 'standardwebhooks';
-import { issueProofToken } from '../features/verification/proof-tokens.js';
-import { WEBHOOK_EVENT_TYPES } from '../features/webhooks/repository.js';
-import { useHarness } from './helpers/harness.js';
-import { client } from './helpers/http.js';
-import { newConsumer, newOperator } from './helpers/principals.js';
-import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from './helpers/webhook-receiver.js';
-import { identifyRow, insertLogs, verifySelfRow } from './support/search-logs.js';
+import { issueProofToken } from '../../features/verification/proof-tokens.js';
+import { WEBHOOK_EVENT_TYPES } from '../../features/webhooks/repository.js';
+import { useHarness } from '../helpers/harness.js';
+import { client } from '../helpers/http.js';
+import { newConsumer, newOperator } from '../helpers/principals.js';
+import { startWebhookReceiver, type ReceivedWebhook, type WebhookReceiver } from '../helpers/webhook-receiver.js';
+import { identifyRow, insertLogs, verifySelfRow } from '../support/search-logs.js';
 
 const RETRY_SCHEDULE = [1, 2];
 let receiver: WebhookReceiver;
