@@ -9,8 +9,9 @@
  * - `tables`: the tables the wing owns (created by migrations/); only its code names them.
  * - `reads`: another wing's table the wing's code names all the same, each with why:
  *   test/house.test.ts refuses any other.
- * - `metrics`: the wing's counters (`counterSpec` in features/<wing>/metrics.ts); the wing's code
- *   increments them through `metrics.counter(spec)`, processes/web/deps.ts creates them all at start.
+ * - `metrics`: the wing's counters and gauges (`counterSpec`, `gaugeSpec` in features/<wing>/metrics.ts);
+ *   the wing's code reaches them through `metrics.counter(spec)` / `metrics.gauge(spec)`,
+ *   processes/web/deps.ts creates them all at start.
  * - `dataFamilies`: the wing's data families (platform/retention/README.md), built from the database,
  *   the configuration and the process's stores the wing types into `WingStores`;
  *   processes/data-families.ts adds them to the retention registry, in the order of processes/wings.ts.
@@ -22,7 +23,7 @@
  */
 import type { Knex } from 'knex';
 import { registerSettingGroups, type Config, type WingSettingGroup } from './config.js';
-import type { CounterSpec } from './metrics.js';
+import type { MetricSpec } from './metrics.js';
 import { declareSealedFamily, type SealedFamily } from './keys/sealed-families.js';
 import type { DataFamily } from './retention/registry.js';
 
@@ -51,8 +52,8 @@ export interface WingManifest {
   tables: readonly string[];
   /** Tables of others its code names (knex, Objection models, SQL), with the reason. */
   reads?: readonly TableRead[];
-  /** Its counters (platform/metrics.ts), created with their zero series when a process builds its metrics. */
-  metrics?: readonly CounterSpec[];
+  /** Its counters and gauges (platform/metrics.ts), created (counters with their zero series) when a process builds its metrics. */
+  metrics?: readonly MetricSpec[];
   /** Its data families, built from the database, the configuration and the process's stores. */
   dataFamilies?: (deps: { db: Knex; config: Config; stores: WingStores }) => DataFamily[];
   /** The key-ring purposes it alone seals under, with what each protects (typed into `KeyPurposes` beside). */

@@ -385,3 +385,18 @@ test('every sealed family a wing lists is declared to the key rotation once, and
     [],
   );
 });
+
+test("each wing's metrics are its own: no name declared twice, none of them created by the floor's platform/metrics.ts", async (t) => {
+  const { WINGS } = await import('../processes/wings.js');
+  const names = WINGS.flatMap((w) => (w.metrics ?? []).map((m) => m.name));
+  t.true(names.length >= 5);
+  t.deepEqual(
+    names.filter((n, i) => names.indexOf(n) !== i),
+    [],
+  );
+  const floor = readFileSync(path.join(ROOT, 'platform/metrics.ts'), 'utf8');
+  t.deepEqual(
+    names.filter((n) => floor.includes(`'${n}'`)),
+    [],
+  );
+});
