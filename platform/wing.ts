@@ -20,10 +20,14 @@
  *   (`FLOOR_KEY_PURPOSES`) are shared by several wings.
  * - `sealedFamilies`: the stored values a key rotation re-seals (platform/keys/sealed-families.ts),
  *   declared to the floor when the wings are composed.
+ * - `jobs`: the contracts of the wing's own queues (deferred), typed into `JobContracts` beside them
+ *   and registered with the floor's queues (platform/jobs/index.ts) when the wings are composed.
  */
 import type { Knex } from 'knex';
 import { registerSettingGroups, type Config, type WingSettingGroup } from './config.js';
 import type { MetricSpec } from './metrics.js';
+import type { DeferredJobContract } from './jobs/contract.js';
+import { registerJobContracts } from './jobs/index.js';
 import { declareSealedFamily, type SealedFamily } from './keys/sealed-families.js';
 import type { DataFamily } from './retention/registry.js';
 
@@ -60,6 +64,8 @@ export interface WingManifest {
   keyPurposes?: Readonly<Record<string, string>>;
   /** Its values stored sealed under the key ring, re-sealed by a key rotation. */
   sealedFamilies?: readonly SealedFamily[];
+  /** Its own queues' contracts (deferred: the awaited queues are the face path's, the floor's), typed into `JobContracts` beside. */
+  jobs?: readonly DeferredJobContract<string, any>[];
 }
 
 /** Declares a wing's manifest (a typed identity: the manifest is data). */
@@ -90,6 +96,7 @@ export function composeWings(wings: readonly WingManifest[]): readonly WingManif
     names.add(wing.name);
     registerSettingGroups(wing.name, wing.settings ?? {});
     for (const family of wing.sealedFamilies ?? []) declareSealedFamily(family);
+    registerJobContracts(wing.name, wing.jobs ?? []);
   }
   return wings;
 }

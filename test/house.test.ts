@@ -400,3 +400,24 @@ test("each wing's metrics are its own: no name declared twice, none of them crea
     [],
   );
 });
+
+test("the composed queues are the floor's and each wing's manifest jobs, each once; no wing declares a queue its manifest does not list", async (t) => {
+  const { WINGS } = await import('../processes/wings.js');
+  const { QUEUE_NAMES, JOB_CONTRACTS } = await import('../platform/jobs/index.js');
+  const wingQueues = WINGS.flatMap((w) => (w.jobs ?? []).map((j) => j.queue));
+  t.deepEqual(QUEUE_NAMES.slice(-wingQueues.length), wingQueues);
+  t.deepEqual(
+    QUEUE_NAMES.filter((q, i) => QUEUE_NAMES.indexOf(q) !== i),
+    [],
+  );
+  for (const q of wingQueues) t.is((JOB_CONTRACTS as Record<string, { delivery: string }>)[q]!.delivery, 'deferred', q);
+  const unlisted = WINGS.filter(
+    (w) =>
+      sourceFiles(`features/${w.name}`).reduce(
+        (n, f) => n + (readFileSync(path.join(ROOT, f), 'utf8').match(/\b(?:deferred|awaited)JobContract\s*</g)?.length ?? 0),
+        0,
+      ) !== (w.jobs ?? []).length,
+  ).map((w) => w.name);
+  t.deepEqual(unlisted, []);
+  t.true(wingQueues.includes('webhooks'));
+});

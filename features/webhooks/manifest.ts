@@ -1,6 +1,7 @@
 /** The webhooks wing as the processes compose it (platform/wing.ts, processes/wings.ts). */
 import { defineWing } from '../../platform/wing.js';
 import { webhookDataFamilies } from './data-families.js';
+import { webhookContract } from './job.js';
 import { WEBHOOK_METRICS } from './metrics.js';
 import { WEBHOOK_SECRETS } from './sealed-families.js';
 import { webhookSettingGroups } from './settings.js';
@@ -18,5 +19,6 @@ export const webhooksWing = defineWing({
   metrics: Object.values(WEBHOOK_METRICS),
   keyPurposes: { 'webhook-secrets': 'webhook endpoint signing secrets' },
   sealedFamilies: [WEBHOOK_SECRETS],
+  jobs: [webhookContract],
   dataFamilies: ({ db, config }) => webhookDataFamilies(db, { webhookEvents: config.webhooks.retentionDays }),
 });

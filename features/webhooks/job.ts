@@ -1,5 +1,6 @@
 /**
- * Job contract of the `webhooks` queue: one attempt of one webhook delivery (an event to one endpoint).
+ * Job contract of the `webhooks` queue, the wing's own (listed by its manifest, registered with the floor's
+ * queues by processes/wings.ts): one attempt of one webhook delivery (an event to one endpoint).
  * Deferred: nobody awaits it. The delivery's state lives in PostgreSQL (features/webhooks/repository.ts:
  * attempts made, next attempt due, outcome); a job only says "attempt number N of delivery D is due".
  * The job id is (delivery, attempt), so the dispatcher may queue the same attempt again after a Redis
@@ -8,9 +9,15 @@
  * retries: the schedule is a setting and the due time is recorded in PostgreSQL.
  */
 import type { Queue } from 'bullmq';
-import { deferredJobContract } from './contract.js';
+import { deferredJobContract } from '../../platform/jobs/contract.js';
 
 export const WEBHOOK_QUEUE = 'webhooks' as const;
+
+declare module '../../platform/jobs/index.js' {
+  interface JobContracts {
+    [WEBHOOK_QUEUE]: { payload: WebhookDeliveryJob; result: WebhookDeliveryResult };
+  }
+}
 
 export interface WebhookDeliveryJob {
   deliveryId: string;
