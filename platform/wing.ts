@@ -88,6 +88,16 @@ export const FLOOR_READS: readonly TableRead[] = [
   },
 ];
 
+/**
+ * A wing's setting the floor's code reads (through the merged `Config` type), with why: it runs only
+ * where processes/config.ts composed the wings. Checked like the table reads.
+ */
+export const FLOOR_SETTING_READS: readonly { setting: string; reason: string }[] = [
+  { setting: 'face.processes', reason: 'the process list (processes/process-list.ts) starts that many face processes' },
+  { setting: 'search.processes', reason: 'the process list starts that many search replicas' },
+  { setting: 'search.shards', reason: 'the process list starts one search process per shard, each told its SEARCH_SHARD' },
+];
+
 /** Composes the wings: registers their settings with the floor's configuration and their sealed families with the key rotation. Idempotent. */
 export function composeWings(wings: readonly WingManifest[]): readonly WingManifest[] {
   const names = new Set<string>();

@@ -421,3 +421,26 @@ test("the composed queues are the floor's and each wing's manifest jobs, each on
   t.deepEqual(unlisted, []);
   t.true(wingQueues.includes('webhooks'));
 });
+
+test("the floor's code reads a wing's setting only where platform/wing.ts declares it, with the reason", async (t) => {
+  const { WINGS } = await import('../processes/wings.js');
+  const { FLOOR_SETTING_READS } = await import('../platform/wing.js');
+  const groups = WINGS.flatMap((w) => Object.keys(w.settings ?? {}));
+  const read = new RegExp(`\\b(?:c|cfg|config|\\w*[cC]onfig(?:\\(\\))?)\\.(${groups.join('|')})\\.(\\w+)`, 'g');
+  t.true(read.test('copies: (c) => c.face.processes'));
+  read.lastIndex = 0;
+  const named = new Set<string>();
+  for (const file of sourceFiles('platform')) {
+    for (const m of withoutComments(readFileSync(path.join(ROOT, file), 'utf8')).matchAll(read)) named.add(`${m[1]}.${m[2]}`);
+  }
+  const declared = new Map(FLOOR_SETTING_READS.map((r) => [r.setting, r.reason]));
+  t.deepEqual(
+    [...named].filter((s) => !declared.get(s)?.trim()),
+    [],
+  );
+  t.deepEqual(
+    [...declared.keys()].filter((s) => !named.has(s)),
+    [],
+    'a declared read the floor no longer makes',
+  );
+});
