@@ -7,7 +7,6 @@
  * (scripts/gen-config-doc.ts).
  */
 import { createHash, createPublicKey } from 'node:crypto';
-import { CALIBRATED_THRESHOLDS } from './thresholds.js';
 import { KeyRing, KeyRingError } from './keys/key-ring.js';
 
 /** Settings parsed so far, by group, as seen by a default that depends on them. */
@@ -65,16 +64,12 @@ export const GROUP_TITLES = {
   security: 'Access tokens',
   keys: 'Keys and sealed data',
   sms: 'SMS delivery',
-  biometrics: 'Biometric attempt limits and live captures',
-  liveness: 'Liveness sessions (challenge over several frames)',
-  face: 'Face engine and matching',
   queues: 'Queues, fail-fast and the upstream worker',
-  search: 'Search replicas (1:N index)',
   supervisor: '`npm start` supervision',
-  protection: 'Biometric data protection, erasure and retention',
+  protection: 'Retention sweep and audit events',
 } as const;
 
-/** The floor's settings by group: `config.redis.url`, `config.face.processes`, ... */
+/** The floor's settings by group: `config.redis.url`, `config.queues.faceJobTimeoutMs`, ... */
 export const SETTINGS = {
   runtime: {
     nodeEnv: s({
@@ -265,192 +260,6 @@ export const SETTINGS = {
       doc: 'Timeout of one SMS gateway call; beyond it the code request answers 503 and can be retried at once.',
     }),
   },
-  biometrics: {
-    maxFailures: s({
-      env: 'BIOMETRIC_MAX_FAILURES',
-      kind: 'int',
-      default: 5,
-      min: 1,
-      max: 100,
-      doc: 'Consecutive failed biometric attempts of one user (`/verify/self` `no_match`/`liveness_failed`, verify-face `face_mismatch`/`liveness_failed`, across validation tokens) that lock their biometric routes (429 `biometric_locked`; NIST SP 800-63B 5.2.3). A match resets the count.',
-    }),
-    lockSeconds: s({
-      env: 'BIOMETRIC_LOCK_SECONDS',
-      kind: 'int',
-      default: 30,
-      min: 1,
-      doc: 'First biometric lock; each further failure after a lock doubles it, up to BIOMETRIC_MAX_LOCK_SECONDS.',
-    }),
-    maxLockSeconds: s({
-      env: 'BIOMETRIC_MAX_LOCK_SECONDS',
-      kind: 'int',
-      default: 86_400,
-      min: 1,
-      doc: 'Longest biometric lock (24 h); consecutive failures are also remembered this long after the last one.',
-    }),
-    selfieMaxPixels: s({
-      env: 'SELFIE_MAX_PIXELS',
-      kind: 'int',
-      default: 16_777_216,
-      min: 10_000,
-      doc: "Largest live capture (pixels, from the image header, checked before decoding) on `/verify/self` and verify-face; beyond it 400 `invalid_image`. 16 MP holds a 12 MP phone still (4032×3024) and any front camera's selfie; the pipeline works on at most 1280 px, and decoding cost grows with pixels (a 40 MP image costs about a second of CPU and 150 MB in the web process), so a consumer cannot buy that with a small upload.",
-    }),
-  },
-  liveness: {
-    mode: s({
-      env: 'LIVENESS_MODE',
-      kind: 'string',
-      default: (c: Parsed) => (c.runtime?.nodeEnv === 'production' ? 'challenge' : 'passive'),
-      enum: ['passive', 'challenge'] as const,
-      doc: '`passive`: verify-face and `/verify/self` accept a single capture (the passive model decides) or a passed liveness session; `challenge`: they require a passed session (`livenessSessionId`), and a plain capture is 422 `liveness_session_required` before any decode, without a SearchLog row. Default: `challenge` in production (a single capture proves no presence: a photo of a photo passes a passive model often enough), `passive` elsewhere; `passive` in production only when set, and then warned about at every start. The mode in force is the metric `faceid_liveness_mode{mode}`.',
-    }),
-    sessionTtlSeconds: s({
-      env: 'LIVENESS_SESSION_TTL_SECONDS',
-      kind: 'int',
-      default: 60,
-      min: 5,
-      max: 3600,
-      doc: 'Lifetime of a liveness session: its frames must arrive, and a passed session must be used, within this long of its creation.',
-    }),
-    sessionsPerHour: s({
-      env: 'LIVENESS_SESSIONS_PER_HOUR',
-      kind: 'int',
-      default: 30,
-      min: 1,
-      doc: 'Liveness sessions one principal (consumer or operator) may create per hour; beyond it 429 `rate_limited` with Retry-After.',
-    }),
-    minFrames: s({
-      env: 'LIVENESS_MIN_FRAMES',
-      kind: 'int',
-      default: 3,
-      min: 2,
-      max: 16,
-      doc: 'Fewest frames a liveness session takes (`minFrames` of the session).',
-    }),
-    maxFrames: s({
-      env: 'LIVENESS_MAX_FRAMES',
-      kind: 'int',
-      default: (c: Parsed) => Math.max(8, Number(c.liveness?.minFrames ?? 3)),
-      min: 2,
-      max: 16,
-      doc: 'Most frames a liveness session takes (`maxFrames` of the session); at least LIVENESS_MIN_FRAMES.',
-    }),
-    replayWindowSeconds: s({
-      env: 'LIVENESS_REPLAY_WINDOW_SECONDS',
-      kind: 'int',
-      default: 30 * 86_400,
-      min: 60,
-      doc: 'How long the keyed digest of every frame received is remembered: a frame whose exact bytes come again within this window fails its session with `replayed_frames`. Digests only (HMAC under the biometric key ring), never the frames.',
-    }),
-    nearReplayWindowSeconds: s({
-      env: 'LIVENESS_NEAR_REPLAY_WINDOW_SECONDS',
-      kind: 'int',
-      default: 30 * 86_400,
-      min: 0,
-      doc: "How long a keyed sketch of every frame's face is remembered (features/liveness/frame-sketch.ts): a session with one frame (pose or light) that is a near copy (re-encoded, rescaled, recropped by a few pixels, noised: new bytes, the same pixels) of a frame of an earlier session, any principal's, within this window fails with `replayed_frames`. 0 turns the check off (a client that sends the same pictures again with new bytes, such as a test harness re-using its photos, needs that; a camera never does). Keyed digests of bands of the sketch only, never the frames; about 3 KB of Redis per frame for the window.",
-    }),
-    light: s({
-      env: 'LIVENESS_LIGHT',
-      kind: 'string',
-      default: 'required',
-      enum: ['required', 'off'] as const,
-      doc: '`required`: every liveness session draws a screen-light sequence (`lights`, 6 to 8 colours) and its frames call must bring one `lightFrames` part per colour, each captured while the screen shows it, whose face colour follows the sequence (`light_not_followed` otherwise): a recording or a warped photo made before the session cannot. `off`: sessions carry no `lights` nor `lightHoldMs` and the frames call takes no `lightFrames` (clients that cannot light the face).',
-    }),
-    lightHoldMs: s({
-      env: 'LIVENESS_LIGHT_HOLD_MS',
-      kind: 'int',
-      default: 450,
-      // Never more than three colour changes a second: WCAG 2.3.1's flash threshold (a person with
-      // photosensitive epilepsy may take the check).
-      min: 334,
-      max: 5000,
-      doc: "How long the client shows each colour of a session's light sequence (`lightHoldMs` of the session): long enough for the camera's exposure to settle under it before the frame is taken. At least 334: never more than three colour changes a second (WCAG 2.3.1, three flashes). Not judged by the server beyond LIVENESS_MIN_STEP_MS.",
-    }),
-    minStepMs: s({
-      env: 'LIVENESS_MIN_STEP_MS',
-      kind: 'int',
-      default: 500,
-      min: 0,
-      max: 10_000,
-      doc: 'Least time a person needs to read a prompt and move to the next pose (ms). A session whose frames arrive sooner after its creation than this per step after the first, or whose claimed capture times (`capturedAt`) cover less than that or more than the server saw, fails with `implausible_timing`.',
-    }),
-  },
-  face: {
-    matchThreshold: s({
-      env: 'MATCH_THRESHOLD',
-      kind: 'number',
-      default: CALIBRATED_THRESHOLDS.match,
-      min: -1,
-      max: 1,
-      doc: 'Cosine at or above which two faces match (calibrated: docs/face-engine.md).',
-    }),
-    highConfidenceThreshold: s({
-      env: 'HIGH_CONFIDENCE_THRESHOLD',
-      kind: 'number',
-      default: CALIBRATED_THRESHOLDS.highConfidence,
-      min: -1,
-      max: 1,
-      doc: '/verify/self score at or above which the canonical embedding is refreshed.',
-    }),
-    livenessThreshold: s({
-      env: 'LIVENESS_THRESHOLD',
-      kind: 'number',
-      default: CALIBRATED_THRESHOLDS.liveness,
-      min: 0,
-      max: 1,
-      doc: 'Live probability below which a capture fails liveness.',
-    }),
-    livenessSessionThreshold: s({
-      env: 'LIVENESS_SESSION_THRESHOLD',
-      kind: 'number',
-      default: CALIBRATED_THRESHOLDS.livenessSession,
-      min: 0,
-      max: 1,
-      doc: 'A liveness session\'s passive score, the median over its frames seen at a step, below which it fails `spoof_suspected` (single frames of real people on webcams often score below LIVENESS_THRESHOLD; docs/face-engine.md "Liveness on real footage").',
-    }),
-    identifyMatchThreshold: s({
-      env: 'IDENTIFY_MATCH_THRESHOLD',
-      kind: 'number',
-      default: (c: Parsed) => c.face?.matchThreshold,
-      min: -1,
-      max: 1,
-      doc: 'Cosine at or above which /identify returns a candidate (1:N). Default: MATCH_THRESHOLD. A 1:N search compares the probe with everyone enrolled, so its false-positive rate grows with the gallery (FPIR ≈ 1 − (1 − FMR)^N): set it from your own data (docs/face-engine.md, "The 1:N threshold").',
-    }),
-    canonicalRefreshMinQuality: s({
-      env: 'CANONICAL_REFRESH_MIN_QUALITY',
-      kind: 'int',
-      default: 50,
-      min: 0,
-      max: 100,
-      doc: 'Capture quality score (0..100) at or above which a high-confidence /verify/self always refreshes the canonical embedding; below it, only when not worse than the stored capture\'s (docs/face-engine.md, "Capture quality").',
-    }),
-    identifyMaxCandidates: s({ env: 'IDENTIFY_MAX_CANDIDATES', kind: 'int', default: 5, min: 1, max: 100, doc: 'Most candidates /identify returns.' }),
-    modelsDir: s({ env: 'FACE_MODELS_DIR', kind: 'string', default: 'var/models', doc: 'Directory of the four ONNX models (fetched by `npm run setup`).' }),
-    intraOpThreads: s({ env: 'FACE_INTRA_OP_THREADS', kind: 'int', default: 1, min: 1, max: 64, doc: 'onnxruntime intra-op threads per face worker process.' }),
-    processes: s({
-      env: 'FACE_PROCESSES',
-      kind: 'int',
-      default: 2,
-      min: 1,
-      max: 64,
-      doc: "`face` processes `npm start` runs (one per core: onnxruntime runs a model on the process's main thread, so a second process, not a second job slot, uses the second core; docs/performance.md). The first answers `/health` on FACE_ENGINE_PORT, the others on a free port each.",
-    }),
-    workerConcurrency: s({ env: 'FACE_WORKER_CONCURRENCY', kind: 'int', default: 1, min: 1, max: 64, doc: 'Jobs one face worker process runs at once.' }),
-    enginePort: s({ env: 'FACE_ENGINE_PORT', kind: 'int', default: 3100, min: 0, max: 65535, doc: "Port of the face worker's own `/version` and `/health`." }),
-    engineUrl: s({
-      env: 'FACE_ENGINE_URL',
-      kind: 'url',
-      default: (c: Parsed) => `http://127.0.0.1:${c.face?.enginePort}`,
-      doc: "Where the API reaches the face worker's `/version` and `/health`.",
-    }),
-    executionProvider: s({
-      env: 'FACE_EXECUTION_PROVIDER',
-      kind: 'string',
-      default: 'cpu',
-      enum: ['cpu', 'cuda'] as const,
-      doc: 'onnxruntime execution provider of the face models. `cuda` runs them on an NVIDIA GPU when onnxruntime-node\'s CUDA provider and the CUDA runtime are installed (docs/face-engine.md, "GPU face workers"); when they are not, the face process logs why and runs on the CPU. Which one runs: the face process\'s `/version`, `/health` and `/metrics` (`faceid_face_execution_provider`).',
-    }),
-  },
   queues: {
     faceJobTimeoutMs: s({
       env: 'FACE_JOB_TIMEOUT_MS',
@@ -500,141 +309,6 @@ export const SETTINGS = {
       default: true,
       doc: "Run the `upstream` queue's worker (delayed bankAccount confirmations) inside the web process; `false` when `processes/upstream.ts` (`npm run start:upstream`) runs it instead.",
     }),
-    dashboardReadOnly: s({
-      env: 'QUEUE_DASHBOARD_READ_ONLY',
-      kind: 'bool',
-      default: (c: Parsed) => c.runtime?.nodeEnv === 'production',
-      doc: "The administrators' queue dashboard (`/admin/queues`) only shows the queues: no retry, clean, pause or promote (405). Default: on in production, where a job is a person's face on its way.",
-    }),
-  },
-  search: {
-    processes: s({
-      env: 'SEARCH_PROCESSES',
-      kind: 'int',
-      default: 2,
-      min: 1,
-      max: 16,
-      doc: '`search` processes (replicas) `npm start` runs. With 2, the death of one is no outage: the other serves while the supervisor restarts it (docs/reliability.md); each holds its own copy of the index codes and ids (about 190 MiB at 1M, docs/vector-index.md). The first answers `/health` on SEARCH_HEALTH_PORT, the others on a free port each.',
-    }),
-    healthPort: s({
-      env: 'SEARCH_HEALTH_PORT',
-      kind: 'int',
-      default: 3101,
-      min: 0,
-      max: 65535,
-      doc: "Port of the search worker's `/health` (index size and applied change sequence).",
-    }),
-    healthUrl: s({
-      env: 'SEARCH_HEALTH_URL',
-      kind: 'url',
-      default: (c: Parsed) => `http://127.0.0.1:${c.search?.healthPort}`,
-      doc: "Where the API reaches a search worker's `/health`.",
-    }),
-    indexFactory: s({
-      env: 'VECTOR_INDEX_FACTORY',
-      kind: 'string',
-      default: 'BinarySketch512',
-      doc: 'Index type: `BinarySketch<bits>` (binary codes in memory, Hamming scan, exact re-rank; the default, docs/vector-index.md) or any FAISS factory string (inner product), e.g. `Flat`, `IVF1024,SQ8`.',
-    }),
-    indexNprobe: s({
-      env: 'VECTOR_INDEX_NPROBE',
-      kind: 'int',
-      default: 32,
-      min: 1,
-      max: 65536,
-      doc: 'Inverted lists probed per query by IVF index types (speed/recall trade-off; see docs/vector-index.md).',
-    }),
-    syncIntervalMs: s({
-      env: 'SEARCH_SYNC_INTERVAL_MS',
-      kind: 'int',
-      default: 1000,
-      min: 0,
-      doc: "Period of a search worker's background catch-up from the change log (0: only when a search needs it).",
-    }),
-    workerConcurrency: s({
-      env: 'SEARCH_WORKER_CONCURRENCY',
-      kind: 'int',
-      default: 16,
-      min: 1,
-      max: 64,
-      doc: 'Search jobs one search worker holds at once (searches that are waiting together go to the index in one call, up to SEARCH_MAX_BATCH).',
-    }),
-    snapshotDir: s({
-      env: 'SEARCH_SNAPSHOT_DIR',
-      kind: 'string',
-      default: 'var/search-snapshots',
-      doc: 'Where search replicas keep index snapshots (a replica starts from the newest valid one plus the changes after it; see docs/vector-index.md).',
-    }),
-    rerankCandidates: s({
-      env: 'SEARCH_RERANK_CANDIDATES',
-      kind: 'int',
-      default: 2000,
-      min: 10,
-      max: 100_000,
-      doc: 'Candidates a `BinarySketch` index takes from its Hamming scan per query (recall/speed trade-off; docs/vector-index.md).',
-    }),
-    exactCandidates: s({
-      env: 'SEARCH_EXACT_CANDIDATES',
-      kind: 'int',
-      default: 200,
-      min: 0,
-      max: 100_000,
-      doc: 'Of the Hamming candidates, how many a `BinarySketch` index re-ranks exactly (float32 reads) after ordering them by the asymmetric estimate; 0: all of them (docs/vector-index.md).',
-    }),
-    maxBatch: s({
-      env: 'SEARCH_MAX_BATCH',
-      kind: 'int',
-      default: 32,
-      min: 1,
-      max: 1024,
-      doc: 'Most `knn` searches a search worker sends to the index in one call (micro-batching).',
-    }),
-    retrainGrowth: s({
-      env: 'SEARCH_RETRAIN_GROWTH',
-      kind: 'number',
-      default: 2,
-      min: 1.1,
-      max: 100,
-      doc: 'An index type that needs training is retrained (in the background) once the population exceeds this factor times the rows it was trained on.',
-    }),
-    pruneIntervalMs: s({
-      env: 'SEARCH_PRUNE_INTERVAL_MS',
-      kind: 'int',
-      default: 60_000,
-      min: 0,
-      doc: 'Period at which a search worker prunes change-log rows every live replica (and snapshot) has applied (0: never).',
-    }),
-    replicaStaleMs: s({
-      env: 'SEARCH_REPLICA_STALE_MS',
-      kind: 'int',
-      default: 600_000,
-      min: 1000,
-      doc: 'A replica whose position is older than this no longer holds back change-log pruning (it rebuilds if it comes back behind the pruned point).',
-    }),
-    shards: s({
-      env: 'SEARCH_SHARDS',
-      kind: 'int',
-      default: 1,
-      min: 1,
-      max: 64,
-      doc: 'Shards of the gallery, split by a hash of the user id (docs/vector-index.md, "Shards"). With more than 1, each search process holds only its shard (SEARCH_SHARD), a search is broadcast to every shard and their exact top-k merged; `npm start` runs one search process per shard. The web processes and the search processes of one shard set must agree on it.',
-    }),
-    shard: s({
-      env: 'SEARCH_SHARD',
-      kind: 'int',
-      default: 0,
-      min: 0,
-      max: 63,
-      doc: 'The shard a search process holds (0 to SEARCH_SHARDS - 1); ignored with one shard.',
-    }),
-    shardTimeoutMs: s({
-      env: 'SEARCH_SHARD_TIMEOUT_MS',
-      kind: 'int',
-      default: 2000,
-      min: 50,
-      max: 60_000,
-      doc: 'With shards, how long a search waits for every shard: a shard with no replica answering by then makes the search a 503 `dependency_unavailable` with Retry-After, never a list that misses a shard.',
-    }),
   },
   supervisor: {
     pid: s({
@@ -681,27 +355,6 @@ export const SETTINGS = {
     crashLoopWindowMs: s({ env: 'CRASH_LOOP_WINDOW_MS', kind: 'int', default: 60_000, min: 1000, doc: '`npm start`: the window of CRASH_LOOP_RESTARTS.' }),
   },
   protection: {
-    erasureMaxSeconds: s({
-      env: 'ERASURE_MAX_SECONDS',
-      kind: 'int',
-      default: 300,
-      min: 1,
-      doc: "Longest time a deleted user's template may stay in a search snapshot on disk: each search worker rewrites its snapshot (and removes the older ones) within this after a deletion.",
-    }),
-    retentionDaysSearchLogs: s({
-      env: 'RETENTION_DAYS_SEARCH_LOGS',
-      kind: 'int',
-      default: 400,
-      min: 1,
-      doc: 'Days a SearchLog row is kept (billing is monthly and disputes refer to calls: 13 months covers a year of invoices and their disputes). Purged by the retention job.',
-    }),
-    retentionDaysDisputes: s({
-      env: 'RETENTION_DAYS_DISPUTES',
-      kind: 'int',
-      default: 2190,
-      min: 1,
-      doc: 'Days a resolved or rejected dispute is kept after its last change (6 years: the limitation period for a contract claim). Open disputes are never purged.',
-    }),
     retentionDaysAuditEvents: s({
       env: 'RETENTION_DAYS_AUDIT_EVENTS',
       kind: 'int',
@@ -815,7 +468,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       into[key] = typeof spec.default === 'function' ? (spec.default as (c: Parsed) => unknown)(out) : spec.default;
     }
   }
-  const { runtime, http, security, keys, sms, face, redis } = out as unknown as Omit<Config, 'isProduction'>;
+  const { runtime, http, security, keys, sms, redis } = out as unknown as Omit<Config, 'isProduction'>;
   const isProduction = runtime.nodeEnv === 'production';
   if (isProduction) {
     if (!keys.linkNumberHashKey)
@@ -850,7 +503,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (!(e instanceof KeyRingError)) throw e;
     problems.push(e.message);
   }
-  if (Number(face.highConfidenceThreshold) < Number(face.matchThreshold)) problems.push('HIGH_CONFIDENCE_THRESHOLD must be >= MATCH_THRESHOLD');
   for (const entry of String(redis.sentinels)
     .split(',')
     .filter((e) => e.trim() !== '')) {

@@ -25,9 +25,26 @@ export function counterSpec<const L extends string>(spec: CounterSpec<L>): Count
   return spec;
 }
 
+/** A gauge a wing declares in its own folder (its manifest's `metrics`), created on a process's registry once. */
+export interface GaugeSpec<L extends string = string> {
+  gauge: true;
+  name: string;
+  help: string;
+  labelNames: readonly L[];
+}
+
+/** Declares a wing's gauge (the label names type its `set`). */
+export function gaugeSpec<const L extends string>(spec: Omit<GaugeSpec<L>, 'gauge'>): GaugeSpec<L> {
+  return { ...spec, gauge: true };
+}
+
+/** What a manifest's `metrics` lists. */
+export type MetricSpec = CounterSpec | GaugeSpec;
+
 export class Metrics {
   readonly registry = new client.Registry();
   private readonly declared = new Map<string, { spec: CounterSpec; counter: client.Counter<string> }>();
+  private readonly declaredGauges = new Map<string, { spec: GaugeSpec; gauge: client.Gauge<string> }>();
   private readonly httpRequests: client.Counter<'method' | 'route' | 'status'>;
   private readonly httpDuration: client.Histogram<'method' | 'route' | 'status'>;
   private readonly outcomes: client.Counter<'endpoint' | 'outcome'>;
@@ -35,7 +52,6 @@ export class Metrics {
   private readonly stageDuration: client.Histogram<'stage'>;
   private readonly queueJobs: client.Gauge<'queue' | 'state'>;
   private readonly queueWorkers: client.Gauge<'queue'>;
-  private readonly livenessModeGauge: client.Gauge<'mode'>;
 
   constructor() {
     client.collectDefaultMetrics({ register: this.registry });
@@ -84,23 +100,12 @@ export class Metrics {
       labelNames: ['queue', 'state'],
       registers: [this.registry],
     });
-    this.livenessModeGauge = new client.Gauge({
-      name: 'faceid_liveness_mode',
-      help: 'The LIVENESS_MODE in force (1) and the other (0): passive accepts a single capture, challenge requires a liveness session',
-      labelNames: ['mode'],
-      registers: [this.registry],
-    });
     this.queueWorkers = new client.Gauge({
       name: 'face_queue_workers',
       help: 'Workers connected to each face/search queue, as last sampled by the fail-fast admission check',
       labelNames: ['queue'],
       registers: [this.registry],
     });
-  }
-
-  /** The LIVENESS_MODE in force: 1 for it, 0 for the other (an alert reads `faceid_liveness_mode{mode="passive"} == 1` in production). */
-  livenessMode(mode: 'passive' | 'challenge'): void {
-    for (const m of ['passive', 'challenge'] as const) this.livenessModeGauge.set({ mode: m }, m === mode ? 1 : 0);
   }
 
   queueState(queue: string, state: { waiting: number; active: number; workers: number }): void {
@@ -138,6 +143,24 @@ export class Metrics {
     for (const labels of spec.zero ?? []) counter.inc(labels as Partial<Record<L, string>>, 0);
     this.declared.set(spec.name, { spec, counter: counter as client.Counter<string> });
     return counter;
+  }
+
+  /** The gauge of `spec` on this registry, created the first time it is asked. */
+  gauge<L extends string>(spec: GaugeSpec<L>): client.Gauge<L> {
+    const had = this.declaredGauges.get(spec.name);
+    if (had) {
+      if (had.spec !== spec) throw new Error(`Metric ${spec.name} is declared twice`);
+      return had.gauge as client.Gauge<L>;
+    }
+    const gauge = new client.Gauge<L>({ name: spec.name, help: spec.help, labelNames: spec.labelNames, registers: [this.registry] });
+    this.declaredGauges.set(spec.name, { spec, gauge: gauge as client.Gauge<string> });
+    return gauge;
+  }
+
+  /** Creates a manifest's metric (a counter with its zero series, or a gauge). */
+  declare(spec: MetricSpec): void {
+    if ('gauge' in spec) this.gauge(spec);
+    else this.counter(spec);
   }
 
   async render(): Promise<{ contentType: string; body: string }> {

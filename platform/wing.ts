@@ -9,16 +9,36 @@
  * - `tables`: the tables the wing owns (created by migrations/); only its code names them.
  * - `reads`: another wing's table the wing's code names all the same, each with why:
  *   test/house.test.ts refuses any other.
- * - `metrics`: the wing's counters (`counterSpec` in features/<wing>/metrics.ts); the wing's code
- *   increments them through `metrics.counter(spec)`, processes/web/deps.ts creates them all at start.
- * - `dataFamilies`: the wing's data families that need only the database and the configuration
- *   (platform/retention/README.md); processes/data-families.ts adds them to the retention registry.
- *   Families that need a process's stores (Redis) are still composed there by name.
+ * - `metrics`: the wing's counters and gauges (`counterSpec`, `gaugeSpec` in features/<wing>/metrics.ts);
+ *   the wing's code reaches them through `metrics.counter(spec)` / `metrics.gauge(spec)`,
+ *   processes/web/deps.ts creates them all at start.
+ * - `dataFamilies`: the wing's data families (platform/retention/README.md), built from the database,
+ *   the configuration and the process's stores the wing types into `WingStores`;
+ *   processes/data-families.ts adds them to the retention registry, in the order of processes/wings.ts.
+ * - `keyPurposes`: the key-ring purposes only this wing seals under (platform/keys/key-ring.ts), each
+ *   with what it protects, typed into `KeyPurposes` by declaration merging; the floor's own
+ *   (`FLOOR_KEY_PURPOSES`) are shared by several wings.
+ * - `sealedFamilies`: the stored values a key rotation re-seals (platform/keys/sealed-families.ts),
+ *   declared to the floor when the wings are composed.
+ * - `jobs`: the contracts of the wing's own queues (deferred), typed into `JobContracts` beside them
+ *   and registered with the floor's queues (platform/jobs/index.ts) when the wings are composed.
  */
 import type { Knex } from 'knex';
 import { registerSettingGroups, type Config, type WingSettingGroup } from './config.js';
-import type { CounterSpec } from './metrics.js';
+import type { MetricSpec } from './metrics.js';
+import type { DeferredJobContract } from './jobs/contract.js';
+import { registerJobContracts } from './jobs/index.js';
+import { declareSealedFamily, type SealedFamily } from './keys/sealed-families.js';
 import type { DataFamily } from './retention/registry.js';
+
+/**
+ * The stores of a process (Redis-backed) that wings' data families need to erase a user, by name:
+ * each wing that needs one adds it here by declaration merging in its manifest
+ * (`declare module '../../platform/wing.js' { interface WingStores { ... } }`), and the process that
+ * builds the retention registry (processes/data-families.ts) passes them.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface WingStores {}
 
 /** Another wing's (or the floor's) table a wing names, declared with the reason. */
 export interface TableRead {
@@ -36,10 +56,16 @@ export interface WingManifest {
   tables: readonly string[];
   /** Tables of others its code names (knex, Objection models, SQL), with the reason. */
   reads?: readonly TableRead[];
-  /** Its counters (platform/metrics.ts), created with their zero series when a process builds its metrics. */
-  metrics?: readonly CounterSpec[];
-  /** Its data families built from the database and the configuration alone. */
-  dataFamilies?: (deps: { db: Knex; config: Config }) => DataFamily[];
+  /** Its counters and gauges (platform/metrics.ts), created (counters with their zero series) when a process builds its metrics. */
+  metrics?: readonly MetricSpec[];
+  /** Its data families, built from the database, the configuration and the process's stores. */
+  dataFamilies?: (deps: { db: Knex; config: Config; stores: WingStores }) => DataFamily[];
+  /** The key-ring purposes it alone seals under, with what each protects (typed into `KeyPurposes` beside). */
+  keyPurposes?: Readonly<Record<string, string>>;
+  /** Its values stored sealed under the key ring, re-sealed by a key rotation. */
+  sealedFamilies?: readonly SealedFamily[];
+  /** Its own queues' contracts (deferred: the awaited queues are the face path's, the floor's), typed into `JobContracts` beside. */
+  jobs?: readonly DeferredJobContract<string, any>[];
 }
 
 /** Declares a wing's manifest (a typed identity: the manifest is data). */
@@ -62,13 +88,25 @@ export const FLOOR_READS: readonly TableRead[] = [
   },
 ];
 
-/** Composes the wings: registers their settings with the floor's configuration. Idempotent. */
+/**
+ * A wing's setting the floor's code reads (through the merged `Config` type), with why: it runs only
+ * where processes/config.ts composed the wings. Checked like the table reads.
+ */
+export const FLOOR_SETTING_READS: readonly { setting: string; reason: string }[] = [
+  { setting: 'face.processes', reason: 'the process list (processes/process-list.ts) starts that many face processes' },
+  { setting: 'search.processes', reason: 'the process list starts that many search replicas' },
+  { setting: 'search.shards', reason: 'the process list starts one search process per shard, each told its SEARCH_SHARD' },
+];
+
+/** Composes the wings: registers their settings with the floor's configuration and their sealed families with the key rotation. Idempotent. */
 export function composeWings(wings: readonly WingManifest[]): readonly WingManifest[] {
   const names = new Set<string>();
   for (const wing of wings) {
     if (names.has(wing.name)) throw new Error(`Wing ${wing.name} is listed twice`);
     names.add(wing.name);
     registerSettingGroups(wing.name, wing.settings ?? {});
+    for (const family of wing.sealedFamilies ?? []) declareSealedFamily(family);
+    registerJobContracts(wing.name, wing.jobs ?? []);
   }
   return wings;
 }

@@ -2,46 +2,25 @@
  * The retention registry of this deployment: every wing's data families, composed once here
  * (platform/retention/README.md). The web process uses it for the DELETE of an account (its erasers),
  * the upstream worker for the retention sweep (its age rules and the erasers it retries). Order
- * matters for the sweep: disputes before the search logs they hold. A wing whose families need only
- * the database and the configuration declares them in its manifest (`dataFamilies`), added here from
- * processes/wings.ts; the others are named below with the stores they need.
+ * matters for the sweep: disputes before the search logs they hold (processes/wings.ts lists the
+ * disputes wing before the verification wing). Each wing declares its families in its manifest
+ * (`dataFamilies`); the stores they need (Redis-backed) are typed by the wings into `WingStores` and
+ * passed by the process that builds the registry.
  */
 import type { Knex } from 'knex';
 import type { Config } from '../platform/config.js';
 import { auditEventsFamily } from '../platform/retention/audit-events-family.js';
 import { RetentionRegistry } from '../platform/retention/registry.js';
-import { disputeDataFamilies } from '../features/disputes/data-families.js';
-import { faceDataFamilies } from '../features/face/data-families.js';
-import { identityDataFamilies } from '../features/identity/data-families.js';
-import { livenessDataFamilies } from '../features/liveness/data-families.js';
-import { signInDataFamilies } from '../features/sign-in/data-families.js';
-import { verificationDataFamilies } from '../features/verification/data-families.js';
-import type { BiometricAttemptsStore } from '../features/face/biometric-attempts-store.js';
-import type { IdentityTokenStore } from '../features/identity/identity-tokens.js';
-import type { LivenessSessionStore } from '../features/liveness/session-store.js';
-import type { OtpService } from '../features/sign-in/otp-service.js';
+import type { WingStores } from '../platform/wing.js';
 import { WINGS } from './wings.js';
 
-export interface DataFamilyDeps {
-  db: Knex;
-  config: Config;
-  identityTokens: Pick<IdentityTokenStore, 'purgeUser'>;
-  biometricAttempts: Pick<BiometricAttemptsStore, 'purgeUser'>;
-  livenessSessions: Pick<LivenessSessionStore, 'purgeUser'>;
-  /** The web process's; the sweep has none (it retries erasures without the phone, which is erased). */
-  otp?: Pick<OtpService, 'forgetPhone'>;
-}
+/** The database, the configuration and the process's stores the wings' families erase from (WingStores). */
+export type DataFamilyDeps = { db: Knex; config: Config } & WingStores;
 
 export function dataFamilies(deps: DataFamilyDeps): RetentionRegistry {
-  const { db, config } = deps;
+  const { db, config, ...stores } = deps;
   return new RetentionRegistry().register(
-    ...disputeDataFamilies(db, { disputes: config.protection.retentionDaysDisputes }),
-    ...verificationDataFamilies(db, { searchLogs: config.protection.retentionDaysSearchLogs }),
     auditEventsFamily(db, config.protection.retentionDaysAuditEvents),
-    ...WINGS.flatMap((wing) => wing.dataFamilies?.({ db, config }) ?? []),
-    ...identityDataFamilies(deps.identityTokens),
-    ...faceDataFamilies(deps.biometricAttempts),
-    ...livenessDataFamilies(deps.livenessSessions),
-    ...signInDataFamilies(db, deps.otp ?? { forgetPhone: async () => {} }),
+    ...WINGS.flatMap((wing) => wing.dataFamilies?.({ db, config, stores }) ?? []),
   );
 }

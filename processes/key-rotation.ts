@@ -1,19 +1,16 @@
 /**
  * A key rotation of the whole ring (`npm run rotate-biometric-key`, docs/data-protection.md): every
  * sealed family the wings declare (platform/keys/sealed-families.ts) re-sealed under the active key,
- * each family's count reported and the run audited (`biometric.key_rotated`). The imports below load
- * the wings that declare families; test/key-ring-rotation.test.ts checks that every sealed column of
- * the schema belongs to one.
+ * each family's count reported and the run audited (`biometric.key_rotated`). The wings declare their
+ * families in their manifests, composed by processes/wings.ts; test/sealed-families.test.ts checks that
+ * every sealed column of the schema belongs to one.
  */
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { KeyRing } from '../platform/keys/key-ring.js';
 import { resealAll, type FamilyReport } from '../platform/keys/sealed-families.js';
 import { AuditEventsRepository } from '../platform/events/audit.js';
-import '../features/face/index.js';
-import '../features/dedupe/index.js';
-import '../features/sign-in/index.js';
-import '../features/webhooks/index.js';
+import './wings.js';
 
 export interface KeyRotationResult {
   activeKeyId: string;

@@ -8,7 +8,7 @@
  *   npx tsx scripts/quality-degradations.ts --json f   # also every figure as JSON
  *   npx tsx scripts/quality-degradations.ts --measures # raw measures of the undegraded fixtures
  *
- * The degradations are made with sharp from the original fixture files; test/face-quality.test.ts
+ * The degradations are made with sharp from the original fixture files; test/face/face-quality.test.ts
  * uses the same functions. Levels are relative to the face, so that one level means the same on a
  * 126 px LFW tile and on a 1920 px group photo: blur sigma and crop in units of the face, downscaling
  * to a target inter-eye distance.

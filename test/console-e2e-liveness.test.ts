@@ -159,7 +159,7 @@ async function textOf(page: Page, testid: string): Promise<string> {
 
 test.before(async () => {
   // The near-copy check off in this deployment: its camera films the same fixture poses in each flow
-  // (new bytes, the same pixels), which the check rightly refuses; it is tested in test/liveness.test.ts.
+  // (new bytes, the same pixels), which the check rightly refuses; it is tested in test/liveness/liveness.test.ts.
   h = await startHarness({ face: true, search: 1, env: { LIVENESS_NEAR_REPLAY_WINDOW_SECONDS: '0' } });
   nin = await enrol('George', 'lfw/Bush_1.png');
   film = await filmOf('bush2', SCREEN_K);

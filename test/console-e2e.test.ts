@@ -157,7 +157,7 @@ test.serial('consumer: signs in with the SMS code, is told a wrong photo does no
   await page.getByRole('button', { name: 'Compare my face' }).click();
   await page.getByTestId('link-error').getByText('The face does not match the registry photo.').waitFor();
   t.is(await page.getByTestId('quality-advice').count(), 0, 'no capture advice when quality raises no issue');
-  // A dark copy (gain 0.25: test/face-quality.test.ts's onset of too_dark; at 0.2 this face is no longer
+  // A dark copy (gain 0.25: test/face/face-quality.test.ts's onset of too_dark; at 0.2 this face is no longer
   // found): the outcome is told as before, and the capture-quality issue as advice in words.
   const dark = await sharp(facePath('lfw/Powell_1.png')).linear(0.25, 0).png().toBuffer();
   await page.locator('input[type=file]').setInputFiles({ name: 'dark.png', mimeType: 'image/png', buffer: dark });

@@ -3,7 +3,7 @@
  * the detector's padded pass is skipped only when the first pass found a face well inside the frame,
  * and the embed stage works from the face the liveness stage aligned (and from nothing else), handed
  * over once through Redis.
- * That they change no outcome is test/face-outcomes.test.ts.
+ * That they change no outcome is test/face/face-outcomes.test.ts.
  */
 import test from 'ava';
 import { readFileSync } from 'node:fs';

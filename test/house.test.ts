@@ -146,6 +146,34 @@ test("each wing's README names, in its Uses paragraph, exactly the wings its cod
   t.deepEqual(wrong, []);
 });
 
+/** The floor's modules named in a wing's Uses paragraph ("Floor: `platform/config`, ..."), before "Public entry". */
+function floorNamedInUses(readme: string): string[] | null {
+  const paragraph = /^Uses[\s\S]*?(?=\n\s*\n|(?![\s\S]))/m.exec(readme)?.[0];
+  if (!paragraph || !/\bFloor:/.test(paragraph)) return null;
+  const declared = paragraph.split(/Public entry/)[0]!;
+  return [...new Set([...declared.matchAll(/`platform\/([a-z-]+)`/g)].map((m) => m[1]!))].sort();
+}
+
+test("each wing's README names, in its Uses paragraph, exactly the floor's modules its code imports", (t) => {
+  const wings = WING_NAMES();
+  const imported = new Map<string, Set<string>>(wings.map((w) => [w, new Set<string>()]));
+  for (const [from, targets] of importGraph()) {
+    const a = wingOf(from);
+    // The manifest is the house's wiring (platform/wing.ts), not what the wing's code uses.
+    if (!a || from.endsWith('/manifest.ts')) continue;
+    for (const to of targets) if (to.startsWith('platform/')) imported.get(a)!.add(to.split('/')[1]!.replace(/\.tsx?$/, ''));
+  }
+  const wrong: string[] = [];
+  for (const wing of wings) {
+    const named = floorNamedInUses(readFileSync(path.join(ROOT, 'features', wing, 'README.md'), 'utf8'));
+    const actual = [...imported.get(wing)!].sort();
+    if (named === null) wrong.push(`${wing}: no "Floor:" line in its Uses paragraph (imports: ${actual.join(', ') || 'none'})`);
+    else if (named.join() !== actual.join()) wrong.push(`${wing}: README names [${named.join(', ')}], code imports [${actual.join(', ')}]`);
+  }
+  t.deepEqual(wrong, []);
+  t.deepEqual(floorNamedInUses('Uses: `users`. Floor: `platform/config`, `platform/http`.\nPublic entry: `platform/keys`.'), ['config', 'http']);
+});
+
 // ---- manifests: every wing registers itself, owns its tables, names no other's undeclared ----
 
 const WING_NAMES = () => readdirSync(path.join(ROOT, 'features')).filter((w) => statSync(path.join(ROOT, 'features', w)).isDirectory());
@@ -175,7 +203,8 @@ function tablesNamed(source: string, tables: readonly string[], models: Map<stri
   const text = withoutComments(source);
   const found = new Set<string>();
   for (const m of text.matchAll(new RegExp(`(?:\\(|=)\\s*['"\`](${names})(?:\\s+as\\s+\\w+)?['"\`]`, 'g'))) found.add(byName.get(m[1]!)!);
-  for (const m of text.matchAll(new RegExp(`\\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\\s+(?:ONLY\\s+)?(${names})\\b`, 'gi'))) found.add(byName.get(m[1]!)!);
+  for (const m of text.matchAll(new RegExp(`\\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\\s+(?:ONLY\\s+)?(?:"?public"?\\.)?"?(${names})\\b`, 'gi')))
+    found.add(byName.get(m[1]!)!);
   const modelNames = [...models.keys()].filter((c) => tables.includes(models.get(c)!));
   if (modelNames.length) {
     for (const m of text.matchAll(new RegExp(`\\b(${modelNames.join('|')})\\.(?:query|tableName|relatedQuery)\\b`, 'g'))) found.add(models.get(m[1]!)!);
@@ -190,6 +219,8 @@ test('the table detector finds knex, SQL and model names, and not prose or a set
   t.deepEqual([...tablesNamed("const CASES = 'dedupeCases';", tables, models)], ['dedupe_cases']);
   t.deepEqual([...tablesNamed('db.raw(`SELECT 1 FROM users u JOIN operators o ON true`)', tables, models)].sort(), ['operators', 'users']);
   t.deepEqual([...tablesNamed('User.query(trx).findById(id)', tables, models)], ['users']);
+  t.deepEqual([...tablesNamed('db.raw(\'DELETE FROM "public"."users" WHERE id = ?\', [id])', tables, models)], ['users']);
+  t.deepEqual([...tablesNamed('trx.raw(`UPDATE public.operators SET x = 1`)', tables, models)], ['operators']);
   t.deepEqual([...tablesNamed("// removes the rows from users\nconfig: Pick<Config, 'operators'>", tables, models)], []);
 });
 
@@ -301,4 +332,115 @@ test('scripts, benches, chaos and tests read the configuration through processes
     ),
   );
   t.deepEqual(wrong, []);
+});
+
+test("each wing's key purposes are the ones its manifest types into KeyPurposes, none declared twice, and a wing seals only under its own or the floor's", async (t) => {
+  const { WINGS } = await import('../processes/wings.js');
+  const { FLOOR_KEY_PURPOSES } = await import('../platform/keys/key-ring.js');
+  const wrong: string[] = [];
+  const owner = new Map<string, string>(Object.keys(FLOOR_KEY_PURPOSES).map((p) => [p, 'platform']));
+  for (const wing of WINGS) {
+    const manifest = readFileSync(path.join(ROOT, 'features', wing.name, 'manifest.ts'), 'utf8');
+    const typed = /interface KeyPurposes \{([^}]*)\}/.exec(manifest)?.[1] ?? '';
+    const typedPurposes = [...typed.matchAll(/^\s*'?([\w-]+)'?:/gm)].map((m) => m[1]!).sort();
+    const listed = Object.keys(wing.keyPurposes ?? {}).sort();
+    if (typedPurposes.join() !== listed.join()) wrong.push(`${wing.name}: typed [${typedPurposes.join(', ')}], listed [${listed.join(', ')}]`);
+    for (const purpose of listed) {
+      if (owner.has(purpose)) wrong.push(`${purpose}: declared by ${owner.get(purpose)} and ${wing.name}`);
+      else owner.set(purpose, wing.name);
+    }
+  }
+  // A purpose named in a wing's code (seal, open, saltedKey, a family's `purpose`) is its own or the floor's.
+  const purposes = [...owner.keys()].sort((a, b) => b.length - a.length);
+  let seen = 0;
+  const named = new RegExp(
+    `(?:seal|open|sealText|openText|saltedKey|needsRotation)\\(\\s*'(${purposes.join('|')})'|purpose:\\s*'(${purposes.join('|')})'`,
+    'g',
+  );
+  for (const wing of WINGS) {
+    for (const file of sourceFiles(`features/${wing.name}`).filter((f) => !f.endsWith('/manifest.ts'))) {
+      for (const m of withoutComments(readFileSync(path.join(ROOT, file), 'utf8')).matchAll(named)) {
+        const purpose = (m[1] ?? m[2])!;
+        seen++;
+        if (owner.get(purpose) !== 'platform' && owner.get(purpose) !== wing.name) wrong.push(`${file} seals under ${purpose}, ${owner.get(purpose)}'s`);
+      }
+    }
+  }
+  t.deepEqual(wrong, []);
+  t.true(owner.size >= 9);
+  t.true(seen >= 20, `the purpose detector found ${seen} uses only`);
+});
+
+test('every sealed family a wing lists is declared to the key rotation once, and no wing declares one outside its manifest', async (t) => {
+  const { WINGS } = await import('../processes/wings.js');
+  const { sealedFamilies } = await import('../platform/keys/sealed-families.js');
+  const listed = WINGS.flatMap((w) => (w.sealedFamilies ?? []).map((f) => f.name));
+  t.deepEqual(
+    sealedFamilies().map((f) => f.name),
+    listed,
+  );
+  t.true(listed.length >= 5);
+  t.deepEqual(
+    sourceFiles('features').filter((f) => /\bdeclareSealedFamily\(/.test(readFileSync(path.join(ROOT, f), 'utf8'))),
+    [],
+  );
+});
+
+test("each wing's metrics are its own: no name declared twice, none of them created by the floor's platform/metrics.ts", async (t) => {
+  const { WINGS } = await import('../processes/wings.js');
+  const names = WINGS.flatMap((w) => (w.metrics ?? []).map((m) => m.name));
+  t.true(names.length >= 5);
+  t.deepEqual(
+    names.filter((n, i) => names.indexOf(n) !== i),
+    [],
+  );
+  const floor = readFileSync(path.join(ROOT, 'platform/metrics.ts'), 'utf8');
+  t.deepEqual(
+    names.filter((n) => floor.includes(`'${n}'`)),
+    [],
+  );
+});
+
+test("the composed queues are the floor's and each wing's manifest jobs, each once; no wing declares a queue its manifest does not list", async (t) => {
+  const { WINGS } = await import('../processes/wings.js');
+  const { QUEUE_NAMES, JOB_CONTRACTS } = await import('../platform/jobs/index.js');
+  const wingQueues = WINGS.flatMap((w) => (w.jobs ?? []).map((j) => j.queue));
+  t.deepEqual(QUEUE_NAMES.slice(-wingQueues.length), wingQueues);
+  t.deepEqual(
+    QUEUE_NAMES.filter((q, i) => QUEUE_NAMES.indexOf(q) !== i),
+    [],
+  );
+  for (const q of wingQueues) t.is((JOB_CONTRACTS as Record<string, { delivery: string }>)[q]!.delivery, 'deferred', q);
+  const unlisted = WINGS.filter(
+    (w) =>
+      sourceFiles(`features/${w.name}`).reduce(
+        (n, f) => n + (readFileSync(path.join(ROOT, f), 'utf8').match(/\b(?:deferred|awaited)JobContract\s*</g)?.length ?? 0),
+        0,
+      ) !== (w.jobs ?? []).length,
+  ).map((w) => w.name);
+  t.deepEqual(unlisted, []);
+  t.true(wingQueues.includes('webhooks'));
+});
+
+test("the floor's code reads a wing's setting only where platform/wing.ts declares it, with the reason", async (t) => {
+  const { WINGS } = await import('../processes/wings.js');
+  const { FLOOR_SETTING_READS } = await import('../platform/wing.js');
+  const groups = WINGS.flatMap((w) => Object.keys(w.settings ?? {}));
+  const read = new RegExp(`\\b(?:c|cfg|config|\\w*[cC]onfig(?:\\(\\))?)\\.(${groups.join('|')})\\.(\\w+)`, 'g');
+  t.true(read.test('copies: (c) => c.face.processes'));
+  read.lastIndex = 0;
+  const named = new Set<string>();
+  for (const file of sourceFiles('platform')) {
+    for (const m of withoutComments(readFileSync(path.join(ROOT, file), 'utf8')).matchAll(read)) named.add(`${m[1]}.${m[2]}`);
+  }
+  const declared = new Map(FLOOR_SETTING_READS.map((r) => [r.setting, r.reason]));
+  t.deepEqual(
+    [...named].filter((s) => !declared.get(s)?.trim()),
+    [],
+  );
+  t.deepEqual(
+    [...declared.keys()].filter((s) => !named.has(s)),
+    [],
+    'a declared read the floor no longer makes',
+  );
 });

@@ -196,7 +196,7 @@ export class UserService {
    * search) and the relational soft-delete, which also ends every refresh token of the user's sessions.
    * Both or neither: when PostgreSQL went away between two separate steps, the account stayed live but
    * without its canonical embedding, so /verify/self answered 409 and no proofToken could retry the
-   * deletion (found by the fault suite's PostgreSQL restart; test/users.test.ts). Once the answer is
+   * deletion (found by the fault suite's PostgreSQL restart; test/accounts/users.test.ts). Once the answer is
    * sent, the change is committed, so no search that starts afterwards returns the user.
    *
    * The sessions themselves stay un-revoked on purpose: the authorisation layer answers a deleted

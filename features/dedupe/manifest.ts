@@ -2,6 +2,7 @@
 import { defineWing } from '../../platform/wing.js';
 import { dedupeDataFamilies } from './data-families.js';
 import { DEDUPE_METRICS } from './metrics.js';
+import { CASE_CAPTURES, WATCHLIST_TEMPLATES } from './sealed-families.js';
 import { dedupeSettingGroups } from './settings.js';
 
 export const dedupeWing = defineWing({
@@ -14,5 +15,6 @@ export const dedupeWing = defineWing({
     { table: 'bvn_links', reason: "the same query: the account's linked BVN" },
   ],
   metrics: Object.values(DEDUPE_METRICS),
+  sealedFamilies: [WATCHLIST_TEMPLATES, CASE_CAPTURES],
   dataFamilies: ({ db, config }) => dedupeDataFamilies(db, { captures: config.dedupe.captureRetentionDays }),
 });

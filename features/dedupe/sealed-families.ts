@@ -2,7 +2,7 @@
  * What this wing keeps sealed under the key ring (platform/keys/sealed-families.ts): the watch-list
  * templates and the live captures of duplicate-identity cases. A key rotation re-seals both.
  */
-import { declareSealedFamily, sealedColumnsFamily } from '../../platform/keys/sealed-families.js';
+import { sealedColumnsFamily } from '../../platform/keys/sealed-families.js';
 
 /** The subject a case's capture is bound to (a blob copied onto another case does not open). */
 export const caseSubject = (caseId: string) => `dedupe-case:${caseId}`;
@@ -28,6 +28,3 @@ export const CASE_CAPTURES = sealedColumnsFamily({
   text: false,
   subjectOf: (row) => caseSubject(String(row.id)),
 });
-
-declareSealedFamily(WATCHLIST_TEMPLATES);
-declareSealedFamily(CASE_CAPTURES);

@@ -5,7 +5,7 @@
  */
 import type { Knex } from 'knex';
 import type { KeyRing } from '../../platform/keys/key-ring.js';
-import { declareSealedFamily, type SealedFamily } from '../../platform/keys/sealed-families.js';
+import type { SealedFamily } from '../../platform/keys/sealed-families.js';
 import { EmbeddingsRepository } from './embeddings-repository.js';
 
 /** Re-seals every template not under the active key (or in an older layout); resumable. */
@@ -40,5 +40,3 @@ export const CANONICAL_TEMPLATES: SealedFamily = {
     return { resealed: rotated, byKey: remainingByKey };
   },
 };
-
-declareSealedFamily(CANONICAL_TEMPLATES);

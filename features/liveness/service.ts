@@ -55,6 +55,7 @@ import {
 import { drawSteps, judgeFaces, onePerson, plausibleTiming, SAME_PERSON_COSINE, type FailureReason, type FrameFace, type LivenessStep } from './decision.js';
 import { faceGrid, nearCopyFrame, oneFaceThroughout, sketch, sketchBands, sketchDirections } from './frame-sketch.js';
 import { drawLights, judgeLightResponse, sampleLightFrame, type LightSample } from './light-response.js';
+import { LIVENESS_METRICS } from './metrics.js';
 import { screenPattern } from './screen-pattern.js';
 import type { FrontalFrame, LivenessSessionStore, StoredSession } from './session-store.js';
 
@@ -121,7 +122,8 @@ export class LivenessService {
     this.digestKey = deps.keyRing.saltedKey(FRAME_DIGEST_PURPOSE, Buffer.from('frames', 'utf8'));
     this.bandKey = deps.keyRing.saltedKey(FRAME_DIGEST_PURPOSE, Buffer.from('frame-sketch-bands', 'utf8'));
     const { mode } = deps.config.liveness;
-    deps.metrics.livenessMode(mode);
+    const modeGauge = deps.metrics.gauge(LIVENESS_METRICS.mode);
+    for (const m of ['passive', 'challenge'] as const) modeGauge.set({ mode: m }, m === mode ? 1 : 0);
     // In production `passive` is only ever set on purpose (the default there is `challenge`): said at
     // every start, so that it is never forgotten in a deployment's settings.
     if (deps.config.isProduction && mode === 'passive')

@@ -1,5 +1,6 @@
 /** The search wing as the processes compose it (platform/wing.ts, processes/wings.ts). */
 import { defineWing } from '../../platform/wing.js';
+import { searchSettingGroups } from './settings.js';
 
 /*
  * The index follows the face wing's templates straight from PostgreSQL (features/search/worker/
@@ -9,11 +10,19 @@ import { defineWing } from '../../platform/wing.js';
  * split that snapshot. The face wing writes both tables; search only reads them, and prunes the log
  * below what every live replica has applied.
  */
+declare module '../../platform/keys/key-ring.js' {
+  interface KeyPurposes {
+    snapshots: true;
+  }
+}
+
 export const searchWing = defineWing({
   name: 'search',
+  settings: searchSettingGroups,
   tables: ['search_state', 'search_replicas'],
   reads: [
     { table: 'canonical_embeddings', reason: 'the templates the index holds, read in one snapshot with the change-log head (read-only)' },
     { table: 'embedding_changes', reason: 'the change log the replicas replay in order; pruned below what every live replica has applied' },
   ],
+  keyPurposes: { snapshots: 'search snapshot files on disk' },
 });

@@ -3,7 +3,7 @@
  * secrets, confirmed and pending, bound to the operator's id. A key rotation re-seals them, as well as
  * those earlier versions sealed under MFA_ENCRYPTION_KEY or a key derived from the signing key.
  */
-import { declareSealedFamily, sealedColumnsFamily } from '../../platform/keys/sealed-families.js';
+import { sealedColumnsFamily } from '../../platform/keys/sealed-families.js';
 import { Operator } from '../../models/index.js';
 
 export const TOTP_SECRETS = sealedColumnsFamily({
@@ -15,5 +15,3 @@ export const TOTP_SECRETS = sealedColumnsFamily({
   text: true,
   subjectOf: (row) => String(row.id),
 });
-
-declareSealedFamily(TOTP_SECRETS);

@@ -35,7 +35,7 @@ export function adminQueuesMiddleware(deps: { jobs: JobClient; tokens: TokenServ
   serverAdapter.setBasePath(ADMIN_UI_BASE);
   createBullBoard({
     // Read-only (QUEUE_DASHBOARD_READ_ONLY, on in production): looking at the queues, never changing them.
-    queues: QUEUE_NAMES.map((name) => new BullMQAdapter(deps.jobs.queue(name), { readOnlyMode: deps.config.queues.dashboardReadOnly })),
+    queues: QUEUE_NAMES.map((name) => new BullMQAdapter(deps.jobs.queue(name), { readOnlyMode: deps.config.queueDashboard.readOnly })),
     serverAdapter,
     options: { uiConfig: { boardTitle: 'faceid queues' } },
   });

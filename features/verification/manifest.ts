@@ -1,8 +1,11 @@
 /** The verification wing as the processes compose it (platform/wing.ts, processes/wings.ts). */
 import { defineWing } from '../../platform/wing.js';
+import { verificationDataFamilies } from './data-families.js';
+import { verificationSettingGroups } from './settings.js';
 
 export const verificationWing = defineWing({
   name: 'verification',
+  settings: verificationSettingGroups,
   tables: ['search_logs', 'disputes'],
   reads: [
     {
@@ -10,4 +13,5 @@ export const verificationWing = defineWing({
       reason: 'a SearchLog page shows the operator behind each call by a join on the operator id (read-only; the sign-in wing keeps operators)',
     },
   ],
+  dataFamilies: ({ db, config }) => verificationDataFamilies(db, { searchLogs: config.searchLogs.retentionDays }),
 });

@@ -3,7 +3,7 @@
  * signing secret and, during an overlap, its previous one, bound to the endpoint's id. A key rotation
  * re-seals them, as well as those earlier versions sealed under a key derived from the signing key.
  */
-import { declareSealedFamily, sealedColumnsFamily } from '../../platform/keys/sealed-families.js';
+import { sealedColumnsFamily } from '../../platform/keys/sealed-families.js';
 import { WebhookEndpoint } from '../../models/index.js';
 
 export const WEBHOOK_SECRETS = sealedColumnsFamily({
@@ -15,5 +15,3 @@ export const WEBHOOK_SECRETS = sealedColumnsFamily({
   text: true,
   subjectOf: (row) => String(row.id),
 });
-
-declareSealedFamily(WEBHOOK_SECRETS);

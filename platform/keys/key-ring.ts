@@ -25,22 +25,28 @@ import {
   type LegacyKeySettings,
 } from './legacy-formats.js';
 
-/** What each purpose protects; each gets its own data key from every ring key. */
-export const KEY_PURPOSES = {
+/**
+ * The floor's purposes, what each protects; each purpose gets its own data key from every ring key.
+ * Templates and captures are sealed by several wings (face, dedupe, identity, liveness), hand-offs by
+ * the face path. A wing's own purposes are declared in its manifest (`keyPurposes`, platform/wing.ts)
+ * and typed into `KeyPurposes` by declaration merging, as its settings are into `Config`.
+ */
+export const FLOOR_KEY_PURPOSES = {
   templates: 'face templates: canonical embeddings, watch-list templates, the embeddings the identity wing keeps in Redis',
   captures: 'face images: dedupe case captures, the live captures and registry photos the identity wing keeps in Redis',
-  'registry-values': "identity registry values in Redis: a validation's record, a link token's number and registry record",
   handoffs: 'face-path hand-offs in Redis (a subkey per request, with a salt that travels in the job)',
-  snapshots: 'search snapshot files on disk',
-  'liveness-frame-digests': 'the keyed digests of the frames of a liveness session (a frame sent twice is recognised)',
-  'totp-secrets': 'staff TOTP secrets',
-  'webhook-secrets': 'webhook endpoint signing secrets',
-  'staff-device-tokens': 'nothing sealed: the HMAC key of the stored hashes of staff device tokens',
-} as const;
-export type KeyPurpose = keyof typeof KEY_PURPOSES;
+} as const satisfies Record<string, string>;
+
+/** Every purpose of the house: the floor's, and each wing's (`declare module ... { interface KeyPurposes { ... } }` in its manifest). */
+export interface KeyPurposes {
+  templates: true;
+  captures: true;
+  handoffs: true;
+}
+export type KeyPurpose = keyof KeyPurposes;
 
 /** Purposes whose values earlier versions sealed under the ring key itself (ring blob v1). */
-const LEGACY_RING_PURPOSES: ReadonlySet<KeyPurpose> = new Set(['templates', 'captures', 'registry-values']);
+const LEGACY_RING_PURPOSES: ReadonlySet<string> = new Set(['templates', 'captures', 'registry-values']);
 
 const KID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 const HKDF_SALT = Buffer.from('faceid key ring', 'utf8');

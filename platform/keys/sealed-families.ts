@@ -2,7 +2,8 @@
  * Every family of values stored sealed under the key ring, declared by the wing that owns it, so that a
  * key rotation re-seals all of them (`npm run rotate-biometric-key`, scripts/rotate-biometric-key.ts)
  * and an old key can be dropped only when no family holds a value under it. A wing declares its
- * families in its `sealed-families.ts` (exported by its index.ts); `resealAll` runs them in turn.
+ * families in its manifest (`sealedFamilies`, platform/wing.ts), declared here when processes/wings.ts
+ * composes the wings; `resealAll` runs them in turn.
  *
  * Values that live for minutes in Redis (face-path hand-offs, the identity wing's sealed values) or
  * are rewritten on their own (search snapshots) are no family: they are gone long before an old key

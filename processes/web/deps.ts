@@ -145,7 +145,7 @@ export function createDeps(config: Config, opts: { logger?: Logger } = {}): AppD
   const keys = keySpace(config.redis.prefix);
   const metrics = new Metrics();
   // Every wing's counters exist from the start, at 0 for their known labels.
-  for (const wing of WINGS) for (const spec of wing.metrics ?? []) metrics.counter(spec);
+  for (const wing of WINGS) for (const spec of wing.metrics ?? []) metrics.declare(spec);
   const tokens = new TokenService(config);
   const jobs = new JobClient({
     redisUrl: redisTarget(config.redis),

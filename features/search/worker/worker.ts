@@ -66,7 +66,7 @@ export async function startSearchWorker(config: Config, opts: { logger?: Logger 
     pruneIntervalMs: config.search.pruneIntervalMs,
     replicaStaleMs: config.search.replicaStaleMs,
     keyRing,
-    erasureMaxSeconds: config.protection.erasureMaxSeconds,
+    erasureMaxSeconds: config.search.erasureMaxSeconds,
     logger,
   });
   let runner: QueueRunner<'search'> | undefined;

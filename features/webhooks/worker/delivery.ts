@@ -14,7 +14,7 @@
  */
 import { Webhook } from 'standardwebhooks';
 import type { WebhookEndpoint, WebhookEvent } from '../../../models/index.js';
-import type { WebhookDeliveryJob } from '../../../platform/jobs/webhook.js';
+import type { WebhookDeliveryJob } from '../job.js';
 import type { WebhooksRepository } from '../repository.js';
 import { openWebhookSecret } from '../secrets.js';
 import type { KeyRing } from '../../../platform/keys/key-ring.js';

@@ -18,7 +18,7 @@
 import type { Knex } from 'knex';
 import type { Config } from '../../../platform/config.js';
 import { parsePrivateCidrs, parseRetrySchedule } from '../settings.js';
-import { enqueueWebhookDelivery, WEBHOOK_QUEUE, type WebhookDeliveryJob, type WebhookDeliveryResult } from '../../../platform/jobs/webhook.js';
+import { enqueueWebhookDelivery, WEBHOOK_QUEUE, type WebhookDeliveryJob, type WebhookDeliveryResult } from '../job.js';
 import type { Logger } from '../../../platform/logger.js';
 import { WebhooksRepository } from '../repository.js';
 import type { KeyRing } from '../../../platform/keys/key-ring.js';

@@ -109,7 +109,7 @@ export interface FaceEngineOptions {
  * denormal penalty; flushed, `all` runs it 24 % faster than `extended` on this machine (13.4 -> 10.2 ms
  * p50 over the fixture faces), embeddings within 2.2e-7. For fr_detect and fr_landmark `all` is 2.3x
  * and 3.8x faster than `extended`, outputs equal within 5e-7 (docs/face-engine.md, docs/performance.md
- * §4); the fixture outcomes are unchanged (test/face-outcomes.test.ts).
+ * §4); the fixture outcomes are unchanged (test/face/face-outcomes.test.ts).
  */
 export const GRAPH_OPTIMIZATION: Record<FaceModelRole, 'extended' | 'all'> = {
   detect: 'all',
