@@ -16,7 +16,7 @@ import type { JobEnvelope } from '../jobs/contract.js';
 import type { AwaitedQueueName, JobContracts, QueueName } from '../jobs/index.js';
 import { msUntil } from './deadline.js';
 import { addFollowOn, type FollowOnAdd } from './follow-on.js';
-import { pushReply } from './replies.js';
+import { pushReply, type JobReply } from './replies.js';
 import { runnerKey } from './worker-liveness.js';
 
 /** Why a job was not run: its deadline had passed when a worker picked it up. */
@@ -25,11 +25,20 @@ export const EXPIRED_REASON = 'expired: picked up after its deadline; not run';
 /** Adds the next stage of the same request (JobContext.followOn in platform/worker-runtime/run-queue.ts). */
 export type FollowOn = <F extends AwaitedQueueName>(queue: F, jobId: string, payload: JobContracts[F]['payload']) => FollowOnAdd;
 
+/**
+ * Answers a later stage of the same request that the handler ran in place, without a job of its own
+ * (the embed stage, run by the face process that aligned the face): its reply goes to the caller under
+ * the id the caller awaits, in the same push as this job's own reply, after it. Dropped if the handler
+ * throws (the caller then gives up every stage with this one's error).
+ */
+export type AnswerInPlace = <F extends AwaitedQueueName>(queue: F, jobId: string, result: JobContracts[F]['result']) => void;
+
 /** What the handler of an awaited job is given besides the job. */
 export interface AwaitedCall<Q extends QueueName> {
   payload: JobContracts[Q]['payload'];
   deadlineAt: number;
   followOn: FollowOn;
+  answer: AnswerInPlace;
 }
 
 export interface AwaitedJobSide {
@@ -80,15 +89,17 @@ export async function serveAwaitedJob<Q extends QueueName>(
   if (runner) void side.redis.set(runner, side.runner!.processId, 'PX', msUntil(deadlineAt)).catch(() => {});
   const followOn: FollowOn = (next, jobId, nextPayload) =>
     addFollowOn(side.redis, side.handle(next), next, jobId, { deadlineAt, replyTo, payload: nextPayload }, side.serves?.(next) ?? true);
+  const inPlace: JobReply[] = [];
+  const answer: AnswerInPlace = (_queue, jobId, result) => void inPlace.push({ id: jobId, ok: true, result });
   let result: unknown;
   try {
-    result = await handler({ payload, deadlineAt, followOn });
+    result = await handler({ payload, deadlineAt, followOn, answer });
   } catch (e) {
     // The caller answers 503 at once instead of at its deadline; the job still fails in BullMQ.
     await pushReply(side.redis, replyTo, { id: job.id!, ok: false, error: (e as Error)?.message ?? String(e) }, runner).catch(() => {});
     throw e;
   }
   // A reply that cannot be pushed (Redis gone) fails the job; its caller times out with a 503.
-  await pushReply(side.redis, replyTo, { id: job.id!, ok: true, result }, runner);
+  await pushReply(side.redis, replyTo, [{ id: job.id!, ok: true, result }, ...inPlace], runner);
   return null;
 }

@@ -17,7 +17,7 @@
 import { Queue, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import type { Config } from '../config.js';
 import { randomUUID } from 'node:crypto';
-import { EXPIRED_REASON, serveAwaitedJob, type FollowOn } from '../face-path/serve-awaited.js';
+import { EXPIRED_REASON, serveAwaitedJob, type AnswerInPlace, type FollowOn } from '../face-path/serve-awaited.js';
 import { BULL_WORKER_NAME_SECONDS, bullWorkerKey, LivenessBeat } from '../face-path/worker-liveness.js';
 import { AWAITED_QUEUE_NAMES, JOB_CONTRACTS, QUEUE_NAMES, type JobContracts, type QueueName } from '../jobs/index.js';
 import { bullPrefix, QUEUE_OPTIONS } from '../jobs/contract.js';
@@ -39,6 +39,11 @@ export interface JobContext {
    * Only for an awaited job (a deferred one has nobody to reply to).
    */
   followOn: FollowOn;
+  /**
+   * Answers a later stage of the same request run here without its own job (its reply goes with this
+   * job's): platform/face-path/serve-awaited.ts `AnswerInPlace`. Only for an awaited job.
+   */
+  answer: AnswerInPlace;
 }
 
 export type JobHandler<Q extends QueueName> = (payload: JobContracts[Q]['payload'], ctx: JobContext) => Promise<JobContracts[Q]['result']>;
@@ -264,6 +269,9 @@ function deferredProcessor<Q extends QueueName>(queue: Q, handler: JobHandler<Q>
       followOn: () => {
         throw new Error('a deferred job has no caller to follow on for');
       },
+      answer: () => {
+        throw new Error('a deferred job has no caller to answer');
+      },
     });
   };
 }
@@ -294,5 +302,10 @@ function awaitedProcessor<Q extends QueueName>(
     },
   };
   return (job: Job) =>
-    serveAwaitedJob(job, queue, ({ payload, deadlineAt, followOn }) => handler(payload, { job, deadlineAt, redis: conns.redis, followOn }), side);
+    serveAwaitedJob(
+      job,
+      queue,
+      ({ payload, deadlineAt, followOn, answer }) => handler(payload, { job, deadlineAt, redis: conns.redis, followOn, answer }),
+      side,
+    );
 }
