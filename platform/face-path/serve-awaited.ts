@@ -44,6 +44,8 @@ export interface AwaitedCall<Q extends QueueName> {
 export interface AwaitedJobSide {
   /** The runner's non-blocking connection: replies, side values and follow-ons go out on it, in order. */
   redis: Redis;
+  /** The deployment's REDIS_PREFIX. */
+  redisPrefix: string;
   /** A handle on `redis` for the queue of a follow-on. */
   handle(name: QueueName): Queue;
   /** Whether this process serves `name` (a follow-on there gets a second wake-up: ./follow-on.ts). */
@@ -77,18 +79,34 @@ export async function serveAwaitedJob<Q extends QueueName>(
   side: AwaitedJobSide,
 ): Promise<null> {
   const { deadlineAt, replyTo, payload } = readEnvelope(job, queue);
-  if (side.now() > deadlineAt) {
-    side.onExpired(job, side.now() - deadlineAt);
+  await serveStage({ id: job.id!, deadlineAt, replyTo, payload }, handler, side, async (lateByMs) => {
+    side.onExpired(job, lateByMs);
     // Wipe the payload (refs and keys) now rather than when the job ages out.
     await job.updateData({ deadlineAt, payload: null }).catch(() => {});
     throw new UnrecoverableError(EXPIRED_REASON);
-  }
+  });
+  return null;
+}
+
+/**
+ * Steps 2-4 for one stage, whatever carried it (a BullMQ job, or a follow-on list: ./list-taker.ts):
+ * `late` is called instead of the handler when the deadline has passed. Resolves once the reply is
+ * pushed; rejects with what the handler threw (after pushing it as the reply).
+ */
+export async function serveStage<Q extends QueueName>(
+  stage: { id: string; deadlineAt: number; replyTo: string; payload: JobContracts[Q]['payload'] },
+  handler: (call: AwaitedCall<Q>) => Promise<unknown>,
+  side: AwaitedJobSide,
+  late: (lateByMs: number) => Promise<void>,
+): Promise<void> {
+  const { id, deadlineAt, replyTo, payload } = stage;
+  if (side.now() > deadlineAt) return late(side.now() - deadlineAt);
   side.onStarted();
   // Not awaited: on the same connection as the reply, so it lands first, and the stage waits for nothing.
-  const runner = side.runner && runnerKey(side.runner.redisPrefix, job.id!);
+  const runner = side.runner && runnerKey(side.runner.redisPrefix, id);
   if (runner) void side.redis.set(runner, side.runner!.processId, 'PX', msUntil(deadlineAt)).catch(() => {});
   const followOn: FollowOn = (next, jobId, nextPayload) =>
-    addFollowOn(side.redis, side.handle(next), next, jobId, { deadlineAt, replyTo, payload: nextPayload }, side.serves?.(next) ?? true);
+    addFollowOn(side.redis, side.redisPrefix, side.handle(next), next, jobId, { deadlineAt, replyTo, payload: nextPayload }, side.serves?.(next) ?? true);
   const inPlace: JobReply[] = [];
   const answer: AnswerInPlace = (_queue, jobId, result) => void inPlace.push({ id: jobId, ok: true, result });
   let result: unknown;
@@ -96,10 +114,9 @@ export async function serveAwaitedJob<Q extends QueueName>(
     result = await handler({ payload, deadlineAt, followOn, answer });
   } catch (e) {
     // The caller answers 503 at once instead of at its deadline; the job still fails in BullMQ.
-    await pushReply(side.redis, replyTo, { id: job.id!, ok: false, error: (e as Error)?.message ?? String(e) }, runner).catch(() => {});
+    await pushReply(side.redis, replyTo, { id, ok: false, error: (e as Error)?.message ?? String(e) }, runner).catch(() => {});
     throw e;
   }
   // A reply that cannot be pushed (Redis gone) fails the job; its caller times out with a 503.
-  await pushReply(side.redis, replyTo, [{ id: job.id!, ok: true, result }, ...inPlace], runner);
-  return null;
+  await pushReply(side.redis, replyTo, [{ id, ok: true, result }, ...inPlace], runner);
 }

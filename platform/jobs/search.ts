@@ -70,4 +70,9 @@ export type SearchResult =
       ms: number;
     };
 
-export const searchContract = awaitedJobContract<typeof SEARCH_QUEUE, SearchJob>(SEARCH_QUEUE);
+/**
+ * A capture's search, added by the face process with the embedding, goes on the search follow-on list
+ * (about 9 Redis commands instead of a BullMQ job's 55-60); searches the API adds itself (dedupe,
+ * the watch-list, `searchByEmbedding`) stay BullMQ jobs.
+ */
+export const searchContract = awaitedJobContract<typeof SEARCH_QUEUE, SearchJob>(SEARCH_QUEUE, { followOnsOnList: true });

@@ -215,7 +215,7 @@ export async function startFaceWorker(config: Config, opts: { logger?: Logger } 
     <P, R>(queue: string, handler: (payload: P, ctx: JobContext, clock: StepClock) => Promise<R>) =>
     async (payload: P, ctx: JobContext): Promise<R> => {
       const clock = clocks.clock(queue);
-      clock('waitSinceCreated', Math.max(0, Date.now() - ctx.job.timestamp));
+      if (ctx.job) clock('waitSinceCreated', Math.max(0, Date.now() - ctx.job.timestamp));
       const t0 = performance.now();
       try {
         return await handler(payload, ctx, clock);
