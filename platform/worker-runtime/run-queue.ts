@@ -287,17 +287,19 @@ function takeQueueFollowOns<Q extends QueueName>(
     canTake: opts.canTakeJobs,
     onMalformed: () => log.warn('malformed stage on the follow-on list: dropped'),
     serve: async (stage) => {
+      let skipped = false;
       try {
         await serveStage<Q>(
           stage as Parameters<typeof serveStage<Q>>[0],
           ({ payload, deadlineAt, followOn, answer }) => handler(payload, { deadlineAt, redis: conns.redis, followOn, answer }),
           side,
           async (lateByMs) => {
+            skipped = true;
             stats.skippedExpired++;
             log.info({ jobId: stage.id, lateByMs }, 'stage skipped: taken after its deadline');
           },
         );
-        stats.completed++;
+        if (!skipped) stats.completed++;
       } catch (err) {
         stats.failed++;
         log.error({ jobId: stage.id, err: (err as Error)?.message }, 'stage failed');
