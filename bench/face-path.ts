@@ -210,7 +210,7 @@ function alternatedMarkdown(a: AlternatedFigures, clocks: string[][]): string {
       .join(', ')}.`,
     '',
     `A single capture inside the service (means, ms): the workers' stages liveness ${fmt(a.singleInside.liveness, 1)}, embed ${fmt(a.singleInside.embed, 1)} ` +
-      `(beside the anti-spoof model), search ${fmt(a.singleInside.search, 1)}; \`latencyMs.total\` (from /verify/self's first line to the comparison's result) ${fmt(a.singleInside.total, 1)}; ` +
+      `(in place, in the liveness job, before the anti-spoof model), search (compared in the web process) ${fmt(a.singleInside.search, 1)}; \`latencyMs.total\` (from /verify/self's first line to the comparison's result) ${fmt(a.singleInside.total, 1)}; ` +
       `the rest of the wall time (the SearchLog row and the proof token after it; HTTP, the multipart body, the bearer, the route) ${fmt(a.singleInside.outside, 1)}.`,
     '',
     ...(a.cpu

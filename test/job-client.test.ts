@@ -64,7 +64,7 @@ test.serial('with no worker running the call fails with 503 face_engine_unavaila
 test.serial('a result comes back on the reply list, never through the events stream, and the job is removed from Redis', async (t) => {
   let seenId: string | undefined;
   const w = await startWorker((payload, { job }) => {
-    seenId = job.id;
+    seenId = job?.id;
     return { op: 'compare', score: 0.5, ms: 1, echoed: (payload as { userId: string }).userId };
   });
   const result = await jobs.run('search', { op: 'compare', ...UNREAD_PROBE, userId: 'abc' });
@@ -89,7 +89,7 @@ test.serial('a result comes back on the reply list, never through the events str
 test.serial('a job whose worker throws answers 503 face_engine_unavailable at once, and the job is removed from Redis', async (t) => {
   let seenId: string | undefined;
   const w = await startWorker((_, { job }) => {
-    seenId = job.id;
+    seenId = job?.id;
     throw new Error('engine fault');
   });
   const started = Date.now();

@@ -1,4 +1,7 @@
-/** platform/worker-runtime/run-queue.ts: a worker refuses to start with a missing or stray handler; deferred jobs run through it too. */
+/**
+ * platform/worker-runtime/run-queue.ts: a worker refuses to start with a missing or stray handler; deferred jobs run through it
+ * too, and so do the stages of a follow-on list (platform/face-path/list-taker.ts).
+ */
 import test from 'ava';
 import { loadConfig } from '../processes/config.js';
 import { enqueueBankAccountConfirm, type UpstreamJob } from '../platform/jobs/upstream.js';
@@ -6,6 +9,8 @@ import { createRedis } from '../platform/redis/redis.js';
 import { createLogger } from '../platform/logger.js';
 import { runQueues, type HandlerMap, type QueueRunner } from '../platform/worker-runtime/run-queue.js';
 import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';
+import { followOnListKey } from '../platform/jobs/contract.js';
+import { livenessKey, runnerKey } from '../platform/face-path/worker-liveness.js';
 
 const config = loadConfig({ NODE_ENV: 'test', REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: testRedisPrefix() });
 const opts = { logger: createLogger({ level: 'silent' }), concurrency: 1 };
@@ -118,6 +123,53 @@ test('a job that reaches a runner once its process cannot serve it goes back to 
   } finally {
     await first.close();
     await second?.close();
+    const keys = await redis.keys(`${config.redis.prefix}:*`);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+  }
+});
+
+test("a stage another process put on a queue's follow-on list is served with its reply and its runner named; one taken late is skipped", async (t) => {
+  const config = loadConfig({ NODE_ENV: 'test', REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: testRedisPrefix() });
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const seen: string[] = [];
+  const runner = await runQueues(
+    config,
+    ['search'],
+    {
+      search: async (payload) => {
+        seen.push((payload as { userId: string }).userId);
+        await held;
+        return { op: 'compare', score: 0.25, ms: 1 };
+      },
+    },
+    opts,
+  );
+  const redis = createRedis(TEST_REDIS_URL);
+  const replyTo = `${config.redis.prefix}:jobs:reply:test`;
+  const stage = (id: string, deadlineAt: number) =>
+    JSON.stringify({ id, deadlineAt, replyTo, payload: { op: 'compare', userId: id, embeddingRef: 'r', embeddingSalt: 's' } });
+  try {
+    await redis.lpush(followOnListKey(config.redis.prefix, 'search'), stage('late', Date.now() - 1));
+    await redis.lpush(followOnListKey(config.redis.prefix, 'search'), stage('on-time', Date.now() + 5000));
+    for (let i = 0; i < 100 && seen.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    t.deepEqual(seen, ['on-time'], 'the late stage was skipped, the other taken');
+    // While it runs, its runner key names this process, whose liveness key is kept: a caller whose
+    // stage's process dies answers at once (platform/face-path/worker-liveness.ts).
+    const processId = await redis.get(runnerKey(config.redis.prefix, 'on-time'));
+    t.truthy(processId);
+    t.is(await redis.exists(livenessKey(config.redis.prefix, processId!)), 1);
+    release();
+    const reply = await redis.blpop(replyTo, 3);
+    t.deepEqual(JSON.parse(reply![1]), { id: 'on-time', ok: true, result: { op: 'compare', score: 0.25, ms: 1 } });
+    t.is(await redis.llen(replyTo), 0, 'no reply for the late stage');
+    t.is(await redis.exists(runnerKey(config.redis.prefix, 'on-time')), 0, 'the runner key goes with the reply');
+    t.is(await redis.exists(followOnListKey(config.redis.prefix, 'search')), 0, 'nothing left on the list');
+    t.like(runner.stats.search, { started: 1, completed: 1, skippedExpired: 1 });
+  } finally {
+    release();
+    await runner.close();
     const keys = await redis.keys(`${config.redis.prefix}:*`);
     if (keys.length) await redis.del(...keys);
     redis.disconnect();

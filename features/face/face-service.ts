@@ -41,11 +41,11 @@ import type {
 } from '../../platform/jobs/index.js';
 import type { QualityAssessment, QualitySummary } from '../../platform/face/quality.js';
 import type { Logger } from '../../platform/logger.js';
-import type { EmbeddingsRepository } from './embeddings-repository.js';
+import type { EmbeddingsRepository, StoredEmbedding } from './embeddings-repository.js';
 import { encodeNormalisedJpeg, normaliseUpload, normaliseUploadRgb, type NormalisedImage, type RgbImage } from '../../platform/face/image.js';
 import { isFaceError } from '../../platform/face/face-error.js';
 import type { FaceMode } from '../../platform/face/liveness.js';
-import { cosine, dot, normalised } from '../../platform/face/embeddings.js';
+import { cosine } from '../../platform/face/embeddings.js';
 import { FACE_ENGINE_VERSION } from '../../platform/face/face-models.js';
 import { searchShards } from '../../platform/face-path/shard-search.js';
 import type { Candidate, LatencyMs } from '../../models/index.js';
@@ -140,6 +140,22 @@ export interface PhotoVerification {
 }
 
 const round4 = (x: number) => Math.round(x * 1e4) / 1e4;
+
+/**
+ * The one comparison of a capture's embedding with a reference (a user's canonical embedding for
+ * /verify/self and the cross-registry check, the registry photo's for verify-face): their cosine,
+ * clamped to [-1, 1], to 4 decimals; the routes compare it with FACE_MATCH_THRESHOLD.
+ */
+export function comparisonScore(probe: ArrayLike<number>, reference: ArrayLike<number>): number {
+  return round4(Math.max(-1, Math.min(1, cosine(probe, reference))));
+}
+
+/** A 1:1 comparison's answer. score null: the user has no canonical embedding of this engine version. */
+export interface Comparison {
+  score: number | null;
+  reason?: 'no_embedding' | 'engine_version_mismatch';
+  ms: number;
+}
 const since = (t0: number) => Math.round(performance.now() - t0);
 
 export class FaceService {
@@ -173,22 +189,24 @@ export class FaceService {
   }
 
   /**
-   * The fail-fast gate for a capture's stages (liveness, embed, and search when `withSearch`, light
-   * when `withLight`: a liveness session's light frames; 'knn' for a 1:N search, which with shards is
-   * the shards' gate): 503 at once when no worker is alive on one of them. Asked before an upload is normalised, once per call: a caller that asked it passes `admitted`
-   * to the capture's method, which does not ask again.
+   * The fail-fast gate for a capture's stages (liveness with its embed, and search when `withSearch`,
+   * light when `withLight`: a liveness session's light frames; 'knn' for a 1:N search, which with
+   * shards is the shards' gate): 503 at once when no worker is alive on one of them. Asked before an
+   * upload is normalised, once per call: a caller that asked it passes `admitted` to the capture's
+   * method, which does not ask again.
    */
   async admitCapture(withSearch: boolean | 'knn', withLight = false): Promise<void> {
+    // The embed stage of a capture runs in the face process that takes its liveness job (no embed job).
     if (this.sharded) {
-      // No shard serves the `search` queue: a 1:1 comparison is made here, and a 1:N search ('knn')
-      // needs a live replica of every shard (their consumer groups, not a queue).
+      // No shard serves the `search` queue: a 1:N search ('knn') needs a live replica of every shard
+      // (their consumer groups, not a queue).
       await Promise.all([
-        this.deps.jobs.admit(withLight ? ['liveness', 'embed', 'light'] : ['liveness', 'embed']),
+        this.deps.jobs.admit(withLight ? ['liveness', 'light'] : ['liveness']),
         withSearch === 'knn' ? this.deps.jobs.admitShards(this.deps.config.search.shards) : undefined,
       ]);
       return;
     }
-    await this.deps.jobs.admit(withSearch ? ['liveness', 'embed', 'search'] : withLight ? ['liveness', 'embed', 'light'] : ['liveness', 'embed']);
+    await this.deps.jobs.admit(withSearch ? ['liveness', 'search'] : withLight ? ['liveness', 'light'] : ['liveness']);
   }
 
   /**
@@ -294,11 +312,11 @@ export class FaceService {
 
   /**
    * The stages of one capture as one chain (identify, /verify/self, verify-face): the API adds the
-   * liveness job only; the liveness worker adds the embed job as soon as the face is aligned (before
-   * its anti-spoof model runs, so the two overlap on two face processes), and the embed worker adds
-   * the search job with the embedding when `search` is given (shared/jobs: `embedNext`, `searchNext`).
-   * The API awaits the results on its reply list as they come: one add and a wake-up per stage instead
-   * of a round trip through the API between stages. Without a face, and (`requireLive`) below
+   * liveness job only; the face process that takes it embeds the face itself as soon as it is aligned
+   * (before its anti-spoof model runs) and adds the search job with the embedding when `search` is
+   * given, which runs on the search process while the liveness stage finishes (platform/jobs:
+   * `embedNext`, `searchNext`). The embed stage has no job: its reply comes with the liveness job's.
+   * The API awaits the results on its reply list as they come. Without a face, and (`requireLive`) below
    * LIVENESS_THRESHOLD, it answers at once: the embed (and search) that may already run for the
    * capture are dropped unread. A registry photo (`requireLive` false) is embedded whatever its score.
    */
@@ -481,33 +499,28 @@ export class FaceService {
     };
   }
 
-  /** 1:1 against a user's canonical embedding (the `compare` op; no search). score null: none stored. */
-  async compareWithUser(
-    embedding: number[],
-    userId: string,
-    deadlineAt = this.budget(),
-  ): Promise<{ score: number | null; reason?: 'no_embedding' | 'engine_version_mismatch'; ms: number }> {
-    if (this.sharded) return this.compareHere(embedding, userId);
-    const probe = searchEmbeddingValue(this.deps.config.redis.prefix, this.deps.sealer, embedding);
-    const r = await this.job('search', { op: 'compare', ...probe.ref, userId }, deadlineAt, [probe.value]);
-    if (r.op !== 'compare') throw new Error('search worker answered another op');
-    this.deps.metrics.stage('search', r.ms);
-    return { score: r.score === null ? null : round4(r.score), ...(r.reason ? { reason: r.reason } : {}), ms: r.ms };
+  /**
+   * 1:1 against a user's canonical embedding, in this process: one row from PostgreSQL (always
+   * current, the primary's), one `comparisonScore`. score null: none stored of this engine version.
+   * (Not a search job: a hop to a search process and back for one dot product cost a BullMQ job,
+   * about 55 Redis commands, docs/performance.md.)
+   */
+  async compareWithUser(embedding: ArrayLike<number>, userId: string): Promise<Comparison> {
+    return this.compareWithStored(embedding, this.storedOf(userId));
   }
 
-  /** The `compare` op as a search worker answers it (features/search/worker/batched-search.ts), in this process. */
-  private async compareHere(
-    embedding: ArrayLike<number>,
-    userId: string,
-  ): Promise<{ score: number | null; reason?: 'no_embedding' | 'engine_version_mismatch'; ms: number }> {
+  /** The user's canonical embedding, read once, timed: what `compareWithStored` compares against. */
+  private storedOf(userId: string): Promise<{ row: StoredEmbedding | undefined; ms: number }> {
     const t0 = performance.now();
-    const row = await this.deps.embeddings.find(userId);
-    const ms = Math.round((performance.now() - t0) * 1000) / 1000;
+    return this.deps.embeddings.find(userId).then((row) => ({ row, ms: Math.round((performance.now() - t0) * 1000) / 1000 }));
+  }
+
+  private async compareWithStored(embedding: ArrayLike<number>, stored: Promise<{ row: StoredEmbedding | undefined; ms: number }>): Promise<Comparison> {
+    const { row, ms } = await stored;
     if (!row) return { score: null, reason: 'no_embedding', ms };
     if (row.engineVersion !== FACE_ENGINE_VERSION) return { score: null, reason: 'engine_version_mismatch', ms };
-    const score = Math.max(-1, Math.min(1, dot(normalised(embedding), normalised(row.embedding))));
     this.deps.metrics.stage('search', ms);
-    return { score: round4(score), ms };
+    return { score: comparisonScore(embedding, row.embedding), ms };
   }
 
   /** /verify/self: a live capture against the user's canonical embedding (`mode` chooses the face). */
@@ -520,15 +533,12 @@ export class FaceService {
   ): Promise<SelfVerification> {
     const t0 = performance.now();
     const deadlineAt = this.budget();
-    const chained = await this.chain(liveUpload, mode, deadlineAt, {
-      search: this.sharded ? undefined : { op: 'compare', userId },
-      requireLive: true,
-      admitted: opts.admitted === true,
-    });
-    const { analysis: a, embedding: e } = chained;
-    let c = chained.search;
-    if (this.sharded && a.outcome === 'ok' && e) c = { op: 'compare', ...(await this.compareHere(e.embedding, userId)) };
-    if (a.outcome !== 'ok' || !e || c?.op !== 'compare') {
+    // The reference is read while the capture's stages run; compared here, as verify-face's is.
+    const stored = this.storedOf(userId);
+    stored.catch(() => {}); // awaited below unless the capture already decided
+    const { analysis: a, embedding: e } = await this.chain(liveUpload, mode, deadlineAt, { requireLive: true, admitted: opts.admitted === true });
+    const c = a.outcome === 'ok' && e ? await this.compareWithStored(e.embedding, stored) : null;
+    if (a.outcome !== 'ok' || !e || !c) {
       return {
         outcome: a.outcome === 'ok' ? 'liveness_failed' : a.outcome,
         score: null,
@@ -538,7 +548,7 @@ export class FaceService {
         latencyMs: { liveness: a.ms, embed: null, search: null, total: since(t0) },
       };
     }
-    const score = c.score === null ? null : round4(c.score);
+    const score = c.score;
     return {
       outcome: score !== null && score >= this.deps.config.face.matchThreshold ? 'match' : 'no_match',
       score,
@@ -586,7 +596,7 @@ export class FaceService {
     registryPhoto: Buffer,
   ): Promise<{ outcome: 'match' | 'face_mismatch'; score: number; engineVersion: string }> {
     const reg = await this.embedRegistryPhoto(registryPhoto, this.budget());
-    const score = round4(cosine(embedding, reg.embedding));
+    const score = comparisonScore(embedding, reg.embedding);
     return { outcome: score >= this.deps.config.face.matchThreshold ? 'match' : 'face_mismatch', score, engineVersion: reg.engineVersion };
   }
 
@@ -622,7 +632,7 @@ export class FaceService {
       };
     }
     const reg = await registry;
-    const score = round4(cosine(liveEmb.embedding, reg.embedding));
+    const score = comparisonScore(liveEmb.embedding, reg.embedding);
     return {
       outcome: score >= this.deps.config.face.matchThreshold ? 'match' : 'face_mismatch',
       score,

@@ -217,7 +217,7 @@ export class VerificationService {
       if ('livenessSessionId' in capture) {
         r = await this.compareSession(consumer.userId, await this.deps.liveness.useByConsumer(consumer.userId, capture.livenessSessionId), t0);
       } else {
-        await face.admitCapture(true); // no worker alive: 503 at once, before the upload is decoded
+        await face.admitCapture(false); // no worker alive: 503 at once, before the upload is decoded (compared here: no search job)
         const normalised = await face.normalise(capture.image, { maxPixels: config.biometrics.selfieMaxPixels });
         r = await face.verifyAgainstUser(normalised, consumer.userId, 'largest', { admitted: true });
       }

@@ -6,7 +6,7 @@
  */
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { AwaitedJobContract, JobEnvelope } from '../jobs/contract.js';
+import { followOnListKey, type AwaitedJobContract, type JobEnvelope, type ListedStage } from '../jobs/contract.js';
 import { JOB_CONTRACTS, type AwaitedQueueName, type JobContracts } from '../jobs/index.js';
 
 /** A follow-on being added. */
@@ -34,6 +34,8 @@ export const ADD_WRITTEN_AFTER_STEPS = 8;
  */
 export function addFollowOn<F extends AwaitedQueueName>(
   redis: Redis,
+  /** The deployment's REDIS_PREFIX (where a queue's follow-on list is). */
+  redisPrefix: string,
   handle: Queue,
   name: F,
   jobId: string,
@@ -48,6 +50,12 @@ export function addFollowOn<F extends AwaitedQueueName>(
 ): FollowOnAdd {
   const contract = JOB_CONTRACTS[name] as AwaitedJobContract<F, JobContracts[F]['payload']>;
   if (contract.delivery !== 'awaited') throw new Error(`queue "${name}" is deferred: nobody awaits a follow-on there`);
+  if (contract.followOnsOnList) {
+    // One LPUSH, taken by one BLPOP of a serving process (./list-taker.ts): its own wake-up.
+    const stage: ListedStage<JobContracts[F]['payload']> = { id: jobId, ...envelope };
+    const pushed = redis.lpush(followOnListKey(redisPrefix, name), JSON.stringify(stage));
+    return { written: Promise.resolve(), added: pushed.then(() => {}) };
+  }
   const added = contract.enqueue(handle, envelope, jobId);
   // The wake-up must reach Redis after the add (a worker woken before the job exists finds nothing
   // and blocks again, behind the busy one) and before this process's next poll of its connections:

@@ -30,11 +30,16 @@ export const replyListKey = (redisPrefix: string, clientId: string) => `${redisP
 export const REPLY_LIST_TTL_MS = 60_000;
 
 /**
- * Pushes one reply (one round trip: RPUSH and PEXPIRE pipelined), deleting `done` (the job's runner
- * key, ./worker-liveness.ts) in the same round trip.
+ * Pushes a job's reply (one round trip: RPUSH and PEXPIRE pipelined), deleting `done` (the job's runner
+ * key, ./worker-liveness.ts) in the same round trip. Several replies (a job's own, then those of the
+ * stages it ran in place: ./serve-awaited.ts `answer`) go in one RPUSH, in order.
  */
-export async function pushReply(redis: Redis, replyTo: string, reply: JobReply, done?: string): Promise<void> {
-  const pipeline = redis.pipeline().rpush(replyTo, JSON.stringify(reply)).pexpire(replyTo, REPLY_LIST_TTL_MS);
+export async function pushReply(redis: Redis, replyTo: string, reply: JobReply | JobReply[], done?: string): Promise<void> {
+  const values = (Array.isArray(reply) ? reply : [reply]).map((r) => JSON.stringify(r));
+  const pipeline = redis
+    .pipeline()
+    .rpush(replyTo, ...values)
+    .pexpire(replyTo, REPLY_LIST_TTL_MS);
   if (done) pipeline.del(done);
   const results = await pipeline.exec();
   const failed = results?.find(([err]) => err);

@@ -16,7 +16,7 @@ import type { JobEnvelope } from '../jobs/contract.js';
 import type { AwaitedQueueName, JobContracts, QueueName } from '../jobs/index.js';
 import { msUntil } from './deadline.js';
 import { addFollowOn, type FollowOnAdd } from './follow-on.js';
-import { pushReply } from './replies.js';
+import { pushReply, type JobReply } from './replies.js';
 import { runnerKey } from './worker-liveness.js';
 
 /** Why a job was not run: its deadline had passed when a worker picked it up. */
@@ -25,16 +25,27 @@ export const EXPIRED_REASON = 'expired: picked up after its deadline; not run';
 /** Adds the next stage of the same request (JobContext.followOn in platform/worker-runtime/run-queue.ts). */
 export type FollowOn = <F extends AwaitedQueueName>(queue: F, jobId: string, payload: JobContracts[F]['payload']) => FollowOnAdd;
 
+/**
+ * Answers a later stage of the same request that the handler ran in place, without a job of its own
+ * (the embed stage, run by the face process that aligned the face): its reply goes to the caller under
+ * the id the caller awaits, in the same push as this job's own reply, after it. Dropped if the handler
+ * throws (the caller then gives up every stage with this one's error).
+ */
+export type AnswerInPlace = <F extends AwaitedQueueName>(queue: F, jobId: string, result: JobContracts[F]['result']) => void;
+
 /** What the handler of an awaited job is given besides the job. */
 export interface AwaitedCall<Q extends QueueName> {
   payload: JobContracts[Q]['payload'];
   deadlineAt: number;
   followOn: FollowOn;
+  answer: AnswerInPlace;
 }
 
 export interface AwaitedJobSide {
   /** The runner's non-blocking connection: replies, side values and follow-ons go out on it, in order. */
   redis: Redis;
+  /** The deployment's REDIS_PREFIX. */
+  redisPrefix: string;
   /** A handle on `redis` for the queue of a follow-on. */
   handle(name: QueueName): Queue;
   /** Whether this process serves `name` (a follow-on there gets a second wake-up: ./follow-on.ts). */
@@ -68,27 +79,44 @@ export async function serveAwaitedJob<Q extends QueueName>(
   side: AwaitedJobSide,
 ): Promise<null> {
   const { deadlineAt, replyTo, payload } = readEnvelope(job, queue);
-  if (side.now() > deadlineAt) {
-    side.onExpired(job, side.now() - deadlineAt);
+  await serveStage({ id: job.id!, deadlineAt, replyTo, payload }, handler, side, async (lateByMs) => {
+    side.onExpired(job, lateByMs);
     // Wipe the payload (refs and keys) now rather than when the job ages out.
     await job.updateData({ deadlineAt, payload: null }).catch(() => {});
     throw new UnrecoverableError(EXPIRED_REASON);
-  }
+  });
+  return null;
+}
+
+/**
+ * Steps 2-4 for one stage, whatever carried it (a BullMQ job, or a follow-on list: ./list-taker.ts):
+ * `late` is called instead of the handler when the deadline has passed. Resolves once the reply is
+ * pushed; rejects with what the handler threw (after pushing it as the reply).
+ */
+export async function serveStage<Q extends QueueName>(
+  stage: { id: string; deadlineAt: number; replyTo: string; payload: JobContracts[Q]['payload'] },
+  handler: (call: AwaitedCall<Q>) => Promise<unknown>,
+  side: AwaitedJobSide,
+  late: (lateByMs: number) => Promise<void>,
+): Promise<void> {
+  const { id, deadlineAt, replyTo, payload } = stage;
+  if (side.now() > deadlineAt) return late(side.now() - deadlineAt);
   side.onStarted();
   // Not awaited: on the same connection as the reply, so it lands first, and the stage waits for nothing.
-  const runner = side.runner && runnerKey(side.runner.redisPrefix, job.id!);
+  const runner = side.runner && runnerKey(side.runner.redisPrefix, id);
   if (runner) void side.redis.set(runner, side.runner!.processId, 'PX', msUntil(deadlineAt)).catch(() => {});
   const followOn: FollowOn = (next, jobId, nextPayload) =>
-    addFollowOn(side.redis, side.handle(next), next, jobId, { deadlineAt, replyTo, payload: nextPayload }, side.serves?.(next) ?? true);
+    addFollowOn(side.redis, side.redisPrefix, side.handle(next), next, jobId, { deadlineAt, replyTo, payload: nextPayload }, side.serves?.(next) ?? true);
+  const inPlace: JobReply[] = [];
+  const answer: AnswerInPlace = (_queue, jobId, result) => void inPlace.push({ id: jobId, ok: true, result });
   let result: unknown;
   try {
-    result = await handler({ payload, deadlineAt, followOn });
+    result = await handler({ payload, deadlineAt, followOn, answer });
   } catch (e) {
     // The caller answers 503 at once instead of at its deadline; the job still fails in BullMQ.
-    await pushReply(side.redis, replyTo, { id: job.id!, ok: false, error: (e as Error)?.message ?? String(e) }, runner).catch(() => {});
+    await pushReply(side.redis, replyTo, { id, ok: false, error: (e as Error)?.message ?? String(e) }, runner).catch(() => {});
     throw e;
   }
   // A reply that cannot be pushed (Redis gone) fails the job; its caller times out with a 503.
-  await pushReply(side.redis, replyTo, { id: job.id!, ok: true, result }, runner);
-  return null;
+  await pushReply(side.redis, replyTo, [{ id, ok: true, result }, ...inPlace], runner);
 }

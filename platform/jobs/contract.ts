@@ -19,6 +19,12 @@ export interface AwaitedJobContract<Q extends string, P> {
   readonly queue: Q;
   readonly delivery: 'awaited';
   readonly jobOptions: Readonly<JobsOptions>;
+  /**
+   * A follow-on stage of this queue (added by a worker, JobContext.followOn) travels on the queue's
+   * follow-on list (`followOnListKey`) instead of as a BullMQ job: one LPUSH, one BLPOP, no scripts
+   * (platform/face-path/README.md, "The follow-on list"). The caller's own jobs stay BullMQ jobs.
+   */
+  readonly followOnsOnList: boolean;
   /** Adds the job under the caller's id: the caller registers its waiter before the job exists. */
   enqueue(queue: Queue, envelope: JobEnvelope<P>, jobId: string): Promise<Job>;
 }
@@ -45,7 +51,15 @@ export const bullPrefix = (redisPrefix: string) => `${redisPrefix}:bull`;
  */
 export const QUEUE_OPTIONS: Readonly<Pick<QueueOptions, 'streams'>> = { streams: { events: { maxLen: 1000 } } };
 
-export function awaitedJobContract<Q extends string, P>(queue: Q): AwaitedJobContract<Q, P> {
+/** The follow-on list of an awaited queue (under the deployment's REDIS_PREFIX): JSON envelopes with their job id. */
+export const followOnListKey = (redisPrefix: string, queue: string) => `${redisPrefix}:jobs:list:${queue}`;
+
+/** A follow-on stage on its queue's list: the envelope of a job, with the id its caller awaits. */
+export interface ListedStage<P> extends JobEnvelope<P> {
+  id: string;
+}
+
+export function awaitedJobContract<Q extends string, P>(queue: Q, opts: { followOnsOnList?: boolean } = {}): AwaitedJobContract<Q, P> {
   const jobOptions = {
     attempts: 1,
     // The worker deletes the job (its payload) when it finishes; the result went to the caller's
@@ -57,6 +71,7 @@ export function awaitedJobContract<Q extends string, P>(queue: Q): AwaitedJobCon
     queue,
     delivery: 'awaited',
     jobOptions,
+    followOnsOnList: opts.followOnsOnList === true,
     enqueue: (q, envelope, jobId) => q.add(queue, envelope, { ...jobOptions, jobId }),
   };
 }

@@ -20,12 +20,13 @@ export interface EmbedJob {
 }
 
 /**
- * The embed job the liveness worker adds itself as soon as it has aligned the chosen face (LivenessJob
- * `embedNext`), before its anti-spoof model runs: the embedding is computed on another face process
- * while the liveness stage finishes (docs/performance.md §4 "Stages that follow on").
+ * The embed stage of a capture, run in place by the face process that takes its liveness job
+ * (LivenessJob `embedNext`) as soon as it has aligned the chosen face, before its anti-spoof model:
+ * no embed job; its result (an EmbedResult) comes with the liveness job's reply, under `jobId`
+ * (platform/face-path/README.md, "Stages run in place"). `searchNext` is added as a job by that process.
  */
 export interface EmbedFollowOn {
-  /** Chosen and awaited by the API. */
+  /** The embed stage's id, chosen and awaited by the API (no job carries it). */
   jobId: string;
   /** Salt of the key that seals the embedding of the embed job. */
   resultSalt: string;

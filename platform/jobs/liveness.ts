@@ -32,10 +32,11 @@ export interface LivenessJob {
    */
   handOffMinLiveness: number;
   /**
-   * When given, the worker adds this embed job itself once the chosen face is aligned, before the
-   * anti-spoof score is known (`handOffMinLiveness` does not apply): the embed stage overlaps the end
-   * of this one. The API discards the embedding (and any search) of a capture that then fails
-   * liveness; no face is left in Redis either way (the embed job takes it).
+   * When given, the worker embeds the chosen face itself once it is aligned, before the anti-spoof
+   * score is known (`handOffMinLiveness` does not apply), adds the search it names, and answers the
+   * embed stage under `jobId` with this job's reply: no embed job (platform/face-path/README.md,
+   * "Stages run in place"). The API discards the embedding (and any search) of a capture that then
+   * fails liveness; no aligned face is left in Redis.
    */
   embedNext?: EmbedFollowOn;
 }
@@ -49,7 +50,7 @@ export type LivenessJobResult =
        * `encodeAlignedFace`), sealed under this job's resultSalt and kept in Redis until the request's
        * deadline (platform/face-path/handoff.ts, kind `aligned`). The API passes the ref and the salt to the embed job.
        * null when the liveness score is below the job's `handOffMinLiveness`, and when the job named an
-       * `embedNext` (the face went to that job).
+       * `embedNext` (the face was embedded in place).
        */
       alignedFaceRef: string | null;
     } & LivenessResult)

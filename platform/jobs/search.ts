@@ -22,6 +22,11 @@ export type SearchRequest =
       excludeUserId?: string;
     }
   | {
+      /**
+       * The API compares in its own process now (features/face/face-service.ts `comparisonScore`, one
+       * place for /verify/self and verify-face); the op stays for a caller of an older release during a
+       * rolling deploy.
+       */
       op: 'compare';
       /** Compared against this user's canonical embedding (no search), read from PostgreSQL. */
       userId: string;
@@ -34,8 +39,8 @@ export type SearchRequest =
 export type SearchJob = SearchRequest & SealedEmbeddingRef;
 
 /**
- * The search the embed worker adds itself as soon as it has the embedding (EmbedJob `searchNext`),
- * under the id the API chose and awaits: no trip through the API between the two stages.
+ * The search the face process adds itself as soon as it has the embedding (EmbedFollowOn and EmbedJob
+ * `searchNext`), under the id the API chose and awaits: no trip through the API between the stages.
  */
 export interface SearchFollowOn {
   jobId: string;
@@ -65,4 +70,9 @@ export type SearchResult =
       ms: number;
     };
 
-export const searchContract = awaitedJobContract<typeof SEARCH_QUEUE, SearchJob>(SEARCH_QUEUE);
+/**
+ * A capture's search, added by the face process with the embedding, goes on the search follow-on list
+ * (about 9 Redis commands instead of a BullMQ job's 55-60); searches the API adds itself (dedupe,
+ * the watch-list, `searchByEmbedding`) stay BullMQ jobs.
+ */
+export const searchContract = awaitedJobContract<typeof SEARCH_QUEUE, SearchJob>(SEARCH_QUEUE, { followOnsOnList: true });

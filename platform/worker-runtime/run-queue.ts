@@ -17,15 +17,17 @@
 import { Queue, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import type { Config } from '../config.js';
 import { randomUUID } from 'node:crypto';
-import { EXPIRED_REASON, serveAwaitedJob, type FollowOn } from '../face-path/serve-awaited.js';
+import { EXPIRED_REASON, serveAwaitedJob, serveStage, type AnswerInPlace, type FollowOn } from '../face-path/serve-awaited.js';
+import { takeFollowOns, type ListTaker } from '../face-path/list-taker.js';
 import { BULL_WORKER_NAME_SECONDS, bullWorkerKey, LivenessBeat } from '../face-path/worker-liveness.js';
 import { AWAITED_QUEUE_NAMES, JOB_CONTRACTS, QUEUE_NAMES, type JobContracts, type QueueName } from '../jobs/index.js';
-import { bullPrefix, QUEUE_OPTIONS } from '../jobs/contract.js';
+import { bullPrefix, followOnListKey, QUEUE_OPTIONS } from '../jobs/contract.js';
 import type { Logger } from '../logger.js';
 import { bullConnection, redisTarget, type Redis } from '../redis/redis.js';
 
 export interface JobContext {
-  job: Job;
+  /** The BullMQ job; none for a stage taken from a follow-on list (platform/face-path/list-taker.ts). */
+  job?: Job;
   /** Epoch ms after which nobody awaits the result (Infinity for a deferred job: nobody awaits it). */
   deadlineAt: number;
   /** A non-blocking connection of the runner's, for what a handler keeps in Redis beside its result. */
@@ -39,6 +41,11 @@ export interface JobContext {
    * Only for an awaited job (a deferred one has nobody to reply to).
    */
   followOn: FollowOn;
+  /**
+   * Answers a later stage of the same request run here without its own job (its reply goes with this
+   * job's): platform/face-path/serve-awaited.ts `AnswerInPlace`. Only for an awaited job.
+   */
+  answer: AnswerInPlace;
 }
 
 export type JobHandler<Q extends QueueName> = (payload: JobContracts[Q]['payload'], ctx: JobContext) => Promise<JobContracts[Q]['result']>;
@@ -124,6 +131,13 @@ export async function runQueues<Q extends QueueName>(
   // The handles a follow-on may need are ready before the first job: opening one costs Redis round
   // trips that a stage adding its follow-on must not wait for (test/face-chain.test.ts).
   await Promise.all([...workers.map((w) => w.waitUntilReady()), ...AWAITED_QUEUE_NAMES.map((q) => conns.handle(q).waitUntilReady())]);
+  // Beside a queue's Worker, the taker of its follow-on list, when its contract puts follow-ons there.
+  const takers = queues
+    .filter((q) => {
+      const c = JOB_CONTRACTS[q];
+      return c.delivery === 'awaited' && c.followOnsOnList;
+    })
+    .map((q) => takeQueueFollowOns(q, handlers[q] as JobHandler<Q>, stats[q], conns, config, { ...opts, runner, served: queues }));
   opts.logger.info({ queues, concurrency: opts.concurrency }, 'serving queues');
 
   return {
@@ -133,7 +147,7 @@ export async function runQueues<Q extends QueueName>(
     close: async () => {
       // Lets running jobs finish, takes no new ones.
       clearInterval(gate);
-      await Promise.allSettled(workers.map((w) => w.close()));
+      await Promise.allSettled([...workers.map((w) => w.close()), ...takers.map((t) => t.close())]);
       clearInterval(renaming);
       if (beat) await conns.redis.del(...workers.map((w) => bullWorkerKey(config.redis.prefix, w.id))).catch(() => {});
       await beat?.stop();
@@ -220,7 +234,7 @@ function serveQueue<Q extends QueueName>(
   const processor =
     JOB_CONTRACTS[queue].delivery === 'deferred'
       ? deferredProcessor(queue, handler, stats, conns)
-      : awaitedProcessor(queue, handler, stats, conns, log, opts.now ?? Date.now, opts.runner, opts.served);
+      : awaitedProcessor(queue, handler, stats, conns, log, opts.now ?? Date.now, opts.runner, opts.served, config.redis.prefix);
   // A job that reaches a process which cannot serve it now (a fetch already blocked in Redis when the
   // workers paused, or one re-sent as the connection came back) goes back to the queue untouched,
   // for another process.
@@ -252,6 +266,48 @@ function serveQueue<Q extends QueueName>(
   return worker;
 }
 
+/**
+ * The stages other processes added on `queue`'s follow-on list (platform/face-path/list-taker.ts), served
+ * like its jobs and counted into the same `stats`.
+ */
+function takeQueueFollowOns<Q extends QueueName>(
+  queue: Q,
+  handler: JobHandler<Q>,
+  stats: QueueStats,
+  conns: RunnerConnections,
+  config: Config,
+  opts: RunQueuesOptions & { runner?: { processId: string; redisPrefix: string }; served: readonly QueueName[] },
+): ListTaker {
+  const log = opts.logger.child({ queue, carrier: 'list' });
+  const side = awaitedSide(stats, conns, log, opts.now ?? Date.now, opts.runner, opts.served, config.redis.prefix);
+  return takeFollowOns({
+    conn: conns.open(log),
+    key: followOnListKey(config.redis.prefix, queue),
+    concurrency: opts.concurrency,
+    canTake: opts.canTakeJobs,
+    onMalformed: () => log.warn('malformed stage on the follow-on list: dropped'),
+    serve: async (stage) => {
+      let skipped = false;
+      try {
+        await serveStage<Q>(
+          stage as Parameters<typeof serveStage<Q>>[0],
+          ({ payload, deadlineAt, followOn, answer }) => handler(payload, { deadlineAt, redis: conns.redis, followOn, answer }),
+          side,
+          async (lateByMs) => {
+            skipped = true;
+            stats.skippedExpired++;
+            log.info({ jobId: stage.id, lateByMs }, 'stage skipped: taken after its deadline');
+          },
+        );
+        if (!skipped) stats.completed++;
+      } catch (err) {
+        stats.failed++;
+        log.error({ jobId: stage.id, err: (err as Error)?.message }, 'stage failed');
+      }
+    },
+  });
+}
+
 /** A deferred job is its bare payload, retried as its contract says; nobody awaits it. */
 function deferredProcessor<Q extends QueueName>(queue: Q, handler: JobHandler<Q>, stats: QueueStats, conns: RunnerConnections) {
   return async (job: Job) => {
@@ -264,7 +320,37 @@ function deferredProcessor<Q extends QueueName>(queue: Q, handler: JobHandler<Q>
       followOn: () => {
         throw new Error('a deferred job has no caller to follow on for');
       },
+      answer: () => {
+        throw new Error('a deferred job has no caller to answer');
+      },
     });
+  };
+}
+
+/** What the face-path protocol needs of this runner to serve an awaited stage (./serve-awaited.ts). */
+function awaitedSide(
+  stats: QueueStats,
+  conns: RunnerConnections,
+  log: Logger,
+  now: () => number,
+  runner: { processId: string; redisPrefix: string } | undefined,
+  served: readonly QueueName[],
+  redisPrefix: string,
+) {
+  return {
+    redis: conns.redis,
+    redisPrefix,
+    runner,
+    serves: (name: QueueName) => served.includes(name),
+    handle: (name: QueueName) => conns.handle(name),
+    now,
+    onStarted: () => {
+      stats.started++;
+    },
+    onExpired: (job: Job, lateByMs: number) => {
+      stats.skippedExpired++;
+      log.info({ jobId: job.id, lateByMs }, 'job skipped: picked up after its deadline');
+    },
   };
 }
 
@@ -278,21 +364,14 @@ function awaitedProcessor<Q extends QueueName>(
   now: () => number,
   runner: { processId: string; redisPrefix: string } | undefined,
   served: readonly QueueName[],
+  redisPrefix: string,
 ) {
-  const side = {
-    redis: conns.redis,
-    runner,
-    serves: (name: QueueName) => served.includes(name),
-    handle: (name: QueueName) => conns.handle(name),
-    now,
-    onStarted: () => {
-      stats.started++;
-    },
-    onExpired: (job: Job, lateByMs: number) => {
-      stats.skippedExpired++;
-      log.info({ jobId: job.id, lateByMs }, 'job skipped: picked up after its deadline');
-    },
-  };
+  const side = awaitedSide(stats, conns, log, now, runner, served, redisPrefix);
   return (job: Job) =>
-    serveAwaitedJob(job, queue, ({ payload, deadlineAt, followOn }) => handler(payload, { job, deadlineAt, redis: conns.redis, followOn }), side);
+    serveAwaitedJob(
+      job,
+      queue,
+      ({ payload, deadlineAt, followOn, answer }) => handler(payload, { job, deadlineAt, redis: conns.redis, followOn, answer }),
+      side,
+    );
 }

@@ -3,7 +3,8 @@
  * stand-in handlers, so that a test can hold one process's main thread the way the face models do.
  *
  *   CHAIN_ROLE=busy   serves `liveness` and `embed`; its liveness handler adds the job's `embedNext`
- *                     (JobContext.followOn, not awaited, as the face worker does) where the engine
+ *                     as a job of its own (JobContext.followOn, not awaited: the protocol's follow-on to a
+ *                     queue the adding process serves; the face worker now embeds in place) where the engine
  *                     does, holds its main thread CHAIN_CROP_MS (the next model's input prepared),
  *                     yields once, holds it CHAIN_BUSY_MS (like an onnxruntime run), then answers.
  *   CHAIN_ROLE=idle   serves `embed` only.

@@ -4,7 +4,6 @@
  * its ref and the salt of its key (the key needs the processes' key ring too), and the value expires at the deadline even when no search worker ever takes it.
  */
 import test from 'ava';
-import { randomUUID } from 'node:crypto';
 import { EMBEDDING_DIM, encodeEmbedding } from '../../platform/face/embeddings.js';
 import { AppError } from '../../platform/errors.js';
 import { handoffKey } from '../../platform/face-path/handoff.js';
@@ -28,7 +27,7 @@ test.serial('with no search worker, the job holds a ref and a salt only, and the
   const redis = createRedis(h.config.redis.url);
   t.teardown(() => redis.disconnect());
   const deadlineAt = Date.now() + 1500;
-  const pending = h.deps.face.compareWithUser(unitProbe, randomUUID(), deadlineAt);
+  const pending = h.deps.face.searchByEmbedding(unitProbe, 5, deadlineAt);
   pending.catch(() => {});
 
   let job: Awaited<ReturnType<ReturnType<typeof h.deps.jobs.queue>['getWaiting']>>[number] | undefined;
@@ -38,7 +37,7 @@ test.serial('with no search worker, the job holds a ref and a salt only, and the
   }
   if (!job) return t.fail('the search job never appeared');
   const payload = (job.data as { payload: Record<string, unknown> }).payload;
-  t.deepEqual(Object.keys(payload).sort(), ['embeddingRef', 'embeddingSalt', 'op', 'userId']);
+  t.deepEqual(Object.keys(payload).sort(), ['embeddingRef', 'embeddingSalt', 'k', 'minSeq', 'op']);
 
   const valueKey = handoffKey(h.config.redis.prefix, 'embedding', payload.embeddingRef as string);
   const sealed = await redis.getBuffer(valueKey);
@@ -69,7 +68,7 @@ test.serial('with no search worker, the job holds a ref and a salt only, and the
   t.is(await redis.exists(valueKey), 0, 'the sealed probe is gone at the deadline');
 });
 
-test.serial('a search worker takes the sealed probe once and answers with it', async (t) => {
+test.serial('a search worker takes the sealed probe once and answers with it; a 1:1 comparison needs none', async (t) => {
   const redis = createRedis(h.config.redis.url);
   t.teardown(() => redis.disconnect());
   await h.startSearchWorker();

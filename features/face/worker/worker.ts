@@ -8,7 +8,7 @@
  */
 import { HandoffSealer } from '../../../platform/face-path/sealing.js';
 import { keyRingOf } from '../../../platform/keys/templates.js';
-import { newHandoffRef, RedisFaceHandoff, type FaceHandoff } from '../../../platform/face-path/handoff.js';
+import { RedisFaceHandoff, type FaceHandoff } from '../../../platform/face-path/handoff.js';
 import { sealSearchEmbedding } from '../../../platform/face-path/search-embedding.js';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -53,9 +53,14 @@ export class WorkerClocks {
 }
 
 /**
- * The liveness stage as a job: the engine's call, with photo outcomes turned into results, and the
- * chosen face aligned, sealed and handed to the embed job through Redis (platform/face-path/handoff.ts).
- * Its `ms` is the stage's own time in the worker.
+ * The liveness stage as a job: the engine's call, with photo outcomes turned into results. With an
+ * `embedNext`, the chosen face is embedded here, in this process, as soon as it is aligned (before the
+ * anti-spoof model), the search it names is added with the embedding (platform/face-path/follow-on.ts)
+ * so that it runs while this stage finishes, and the embed stage is answered with this job's reply
+ * (`answer`): no embed job, no aligned face through Redis, no second face process woken. Without one,
+ * the aligned face is sealed and left in Redis for a later embed job (platform/face-path/handoff.ts).
+ * Its `ms` is the stage's own time in the worker, the in-place embed's excluded (that is the embed
+ * stage's `ms`).
  */
 export async function livenessHandler(
   engine: FaceEngine,
@@ -63,8 +68,8 @@ export async function livenessHandler(
   job: LivenessJob,
   deadlineAt: number,
   clock?: StepClock,
-  /** Adds the job's `embedNext` (JobContext.followOn); required when the job names one. */
-  followOn?: JobContext['followOn'],
+  /** Adds the search the job's `embedNext` names, and answers its embed stage; required when the job names one. */
+  chain?: Pick<JobContext, 'followOn' | 'answer'>,
 ): Promise<LivenessJobResult> {
   const t0 = performance.now();
   // The image the API left for this job (sealed under its salt): gone means the request's deadline
@@ -74,29 +79,28 @@ export async function livenessHandler(
   if (!sealed) throw new Error('the image of the liveness job is gone (expired or already taken)');
   const image = handoff.sealer.open(sealed, job.resultSalt);
   const next = job.embedNext;
-  if (next && !followOn) throw new Error('the liveness job names an embed follow-on but this runner cannot add one');
-  // With a follow-on, the aligned face goes to its embed job before the anti-spoof model runs, so that
-  // another face process embeds it meanwhile. Not awaited until the stage's end: awaiting here would
-  // let this process's own embed worker, woken by the add, take the job and then wait for this stage
-  // to finish (the models run on the main thread). The value and the job go out on one connection,
-  // in that order, so the face is in Redis before its job is.
-  let handedOn: Promise<unknown> | undefined;
+  if (next && !chain) throw new Error('the liveness job names an embed stage but this runner cannot answer one');
+  // With an embed stage, the face is embedded right after it is aligned, from the pixels in hand; its
+  // search goes out at once (not awaited until the stage's end) and runs on the search process while
+  // this one runs its anti-spoof model.
+  let searchAdded: Promise<unknown> | undefined;
+  let embedMs = 0;
   const onAligned = next
-    ? (aligned: Float32Array): Promise<void> => {
-        const th = performance.now();
-        const alignedFaceRef = newHandoffRef();
-        const put = handoff.put('aligned', handoff.sealer.seal(encodeAlignedFace(aligned), job.resultSalt), deadlineAt, alignedFaceRef);
-        const added = followOn!('embed', next.jobId, {
-          alignedFaceRef,
-          alignedFaceSalt: job.resultSalt,
-          resultSalt: next.resultSalt,
-          ...(next.searchNext ? { searchNext: next.searchNext } : {}),
-        });
-        handedOn = Promise.all([put, added.added]);
-        handedOn.catch(() => {}); // awaited below
-        clock?.('handOn', performance.now() - th);
-        // The engine goes on once the job and its wake-up are on the wire (follow-on.ts).
-        return added.written;
+    ? async (aligned: Float32Array): Promise<void> => {
+        const te = performance.now();
+        const r = await engine.embedAligned(aligned, clock);
+        if (next.searchNext) {
+          // Its embedding goes sealed beside the search job, on the connection the job is added on,
+          // just before it (platform/face-path/search-embedding.ts).
+          const probe = sealSearchEmbedding(handoff.sealer, r.embedding);
+          const put = handoff.put('embedding', probe.sealed, deadlineAt, probe.ref.embeddingRef);
+          searchAdded = Promise.all([put, chain!.followOn('search', next.searchNext.jobId, { ...next.searchNext.request, ...probe.ref }).added]);
+          searchAdded.catch(() => {}); // awaited below
+        }
+        const sealedEmbedding = handoff.sealer.sealEmbedding(r.embedding, next.resultSalt);
+        embedMs = performance.now() - te;
+        chain!.answer('embed', next.jobId, { ok: true, sealedEmbedding, engineVersion: FACE_ENGINE_VERSION, ms: Math.round(embedMs * 10) / 10 });
+        clock?.('embedInPlace', embedMs);
       }
     : undefined;
   try {
@@ -105,13 +109,13 @@ export async function livenessHandler(
       onAligned,
       clock,
     });
-    await handedOn;
+    await searchAdded;
     const alignedFaceRef =
       !next && r.livenessScore >= job.handOffMinLiveness
         ? await handoff.put('aligned', handoff.sealer.seal(encodeAlignedFace(aligned!), job.resultSalt), deadlineAt)
         : null;
     // The stage's own time in the worker: taking the image, the engine, the aligned face's hand-off.
-    return { ok: true, ...r, alignedFaceRef, ms: elapsed(t0) };
+    return { ok: true, ...r, alignedFaceRef, ms: Math.round((performance.now() - t0 - embedMs) * 10) / 10 };
   } catch (e) {
     if (!isFaceError(e)) throw e;
     return { ok: false, code: e.code, faceCount: e.faceCount ?? 0, ...(e.quality ? { quality: e.quality } : {}), ms: elapsed(t0) };
@@ -211,7 +215,7 @@ export async function startFaceWorker(config: Config, opts: { logger?: Logger } 
     <P, R>(queue: string, handler: (payload: P, ctx: JobContext, clock: StepClock) => Promise<R>) =>
     async (payload: P, ctx: JobContext): Promise<R> => {
       const clock = clocks.clock(queue);
-      clock('waitSinceCreated', Math.max(0, Date.now() - ctx.job.timestamp));
+      if (ctx.job) clock('waitSinceCreated', Math.max(0, Date.now() - ctx.job.timestamp));
       const t0 = performance.now();
       try {
         return await handler(payload, ctx, clock);
@@ -225,7 +229,7 @@ export async function startFaceWorker(config: Config, opts: { logger?: Logger } 
       config,
       ['liveness', 'embed', 'light'],
       {
-        liveness: clocked('liveness', (job: LivenessJob, ctx, clock) => livenessHandler(engine, handoff(ctx), job, ctx.deadlineAt, clock, ctx.followOn)),
+        liveness: clocked('liveness', (job: LivenessJob, ctx, clock) => livenessHandler(engine, handoff(ctx), job, ctx.deadlineAt, clock, ctx)),
         embed: clocked('embed', (job: EmbedJob, ctx, clock) =>
           embedHandler(engine, handoff(ctx), job, clock, { followOn: ctx.followOn, deadlineAt: ctx.deadlineAt }),
         ),
