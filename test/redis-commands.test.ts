@@ -67,9 +67,12 @@ async function countOver(n: number, call: () => Promise<void>) {
   return { ...c, perCall: perUnit(c, idle, n).total };
 }
 
-/** Commands of BullMQ's scripts on a queue's keys (its jobs' adds, moves and finishes). */
+/**
+ * Jobs added to a queue: calls of BullMQ's add scripts on its keys. (Not every script on its keys: a
+ * Worker's stall check runs on a timer, every `stalledInterval`, whether or not a job came.)
+ */
 const bullScripts = (c: { byFamilyCommand: Map<string, number> }, queue: string) =>
-  [...c.byFamilyCommand].filter(([k]) => k.startsWith(`bull:${queue}:`) && k.includes('(in script)')).reduce((a, [, v]) => a + v, 0);
+  [...c.byFamilyCommand].filter(([k]) => k.startsWith(`bull:${queue}:add`) && k.endsWith(' EVALSHA')).reduce((a, [, v]) => a + v, 0);
 
 test.serial('an identify asks the fail-fast gate once, and its search follow-on costs no second wake-up', async (t) => {
   const n = 4;
@@ -87,6 +90,7 @@ test.serial('an identify asks the fail-fast gate once, and its search follow-on 
   // for the search follow-on is added by a face process, and the embed stage has no job.
   const wakeUps = (queue: string) => c.byFamilyCommand.get(`bull:${queue}:marker ZADD`) ?? 0;
   t.is(wakeUps('search'), 0, 'no second wake-up for a search follow-on');
+  t.is(bullScripts(c, 'liveness'), n, 'one liveness job per identify');
   t.is(bullScripts(c, 'embed'), 0, 'no embed job: the face process that took the liveness job embeds the face');
   t.is(bullScripts(c, 'search'), 0, 'no search job: the face process puts the search on the follow-on list');
   t.is(c.byFamilyCommand.get('jobs:list LPUSH') ?? 0, n, 'one LPUSH of a search stage per identify');
