@@ -42,7 +42,7 @@ import type {
 import type { QualityAssessment, QualitySummary } from '../../platform/face/quality.js';
 import type { Logger } from '../../platform/logger.js';
 import type { EmbeddingsRepository, StoredEmbedding } from './embeddings-repository.js';
-import { encodeNormalisedJpeg, normaliseUpload, normaliseUploadRgb, type NormalisedImage, type RgbImage } from '../../platform/face/image.js';
+import { encodeNormalisedJpeg, normaliseUpload, normaliseUploadRgb, type NormalisedImage, type RgbUpload } from '../../platform/face/image.js';
 import { isFaceError } from '../../platform/face/face-error.js';
 import type { FaceMode } from '../../platform/face/liveness.js';
 import { cosine } from '../../platform/face/embeddings.js';
@@ -233,7 +233,7 @@ export class FaceService {
    * `maxSide`): decoded once, for the API's own measures, and the light job's JPEG encoded from them
    * (`analyseLightFrames`). 400 `invalid_image` as `normalise`.
    */
-  async normaliseToPixels(input: Buffer, opts: { maxPixels?: number; maxSide: number }): Promise<RgbImage> {
+  async normaliseToPixels(input: Buffer, opts: { maxPixels?: number; maxSide: number }): Promise<RgbUpload> {
     try {
       return await normaliseUploadRgb(input, { maxPixels: Math.min(opts.maxPixels ?? Infinity, this.deps.config.http.maxImagePixels), maxSide: opts.maxSide });
     } catch (e) {
@@ -285,7 +285,7 @@ export class FaceService {
    * for a frame the engine cannot decode.
    */
   async analyseLightFrames(
-    images: readonly RgbImage[],
+    images: readonly RgbUpload[],
     embedIndex: number | null,
     deadlineAt: number,
     /** As for `analyseAndEmbed`. */
@@ -294,10 +294,11 @@ export class FaceService {
     const resultSalt = newHandoffSalt();
     const embedSalt = newHandoffSalt();
     const refs = images.map(() => newHandoffRef());
-    // As JPEGs (encoded from the pixels, not normalised again from the upload): sealed raw pixels,
-    // twenty times the bytes, cost this process more in copies, Redis writes and garbage collection
-    // than the encoding does (docs/performance.md "Liveness light frames").
-    const jpegs = await Promise.all(images.map((img) => encodeNormalisedJpeg(img)));
+    // As JPEGs: sealed raw pixels, twenty times the bytes, cost this process more in copies, Redis
+    // writes and garbage collection than the encoding does (docs/performance.md "Liveness light
+    // frames"). An upload that is a JPEG the normalisation did not resize (the console's 480 px frames)
+    // goes as it came: the face process decodes it to these same pixels, and no encode is spent here.
+    const jpegs = await Promise.all(images.map((img) => img.jpeg ?? encodeNormalisedJpeg(img)));
     const values = jpegs.map((jpeg, i) => ({
       key: handoffKey(this.deps.config.redis.prefix, 'image', refs[i]!),
       value: this.deps.sealer.seal(jpeg, resultSalt),

@@ -39,7 +39,7 @@ import { AppError } from '../../platform/errors.js';
 import type { Logger } from '../../platform/logger.js';
 import type { Metrics } from '../../platform/metrics.js';
 import type { KeyRing } from '../../platform/keys/key-ring.js';
-import { decodeRgb, type NormalisedImage, type RgbImage as RgbPixels } from '../../platform/face/image.js';
+import { decodeRgb, type NormalisedImage, type RgbUpload as RgbPixels } from '../../platform/face/image.js';
 import { qualitySummary } from '../../platform/face/quality.js';
 import type { Principal } from '../../platform/http/principal.js';
 import { LIGHT_FRAME_MAX_SIDE, type LightFrameResult } from '../../platform/jobs/index.js';
