@@ -141,21 +141,35 @@ export function sampleLightFrame(image: { data: Uint8Array; width: number; heigh
     const x1 = cx + (m * bw) / 2;
     const y0 = cy - (m * bh) / 2;
     const y1 = cy + (m * bh) / 2;
-    const sum = [0, 0, 0];
-    let n = 0;
+    // A row inside the box's band is summed in two runs, left of the box and right of it (an integer
+    // x is left of x0 below ceil(x0), right of x1 from ceil(x1) on), in the same order as pixel by
+    // pixel: the same sums, without a test per pixel.
+    const left = Math.min(width, Math.max(0, Math.ceil(x0)));
+    const right = Math.min(width, Math.max(left, Math.ceil(x1)));
+    let s0 = 0,
+      s1 = 0,
+      s2 = 0,
+      n = 0;
     const rows = clampY(rowsTo);
     for (let y = 0; y < rows; y++) {
       const inRows = y >= y0 && y < y1;
-      for (let x = 0; x < width; x++) {
-        if (inRows && x >= x0 && x < x1) continue;
-        const p = (y * width + x) * 3;
-        sum[0] += SRGB_TO_LINEAR[data[p]!]!;
-        sum[1] += SRGB_TO_LINEAR[data[p + 1]!]!;
-        sum[2] += SRGB_TO_LINEAR[data[p + 2]!]!;
-        n++;
+      const row = y * width * 3;
+      const end = inRows ? left : width;
+      for (let p = row, stop = row + end * 3; p < stop; p += 3) {
+        s0 += SRGB_TO_LINEAR[data[p]!]!;
+        s1 += SRGB_TO_LINEAR[data[p + 1]!]!;
+        s2 += SRGB_TO_LINEAR[data[p + 2]!]!;
       }
+      n += end;
+      if (!inRows) continue;
+      for (let p = row + right * 3, stop = row + width * 3; p < stop; p += 3) {
+        s0 += SRGB_TO_LINEAR[data[p]!]!;
+        s1 += SRGB_TO_LINEAR[data[p + 1]!]!;
+        s2 += SRGB_TO_LINEAR[data[p + 2]!]!;
+      }
+      n += width - right;
     }
-    return { sum, n };
+    return { sum: [s0, s1, s2], n };
   };
   let bg = outside(BACKGROUND_MARGIN, by + bh);
   // Too few pixels (under 2 % of the image) to stand for the room: widen to the whole image outside the box.
