@@ -132,6 +132,19 @@ export async function encodeNormalisedJpeg(img: RgbImage): Promise<Buffer> {
     .toBuffer();
 }
 
+/**
+ * An upload checked as `normaliseUpload` checks it (its format by its bytes and its header, its pixel
+ * count), answered as it came when it is a JPEG that the normalisation to `maxSide` would not resize:
+ * `decodeRgb` on it gives the pixels `normaliseUploadRgb` would (the same rotation, flattening and
+ * colour space; the test "a small JPEG upload is handed on as it came"), so a process that only hands
+ * the JPEG on need not decode it. null for any other upload (normalise it). Its pixels are not
+ * decoded here: one that fails to decode past its header fails where it is decoded.
+ */
+export async function jpegAsItCame(buf: Buffer, opts: { maxPixels?: number; maxSide: number }): Promise<Buffer | null> {
+  const { input, meta } = await checkedUploadMeta(buf, opts.maxPixels);
+  return meta.format === 'jpeg' && Math.max(meta.width, meta.height) <= opts.maxSide ? input : null;
+}
+
 /** The upload's format (by its bytes and its header) and pixel count checked, before any pixel is decoded. */
 async function checkedUpload(buf: Buffer, maxPixelsOpt: number | undefined): Promise<Buffer> {
   return (await checkedUploadMeta(buf, maxPixelsOpt)).input;
