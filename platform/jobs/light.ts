@@ -1,8 +1,8 @@
 /**
  * Job contract of the `light` queue: the light frames of one liveness session (SPEC 14.1), half of
  * them per job (two jobs, so that both face processes share them), in order. The frames are found cheaply: each
- * decoded (the API made them small: it decoded each upload once, to the pixels its own measures read,
- * and encoded the JPEG it hands over from those), the detector run on the first frame only (its
+ * decoded (the API made them small: the console's small JPEGs as they came, any other normalised and
+ * encoded small) and measured (its face's grid and colour sample, for the API's light check), the detector run on the first frame only (its
  * padded pass only for a face too large for the plain one) and the face then followed from frame to
  * frame by the landmark model on the previous frame's box (the detector again only where the
  * followed face is lost); no anti-spoof model, no quality. One frame of the session, drawn by the API after the frames arrived,
