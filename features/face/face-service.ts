@@ -42,7 +42,7 @@ import type {
 import type { QualityAssessment, QualitySummary } from '../../platform/face/quality.js';
 import type { Logger } from '../../platform/logger.js';
 import type { EmbeddingsRepository, StoredEmbedding } from './embeddings-repository.js';
-import { encodeNormalisedJpeg, normaliseUpload, normaliseUploadRgb, type NormalisedImage, type RgbImage } from '../../platform/face/image.js';
+import { encodeNormalisedJpeg, jpegAsItCame, normaliseUpload, normaliseUploadRgb, type NormalisedImage } from '../../platform/face/image.js';
 import { isFaceError } from '../../platform/face/face-error.js';
 import type { FaceMode } from '../../platform/face/liveness.js';
 import { cosine } from '../../platform/face/embeddings.js';
@@ -229,13 +229,18 @@ export class FaceService {
   }
 
   /**
-   * A light frame of a liveness session, checked and normalised as `normalise` does, as pixels (at most
-   * `maxSide`): decoded once, for the API's own measures, and the light job's JPEG encoded from them
-   * (`analyseLightFrames`). 400 `invalid_image` as `normalise`.
+   * A light frame of a liveness session as the JPEG its light job carries (at most `maxSide`): the
+   * upload as it came when it is a JPEG no larger (the console's frames: checked by its header, not
+   * decoded here; the face process decodes it and measures it), otherwise normalised as `normalise`
+   * does and encoded from its pixels. 400 `invalid_image` as `normalise`.
    */
-  async normaliseToPixels(input: Buffer, opts: { maxPixels?: number; maxSide: number }): Promise<RgbImage> {
+  async lightFrameJpeg(input: Buffer, opts: { maxPixels?: number; maxSide: number }): Promise<Buffer> {
+    const limits = { maxPixels: Math.min(opts.maxPixels ?? Infinity, this.deps.config.http.maxImagePixels), maxSide: opts.maxSide };
     try {
-      return await normaliseUploadRgb(input, { maxPixels: Math.min(opts.maxPixels ?? Infinity, this.deps.config.http.maxImagePixels), maxSide: opts.maxSide });
+      const asItCame = await jpegAsItCame(input, limits);
+      if (asItCame) return asItCame;
+      const pixels = await normaliseUploadRgb(input, limits);
+      return pixels.jpeg ?? (await encodeNormalisedJpeg(pixels));
     } catch (e) {
       if (isFaceError(e)) throw new AppError('invalid_image', e.message);
       throw e;
@@ -279,13 +284,14 @@ export class FaceService {
   }
 
   /**
-   * A liveness session's light frames (pixels, made small by the caller: `normaliseToPixels`) as one
-   * job on a face process (platform/jobs/light.ts): each frame's face found (detected on the first,
-   * followed on the others) and the `embedIndex` frame's face embedded (null: none). 400 `invalid_image`
-   * for a frame the engine cannot decode.
+   * A liveness session's light frames (JPEGs, made small by the caller: `lightFrameJpeg`) as one job
+   * on a face process (platform/jobs/light.ts): each frame's face found (detected on the first,
+   * followed on the others), measured (its grid, its colour sample) and the `embedIndex` frame's face
+   * embedded (null: none). A frame the engine cannot decode is `invalid_image` in `frames` (the caller
+   * refuses the call; the other frames of its job are `not_examined`).
    */
   async analyseLightFrames(
-    images: readonly RgbImage[],
+    jpegs: readonly Buffer[],
     embedIndex: number | null,
     deadlineAt: number,
     /** As for `analyseAndEmbed`. */
@@ -293,17 +299,12 @@ export class FaceService {
   ): Promise<{ frames: LightFrameResult[]; embedding: CaptureEmbedding | null; ms: number }> {
     const resultSalt = newHandoffSalt();
     const embedSalt = newHandoffSalt();
-    const refs = images.map(() => newHandoffRef());
-    // As JPEGs (encoded from the pixels, not normalised again from the upload): sealed raw pixels,
-    // twenty times the bytes, cost this process more in copies, Redis writes and garbage collection
-    // than the encoding does (docs/performance.md "Liveness light frames").
-    const jpegs = await Promise.all(images.map((img) => encodeNormalisedJpeg(img)));
+    const refs = jpegs.map(() => newHandoffRef());
     const values = jpegs.map((jpeg, i) => ({
       key: handoffKey(this.deps.config.redis.prefix, 'image', refs[i]!),
       value: this.deps.sealer.seal(jpeg, resultSalt),
     }));
     const r = await this.job('light', { imageRefs: refs, resultSalt, embedIndex, embedSalt }, deadlineAt, values, admitted);
-    if (r.frames.some((f) => !f.ok && f.code === 'invalid_image')) throw new AppError('invalid_image', 'The image could not be decoded');
     const embedding = r.embedding
       ? { embedding: this.deps.sealer.openEmbedding(r.embedding.sealedEmbedding, embedSalt), engineVersion: r.embedding.engineVersion, ms: r.ms }
       : null;

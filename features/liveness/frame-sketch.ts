@@ -19,7 +19,9 @@
  */
 import { createHmac } from 'node:crypto';
 
-export const GRID = 32;
+import { GRID } from '../../platform/face/frame-measures.js';
+
+export { GRID };
 export const SKETCH_BITS = 512;
 export const BAND_BITS = 16;
 export const SKETCH_BANDS = SKETCH_BITS / BAND_BITS;
@@ -54,102 +56,7 @@ export const NEAR_COPY_FRAME_BANDS = 27;
  */
 export const LIGHT_CONTINUITY_COSINE = 0.78;
 
-/** The embedder's 112-pixel alignment template (ArcFace), the five points' places on the grid. */
-const TEMPLATE_112: readonly (readonly [number, number])[] = [
-  [38.2946, 51.6963],
-  [73.5318, 51.5014],
-  [56.0252, 71.7366],
-  [41.5493, 92.3655],
-  [70.7299, 92.2041],
-];
-
-export interface RgbImage {
-  data: Uint8Array;
-  width: number;
-  height: number;
-  /** 3 (RGB) unless said. */
-  channels?: number;
-}
-
-/**
- * The unit-length, zero-mean 32×32 grey grid of the face whose five landmarks (image pixels: eyes,
- * nose tip, mouth corners) are given.
- */
-export function faceGrid(img: RgbImage, landmarks5: readonly (readonly [number, number])[]): Float32Array {
-  if (landmarks5.length !== 5) throw new RangeError('expected 5 landmarks');
-  const ch = img.channels ?? 3;
-  const s = GRID / 112;
-  const dst = TEMPLATE_112.map(([x, y]) => [x * s, y * s] as const);
-  // Least-squares similarity from the grid (dst) to the image (src): src ≈ a·dst + t, a complex.
-  const mean = (pts: readonly (readonly [number, number])[]) =>
-    [pts.reduce((a, p) => a + p[0], 0) / pts.length, pts.reduce((a, p) => a + p[1], 0) / pts.length] as const;
-  const [mdx, mdy] = mean(dst);
-  const [msx, msy] = mean(landmarks5);
-  let re = 0,
-    im = 0,
-    nd = 0;
-  for (let k = 0; k < 5; k++) {
-    const dx = dst[k]![0] - mdx,
-      dy = dst[k]![1] - mdy;
-    const sx = landmarks5[k]![0] - msx,
-      sy = landmarks5[k]![1] - msy;
-    re += sx * dx + sy * dy;
-    im += sy * dx - sx * dy;
-    nd += dx * dx + dy * dy;
-  }
-  const ar = re / nd,
-    ai = im / nd;
-  const { width: w, height: h, data } = img;
-  // The bilinear grey samples inline, with no closure made per sample: this runs 16 384 times a grid,
-  // several grids a liveness session, and a closure per call (with the name helper tsx adds) cost more
-  // than the arithmetic.
-  const luma3 = ch >= 3;
-  const out = new Float32Array(GRID * GRID);
-  const SUB = 4;
-  let sum = 0;
-  for (let gy = 0; gy < GRID; gy++) {
-    for (let gx = 0; gx < GRID; gx++) {
-      let acc = 0;
-      for (let j = 0; j < SUB; j++) {
-        for (let i = 0; i < SUB; i++) {
-          const dx = gx + (i + 0.5) / SUB - mdx,
-            dy = gy + (j + 0.5) / SUB - mdy;
-          const x = msx + ar * dx - ai * dy - 0.5,
-            y = msy + ai * dx + ar * dy - 0.5;
-          const cx = Math.min(w - 1, Math.max(0, x)),
-            cy = Math.min(h - 1, Math.max(0, y));
-          const x0 = Math.floor(cx),
-            y0 = Math.floor(cy);
-          const x1 = Math.min(w - 1, x0 + 1),
-            y1 = Math.min(h - 1, y0 + 1);
-          const fx = cx - x0,
-            fy = cy - y0;
-          const o00 = (y0 * w + x0) * ch,
-            o10 = (y0 * w + x1) * ch,
-            o01 = (y1 * w + x0) * ch,
-            o11 = (y1 * w + x1) * ch;
-          const v00 = luma3 ? 0.299 * data[o00]! + 0.587 * data[o00 + 1]! + 0.114 * data[o00 + 2]! : data[o00]!;
-          const v10 = luma3 ? 0.299 * data[o10]! + 0.587 * data[o10 + 1]! + 0.114 * data[o10 + 2]! : data[o10]!;
-          const v01 = luma3 ? 0.299 * data[o01]! + 0.587 * data[o01 + 1]! + 0.114 * data[o01 + 2]! : data[o01]!;
-          const v11 = luma3 ? 0.299 * data[o11]! + 0.587 * data[o11 + 1]! + 0.114 * data[o11 + 2]! : data[o11]!;
-          acc += (v00 * (1 - fx) + v10 * fx) * (1 - fy) + (v01 * (1 - fx) + v11 * fx) * fy;
-        }
-      }
-      const v = acc / (SUB * SUB);
-      out[gy * GRID + gx] = v;
-      sum += v;
-    }
-  }
-  const m = sum / out.length;
-  let norm = 0;
-  for (let i = 0; i < out.length; i++) {
-    out[i] = out[i]! - m;
-    norm += out[i]! ** 2;
-  }
-  norm = Math.sqrt(norm) || 1;
-  for (let i = 0; i < out.length; i++) out[i] = out[i]! / norm;
-  return out;
-}
+export { faceGrid, type RgbImage } from '../../platform/face/frame-measures.js';
 
 /** The ±1 directions of the sketch, one bit per value of a keyed stream (HMAC-SHA256 in counter mode). */
 export function sketchDirections(key: Uint8Array): Int8Array {

@@ -84,11 +84,9 @@ export function colourChannels(hex: string): [number, number, number] {
   return [parseInt(m[1]!, 16) / 255, parseInt(m[2]!, 16) / 255, parseInt(m[3]!, 16) / 255];
 }
 
-/** Mean RGB of the face's skin and of the background, linear light scaled to 0..255. */
-export interface LightSample {
-  face: [number, number, number];
-  background: [number, number, number];
-}
+import type { LightSample } from '../../platform/face/frame-measures.js';
+
+export { sampleLightFrame, type LightSample } from '../../platform/face/frame-measures.js';
 
 export interface LightVerdict {
   followed: boolean;
@@ -99,85 +97,6 @@ export interface LightVerdict {
   strength: number;
   /** The response's size whatever its direction (the strength a perfect correlation would give). */
   spread: number;
-}
-
-/** sRGB byte → linear light, 0..255 (the IEC 61966-2-1 curve). */
-const SRGB_TO_LINEAR = (() => {
-  const t = new Float64Array(256);
-  for (let v = 0; v < 256; v++) {
-    const c = v / 255;
-    t[v] = 255 * (c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4);
-  }
-  return t;
-})();
-
-/** How much the background's exclusion zone exceeds the detector box (about its centre). */
-const BACKGROUND_MARGIN = 1.6;
-
-/**
- * The skin and background means of one light frame. `image`: packed RGB (3 channels, as
- * platform/face/image.ts RgbImage); `box`: [x, y, w, h] of the detector's face box in its pixels.
- * Skin: the box's inner part (x from 20 % to 80 % of the width, y from 25 % to 90 % of the height).
- * Background: pixels outside the box enlarged BACKGROUND_MARGIN times about its centre, in the rows
- * above the box's bottom; when the face fills the frame so that none are left, the pixels outside
- * the box itself (a weaker contrast, never a division by nothing).
- */
-export function sampleLightFrame(image: { data: Uint8Array; width: number; height: number }, box: [number, number, number, number]): LightSample {
-  const { data, width, height } = image;
-  if (data.length < width * height * 3) throw new RangeError('image data shorter than width × height × 3');
-  const [bx, by, bw, bh] = box;
-  const clampX = (v: number) => Math.min(width, Math.max(0, Math.round(v)));
-  const clampY = (v: number) => Math.min(height, Math.max(0, Math.round(v)));
-  const fx0 = clampX(bx + 0.2 * bw);
-  const fx1 = clampX(bx + 0.8 * bw);
-  const fy0 = clampY(by + 0.25 * bh);
-  const fy1 = clampY(by + 0.9 * bh);
-  const face = meanRect(data, width, fx0, fy0, fx1, fy1);
-
-  const cx = bx + bw / 2;
-  const cy = by + bh / 2;
-  const outside = (m: number, rowsTo: number) => {
-    const x0 = cx - (m * bw) / 2;
-    const x1 = cx + (m * bw) / 2;
-    const y0 = cy - (m * bh) / 2;
-    const y1 = cy + (m * bh) / 2;
-    const sum = [0, 0, 0];
-    let n = 0;
-    const rows = clampY(rowsTo);
-    for (let y = 0; y < rows; y++) {
-      const inRows = y >= y0 && y < y1;
-      for (let x = 0; x < width; x++) {
-        if (inRows && x >= x0 && x < x1) continue;
-        const p = (y * width + x) * 3;
-        sum[0] += SRGB_TO_LINEAR[data[p]!]!;
-        sum[1] += SRGB_TO_LINEAR[data[p + 1]!]!;
-        sum[2] += SRGB_TO_LINEAR[data[p + 2]!]!;
-        n++;
-      }
-    }
-    return { sum, n };
-  };
-  let bg = outside(BACKGROUND_MARGIN, by + bh);
-  // Too few pixels (under 2 % of the image) to stand for the room: widen to the whole image outside the box.
-  if (bg.n < 0.02 * width * height) bg = outside(1, height);
-  const background: [number, number, number] = bg.n > 0 ? [bg.sum[0]! / bg.n, bg.sum[1]! / bg.n, bg.sum[2]! / bg.n] : [...face];
-  return { face, background };
-}
-
-function meanRect(data: Uint8Array, width: number, x0: number, y0: number, x1: number, y1: number): [number, number, number] {
-  const sum = [0, 0, 0];
-  let n = 0;
-  for (let y = y0; y < y1; y++) {
-    for (let x = x0; x < x1; x++) {
-      const p = (y * width + x) * 3;
-      sum[0] += SRGB_TO_LINEAR[data[p]!]!;
-      sum[1] += SRGB_TO_LINEAR[data[p + 1]!]!;
-      sum[2] += SRGB_TO_LINEAR[data[p + 2]!]!;
-      n++;
-    }
-  }
-  if (n === 0) return [0, 0, 0];
-  return [sum[0]! / n, sum[1]! / n, sum[2]! / n];
 }
 
 /** Linear light floor (0..255 units) added before the logarithm: a black region reads as noise, not −∞. */

@@ -53,8 +53,8 @@ import {
   type FaceService,
 } from '../face/index.js';
 import { drawSteps, judgeFaces, onePerson, plausibleTiming, SAME_PERSON_COSINE, type FailureReason, type FrameFace, type LivenessStep } from './decision.js';
-import { faceGrid, nearCopyFrame, oneFaceThroughout, sketch, sketchBands, sketchDirections } from './frame-sketch.js';
-import { drawLights, judgeLightResponse, sampleLightFrame, type LightSample } from './light-response.js';
+import { faceGrid, GRID, nearCopyFrame, oneFaceThroughout, sketch, sketchBands, sketchDirections } from './frame-sketch.js';
+import { drawLights, judgeLightResponse, type LightSample } from './light-response.js';
 import { LIVENESS_METRICS } from './metrics.js';
 import { screenPattern } from './screen-pattern.js';
 import type { FrontalFrame, LivenessSessionStore, StoredSession } from './session-store.js';
@@ -305,12 +305,12 @@ export class LivenessService {
     }
 
     // A light frame is made small (LIGHT_FRAME_MAX_SIDE): the colour measure, the detector and the
-    // sketch need no more, and a JPEG shrinks as it is decoded. It is decoded once, to pixels: this
-    // process's measures (colour, grid) read them, and the light job's JPEG is encoded from them (not
-    // normalised to a JPEG first and decoded again here).
+    // sketch need no more. One that already is, a JPEG (the console's), is checked by its header and
+    // handed to its light job as it came, not decoded here: the face process decodes it and measures
+    // it (its face's grid, its colour sample). Any other is normalised and encoded small.
     const maxPixels = config.biometrics.selfieMaxPixels;
     const decoded = await Promise.allSettled(
-      all.map((f, i) => (i < frames.length ? face.normalise(f, { maxPixels }) : face.normaliseToPixels(f, { maxPixels, maxSide: LIGHT_FRAME_MAX_SIDE }))),
+      all.map((f, i) => (i < frames.length ? face.normalise(f, { maxPixels }) : face.lightFrameJpeg(f, { maxPixels, maxSide: LIGHT_FRAME_MAX_SIDE }))),
     );
     const undecodable = everyPart.filter((i) => decoded[i]!.status === 'rejected');
     if (undecodable.length) {
@@ -323,7 +323,7 @@ export class LivenessService {
     // `light_not_followed` whatever they show, and costs no face work.
     const lightCount = lights ? (lightFrames.length === lights.length ? lightFrames.length : 0) : 0;
     const poseImages = images;
-    const lightImages = decoded.slice(frames.length, frames.length + lightCount).map((d) => (d as PromiseFulfilledResult<RgbPixels>).value);
+    const lightImages = decoded.slice(frames.length, frames.length + lightCount).map((d) => (d as PromiseFulfilledResult<Buffer>).value);
     // Every pose frame at once (each face process takes one), each as a chain: its liveness stage, and
     // its embedding started by the face process as soon as the face is aligned (the identity check
     // compares every pose frame with the best frontal one). A session refused before that check
@@ -346,21 +346,25 @@ export class LivenessService {
         : Promise.all(lightJobs).then((rs) => ({ frames: rs.flatMap((r) => r.frames), embedding: rs.find((r) => r.embedding)?.embedding ?? null }));
     lightWork?.catch(() => {}); // awaited below
     // Pixels decoded here meanwhile: the first frame's (the screen-pattern measure), and every pose
-    // frame's with the near-copy check on (its sketch); the light frames' are already at hand (their
-    // colour, their face's grid).
+    // frame's with the near-copy check on (its sketch); the light frames' grids come with their jobs.
     const nearReplay = config.liveness.nearReplayWindowSeconds > 0;
     const posePixels = poseImages.map((img, i) => (i === 0 || nearReplay ? decodeRgb(img.jpeg) : null));
-    const lightPixels = lightImages.map((img) => Promise.resolve(img));
-    for (const p of [...posePixels, ...lightPixels]) p?.catch(() => {});
+    for (const p of posePixels) p?.catch(() => {});
     const chains = await Promise.all(poseImages.map((img) => face.analyseAndEmbed(img, 'single', deadlineAt, true)));
     const lit = lightWork ? await lightWork : null;
+    // A light frame its face process could not decode (past a header that was well formed): the call
+    // is refused as for any undecodable frame, and only that frame's digest forgotten.
+    const undecodedLight = (lit?.frames ?? []).flatMap((f, k) => (!f.ok && f.code === 'invalid_image' ? [frames.length + k] : []));
+    if (undecodedLight.length) {
+      await forget(undecodedLight);
+      throw new AppError('invalid_image', 'The image could not be decoded');
+    }
     const poseAnalyses: CaptureAnalysis[] = chains.map((c) => c.analysis);
-    const lightFaces = (lit?.frames ?? []).map((f) => (f.ok ? f.face : null));
     // Every face's grid (frame-sketch.ts): the near-copy sketch of each frame, the light frames' continuity.
     const gridOf = async (pixels: Promise<RgbPixels> | null, landmarks5: readonly (readonly [number, number])[] | null) =>
       pixels && landmarks5 ? faceGrid(await pixels, landmarks5) : null;
-    const lightGrids = lightFaces.map((f, k) => gridOf(lightPixels[k]!, f?.landmarks5 ?? null));
-    for (const g of lightGrids) g.catch(() => {});
+    const lightGridList = (lit?.frames ?? []).map((f) => (f.ok ? gridFromJob(f.grid) : null));
+    const lightGrids = lightGridList.map((g) => Promise.resolve(g));
     const measured: FrameFace[] = poseAnalyses.map((a) =>
       hasFace(a) ? { outcome: 'face', landmarks5: a.face.landmarks5, livenessScore: a.livenessScore } : { outcome: a.outcome },
     );
@@ -390,7 +394,7 @@ export class LivenessService {
     let then = v.then;
     if (lights && !(then.status === 'failed' && then.reason === 'challenge_not_followed')) {
       const reference = embedded[v.reference]!.embedding;
-      const samples = lit ? await this.lightSamples(lit, drawn, reference, lightPixels, await Promise.all(lightGrids)) : [];
+      const samples = lit ? this.lightSamples(lit, drawn, reference, lightGridList) : [];
       const light = judgeLightResponse(lights, samples);
       const withLight = judgeFaces({ frames: measured, steps, screenPattern: pattern, passiveSessionThreshold, light });
       if (withLight.status === 'needs_identity') then = withLight.then;
@@ -416,17 +420,16 @@ export class LivenessService {
    * face with it and with the frame before (`oneFaceThroughout`: a face swapped in the middle breaks it).
    * A frame without a face (or, where the detector ran, with several clear faces) has no sample.
    */
-  private async lightSamples(
+  private lightSamples(
     lit: { frames: LightFrameResult[]; embedding: CaptureEmbedding | null },
     drawn: number,
     reference: readonly number[],
-    pixels: readonly Promise<RgbPixels>[],
     grids: readonly (Float32Array | null)[],
-  ): Promise<(LightSample | null)[]> {
+  ): (LightSample | null)[] {
     const none = lit.frames.map(() => null);
     if (!lit.embedding || !onePerson([reference, lit.embedding.embedding], 0, SAME_PERSON_COSINE)) return none;
     if (!oneFaceThroughout(grids, drawn)) return none;
-    return Promise.all(lit.frames.map(async (f, k) => (f.ok ? sampleLightFrame(await pixels[k]!, f.face.box) : null)));
+    return lit.frames.map((f) => (f.ok ? f.sample : null));
   }
 
   /**
@@ -438,6 +441,17 @@ export class LivenessService {
     if (!UUID.test(id)) return null;
     return this.deps.store.take(id, ownerOf({ kind: 'consumer', userId, sessionId: '' }));
   }
+}
+
+/**
+ * A light frame's face grid as its job sent it (platform/jobs/light.ts: 32×32 float32, base64); a
+ * grid of any other size is a fault of the path.
+ */
+function gridFromJob(b64: string): Float32Array {
+  const bytes = Buffer.from(b64, 'base64');
+  if (bytes.length !== GRID * GRID * 4) throw new Error(`a light job's grid has ${bytes.length} bytes`);
+  // Copied into its own buffer: aligned for Float32Array whatever the decoded bytes' offset.
+  return new Float32Array(new Uint8Array(bytes).buffer);
 }
 
 /** The error verify-face answers for a session that cannot be used. */

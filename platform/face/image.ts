@@ -25,6 +25,16 @@ export interface RgbImage {
   height: number;
 }
 
+/**
+ * Pixels of an upload (`normaliseUploadRgb`) and, when the upload is a JPEG that the normalisation
+ * did not resize, the upload's own bytes: decoding them (`decodeRgb`: the same rotation, flattening
+ * and colour space, no resize) gives these very pixels, so a process that needs the JPEG can take them
+ * as they are instead of encoding the pixels again.
+ */
+export interface RgbUpload extends RgbImage {
+  jpeg?: Buffer;
+}
+
 export interface NormalisedImage {
   jpeg: Buffer;
   width: number;
@@ -90,14 +100,21 @@ export async function normaliseUpload(buf: Buffer, opts: { maxPixels?: number; m
  * decoded, for pixels that are used at once and never stored (a liveness session's light frames),
  * where `normaliseUpload` then `decodeRgb` decodes twice and encodes a JPEG in between.
  */
-export async function normaliseUploadRgb(buf: Buffer, opts: { maxPixels?: number; maxSide?: number } = {}): Promise<RgbImage> {
-  const input = await checkedUpload(buf, opts.maxPixels);
+export async function normaliseUploadRgb(buf: Buffer, opts: { maxPixels?: number; maxSide?: number } = {}): Promise<RgbUpload> {
+  const { input, meta } = await checkedUploadMeta(buf, opts.maxPixels);
+  // Fit inside a square: a side at most `maxSide` before rotation is at most that after it.
+  const unresized = meta.format === 'jpeg' && Math.max(meta.width, meta.height) <= (opts.maxSide ?? MAX_NORMALISED_SIDE);
   try {
     const { data, info } = await normalisedPipeline(input, opts).removeAlpha().raw().toBuffer({ resolveWithObject: true });
     if (info.channels !== 3 || data.length !== info.width * info.height * 3) {
       throw new Error(`unexpected decoded layout: ${info.width}x${info.height}x${info.channels}`);
     }
-    return { data: new Uint8Array(data.buffer, data.byteOffset, data.length), width: info.width, height: info.height };
+    return {
+      data: new Uint8Array(data.buffer, data.byteOffset, data.length),
+      width: info.width,
+      height: info.height,
+      ...(unresized ? { jpeg: input } : {}),
+    };
   } catch (err) {
     throw asInvalid(err);
   }
@@ -115,8 +132,28 @@ export async function encodeNormalisedJpeg(img: RgbImage): Promise<Buffer> {
     .toBuffer();
 }
 
+/**
+ * An upload checked as `normaliseUpload` checks it (its format by its bytes and its header, its pixel
+ * count), answered as it came when it is a JPEG that the normalisation to `maxSide` would not resize:
+ * `decodeRgb` on it gives the pixels `normaliseUploadRgb` would (the same rotation, flattening and
+ * colour space; the test "a small JPEG upload is handed on as it came"), so a process that only hands
+ * the JPEG on need not decode it. null for any other upload (normalise it). Its pixels are not
+ * decoded here: one that fails to decode past its header fails where it is decoded.
+ */
+export async function jpegAsItCame(buf: Buffer, opts: { maxPixels?: number; maxSide: number }): Promise<Buffer | null> {
+  const { input, meta } = await checkedUploadMeta(buf, opts.maxPixels);
+  return meta.format === 'jpeg' && Math.max(meta.width, meta.height) <= opts.maxSide ? input : null;
+}
+
 /** The upload's format (by its bytes and its header) and pixel count checked, before any pixel is decoded. */
 async function checkedUpload(buf: Buffer, maxPixelsOpt: number | undefined): Promise<Buffer> {
+  return (await checkedUploadMeta(buf, maxPixelsOpt)).input;
+}
+
+async function checkedUploadMeta(
+  buf: Buffer,
+  maxPixelsOpt: number | undefined,
+): Promise<{ input: Buffer; meta: { format: string; width: number; height: number } }> {
   if (!(buf instanceof Uint8Array) || buf.length === 0) {
     throw new FaceError('invalid_image', 'The upload is empty');
   }
@@ -135,7 +172,7 @@ async function checkedUpload(buf: Buffer, maxPixelsOpt: number | undefined): Pro
     if (meta.width * meta.height > maxPixels) {
       throw new FaceError('invalid_image', `The image has more than ${maxPixels} pixels`);
     }
-    return input;
+    return { input, meta: { format: meta.format, width: meta.width, height: meta.height } };
   } catch (err) {
     throw asInvalid(err);
   }

@@ -1,8 +1,8 @@
 /**
  * Job contract of the `light` queue: the light frames of one liveness session (SPEC 14.1), half of
  * them per job (two jobs, so that both face processes share them), in order. The frames are found cheaply: each
- * decoded (the API made them small: it decoded each upload once, to the pixels its own measures read,
- * and encoded the JPEG it hands over from those), the detector run on the first frame only (its
+ * decoded (the API made them small: the console's small JPEGs as they came, any other normalised and
+ * encoded small) and measured (its face's grid and colour sample, for the API's light check), the detector run on the first frame only (its
  * padded pass only for a face too large for the plain one) and the face then followed from frame to
  * frame by the landmark model on the previous frame's box (the detector again only where the
  * followed face is lost); no anti-spoof model, no quality. One frame of the session, drawn by the API after the frames arrived,
@@ -10,6 +10,7 @@
  * travel as sealed Redis values, not in the job (platform/face-path/handoff.ts, kind `image`).
  */
 import type { FaceErrorCode } from '../face/face-error.js';
+import type { LightSample } from '../face/frame-measures.js';
 import type { DetectedFace } from '../face/liveness.js';
 import type { SealedEmbedding } from '../face-path/sealing.js';
 import { awaitedJobContract } from './contract.js';
@@ -36,9 +37,14 @@ export interface LightJob {
 /**
  * One light frame: its face (`tracked`: followed from the previous frame's box, not detected), or the
  * photo's outcome. `faceCount` is the detector's count on frames it ran on, null on followed ones.
+ * With the face, what the light check measures on the frame's pixels, measured here where they are
+ * decoded (platform/face/frame-measures.ts): the face's grid (`faceGrid`, 32×32 float32, little-endian,
+ * base64) and the colour sample (`sampleLightFrame`). A job with an undecodable frame answers
+ * `invalid_image` for that frame and `not_examined` for the others (the call is refused whole).
  */
 export type LightFrameResult =
-  { ok: true; face: DetectedFace; tracked: boolean; faceCount: number | null } | { ok: false; code: FaceErrorCode; faceCount: number };
+  | { ok: true; face: DetectedFace; tracked: boolean; faceCount: number | null; grid: string; sample: LightSample }
+  | { ok: false; code: FaceErrorCode | 'not_examined'; faceCount: number };
 
 export interface LightJobResult {
   frames: LightFrameResult[];

@@ -375,6 +375,37 @@ test.serial('digests are kept only for frames that decoded: an undecodable frame
   t.is(r3.body.session.reason, 'replayed_frames');
 });
 
+test.serial('a light frame that does not decode past its header is 400 invalid_image and forgotten; larger light frames are made small and pass', async (t) => {
+  const user = await newOperator(h);
+  // Handed to the light job as it came (a small JPEG, its header whole): refused where it is decoded.
+  const s1 = await session(user.token);
+  const l1 = await lightFrames(s1.id, 'bush2-center', { maxSide: 480 });
+  const cut = l1[1]!.data.subarray(0, Math.floor(l1[1]!.data.length / 2));
+  const broken: FormFile = { data: cut, filename: 'cut.jpg', type: 'image/jpeg' };
+  l1[1] = broken;
+  const r1 = await sendFrames(user.token, s1.id, await following('bush2', s1.steps), undefined, { lights: l1 });
+  t.is(r1.status, 400, r1.text);
+  t.is(r1.body.error, 'invalid_image');
+  // The same bytes again in a new session: still not an image, not a replay (its digest was forgotten).
+  const s2 = await session(user.token);
+  const l2 = await lightFrames(s2.id, 'bush2-center', { maxSide: 480 });
+  l2[0] = broken;
+  const r2 = await sendFrames(user.token, s2.id, await following('bush2', s2.steps), undefined, { lights: l2 });
+  t.is(r2.status, 400, r2.text);
+  t.is(r2.body.error, 'invalid_image');
+  // Over 480 px: normalised and encoded small by the API, then measured by the face process as the rest.
+  const s3 = await session(user.token);
+  const l3 = await Promise.all(
+    (await lightFrames(s3.id, 'bush2-center', { maxSide: 480 })).map(async (f, i) =>
+      withComment(await sharp(f.data).resize({ width: 720 }).jpeg({ quality: 92 }).toBuffer(), `large-${i}`),
+    ),
+  );
+  t.true(((await sharp(l3[0]!.data).metadata()).width ?? 0) > 480);
+  const r3 = await sendFrames(user.token, s3.id, await following('bush2', s3.steps), undefined, { lights: l3 });
+  t.is(r3.status, 200, r3.text);
+  t.is(r3.body.session.status, 'passed', r3.text);
+});
+
 /** The same pixels with new bytes: decoded, a little sensor-like noise (±2 levels), encoded at quality 85. */
 async function reencoded(f: FormFile, seed: number): Promise<FormFile> {
   const img = await decodeRgb(f.data);

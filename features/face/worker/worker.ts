@@ -15,6 +15,8 @@ import { performance } from 'node:perf_hooks';
 import type { Config } from '../../../platform/config.js';
 import { FACE_ENGINE_VERSION, FACE_MODELS } from '../../../platform/face/face-models.js';
 import { isFaceError } from '../../../platform/face/face-error.js';
+import { faceGrid, sampleLightFrame } from '../../../platform/face/frame-measures.js';
+import { decodeRgb } from '../../../platform/face/image.js';
 import type { EmbedJob, EmbedResult, LightJob, LightJobResult, LivenessJob, LivenessJobResult } from '../../../platform/jobs/index.js';
 import { createLogger, type Logger } from '../../../platform/logger.js';
 import { FaceEngine, type StepClock } from './pipeline/engine.js';
@@ -136,14 +138,37 @@ export async function lightHandler(engine: FaceEngine, handoff: FaceHandoff, job
   const images = sealed.map((s) => handoff.sealer.open(s!, job.resultSalt));
   try {
     const r = await engine.lightFrames(images, job.embedIndex, clock);
+    // The light check's measures on each face, here where the pixels are: the API hands most light
+    // frames on as they came and decodes none of them itself.
+    const t = performance.now();
+    const frames = r.frames.map((f, i) => {
+      if (!f.ok) return f;
+      const grid = faceGrid(r.pixels[i]!, f.face.landmarks5);
+      const sample = sampleLightFrame(r.pixels[i]!, f.face.box);
+      return { ...f, grid: Buffer.from(grid.buffer, grid.byteOffset, grid.byteLength).toString('base64'), sample };
+    });
+    clock?.('measure', performance.now() - t);
     return {
-      frames: r.frames,
+      frames,
       embedding: r.embedding ? { sealedEmbedding: handoff.sealer.sealEmbedding(r.embedding, job.embedSalt), engineVersion: FACE_ENGINE_VERSION } : null,
       ms: elapsed(t0),
     };
   } catch (e) {
     if (!isFaceError(e) || e.code !== 'invalid_image') throw e;
-    return { frames: images.map(() => ({ ok: false, code: 'invalid_image', faceCount: 0 })), embedding: null, ms: elapsed(t0) };
+    // Which frames do not decode (the API forgets only their digests): each tried alone, on this rare path.
+    const decodable = await Promise.all(
+      images.map((img) =>
+        decodeRgb(img).then(
+          () => true,
+          () => false,
+        ),
+      ),
+    );
+    return {
+      frames: decodable.map((ok) => (ok ? { ok: false, code: 'not_examined', faceCount: 0 } : { ok: false, code: 'invalid_image', faceCount: 0 })),
+      embedding: null,
+      ms: elapsed(t0),
+    };
   }
 }
 

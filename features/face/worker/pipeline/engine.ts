@@ -372,8 +372,10 @@ export class FaceEngine {
     images: readonly (Buffer | RgbImage)[],
     embedIndex: number | null,
     clock?: StepClock,
-  ): Promise<{ frames: LightFrame[]; embedding: number[] | null }> {
+  ): Promise<{ frames: LightFrame[]; embedding: number[] | null; pixels: RgbImage[] }> {
     const frames: LightFrame[] = [];
+    // Each frame's pixels, for the caller's own measures on them (the light job's grid and colour sample).
+    const pixels: RgbImage[] = [];
     let embedding: number[] | null = null;
     let previous: { box: Detection; points: Point[] } | null = null;
     // Pixels as given (the API decoded them); JPEGs all decoded at once (libvips' threads), while the first is being searched.
@@ -385,6 +387,7 @@ export class FaceEngine {
     for (const [i, pending] of decoded.entries()) {
       let t = performance.now();
       const img = await pending;
+      pixels.push(img);
       if (i > 0) clock?.('decode', performance.now() - t);
       let found: { box: Detection; points: Point[]; tracked: boolean; faceCount: number | null } | null = null;
       if (previous) {
@@ -421,7 +424,7 @@ export class FaceEngine {
         embedding = (await this.embedAligned(aligned, clock)).embedding;
       }
     }
-    return { frames, embedding };
+    return { frames, embedding, pixels };
   }
 
   /**
