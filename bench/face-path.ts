@@ -238,6 +238,16 @@ function alternatedMarkdown(a: AlternatedFigures, clocks: string[][]): string {
     table(
       ['face worker clocks (ms per job, mean)', 'jobs', 'steps'],
       [
+        // The raw engine on the single capture's photo, named as the worker's clocks name its steps
+        // (a tree whose raw server reports no steps shows none): the detector compared on one photo.
+        [
+          "the raw engine, the single capture's photo",
+          String(a.rounds),
+          Object.entries(a.engineSteps)
+            .filter(([k]) => k.includes('.'))
+            .map(([k, v]) => `${k.replace(/^(liveness|embed)\./, '')} ${fmt(v, 1)}`)
+            .join(', '),
+        ],
         ...a.clocks.single.map(([q, j, st]) => [`${q}, single captures`, j!, st!]),
         ...a.clocks.session.map(([q, j, st]) => [`${q}, sessions`, j!, st!]),
         ...(a.clocks.lit ?? []).map(([q, j, st]) => [`${q}, sessions with lights`, j!, st!]),
