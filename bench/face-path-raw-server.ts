@@ -5,7 +5,8 @@
  * the liveness stage, the embed stage; bench/face-path-raw-child.ts's `pipeline`), no queue, no HTTP.
  *
  * Protocol: one JSON line per call on stdin, `{ "photoB64": "..." }` (the photo is kept after the first
- * call: later lines may send `{}`); one JSON line per answer on stdout, `{ "ms": wall, "steps": {...} }`.
+ * call: later lines may send `{}`); one JSON line per answer on stdout, `{ "ms": wall, "steps": {...} }`
+ * (the stages' wall ms, and the engine's steps' wall and CPU ms: see `once`).
  * Not meant to be run by hand.
  */
 import path from 'node:path';
