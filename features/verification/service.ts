@@ -183,7 +183,8 @@ export class VerificationService {
       metrics.outcome('verify_self', 'not_enrolled');
       throw new AppError('conflict', 'No enrolled face to verify against: link a NIN or BVN first');
     }
-    await biometric.assertNotLocked(consumer.userId, 'verify_self');
+    // The lock is checked by the reservation (one Redis script: locked, else another request of the
+    // user in flight, else claimed), after the enrolment as the route promises: no read of its own.
     return biometric.oneAtATime(consumer.userId, 'verify_self', () => this.compareSelf(consumer, capture, enrolled, t0));
   }
 
