@@ -5,7 +5,8 @@
  * the liveness stage, the embed stage; bench/face-path-raw-child.ts's `pipeline`), no queue, no HTTP.
  *
  * Protocol: one JSON line per call on stdin, `{ "photoB64": "..." }` (the photo is kept after the first
- * call: later lines may send `{}`); one JSON line per answer on stdout, `{ "ms": wall, "steps": {...} }`.
+ * call: later lines may send `{}`); one JSON line per answer on stdout, `{ "ms": wall, "steps": {...} }`
+ * (the stages' wall ms, and the engine's steps' wall and CPU ms: see `once`).
  * Not meant to be run by hand.
  */
 import path from 'node:path';
@@ -19,16 +20,35 @@ const threads = Number(process.env.BENCH_RAW_THREADS ?? 1);
 const engine = await FaceEngine.load(path.resolve(ROOT, process.env.FACE_MODELS_DIR ?? 'var/models'), { intraOpThreads: threads });
 let photo: Buffer | null = null;
 
+const cpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+
+/**
+ * One call; `steps` holds the stages' wall ms, the engine's steps as the face worker's clocks name them
+ * (`liveness.detect`, ...) and each step's CPU ms (`cpu.detect`, ...: this process's CPU since the step
+ * before), so that the bench sets the worker's clocks beside the engine's for the same photo.
+ */
 async function once(p: Buffer): Promise<{ ms: number; steps: Record<string, number> }> {
   const steps: Record<string, number> = {};
+  let c = cpuMs();
+  const clock = (prefix: string) => (step: string, ms: number) => {
+    const now = cpuMs();
+    steps[`${prefix}.${step}`] = (steps[`${prefix}.${step}`] ?? 0) + ms;
+    steps[`cpu.${step}`] = (steps[`cpu.${step}`] ?? 0) + now - c;
+    c = now;
+  };
   const t = performance.now();
   const n = await normaliseUpload(p);
   steps.normalise = performance.now() - t;
+  c = cpuMs();
   let s = performance.now();
-  const live = await engine.liveness(n.jpeg, 'largest', { align: true });
+  const live = await engine.liveness(n.jpeg, 'largest', { align: true, clock: clock('liveness') });
   steps.liveness = performance.now() - s;
+  c = cpuMs();
   s = performance.now();
-  await engine.embedAligned(live.aligned!);
+  await engine.embedAligned(live.aligned!, clock('embed'));
   steps.embed = performance.now() - s;
   return { ms: performance.now() - t, steps };
 }

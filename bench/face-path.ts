@@ -98,17 +98,18 @@ async function post(
   return { outcome: body.outcome!, latencyMs: body.latencyMs, wall };
 }
 
-// (A tree without the clocks, e.g. an older commit measured for comparison, gives none.)
+// (A tree without the clocks, e.g. an older commit measured for comparison, gives none.) Tried twice:
+// after the raw child's spawnSync has blocked this process for longer than the status port's keep-alive,
+// the first fetch goes out on a socket the server closed and fails; a reading that silently came back
+// empty made the next delta the clocks since the process started (the one-client row then carried the
+// alternated part's captures of another photo).
 async function clocksNowOf(facePorts: number[]): Promise<Clocks[]> {
-  return Promise.all(
-    facePorts.map(
-      async (p) =>
-        (await fetch(`http://127.0.0.1:${p}/clocks`).then(
-          (r) => (r.ok ? r.json() : {}),
-          () => ({}),
-        )) as Clocks,
-    ),
-  );
+  const read = (p: number) =>
+    fetch(`http://127.0.0.1:${p}/clocks`).then(
+      (r) => (r.ok ? (r.json() as Promise<Clocks>) : null),
+      () => null,
+    );
+  return Promise.all(facePorts.map(async (p) => (await read(p)) ?? (await read(p)) ?? ({} as Clocks)));
 }
 
 /** Per queue: jobs run between two readings of the face workers' clocks, and ms per job by step. */
@@ -238,6 +239,16 @@ function alternatedMarkdown(a: AlternatedFigures, clocks: string[][]): string {
     table(
       ['face worker clocks (ms per job, mean)', 'jobs', 'steps'],
       [
+        // The raw engine on the single capture's photo, named as the worker's clocks name its steps
+        // (a tree whose raw server reports no steps shows none): the detector compared on one photo.
+        [
+          "the raw engine, the single capture's photo",
+          String(a.rounds),
+          Object.entries(a.engineSteps)
+            .filter(([k]) => k.includes('.'))
+            .map(([k, v]) => `${k.replace(/^(liveness|embed)\./, '')} ${fmt(v, 1)}`)
+            .join(', '),
+        ],
         ...a.clocks.single.map(([q, j, st]) => [`${q}, single captures`, j!, st!]),
         ...a.clocks.session.map(([q, j, st]) => [`${q}, sessions`, j!, st!]),
         ...(a.clocks.lit ?? []).map(([q, j, st]) => [`${q}, sessions with lights`, j!, st!]),

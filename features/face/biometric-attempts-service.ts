@@ -48,15 +48,6 @@ export interface BiometricAttemptsDeps {
 export class BiometricAttemptsService {
   constructor(private readonly deps: BiometricAttemptsDeps) {}
 
-  /** 429 `biometric_locked` with Retry-After while the user is locked. */
-  async assertNotLocked(userId: string, route: BiometricRoute): Promise<void> {
-    const leftMs = await this.deps.store.lockLeftMs(userId);
-    if (leftMs > 0) {
-      this.deps.metrics.outcome(route, 'biometric_locked');
-      throw new AppError('biometric_locked', 'Too many failed face checks in a row; try again later', { retryAfter: Math.max(1, Math.ceil(leftMs / 1000)) });
-    }
-  }
-
   /** Counts a comparison's outcome: a failure towards the lock (auditing a lock it sets), a match resets. */
   async record(userId: string, route: BiometricRoute, outcome: string): Promise<void> {
     const { store, auditEvents, logger } = this.deps;
@@ -86,7 +77,7 @@ export class BiometricAttemptsService {
   /**
    * Runs `work` as the user's one in-flight face request, reserved atomically with the lock check: 429
    * `biometric_locked` while the user is locked, 429 `rate_limited` while another request of the user
-   * runs (both with Retry-After). A request that passed `assertNotLocked` just before another one's
+   * runs (both with Retry-After). A request that started just before another one's
    * failure locked the user is refused here, so parallel requests cannot compare past the lock.
    */
   async oneAtATime<T>(userId: string, route: BiometricRoute, work: () => Promise<T>): Promise<T> {

@@ -48,16 +48,6 @@ end
 redis.call('PEXPIRE', KEYS[1], lockMs + cap)
 return { n, lockMs }`;
 
-// KEYS[1] = attempts hash. Returns the ms left of the lock (0: not locked).
-const LOCK_LEFT_LUA = `
-local u = redis.call('HGET', KEYS[1], 'lockedUntil')
-if not u then return 0 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local left = tonumber(u) - now
-if left < 0 then return 0 end
-return left`;
-
 // KEYS[1] = attempts hash, KEYS[2] = in-flight key; ARGV[1] = owner token, ARGV[2] = lease ms.
 // Returns { 'locked', ms left } while the user is locked, else claims the user's one in-flight request:
 // { 'claimed', 0 }, or { 'busy', 0 } when another request holds it. One script, so no comparison
@@ -96,11 +86,6 @@ export class BiometricAttemptsStore {
 
   private inFlightKey(userId: string): string {
     return this.keys('biometric', 'in-flight', userId);
-  }
-
-  /** Milliseconds left of the user's lock; 0 when not locked. */
-  async lockLeftMs(userId: string): Promise<number> {
-    return Number(await this.redis.eval(LOCK_LEFT_LUA, 1, this.attemptsKey(userId)));
   }
 
   /** Counts one failed comparison (atomic) and locks when it reaches the limit. */

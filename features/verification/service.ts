@@ -183,7 +183,8 @@ export class VerificationService {
       metrics.outcome('verify_self', 'not_enrolled');
       throw new AppError('conflict', 'No enrolled face to verify against: link a NIN or BVN first');
     }
-    await biometric.assertNotLocked(consumer.userId, 'verify_self');
+    // The lock is checked by the reservation (one Redis script: locked, else another request of the
+    // user in flight, else claimed), after the enrolment as the route promises: no read of its own.
     return biometric.oneAtATime(consumer.userId, 'verify_self', () => this.compareSelf(consumer, capture, enrolled, t0));
   }
 
@@ -259,8 +260,9 @@ export class VerificationService {
             floor: config.face.canonicalRefreshMinQuality,
           })
         : undefined;
-    // The log row, the canonical refresh (with its audit row) and the proof token do not depend on each
-    // other: one wait instead of three. Any failure still fails the call.
+    // The log row, the canonical refresh (with its audit row), the proof token and the comparison's
+    // count towards the lock (or its reset) do not depend on each other: one wait instead of four, all
+    // before the answer. Any failure still fails the call; the comparison is counted even then.
     const [, , proof] = await Promise.all([
       searchLogs.insert({
         id: referenceId,
@@ -282,8 +284,8 @@ export class VerificationService {
           })
         : undefined,
       outcome === 'match' ? this.deps.proofTokens.issue(consumer.userId, consumer.sessionId) : undefined,
+      biometric.record(consumer.userId, 'verify_self', outcome),
     ]);
-    await biometric.record(consumer.userId, 'verify_self', outcome);
     metrics.outcome('verify_self', outcome);
     const answer: SelfAnswer = { referenceId, outcome, quality: qualitySummary(r.quality), latencyMs: r.latencyMs };
     if (outcome === 'match' && r.score !== null) answer.score = r.score;

@@ -33,6 +33,12 @@ export interface RunningFaceWorker {
 
 const elapsed = (t0: number) => Math.round((performance.now() - t0) * 10) / 10;
 
+/** This process's CPU time so far, ms (user + system). */
+function cpuMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
+
 /**
  * Per-step clocks inside the worker, summed since the process started (GET /clocks on the status
  * port): for each queue, jobs handled, the wait from the job's creation to its handler starting
@@ -42,10 +48,21 @@ const elapsed = (t0: number) => Math.round((performance.now() - t0) * 10) / 10;
 export class WorkerClocks {
   readonly byQueue: Record<string, { jobs: number; msByStep: Record<string, number> }> = {};
 
+  /**
+   * One job's clock. Beside each step's wall time it sums `cpu.<step>`: this process's CPU time since
+   * the step before (getrusage, about a microsecond), so that a step whose wall time grows can be told
+   * apart from one that waits (for a core, for the event loop's turn). Exact with one job in flight in
+   * the process; with several, a step's CPU includes the other jobs' work done meanwhile.
+   */
   clock(queue: string): StepClock {
     const q = (this.byQueue[queue] ??= { jobs: 0, msByStep: {} });
+    let cpu = cpuMs();
     return (step, ms) => {
       q.msByStep[step] = (q.msByStep[step] ?? 0) + ms;
+      if (step === 'waitSinceCreated' || step === 'handler') return;
+      const now = cpuMs();
+      q.msByStep[`cpu.${step}`] = (q.msByStep[`cpu.${step}`] ?? 0) + now - cpu;
+      cpu = now;
     };
   }
 
@@ -242,10 +259,13 @@ export async function startFaceWorker(config: Config, opts: { logger?: Logger } 
       const clock = clocks.clock(queue);
       if (ctx.job) clock('waitSinceCreated', Math.max(0, Date.now() - ctx.job.timestamp));
       const t0 = performance.now();
+      const c0 = cpuMs();
       try {
         return await handler(payload, ctx, clock);
       } finally {
         clock('handler', performance.now() - t0);
+        const q = clocks.byQueue[queue]!;
+        q.msByStep['cpuHandler'] = (q.msByStep['cpuHandler'] ?? 0) + cpuMs() - c0;
         clocks.job(queue);
       }
     };
@@ -273,7 +293,7 @@ export async function startFaceWorker(config: Config, opts: { logger?: Logger } 
         },
       }),
       '/metrics': () => ({ body: null, text: providerMetric(loaded) }),
-      '/clocks': () => ({ body: { pid: process.pid, cpuMs: (process.cpuUsage().user + process.cpuUsage().system) / 1000, ...clocks.byQueue } }),
+      '/clocks': () => ({ body: { pid: process.pid, cpuMs: cpuMs(), ...clocks.byQueue } }),
       '/health': () => ({
         body: { status: 'ok', engineVersion: FACE_ENGINE_VERSION, executionProvider: loaded.provider, concurrency: config.face.workerConcurrency, jobs: stats },
       }),
