@@ -11,7 +11,14 @@ import * as ort from 'onnxruntime-node';
 import sharp from 'sharp';
 import { FaceEngine, chooseFace, FACE_SELECTION, type EmbedResult } from '../features/face/worker/pipeline/engine.js';
 import { cosine } from '../platform/face/embeddings.js';
-import { normaliseUpload, normaliseUploadRgb, decodeRgb, MAX_NORMALISED_SIDE, OVER_PIXEL_LIMIT_MESSAGE, UNDECODABLE_IMAGE_MESSAGE } from '../platform/face/image.js';
+import {
+  normaliseUpload,
+  normaliseUploadRgb,
+  decodeRgb,
+  MAX_NORMALISED_SIDE,
+  OVER_PIXEL_LIMIT_MESSAGE,
+  UNDECODABLE_IMAGE_MESSAGE,
+} from '../platform/face/image.js';
 import { FaceError, type FaceErrorCode } from '../platform/face/face-error.js';
 import type { LivenessResult } from '../platform/face/liveness.js';
 import { generatePriors, PRIOR_COUNT, type Detection } from '../features/face/worker/pipeline/detect.js';
@@ -160,7 +167,10 @@ test('an EXIF-rotated copy (orientation 6) is turned upright and still matches t
 test('a small JPEG upload is handed on as it came only where decoding it gives the normalised pixels', async (t) => {
   const small = await sharp(fixture('grace_hopper_b.jpg')).resize(400, 400, { fit: 'inside' }).jpeg({ quality: 92 }).toBuffer();
   // Sideways, with an orientation tag: the face process's decode turns it upright as the API's does.
-  const sideways = await sharp(await sharp(small).rotate(270).toBuffer()).withMetadata({ orientation: 6 }).jpeg({ quality: 92 }).toBuffer();
+  const sideways = await sharp(await sharp(small).rotate(270).toBuffer())
+    .withMetadata({ orientation: 6 })
+    .jpeg({ quality: 92 })
+    .toBuffer();
   for (const [name, upload] of [
     ['plain', small],
     ['orientation 6', sideways],
