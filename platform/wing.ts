@@ -22,8 +22,12 @@
  *   declared to the floor when the wings are composed.
  * - `jobs`: the contracts of the wing's own queues (deferred), typed into `JobContracts` beside them
  *   and registered with the floor's queues (platform/jobs/index.ts) when the wings are composed.
+ * - `routes`: the wing's HTTP routes, loaded by the web process alone (processes/web/routes.ts), in the
+ *   order of processes/wings.ts: a dynamic import, so the workers and scripts that compose the wings
+ *   never load request-side code.
  */
 import type { Knex } from 'knex';
+import type { AnyRoute } from './http/route-table.js';
 import { registerSettingGroups, type Config, type WingSettingGroup } from './config.js';
 import type { MetricSpec } from './metrics.js';
 import type { DeferredJobContract } from './jobs/contract.js';
@@ -39,6 +43,16 @@ import type { DataFamily } from './retention/registry.js';
  */
 // eslint-disable-next-line @typescript-eslint/no-empty-object-type
 export interface WingStores {}
+
+/**
+ * What the web process hands a wing's route module: the services and the process-wide parts routes use.
+ * The floor does not know the services; processes/web/route-deps.ts types them in by declaration merging.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface WingRouteDeps {}
+
+/** A wing's route module: its routes, built from what the web process hands it. */
+export type WingRoutes = (deps: WingRouteDeps) => AnyRoute[];
 
 /** Another wing's (or the floor's) table a wing names, declared with the reason. */
 export interface TableRead {
@@ -66,6 +80,8 @@ export interface WingManifest {
   sealedFamilies?: readonly SealedFamily[];
   /** Its own queues' contracts (deferred: the awaited queues are the face path's, the floor's), typed into `JobContracts` beside. */
   jobs?: readonly DeferredJobContract<string, any>[];
+  /** Its HTTP routes (web process only): loads the wing's route module when the web process builds its router. */
+  routes?: () => Promise<WingRoutes>;
 }
 
 /** Declares a wing's manifest (a typed identity: the manifest is data). */

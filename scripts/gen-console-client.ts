@@ -38,7 +38,7 @@ async function inProcessDocument(): Promise<Record<string, unknown>> {
   // Only the route table is needed: nothing is called on PostgreSQL or Redis (their clients connect lazily or are closed at once).
   const config = loadConfig({ ...process.env, LOG_LEVEL: 'silent' });
   const deps = createDeps(config, { logger: createLogger({ level: 'silent', name: 'gen-client' }) });
-  const app = createApp(deps);
+  const app = await createApp(deps);
   const server = app.koa.listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
   try {

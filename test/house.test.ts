@@ -250,6 +250,23 @@ test('every wing has a manifest, and processes/wings.ts composes each of them on
   t.deepEqual(WINGS.map((w) => w.name).sort(), WING_NAMES().sort());
 });
 
+test("each wing's routes come from its manifest: every route module of a wing is loaded there, and the web process names no wing", async (t) => {
+  const { WINGS } = await import('../processes/wings.js');
+  const missing: string[] = [];
+  for (const wing of WINGS) {
+    const manifest = readFileSync(path.join(ROOT, 'features', wing.name, 'manifest.ts'), 'utf8');
+    for (const f of sourceFiles(`features/${wing.name}`).filter((f) => /(^|-)routes\.ts$/.test(path.basename(f)))) {
+      if (!manifest.includes(`import('./${path.basename(f, '.ts')}.js')`)) missing.push(f);
+    }
+    if (/\broutes:/.test(manifest) !== Boolean(wing.routes)) missing.push(`${wing.name}: manifest`);
+  }
+  t.deepEqual(missing, []);
+  const web = readFileSync(path.join(ROOT, 'processes', 'web', 'routes.ts'), 'utf8');
+  t.notRegex(web, /from '[./]+features\//, 'processes/web/routes.ts composes the manifests, not the wings one by one');
+  // No process but the web process loads a route module: the manifests import them only on demand.
+  for (const wing of WINGS) t.notRegex(readFileSync(path.join(ROOT, 'features', wing.name, 'manifest.ts'), 'utf8'), /^import .*routes\.js'/m, wing.name);
+});
+
 test("each wing's setting groups are the ones its settings.ts types into Config, and no group is the floor's", async (t) => {
   const { WINGS } = await import('../processes/wings.js');
   const { SETTINGS, settingGroups } = await import('../processes/config.js');

@@ -34,7 +34,7 @@ test('every status the router answers on each route is in the OpenAPI document',
   const operator = await newOperator(h);
   const admin = await newOperator(h, { role: 'administrator' });
   const doc = (await call(h.url, 'GET', '/openapi.json')).body as Json;
-  const routes = allRoutes(h.deps).filter((r: AnyRoute) => !r.hidden);
+  const routes = (await allRoutes(h.deps)).filter((r: AnyRoute) => !r.hidden);
   t.true(routes.length > 20);
 
   const tokenFor = (r: AnyRoute): { right?: string; wrong?: string } => {

@@ -3,6 +3,7 @@ import { defineWing } from '../../platform/wing.js';
 
 export const accountsWing = defineWing({
   name: 'accounts',
+  routes: () => import('./routes.js').then((m) => m.default),
   tables: ['preferences', 'erasures'],
   reads: [
     {

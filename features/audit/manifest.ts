@@ -3,5 +3,6 @@ import { defineWing } from '../../platform/wing.js';
 
 export const auditWing = defineWing({
   name: 'audit',
+  routes: () => import('./routes.js').then((m) => m.default),
   tables: [],
 });

@@ -7,6 +7,7 @@ import { dedupeSettingGroups } from './settings.js';
 
 export const dedupeWing = defineWing({
   name: 'dedupe',
+  routes: () => import('./routes.js').then((m) => m.default),
   settings: dedupeSettingGroups,
   tables: ['dedupe_cases', 'watchlist_entries'],
   reads: [

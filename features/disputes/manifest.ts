@@ -5,6 +5,7 @@ import { disputeSettingGroups } from './settings.js';
 
 export const disputesWing = defineWing({
   name: 'disputes',
+  routes: () => import('./routes.js').then((m) => m.default),
   settings: disputeSettingGroups,
   tables: [],
   reads: [

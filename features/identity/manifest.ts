@@ -17,6 +17,7 @@ declare module '../../platform/wing.js' {
 
 export const identityWing = defineWing({
   name: 'identity',
+  routes: () => import('./routes.js').then((m) => m.default),
   settings: identitySettingGroups,
   tables: [],
   keyPurposes: { 'registry-values': "identity registry values in Redis: a validation's record, a link token's number and registry record" },

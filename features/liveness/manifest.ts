@@ -18,6 +18,7 @@ declare module '../../platform/wing.js' {
 
 export const livenessWing = defineWing({
   name: 'liveness',
+  routes: () => import('./routes.js').then((m) => m.default),
   settings: livenessSettingGroups,
   tables: [],
   metrics: Object.values(LIVENESS_METRICS),

@@ -3,5 +3,6 @@ import { defineWing } from '../../platform/wing.js';
 
 export const registrySimulatorWing = defineWing({
   name: 'registry-simulator',
+  routes: () => import('./routes.js').then((m) => m.default),
   tables: ['registry_persons'],
 });

@@ -79,6 +79,8 @@ const FAULT_DOC =
   'Fault injection: `REGISTRY_SIM_FAULT=timeout|error`, or the header `X-Registry-Fault: timeout|error` outside production (timeout hangs until the client hangs up, at most 60 s; error answers 500).';
 
 export default function registryRoutes({ config, registrySimulator }: { config: Config; registrySimulator: RegistrySimulator }): AnyRoute[] {
+  // The simulator answers only where it is switched on (REGISTRY_SIMULATOR); a real registry is elsewhere.
+  if (!config.registry.simulator) return [];
   /** Hangs or fails the request when a fault is configured or requested. */
   const faultGate = async (ctx: Context) => {
     const fault = registry.effectiveFault(config.registry.simFault as registry.Fault, ctx.get('x-registry-fault') || undefined, config.isProduction);

@@ -4,6 +4,7 @@ import { reportSettingGroups } from './settings.js';
 
 export const reportsWing = defineWing({
   name: 'reports',
+  routes: () => import('./routes.js').then((m) => m.default),
   settings: reportSettingGroups,
   tables: [],
 });

@@ -21,6 +21,7 @@ declare module '../../platform/wing.js' {
 
 export const signInWing = defineWing({
   name: 'sign-in',
+  routes: () => import('./routes.js').then((m) => m.default),
   settings: signInSettingGroups,
   metrics: Object.values(SIGN_IN_METRICS),
   tables: ['operators', 'sessions', 'refresh_tokens', 'operator_recovery_codes', 'operator_devices'],

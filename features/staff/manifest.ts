@@ -3,5 +3,6 @@ import { defineWing } from '../../platform/wing.js';
 
 export const staffWing = defineWing({
   name: 'staff',
+  routes: () => import('./routes.js').then((m) => m.default),
   tables: [],
 });

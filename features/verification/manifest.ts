@@ -5,6 +5,7 @@ import { verificationSettingGroups } from './settings.js';
 
 export const verificationWing = defineWing({
   name: 'verification',
+  routes: () => import('./routes.js').then((m) => m.default),
   settings: verificationSettingGroups,
   tables: ['search_logs', 'disputes'],
   reads: [

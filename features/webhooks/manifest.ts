@@ -14,6 +14,7 @@ declare module '../../platform/keys/key-ring.js' {
 
 export const webhooksWing = defineWing({
   name: 'webhooks',
+  routes: () => import('./routes.js').then((m) => m.default),
   settings: webhookSettingGroups,
   tables: ['webhook_endpoints', 'webhook_events', 'webhook_deliveries', 'webhook_delivery_attempts'],
   metrics: Object.values(WEBHOOK_METRICS),

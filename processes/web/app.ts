@@ -20,8 +20,8 @@ export interface App {
   openapi: Record<string, unknown>;
 }
 
-export function createApp(deps: AppDeps, opts: { extraRoutes?: AnyRoute[] } = {}): App {
-  const routes = [...allRoutes(deps), ...(opts.extraRoutes ?? [])];
+export async function createApp(deps: AppDeps, opts: { extraRoutes?: AnyRoute[] } = {}): Promise<App> {
+  const routes = [...(await allRoutes(deps)), ...(opts.extraRoutes ?? [])];
   let openapi: Record<string, unknown> = {};
   routes.push(
     route({

@@ -25,7 +25,7 @@ export interface StartWebOptions {
 }
 
 export async function startWeb(deps: AppDeps, opts: StartWebOptions = {}): Promise<RunningWeb> {
-  const app = createApp(deps, { extraRoutes: opts.extraRoutes });
+  const app = await createApp(deps, { extraRoutes: opts.extraRoutes });
   // In-flight requests, counted at the socket level, for the drain on shutdown.
   let inFlight = 0;
   let draining = false;

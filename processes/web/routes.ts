@@ -1,38 +1,15 @@
-/** Every route module of the API, in one list: the router, OpenAPI and the authorisation tests read it. */
+/**
+ * Every route of the API: each wing's manifest (features/<wing>/manifest.ts, `routes`) loads its own
+ * route module, in the order of processes/wings.ts. The router, OpenAPI and the authorisation tests read
+ * this list.
+ */
 import type { AppDeps } from './deps.js';
 import type { AnyRoute } from '../../platform/http/route-table.js';
-import { adminQueueRoutes } from '../../features/system/admin-queues-routes.js';
-import auditEventRoutes from '../../features/audit/routes.js';
-import authRoutes from '../../features/sign-in/routes.js';
-import identityRoutes from '../../features/identity/routes.js';
-import livenessRoutes from '../../features/liveness/routes.js';
-import registryRoutes from '../../features/registry-simulator/routes.js';
-import disputeRoutes from '../../features/disputes/routes.js';
-import dedupeRoutes from '../../features/dedupe/routes.js';
-import operatorRoutes from '../../features/staff/routes.js';
-import reportRoutes from '../../features/reports/routes.js';
-import systemRoutes from '../../features/system/routes.js';
-import userRoutes from '../../features/accounts/routes.js';
-import verificationRoutes from '../../features/verification/routes.js';
 import type { RouteDeps } from './route-deps.js';
-import webhookRoutes from '../../features/webhooks/routes.js';
+import { WINGS } from '../wings.js';
 
-export function allRoutes(deps: AppDeps): AnyRoute[] {
+export async function allRoutes(deps: AppDeps): Promise<AnyRoute[]> {
   const r: RouteDeps = { ...deps.services, config: deps.config, metrics: deps.metrics, health: deps.health, tokens: deps.tokens, authorizer: deps.authorizer };
-  return [
-    ...systemRoutes(r),
-    ...adminQueueRoutes(r),
-    ...(deps.config.registry.simulator ? registryRoutes(r) : []),
-    ...identityRoutes(r),
-    ...livenessRoutes(r),
-    ...userRoutes(r),
-    ...disputeRoutes(r),
-    ...dedupeRoutes(r),
-    ...reportRoutes(r),
-    ...authRoutes(r),
-    ...operatorRoutes(r),
-    ...verificationRoutes(r),
-    ...auditEventRoutes(r),
-    ...webhookRoutes(r),
-  ];
+  const modules = await Promise.all(WINGS.map((wing) => wing.routes?.()));
+  return modules.flatMap((routesOf) => routesOf?.(r) ?? []);
 }
