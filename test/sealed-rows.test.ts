@@ -285,8 +285,9 @@ test('two processes mapping one snapshot share its pages: the mapping is file-ba
 
 // A lazily mapped file (SKETCH_POPULATE=0, as every file over a quarter of the RAM) whose pages are not
 // in the page cache: before reading a search's candidates one by one, the store asks the kernel for
-// all of them at once (SKETCH_RERANK_HINT=0 turns that off, =madvise asks through the mapping instead
-// of the descriptor). Only a hint: the results and the refusal of a damaged row are the same either way.
+// all of them at once (one process_madvise call; SKETCH_RERANK_HINT=0 turns that off, =fadvise and
+// =madvise make the per-run calls the store falls back to where process_madvise is refused). Only a
+// hint: the results and the refusal of a damaged row are the same either way.
 const dropCache = (file: string) => execFileSync('dd', [`if=${file}`, 'iflag=nocache', 'count=0', 'status=none']);
 /** Pages of `file` in the page cache (util-linux fincore), or null where it cannot tell. */
 const cachedPages = (file: string): number | null => {
@@ -327,6 +328,7 @@ test.serial('a lazily mapped store re-ranks and scores a cold file exactly as th
   const wantScores = clear.scores(q.subarray(0, D), cand.subarray(0, 300));
   for (const [populate, hint] of [
     ['0', undefined],
+    ['0', 'fadvise'],
     ['0', 'madvise'],
     ['0', '0'],
     ['1', undefined],
@@ -355,7 +357,7 @@ test.serial('a lazily mapped store asks for every candidate row before reading t
   // none of the others, so what the page cache then holds of them was asked for before any read.
   const far = Array.from({ length: 60 }, (_, i) => 200 + i * 300);
   const q = unitRows(1, 3);
-  for (const hint of [undefined, 'madvise', '0'] as const) {
+  for (const hint of [undefined, 'fadvise', 'madvise', '0'] as const) {
     const what = `SKETCH_RERANK_HINT=${hint ?? '(default)'}`;
     for (const call of ['rerank', 'scores'] as const) {
       const store = openWith(f, { SKETCH_POPULATE: '0', SKETCH_RERANK_HINT: hint });

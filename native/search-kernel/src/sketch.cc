@@ -885,8 +885,8 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
   // (~200 per query, one after the other). Asked for together, the disk serves them with a deep queue
   // while the first rows are decrypted. The rows' pages are sorted and adjacent ones merged (a row can
   // span two pages), then given to one process_madvise(MADV_WILLNEED) call (up to 1024 runs a call);
-  // where that is refused (kernels before 5.10, or ones asking CAP_SYS_NICE even of the process
-  // itself), one posix_fadvise(WILLNEED) per run on the descriptor (madvise on the mapping for a clear
+  // where that is refused (no MADV_WILLNEED there before Linux 5.12; CAP_SYS_NICE asked even of a
+  // process advising itself before 6.13), one posix_fadvise(WILLNEED) per run on the descriptor (madvise on the mapping for a clear
   // file). All of these only start page cache readahead: nothing is mapped or checked here, rows are
   // read and authenticated through the mapping as before. A page already cached costs a lookup
   // (measured: docs/performance.md, section 2). Nothing to do for a populated or adopted base.
