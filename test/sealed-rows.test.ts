@@ -6,8 +6,10 @@
  * row moved from another snapshot or bound to another user are refused (at open, and by a search that
  * reads one); and two processes mapping one snapshot share its pages (file-backed, shared, not
  * anonymous memory: Pss, which charges a page to every process mapping it, is half the mapping's Rss).
+ * A lazily mapped store (a file large next to RAM) asks the kernel for all of a search's candidate
+ * rows at once before reading them: the same results, and the same refusals, with or without it.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -279,4 +281,101 @@ test('two processes mapping one snapshot share its pages: the mapping is file-ba
     t.true(r.anon < fileKiB, `the process's anonymous memory (${r.anon} KiB) below the rows it reads (${fileKiB} KiB)`);
   }
   t.pass();
+});
+
+// A lazily mapped file (SKETCH_POPULATE=0, as every file over a quarter of the RAM) whose pages are not
+// in the page cache: before reading a search's candidates one by one, the store asks the kernel for
+// all of them at once (one process_madvise call; SKETCH_RERANK_HINT=0 turns that off, =fadvise and
+// =madvise make the per-run calls the store falls back to where process_madvise is refused). Only a
+// hint: the results and the refusal of a damaged row are the same either way.
+const dropCache = (file: string) => execFileSync('dd', [`if=${file}`, 'iflag=nocache', 'count=0', 'status=none']);
+/** Pages of `file` in the page cache (util-linux fincore), or null where it cannot tell. */
+const cachedPages = (file: string): number | null => {
+  try {
+    return Number(execFileSync('fincore', ['--noheadings', '--raw', '--output', 'PAGES', file], { encoding: 'utf8' }).trim());
+  } catch {
+    return null;
+  }
+};
+const openWith = (f: ReturnType<typeof rowsFile>, env: Record<string, string | undefined>, ids?: Uint8Array) => {
+  const saved = { SKETCH_POPULATE: process.env.SKETCH_POPULATE, SKETCH_RERANK_HINT: process.env.SKETCH_RERANK_HINT };
+  for (const [k, v] of Object.entries(env))
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
+  try {
+    return open(f, ids);
+  } finally {
+    for (const [k, v] of Object.entries(saved))
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+  }
+};
+
+test.serial('a lazily mapped store re-ranks and scores a cold file exactly as the rows in clear, with the rows asked for at once or not', (t) => {
+  const n = 20_000; // 41 MB: candidates far apart in the file, on pages of their own
+  const f = rowsFile(n);
+  const clear = new VectorStore(D, null, 0);
+  clear.append(f.x);
+  const extra = unitRows(3, 77);
+  clear.append(extra);
+  const q = unitRows(4, 42);
+  // Every query's candidates: rows spread over the file, the first and last rows (the last one ends
+  // the mapping), -1 and rows appended after the base.
+  const cand = Int32Array.from({ length: 4 * 300 }, (_, i) =>
+    i % 300 === 7 ? -1 : i % 300 === 8 ? n - 1 : i % 300 === 9 ? 0 : i % 300 === 10 ? n + 1 : (i * 7919) % n,
+  );
+  const want = clear.rerank(q, cand, 20);
+  const wantScores = clear.scores(q.subarray(0, D), cand.subarray(0, 300));
+  for (const [populate, hint] of [
+    ['0', undefined],
+    ['0', 'fadvise'],
+    ['0', 'madvise'],
+    ['0', '0'],
+    ['1', undefined],
+  ] as const) {
+    const what = `SKETCH_POPULATE=${populate} SKETCH_RERANK_HINT=${hint ?? '(default)'}`;
+    const store = openWith(f, { SKETCH_POPULATE: populate, SKETCH_RERANK_HINT: hint });
+    t.is(store.populated(), populate === '1', what);
+    store.append(extra);
+    dropCache(f.file);
+    const got = store.rerank(q, cand, 20);
+    t.deepEqual(got.labels, want.labels, what);
+    t.deepEqual(got.scores, want.scores, what);
+    dropCache(f.file);
+    t.deepEqual(store.scores(q.subarray(0, D), cand.subarray(0, 300)), wantScores, what);
+    store.close();
+  }
+});
+
+test.serial('a lazily mapped store asks for every candidate row before reading the first: rows after a refused one are already being read', (t) => {
+  const n = 20_000;
+  const f = rowsFile(n);
+  const b = readFileSync(f.file);
+  b[recordAt(5) + 200] ^= 0x01;
+  writeFileSync(f.file, b);
+  // The damaged row first, then 60 rows on pages of their own: the re-rank refuses the first and reads
+  // none of the others, so what the page cache then holds of them was asked for before any read.
+  const far = Array.from({ length: 60 }, (_, i) => 200 + i * 300);
+  const q = unitRows(1, 3);
+  for (const hint of [undefined, 'fadvise', 'madvise', '0'] as const) {
+    const what = `SKETCH_RERANK_HINT=${hint ?? '(default)'}`;
+    for (const call of ['rerank', 'scores'] as const) {
+      const store = openWith(f, { SKETCH_POPULATE: '0', SKETCH_RERANK_HINT: hint });
+      dropCache(f.file);
+      const before = cachedPages(f.file);
+      const pos = Int32Array.from([5, ...far]);
+      const err = t.throws(() => (call === 'rerank' ? store.rerank(q, pos, 3) : store.scores(q, pos)), undefined, `${what} ${call}`);
+      t.is((err as { code?: string }).code, ROW_NOT_AUTHENTIC, `${what} ${call}`);
+      t.deepEqual(store.read(far[0]!, 1), f.x.subarray(far[0]! * D, (far[0]! + 1) * D), `${what} ${call}: rows left alone still read`);
+      const after = cachedPages(f.file);
+      store.close();
+      // Where the page cache can be dropped and counted (not on tmpfs, fincore present).
+      if (before === null || after === null || before > 4) {
+        t.log(`${what}: page cache not measurable here (${before} pages cached after the drop)`);
+        continue;
+      }
+      if (hint === '0') t.true(after - before <= 6, `${what} ${call}: only the refused row and the one read (${after - before} pages)`);
+      else t.true(after - before >= far.length, `${what} ${call}: every candidate's pages asked for (${after - before} pages)`);
+    }
+  }
 });

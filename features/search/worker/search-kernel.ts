@@ -83,7 +83,7 @@ const require = createRequire(import.meta.url);
 const root = path.dirname(require.resolve('faiss-node/package.json'));
 require('faiss-node'); // same addon; loads (and fails clearly) the usual way first
 const addon = require(path.join(root, 'build', 'Release', 'faiss-node.node')) as Addon;
-if (addon.projectBindingVersion !== 6 || !addon.SketchIndex || !addon.sealRows) {
+if (addon.projectBindingVersion !== 7 || !addon.SketchIndex || !addon.sealRows) {
   throw new Error("the faiss-node addon lacks the project's SketchIndex/VectorStore: run `FAISS_FORCE_BUILD=1 npm run setup`");
 }
 

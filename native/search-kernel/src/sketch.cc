@@ -27,6 +27,8 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <immintrin.h>
@@ -41,6 +43,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #ifndef MADV_POPULATE_READ
@@ -49,7 +52,7 @@
 
 namespace {
 
-constexpr int kProjectBindingVersion = 6;
+constexpr int kProjectBindingVersion = 7;
 
 bool HasFastIsa() {
   static const bool fast = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -787,6 +790,11 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
           throw Napi::Error::New(env, "mmap " + path + ": " + std::strerror(errno));
         }
         madvise(p, bytes, MADV_RANDOM);
+        // How a lazily mapped file's candidate rows are asked for before a search reads them
+        // (RowsWillNeed; SKETCH_RERANK_HINT=0 | fadvise | madvise, for comparison).
+        const char* hint = std::getenv("SKETCH_RERANK_HINT");
+        const std::string h = hint ? hint : "";
+        hint_ = h == "0" ? kHintOff : h == "madvise" ? kHintMadvise : h == "fadvise" ? kHintFadvise : kHintVector;
         map_ = static_cast<const uint8_t*>(p);
         map_bytes_ = bytes;
         if (!sealed_) base_ = reinterpret_cast<const float*>(map_);
@@ -810,6 +818,12 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
   size_t map_bytes_ = 0, base_rows_ = 0;
   int fd_ = -1;  // a sealed base file's descriptor, for verify()'s reads
   bool populated_ = false;
+  // How RowsWillNeed asks for a lazily mapped file's rows, and its reused buffers; pidfd_: this
+  // process's pidfd for process_madvise (-2 not opened yet, -1 unavailable).
+  enum { kHintOff, kHintMadvise, kHintFadvise, kHintVector } hint_ = kHintVector;
+  int pidfd_ = -2;
+  std::vector<std::pair<size_t, size_t>> hint_pages_;
+  std::vector<struct iovec> hint_runs_;
   std::vector<float> overlay_;
   // Rows adopted from a JavaScript buffer: held by this reference, read in place, never copied.
   Napi::Reference<Napi::Value> adopted_;
@@ -836,6 +850,8 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
     if (map_ && map_bytes_ > 0) munmap(const_cast<uint8_t*>(map_), map_bytes_);
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
+    if (pidfd_ >= 0) ::close(pidfd_);
+    pidfd_ = -1;
     if (!adopted_.IsEmpty()) adopted_.Reset();
     if (!ids_ref_.IsEmpty()) ids_ref_.Reset();
     std::memset(key_, 0, sizeof key_);
@@ -861,6 +877,65 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
     const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     const size_t from = (header_ + r0 * row) / page * page, to = std::min(map_bytes_, header_ + r1 * row);
     madvise(const_cast<uint8_t*>(map_) + from, to - from, MADV_WILLNEED);
+  }
+
+  // Asks the kernel, before a re-rank (or scores) reads them one by one, for the pages of every base
+  // row in `pos` (-1 and overlay rows skipped) of a lazily mapped file: the mapping is MADV_RANDOM, so
+  // each row not in the page cache would otherwise be a page fault waiting for its own 4 KB disk read
+  // (~200 per query, one after the other). Asked for together, the disk serves them with a deep queue
+  // while the first rows are decrypted. The rows' pages are sorted and adjacent ones merged (a row can
+  // span two pages), then given to one process_madvise(MADV_WILLNEED) call (up to 1024 runs a call);
+  // where that is refused (no MADV_WILLNEED there before Linux 5.12; CAP_SYS_NICE asked even of a
+  // process advising itself before 6.13), one posix_fadvise(WILLNEED) per run on the descriptor (madvise on the mapping for a clear
+  // file). All of these only start page cache readahead: nothing is mapped or checked here, rows are
+  // read and authenticated through the mapping as before. A page already cached costs a lookup
+  // (measured: docs/performance.md, section 2). Nothing to do for a populated or adopted base.
+  // SKETCH_RERANK_HINT=0 turns it off; =fadvise or =madvise use the per-run calls.
+  void RowsWillNeed(const int32_t* pos, size_t count) {
+    if (!map_ || populated_ || hint_ == kHintOff || count == 0) return;
+    const size_t row = sealed_ ? record_ : d_ * sizeof(float);
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    hint_pages_.clear();
+    for (size_t i = 0; i < count; i++) {
+      if (pos[i] < 0 || static_cast<size_t>(pos[i]) >= base_rows_) continue;
+      const size_t from = header_ + static_cast<size_t>(pos[i]) * row;
+      hint_pages_.emplace_back(from / page, (from + row - 1) / page);
+    }
+    if (hint_pages_.empty()) return;
+    std::sort(hint_pages_.begin(), hint_pages_.end());
+    hint_runs_.clear();
+    size_t first = hint_pages_[0].first, last = hint_pages_[0].second;
+    const auto run = [&] {
+      const size_t off = first * page;
+      hint_runs_.push_back({const_cast<uint8_t*>(map_) + off, std::min(map_bytes_, (last + 1) * page) - off});
+    };
+    for (size_t i = 1; i < hint_pages_.size(); i++) {
+      if (hint_pages_[i].first <= last + 1) {
+        last = std::max(last, hint_pages_[i].second);
+        continue;
+      }
+      run();
+      first = hint_pages_[i].first;
+      last = hint_pages_[i].second;
+    }
+    run();
+    if (hint_ == kHintVector) {
+      if (pidfd_ == -2) pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
+      bool ok = pidfd_ >= 0;
+      for (size_t i = 0; ok && i < hint_runs_.size(); i += 1024)
+        ok = syscall(SYS_process_madvise, pidfd_, hint_runs_.data() + i, std::min<size_t>(1024, hint_runs_.size() - i), MADV_WILLNEED, 0) >= 0;
+      if (ok) return;
+      if (pidfd_ >= 0) ::close(pidfd_);
+      pidfd_ = -1;
+      hint_ = kHintFadvise;  // refused: the per-run calls from now on (this time too)
+    }
+    for (const auto& r : hint_runs_) {
+      const size_t off = static_cast<const uint8_t*>(r.iov_base) - map_;
+      if (hint_ == kHintFadvise && fd_ >= 0)
+        posix_fadvise(fd_, static_cast<off_t>(off), static_cast<off_t>(r.iov_len), POSIX_FADV_WILLNEED);
+      else
+        madvise(r.iov_base, r.iov_len, MADV_WILLNEED);
+    }
   }
 
   // The associated data of sealed row r, into `ad`.
@@ -928,6 +1003,7 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
     if (Closed()) throw Napi::Error::New(info.Env(), "the store is closed");
     const size_t n = RowsNow();
     auto out = Napi::Float32Array::New(info.Env(), p.ElementLength());
+    RowsWillNeed(p.Data(), p.ElementLength());
     for (size_t i = 0; i < p.ElementLength(); i++) {
       const int32_t r = p[i];
       if (r < 0) {
@@ -978,6 +1054,8 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
     auto scores = Napi::Float32Array::New(env, nq * k);
     std::fill(labels.Data(), labels.Data() + nq * k, -1);
     std::fill(scores.Data(), scores.Data() + nq * k, NAN);
+    // Every query's candidates asked for from disk at once (a lazily mapped file), then read in turn.
+    RowsWillNeed(p.Data(), p.ElementLength());
     constexpr size_t kAhead = 4;
     std::vector<float> sc(kc);
     std::vector<uint32_t> idx;
