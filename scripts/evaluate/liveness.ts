@@ -51,6 +51,7 @@ import {
   equalBands,
   faceGrid,
   NEAR_COPY_FRAME_BANDS,
+  NEAR_COPY_SESSION_TOP3,
   oneFaceThroughout,
   sketch,
   SKETCH_BANDS,
@@ -147,6 +148,22 @@ const drawRandom = rng(20261129);
 export function nearCopyBands(frames: readonly Uint8Array[], earlier: readonly (readonly Uint8Array[])[]): number {
   let best = 0;
   for (const e of earlier) for (const f of frames) for (const g of e) best = Math.max(best, equalBands(f, g));
+  return best;
+}
+
+/**
+ * Over earlier sessions, the most the three frames of `frames` sharing the most bands with one of
+ * them share together (frame-sketch.ts `nearCopySession`: NEAR_COPY_SESSION_TOP3 and up, a copy).
+ */
+export function nearCopyTop3(frames: readonly Uint8Array[], earlier: readonly (readonly Uint8Array[])[]): number {
+  let best = 0;
+  for (const e of earlier) {
+    const perFrame = frames.map((f) => e.reduce((m, g) => Math.max(m, equalBands(f, g)), 0)).sort((a, b) => b - a);
+    best = Math.max(
+      best,
+      perFrame.slice(0, 3).reduce((a, b) => a + b, 0),
+    );
+  }
   return best;
 }
 
@@ -263,6 +280,7 @@ export async function judgeSequence(
   const lm = light ? await measureLight(engine, light.frames, Math.floor(drawRandom() * light.frames.length)) : null;
   if (lm) sketches.push(...lm.sketches);
   const copyBands = nearCopyBands(sketches, received.sketches);
+  const copyTop3 = nearCopyTop3(sketches, received.sketches);
   received.sketches.push(sketches);
   const first = measured[0]!;
   const pattern = first.outcome === 'face' ? screenPattern(await decodeNormalised(firstJpeg!), first.landmarks5) : null;
@@ -281,8 +299,9 @@ export async function judgeSequence(
       .join(' ') +
     (pattern === null ? '' : ` screen ${Math.round(pattern)}`) +
     (lv ? ` light ${lv.followed ? 'followed' : lv.why} r ${lv.correlation.toFixed(2)} strength ${lv.strength.toFixed(3)} spread ${lv.spread.toFixed(3)}` : '') +
-    ` copy bands ${copyBands}`;
-  if (received.nearReplay && copyBands >= NEAR_COPY_FRAME_BANDS) return { status: 'failed', reason: 'replayed_frames', detail: describe(), copyBands };
+    ` copy bands ${copyBands} top3 ${copyTop3}`;
+  if (received.nearReplay && (copyBands >= NEAR_COPY_FRAME_BANDS || copyTop3 >= NEAR_COPY_SESSION_TOP3))
+    return { status: 'failed', reason: 'replayed_frames', detail: describe(), copyBands };
   if (v.status === 'failed') return { status: 'failed', reason: v.reason, detail: describe(), copyBands };
   const embeddings = [];
   for (const a of aligned) embeddings.push((await engine.embedAligned(a!)).embedding);
