@@ -112,7 +112,17 @@ export class EmbeddingsRepository extends Repository {
 
   /** Whether the user has a canonical embedding, and the capture quality it was stored with (null: unknown). */
   async enrolment(userId: string, trx?: Db): Promise<{ qualityScore: number | null } | undefined> {
-    return CanonicalEmbedding.query(this.on(trx)).findById(userId).select('qualityScore');
+    // A plain query, not objection's: read on every /verify/self, where the model layer's cost showed.
+    return this.on(trx)(CanonicalEmbedding.tableName).where({ userId }).first('qualityScore');
+  }
+
+  /**
+   * The enrolment and the template in one read (/verify/self: the comparison needs both, and one
+   * statement costs the web process half of two). undefined: the user has no canonical embedding.
+   */
+  async enrolmentWithTemplate(userId: string, trx?: Db): Promise<{ qualityScore: number | null; stored: StoredEmbedding } | undefined> {
+    const row = await this.on(trx)(CanonicalEmbedding.tableName).where({ userId }).first('userId', 'embedding', 'engineVersion', 'qualityScore');
+    return row ? { qualityScore: row.qualityScore, stored: this.open(row) } : undefined;
   }
 
   private open(row: { userId: string; embedding: Buffer; engineVersion: string }): StoredEmbedding {
