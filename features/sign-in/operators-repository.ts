@@ -74,6 +74,14 @@ export class OperatorsRepository extends Repository {
     return Operator.query(this.on(trx)).findById(id);
   }
 
+  /**
+   * What the authoriser checks on every operator request, and nothing else (no password hash, no MFA
+   * secret): a plain query, not objection's model of the whole row.
+   */
+  async authState(id: string, trx?: Db): Promise<Pick<Operator, 'status' | 'mustResetPassword' | 'mfaEnabledAt' | 'role' | 'orgId'> | undefined> {
+    return this.on(trx)(Operator.tableName).where({ id }).first('status', 'mustResetPassword', 'mfaEnabledAt', 'role', 'orgId');
+  }
+
   async findForUpdate(id: string, trx: Knex.Transaction): Promise<Operator | undefined> {
     return Operator.query(trx).findById(id).forUpdate();
   }
