@@ -139,7 +139,10 @@ export async function benchAlternated<C>(opts: {
    * LIVENESS_LIGHT=required, and each colour's light frame (JPEG; made unique per call).
    */
   lights?: { webUrl: string; frames: ReadonlyMap<string, Buffer> };
+  /** The sides to run (default all): e.g. only the engine and the single capture, for a quick A/B or a clean profile. */
+  sides?: readonly ('engine' | 'single' | 'session' | 'lit')[];
 }): Promise<AlternatedFigures> {
+  const runs = (side: 'engine' | 'single' | 'session' | 'lit') => !opts.sides || opts.sides.includes(side);
   const { webUrl, userToken, stem } = opts;
   const centre = readFileSync(path.join(LIVENESS_DIR, `${stem}-center.jpg`));
   const raw = await rawEngine(centre, opts.modelsDir);
@@ -198,10 +201,10 @@ export async function benchAlternated<C>(opts: {
 
   try {
     for (let i = 0; i < (opts.warmUp ?? 5); i++) {
-      await engineCall();
-      await singleCall();
-      await sessionCall();
-      if (opts.lights) await sessionCall(true);
+      if (runs('engine')) await engineCall();
+      if (runs('single')) await singleCall();
+      if (runs('session')) await sessionCall();
+      if (opts.lights && runs('lit')) await sessionCall(true);
     }
     for (const k of Object.keys(engineSteps)) delete engineSteps[k];
     for (const o of [singleOutcomes, sessionOutcomes]) for (const k of Object.keys(o)) delete o[k];
@@ -228,21 +231,29 @@ export async function benchAlternated<C>(opts: {
     };
     const cpuMeans = (side: keyof typeof cpuSum) => Object.fromEntries(Object.entries(cpuSum[side]).map(([k, v]) => [k, v / opts.rounds]));
     const sides = [
-      async () => engine.push(await engineCall()),
-      async () => {
-        const c0 = await clocks.read();
-        single.push(await cpuOf('single', singleCall));
-        singleClocks = clocks.add(singleClocks, c0, await clocks.read());
-      },
-      async () => {
-        const c0 = await clocks.read();
-        const r = await cpuOf('session', () => sessionCall());
-        sessionClocks = clocks.add(sessionClocks, c0, await clocks.read());
-        session.push(r.total);
-        frames.push(r.frames);
-        use.push(r.use);
-      },
-      ...(opts.lights
+      ...(runs('engine') ? [async () => engine.push(await engineCall())] : []),
+      ...(runs('single')
+        ? [
+            async () => {
+              const c0 = await clocks.read();
+              single.push(await cpuOf('single', singleCall));
+              singleClocks = clocks.add(singleClocks, c0, await clocks.read());
+            },
+          ]
+        : []),
+      ...(runs('session')
+        ? [
+            async () => {
+              const c0 = await clocks.read();
+              const r = await cpuOf('session', () => sessionCall());
+              sessionClocks = clocks.add(sessionClocks, c0, await clocks.read());
+              session.push(r.total);
+              frames.push(r.frames);
+              use.push(r.use);
+            },
+          ]
+        : []),
+      ...(opts.lights && runs('lit')
         ? [
             async () => {
               const c0 = await clocks.read();

@@ -61,6 +61,9 @@ const DB_NAME = process.env.BENCH_FP_DB ?? 'faceid_bench_face_path';
 const ROUNDS = Number(process.env.BENCH_FP_ROUNDS ?? 40);
 // `session`: only the alternated part (the engine, a single capture, a session), for a quick run.
 const ONLY = process.env.BENCH_FP_ONLY ?? '';
+// The alternated part's sides (comma-separated among engine, single, session, lit; default all): e.g.
+// `engine,single` with BENCH_FP_ONLY=session for a quick A/B of a single capture, or a profile of it alone.
+const SIDES = process.env.BENCH_FP_SIDES ? (process.env.BENCH_FP_SIDES.split(',') as ('engine' | 'single' | 'session' | 'lit')[]) : undefined;
 
 interface RawResult {
   one: { wall: number[]; steps: Record<string, number>; normalise: number; liveness: number; embed: number };
@@ -398,6 +401,7 @@ export async function runFacePathBench(): Promise<string> {
       modelsDir: path.resolve(ROOT, config.face.modelsDir),
       rounds: ROUNDS,
       lights: { webUrl: litWebUrl, frames: litFrames },
+      ...(SIDES ? { sides: SIDES } : {}),
       // Both web processes (each side uses one), the face and search processes, Redis.
       cpu: () => {
         const parts: Record<string, number> = {};

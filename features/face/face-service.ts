@@ -506,8 +506,8 @@ export class FaceService {
    * (Not a search job: a hop to a search process and back for one dot product cost a BullMQ job,
    * about 55 Redis commands, docs/performance.md.)
    */
-  async compareWithUser(embedding: ArrayLike<number>, userId: string): Promise<Comparison> {
-    return this.compareWithStored(embedding, this.storedOf(userId));
+  async compareWithUser(embedding: ArrayLike<number>, userId: string, stored?: { row: StoredEmbedding | undefined; ms: number }): Promise<Comparison> {
+    return this.compareWithStored(embedding, stored ? Promise.resolve(stored) : this.storedOf(userId));
   }
 
   /** The user's canonical embedding, read once, timed: what `compareWithStored` compares against. */
@@ -529,13 +529,16 @@ export class FaceService {
     liveUpload: CaptureInput,
     userId: string,
     mode: FaceMode = 'single',
-    /** `admitted`: the caller asked admitCapture(true) for this call. */
-    opts: { admitted?: boolean } = {},
+    /**
+     * `admitted`: the caller asked admitCapture(true) for this call. `stored`: the user's canonical
+     * embedding as the caller read it for this call (with the read's ms), not read again.
+     */
+    opts: { admitted?: boolean; stored?: { row: StoredEmbedding | undefined; ms: number } } = {},
   ): Promise<SelfVerification> {
     const t0 = performance.now();
     const deadlineAt = this.budget();
-    // The reference is read while the capture's stages run; compared here, as verify-face's is.
-    const stored = this.storedOf(userId);
+    // The reference is read while the capture's stages run (unless given); compared here, as verify-face's is.
+    const stored = opts.stored ? Promise.resolve(opts.stored) : this.storedOf(userId);
     stored.catch(() => {}); // awaited below unless the capture already decided
     const { analysis: a, embedding: e } = await this.chain(liveUpload, mode, deadlineAt, { requireLive: true, admitted: opts.admitted === true });
     const c = a.outcome === 'ok' && e ? await this.compareWithStored(e.embedding, stored) : null;

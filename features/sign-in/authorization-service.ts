@@ -83,7 +83,7 @@ export class Authorizer implements RouteAuthorizer<AccessClaims> {
   ): Promise<OperatorPrincipal> {
     const [session, op] = await Promise.all([
       this.repos.sessions.findOf(sessionId, { type: 'operator', id: operatorId }),
-      this.repos.operators.find(operatorId),
+      this.repos.operators.authState(operatorId),
     ]);
     if (!op) throw new AppError('unauthorized', 'The operator no longer exists');
     if (op.status !== 'active') throw new AppError('operator_deactivated', 'This operator account is deactivated');

@@ -74,6 +74,14 @@ export class OperatorsRepository extends Repository {
     return Operator.query(this.on(trx)).findById(id);
   }
 
+  /**
+   * What the authoriser checks on every operator request, and nothing else (no password hash, no MFA
+   * secret): a plain query, not objection's model of the whole row.
+   */
+  async authState(id: string, trx?: Db): Promise<Pick<Operator, 'status' | 'mustResetPassword' | 'mfaEnabledAt' | 'role' | 'orgId'> | undefined> {
+    return this.on(trx)(Operator.tableName).where({ id }).first('status', 'mustResetPassword', 'mfaEnabledAt', 'role', 'orgId');
+  }
+
   async findForUpdate(id: string, trx: Knex.Transaction): Promise<Operator | undefined> {
     return Operator.query(trx).findById(id).forUpdate();
   }
@@ -186,7 +194,8 @@ export class SessionsRepository extends Repository {
 
   /** The session `id` of this subject, if it exists (revoked or not), and when it was opened. */
   async findOf(id: string, subject: SessionSubject, trx?: Db): Promise<Pick<Session, 'revokedAt' | 'createdAt'> | undefined> {
-    return Session.query(this.on(trx)).findById(id).where({ subjectType: subject.type, subjectId: subject.id }).select('revokedAt', 'createdAt');
+    // A plain query, not objection's: read by the authoriser on every request of a signed-in caller.
+    return this.on(trx)(Session.tableName).where({ id, subjectType: subject.type, subjectId: subject.id }).first('revokedAt', 'createdAt');
   }
 
   /** Revokes one session: its access tokens stop at the next request, its refresh tokens stop working. */

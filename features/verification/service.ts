@@ -10,7 +10,7 @@ import type { Logger } from '../../platform/logger.js';
 import type { Candidate, LatencyMs } from '../../models/index.js';
 import type { AuditEventsRepository } from '../../platform/events/audit.js';
 import type { UnitOfWork } from '../../platform/database/unit-of-work.js';
-import type { EmbeddingsRepository } from '../face/index.js';
+import type { EmbeddingsRepository, StoredEmbedding } from '../face/index.js';
 import type { NewSearchLog, SearchLogsRepository } from './search-logs-repository.js';
 import type { UsersRepository } from '../users/index.js';
 import type { Metrics } from '../../platform/metrics.js';
@@ -168,7 +168,10 @@ export class VerificationService {
   async verifySelf(consumer: ConsumerPrincipal, capture: { image: Buffer } | { livenessSessionId: string }): Promise<SelfAnswer> {
     const { searchLogs, embeddings, metrics, biometric } = this.deps;
     const t0 = performance.now();
-    const enrolled = await embeddings.enrolment(consumer.userId);
+    // The enrolment and the template in one read: the comparison below uses this row (no second read).
+    const tRead = performance.now();
+    const enrolled = await embeddings.enrolmentWithTemplate(consumer.userId);
+    const readMs = Math.round((performance.now() - tRead) * 1000) / 1000;
     if (!enrolled) {
       // Nothing to compare with: the consumer has not linked a NIN or BVN yet. Logged like any call.
       await searchLogs.insert({
@@ -185,16 +188,21 @@ export class VerificationService {
     }
     // The lock is checked by the reservation (one Redis script: locked, else another request of the
     // user in flight, else claimed), after the enrolment as the route promises: no read of its own.
-    return biometric.oneAtATime(consumer.userId, 'verify_self', () => this.compareSelf(consumer, capture, enrolled, t0));
+    return biometric.oneAtATime(consumer.userId, 'verify_self', () => this.compareSelf(consumer, capture, { ...enrolled, readMs }, t0));
   }
 
   /**
    * A passed liveness session's best frontal frame against the user's canonical embedding (the
    * session was judged live already: no liveness stage here). null: the session cannot be used.
    */
-  private async compareSession(userId: string, frontal: FrontalFrame | null, t0: number): Promise<SelfVerification | null> {
+  private async compareSession(
+    userId: string,
+    frontal: FrontalFrame | null,
+    t0: number,
+    stored: { row: StoredEmbedding | undefined; ms: number },
+  ): Promise<SelfVerification | null> {
     if (!frontal) return null;
-    const c = await this.deps.face.compareWithUser(frontal.embedding, userId);
+    const c = await this.deps.face.compareWithUser(frontal.embedding, userId, stored);
     return {
       outcome: c.score !== null && c.score >= this.deps.config.face.matchThreshold ? 'match' : 'no_match',
       score: c.score,
@@ -209,18 +217,21 @@ export class VerificationService {
   private async compareSelf(
     consumer: ConsumerPrincipal,
     capture: { image: Buffer } | { livenessSessionId: string },
-    enrolled: { qualityScore?: number | null },
+    enrolled: { qualityScore?: number | null; stored: StoredEmbedding; readMs: number },
     t0: number,
   ): Promise<SelfAnswer> {
     const { searchLogs, face, metrics, config, biometric } = this.deps;
     let r;
     try {
       if ('livenessSessionId' in capture) {
-        r = await this.compareSession(consumer.userId, await this.deps.liveness.useByConsumer(consumer.userId, capture.livenessSessionId), t0);
+        r = await this.compareSession(consumer.userId, await this.deps.liveness.useByConsumer(consumer.userId, capture.livenessSessionId), t0, {
+          row: enrolled.stored,
+          ms: enrolled.readMs,
+        });
       } else {
         await face.admitCapture(false); // no worker alive: 503 at once, before the upload is decoded (compared here: no search job)
         const normalised = await face.normalise(capture.image, { maxPixels: config.biometrics.selfieMaxPixels });
-        r = await face.verifyAgainstUser(normalised, consumer.userId, 'largest', { admitted: true });
+        r = await face.verifyAgainstUser(normalised, consumer.userId, 'largest', { admitted: true, stored: { row: enrolled.stored, ms: enrolled.readMs } });
       }
     } catch (e) {
       await this.logFailure(e, t0, { kind: 'verify_self', userId: consumer.userId });

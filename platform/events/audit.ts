@@ -65,14 +65,16 @@ export class AuditEventsRepository extends Repository {
     const info = EVENTS[e.type];
     const origin = eventOrigin();
     const write = async (db: Db): Promise<string | undefined> => {
-      await AuditEvent.query(db).insert({
+      // A plain insert, not objection's (which would serialise `data` the same way): every audited
+      // write runs it, /verify/self's canonical refresh on each high-confidence match among them.
+      await db(AuditEvent.tableName).insert({
         type: e.type,
         severity: e.severity ?? info.severity,
         actorType: e.actorType,
         actorId: e.actorId,
         subjectType: e.subjectType,
         subjectId: e.subjectId,
-        data: (e.data ?? {}) as Record<string, unknown>,
+        data: JSON.stringify(e.data ?? {}),
         ip: origin?.ip ?? null,
         userAgent: origin?.userAgent ?? null,
       });
