@@ -17,9 +17,8 @@
  *    once: this process's measures read them, the light job's JPEG is encoded from them) and sent through the
  *    face path: each pose frame through the liveness stage, all at once (each face process takes one):
  *    detection, landmarks, the passive score, its embedding started by the face process as soon as its
- *    face is aligned (one chain); the light frames, meanwhile, as two `light` jobs (half each): the
- *    face detected on each one's first frame and followed on the others, one frame drawn here
- *    (crypto.randomInt) embedded;
+ *    face is aligned (one chain); the light frames, meanwhile, as one `light` job: the face detected
+ *    on the first frame and followed on the others, one frame drawn here (crypto.randomInt) embedded;
  * 4. one frame that is a near copy of a frame of an earlier session (`replayed_frames`, frame-sketch.ts;
  *    LIVENESS_NEAR_REPLAY_WINDOW_SECONDS, 0 = off); then, on the pose frames, `no_face`,
  *    `multiple_faces`, `static_capture`, every frame compared with the best frontal one
@@ -331,21 +330,17 @@ export class LivenessService {
     // compares every pose frame with the best frontal one). A session refused before that check
     // (`static_capture`) has had its frames embedded for nothing: the price of not waiting for every
     // frame's stage before embedding any.
-    // Beside them, the light frames as two jobs (platform/jobs/light.ts): the face detected on each
-    // job's first frame and followed on the others, no anti-spoof model, no quality; the face of one
-    // frame, drawn here now that the frames are in (so a client cannot know which), embedded. The grids of every
-    // light frame's face (below) bind the others to that one (features/liveness/README.md "Lights").
-    // Two jobs of half the frames each, so that both face processes share them (a detector run more).
+    // Beside them, the light frames as one job (platform/jobs/light.ts): the face detected on the
+    // first frame and followed on the others, no anti-spoof model, no quality; the face of one frame,
+    // drawn here now that the frames are in (so a client cannot know which), embedded. The grids of
+    // every light frame's face (below) bind the others to that one (features/liveness/README.md
+    // "Lights"). One job, not one per face process: a face process runs its models on its main
+    // thread, so a light job slows the pose frame its process runs, and with two the first two pose
+    // frames were both slowed while the third waited for one of them; with one, the other process
+    // runs its pose frame and then the third at full speed, and the session pays one detector run
+    // (docs/performance.md "Liveness light frames").
     const drawn = lightCount > 0 ? randomInt(lightCount) : 0;
-    const half = Math.ceil(lightCount / 2);
-    const lightJobs = [lightImages.slice(0, half), lightImages.slice(half)]
-      .filter((part) => part.length > 0)
-      .map((part, p) => face.analyseLightFrames(part, drawn >= p * half && drawn < p * half + part.length ? drawn - p * half : null, deadlineAt, true));
-    for (const j of lightJobs) j.catch(() => {}); // awaited below
-    const lightWork =
-      lightJobs.length === 0
-        ? null
-        : Promise.all(lightJobs).then((rs) => ({ frames: rs.flatMap((r) => r.frames), embedding: rs.find((r) => r.embedding)?.embedding ?? null }));
+    const lightWork = lightCount > 0 ? face.analyseLightFrames(lightImages, drawn, deadlineAt, true) : null;
     lightWork?.catch(() => {}); // awaited below
     // Pixels decoded here meanwhile: the first frame's (the screen-pattern measure), and every pose
     // frame's with the near-copy check on (its sketch); the light frames' grids come with their jobs.
