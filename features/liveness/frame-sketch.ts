@@ -65,6 +65,8 @@ export const NEAR_COPY_SESSION_TOP3 = 66;
  * scripts/evaluate/light-continuity.ts`, docs/face-engine.md "Light frames: one face throughout"): two
  * frames of one capture in any two colours, the face moving a little, at least 0.799 (1 %: 0.821,
  * median 0.986); two people at most 0.754 (99 %: 0.680, median 0.266). 0.78 lies between.
+ * No longer what the service judges light frames by: real light frames of one man fell to 0.706 (0.617
+ * against the embedded one), so every light frame's face is embedded instead (service.ts `lightSamples`).
  */
 export const LIGHT_CONTINUITY_COSINE = 0.78;
 
