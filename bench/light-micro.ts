@@ -30,13 +30,13 @@ const cpuOf = async (name: string, f: () => unknown) => {
 };
 const img = await decodeRgb(small);
 const dets = await detectFaces(sessions.detect, img, DEFAULT_DETECT_OPTIONS);
-const face = (await engine.lightFrames([img], 0)).frames[0]!;
+const face = (await engine.lightFrames([img], true)).frames[0]!;
 if (!face.ok) throw new Error('no face in the light frame');
 console.log(
   `light frame ${img.width}×${img.height}, face box height ${Math.round(dets[0]!.y2 - dets[0]!.y1)} px; load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
 );
-await cpuOf('light job of 4 frames, JPEGs (decoded in the job)', () => engine.lightFrames([small, small, small, small], 1));
-await cpuOf('light job of 4 frames, pixels', () => engine.lightFrames([img, img, img, img], 1));
+await cpuOf('light job of 4 frames, JPEGs (decoded in the job)', () => engine.lightFrames([small, small, small, small], true));
+await cpuOf('light job of 4 frames, pixels', () => engine.lightFrames([img, img, img, img], true));
 await cpuOf('  decodeRgb (480 px JPEG)', () => decodeRgb(small));
 await cpuOf('  detector, both passes', () => detectFaces(sessions.detect, img, { ...DEFAULT_DETECT_OPTIONS, skipPaddedWhenInside: null }));
 await cpuOf('  detector, plain pass only', () => detectFaces(sessions.detect, img, { ...DEFAULT_DETECT_OPTIONS, passes: [1], skipPaddedWhenInside: null }));

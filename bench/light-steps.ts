@@ -4,7 +4,8 @@
  * clocks (GET /clocks) cannot tell this: a `light` job runs beside the pose frames' `liveness` jobs in
  * the same process (one job per queue at a time), so its steps' wall time waits for them and its
  * `cpu.*` steps count their work too. Here the 4 JPEGs (the bench's centre frame at 480 px, q92,
- * each a little brighter) are decoded one by one, then the engine's light path runs on the pixels.
+ * each a little brighter) are decoded one by one, then the engine's light path runs on the pixels, every
+ * face embedded as the service does (`LIGHT_STEPS_EMBED=0`: none, the embeddings' cost by difference).
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -41,9 +42,18 @@ for (let r = 0; r < N + 5; r++) {
   const pixels = [];
   for (const j of jpegs) pixels.push(await decodeRgb(j));
   step('decode (4 frames)');
-  // The drawn frame in every job here: the embedding's cost is one per session.
-  const name = (s: string) => (s === 'decode' ? 'decode (4 frames)' : s === 'landmarks' ? 'landmarks (first frame)' : s === 'track' ? 'track (3 frames)' : s);
-  const res = await engine.lightFrames(pixels, 1, (s) => step(name(s)));
+  // Every frame's face embedded, as the service's light job does (LIGHT_STEPS_EMBED=0: none, for the difference).
+  const name = (s: string) =>
+    s === 'decode'
+      ? 'decode (4 frames)'
+      : s === 'landmarks'
+        ? 'landmarks (first frame)'
+        : s === 'track'
+          ? 'track (3 frames)'
+          : s === 'align' || s === 'embedModel'
+            ? `${s} (4 frames)`
+            : s;
+  const res = await engine.lightFrames(pixels, process.env.LIGHT_STEPS_EMBED !== '0', (s) => step(name(s)));
   c = cpu();
   for (const [i, f] of res.frames.entries()) if (f.ok) faceGrid(res.pixels[i]!, f.face.landmarks5);
   step('grid (4 frames)');

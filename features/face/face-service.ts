@@ -286,17 +286,17 @@ export class FaceService {
   /**
    * A liveness session's light frames (JPEGs, made small by the caller: `lightFrameJpeg`) as one job
    * on a face process (platform/jobs/light.ts): each frame's face found (detected on the first,
-   * followed on the others), measured (its grid, its colour sample) and the `embedIndex` frame's face
-   * embedded (null: none). A frame the engine cannot decode is `invalid_image` in `frames` (the caller
+   * followed on the others), measured (its grid, its colour sample) and, with `embed`, every frame's
+   * face embedded (null for a frame without one). A frame the engine cannot decode is `invalid_image` in `frames` (the caller
    * refuses the call; the other frames of its job are `not_examined`).
    */
   async analyseLightFrames(
     jpegs: readonly Buffer[],
-    embedIndex: number | null,
+    embed: boolean,
     deadlineAt: number,
     /** As for `analyseAndEmbed`. */
     admitted = false,
-  ): Promise<{ frames: LightFrameResult[]; embedding: CaptureEmbedding | null; ms: number }> {
+  ): Promise<{ frames: LightFrameResult[]; embeddings: (CaptureEmbedding | null)[]; ms: number }> {
     const resultSalt = newHandoffSalt();
     const embedSalt = newHandoffSalt();
     const refs = jpegs.map(() => newHandoffRef());
@@ -304,11 +304,11 @@ export class FaceService {
       key: handoffKey(this.deps.config.redis.prefix, 'image', refs[i]!),
       value: this.deps.sealer.seal(jpeg, resultSalt),
     }));
-    const r = await this.job('light', { imageRefs: refs, resultSalt, embedIndex, embedSalt }, deadlineAt, values, admitted);
-    const embedding = r.embedding
-      ? { embedding: this.deps.sealer.openEmbedding(r.embedding.sealedEmbedding, embedSalt), engineVersion: r.embedding.engineVersion, ms: r.ms }
-      : null;
-    return { frames: r.frames, embedding, ms: r.ms };
+    const r = await this.job('light', { imageRefs: refs, resultSalt, embed, embedSalt }, deadlineAt, values, admitted);
+    const embeddings = r.embeddings.map((e) =>
+      e ? { embedding: this.deps.sealer.openEmbedding(e.sealedEmbedding, embedSalt), engineVersion: e.engineVersion, ms: r.ms } : null,
+    );
+    return { frames: r.frames, embeddings, ms: r.ms };
   }
 
   /**

@@ -88,6 +88,17 @@ export const STATIC_SHAPE_RESIDUAL = 0.02;
 export const SAME_PERSON_COSINE = 0.3;
 
 /**
+ * Cosine with the pose frames' reference at or above which a light frame's face is the session's
+ * person. Above SAME_PERSON_COSINE: a light frame shows the face at the centre pose seconds from the
+ * reference, so the head turn that forces the pose frames' low bar is not there, and at 0.3 two people
+ * pass (fixture light frames against another person's unlit photo reach 0.319). Real light frames of
+ * the tuning clips against their session's reference: 0.670 and up; the fixtures' light frames
+ * against their own capture unlit: 0.750 and up; two people: at most 0.319 (docs/face-engine.md
+ * "Light frames: every face embedded").
+ */
+export const LIGHT_SAME_PERSON_COSINE = 0.5;
+
+/**
  * The screen-pattern measure (screen-pattern.ts) at or above which the first frame is a screen filmed
  * by the camera: `spoof_suspected`. Set on the tuning sources (Bush, Hopper): bona fide frames read 55
  * to 1,028, simulated screens 2,836 to 75,682; the threshold is the two ends' geometric mean.

@@ -58,16 +58,6 @@ export const NEAR_COPY_FRAME_BANDS = 27;
  */
 export const NEAR_COPY_SESSION_TOP3 = 66;
 
-/**
- * Least cosine of two light frames' face grids (`faceGrid`) for them to show one face: each light
- * frame against the one before it and against the frame whose face was embedded (`oneFaceThroughout`).
- * Set on the fixtures lit by every colour of SPEC 14.1 at 480 px (`npx tsx
- * scripts/evaluate/light-continuity.ts`, docs/face-engine.md "Light frames: one face throughout"): two
- * frames of one capture in any two colours, the face moving a little, at least 0.799 (1 %: 0.821,
- * median 0.986); two people at most 0.754 (99 %: 0.680, median 0.266). 0.78 lies between.
- */
-export const LIGHT_CONTINUITY_COSINE = 0.78;
-
 export { faceGrid, type RgbImage } from '../../platform/face/frame-measures.js';
 
 /** The ±1 directions of the sketch, one bit per value of a keyed stream (HMAC-SHA256 in counter mode). */
@@ -189,22 +179,4 @@ export function gridCosine(a: Float32Array, b: Float32Array): number {
   let dot = 0;
   for (let i = 0; i < a.length; i++) dot += a[i]! * b[i]!;
   return dot;
-}
-
-/**
- * Whether a session's light frames show one face throughout: every frame has a face (a grid), and
- * each grid is within `threshold` of the one before it and of frame `drawn`'s (the one whose face was
- * embedded and compared with the session's person). A face swapped in or out in the middle of the
- * sequence breaks it.
- */
-export function oneFaceThroughout(grids: readonly (Float32Array | null)[], drawn: number, threshold = LIGHT_CONTINUITY_COSINE): boolean {
-  const anchor = grids[drawn];
-  if (!anchor) return false;
-  for (let i = 0; i < grids.length; i++) {
-    const g = grids[i];
-    if (!g) return false;
-    if (gridCosine(g, anchor) < threshold) return false;
-    if (i > 0 && gridCosine(g, grids[i - 1]!) < threshold) return false;
-  }
-  return true;
 }

@@ -17,15 +17,14 @@
  *    once: this process's measures read them, the light job's JPEG is encoded from them) and sent through the
  *    face path: each pose frame through the liveness stage, all at once (each face process takes one):
  *    detection, landmarks, the passive score, its embedding started by the face process as soon as its
- *    face is aligned (one chain); the light frames, meanwhile, as two `light` jobs (half each): the
- *    face detected on each one's first frame and followed on the others, one frame drawn here
- *    (crypto.randomInt) embedded;
+ *    face is aligned (one chain); the light frames, meanwhile, as one `light` job: the face detected
+ *    on the first frame and followed on the others, every frame's face embedded;
  * 4. one frame that is a near copy of a frame of an earlier session (`replayed_frames`, frame-sketch.ts;
  *    LIVENESS_NEAR_REPLAY_WINDOW_SECONDS, 0 = off); then, on the pose frames, `no_face`,
  *    `multiple_faces`, `static_capture`, every frame compared with the best frontal one
  *    (`different_faces`), `challenge_not_followed`; then the light frames (`light_not_followed`: their
- *    count, the drawn frame's face the session's person and every light frame's face one face with it
- *    (frame-sketch.ts `oneFaceThroughout`), its colour following `lights`); then `spoof_suspected`;
+ *    count, every light frame's face the session's person by its embedding, its colour following
+ *    `lights`); then `spoof_suspected`;
  * 5. a passed session keeps its best frontal frame (embedding, quality, JPEG; sealed) for its one use.
  *
  * A session claimed and then stopped by an invalid image (400) or by the face path (503) is spent
@@ -52,8 +51,17 @@ import {
   type CaptureEmbedding,
   type FaceService,
 } from '../face/index.js';
-import { drawSteps, judgeFaces, onePerson, plausibleTiming, SAME_PERSON_COSINE, type FailureReason, type FrameFace, type LivenessStep } from './decision.js';
-import { faceGrid, GRID, nearCopyFrame, nearCopySession, oneFaceThroughout, sketch, sketchBands, sketchDirections } from './frame-sketch.js';
+import {
+  drawSteps,
+  judgeFaces,
+  onePerson,
+  plausibleTiming,
+  LIGHT_SAME_PERSON_COSINE,
+  type FailureReason,
+  type FrameFace,
+  type LivenessStep,
+} from './decision.js';
+import { faceGrid, GRID, nearCopyFrame, nearCopySession, sketch, sketchBands, sketchDirections } from './frame-sketch.js';
 import { drawLights, judgeLightResponse, type LightSample } from './light-response.js';
 import { LIVENESS_METRICS } from './metrics.js';
 import { screenPattern } from './screen-pattern.js';
@@ -331,21 +339,15 @@ export class LivenessService {
     // compares every pose frame with the best frontal one). A session refused before that check
     // (`static_capture`) has had its frames embedded for nothing: the price of not waiting for every
     // frame's stage before embedding any.
-    // Beside them, the light frames as two jobs (platform/jobs/light.ts): the face detected on each
-    // job's first frame and followed on the others, no anti-spoof model, no quality; the face of one
-    // frame, drawn here now that the frames are in (so a client cannot know which), embedded. The grids of every
-    // light frame's face (below) bind the others to that one (features/liveness/README.md "Lights").
-    // Two jobs of half the frames each, so that both face processes share them (a detector run more).
-    const drawn = lightCount > 0 ? randomInt(lightCount) : 0;
-    const half = Math.ceil(lightCount / 2);
-    const lightJobs = [lightImages.slice(0, half), lightImages.slice(half)]
-      .filter((part) => part.length > 0)
-      .map((part, p) => face.analyseLightFrames(part, drawn >= p * half && drawn < p * half + part.length ? drawn - p * half : null, deadlineAt, true));
-    for (const j of lightJobs) j.catch(() => {}); // awaited below
-    const lightWork =
-      lightJobs.length === 0
-        ? null
-        : Promise.all(lightJobs).then((rs) => ({ frames: rs.flatMap((r) => r.frames), embedding: rs.find((r) => r.embedding)?.embedding ?? null }));
+    // Beside them, the light frames as one job (platform/jobs/light.ts): the face detected on the
+    // first frame and followed on the others, no anti-spoof model, no quality; every frame's face
+    // embedded, each to be the session's person (features/liveness/README.md "Light frames' face").
+    // One job, not one per face process: a face process runs its models on its main thread, so a
+    // light job slows the pose frame its process runs, and with two the first two pose frames were
+    // both slowed while the third waited for one of them; with one, the other process runs its pose
+    // frame and then the third at full speed, and the session pays one detector run
+    // (docs/performance.md "Liveness light frames").
+    const lightWork = lightCount > 0 ? face.analyseLightFrames(lightImages, true, deadlineAt, true) : null;
     lightWork?.catch(() => {}); // awaited below
     // Pixels decoded here meanwhile: the first frame's (the screen-pattern measure), and every pose
     // frame's with the near-copy check on (its sketch); the light frames' grids come with their jobs.
@@ -396,7 +398,7 @@ export class LivenessService {
     let then = v.then;
     if (lights && !(then.status === 'failed' && then.reason === 'challenge_not_followed')) {
       const reference = embedded[v.reference]!.embedding;
-      const samples = lit ? this.lightSamples(lit, drawn, reference, lightGridList) : [];
+      const samples = lit ? this.lightSamples(lit, reference) : [];
       const light = judgeLightResponse(lights, samples);
       const withLight = judgeFaces({ frames: measured, steps, screenPattern: pattern, passiveSessionThreshold, light });
       if (withLight.status === 'needs_identity') then = withLight.then;
@@ -416,21 +418,18 @@ export class LivenessService {
   }
 
   /**
-   * The light frames' colour samples, or nulls when they do not show the session's face throughout:
-   * the drawn frame's embedding must be the best frontal frame's person (SAME_PERSON_COSINE, as between
-   * the pose frames: another face lit on cue proves nothing about this one), and every frame's face one
-   * face with it and with the frame before (`oneFaceThroughout`: a face swapped in the middle breaks it).
-   * A frame without a face (or, where the detector ran, with several clear faces) has no sample.
+   * The light frames' colour samples, or nulls when they do not show the session's person throughout:
+   * every light frame's face embedding must be the best frontal frame's person (LIGHT_SAME_PERSON_COSINE:
+   * another face lit on cue proves nothing about this one), so a face swapped
+   * into any one of them refuses them all. A frame without a face (or, where the detector ran, with
+   * several clear faces) has no sample and no embedding.
    */
-  private lightSamples(
-    lit: { frames: LightFrameResult[]; embedding: CaptureEmbedding | null },
-    drawn: number,
-    reference: readonly number[],
-    grids: readonly (Float32Array | null)[],
-  ): (LightSample | null)[] {
+  private lightSamples(lit: { frames: LightFrameResult[]; embeddings: (CaptureEmbedding | null)[] }, reference: readonly number[]): (LightSample | null)[] {
     const none = lit.frames.map(() => null);
-    if (!lit.embedding || !onePerson([reference, lit.embedding.embedding], 0, SAME_PERSON_COSINE)) return none;
-    if (!oneFaceThroughout(grids, drawn)) return none;
+    const samePerson = lit.frames.every(
+      (f, i) => !f.ok || (lit.embeddings[i] != null && onePerson([reference, lit.embeddings[i]!.embedding], 0, LIGHT_SAME_PERSON_COSINE)),
+    );
+    if (!samePerson) return none;
     return lit.frames.map((f) => (f.ok ? f.sample : null));
   }
 

@@ -1,12 +1,12 @@
 /**
- * Job contract of the `light` queue: the light frames of one liveness session (SPEC 14.1), half of
- * them per job (two jobs, so that both face processes share them), in order. The frames are found cheaply: each
+ * Job contract of the `light` queue: the light frames of one liveness session (SPEC 14.1), all in one
+ * job, in order (one detector run a session; why one job: features/liveness/service.ts). The frames are found cheaply: each
  * decoded (the API made them small: the console's small JPEGs as they came, any other normalised and
  * encoded small) and measured (its face's grid and colour sample, for the API's light check), the detector run on the first frame only (its
  * padded pass only for a face too large for the plain one) and the face then followed from frame to
  * frame by the landmark model on the previous frame's box (the detector again only where the
- * followed face is lost); no anti-spoof model, no quality. One frame of the session, drawn by the API after the frames arrived,
- * is aligned and embedded in the job that holds it (the session's identity, features/liveness/README.md "Lights"). The images
+ * followed face is lost); no anti-spoof model, no quality. Every frame's face is aligned and embedded:
+ * each must be the session's person (features/liveness/README.md "Light frames' face"). The images
  * travel as sealed Redis values, not in the job (platform/face-path/handoff.ts, kind `image`).
  */
 import type { FaceErrorCode } from '../face/face-error.js';
@@ -25,12 +25,9 @@ export interface LightJob {
   imageRefs: string[];
   /** Salt of the key that seals the images (with the key ring: platform/face-path/sealing.ts); lives only in the job. */
   resultSalt: string;
-  /**
-   * The frame of this job whose face is embedded (0-based), drawn by the API with crypto.randomInt
-   * once the frames arrived; null: none (the drawn frame is in the session's other light job).
-   */
-  embedIndex: number | null;
-  /** Salt of the key that seals the result's embedding. */
+  /** Whether every frame's face is embedded (the API's light check needs them all). */
+  embed: boolean;
+  /** Salt of the key that seals the result's embeddings. */
   embedSalt: string;
 }
 
@@ -48,8 +45,11 @@ export type LightFrameResult =
 
 export interface LightJobResult {
   frames: LightFrameResult[];
-  /** The `embedIndex` frame's embedding (sealed under `embedSalt`); null without one, or when that frame shows no face. */
-  embedding: { sealedEmbedding: SealedEmbedding; engineVersion: string } | null;
+  /**
+   * Each frame's face embedding (sealed under `embedSalt`), in the frames' order; null for a frame
+   * without a face, or all null when the job was not asked to embed.
+   */
+  embeddings: ({ sealedEmbedding: SealedEmbedding; engineVersion: string } | null)[];
   /** The stage's own time in the worker. */
   ms: number;
 }

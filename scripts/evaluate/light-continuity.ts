@@ -1,7 +1,10 @@
 /**
- * The figures behind LIGHT_CONTINUITY_COSINE (features/liveness/light-continuity.ts): the cosine of
- * two light frames' face grids (frame-sketch.ts `faceGrid`, placed by the landmarks the face path
- * finds) for one person lit by different colours and moving a little, against two different people.
+ * The figures behind the light frames' identity (features/liveness/README.md "Light frames' face"):
+ * the cosine of two light frames' face grids (frame-sketch.ts `faceGrid`, placed by the landmarks the
+ * face path finds; the grid cosine the service judged by until 29 November 2026, 0.78) and of their face
+ * embeddings (MobileFaceNet, aligned on the same points: what the service judges every light frame
+ * by, LIGHT_SAME_PERSON_COSINE) for one person lit by different colours and moving a little, against two
+ * different people.
  *
  *   npx tsx scripts/evaluate/light-continuity.ts
  *
@@ -48,46 +51,68 @@ const q = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs
 async function main(): Promise<void> {
   const engine = await FaceEngine.load(path.join(PROJECT_ROOT, 'var/models'));
   const random = rng(7);
-  const grids: { person: string; capture: string; k: number; grid: Float32Array }[] = [];
+  const grids: { person: string; capture: string; k: number; grid: Float32Array; embedding: Float32Array }[] = [];
+  // Each capture's unlit frame's embedding: the pose frames' reference a light frame is judged against.
+  const references: { person: string; capture: string; embedding: Float32Array }[] = [];
   for (const [person, capture, file] of SOURCES) {
     const jpeg = await sharp(readFileSync(path.join(FACES, file)))
       .jpeg({ quality: 92 })
       .toBuffer();
     const found = await engine.liveness(jpeg, 'largest', { antiSpoof: false, quality: false });
     const img = await decodeRgb(jpeg);
+    references.push({ person, capture, embedding: Float32Array.from((await engine.embed(jpeg, found.face.landmarks5)).embedding) });
     for (const k of [0.2, 0.5]) {
       for (const colour of LIGHT_COLOURS) {
         const lit = await encodeJpeg(addNoise(relight(img, found.face.box, colour, { k }), 2, random), 90);
         const small = await sharp(lit).resize(SIDE, SIDE, { fit: 'inside', withoutEnlargement: true }).jpeg({ quality: 90 }).toBuffer();
         const r = await engine.liveness(small, 'largest', { antiSpoof: false, quality: false });
-        grids.push({ person, capture, k, grid: faceGrid(await decodePixels(small), r.face.landmarks5 as [number, number][]) });
+        const embedding = Float32Array.from((await engine.embed(small, r.face.landmarks5)).embedding);
+        grids.push({ person, capture, k, grid: faceGrid(await decodePixels(small), r.face.landmarks5 as [number, number][]), embedding });
       }
     }
   }
-  const same: number[] = [];
-  const sameDefault: number[] = [];
-  const samePersonOtherPhoto: number[] = [];
-  const different: number[] = [];
-  for (let i = 0; i < grids.length; i++)
-    for (let j = i + 1; j < grids.length; j++) {
-      const a = grids[i]!,
-        b = grids[j]!;
-      const c = cos(a.grid, b.grid);
-      if (a.capture === b.capture) {
-        same.push(c);
-        if (a.k === 0.2 && b.k === 0.2) sameDefault.push(c);
-      } else if (a.person === b.person) samePersonOtherPhoto.push(c);
-      else different.push(c);
-    }
-  const row = (name: string, xs: number[]) =>
-    `| ${name} | ${xs.length} | ${Math.min(...xs).toFixed(3)} | ${q(xs, 0.01).toFixed(3)} | ${q(xs, 0.5).toFixed(3)} | ${q(xs, 0.99).toFixed(3)} | ${Math.max(...xs).toFixed(3)} |`;
-  console.log(`Face-grid cosine of two light frames (${SIDE} px, 7 colours × k 0.2 and 0.5):`);
+  const table = (title: string, of: (g: (typeof grids)[number]) => Float32Array) => {
+    const same: number[] = [];
+    const sameDefault: number[] = [];
+    const samePersonOtherPhoto: number[] = [];
+    const different: number[] = [];
+    for (let i = 0; i < grids.length; i++)
+      for (let j = i + 1; j < grids.length; j++) {
+        const a = grids[i]!,
+          b = grids[j]!;
+        const c = cos(of(a), of(b));
+        if (a.capture === b.capture) {
+          same.push(c);
+          if (a.k === 0.2 && b.k === 0.2) sameDefault.push(c);
+        } else if (a.person === b.person) samePersonOtherPhoto.push(c);
+        else different.push(c);
+      }
+    const row = (name: string, xs: number[]) =>
+      `| ${name} | ${xs.length} | ${Math.min(...xs).toFixed(3)} | ${q(xs, 0.01).toFixed(3)} | ${q(xs, 0.5).toFixed(3)} | ${q(xs, 0.99).toFixed(3)} | ${Math.max(...xs).toFixed(3)} |`;
+    console.log(`${title} of two light frames (${SIDE} px, 7 colours × k 0.2 and 0.5):`);
+    console.log('| pairs | n | min | 1 % | median | 99 % | max |');
+    console.log('|---|---|---|---|---|---|---|');
+    console.log(row('one capture, two colours (and moving a little)', same));
+    console.log(row('… both at the default reflection (k 0.2)', sameDefault));
+    console.log(row('one person, another capture (another photo, or the photo a fixture was made from)', samePersonOtherPhoto));
+    console.log(row('two people', different));
+  };
+  const toReference = { same: [] as number[], samePersonOtherPhoto: [] as number[], different: [] as number[] };
+  for (const g of grids)
+    for (const r of references)
+      (r.capture === g.capture ? toReference.same : r.person === g.person ? toReference.samePersonOtherPhoto : toReference.different).push(
+        cos(g.embedding, r.embedding),
+      );
+  table('Face-grid cosine', (g) => g.grid);
+  table('Face-embedding cosine', (g) => g.embedding);
+  console.log('Face-embedding cosine of a light frame with an unlit frame (the reference the service judges it against):');
   console.log('| pairs | n | min | 1 % | median | 99 % | max |');
   console.log('|---|---|---|---|---|---|---|');
-  console.log(row('one capture, two colours (and moving a little)', same));
-  console.log(row('… both at the default reflection (k 0.2)', sameDefault));
-  console.log(row('one person, another capture (another photo, or the photo a fixture was made from)', samePersonOtherPhoto));
-  console.log(row('two people', different));
+  const row = (name: string, xs: number[]) =>
+    `| ${name} | ${xs.length} | ${Math.min(...xs).toFixed(3)} | ${q(xs, 0.01).toFixed(3)} | ${q(xs, 0.5).toFixed(3)} | ${q(xs, 0.99).toFixed(3)} | ${Math.max(...xs).toFixed(3)} |`;
+  console.log(row('the same capture unlit', toReference.same));
+  console.log(row('one person, another capture', toReference.samePersonOtherPhoto));
+  console.log(row('two people', toReference.different));
   await engine.release();
 }
 

@@ -52,7 +52,6 @@ import {
   faceGrid,
   NEAR_COPY_FRAME_BANDS,
   NEAR_COPY_SESSION_TOP3,
-  oneFaceThroughout,
   sketch,
   SKETCH_BANDS,
   sketchDirections,
@@ -63,7 +62,7 @@ import {
   estimatePose,
   judgeFaces,
   onePerson,
-  SAME_PERSON_COSINE,
+  LIGHT_SAME_PERSON_COSINE,
   type FailureReason,
   type FrameFace,
   type LivenessStep,
@@ -141,8 +140,6 @@ export interface Received {
 
 const SKETCH_KEY = Buffer.from('evaluate-liveness-sketch-key');
 let directions: Int8Array | null = null;
-// The light frame whose face is embedded, drawn as the service draws it (seeded: runs are repeatable).
-const drawRandom = rng(20261129);
 
 /** The most bands one frame of `frames` shares with a frame of an earlier session (0 to SKETCH_BANDS): one near copy fails the session. */
 export function nearCopyBands(frames: readonly Uint8Array[], earlier: readonly (readonly Uint8Array[])[]): number {
@@ -173,25 +170,23 @@ export interface LightFrames {
   frames: readonly Buffer[];
 }
 
-/** The light check's measures on a session's light frames, as the service's light jobs take them. */
+/** The light check's measures on a session's light frames, as the service's light job takes them. */
 export interface LightMeasures {
   samples: (LightSample | null)[];
-  /** Each frame's face grid (frame-sketch.ts), null without a face. */
+  /** Each frame's face grid (frame-sketch.ts), null without a face: the near-copy sketches' source. */
   grids: (Float32Array | null)[];
   sketches: Uint8Array[];
-  /** The drawn frame's embedding (null: no face there). */
-  embedding: number[] | null;
-  drawn: number;
+  /** Each frame's face embedding (null: no face there, or not asked for). */
+  embeddings: (number[] | null)[];
 }
 
 /**
  * A session's light frames measured as the service does (features/liveness/service.ts, platform/jobs/light.ts):
- * each made at most LIGHT_FRAME_MAX_SIDE (a JPEG already that small as it came), in two jobs of half
- * the frames each, the face detected on each job's first frame and followed on the others
- * (FaceEngine.lightFrames), the grid and colour sample taken on the pixels the job decoded, and the
- * face of one drawn frame embedded.
+ * each made at most LIGHT_FRAME_MAX_SIDE (a JPEG already that small as it came), in one job, the face
+ * detected on the first frame and followed on the others (FaceEngine.lightFrames), the grid and colour
+ * sample taken on the pixels the job decoded, and (`embed`) every frame's face embedded.
  */
-export async function measureLight(engine: FaceEngine, frames: readonly Buffer[], drawn: number): Promise<LightMeasures> {
+export async function measureLight(engine: FaceEngine, frames: readonly Buffer[], embed = true): Promise<LightMeasures> {
   directions ??= sketchDirections(SKETCH_KEY);
   const jpegs = await Promise.all(
     frames.map(
@@ -199,50 +194,36 @@ export async function measureLight(engine: FaceEngine, frames: readonly Buffer[]
         (await jpegAsItCame(f, { maxSide: LIGHT_FRAME_MAX_SIDE })) ?? encodeNormalisedJpeg(await normaliseUploadRgb(f, { maxSide: LIGHT_FRAME_MAX_SIDE })),
     ),
   );
-  const half = Math.ceil(jpegs.length / 2);
-  const samples: (LightSample | null)[] = [];
-  const grids: (Float32Array | null)[] = [];
-  let embedding: number[] | null = null;
-  for (const [p, part] of [jpegs.slice(0, half), jpegs.slice(half)].entries()) {
-    if (!part.length) continue;
-    const at = drawn >= p * half && drawn < p * half + part.length ? drawn - p * half : null;
-    const r = await engine.lightFrames(part, at);
-    r.frames.forEach((f, i) => {
-      samples.push(f.ok ? sampleLightFrame(r.pixels[i]!, f.face.box as [number, number, number, number]) : null);
-      grids.push(f.ok ? faceGrid(r.pixels[i]!, f.face.landmarks5) : null);
-    });
-    embedding ??= r.embedding;
-  }
+  const r = await engine.lightFrames(jpegs, embed);
+  const samples = r.frames.map((f, i) => (f.ok ? sampleLightFrame(r.pixels[i]!, f.face.box as [number, number, number, number]) : null));
+  const grids = r.frames.map((f, i) => (f.ok ? faceGrid(r.pixels[i]!, f.face.landmarks5) : null));
   const sketches = grids.flatMap((g) => (g ? [sketch(g, directions!)] : []));
-  return { samples, grids, sketches, embedding, drawn };
+  return { samples, grids, sketches, embeddings: r.embeddings };
+}
+
+/** Each light frame's face embedding's cosine with `reference` (null: no face there). */
+export function lightCosines(m: LightMeasures, reference: readonly number[]): (number | null)[] {
+  return m.embeddings.map((e) => (e ? e.reduce((acc, x, k) => acc + x * reference[k]!, 0) : null));
 }
 
 /**
  * The light check's verdict as the service reaches it (service.ts `lightSamples`): no sample counts
- * unless the drawn frame's face is the person of the pose frames' reference and every light frame's
- * face is one face with it and with the frame before (`oneFaceThroughout`). `reference` null: the
- * identity binding is not applied (the chance match of frames without flashes).
+ * unless every light frame's face is the person of the pose frames' reference by its embedding
+ * (LIGHT_SAME_PERSON_COSINE). `reference` null: the identity binding is not applied (the chance match of
+ * frames without flashes).
  */
 export function judgeMeasuredLight(lights: readonly string[], m: LightMeasures, reference: readonly number[] | null): LightVerdict {
   const none = m.samples.map(() => null);
   const bound =
-    (reference === null || (m.embedding !== null && onePerson([reference, m.embedding], 0, SAME_PERSON_COSINE))) && oneFaceThroughout(m.grids, m.drawn);
+    reference === null ||
+    m.samples.every((sample, i) => sample === null || (m.embeddings[i] != null && onePerson([reference, m.embeddings[i]!], 0, LIGHT_SAME_PERSON_COSINE)));
   return judgeLightResponse(lights, bound ? m.samples : none);
 }
 
 /** The light check of a session without the identity binding (the chance match): measured as the service does, judged on the samples. */
-export async function judgeLight(
-  engine: FaceEngine,
-  l: LightFrames,
-  drawn = 0,
-): Promise<LightVerdict & { sketches: Uint8Array[]; samples: (LightSample | null)[] }> {
-  const m = await measureLight(engine, l.frames, drawn);
-  const bound = oneFaceThroughout(m.grids, m.drawn);
-  return {
-    ...judgeLightResponse(l.lights, bound ? m.samples : m.samples.map(() => null)),
-    sketches: m.sketches,
-    samples: bound ? m.samples : m.samples.map(() => null),
-  };
+export async function judgeLight(engine: FaceEngine, l: LightFrames): Promise<LightVerdict & { sketches: Uint8Array[]; samples: (LightSample | null)[] }> {
+  const m = await measureLight(engine, l.frames, false);
+  return { ...judgeLightResponse(l.lights, m.samples), sketches: m.sketches, samples: m.samples };
 }
 
 export async function judgeSequence(
@@ -276,8 +257,8 @@ export async function judgeSequence(
       aligned.push(null);
     }
   }
-  // The light frames measured as the service's light jobs do, one drawn frame's face embedded.
-  const lm = light ? await measureLight(engine, light.frames, Math.floor(drawRandom() * light.frames.length)) : null;
+  // The light frames measured as the service's light job does, every frame's face embedded.
+  const lm = light ? await measureLight(engine, light.frames) : null;
   if (lm) sketches.push(...lm.sketches);
   const copyBands = nearCopyBands(sketches, received.sketches);
   const copyTop3 = nearCopyTop3(sketches, received.sketches);
@@ -288,6 +269,7 @@ export async function judgeSequence(
   // copies, the faces' verdict, one person, then the light check with the pose frames' person.
   const v = judgeFaces({ frames: measured, steps, screenPattern: pattern });
   let lv: LightVerdict | null = null;
+  let lightCos: (number | null)[] = [];
   const describe = (cos: (number | null)[] = []) =>
     `steps ${steps.join(',')}; ` +
     measured
@@ -299,6 +281,7 @@ export async function judgeSequence(
       .join(' ') +
     (pattern === null ? '' : ` screen ${Math.round(pattern)}`) +
     (lv ? ` light ${lv.followed ? 'followed' : lv.why} r ${lv.correlation.toFixed(2)} strength ${lv.strength.toFixed(3)} spread ${lv.spread.toFixed(3)}` : '') +
+    (lightCos.length ? ` light cos ${lightCos.map((c) => (c === null ? '-' : c.toFixed(3))).join(',')}` : '') +
     ` copy bands ${copyBands} top3 ${copyTop3}`;
   if (received.nearReplay && (copyBands >= NEAR_COPY_FRAME_BANDS || copyTop3 >= NEAR_COPY_SESSION_TOP3))
     return { status: 'failed', reason: 'replayed_frames', detail: describe(), copyBands };
@@ -310,6 +293,7 @@ export async function judgeSequence(
   if (!onePerson(embeddings, v.reference)) return { status: 'failed', reason: 'different_faces', detail: describe(cos), copyBands };
   let then = v.then;
   if (light && lm && !(then.status === 'failed' && then.reason === 'challenge_not_followed')) {
+    lightCos = lightCosines(lm, ref);
     lv = judgeMeasuredLight(light.lights, lm, ref);
     const withLight = judgeFaces({ frames: measured, steps, screenPattern: pattern, light: lv });
     if (withLight.status === 'needs_identity') then = withLight.then;

@@ -85,7 +85,7 @@ async function sequenceSketches(engine: FaceEngine, dir: string): Promise<Uint8A
       .filter((f) => f.endsWith('.jpg'))
       .sort()
       .map((f) => readFileSync(path.join(lightDir, f)));
-    out.push(...(await measureLight(engine, light, 0)).sketches);
+    out.push(...(await measureLight(engine, light, false)).sketches);
   }
   return out;
 }

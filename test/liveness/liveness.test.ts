@@ -691,7 +691,7 @@ test.serial(
 );
 
 test.serial(
-  "light frames: another person's face in one of them, or from the middle on, is light_not_followed; two jobs and one embedding for them all",
+  "light frames: another person's face in one of them, or from the middle on, is light_not_followed; one job for them all, every face in it embedded",
   async (t) => {
     const user = await newOperator(h);
     // The face process's clocks (GET /clocks on its status port): jobs run per queue.
@@ -714,13 +714,14 @@ test.serial(
       };
     };
     // The session's own face throughout: passes, and its 6 to 8 light frames cost the face processes
-    // two jobs (the face found on each one's first frame and followed, one drawn frame embedded), not
-    // a chain each. (A pose frame's embedding is made in place by its liveness job: no embed job.)
+    // one job (the face found on the first frame and followed on the others, every frame's face
+    // embedded in it), not a chain each. (A pose frame's embedding is made in place by its liveness job: no
+    // embed job.)
     const control = await judged((id) => lightFrames(id, 'bush2-center', { maxSide: 480 }));
     t.is(control.verdict.status, 'passed', JSON.stringify(control.verdict));
-    t.deepEqual(control.ran, { liveness: control.poseFrames, embed: 0, light: 2 });
-    // Another person lit on cue in ONE light frame (first, middle or last): whichever frame the server
-    // drew for the embedding, the others are bound to it and to their neighbours by their face's grid.
+    t.deepEqual(control.ran, { liveness: control.poseFrames, embed: 0, light: 1 });
+    // Another person lit on cue in ONE light frame (first, middle or last): that frame's embedding is
+    // not the pose frames' person, so no light frame counts.
     for (const at of [0, 3, -1]) {
       const r = await judged(async (id) => {
         const own = await lightFrames(id, 'bush2-center', { maxSide: 480 });

@@ -144,7 +144,7 @@ export async function livenessHandler(
 /**
  * A liveness session's light frames as one job (platform/jobs/light.ts): the images the API left
  * sealed in Redis, the face found on the first and followed on the others (FaceEngine.lightFrames),
- * the drawn frame's face embedded, its embedding sealed. An image that is gone is a fault of the path
+ * every frame's face embedded, the embeddings sealed. An image that is gone is a fault of the path
  * (503), as for the liveness job; one that does not decode is `invalid_image` for its frame.
  */
 export async function lightHandler(engine: FaceEngine, handoff: FaceHandoff, job: LightJob, clock?: StepClock): Promise<LightJobResult> {
@@ -154,7 +154,7 @@ export async function lightHandler(engine: FaceEngine, handoff: FaceHandoff, job
   if (sealed.some((s) => !s)) throw new Error('an image of the light job is gone (expired or already taken)');
   const images = sealed.map((s) => handoff.sealer.open(s!, job.resultSalt));
   try {
-    const r = await engine.lightFrames(images, job.embedIndex, clock);
+    const r = await engine.lightFrames(images, job.embed, clock);
     // The light check's measures on each face, here where the pixels are: the API hands most light
     // frames on as they came and decodes none of them itself.
     const t = performance.now();
@@ -167,7 +167,7 @@ export async function lightHandler(engine: FaceEngine, handoff: FaceHandoff, job
     clock?.('measure', performance.now() - t);
     return {
       frames,
-      embedding: r.embedding ? { sealedEmbedding: handoff.sealer.sealEmbedding(r.embedding, job.embedSalt), engineVersion: FACE_ENGINE_VERSION } : null,
+      embeddings: r.embeddings.map((e) => (e ? { sealedEmbedding: handoff.sealer.sealEmbedding(e, job.embedSalt), engineVersion: FACE_ENGINE_VERSION } : null)),
       ms: elapsed(t0),
     };
   } catch (e) {
@@ -183,7 +183,7 @@ export async function lightHandler(engine: FaceEngine, handoff: FaceHandoff, job
     );
     return {
       frames: decodable.map((ok) => (ok ? { ok: false, code: 'not_examined', faceCount: 0 } : { ok: false, code: 'invalid_image', faceCount: 0 })),
-      embedding: null,
+      embeddings: images.map(() => null),
       ms: elapsed(t0),
     };
   }

@@ -365,18 +365,20 @@ export class FaceEngine {
    * landmark model on the previous frame's box, the box moved and scaled with the five points (and the
    * landmarks once more on the moved box when it moved by more than TRACK_REFINE). A followed face that moved or changed size more than a
    * person between two light frames does (TRACK_LIMITS) is lost: the detector runs on that frame. The
-   * `embedIndex` frame's face is aligned and embedded. No anti-spoof model, no quality. A frame whose
+   * face of every frame that has one is aligned and embedded (`embed`; the embedder takes one face a
+   * run, its input has a batch of 1: one run per frame). No anti-spoof model, no quality. A frame whose
    * detector finds no face, or several clear ones, is that outcome; the next frame is detected again.
    */
   async lightFrames(
     images: readonly (Buffer | RgbImage)[],
-    embedIndex: number | null,
+    embed: boolean,
     clock?: StepClock,
-  ): Promise<{ frames: LightFrame[]; embedding: number[] | null; pixels: RgbImage[] }> {
+  ): Promise<{ frames: LightFrame[]; embeddings: (number[] | null)[]; pixels: RgbImage[] }> {
     const frames: LightFrame[] = [];
     // Each frame's pixels, for the caller's own measures on them (the light job's grid and colour sample).
     const pixels: RgbImage[] = [];
-    let embedding: number[] | null = null;
+    // Each frame's face embedding, null where the frame has no face (or `embed` is false).
+    const embeddings: (number[] | null)[] = [];
     let previous: { box: Detection; points: Point[] } | null = null;
     // Pixels as given (the API decoded them); JPEGs all decoded at once (libvips' threads), while the first is being searched.
     const t0 = performance.now();
@@ -406,6 +408,7 @@ export class FaceEngine {
         } catch (e) {
           if (!(e instanceof FaceError)) throw e;
           frames.push({ ok: false, code: e.code, faceCount: dets.length });
+          embeddings.push(null);
           previous = null;
           continue;
         }
@@ -417,14 +420,14 @@ export class FaceEngine {
       const face = describedFace(img, found.box, found.points);
       frames.push({ ok: true, face, tracked: found.tracked, faceCount: found.faceCount });
       previous = { box: found.box, points: found.points };
-      if (i === embedIndex) {
+      if (embed) {
         t = performance.now();
         const aligned = alignFace(img, parseLandmarks5(face.landmarks5)).rgb;
         clock?.('align', performance.now() - t);
-        embedding = (await this.embedAligned(aligned, clock)).embedding;
-      }
+        embeddings.push((await this.embedAligned(aligned, clock)).embedding);
+      } else embeddings.push(null);
     }
-    return { frames, embedding, pixels };
+    return { frames, embeddings, pixels };
   }
 
   /**
