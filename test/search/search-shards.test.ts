@@ -24,6 +24,7 @@ import { newConsumer, newOperator } from '../helpers/principals.js';
 import { atCosine, rng } from '../helpers/vectors.js';
 
 const SHARDS = 3;
+const ERASURE_MAX_SECONDS = 6;
 const DIM = 512;
 const POPULATION = 450;
 
@@ -54,7 +55,9 @@ const h = useHarness(
       SEARCH_SHARD_TIMEOUT_MS: '3000',
       IDENTIFY_MATCH_THRESHOLD: '0.7',
       SEARCH_EXACT_CANDIDATES: '0',
-      ERASURE_MAX_SECONDS: '3',
+      // The replicas look every third of it (2 s here), leaving a rewrite of every shard's snapshot 4 s
+      // on the test's loaded cores (5 search processes and the suite's other files beside them).
+      ERASURE_MAX_SECONDS: String(ERASURE_MAX_SECONDS),
     },
   },
   { ready: () => setUp() },
@@ -265,9 +268,9 @@ test.serial(
     while (!(receipt = await h.deps.db('auditEvents').where({ type: 'user.erased', subjectId: user.userId }).first()) && Date.now() - t0 < 15_000)
       await new Promise((r) => setTimeout(r, 200));
     t.truthy(receipt, 'user.erased once every shard (and the single index beside them) rewrote its snapshots');
-    // Within ERASURE_MAX_SECONDS (3 s here) of the DELETE, on every shard (the receipt waits for all).
+    // Within ERASURE_MAX_SECONDS of the DELETE, on every shard (the receipt waits for all).
     const receiptMs = new Date(receipt.createdAt as string | Date).getTime() - erasedFrom;
-    t.true(receiptMs <= 3000, `user.erased ${receiptMs} ms after the DELETE`);
+    t.true(receiptMs <= ERASURE_MAX_SECONDS * 1000, `user.erased ${receiptMs} ms after the DELETE`);
     const all = await snapshots();
     for (let i = 0; i < SHARDS; i++)
       t.true(
