@@ -90,7 +90,7 @@ if (args.mode === 'cold') {
   const top1: string[] = [];
   for (let j = 0; j < args.check.length; j++) top1.push((await replica.knn(probe(j), K, '0')).hits[0]?.userId ?? '');
   const same = top1.every((u, j) => u === args.check[j]);
-  const ready = {
+  const ready: Record<string, unknown> = {
     readyMs,
     readyCpuMs: (readyCpu.user + readyCpu.system) / 1000,
     buildMs,
@@ -99,8 +99,35 @@ if (args.mode === 'cold') {
     checked: top1.length,
     refused: replica.stats.snapshotsRefused,
   };
-  // Then the searches, one at a time through the job path, and the memory they leave resident.
+  // With SEARCH_SNAPSHOT_CHECK=background (the default) the replica serves while its snapshot's rows
+  // are still being authenticated: searches until that check ends (their latency: what a search sees
+  // meanwhile), then the check's end, then the steady-state searches below.
   const q = Math.min(ds.q, args.probes);
+  const checking = replica.engine.rowsChecked;
+  const during: number[] = [];
+  let rowsCheckedMs: number | null = null;
+  if (checking) {
+    let done = false;
+    void checking.then(
+      () => {
+        done = true;
+        rowsCheckedMs = performance.now();
+      },
+      () => {
+        done = true;
+      },
+    );
+    for (let j = 0; !done; j++) {
+      const t = performance.now();
+      await replica.knn(probe(j % q), K, '0');
+      during.push(performance.now() - t);
+    }
+    await checking; // a damaged row fails the run
+  }
+  const duringS = during.length ? summarise(during) : null;
+  Object.assign(ready, { rowsCheckedMs, duringSearches: during.length, duringP50Ms: duringS?.p50 ?? null, duringP99Ms: duringS?.p99 ?? null });
+  // Then the searches, one at a time through the job path, and the memory they leave resident.
+
   for (let j = 0; j < Math.min(5, q); j++) await replica.knn(probe(j), K, '0');
   const lat: number[] = [];
   const cpu: number[] = [];

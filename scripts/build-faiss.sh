@@ -31,7 +31,7 @@ log() { echo "build-faiss: $*"; }
 die() { echo "build-faiss: ERROR: $*" >&2; exit 1; }
 
 # The project's own classes (native/search-kernel/src/*.cc) must be in the addon too, at this version.
-PROJECT_BINDING_VERSION=7
+PROJECT_BINDING_VERSION=8
 faiss_loads() {
   node --input-type=commonjs -e "require('faiss-node'); const b = require('$ADDON'); if (b.projectBindingVersion !== $PROJECT_BINDING_VERSION) process.exit(3)" >/dev/null 2>&1
 }

@@ -63,6 +63,13 @@ export const SEARCH_SETTINGS = {
     default: 'var/search-snapshots',
     doc: 'Where search replicas keep index snapshots (a replica starts from the newest valid one plus the changes after it; see docs/vector-index.md).',
   }),
+  snapshotCheck: s({
+    env: 'SEARCH_SNAPSHOT_CHECK',
+    kind: 'string',
+    enum: ['background', 'before-serving'] as const,
+    default: 'background',
+    doc: 'When a replica that starts from a snapshot authenticates every sealed re-rank row of it (the whole rows file read and decrypted: about 20 GB at 10M). `background`: it serves as soon as the codes and ids are in memory, the check runs beside it at the lowest CPU priority; a search authenticates every row it reads in any case, so a damaged row fails that search and is never used, and a damaged snapshot found either way is deleted and the index loaded again (docs/vector-index.md, "Cold start"). `before-serving`: the replica answers only once every row has passed (a 10M start then waits for the whole file).',
+  }),
   rerankCandidates: s({
     env: 'SEARCH_RERANK_CANDIDATES',
     kind: 'int',

@@ -149,13 +149,14 @@ test.serial('a start from a snapshot answers exactly as a full build; a damaged 
     'removed before the snapshot',
   );
 
-  // Damage the snapshot's re-rank rows (one byte of one row): refused at open, full build, same answers.
+  // Damage the snapshot's re-rank rows (one byte of one row): with the check before serving, refused
+  // at open, full build, same answers (the background check: the next test).
   const snapDir = readdirSync(shared).find((n) => n.startsWith('snap-'))!;
   const file = path.join(shared, snapDir, 'vectors.sealed');
   const bytes = readFileSync(file);
   bytes[bytes.length >> 1] ^= 0x40;
   writeFileSync(file, bytes);
-  const afterDamage = replica({ snapshotDir: shared });
+  const afterDamage = replica({ snapshotDir: shared, snapshotCheck: 'before-serving' });
   await afterDamage.start();
   t.true(afterDamage.stats.snapshotsRefused >= 1);
   t.is(afterDamage.stats.lastBuild?.from, 'postgres');
@@ -462,6 +463,51 @@ test.serial(
     while (existsSync(legacy) && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 50));
     t.false(existsSync(legacy), 'the snapshot in clear is deleted');
     t.is(snapDirs(legacyDir).length, 1, 'the sealed snapshot of the full build is kept');
+  },
+);
+
+test.serial(
+  'SEARCH_SNAPSHOT_CHECK=background (the default): a replica serves from a snapshot whose rows are still being authenticated; a damaged row found by that check deletes the snapshot and a full build serves, no answer using the row',
+  async (t) => {
+    if (population.length === 0) population = await bulk(1500, 1);
+    const dir = tmpDir();
+    const writer = replica({ snapshotDir: dir });
+    await writer.start(); // a full build, written as a snapshot
+    const [snap] = snapDirs(dir);
+    const clean = replica({ snapshotDir: dir });
+    await clean.start();
+    t.is(clean.stats.lastBuild?.from, 'snapshot');
+    await clean.engine.rowsChecked;
+    t.like(clean.health().snapshotRowsCheck, { state: 'passed' }, 'an intact snapshot passes the check it served beside');
+    t.true(existsSync(snap!));
+
+    // One byte of one row in the middle of the file.
+    const file = path.join(snap!, 'vectors.sealed');
+    const bytes = readFileSync(file);
+    bytes[bytes.length >> 1] ^= 0x40;
+    writeFileSync(file, bytes);
+    const queries = Array.from({ length: 12 }, (_, i) => near(vec(1 + 97 * i), 700 + i));
+    const expected = await Promise.all(queries.map((q) => top(writer, q)));
+    const b = replica({ snapshotDir: dir });
+    await b.start();
+    t.is(b.stats.lastBuild?.from, 'snapshot', 'served from the snapshot before its rows were all authenticated');
+    // Searches while the check runs and the index is loaded again: the right answer, or the clear
+    // error of a search that read the damaged row; never an answer built on it.
+    for (const [i, q] of queries.entries()) {
+      try {
+        t.deepEqual(await top(b, q), expected[i]);
+      } catch (e) {
+        t.regex(String((e as Error).message), /does not authenticate|being rebuilt/);
+      }
+    }
+    const t0 = Date.now();
+    while (b.stats.lastBuild?.from !== 'postgres' && Date.now() - t0 < 20_000) await new Promise((r) => setTimeout(r, 50));
+    t.is(b.stats.lastBuild?.from, 'postgres', 'the damaged snapshot dropped: a full build serves');
+    t.true(b.stats.snapshotsRefused >= 1);
+    t.false(existsSync(snap!), 'the damaged snapshot is deleted, so no restart or other replica opens it');
+    for (const [i, q] of queries.entries()) t.deepEqual(await top(b, q), expected[i]);
+    await b.engine.rowsChecked;
+    t.like(b.health().snapshotRowsCheck, { state: 'passed' }, "the full build's own snapshot passes");
   },
 );
 

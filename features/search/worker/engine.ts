@@ -38,6 +38,12 @@ export interface IndexEngine {
   searchMany(queries: readonly Float32Array[], k: number): VectorHit[][];
   /** Bytes held in this process for the index (codes, ids, in-memory vectors). */
   memoryBytes(): number;
+  /**
+   * For an engine opened from a snapshot whose rows are still being authenticated while it serves
+   * (SEARCH_SNAPSHOT_CHECK=background): settles when the check ends, rejected (SnapshotRowsDamagedError)
+   * when a row did not authenticate. Absent when there is nothing left to check.
+   */
+  readonly rowsChecked?: Promise<void>;
   close(): void;
 }
 

@@ -6,6 +6,7 @@
  * or, for compaction, fold and retraining, a new snapshot written from the replica's own state.
  * Each returns a state at the seq it reflects; the catch-up (catch-up.ts) brings it forward.
  */
+import { rm } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../../../platform/logger.js';
 import type { ChangeLogSource, SourceRow } from './change-log-source.js';
@@ -28,6 +29,8 @@ export interface IndexLoaderOptions {
 
 export class IndexLoader {
   private logId: string | undefined;
+  /** Snapshots found damaged after they were opened (SEARCH_SNAPSHOT_CHECK=background): never opened again. */
+  private readonly damaged = new Set<string>();
 
   constructor(private readonly opts: IndexLoaderOptions) {}
 
@@ -48,6 +51,7 @@ export class IndexLoader {
     const t0 = performance.now();
     const [list, head, pruned] = await Promise.all([snapshots.list(this.logId!, kind.snapshotKey), source.headSeq(), source.prunedThrough()]);
     for (const snap of list) {
+      if (this.damaged.has(snap.dir)) continue; // counted and logged when found; its removal may still run
       const seq = BigInt(snap.meta.seq);
       const refused =
         seq > head
@@ -68,6 +72,19 @@ export class IndexLoader {
       }
     }
     return undefined;
+  }
+
+  /**
+   * A snapshot a serving engine was opened from has a row that does not authenticate (found by a
+   * search or by the background check): it is never opened again by this process, and deleted so that
+   * no other replica or restart opens it (a snapshot is a copy of PostgreSQL's rows, never the only one).
+   */
+  dropDamaged(dir: string, why: string): void {
+    if (this.damaged.has(dir)) return;
+    this.damaged.add(dir);
+    this.opts.stats.snapshotsRefused++;
+    this.opts.logger.error({ dir, why }, 'snapshot refused after it was opened: deleted, the index is loaded again');
+    void rm(dir, { recursive: true, force: true }).catch((e) => this.opts.logger.warn({ dir, err: errMessage(e) }, 'damaged snapshot not deleted'));
   }
 
   private refuse(snap: Snapshot, why: string): void {

@@ -37,6 +37,8 @@ export function newReplicaStats() {
     changesApplied: 0,
     otherEngineRows: 0,
     snapshotsRefused: 0,
+    /** The serving snapshot's background row check (SEARCH_SNAPSHOT_CHECK=background): null before any. */
+    rowsCheck: null as { dir: string | null; state: 'running' | 'passed' | 'failed'; ms: number | null } | null,
     batches: 0,
     batchedSearches: 0,
     largestBatch: 0,

@@ -17,6 +17,7 @@
 import type { Knex } from 'knex';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
+import { performance } from 'node:perf_hooks';
 import { FACE_ENGINE_VERSION } from '../../../platform/face/face-models.js';
 import { EMBEDDING_DIM } from '../../../platform/face/embeddings.js';
 import type { SearchResult } from '../../../platform/jobs/index.js';
@@ -28,8 +29,8 @@ import type { ShardSpec } from '../../../platform/jobs/search-shards.js';
 import type { EngineKind, IndexEngine, RebuildPolicy, RebuildReason } from './engine.js';
 import { FaissKind } from './faiss-engine.js';
 import { IndexLoader } from './index-loader.js';
-import { errMessage, newReplicaStats, type ReplicaState } from './replica-state.js';
-import { DEFAULT_EXACT_CANDIDATES, SKETCH_FACTORY, SketchKind, SnapshotRowsDamagedError } from './sketch-engine.js';
+import { elapsed, errMessage, newReplicaStats, type ReplicaState } from './replica-state.js';
+import { DEFAULT_EXACT_CANDIDATES, SKETCH_FACTORY, SketchKind, SnapshotRowsDamagedError, type SnapshotCheck } from './sketch-engine.js';
 import { SnapshotStore } from './snapshot-store.js';
 import type { KeyRing } from '../../../platform/keys/key-ring.js';
 import { processKeyRing } from '../../../platform/keys/templates.js';
@@ -57,6 +58,8 @@ export interface ReplicaOptions {
    * is measured against (bench/search.ts). Production has no such file: nothing is written in clear.
    */
   clearVectorsFile?: string;
+  /** SEARCH_SNAPSHOT_CHECK: a snapshot's rows authenticated before the replica serves from it, or beside it (the default). */
+  snapshotCheck?: SnapshotCheck;
   /** Most knn searches in one engine call. */
   maxBatch?: number;
   /** Retrain once the population exceeds this factor times the size it was trained at. */
@@ -92,7 +95,7 @@ export interface ReplicaOptions {
 
 export function engineKindFor(
   factory: string,
-  opts: { nprobe: number; rerankCandidates: number; exactCandidates?: number; dim: number; clearVectorsFile?: string },
+  opts: { nprobe: number; rerankCandidates: number; exactCandidates?: number; dim: number; clearVectorsFile?: string; snapshotCheck?: SnapshotCheck },
 ): EngineKind {
   if (SKETCH_FACTORY.test(factory.trim()))
     return new SketchKind(factory.trim(), {
@@ -100,6 +103,7 @@ export function engineKindFor(
       candidates: opts.rerankCandidates,
       exactCandidates: opts.exactCandidates ?? DEFAULT_EXACT_CANDIDATES,
       clearVectorsFile: opts.clearVectorsFile,
+      snapshotCheck: opts.snapshotCheck ?? 'background',
     });
   return new FaissKind(factory, opts.nprobe, opts.dim);
 }
@@ -136,6 +140,7 @@ export class IndexReplica {
       exactCandidates: opts.exactCandidates,
       dim,
       clearVectorsFile: opts.clearVectorsFile,
+      snapshotCheck: opts.snapshotCheck,
     });
     this.source = opts.source ?? new PgChangeLogSource(db, opts.keyRing, opts.shard);
     this.erasures = new ErasuresRepository(db);
@@ -210,6 +215,7 @@ export class IndexReplica {
     const s = await this.loader.load('start');
     await this.catchUp.request(s);
     this.state = s;
+    this.watchRowsCheck(s);
     this.syncedAt = Date.now();
     // A snapshot older than an erasure (written before it, kept while this replica was stopped, so
     // outside the erasure's receipt) is rewritten and deleted before anything else: it may hold an
@@ -336,6 +342,40 @@ export class IndexReplica {
     return next;
   }
 
+  /**
+   * Follows the background authentication of a serving state's snapshot rows
+   * (SEARCH_SNAPSHOT_CHECK=background): its end goes into the stats, a damaged row to `damaged`.
+   */
+  private watchRowsCheck(s: ReplicaState): void {
+    const checked = s.engine.rowsChecked;
+    if (!checked) return;
+    const t0 = performance.now();
+    this.stats.rowsCheck = { dir: s.snapshotDir, state: 'running', ms: null };
+    checked.then(
+      () => {
+        if (this.stats.rowsCheck?.dir === s.snapshotDir) this.stats.rowsCheck = { dir: s.snapshotDir, state: 'passed', ms: elapsed(t0) };
+        this.opts.logger.info({ dir: s.snapshotDir, ms: elapsed(t0) }, 'snapshot rows authenticated');
+      },
+      (e: unknown) => {
+        if (this.stats.rowsCheck?.dir === s.snapshotDir) this.stats.rowsCheck = { dir: s.snapshotDir, state: 'failed', ms: elapsed(t0) };
+        this.damaged(s, e);
+      },
+    );
+  }
+
+  /**
+   * A row of the snapshot `s` serves from did not authenticate (a search read it, or the background
+   * check did): the snapshot is dropped and, if `s` still serves, it stops answering and the index
+   * is loaded again (an older snapshot, or a full build from PostgreSQL).
+   */
+  private damaged(s: ReplicaState, e: unknown): void {
+    if (s.snapshotDir) this.loader.dropDamaged(s.snapshotDir, errMessage(e));
+    if (this.state !== s || s.invalid || this.stopped) return;
+    s.invalid = true;
+    this.opts.logger.error({ err: errMessage(e), dir: s.snapshotDir }, 'snapshot row does not authenticate; loading the index again');
+    void this.rebuild('damaged-snapshot').catch((err) => this.opts.logger.error({ err: errMessage(err) }, 'rebuild after a damaged snapshot failed'));
+  }
+
   /** Serves `next` from now on and closes the engine it replaces (or `next`'s own, when stopping). */
   private async swapIn(next: ReplicaState): Promise<void> {
     if (this.stopped) {
@@ -344,6 +384,7 @@ export class IndexReplica {
     }
     const old = this.state;
     this.state = next;
+    this.watchRowsCheck(next);
     if (old && old.engine !== next.engine) old.engine.close();
     await this.report(true).catch(() => {});
     if (next.snapshotDir) void this.loader.retireSnapshots(next.snapshotDir);
@@ -374,11 +415,7 @@ export class IndexReplica {
           // A re-rank row of the serving snapshot no longer authenticates (the file was altered after
           // it was opened): this search fails, and the index is loaded again (the damaged snapshot is
           // refused at open: an older one, or a full build from PostgreSQL).
-          if (e instanceof SnapshotRowsDamagedError && this.state === s) {
-            s.invalid = true;
-            this.opts.logger.error({ err: errMessage(e), dir: s.snapshotDir }, 'snapshot row does not authenticate; loading the index again');
-            void this.rebuild('damaged-snapshot').catch((err) => this.opts.logger.error({ err: errMessage(err) }, 'rebuild after a damaged snapshot failed'));
-          }
+          if (e instanceof SnapshotRowsDamagedError) this.damaged(s, e);
           throw e;
         }
       }
@@ -435,6 +472,8 @@ export class IndexReplica {
       engineVersion: this.engineVersion,
       otherEngineRows: this.stats.otherEngineRows,
       lastBuild: this.stats.lastBuild ?? null,
+      // The serving snapshot's rows being authenticated beside it (SEARCH_SNAPSHOT_CHECK=background).
+      snapshotRowsCheck: this.stats.rowsCheck ? { state: this.stats.rowsCheck.state, ms: this.stats.rowsCheck.ms } : null,
       batches: { calls: this.stats.batches, searches: this.stats.batchedSearches, largest: this.stats.largestBatch },
       prunedThrough: this.stats.pruned.through,
     };

@@ -51,9 +51,10 @@ export interface VectorStoreNative {
   sealed(): boolean;
   /**
    * Decrypts every sealed base row once on up to 4 threads (nothing kept): the first row that does
-   * not authenticate, or -1.
+   * not authenticate, or -1. `background`: those threads at the lowest CPU priority (nice 19), for a
+   * check that runs while the store serves.
    */
-  verify(): Promise<number>;
+  verify(background?: boolean): Promise<number>;
   overlayBytes(): number;
   close(): void;
   /** Exact top-k by inner product over every row (benchmarks' reference). */
@@ -83,7 +84,7 @@ const require = createRequire(import.meta.url);
 const root = path.dirname(require.resolve('faiss-node/package.json'));
 require('faiss-node'); // same addon; loads (and fails clearly) the usual way first
 const addon = require(path.join(root, 'build', 'Release', 'faiss-node.node')) as Addon;
-if (addon.projectBindingVersion !== 7 || !addon.SketchIndex || !addon.sealRows) {
+if (addon.projectBindingVersion !== 8 || !addon.SketchIndex || !addon.sealRows) {
   throw new Error("the faiss-node addon lacks the project's SketchIndex/VectorStore: run `FAISS_FORCE_BUILD=1 npm run setup`");
 }
 

@@ -55,7 +55,12 @@ export interface SketchOptions {
   exactCandidates?: number;
   /** Benchmarks only: see ReplicaOptions.clearVectorsFile. */
   clearVectorsFile?: string;
+  /** When an opened snapshot's rows are authenticated (SEARCH_SNAPSHOT_CHECK; default `before-serving`). */
+  snapshotCheck?: SnapshotCheck;
 }
+
+/** SEARCH_SNAPSHOT_CHECK: the whole rows file authenticated before the engine serves, or beside it. */
+export type SnapshotCheck = 'background' | 'before-serving';
 
 /** SEARCH_EXACT_CANDIDATES' default (docs/performance.md §2: recall vs exact 1.000 from 100 on both generators at 1M). */
 export const DEFAULT_EXACT_CANDIDATES = 200;
@@ -107,6 +112,8 @@ export class SketchEngine implements IndexEngine {
   private deadCount = 0;
   /** Rows that came from the snapshot this engine was opened from. */
   private readonly snapshotRows: number;
+  /** See IndexEngine.rowsChecked: set by openSnapshot when the check runs beside the serving engine. */
+  rowsChecked?: Promise<void>;
 
   constructor(
     readonly factory: string,
@@ -444,9 +451,13 @@ export class SketchKind implements EngineKind {
 
   /**
    * Opens a snapshot: codes and ids decrypted into memory, the re-rank rows mapped and every one of
-   * them authenticated once (several threads, nothing kept) before the engine serves: a snapshot with
-   * one altered, swapped or foreign row is refused (SnapshotFileError) and the replica loads another
-   * or builds in full.
+   * them authenticated once (several threads, nothing kept). With `before-serving` the engine is
+   * returned only after that: a snapshot with one altered, swapped or foreign row is refused
+   * (SnapshotFileError) and the replica loads another or builds in full. With `background` it is
+   * returned once the codes and ids are in memory, the check going on at the lowest CPU priority and
+   * reported by the engine's `rowsChecked` (the replica then drops the snapshot and loads again);
+   * meanwhile every search authenticates each row it reads, so a damaged row fails a search, never
+   * enters an answer. At 10M the rows file is 20.8 GB: the check is most of a cold start.
    */
   async openSnapshot(files: SnapshotReader, engineMeta: unknown): Promise<SketchEngine> {
     const opts = this.opts;
@@ -455,6 +466,7 @@ export class SketchKind implements EngineKind {
     const meanBytes = Buffer.from(m.mean, 'base64');
     if (meanBytes.length !== m.dim * 4) throw new Error('snapshot mean has the wrong size');
     const mean = new Float32Array(new Uint8Array(meanBytes).buffer);
+    const background = opts.snapshotCheck === 'background';
     // The ids first: the rows' associated data names them, so the authentication of the rows (the
     // longest part: the whole rows file read and decrypted on native threads) can start at once and
     // run while the codes are decrypted and the id table is built on this thread.
@@ -469,24 +481,33 @@ export class SketchKind implements EngineKind {
       const { file, access } = files.rowsFile(VECTORS_FILE, m.dim);
       store = new VectorStore(m.dim, file, m.rows, { ...access, ids: idBytes });
       access.key.fill(0);
-      verified = store.verify();
+      verified = store.verify(background);
       verified.catch(() => {}); // awaited below; not an unhandled rejection if a step before fails
     } else store = new VectorStore(m.dim, null, 0);
     let codes: Buffer, ids: IdTable;
     try {
       codes = await files.read(CODES_FILE, m.rows * (this.nbits / 8));
       ids = new IdTable(idBytes);
-      const bad = verified ? await verified : -1;
-      if (bad >= 0) throw new SnapshotFileError(`${VECTORS_FILE}: row ${bad} does not authenticate (altered, or moved from another row, snapshot or user)`);
+      const bad = verified && !background ? await verified : -1;
+      if (bad >= 0) throw new SnapshotFileError(notAuthentic(bad));
     } catch (err) {
       store.close(); // while the check still runs, the store closes when it ends
       throw err;
     }
     const sketch = this.newSketch(mean);
     sketch.addCodes(codes);
-    return new SketchEngine(this.factory, this.nbits, this.opts, sketch, store, m.trainedOn, m.trainedAtSize, ids);
+    const engine = new SketchEngine(this.factory, this.nbits, this.opts, sketch, store, m.trainedOn, m.trainedAtSize, ids);
+    if (background && verified) {
+      engine.rowsChecked = verified.then((row) => {
+        if (row >= 0) throw new SnapshotRowsDamagedError(notAuthentic(row));
+      });
+      engine.rowsChecked.catch(() => {}); // the replica watches it; not an unhandled rejection before it does
+    }
+    return engine;
   }
 }
+
+const notAuthentic = (row: number) => `${VECTORS_FILE}: row ${row} does not authenticate (altered, or moved from another row, snapshot or user)`;
 
 /** The user ids a snapshot lists, in row order (decrypted: for checks of what a snapshot holds). */
 export async function snapshotUserIds(files: SnapshotReader): Promise<string[]> {

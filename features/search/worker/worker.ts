@@ -61,6 +61,7 @@ export async function startSearchWorker(config: Config, opts: { logger?: Logger 
     snapshotDir: config.search.snapshotDir || null,
     rerankCandidates: config.search.rerankCandidates,
     exactCandidates: config.search.exactCandidates,
+    snapshotCheck: config.search.snapshotCheck,
     maxBatch: config.search.maxBatch,
     retrainGrowth: config.search.retrainGrowth,
     pruneIntervalMs: config.search.pruneIntervalMs,

@@ -26,6 +26,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -34,6 +35,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -52,7 +54,7 @@
 
 namespace {
 
-constexpr int kProjectBindingVersion = 7;
+constexpr int kProjectBindingVersion = 8;
 
 bool HasFastIsa() {
   static const bool fast = __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -697,8 +699,8 @@ class VectorStore;
 // at open, off the JavaScript thread. Resolves to the first row that does not authenticate, or -1.
 class VerifyWorker : public Napi::AsyncWorker {
  public:
-  VerifyWorker(Napi::Env env, VectorStore* store, Napi::Object self, size_t rows)
-      : Napi::AsyncWorker(env), store_(store), rows_(rows), deferred_(Napi::Promise::Deferred::New(env)) {
+  VerifyWorker(Napi::Env env, VectorStore* store, Napi::Object self, size_t rows, bool background)
+      : Napi::AsyncWorker(env), store_(store), rows_(rows), background_(background), deferred_(Napi::Promise::Deferred::New(env)) {
     self_ = Napi::Persistent(self);
   }
   Napi::Promise Promise() { return deferred_.Promise(); }
@@ -709,6 +711,7 @@ class VerifyWorker : public Napi::AsyncWorker {
  private:
   VectorStore* store_;
   size_t rows_;  // the base rows when verify() was called (close() zeroes the store's count meanwhile)
+  bool background_;
   Napi::ObjectReference self_;
   Napi::Promise::Deferred deferred_;
   int64_t bad_ = -1;
@@ -840,11 +843,15 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
   std::vector<uint8_t> ad_;
   std::vector<float> scratch_;
   bool verifying_ = false, close_pending_ = false;
+  // Set by a close during the check: its threads stop at their next chunk (a store nobody will search
+  // need not be read to the end).
+  std::atomic<bool> verify_abandoned_{false};
   float (*dot_)(const float*, const float*, int) = DotGeneric;
 
   void Unmap() {
     if (verifying_) {
       close_pending_ = true;  // the verifying threads read the mapping; unmapped when they finish
+      verify_abandoned_ = true;
       return;
     }
     if (map_ && map_bytes_ > 0) munmap(const_cast<uint8_t*>(map_), map_bytes_);
@@ -1152,12 +1159,15 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
     return out;
   }
 
-  // verify() -> Promise<number>: every sealed base row decrypted once on up to 4 threads, nothing kept;
-  // the first row that does not authenticate, or -1 (also for a clear store).
+  // verify(background?: boolean) -> Promise<number>: every sealed base row decrypted once on up to 4
+  // threads, nothing kept; the first row that does not authenticate, or -1 (also for a clear store).
+  // `background`: the threads run at the lowest CPU priority (nice 19), for a check that runs while the
+  // store already serves (its searches authenticate every row they read in any case).
   Napi::Value Verify(const Napi::CallbackInfo& info) {
     if (Closed()) throw Napi::Error::New(info.Env(), "the store is closed");
     if (verifying_) throw Napi::Error::New(info.Env(), "already verifying");
-    auto* w = new VerifyWorker(info.Env(), this, info.This().As<Napi::Object>(), base_rows_);
+    const bool background = info.Length() > 0 && info[0].IsBoolean() && info[0].As<Napi::Boolean>().Value();
+    auto* w = new VerifyWorker(info.Env(), this, info.This().As<Napi::Object>(), base_rows_, background);
     verifying_ = true;
     auto promise = w->Promise();
     w->Queue();
@@ -1174,7 +1184,7 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
   // O_DIRECT on twice as many threads as cores (one reads while another decrypts): through the cache,
   // filling and reclaiming pages took as much CPU as the cipher (measured at 10M). A row that cannot be
   // read whole (the file cut after open) counts as not authentic.
-  int64_t FirstNotAuthentic(size_t rows) const {
+  int64_t FirstNotAuthentic(size_t rows, bool background) const {
     if (!sealed_ || rows == 0) return -1;
     if (fd_ < 0) return 0;
     constexpr size_t kChunkBytes = 8u << 20;
@@ -1192,6 +1202,8 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
     const size_t per = (rows + threads - 1) / threads;
     for (size_t t = 0; t < threads; t++) {
       pool.emplace_back([&, t] {
+        // Linux sets a nice value per thread (the thread id as the process id); lowering it needs no privilege.
+        if (background) setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
         sealed_rows::RowCipher cipher(key_);
         std::vector<uint8_t> ad;
         std::vector<float> row(d_);
@@ -1224,6 +1236,7 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
         const size_t begin = std::min(rows, t * per), end = std::min(rows, (t + 1) * per);
         if (direct < 0 && begin < end) posix_fadvise(fd_, offset(begin), std::min(end - begin, chunk_rows) * record_, POSIX_FADV_WILLNEED);
         for (size_t c0 = begin; c0 < end; c0 += chunk_rows) {
+          if (verify_abandoned_) return;
           const size_t c1 = std::min(end, c0 + chunk_rows);
           if (direct < 0 && c1 < end) posix_fadvise(fd_, offset(c1), (std::min(end, c1 + chunk_rows) - c1) * record_, POSIX_FADV_WILLNEED);
           size_t got = 0;
@@ -1259,6 +1272,7 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
   }
   void VerifyDone() {
     verifying_ = false;
+    verify_abandoned_ = false;
     if (close_pending_) {
       close_pending_ = false;
       Unmap();
@@ -1283,7 +1297,7 @@ class VectorStore : public Napi::ObjectWrap<VectorStore> {
   }
 };
 
-void VerifyWorker::Execute() { bad_ = store_->FirstNotAuthentic(rows_); }
+void VerifyWorker::Execute() { bad_ = store_->FirstNotAuthentic(rows_, background_); }
 void VerifyWorker::OnOK() {
   store_->VerifyDone();
   deferred_.Resolve(Napi::Number::New(Env(), static_cast<double>(bad_)));
