@@ -16,7 +16,7 @@ import { performance } from 'node:perf_hooks';
 import { createDb } from '../platform/database/db.js';
 import { createLogger } from '../platform/logger.js';
 import { IndexReplica } from '../features/search/worker/replica.js';
-import { SketchEngine } from '../features/search/worker/sketch-engine.js';
+import { SketchEngine, type SnapshotCheck } from '../features/search/worker/sketch-engine.js';
 import { VectorStore } from '../features/search/worker/search-kernel.js';
 import { FileChangeLogSource } from './search-file-source.js';
 import { openDataset } from './search-data.js';
@@ -39,6 +39,8 @@ interface Args {
   clearVectorsFile?: string;
   /** cold: the exact top-1 user of each probe (from the build's exact reference), for recall vs exact. */
   exactTop?: string[];
+  /** cold: SEARCH_SNAPSHOT_CHECK of the replica (default background). */
+  snapshotCheck?: SnapshotCheck;
 }
 
 const args = JSON.parse(process.argv[2] ?? '{}') as Args;
@@ -68,6 +70,7 @@ const replica = new IndexReplica(db as never, {
   logger: createLogger({ level: 'silent' }),
   source,
   clearVectorsFile: args.mode === 'cold' ? args.clearVectorsFile : undefined,
+  snapshotCheck: args.snapshotCheck,
 });
 
 /** This process's resident memory by kind (/proc/self/status), MiB. */

@@ -14,7 +14,8 @@
  * (SEARCH_RERANK_CANDIDATES), BENCH_EXACT_CANDIDATES (SEARCH_EXACT_CANDIDATES), BENCH_SOURCE (postgres | file), BENCH_WORK_DIR (datasets and snapshots;
  * default var/bench/search-work), BENCH_KEEP=1 (keep the scratch database and files), BENCH_COLD_CACHE=1
  * (every cold start from a cold page cache: the snapshot's files dropped from it first), BENCH_CLEAR=0
- * (no clear copy of the rows and no clear cold starts: at 10M, 20 GB less to write).
+ * (no clear copy of the rows and no clear cold starts: at 10M, 20 GB less to write), BENCH_CHECK_BEFORE=1
+ * (also a cold start with every sealed row authenticated before serving, SEARCH_SNAPSHOT_CHECK=before-serving).
  *
  * Path: the gallery is inserted into `canonical_embeddings` of a scratch database (`faceid_bench`,
  * created with the real migrations, dropped afterwards) as float32 LE bytea, user id = md5(row), in
@@ -64,6 +65,11 @@ const ROUNDS = Number(env.BENCH_ROUNDS ?? 3);
 const COLD_CACHE = env.BENCH_COLD_CACHE === '1';
 /** BENCH_CLEAR=0: no clear copy of the rows and no clear cold starts (at 10M: 20 GB less to write). */
 const CLEAR = env.BENCH_CLEAR !== '0';
+/**
+ * BENCH_CHECK_BEFORE=1: a third cold start each round, the sealed rows all authenticated before the
+ * replica serves (SEARCH_SNAPSHOT_CHECK=before-serving) against the default, beside it (background).
+ */
+const CHECK_BEFORE = env.BENCH_CHECK_BEFORE === '1';
 
 /**
  * Drops every file under `dir` from the page cache (GNU dd's `iflag=nocache count=0`: posix_fadvise
@@ -219,11 +225,11 @@ async function benchDataset(name: string, dir: string, log: (s: string) => void)
   );
   // The same snapshot served twice: re-ranking from its sealed rows (what a replica does), and from a
   // clear copy of the same rows (the reference), each in a fresh process, alternated.
-  const runs: Record<'sealed' | 'clear', any[]> = { sealed: [], clear: [] };
+  const runs: Record<'sealed' | 'clear' | 'before', any[]> = { sealed: [], clear: [], before: [] };
   try {
     for (let round = 0; round < ROUNDS; round++) {
-      const order = round % 2 ? (['clear', 'sealed'] as const) : (['sealed', 'clear'] as const);
-      for (const variant of order.filter((v) => CLEAR || v === 'sealed')) {
+      const order = round % 2 ? (['clear', 'before', 'sealed'] as const) : (['sealed', 'before', 'clear'] as const);
+      for (const variant of order.filter((v) => (v === 'clear' ? CLEAR : v === 'before' ? CHECK_BEFORE : true))) {
         if (COLD_CACHE) {
           evictFromPageCache(snapshotDir);
           if (variant === 'clear') evictFromPageCache(path.dirname(clearVectorsFile));
@@ -237,8 +243,9 @@ async function benchDataset(name: string, dir: string, log: (s: string) => void)
           check: b.check.slice(0, 20),
           exactTop: b.exactTop,
           clearVectorsFile: variant === 'clear' ? clearVectorsFile : undefined,
+          snapshotCheck: variant === 'before' ? 'before-serving' : 'background',
         });
-        if (c.from !== 'snapshot' || !c.same || c.sealed !== (variant === 'sealed'))
+        if (c.from !== 'snapshot' || !c.same || c.sealed !== (variant !== 'clear'))
           throw new Error(`the ${variant} cold start did not serve from the snapshot with the same answers: ${JSON.stringify(c)}`);
         runs[variant].push(c);
         log(
@@ -251,7 +258,7 @@ async function benchDataset(name: string, dir: string, log: (s: string) => void)
   }
   if (!env.BENCH_KEEP) rmSync(snapshotDir, { recursive: true, force: true });
   const mean = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / xs.length;
-  const side = (v: 'sealed' | 'clear') => {
+  const side = (v: 'sealed' | 'clear' | 'before') => {
     const r = runs[v];
     return {
       p50Ms: mean(r.map((c) => c.p50Ms)),
@@ -271,7 +278,8 @@ async function benchDataset(name: string, dir: string, log: (s: string) => void)
     };
   };
   const sealed = side('sealed'),
-    clear = CLEAR ? side('clear') : null;
+    clear = CLEAR ? side('clear') : null,
+    before = CHECK_BEFORE ? side('before') : null;
   const { check: _check, exactTop: _exactTop, ...rest } = b;
   return {
     ...rest,
@@ -283,6 +291,7 @@ async function benchDataset(name: string, dir: string, log: (s: string) => void)
     coldStartS: sealed.coldStartS,
     sealed,
     clear,
+    before,
     sealedOverClearP50: clear ? sealed.p50Ms / clear.p50Ms : null,
     sealedOverClearCpuP50: clear ? sealed.cpuP50Ms / clear.cpuP50Ms : null,
   };
@@ -371,14 +380,18 @@ export async function runSearchBench(): Promise<{ markdown: string; lastLine: st
     byDataset: Object.fromEntries(figures.map((f) => [f.dataset, f])),
   };
   const sideRows = figures.flatMap((f) =>
-    (['sealed', 'clear'] as const).flatMap((v) => {
+    (['sealed', 'before', 'clear'] as const).flatMap((v) => {
       const x = f[v] as Record<string, number> | null;
       if (!x) return [];
       return [
         [
           f.dataset,
           f.n.toLocaleString('en'),
-          v === 'sealed' ? 'sealed rows (mapped, decrypted per re-ranked row)' : 'clear rows (mapped; the reference)',
+          v === 'sealed'
+            ? 'sealed rows (mapped, decrypted per re-ranked row), checked beside serving'
+            : v === 'before'
+              ? 'sealed rows, every row authenticated before serving'
+              : 'clear rows (mapped; the reference)',
           `${fmt(x.p50Ms, 2)} / ${fmt(x.p99Ms, 2)}`,
           `${fmt(x.cpuP50Ms, 2)} / ${fmt(x.cpuP99Ms, 2)}`,
           pct(x.recallVsExact),
@@ -392,7 +405,9 @@ export async function runSearchBench(): Promise<{ markdown: string; lastLine: st
             ? f.sealedOverClearP50 == null
               ? '–'
               : `${fmt(f.sealedOverClearP50 as number, 3)} (CPU ${fmt(f.sealedOverClearCpuP50 as number, 3)})`
-            : '1',
+            : v === 'clear'
+              ? '1'
+              : '–',
         ],
       ];
     }),
