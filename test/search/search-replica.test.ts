@@ -481,13 +481,14 @@ test.serial(
     t.like(clean.health().snapshotRowsCheck, { state: 'passed' }, 'an intact snapshot passes the check it served beside');
     t.true(existsSync(snap!));
 
+    // The answers first: `writer` serves from this very file.
+    const queries = Array.from({ length: 12 }, (_, i) => near(vec(1 + 97 * i), 700 + i));
+    const expected = await Promise.all(queries.map((q) => top(writer, q)));
     // One byte of one row in the middle of the file.
     const file = path.join(snap!, 'vectors.sealed');
     const bytes = readFileSync(file);
     bytes[bytes.length >> 1] ^= 0x40;
     writeFileSync(file, bytes);
-    const queries = Array.from({ length: 12 }, (_, i) => near(vec(1 + 97 * i), 700 + i));
-    const expected = await Promise.all(queries.map((q) => top(writer, q)));
     const b = replica({ snapshotDir: dir });
     await b.start();
     t.is(b.stats.lastBuild?.from, 'snapshot', 'served from the snapshot before its rows were all authenticated');

@@ -353,11 +353,13 @@ export class IndexReplica {
     this.stats.rowsCheck = { dir: s.snapshotDir, state: 'running', ms: null };
     checked.then(
       () => {
-        if (this.stats.rowsCheck?.dir === s.snapshotDir) this.stats.rowsCheck = { dir: s.snapshotDir, state: 'passed', ms: elapsed(t0) };
+        // A state swapped out meanwhile closed its store, which ends the check early: nothing to report.
+        if (this.state !== s) return;
+        this.stats.rowsCheck = { dir: s.snapshotDir, state: 'passed', ms: elapsed(t0) };
         this.opts.logger.info({ dir: s.snapshotDir, ms: elapsed(t0) }, 'snapshot rows authenticated');
       },
       (e: unknown) => {
-        if (this.stats.rowsCheck?.dir === s.snapshotDir) this.stats.rowsCheck = { dir: s.snapshotDir, state: 'failed', ms: elapsed(t0) };
+        if (this.state === s) this.stats.rowsCheck = { dir: s.snapshotDir, state: 'failed', ms: elapsed(t0) };
         this.damaged(s, e);
       },
     );
