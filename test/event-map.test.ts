@@ -35,18 +35,23 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
-/** The text of each `.record(...)` call that records an event (its argument has a `type:`). */
+/**
+ * The text of each call that records an event: `.record(...)`, or `.insertStatement(...)` (the same row
+ * written inside another statement), whose argument has a `type:`.
+ */
 function recordCalls(text: string): string[] {
   const calls: string[] = [];
-  for (let i = text.indexOf('.record('); i >= 0; i = text.indexOf('.record(', i + 1)) {
-    let depth = 0;
-    let j = i + '.record'.length;
-    for (; j < text.length; j++) {
-      if (text[j] === '(') depth++;
-      else if (text[j] === ')' && --depth === 0) break;
+  for (const opener of ['.record(', '.insertStatement(']) {
+    for (let i = text.indexOf(opener); i >= 0; i = text.indexOf(opener, i + 1)) {
+      let depth = 0;
+      let j = i + opener.length - 1;
+      for (; j < text.length; j++) {
+        if (text[j] === '(') depth++;
+        else if (text[j] === ')' && --depth === 0) break;
+      }
+      const call = text.slice(i, j + 1);
+      if (/\btype:/.test(call)) calls.push(call);
     }
-    const call = text.slice(i, j + 1);
-    if (/\btype:/.test(call)) calls.push(call);
   }
   return calls;
 }

@@ -56,7 +56,9 @@ export class EmbeddingsRepository extends Repository {
    * Sets the user's canonical embedding (512 finite numbers, sealed under the active key) and logs the
    * change. Returns the change sequence. `qualityScore`: the capture quality
    * (0..100) of the capture it came from, null when unknown (the /verify/self refresh rule compares
-   * against it).
+   * against it). `alongside`: one more data-modifying statement (an INSERT, as `toSQL()` gives it, with
+   * `?` placeholders) written in the same statement, so both land or neither (the /verify/self
+   * refresh's audit row).
    */
   async upsert(
     userId: string,
@@ -65,28 +67,29 @@ export class EmbeddingsRepository extends Repository {
     engineVersion: string,
     trx?: Knex.Transaction,
     qualityScore: number | null = null,
+    alongside?: { sql: string; bindings: readonly Knex.Value[] },
   ): Promise<{ seq: string }> {
     assertEmbedding(embedding); // validates before any lock is taken
     const blob = sealTemplate(this.ring, userId, embedding);
-    return this.transaction(async (t) => {
-      await this.lockChanges(t);
-      // The row and its change-log entry in one statement (one round trip fewer inside the lock, on the
-      // critical path of every link and /verify/self refresh): an upsert always returns its row, so
-      // exactly one entry is appended, in the same transaction, after the lock as before.
-      const { rows } = (await t.raw(
-        `WITH up AS (
-           INSERT INTO canonical_embeddings (user_id, embedding, key_id, source, engine_version, quality_score, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, now())
-           ON CONFLICT (user_id) DO UPDATE SET embedding = EXCLUDED.embedding, key_id = EXCLUDED.key_id, source = EXCLUDED.source,
-             engine_version = EXCLUDED.engine_version, quality_score = EXCLUDED.quality_score, updated_at = EXCLUDED.updated_at
-           RETURNING user_id
-         )
-         INSERT INTO embedding_changes (user_id, op) SELECT user_id, 'upsert' FROM up RETURNING seq`,
-        [userId, blob, this.ring.activeKeyId, source, engineVersion, qualityScore],
-      )) as { rows: { seq: string | number }[] };
-      if (rows.length !== 1) throw new Error(`canonical embedding upsert appended ${rows.length} change-log entries`);
-      return { seq: String(rows[0]!.seq) };
-    }, trx);
+    // One statement, one round trip: the lock, the row and its change-log entry (and `alongside`). The
+    // row is selected FROM the lock's result, so the lock is taken before the row is written and before
+    // the entry's seq is drawn, and it is held until the statement's transaction commits: its own (no
+    // BEGIN/COMMIT of ours, three round trips fewer on the critical path of every link and /verify/self
+    // refresh) or the caller's `trx`. An upsert always returns its row: exactly one entry is appended.
+    const { rows } = (await this.on(trx).raw(
+      `WITH lock AS (SELECT pg_advisory_xact_lock(?, ?)),${alongside ? ` alongside AS (${alongside.sql}),` : ''}
+       up AS (
+         INSERT INTO canonical_embeddings (user_id, embedding, key_id, source, engine_version, quality_score, updated_at)
+         SELECT ?::uuid, ?::bytea, ?::text, ?::text, ?::text, ?::smallint, now() FROM lock
+         ON CONFLICT (user_id) DO UPDATE SET embedding = EXCLUDED.embedding, key_id = EXCLUDED.key_id, source = EXCLUDED.source,
+           engine_version = EXCLUDED.engine_version, quality_score = EXCLUDED.quality_score, updated_at = EXCLUDED.updated_at
+         RETURNING user_id
+       )
+       INSERT INTO embedding_changes (user_id, op) SELECT user_id, 'upsert' FROM up RETURNING seq`,
+      [...EMBEDDING_CHANGES_LOCK, ...(alongside?.bindings ?? []), userId, blob, this.ring.activeKeyId, source, engineVersion, qualityScore],
+    )) as { rows: { seq: string | number }[] };
+    if (rows.length !== 1) throw new Error(`canonical embedding upsert appended ${rows.length} change-log entries`);
+    return { seq: String(rows[0]!.seq) };
   }
 
   /**

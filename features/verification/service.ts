@@ -306,7 +306,9 @@ export class VerificationService {
 
   /**
    * Applies a /verify/self refresh decision: the new canonical embedding when refreshed, and its audit
-   * row, in one transaction (refreshed and audited together, or neither; one commit on the critical path).
+   * row, in ONE statement (refreshed and audited together, or neither): the audit INSERT rides in the
+   * upsert's statement (`alongside`), so the whole write is one round trip on the critical path, where
+   * a transaction of its own took five (BEGIN, the audit row, the lock, the upsert, COMMIT).
    */
   private async applyCanonicalRefresh(
     userId: string,
@@ -314,35 +316,37 @@ export class VerificationService {
     decision: CanonicalRefreshDecision,
     c: { score: number; embedding: { embedding: number[]; engineVersion: string }; quality: QualitySummary | null; storedQuality: number | null },
   ): Promise<void> {
-    const { embeddings, config } = this.deps;
+    const { embeddings, config, auditEvents } = this.deps;
     const audited = decision.reason !== 'below_high_confidence';
     if (!decision.refreshed && !audited) return;
-    await this.deps.unitOfWork.run(async (trx) => {
-      // The audit row first: the change-log lock the upsert takes is held no longer than before.
-      if (audited) {
-        await this.deps.auditEvents.record(
-          {
-            type: decision.refreshed ? 'canonical_embedding.refreshed' : 'canonical_embedding.refresh_declined',
-            actorType: 'consumer',
-            actorId: userId,
-            subjectType: 'user',
-            subjectId: userId,
-            data: {
-              referenceId,
-              reason: decision.reason,
-              score: c.score,
-              qualityScore: c.quality?.score ?? null,
-              qualityIssues: c.quality?.issues ?? null,
-              storedQualityScore: c.storedQuality,
-              floor: config.face.canonicalRefreshMinQuality,
-            },
-          },
-          trx,
-        );
-      }
-      if (decision.refreshed) {
-        await embeddings.upsert(userId, c.embedding.embedding, 'verify_self', c.embedding.engineVersion, trx, c.quality?.score ?? null);
-      }
-    });
+    const fields = {
+      actorType: 'consumer',
+      actorId: userId,
+      subjectType: 'user',
+      subjectId: userId,
+      data: {
+        referenceId,
+        reason: decision.reason,
+        score: c.score,
+        qualityScore: c.quality?.score ?? null,
+        qualityIssues: c.quality?.issues ?? null,
+        storedQualityScore: c.storedQuality,
+        floor: config.face.canonicalRefreshMinQuality,
+      },
+    } as const;
+    if (!decision.refreshed) {
+      await auditEvents.record({ type: 'canonical_embedding.refresh_declined', ...fields });
+      return;
+    }
+    // A refresh is always audited (its reason is never below_high_confidence).
+    await embeddings.upsert(
+      userId,
+      c.embedding.embedding,
+      'verify_self',
+      c.embedding.engineVersion,
+      undefined,
+      c.quality?.score ?? null,
+      auditEvents.insertStatement({ type: 'canonical_embedding.refreshed', ...fields }),
+    );
   }
 }

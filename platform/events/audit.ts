@@ -5,6 +5,7 @@
  * masked values only, never a token, code or full number. The row carries the client's address and
  * user agent when recorded while a request is handled (./origin.ts).
  */
+import type { Knex } from 'knex';
 import { AuditEvent, WebhookEvent } from '../../models/index.js';
 import type { DateRange } from '../lists/date-range.js';
 import { Repository, type Db } from '../database/unit-of-work.js';
@@ -52,6 +53,28 @@ export interface AuditFilter {
 }
 
 /** The AuditEvent log: written in the unit of work of the change it describes, read by GET /audit-events. */
+/** A name cast past the types (a script, a test double) is refused rather than stored unnamed. */
+function checkedName(e: AuditInput): EventName {
+  if (!isEventName(e.type)) throw new Error(`Unknown event "${String(e.type)}": add it to the event map (platform/events/map.ts)`);
+  return e.type;
+}
+
+/** The row of an audit event, with the origin (ip, user agent) of the request that caused it. */
+function auditRow(e: AuditInput) {
+  const origin = eventOrigin();
+  return {
+    type: e.type,
+    severity: e.severity ?? EVENTS[checkedName(e)].severity,
+    actorType: e.actorType,
+    actorId: e.actorId,
+    subjectType: e.subjectType,
+    subjectId: e.subjectId,
+    data: JSON.stringify(e.data ?? {}),
+    ip: origin?.ip ?? null,
+    userAgent: origin?.userAgent ?? null,
+  };
+}
+
 export class AuditEventsRepository extends Repository {
   /**
    * The one way an event is recorded, by the web process, the workers and the scripts alike: its
@@ -60,24 +83,11 @@ export class AuditEventsRepository extends Repository {
    * webhook event id (the `webhook-id` every delivery carries) of a public event.
    */
   async record(e: AuditInput, trx?: Db): Promise<string | undefined> {
-    // A name cast past the types (a script, a test double) is refused rather than stored unnamed.
-    if (!isEventName(e.type)) throw new Error(`Unknown event "${String(e.type)}": add it to the event map (platform/events/map.ts)`);
-    const info = EVENTS[e.type];
-    const origin = eventOrigin();
+    const info = EVENTS[checkedName(e)];
     const write = async (db: Db): Promise<string | undefined> => {
       // A plain insert, not objection's (which would serialise `data` the same way): every audited
-      // write runs it, /verify/self's canonical refresh on each high-confidence match among them.
-      await db(AuditEvent.tableName).insert({
-        type: e.type,
-        severity: e.severity ?? info.severity,
-        actorType: e.actorType,
-        actorId: e.actorId,
-        subjectType: e.subjectType,
-        subjectId: e.subjectId,
-        data: JSON.stringify(e.data ?? {}),
-        ip: origin?.ip ?? null,
-        userAgent: origin?.userAgent ?? null,
-      });
+      // write runs it.
+      await db(AuditEvent.tableName).insert(auditRow(e));
       if (!info.public) return undefined;
       if (!('public' in e) || e.public === undefined) throw new Error(`The public event "${e.type}" needs its webhook body`);
       const [row] = await db(WebhookEvent.tableName)
@@ -87,6 +97,18 @@ export class AuditEventsRepository extends Repository {
     };
     if (trx || !info.public) return write(this.on(trx));
     return this.db.transaction((t) => write(t));
+  }
+
+  /**
+   * The INSERT of a non-public event's row as SQL with `?` placeholders and its bindings, for a writer
+   * that puts it in its own statement so that both land or neither (the /verify/self canonical refresh:
+   * features/face/embeddings-repository.ts `upsert`'s `alongside`). A public event also needs its
+   * webhook row: `record` it.
+   */
+  insertStatement(e: AuditInput): { sql: string; bindings: readonly Knex.Value[] } {
+    if (EVENTS[checkedName(e)].public) throw new Error(`The public event "${e.type}" needs its webhook row: record it`);
+    const { sql, bindings } = this.db(AuditEvent.tableName).insert(auditRow(e)).toSQL();
+    return { sql, bindings };
   }
 
   /** A page of the log, filtered, newest first. */
