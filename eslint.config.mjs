@@ -9,7 +9,9 @@
 //      entry (features/<other>/index.ts) only, never processes/;
 //    - worker-side code (features/<wing>/worker/, platform/worker-runtime/) is imported by no other
 //      file of the floor or the wings (processes/ compose it), and imports no request-side code
-//      (platform/http/, a wing's routes);
+//      (platform/http/, a wing's routes); a wing's manifest.ts alone loads its own worker side, and
+//      only by a dynamic import (`workers`, started by the process of that role, never by the web
+//      process's request side);
 //    - a migration (migrations/) imports no application code (platform/, features/, processes/,
 //      models/): it must do forever what it did when written, so it carries a frozen copy of what it needs;
 //    processes/ (the composition roots), scripts/, bench/, chaos/ and test/ may import anything.
@@ -31,7 +33,7 @@ function place(rel) {
   return { rel, layer, wing, workerSide, requestSide };
 }
 
-function verdict(from, to) {
+function verdict(from, to, dynamic) {
   if (from.layer === 'migrations' && ['platform', 'features', 'processes', 'models'].includes(to.layer))
     return `a migration imports no application code (${to.layer}/): inline a frozen copy of what it needs`;
   if (from.layer === 'models' && to.layer !== 'models') return 'models/ imports only models/';
@@ -43,7 +45,8 @@ function verdict(from, to) {
     if (to.layer === 'features' && to.wing !== from.wing && to.rel !== `features/${to.wing}/index.ts`)
       return `another wing is used through its public entry only: import features/${to.wing}/index.ts`;
   }
-  if ((from.layer === 'platform' || from.layer === 'features') && to.workerSide && !from.workerSide)
+  const manifestLoadsOwnWorker = dynamic && from.wing !== undefined && from.rel === `features/${from.wing}/manifest.ts` && to.wing === from.wing;
+  if ((from.layer === 'platform' || from.layer === 'features') && to.workerSide && !from.workerSide && !manifestLoadsOwnWorker)
     return "request-side code never imports worker-side code (a wing's worker/, platform/worker-runtime/): processes/ compose it";
   if (from.workerSide && to.requestSide) return 'worker-side code never imports request-side code (platform/http/, routes)';
   return null;
@@ -63,7 +66,7 @@ const layersRule = {
         .split(path.sep)
         .join('/');
       target = target.replace(/\.js$/, '.ts');
-      const why = verdict(from, place(target));
+      const why = verdict(from, place(target), node.type === 'ImportExpression');
       if (why) context.report({ node: node.source, message: `${spec}: ${why}${WHY}.` });
     };
     return { ImportDeclaration: check, ExportAllDeclaration: check, ExportNamedDeclaration: check, ImportExpression: check };

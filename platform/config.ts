@@ -307,7 +307,7 @@ export const SETTINGS = {
       env: 'UPSTREAM_WORKER_IN_WEB',
       kind: 'bool',
       default: true,
-      doc: "Run the `upstream` queue's worker (delayed bankAccount confirmations) inside the web process; `false` when `processes/upstream.ts` (`npm run start:upstream`) runs it instead.",
+      doc: "Run the background queues' workers (the `upstream` queue's retention sweep, the accounts wing's delayed bankAccount confirmations, the webhook deliveries: every wing's `background` worker) inside the web process; `false` when `processes/upstream.ts` (`npm run start:upstream`) runs them instead.",
     }),
   },
   supervisor: {

@@ -25,15 +25,22 @@
  * - `routes`: the wing's HTTP routes, loaded by the web process alone (processes/web/routes.ts), in the
  *   order of processes/wings.ts: a dynamic import, so the workers and scripts that compose the wings
  *   never load request-side code.
+ * - `workers`: the wing's workers, by the kind of process that runs them (`WorkerRoles`): `face` and
+ *   `search` are the processes of that name, `background` the queues that need only PostgreSQL and
+ *   Redis (in the web process by default, or the `upstream` process). A dynamic import of the wing's
+ *   own worker side, so the web process never loads a model and a face process never loads a route;
+ *   processes/wing-workers.ts starts every wing's worker of a role, in the order of processes/wings.ts.
  */
 import type { Knex } from 'knex';
 import type { AnyRoute } from './http/route-table.js';
 import { registerSettingGroups, type Config, type WingSettingGroup } from './config.js';
-import type { MetricSpec } from './metrics.js';
+import type { Metrics, MetricSpec } from './metrics.js';
 import type { DeferredJobContract } from './jobs/contract.js';
 import { registerJobContracts } from './jobs/index.js';
 import { declareSealedFamily, type SealedFamily } from './keys/sealed-families.js';
 import type { DataFamily } from './retention/registry.js';
+import type { KeyRing } from './keys/key-ring.js';
+import type { Logger } from './logger.js';
 
 /**
  * The stores of a process (Redis-backed) that wings' data families need to erase a user, by name:
@@ -53,6 +60,41 @@ export interface WingRouteDeps {}
 
 /** A wing's route module: its routes, built from what the web process hands it. */
 export type WingRoutes = (deps: WingRouteDeps) => AnyRoute[];
+
+/** What every process hands the workers it runs. */
+export interface WingWorkerDeps {
+  config: Config;
+  logger: Logger;
+}
+
+/** What the process running the background queues (web, or `upstream`) hands their workers besides. */
+export interface BackgroundWorkerDeps extends WingWorkerDeps {
+  db: Knex;
+  keyRing: KeyRing;
+  /** The process's metrics, where it serves them (the web process); absent in the `upstream` process. */
+  metrics?: Metrics;
+}
+
+/** The kinds of process that run wings' workers, with what each hands them. */
+export interface WorkerRoles {
+  /** The `face` process: the face models, the face path's stages. */
+  face: WingWorkerDeps;
+  /** A `search` process: one replica of one shard of the index. */
+  search: WingWorkerDeps;
+  /** Deferred queues and sweeps that need PostgreSQL and Redis only. */
+  background: BackgroundWorkerDeps;
+}
+
+export interface RunningWingWorker {
+  /** Stops taking work, lets the running work finish, closes its connections. */
+  close(): Promise<void>;
+}
+
+/** A wing's worker for one role: started with what the process hands it. */
+export type WingWorker<D> = (deps: D) => Promise<RunningWingWorker>;
+
+/** A wing's workers by role, each loaded on demand by the process that runs that role. */
+export type WingWorkers = { readonly [R in keyof WorkerRoles]?: () => Promise<WingWorker<WorkerRoles[R]>> };
 
 /** Another wing's (or the floor's) table a wing names, declared with the reason. */
 export interface TableRead {
@@ -82,6 +124,8 @@ export interface WingManifest {
   jobs?: readonly DeferredJobContract<string, any>[];
   /** Its HTTP routes (web process only): loads the wing's route module when the web process builds its router. */
   routes?: () => Promise<WingRoutes>;
+  /** Its workers, by the role of the process that runs them: each loads the wing's worker side when started. */
+  workers?: WingWorkers;
 }
 
 /** Declares a wing's manifest (a typed identity: the manifest is data). */

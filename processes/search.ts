@@ -1,6 +1,6 @@
-/** The `search` process (`npm run start:search`, Procfile `search`): one search replica (queue `search`) until SIGINT/SIGTERM. */
+/** The `search` process (`npm run start:search`, Procfile `search`): the wings' `search` workers (one replica of the index, queue `search`) until SIGINT/SIGTERM. */
 import './wings.js';
 import { runProcess } from '../platform/processes/shutdown.js';
-import { startSearchWorker } from '../features/search/worker/worker.js';
+import { startWingWorkers } from './wing-workers.js';
 
-await runProcess('search', (config, logger) => startSearchWorker(config, { logger }));
+await runProcess('search', (config, logger) => startWingWorkers('search', { config, logger }));

@@ -267,6 +267,29 @@ test("each wing's routes come from its manifest: every route module of a wing is
   for (const wing of WINGS) t.notRegex(readFileSync(path.join(ROOT, 'features', wing.name, 'manifest.ts'), 'utf8'), /^import .*routes\.js'/m, wing.name);
 });
 
+test("each wing's workers come from its manifest: every worker entry of a wing is loaded there by its role, and no process names a wing's worker", async (t) => {
+  const { WINGS } = await import('../processes/wings.js');
+  const missing: string[] = [];
+  for (const wing of WINGS) {
+    const manifest = readFileSync(path.join(ROOT, 'features', wing.name, 'manifest.ts'), 'utf8');
+    const entry = existsSync(path.join(ROOT, 'features', wing.name, 'worker', 'worker.ts'));
+    if (entry !== manifest.includes("import('./worker/worker.js')"))
+      missing.push(`${wing.name}: worker/worker.ts ${entry ? 'not loaded by' : 'absent but named in'} the manifest`);
+    if (entry !== Boolean(wing.workers && Object.keys(wing.workers).length)) missing.push(`${wing.name}: manifest's workers`);
+    // Loaded on demand only: a web process never loads a model, a face process never a webhook sender.
+    if (/^import .*worker\//m.test(manifest)) missing.push(`${wing.name}: imports its worker side statically`);
+  }
+  t.deepEqual(missing, []);
+  const named = sourceFiles('processes').filter((f) => /from '[./]+features\/[^/']+\/worker\//.test(readFileSync(path.join(ROOT, f), 'utf8')));
+  t.deepEqual(named, [], 'processes start workers by role (processes/wing-workers.ts), not wing by wing');
+  // Every role a process runs has its wing: the face and search processes are not empty shells.
+  for (const role of ['face', 'search', 'background'] as const)
+    t.true(
+      WINGS.some((w) => w.workers?.[role]),
+      role,
+    );
+});
+
 test("each wing's setting groups are the ones its settings.ts types into Config, and no group is the floor's", async (t) => {
   const { WINGS } = await import('../processes/wings.js');
   const { SETTINGS, settingGroups } = await import('../processes/config.js');

@@ -8,7 +8,8 @@ import type { QueueRunner } from '../platform/worker-runtime/run-queue.js';
 import { startSearchRunner, UNREAD_PROBE } from './helpers/search-runner.js';
 import { TEST_REDIS_URL, testRedisPrefix } from './helpers/db.js';
 import { AppError } from '../platform/errors.js';
-import { bankAccountConfirmJobId, enqueueBankAccountConfirm } from '../platform/jobs/upstream.js';
+import '../processes/wings.js';
+import { BANK_ACCOUNT_QUEUE, bankAccountConfirmJobId, enqueueBankAccountConfirm } from '../features/accounts/job.js';
 import { startPrivateRedis } from '../scripts/lib/private-services.js';
 
 const prefix = testRedisPrefix();
@@ -118,14 +119,14 @@ test.serial('concurrent jobs each get their own result', async (t) => {
 });
 
 test.serial('a deferred queue is not awaited: run refuses it, and its jobs go through the contract with the plain queue handle', async (t) => {
-  await t.throwsAsync(jobs.run('upstream', { kind: 'bank-account-confirm', userId: 'u', requestedAt: new Date().toISOString() }), {
-    message: /queue "upstream" is deferred/,
+  await t.throwsAsync(jobs.run(BANK_ACCOUNT_QUEUE, { userId: 'u', requestedAt: new Date().toISOString() }), {
+    message: /queue "bank-account-confirmations" is deferred/,
   });
   const requestedAt = new Date();
-  await enqueueBankAccountConfirm(jobs.queue('upstream'), 'u', requestedAt, 60_000);
-  const job = await jobs.queue('upstream').getJob(bankAccountConfirmJobId('u', requestedAt));
+  await enqueueBankAccountConfirm(jobs.queue(BANK_ACCOUNT_QUEUE), 'u', requestedAt, 60_000);
+  const job = await jobs.queue(BANK_ACCOUNT_QUEUE).getJob(bankAccountConfirmJobId('u', requestedAt));
   t.like(job?.opts, { attempts: 5, delay: 60_000 });
-  t.deepEqual(job?.data, { kind: 'bank-account-confirm', userId: 'u', requestedAt: requestedAt.toISOString() });
+  t.deepEqual(job?.data, { userId: 'u', requestedAt: requestedAt.toISOString() });
 });
 
 test.serial(

@@ -116,3 +116,14 @@ test('an un-awaited promise is an error (no-floating-promises)', async (t) => {
   t.is(floating.length, 1);
   t.is(floating[0]!.severity, 2);
 });
+
+test("a wing's manifest loads its own worker side only by a dynamic import, and never another wing's", async (t) => {
+  // Linted as the manifest's own text would be (its path, the real configuration), without touching the file.
+  const asManifest = async (wing: string, source: string) =>
+    restricted((await eslint.lintText(source, { filePath: path.join(ROOT, 'features', wing, 'manifest.ts') }))[0]!.messages);
+  t.deepEqual(await asManifest('accounts', "export const load = () => import('./worker/worker.js');\n"), []);
+  t.regex((await asManifest('accounts', "export * from './worker/worker.js';\n"))[0]?.message ?? '', /request-side code never imports worker-side code/);
+  t.regex((await asManifest('accounts', "export const load = () => import('../webhooks/worker/worker.js');\n"))[0]?.message ?? '', /public entry/);
+  // Any other file of the wing stays on its side, dynamic import or not.
+  t.true(restricted(await lintProbe('features/accounts', "export const load = () => import('./worker/worker.js');\n")).length > 0);
+});

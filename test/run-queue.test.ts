@@ -4,7 +4,7 @@
  */
 import test from 'ava';
 import { loadConfig } from '../processes/config.js';
-import { enqueueBankAccountConfirm, type UpstreamJob } from '../platform/jobs/upstream.js';
+import { BANK_ACCOUNT_QUEUE, enqueueBankAccountConfirm, type BankAccountConfirmJob } from '../features/accounts/job.js';
 import { createRedis } from '../platform/redis/redis.js';
 import { createLogger } from '../platform/logger.js';
 import { runQueues, type HandlerMap, type QueueRunner } from '../platform/worker-runtime/run-queue.js';
@@ -30,13 +30,13 @@ test('a declared queue without a handler, or a handler for a queue not served, r
   });
 });
 
-test('a deferred job (upstream) is served by the same runner: its bare payload, after its delay, once per job id', async (t) => {
-  const seen: { payload: UpstreamJob; at: number }[] = [];
+test("a deferred job (a wing's bankAccount confirmation) is served by the same runner: its bare payload, after its delay, once per job id", async (t) => {
+  const seen: { payload: BankAccountConfirmJob; at: number }[] = [];
   const runner = await runQueues(
     config,
-    ['upstream'],
+    [BANK_ACCOUNT_QUEUE],
     {
-      upstream: async (payload) => {
+      [BANK_ACCOUNT_QUEUE]: async (payload) => {
         seen.push({ payload, at: Date.now() });
         return { applied: true };
       },
@@ -47,14 +47,14 @@ test('a deferred job (upstream) is served by the same runner: its bare payload, 
   try {
     const requestedAt = new Date();
     const enqueuedAt = Date.now();
-    await enqueueBankAccountConfirm(runner.queue('upstream'), 'user-1', requestedAt, 300);
-    await enqueueBankAccountConfirm(runner.queue('upstream'), 'user-1', requestedAt, 300); // same job id: a no-op
+    await enqueueBankAccountConfirm(runner.queue(BANK_ACCOUNT_QUEUE), 'user-1', requestedAt, 300);
+    await enqueueBankAccountConfirm(runner.queue(BANK_ACCOUNT_QUEUE), 'user-1', requestedAt, 300); // same job id: a no-op
     for (let i = 0; i < 100 && seen.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
     await new Promise((r) => setTimeout(r, 500)); // a second job, were there one, would have run by now
     t.is(seen.length, 1);
-    t.deepEqual(seen[0]!.payload, { kind: 'bank-account-confirm', userId: 'user-1', requestedAt: requestedAt.toISOString() });
+    t.deepEqual(seen[0]!.payload, { userId: 'user-1', requestedAt: requestedAt.toISOString() });
     t.true(seen[0]!.at - enqueuedAt >= 250, `ran ${seen[0]!.at - enqueuedAt} ms after the enqueue`);
-    t.deepEqual(runner.stats.upstream, { started: 1, completed: 1, failed: 0, skippedExpired: 0 });
+    t.deepEqual(runner.stats[BANK_ACCOUNT_QUEUE], { started: 1, completed: 1, failed: 0, skippedExpired: 0 });
   } finally {
     await runner.close();
     const keys = await redis.keys(`${config.redis.prefix}:*`);
@@ -70,9 +70,9 @@ test('a runner takes no job while its process says it cannot serve one, and take
   const seen: number[] = [];
   const runner = await runQueues(
     config,
-    ['upstream'],
+    [BANK_ACCOUNT_QUEUE],
     {
-      upstream: async () => {
+      [BANK_ACCOUNT_QUEUE]: async () => {
         seen.push(Date.now());
         return { applied: true };
       },
@@ -81,7 +81,7 @@ test('a runner takes no job while its process says it cannot serve one, and take
   );
   const redis = createRedis(TEST_REDIS_URL);
   try {
-    await enqueueBankAccountConfirm(runner.queue('upstream'), 'user-2', new Date(), 0);
+    await enqueueBankAccountConfirm(runner.queue(BANK_ACCOUNT_QUEUE), 'user-2', new Date(), 0);
     await new Promise((r) => setTimeout(r, 1500)); // ready to run at once: left in the queue
     t.is(seen.length, 0, 'a job was taken while the process could not serve it');
     const canAt = Date.now();
@@ -104,20 +104,20 @@ test('a job that reaches a runner once its process cannot serve it goes back to 
   let can = true;
   const served: string[] = [];
   const handler = (who: string) => ({
-    upstream: async () => {
+    [BANK_ACCOUNT_QUEUE]: async () => {
       served.push(who);
       return { applied: true };
     },
   });
-  const first = await runQueues(config, ['upstream'], handler('unable'), { ...opts, canTakeJobs: () => can });
+  const first = await runQueues(config, [BANK_ACCOUNT_QUEUE], handler('unable'), { ...opts, canTakeJobs: () => can });
   const redis = createRedis(TEST_REDIS_URL);
-  let second: QueueRunner<'upstream'> | undefined;
+  let second: QueueRunner<typeof BANK_ACCOUNT_QUEUE> | undefined;
   try {
     can = false;
-    await enqueueBankAccountConfirm(first.queue('upstream'), 'user-3', new Date(), 0); // at once, before the pause is seen
+    await enqueueBankAccountConfirm(first.queue(BANK_ACCOUNT_QUEUE), 'user-3', new Date(), 0); // at once, before the pause is seen
     await new Promise((r) => setTimeout(r, 1000));
     t.deepEqual(served, [], 'the process that could not serve ran it');
-    second = await runQueues(config, ['upstream'], handler('able'), opts);
+    second = await runQueues(config, [BANK_ACCOUNT_QUEUE], handler('able'), opts);
     for (let i = 0; i < 100 && served.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
     t.deepEqual(served, ['able']);
   } finally {

@@ -10,7 +10,7 @@
 import type { Config } from '../../platform/config.js';
 import { AppError } from '../../platform/errors.js';
 import type { JobClient } from '../../platform/face-path/job-client.js';
-import { UPSTREAM_QUEUE, enqueueBankAccountConfirm } from '../../platform/jobs/upstream.js';
+import { BANK_ACCOUNT_QUEUE, enqueueBankAccountConfirm } from './job.js';
 import type { Logger } from '../../platform/logger.js';
 import { maskTail, type AuditEventsRepository } from '../../platform/events/audit.js';
 import type { UnitOfWork } from '../../platform/database/unit-of-work.js';
@@ -181,7 +181,7 @@ export class UserService {
     // 5. The delayed upstream confirmation. If Redis refuses now, the worker's repair sweep re-enqueues it.
     if (requestedAt) {
       try {
-        await enqueueBankAccountConfirm(this.deps.jobs.queue(UPSTREAM_QUEUE), userId, requestedAt, this.deps.config.identity.bankAccountConfirmDelayMs);
+        await enqueueBankAccountConfirm(this.deps.jobs.queue(BANK_ACCOUNT_QUEUE), userId, requestedAt, this.deps.config.identity.bankAccountConfirmDelayMs);
       } catch (e) {
         this.deps.logger.warn({ userId, err: (e as Error).message }, 'bankAccount confirmation not enqueued; the repair sweep will retry');
       }

@@ -17,4 +17,5 @@ export const faceWing = defineWing({
   tables: ['canonical_embeddings', 'embedding_changes'],
   sealedFamilies: [CANONICAL_TEMPLATES],
   dataFamilies: ({ stores }) => faceDataFamilies(stores.biometricAttempts),
+  workers: { face: () => import('./worker/worker.js').then((m) => (deps) => m.startFaceWorker(deps.config, { logger: deps.logger })) },
 });

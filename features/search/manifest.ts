@@ -25,4 +25,5 @@ export const searchWing = defineWing({
     { table: 'embedding_changes', reason: 'the change log the replicas replay in order; pruned below what every live replica has applied' },
   ],
   keyPurposes: { snapshots: 'search snapshot files on disk' },
+  workers: { search: () => import('./worker/worker.js').then((m) => (deps) => m.startSearchWorker(deps.config, { logger: deps.logger })) },
 });

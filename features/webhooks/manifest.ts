@@ -21,5 +21,6 @@ export const webhooksWing = defineWing({
   keyPurposes: { 'webhook-secrets': 'webhook endpoint signing secrets' },
   sealedFamilies: [WEBHOOK_SECRETS],
   jobs: [webhookContract],
+  workers: { background: () => import('./worker/worker.js').then((m) => m.webhookBackgroundWorker) },
   dataFamilies: ({ db, config }) => webhookDataFamilies(db, { webhookEvents: config.webhooks.retentionDays }),
 });

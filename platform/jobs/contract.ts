@@ -76,6 +76,18 @@ export function awaitedJobContract<Q extends string, P>(queue: Q, opts: { follow
   };
 }
 
+/**
+ * The options of a deferred job whose work is idempotent and whose payload holds no personal data:
+ * nobody waits for the result, so a failure (PostgreSQL away for a moment) is retried with backoff, and
+ * a job that failed every attempt is kept a week for the queue dashboard.
+ */
+export const RETRIED_JOB_OPTIONS = {
+  attempts: 5,
+  backoff: { type: 'exponential', delay: 1000 },
+  removeOnComplete: true,
+  removeOnFail: { age: 7 * 24 * 3600 },
+} as const satisfies JobsOptions;
+
 export function deferredJobContract<Q extends string, P>(spec: {
   queue: Q;
   jobOptions: JobsOptions;

@@ -13,6 +13,11 @@ import { isUniqueViolation } from '../../platform/database/unit-of-work.js';
 import { useHarness } from '../helpers/harness.js';
 import { client } from '../helpers/http.js';
 import { newConsumer, newOperator } from '../helpers/principals.js';
+import { Queue } from 'bullmq';
+import { bullPrefix } from '../../platform/jobs/contract.js';
+import { createLogger } from '../../platform/logger.js';
+import { startBankAccountWorker } from '../../features/accounts/worker/worker.js';
+import { keyRingOf } from '../../platform/keys/templates.js';
 
 const CONFIRM_DELAY_MS = 600;
 
@@ -248,6 +253,38 @@ test('a bankAccount change is pending_upstream, the old value stays in effect, a
   t.true(Date.now() - started >= CONFIRM_DELAY_MS);
   t.is(landed!.pendingBankAccount, null);
   t.truthy(await h.deps.db('auditEvents').where({ type: 'user.bank_account.updated', subjectId: me.userId }).first());
+});
+
+test("a confirmation an earlier version queued on the upstream queue is dropped there, and the repair sweep lands it through the wing's own queue", async (t) => {
+  const me = await newConsumer(h);
+  // A pending change whose job is on no queue of this version: as left by a version that queued it on `upstream`.
+  const requestedAt = new Date(Date.now() - 1000);
+  await h.deps
+    .db('users')
+    .where({ id: me.userId })
+    .update({ bankAccount: '0000000001', pendingBankAccount: '5555555555', pendingBankAccountRequestedAt: requestedAt });
+  const connection = h.deps.redis.duplicate();
+  const upstream = new Queue('upstream', { connection, prefix: bullPrefix(h.config.redis.prefix) });
+  const legacy = { kind: 'bank-account-confirm', userId: me.userId, requestedAt: requestedAt.toISOString() };
+  await upstream.add('bank-account-confirm', legacy, { jobId: `bank-${me.userId}-${requestedAt.getTime()}`, attempts: 5, removeOnComplete: true });
+  const worker = await startBankAccountWorker({ config: h.config, logger: createLogger({ level: 'silent' }), db: h.deps.db, keyRing: keyRingOf(h.config) });
+  try {
+    let landed = false;
+    for (let i = 0; i < 100 && !landed; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      landed = (await api().get(`/users/${me.userId}`, { token: me.token })).body.bankAccount === '5555555555';
+    }
+    t.true(landed, 'the pending change landed');
+    const pending = async () => Object.values(await upstream.getJobCounts('wait', 'active')).reduce((a, b) => a + b, 0);
+    for (let i = 0; i < 50 && (await pending()) > 0; i++) await new Promise((r) => setTimeout(r, 100));
+    const counts = await upstream.getJobCounts('wait', 'active', 'delayed', 'failed');
+    t.deepEqual(counts, { wait: 0, active: 0, delayed: 0, failed: 0 }, 'the old job was taken and dropped, not failed or retried');
+    t.is(await worker.sweep(), 0, 'nothing left to re-enqueue');
+  } finally {
+    await worker.close();
+    await upstream.close();
+    connection.disconnect();
+  }
 });
 
 test('a superseded bankAccount change never lands over the newer one', async (t) => {

@@ -33,7 +33,7 @@ test('an administrator opens the dashboard with a short-lived HttpOnly SameSite 
   const queues = await api.get('/admin/queues/api/queues?activeQueue=liveness&page=1&jobsPerPage=10', { headers: { cookie: cookieOf(session) } });
   t.is(queues.status, 200);
   const names = (queues.body.queues as { name: string }[]).map((q) => q.name).sort();
-  t.deepEqual(names, ['embed', 'light', 'liveness', 'search', 'upstream', 'webhooks']);
+  t.deepEqual(names, ['bank-account-confirmations', 'embed', 'light', 'liveness', 'search', 'upstream', 'webhooks']);
 });
 
 test('anonymous callers, consumers, operators and forged cookies are refused', async (t) => {

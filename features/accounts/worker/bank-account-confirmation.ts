@@ -1,14 +1,14 @@
 /**
- * What the upstream worker does to the data, on the repositories: landing a confirmed bankAccount
+ * What the confirmation worker (./worker.ts) does to the data, on the repositories: landing a confirmed bankAccount
  * change with its audit row (one transaction), and finding the pending changes the repair sweep checks.
  */
 import type { Knex } from 'knex';
-import type { UpstreamResult } from '../../../platform/jobs/upstream.js';
+import type { BankAccountConfirmResult } from '../job.js';
 import { AuditEventsRepository } from '../../../platform/events/audit.js';
 import { UsersRepository } from '../../users/index.js';
 
 /** Applies a pending bankAccount change if it is still the one this job was enqueued for. */
-export async function confirmBankAccount(db: Knex, job: { userId: string; requestedAt: string }): Promise<UpstreamResult> {
+export async function confirmBankAccount(db: Knex, job: { userId: string; requestedAt: string }): Promise<BankAccountConfirmResult> {
   const users = new UsersRepository(db);
   return db.transaction(async (trx) => {
     const applied = await users.confirmPendingBankAccount(job.userId, new Date(job.requestedAt), trx);

@@ -1,7 +1,8 @@
 /**
- * The `webhooks` queue's worker and the outbox dispatcher. Like the upstream worker it needs PostgreSQL
- * and Redis only, so it runs where that one runs: inside the `web` process by default
- * (UPSTREAM_WORKER_IN_WEB, processes/web.ts), or in `processes/upstream.ts` on its own.
+ * The `webhooks` queue's worker and the outbox dispatcher, the wing's `background` worker (its
+ * manifest): it needs PostgreSQL and Redis only, so it runs where the background queues run: inside the
+ * `web` process by default (UPSTREAM_WORKER_IN_WEB), or in the `upstream` process
+ * (processes/wing-workers.ts starts it in either).
  *
  * The dispatcher, every WEBHOOK_DISPATCH_INTERVAL_MS:
  * 1. fans new outbox events out to the subscribed endpoints (one delivery each, in PostgreSQL) and
@@ -24,6 +25,8 @@ import { WebhooksRepository } from '../repository.js';
 import type { KeyRing } from '../../../platform/keys/key-ring.js';
 import { runQueues } from '../../../platform/worker-runtime/run-queue.js';
 import { attemptDelivery, type AttemptReport } from './delivery.js';
+import type { BackgroundWorkerDeps } from '../../../platform/wing.js';
+import { WEBHOOK_METRICS } from '../metrics.js';
 
 /** Attempts one process sends at once: each mostly waits on a receiver (up to WEBHOOK_TIMEOUT_MS). */
 const WEBHOOK_CONCURRENCY = 8;
@@ -42,6 +45,17 @@ export interface WebhookWorkerDeps {
   keyRing: KeyRing;
   /** Called after every attempt (metrics). */
   onAttempt?: (report: AttemptReport) => void;
+}
+
+/** The wing's `background` worker (its manifest): the deliveries, their attempts counted where the process keeps metrics. */
+export function webhookBackgroundWorker(deps: BackgroundWorkerDeps): Promise<RunningWebhookWorker> {
+  const { metrics } = deps;
+  return startWebhookWorker(deps.config, {
+    db: deps.db,
+    logger: deps.logger,
+    keyRing: deps.keyRing,
+    onAttempt: metrics ? (report) => metrics.counter(WEBHOOK_METRICS.attempts).inc({ outcome: report.outcome }) : undefined,
+  });
 }
 
 export async function startWebhookWorker(config: Config, deps: WebhookWorkerDeps): Promise<RunningWebhookWorker> {
