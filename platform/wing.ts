@@ -30,6 +30,9 @@
  *   Redis (in the web process by default, or the `upstream` process). A dynamic import of the wing's
  *   own worker side, so the web process never loads a model and a face process never loads a route;
  *   processes/wing-workers.ts starts every wing's worker of a role, in the order of processes/wings.ts.
+ * - `processes`: how many copies of the `face` or `search` process `npm start` runs (and each copy's own
+ *   settings), where the wing's settings size them; registered with the floor's process list
+ *   (platform/processes/process-list.ts) when the wings are composed.
  */
 import type { Knex } from 'knex';
 import type { AnyRoute } from './http/route-table.js';
@@ -38,6 +41,7 @@ import type { Metrics, MetricSpec } from './metrics.js';
 import type { DeferredJobContract } from './jobs/contract.js';
 import { registerJobContracts } from './jobs/index.js';
 import { declareSealedFamily, type SealedFamily } from './keys/sealed-families.js';
+import { registerProcessSizing, type ProcessSizing, type SizedProcess } from './processes/process-list.js';
 import type { DataFamily } from './retention/registry.js';
 import type { KeyRing } from './keys/key-ring.js';
 import type { Logger } from './logger.js';
@@ -126,6 +130,8 @@ export interface WingManifest {
   routes?: () => Promise<WingRoutes>;
   /** Its workers, by the role of the process that runs them: each loads the wing's worker side when started. */
   workers?: WingWorkers;
+  /** How many copies of a worker process `npm start` runs, where the wing's settings size it (the process list, platform/processes/process-list.ts). */
+  processes?: { readonly [P in SizedProcess]?: ProcessSizing };
 }
 
 /** Declares a wing's manifest (a typed identity: the manifest is data). */
@@ -150,13 +156,10 @@ export const FLOOR_READS: readonly TableRead[] = [
 
 /**
  * A wing's setting the floor's code reads (through the merged `Config` type), with why: it runs only
- * where processes/config.ts composed the wings. Checked like the table reads.
+ * where processes/config.ts composed the wings. Checked like the table reads. None today: the process
+ * list's counts of face and search processes are the wings' (their manifests' `processes`).
  */
-export const FLOOR_SETTING_READS: readonly { setting: string; reason: string }[] = [
-  { setting: 'face.processes', reason: 'the process list (processes/process-list.ts) starts that many face processes' },
-  { setting: 'search.processes', reason: 'the process list starts that many search replicas' },
-  { setting: 'search.shards', reason: 'the process list starts one search process per shard, each told its SEARCH_SHARD' },
-];
+export const FLOOR_SETTING_READS: readonly { setting: string; reason: string }[] = [];
 
 /** Composes the wings: registers their settings with the floor's configuration and their sealed families with the key rotation. Idempotent. */
 export function composeWings(wings: readonly WingManifest[]): readonly WingManifest[] {
@@ -167,6 +170,7 @@ export function composeWings(wings: readonly WingManifest[]): readonly WingManif
     registerSettingGroups(wing.name, wing.settings ?? {});
     for (const family of wing.sealedFamilies ?? []) declareSealedFamily(family);
     registerJobContracts(wing.name, wing.jobs ?? []);
+    for (const [process, sizing] of Object.entries(wing.processes ?? {})) registerProcessSizing(process as SizedProcess, wing.name, sizing);
   }
   return wings;
 }

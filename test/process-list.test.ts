@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import { loadConfig } from '../processes/config.js';
-import { procfileText, SERVICE_PROCESSES } from '../platform/processes/process-list.js';
+import { processCopies, procfileText, registerProcessSizing, SERVICE_PROCESSES } from '../platform/processes/process-list.js';
 import { supervisorGraceMs, webStopMs, WORKER_STOP_MS } from '../platform/processes/shutdown.js';
 import { Supervisor } from '../platform/processes/supervisor.js';
 import { ROOT } from './helpers/harness.js';
@@ -30,6 +30,32 @@ test("the Procfile's release runs in production when NODE_ENV is unset, with pro
   });
   t.not(run.status, 0);
   t.regex(run.stdout + run.stderr, /JWT_PRIVATE_KEY must be set in production/);
+});
+
+test('the copies of each process follow the settings of the wing that sizes it (the face and search manifests); one wing sizes a process', (t) => {
+  const copiesOf = (env: Record<string, string>) => {
+    const c = loadConfig({ NODE_ENV: 'test', ...env });
+    return processCopies(
+      (p) => p.copies?.(c) ?? 1,
+      (p, index) => p.copyEnv?.(c, index) ?? {},
+    ).map((copy) => [copy.name, copy.env]);
+  };
+  t.deepEqual(copiesOf({ FACE_PROCESSES: '3', SEARCH_PROCESSES: '2' }), [
+    ['web', {}],
+    ['face', {}],
+    ['face-2', {}],
+    ['face-3', {}],
+    ['search', {}],
+    ['search-2', {}],
+  ]);
+  t.deepEqual(
+    copiesOf({ FACE_PROCESSES: '1', SEARCH_SHARDS: '2' }).filter(([name]) => String(name).startsWith('search')),
+    [
+      ['search', { SEARCH_SHARD: '0' }],
+      ['search-2', { SEARCH_SHARD: '1' }],
+    ],
+  );
+  t.throws(() => registerProcessSizing('face', 'another-wing', { copies: () => 1 }), { message: /sized by wing face already/ });
 });
 
 test('each process of the list has its `npm run start:<name>`', (t) => {

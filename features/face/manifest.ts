@@ -17,5 +17,6 @@ export const faceWing = defineWing({
   tables: ['canonical_embeddings', 'embedding_changes'],
   sealedFamilies: [CANONICAL_TEMPLATES],
   dataFamilies: ({ stores }) => faceDataFamilies(stores.biometricAttempts),
+  processes: { face: { copies: (c) => c.face.processes } },
   workers: { face: () => import('./worker/worker.js').then((m) => (deps) => m.startFaceWorker(deps.config, { logger: deps.logger })) },
 });

@@ -25,5 +25,13 @@ export const searchWing = defineWing({
     { table: 'embedding_changes', reason: 'the change log the replicas replay in order; pruned below what every live replica has applied' },
   ],
   keyPurposes: { snapshots: 'search snapshot files on disk' },
+  processes: {
+    search: {
+      // With shards, one process per shard (SEARCH_SHARD = the copy's index modulo the shard count: a
+      // layout that runs 2 × SEARCH_SHARDS copies runs two replicas of every shard).
+      copies: (c) => (c.search.shards > 1 ? c.search.shards : c.search.processes),
+      copyEnv: (c, index): Record<string, string> => (c.search.shards > 1 ? { SEARCH_SHARD: String(index % c.search.shards) } : {}),
+    },
+  },
   workers: { search: () => import('./worker/worker.js').then((m) => (deps) => m.startSearchWorker(deps.config, { logger: deps.logger })) },
 });

@@ -1,7 +1,7 @@
 /**
  * The search wing's settings (`config.search`), composed into the configuration by its manifest. The
- * floor's process list (platform/processes/process-list.ts) reads SEARCH_PROCESSES and SEARCH_SHARDS
- * to know how many search processes `npm start` runs.
+ * manifest's `processes` sizes the floor's process list (platform/processes/process-list.ts) from
+ * SEARCH_PROCESSES and SEARCH_SHARDS: how many search processes `npm start` runs.
  */
 import { s, type Parsed, type WingSettingGroup } from '../../platform/config.js';
 

@@ -28,24 +28,49 @@ export interface ServiceProcess {
   drainsFirst?: boolean;
 }
 
+/**
+ * How many copies of a worker process `npm start` runs, and the settings of each copy: declared by the
+ * wing whose settings size that process (its manifest's `processes`), registered when processes/wings.ts
+ * composes the wings; one copy where no wing sized it.
+ */
+export interface ProcessSizing {
+  copies: (c: Config) => number;
+  /** Settings of copy `index` alone, besides its port. */
+  copyEnv?: (c: Config, index: number) => Record<string, string>;
+}
+
+/** The worker processes of the list a wing may size. */
+export type SizedProcess = 'face' | 'search';
+
+const SIZING: Partial<Record<SizedProcess, { wing: string; sizing: ProcessSizing }>> = {};
+
+/** Records a wing's sizing of a worker process (platform/wing.ts `composeWings`); a process is sized by one wing. Idempotent. */
+export function registerProcessSizing(process: SizedProcess, wing: string, sizing: ProcessSizing): void {
+  const known = SIZING[process];
+  if (known && known.wing !== wing) throw new Error(`The ${process} process is sized by wing ${known.wing} already, not also by ${wing}`);
+  SIZING[process] = { wing, sizing };
+}
+
+const sized = (process: SizedProcess): Pick<ServiceProcess, 'copies' | 'copyEnv'> => ({
+  copies: (c) => SIZING[process]?.sizing.copies(c) ?? 1,
+  copyEnv: (c, index) => SIZING[process]?.sizing.copyEnv?.(c, index) ?? {},
+});
+
 /** In start order; `npm start` stops web first (it drains its in-flight requests), then the workers. */
 export const SERVICE_PROCESSES: readonly ServiceProcess[] = [
   { name: 'web', file: 'processes/web.ts', role: 'the API, the consoles and the registry simulator', drainsFirst: true },
   {
     name: 'face',
     file: 'processes/face.ts',
-    role: 'the face worker (liveness and embed queues)',
-    copies: (c) => c.face.processes,
+    role: 'the face worker (liveness, embed and light queues)',
+    ...sized('face'),
     healthPortEnv: 'FACE_ENGINE_PORT',
   },
   {
     name: 'search',
     file: 'processes/search.ts',
     role: 'a search replica (search queue), or a replica of one shard (SEARCH_SHARDS > 1)',
-    // With shards, one process per shard (SEARCH_SHARD = the copy's index modulo the shard count: a
-    // layout that runs 2 × SEARCH_SHARDS copies runs two replicas of every shard).
-    copies: (c) => (c.search.shards > 1 ? c.search.shards : c.search.processes),
-    copyEnv: (c, index): Record<string, string> => (c.search.shards > 1 ? { SEARCH_SHARD: String(index % c.search.shards) } : {}),
+    ...sized('search'),
     healthPortEnv: 'SEARCH_HEALTH_PORT',
   },
 ];
