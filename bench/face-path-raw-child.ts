@@ -1,7 +1,7 @@
 /**
  * The raw engine for bench/face-path.ts, in a fresh process of its own (as a face worker runs):
- * the same stage calls the face worker makes, with no queue, no HTTP and no base64 — normalise the
- * upload, the liveness stage, the embed stage — on the same photos as the system. Prints one JSON
+ * the same stage calls the face worker makes, with no queue, no HTTP and no base64 — the upload as the
+ * API hands it on (checked, or normalised), the liveness stage, the embed stage — on the same photos as the system. Prints one JSON
  * line. Arguments (JSON) on stdin. Not meant to be run by hand.
  *
  * - `one`: the one-client photo, `oneCalls` times in a row after warm-up: wall ms per call and per stage.
@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { FaceEngine, type StepClock } from '../features/face/worker/pipeline/engine.js';
-import { normaliseUpload } from '../platform/face/image.js';
+import { uploadForJob } from '../platform/face/image.js';
 import { isFaceError } from '../platform/face/face-error.js';
 import { ROOT, closedLoop, summarise } from './lib.js';
 
@@ -30,7 +30,9 @@ const args = JSON.parse(readFileSync(0, 'utf8')) as Args; // on stdin: the photo
 /** The face path's stages as the worker runs them (kept in step with features/face/worker/worker.ts). */
 async function pipeline(engine: FaceEngine, photo: Buffer, clock?: StepClock): Promise<{ normalise: number; liveness: number; embed: number }> {
   let t = performance.now();
-  const n = await normaliseUpload(photo);
+  // As the API hands a capture that is never stored to its job: a JPEG within the normalised size as it
+  // came (its header checked), any other upload normalised (FaceService.jobImage).
+  const n = await uploadForJob(photo);
   const normalise = performance.now() - t;
   t = performance.now();
   try {

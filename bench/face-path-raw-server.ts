@@ -1,7 +1,8 @@
 /**
  * The raw engine for bench/face-path.ts's alternated rounds, kept alive in a process of its own (as a
  * face worker runs) so that its calls can take turns with the service's calls in one run: on a shared
- * machine both sides then see the same load. The same stage calls the face worker makes (normalise,
+ * machine both sides then see the same load. The same stage calls the face worker makes (the upload as
+ * the API hands it on: a small JPEG checked, any other normalised;
  * the liveness stage, the embed stage; bench/face-path-raw-child.ts's `pipeline`), no queue, no HTTP.
  *
  * Protocol: one JSON line per call on stdin, `{ "photoB64": "..." }` (the photo is kept after the first
@@ -13,7 +14,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
 import { FaceEngine } from '../features/face/worker/pipeline/engine.js';
-import { normaliseUpload } from '../platform/face/image.js';
+import { uploadForJob } from '../platform/face/image.js';
 import { ROOT } from './lib.js';
 
 const threads = Number(process.env.BENCH_RAW_THREADS ?? 1);
@@ -40,7 +41,8 @@ async function once(p: Buffer): Promise<{ ms: number; steps: Record<string, numb
     c = now;
   };
   const t = performance.now();
-  const n = await normaliseUpload(p);
+  // As the API hands a selfie to its job (FaceService.jobImage): a small JPEG as it came, header checked.
+  const n = await uploadForJob(p);
   steps.normalise = performance.now() - t;
   c = cpuMs();
   let s = performance.now();

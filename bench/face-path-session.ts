@@ -5,7 +5,7 @@
  * ratios mean something even when the absolute figures move.
  *
  * - engine: the raw engine in a long-lived process of its own (bench/face-path-raw-server.ts) on the
- *   session's centre frame: normalise + liveness stage + embed stage, no queue, no HTTP;
+ *   session's centre frame: the upload as the API hands it on + liveness stage + embed stage, no queue, no HTTP;
  * - single capture: POST /verify/self with that frame (one client; the consumer enrolled from the
  *   full photo it was synthesised from);
  * - session: POST /liveness/sessions, then POST .../frames with the minimum number of frames

@@ -5,7 +5,8 @@
  *   BENCH_FP_FACE_PROCESSES=1 BENCH_FP_SECONDS=30 npm run bench -- face-path   # default: npm start's FACE_PROCESSES (2)
  *   BENCH_PROFILE_DIR=/tmp/prof npm run bench -- face-path      # V8 CPU profiles of web, face, search
  *
- * 1. The raw engine in a fresh process of its own (bench/face-path-raw-child.ts): normalise +
+ * 1. The raw engine in a fresh process of its own (bench/face-path-raw-child.ts): the upload as the API
+ *    hands it on (a small JPEG checked, any other normalised) +
  *    liveness + embed, the stage calls the face worker makes, on the same photos; before and after the
  *    system (the mean is used, bracketing drifts of a shared machine).
  * 2. The system: the production processes — `web` (api/server.ts), BENCH_FP_FACE_PROCESSES `face`
@@ -169,7 +170,7 @@ function alternatedMarkdown(a: AlternatedFigures, clocks: string[][]): string {
       ['side', 'p50 / p99 ms', 'ratio of p50s', 'goal'],
       [
         [
-          `the engine's own time (normalise ${fmt(a.engineSteps.normalise)} + liveness ${fmt(a.engineSteps.liveness)} + embed ${fmt(a.engineSteps.embed)} ms, mean)`,
+          `the engine's own time (upload ${fmt(a.engineSteps.normalise)} + liveness ${fmt(a.engineSteps.liveness)} + embed ${fmt(a.engineSteps.embed)} ms, mean)`,
           `${fmt(a.engine.p50)} / ${fmt(a.engine.p99)}`,
           '1',
           '',
@@ -569,7 +570,7 @@ export async function runFacePathBench(): Promise<string> {
       '',
       `Slowest of the ${CALLS} one-client calls, wall ms: /verify/self ${self.slowest.join('; ')}; /identify ${ident1.slowest.join('; ')}.`,
       '',
-      `Raw engine, same photo, one call at a time: ${fmt(rawOne.p50)} / ${fmt(rawOne.p99)} ms p50 / p99 (normalise ${fmt(rawBefore.one.normalise)}, liveness ${fmt(rawBefore.one.liveness)}, embed ${fmt(rawBefore.one.embed)} ms p50, first run); ` +
+      `Raw engine, same photo, one call at a time: ${fmt(rawOne.p50)} / ${fmt(rawOne.p99)} ms p50 / p99 (upload ${fmt(rawBefore.one.normalise)}, liveness ${fmt(rawBefore.one.liveness)}, embed ${fmt(rawBefore.one.embed)} ms p50, first run); ` +
         `raw loop over the fixture photos: ${fmt(rawBefore.loop.perSecond, 1)} and ${fmt(rawAfter.loop.perSecond, 1)} images/s, ${fmt(rawBefore.loop.cpuMs, 1)} and ${fmt(rawAfter.loop.cpuMs, 1)} CPU ms per image (before and after the system).`,
       '',
       `${IN_FLIGHT} in flight: ${fmt(load.perSecond, 1)} identifies/s, ${fmt(summarise(load.samples).p50)} / ${fmt(summarise(load.samples).p99)} ms p50 / p99, ${n} requests (${Object.entries(

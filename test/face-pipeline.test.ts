@@ -14,6 +14,7 @@ import { cosine } from '../platform/face/embeddings.js';
 import {
   normaliseUpload,
   normaliseUploadRgb,
+  uploadForJob,
   decodeRgb,
   MAX_NORMALISED_SIDE,
   OVER_PIXEL_LIMIT_MESSAGE,
@@ -189,6 +190,41 @@ test('a small JPEG upload is handed on as it came only where decoding it gives t
 // ------------------------------------------------------------------------------------------
 // Face outcomes
 // ------------------------------------------------------------------------------------------
+
+test('a selfie or a probe (never stored) goes to its job as it came when it is a JPEG within the normalised size: upright size from its header, judged on its own pixels', async (t) => {
+  const small = await sharp(fixture('grace_hopper_b.jpg')).resize(400, 300, { fit: 'fill' }).jpeg({ quality: 92 }).toBuffer();
+  const sideways = await sharp(await sharp(small).rotate(270).toBuffer())
+    .withMetadata({ orientation: 6 })
+    .jpeg({ quality: 92 })
+    .toBuffer();
+  const plain = await uploadForJob(small);
+  t.is(plain.jpeg, small, "the upload's own bytes");
+  t.like(plain, { width: 400, height: 300, asItCame: true });
+  const turned = await uploadForJob(sideways);
+  t.is(turned.jpeg, sideways);
+  t.like(turned, { width: 400, height: 300, asItCame: true }, 'the upright size, from the header and its orientation');
+  // The face process decodes it to the normalisation's pixels (the same rotation, flattening and colour space).
+  for (const [name, upload] of [
+    ['plain', small],
+    ['orientation 6', sideways],
+  ] as const) {
+    const once = await decodeRgb(upload);
+    const normalised = await normaliseUploadRgb(upload);
+    t.true(Buffer.from(once.data).equals(Buffer.from(normalised.data)), `${name}: the same pixels`);
+  }
+  // Anything else is normalised: metadata-free, re-encoded.
+  const large = await sharp(fixture('grace_hopper_b.jpg')).resize(1600, 1200, { fit: 'fill' }).jpeg().toBuffer();
+  const png = await sharp(small).png().toBuffer();
+  for (const other of [large, png]) {
+    const n = await uploadForJob(other);
+    t.is(n.asItCame, undefined);
+    t.not(n.jpeg, other);
+    t.true(Math.max(n.width, n.height) <= MAX_NORMALISED_SIDE);
+  }
+  // The header's checks still apply before anything is handed on.
+  await t.throwsAsync(uploadForJob(small, { maxPixels: 1000 }));
+  await t.throwsAsync(uploadForJob(Buffer.from('GIF89a not an image')), { message: /JPEG, PNG or WebP/ });
+});
 
 test('the fruit photo gives no_face in both modes', async (t) => {
   const { jpeg } = await normaliseUpload(fixture('no_face_fruits.jpg'));

@@ -42,7 +42,7 @@ import type {
 import type { QualityAssessment, QualitySummary } from '../../platform/face/quality.js';
 import type { Logger } from '../../platform/logger.js';
 import type { EmbeddingsRepository, StoredEmbedding } from './embeddings-repository.js';
-import { encodeNormalisedJpeg, jpegAsItCame, normaliseUpload, normaliseUploadRgb, type NormalisedImage } from '../../platform/face/image.js';
+import { encodeNormalisedJpeg, jpegAsItCame, normaliseUpload, normaliseUploadRgb, uploadForJob, type NormalisedImage } from '../../platform/face/image.js';
 import { isFaceError } from '../../platform/face/face-error.js';
 import type { FaceMode } from '../../platform/face/liveness.js';
 import { cosine } from '../../platform/face/embeddings.js';
@@ -229,6 +229,23 @@ export class FaceService {
   }
 
   /**
+   * A capture that is never stored (a /verify/self selfie, an /identify probe) as its face job carries
+   * it: a JPEG within the normalised size as it came (its header checked here, its pixels decoded once,
+   * in the face process: platform/face/image.ts `uploadForJob`), any other upload normalised as
+   * `normalise` does. Its metadata crosses Redis sealed for the job's seconds, as a light frame's does.
+   * 400 `invalid_image` as `normalise`, or from the face process for a JPEG that fails past its header.
+   */
+  async jobImage(input: CaptureInput, opts: { maxPixels?: number } = {}): Promise<NormalisedImage> {
+    if (!Buffer.isBuffer(input)) return input;
+    try {
+      return await uploadForJob(input, { maxPixels: Math.min(opts.maxPixels ?? Infinity, this.deps.config.http.maxImagePixels) });
+    } catch (e) {
+      if (isFaceError(e)) throw new AppError('invalid_image', e.message);
+      throw e;
+    }
+  }
+
+  /**
    * A light frame of a liveness session as the JPEG its light job carries (at most `maxSide`): the
    * upload as it came when it is a JPEG no larger (the console's frames: checked by its header, not
    * decoded here; the face process decodes it and measures it), otherwise normalised as `normalise`
@@ -331,13 +348,15 @@ export class FaceService {
       admitted?: boolean;
       /** The caller searches the shards with the embedding afterwards (their gate is asked with the stages'). */
       shardedSearch?: boolean;
+      /** The upload is never stored: a JPEG within the normalised size goes to the job as it came (`jobImage`). */
+      transient?: boolean;
     },
   ): Promise<{ analysis: CaptureAnalysis; embedding?: CaptureEmbedding; search?: SearchResult }> {
     // The gate first (unless the caller asked it for this call): with no worker alive the answer is a
     // 503 in milliseconds, not after the upload's normalisation (a large photo, on a busy or cold
     // process, takes seconds). Once: `start` is told.
     if (!opts.admitted) await this.admitCapture(opts.shardedSearch ? 'knn' : opts.search !== undefined);
-    const [image, request] = await Promise.all([this.normalise(input), opts.search]);
+    const [image, request] = await Promise.all([opts.transient ? this.jobImage(input) : this.normalise(input), opts.search]);
     const remaining = deadlineAt - Date.now();
     if (remaining <= 0) throw new JobTimeoutError('liveness', this.deps.config.queues.faceJobTimeoutMs, false);
     const resultSalt = newHandoffSalt();
@@ -454,6 +473,7 @@ export class FaceService {
       search: this.sharded ? undefined : request,
       requireLive: true,
       shardedSearch: this.sharded,
+      transient: true, // the probe is never stored
     });
     const { analysis: a, embedding: e } = chained;
     let search = chained.search;

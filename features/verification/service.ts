@@ -230,8 +230,9 @@ export class VerificationService {
         });
       } else {
         await face.admitCapture(false); // no worker alive: 503 at once, before the upload is decoded (compared here: no search job)
-        const normalised = await face.normalise(capture.image, { maxPixels: config.biometrics.selfieMaxPixels });
-        r = await face.verifyAgainstUser(normalised, consumer.userId, 'largest', { admitted: true, stored: { row: enrolled.stored, ms: enrolled.readMs } });
+        // The selfie is never stored: a small JPEG goes to its job as it came (FaceService.jobImage).
+        const image = await face.jobImage(capture.image, { maxPixels: config.biometrics.selfieMaxPixels });
+        r = await face.verifyAgainstUser(image, consumer.userId, 'largest', { admitted: true, stored: { row: enrolled.stored, ms: enrolled.readMs } });
       }
     } catch (e) {
       await this.logFailure(e, t0, { kind: 'verify_self', userId: consumer.userId });

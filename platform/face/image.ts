@@ -37,8 +37,14 @@ export interface RgbUpload extends RgbImage {
 
 export interface NormalisedImage {
   jpeg: Buffer;
+  /** Upright (after the EXIF orientation). */
   width: number;
   height: number;
+  /**
+   * The upload's own bytes, its metadata (EXIF) included (`uploadForJob`): for a face job's few
+   * seconds in Redis (sealed, deleted as it is read), never stored.
+   */
+  asItCame?: true;
 }
 
 function sharpInput(buf: Buffer, maxPixels = MAX_INPUT_PIXELS) {
@@ -145,6 +151,22 @@ export async function jpegAsItCame(buf: Buffer, opts: { maxPixels?: number; maxS
   return meta.format === 'jpeg' && Math.max(meta.width, meta.height) <= opts.maxSide ? input : null;
 }
 
+/**
+ * An upload as a face job carries it, for a capture that is never stored (a /verify/self selfie, an
+ * /identify probe): as it came when it is a JPEG the normalisation would not resize (`jpegAsItCame`:
+ * its header checked here, its pixels decoded once, by the face process, with the normalisation's
+ * rotation, flattening and colour space), otherwise normalised (`normaliseUpload`). One decode of the
+ * frame instead of three (decode, encode here; decode there), and the pixels judged are the upload's
+ * own, not a re-encoded copy's.
+ */
+export async function uploadForJob(buf: Buffer, opts: { maxPixels?: number } = {}): Promise<NormalisedImage> {
+  const { input, meta } = await checkedUploadMeta(buf, opts.maxPixels);
+  if (meta.format !== 'jpeg' || Math.max(meta.width, meta.height) > MAX_NORMALISED_SIDE) return normaliseUpload(input, opts);
+  // EXIF orientations 5 to 8 turn the image a quarter: the upright image is the header's, transposed.
+  const transposed = (meta.orientation ?? 1) >= 5;
+  return { jpeg: input, width: transposed ? meta.height : meta.width, height: transposed ? meta.width : meta.height, asItCame: true };
+}
+
 /** The upload's format (by its bytes and its header) and pixel count checked, before any pixel is decoded. */
 async function checkedUpload(buf: Buffer, maxPixelsOpt: number | undefined): Promise<Buffer> {
   return (await checkedUploadMeta(buf, maxPixelsOpt)).input;
@@ -153,7 +175,7 @@ async function checkedUpload(buf: Buffer, maxPixelsOpt: number | undefined): Pro
 async function checkedUploadMeta(
   buf: Buffer,
   maxPixelsOpt: number | undefined,
-): Promise<{ input: Buffer; meta: { format: string; width: number; height: number } }> {
+): Promise<{ input: Buffer; meta: { format: string; width: number; height: number; orientation?: number } }> {
   if (!(buf instanceof Uint8Array) || buf.length === 0) {
     throw new FaceError('invalid_image', 'The upload is empty');
   }
@@ -172,7 +194,7 @@ async function checkedUploadMeta(
     if (meta.width * meta.height > maxPixels) {
       throw new FaceError('invalid_image', `The image has more than ${maxPixels} pixels`);
     }
-    return { input, meta: { format: meta.format, width: meta.width, height: meta.height } };
+    return { input, meta: { format: meta.format, width: meta.width, height: meta.height, ...(meta.orientation ? { orientation: meta.orientation } : {}) } };
   } catch (err) {
     throw asInvalid(err);
   }

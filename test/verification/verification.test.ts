@@ -5,6 +5,7 @@
  */
 import test from 'ava';
 import { readFileSync } from 'node:fs';
+import sharp from 'sharp';
 import path from 'node:path';
 import { upsertCanonical } from '../../features/face/embeddings-repository.js';
 import { hasFace } from '../../features/face/face-service.js';
@@ -181,6 +182,28 @@ test.serial('verify/self: another face is no_match without a proofToken; no face
   t.is(print.body.proofToken, undefined);
   t.false('score' in print.body);
 });
+
+test.serial(
+  'verify/self: a JPEG selfie goes to its job as it came: turned by its orientation tag it matches upright; one that breaks past its header is 400 invalid_image, logged',
+  async (t) => {
+    const api = client(h.url);
+    const upright = await sharp(photo('lfw/Bush_3.png')).jpeg({ quality: 92 }).toBuffer();
+    // Stored sideways with the tag that turns it back: only a decode that applies the tag sees the face upright.
+    const sideways = await sharp(await sharp(upright).rotate(270).toBuffer())
+      .withMetadata({ orientation: 6 })
+      .jpeg({ quality: 92 })
+      .toBuffer();
+    const turned = await api.post('/verify/self', { token: bush.token, form: { image: { data: sideways, filename: 'selfie.jpg', type: 'image/jpeg' } } });
+    t.is(turned.status, 200, turned.text);
+    t.is(turned.body.outcome, 'match');
+    const before = await logCount();
+    const broken = Buffer.concat([upright.subarray(0, Math.floor(upright.length / 2)), Buffer.alloc(64, 0x55)]);
+    const res = await api.post('/verify/self', { token: bush.token, form: { image: { data: broken, filename: 'selfie.jpg', type: 'image/jpeg' } } });
+    t.is(res.status, 400, res.text);
+    t.is(res.body.error, 'invalid_image');
+    t.is(await logCount(), before + 1, 'the failed call is logged as any');
+  },
+);
 
 test.serial('a high-confidence verify/self refreshes the canonical embedding through the change path', async (t) => {
   const gh = await newConsumer(h);
