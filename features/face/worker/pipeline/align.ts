@@ -246,6 +246,11 @@ let rowScratch = new Float32Array(0);
  * Resample the rectangle `rect` of `img` (which may extend past the image) to outW x outH: the
  * axis-aligned case of `warpAffine`, with the same sampling, computed separably (rows, then columns).
  * `into` (outW x outH x 3) receives the result instead of a new array (the same values).
+ *
+ * Written for speed without changing a bit of the result (test/align-scratch.test.ts holds the plain
+ * loops it must equal): the horizontal pass takes two source rows at a time, so each tap's offset and
+ * weight are read once for both; the vertical pass sums an output's taps in a register, rounding to
+ * float32 after each tap as the plain loop's store into the Float32Array did.
  */
 export function cropResize(img: RgbImage, rect: Rect, outW: number, outH: number, opts: WarpOptions, into?: Float32Array): Float32Array {
   const { data, width: W, height: H } = img;
@@ -253,23 +258,63 @@ export function cropResize(img: RgbImage, rect: Rect, outW: number, outH: number
   const fillValue = opts.border === 'replicate' ? 0 : opts.border.fill;
   const tx = axisTaps(W, outW, rect.w / outW, rect.x, opts.antialias, replicate);
   const ty = axisTaps(H, outH, rect.h / outH, rect.y, opts.antialias, replicate);
+  if (into && into.length !== outW * outH * 3) throw new RangeError(`cropResize: into holds ${into.length} values, not ${outW * outH * 3}`);
   // horizontal pass over the source rows that the vertical taps use
   const rowUsed = new Uint8Array(H);
   for (let t = 0; t < ty.idx.length; t++) rowUsed[ty.idx[t]!] = 1;
+  const used: number[] = [];
+  for (let r = 0; r < H; r++) if (rowUsed[r]) used.push(r);
   if (rowScratch.length < H * outW * 3) rowScratch = new Float32Array(H * outW * 3);
   const tmp = rowScratch;
-  for (let r = 0; r < H; r++) {
-    if (!rowUsed[r]) continue;
-    const rowBase = r * W * 3;
-    let o = r * outW * 3;
+  const { start: xStart, w: xW, fill: xFill } = tx;
+  const xOff = new Int32Array(tx.idx.length);
+  for (let t = 0; t < xOff.length; t++) xOff[t] = tx.idx[t]! * 3;
+  const srcStride = W * 3;
+  const rowLen = outW * 3;
+  let k = 0;
+  for (; k + 1 < used.length; k += 2) {
+    const baseA = used[k]! * srcStride,
+      baseB = used[k + 1]! * srcStride;
+    let oA = used[k]! * rowLen,
+      oB = used[k + 1]! * rowLen;
     for (let u = 0; u < outW; u++) {
-      const fw = tx.fill[u]! * fillValue;
+      const fw = xFill[u]! * fillValue;
+      let ar = fw,
+        ag = fw,
+        ab = fw,
+        br = fw,
+        bg = fw,
+        bb = fw;
+      for (let t = xStart[u]!, end = xStart[u + 1]!; t < end; t++) {
+        const wt = xW[t]!;
+        const pA = baseA + xOff[t]!,
+          pB = baseB + xOff[t]!;
+        ar += data[pA]! * wt;
+        ag += data[pA + 1]! * wt;
+        ab += data[pA + 2]! * wt;
+        br += data[pB]! * wt;
+        bg += data[pB + 1]! * wt;
+        bb += data[pB + 2]! * wt;
+      }
+      tmp[oA++] = ar;
+      tmp[oA++] = ag;
+      tmp[oA++] = ab;
+      tmp[oB++] = br;
+      tmp[oB++] = bg;
+      tmp[oB++] = bb;
+    }
+  }
+  for (; k < used.length; k++) {
+    const base = used[k]! * srcStride;
+    let o = used[k]! * rowLen;
+    for (let u = 0; u < outW; u++) {
+      const fw = xFill[u]! * fillValue;
       let cr = fw,
         cg = fw,
         cb = fw;
-      for (let t = tx.start[u]!, end = tx.start[u + 1]!; t < end; t++) {
-        const p = rowBase + tx.idx[t]! * 3;
-        const wt = tx.w[t]!;
+      for (let t = xStart[u]!, end = xStart[u + 1]!; t < end; t++) {
+        const p = base + xOff[t]!;
+        const wt = xW[t]!;
         cr += data[p]! * wt;
         cg += data[p + 1]! * wt;
         cb += data[p + 2]! * wt;
@@ -279,19 +324,50 @@ export function cropResize(img: RgbImage, rect: Rect, outW: number, outH: number
       tmp[o++] = cb;
     }
   }
-  // vertical pass
-  if (into && into.length !== outW * outH * 3) throw new RangeError(`cropResize: into holds ${into.length} values, not ${outW * outH * 3}`);
-  const out = into ? into.fill(0) : new Float32Array(outW * outH * 3);
-  const rowLen = outW * 3;
+  // vertical pass: each output value starts at its border share and adds its taps in order, rounded to float32 after each
+  const out = into ?? new Float32Array(outW * outH * 3);
+  const { start: yStart, idx: yIdx, w: yW, fill: yFill } = ty;
+  const fround = Math.fround;
   for (let v = 0; v < outH; v++) {
     const base = v * rowLen;
-    const fv = ty.fill[v]! * fillValue;
-    if (fv !== 0) out.fill(fv, base, base + rowLen);
-    for (let t = ty.start[v]!, end = ty.start[v + 1]!; t < end; t++) {
-      const src = ty.idx[t]! * rowLen;
-      const wt = ty.w[t]!;
-      for (let i = 0; i < rowLen; i++) out[base + i] = out[base + i]! + tmp[src + i]! * wt;
+    const a0 = fround(yFill[v]! * fillValue);
+    const t0 = yStart[v]!,
+      n = yStart[v + 1]! - t0;
+    if (n > 6) {
+      for (let i = 0; i < rowLen; i++) {
+        let acc = a0;
+        for (let t = t0; t < t0 + n; t++) acc = fround(acc + tmp[yIdx[t]! * rowLen + i]! * yW[t]!);
+        out[base + i] = acc;
+      }
+      continue;
     }
+    // Up to six taps (every downscale up to 3x): one loop per tap count, the taps' rows and weights in registers.
+    const s = [0, 0, 0, 0, 0, 0];
+    const w = [0, 0, 0, 0, 0, 0];
+    for (let j = 0; j < n; j++) {
+      s[j] = yIdx[t0 + j]! * rowLen;
+      w[j] = yW[t0 + j]!;
+    }
+    const [s0, s1, s2, s3, s4, s5] = s as [number, number, number, number, number, number];
+    const [w0, w1, w2, w3, w4, w5] = w as [number, number, number, number, number, number];
+    if (n === 0) out.fill(a0, base, base + rowLen);
+    else if (n === 1) for (let i = 0; i < rowLen; i++) out[base + i] = fround(a0 + tmp[s0 + i]! * w0);
+    else if (n === 2) for (let i = 0; i < rowLen; i++) out[base + i] = fround(fround(a0 + tmp[s0 + i]! * w0) + tmp[s1 + i]! * w1);
+    else if (n === 3) for (let i = 0; i < rowLen; i++) out[base + i] = fround(fround(fround(a0 + tmp[s0 + i]! * w0) + tmp[s1 + i]! * w1) + tmp[s2 + i]! * w2);
+    else if (n === 4)
+      for (let i = 0; i < rowLen; i++)
+        out[base + i] = fround(fround(fround(fround(a0 + tmp[s0 + i]! * w0) + tmp[s1 + i]! * w1) + tmp[s2 + i]! * w2) + tmp[s3 + i]! * w3);
+    else if (n === 5)
+      for (let i = 0; i < rowLen; i++)
+        out[base + i] = fround(
+          fround(fround(fround(fround(a0 + tmp[s0 + i]! * w0) + tmp[s1 + i]! * w1) + tmp[s2 + i]! * w2) + tmp[s3 + i]! * w3) + tmp[s4 + i]! * w4,
+        );
+    else
+      for (let i = 0; i < rowLen; i++)
+        out[base + i] = fround(
+          fround(fround(fround(fround(fround(a0 + tmp[s0 + i]! * w0) + tmp[s1 + i]! * w1) + tmp[s2 + i]! * w2) + tmp[s3 + i]! * w3) + tmp[s4 + i]! * w4) +
+            tmp[s5 + i]! * w5,
+        );
   }
   return out;
 }
