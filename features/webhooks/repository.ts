@@ -19,7 +19,7 @@ import {
   type WebhookDeliveryStatus,
   type WebhookEndpointStatus,
 } from '../../models/index.js';
-import { Repository, type Db } from '../../platform/database/unit-of-work.js';
+import { Repository, type Db, type Tx } from '../../platform/database/unit-of-work.js';
 import { onePage } from '../../platform/lists/paging.js';
 
 /** The event types an endpoint may subscribe to, and the data each carries: the public events of the event map (one source). */
@@ -88,6 +88,18 @@ const endpointColumns = [
   'createdAt',
   'updatedAt',
 ] as const;
+
+/**
+ * Every transaction that writes an endpoint's deliveries or attempts locks the endpoint's row first
+ * (`FOR KEY SHARE`: workers do not wait for one another). Deleting an endpoint locks that row `FOR
+ * UPDATE` and then deletes its deliveries and attempts (the foreign keys' cascade); a worker that had
+ * locked an attempt and then waited for its delivery, while the deletion held the delivery and waited
+ * for the attempt, was a deadlock (PostgreSQL 40P01), and the DELETE's answer a 500. Taken first, the
+ * endpoint's row makes the two wait for each other instead; a row gone by then leaves nothing to write.
+ */
+async function lockEndpointFirst(trx: Tx, endpointId: string): Promise<void> {
+  await trx(WebhookEndpoint.tableName).where({ id: endpointId }).forKeyShare().first('id');
+}
 
 export class WebhooksRepository extends Repository {
   // ---- endpoints ----
@@ -213,6 +225,10 @@ export class WebhooksRepository extends Repository {
    */
   async claimAttempt(deliveryId: string, attempt: number, leaseMs: number): Promise<ClaimedAttempt | undefined> {
     return this.db.transaction(async (trx) => {
+      // The endpoint's row first (`lockEndpointFirst`), then the delivery's.
+      const owner = (await trx(WebhookDelivery.tableName).where({ id: deliveryId }).first('endpointId')) as { endpointId: string } | undefined;
+      if (!owner) return undefined;
+      await lockEndpointFirst(trx, owner.endpointId);
       const delivery = (await trx(WebhookDelivery.tableName).where({ id: deliveryId }).forUpdate().first()) as WebhookDelivery | undefined;
       if (!delivery || delivery.status !== 'pending' || delivery.attempts !== attempt - 1) return undefined;
       const endpoint = await this.endpoint(delivery.endpointId, trx);
@@ -241,17 +257,19 @@ export class WebhooksRepository extends Repository {
   /** Records how an attempt ended, and the delivery's next step, in one transaction. */
   async finishAttempt(claim: ClaimedAttempt, outcome: AttemptOutcome): Promise<void> {
     await this.db.transaction(async (trx) => {
+      // The endpoint's row, then the delivery's, then the attempt's: the order of its deletion.
+      await lockEndpointFirst(trx, claim.endpoint.id);
+      await trx(WebhookDelivery.tableName)
+        .where({ id: claim.delivery.id })
+        .update(
+          outcome.next === 'final' ? { status: outcome.status, updatedAt: trx.fn.now() } : { nextAttemptAt: outcome.next.retryAt, updatedAt: trx.fn.now() },
+        );
       await trx(WebhookDeliveryAttempt.tableName).where({ id: claim.attemptId }).update({
         status: outcome.status,
         responseStatus: outcome.responseStatus,
         error: outcome.error,
         durationMs: outcome.durationMs,
       });
-      await trx(WebhookDelivery.tableName)
-        .where({ id: claim.delivery.id })
-        .update(
-          outcome.next === 'final' ? { status: outcome.status, updatedAt: trx.fn.now() } : { nextAttemptAt: outcome.next.retryAt, updatedAt: trx.fn.now() },
-        );
       if (outcome.disableEndpoint) {
         await trx(WebhookEndpoint.tableName)
           .where({ id: claim.endpoint.id, status: 'active' })

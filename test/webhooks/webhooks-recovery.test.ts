@@ -82,3 +82,51 @@ test.serial('events past WEBHOOK_RETENTION_DAYS go with their log, unless a deli
   t.deepEqual(left, [pending!, recent!].sort());
   t.is((await h.deps.db('webhook_deliveries').where({ eventId: done! })).length, 0, 'its deliveries went with it');
 });
+
+test.serial(
+  "an endpoint deleted while an attempt's outcome is recorded: the recording waits for the deletion and then writes nothing; the DELETE answers 204",
+  async (t) => {
+    const admin = await newOperator(h, { role: 'administrator' });
+    const created = await client(h.url).post('/webhooks/endpoints', {
+      token: admin.token,
+      json: { url: `${receiver.url}/deleted-mid-attempt`, events: ['user.deleted'] },
+    });
+    t.is(created.status, 201);
+    const endpointId = created.body.endpoint.id as string;
+    const repo = new WebhooksRepository(h.deps.db);
+    await h.deps.db.transaction((trx) => recordUserDeleted(h.deps.db, randomUUID(), trx));
+    await repo.dispatchEvents(10);
+    // This endpoint's delivery (the event goes to every endpoint subscribed to it).
+    const { id: deliveryId } = (await h.deps.db('webhook_deliveries').where({ endpointId, status: 'pending' }).first('id')) as { id: string };
+    const claim = (await repo.claimAttempt(deliveryId, 1, 60_000))!;
+    t.truthy(claim);
+    // The deletion's first step, held open: the endpoint's row locked as DELETE locks it.
+    const deletion = await h.deps.db.transaction();
+    try {
+      await deletion('webhook_endpoints').where({ id: endpointId }).forUpdate().first();
+      let recorded = false;
+      const finishing = repo
+        .finishAttempt(claim, { status: 'succeeded', responseStatus: 200, error: null, durationMs: 5, next: 'final' })
+        .then(() => (recorded = true));
+      await new Promise((r) => setTimeout(r, 300));
+      // Recording the attempt first (its row, then the delivery's) while the deletion then took the
+      // delivery and waited for the attempt was the deadlock: it waits at the endpoint's row instead.
+      t.false(recorded, 'the outcome was written under a deletion in progress');
+      await deletion('webhook_endpoints').where({ id: endpointId }).del();
+      await deletion.commit();
+      await finishing;
+      t.true(recorded);
+    } finally {
+      if (!deletion.isCompleted()) await deletion.rollback();
+    }
+    t.is(await h.deps.db('webhook_deliveries').where({ id: deliveryId }).first(), undefined, 'the delivery went with its endpoint');
+    t.is((await h.deps.db('webhook_delivery_attempts').where({ deliveryId }).count({ n: '*' }).first())!.n, '0');
+    // And through the API, with attempts recorded beside it: 204, the endpoint gone.
+    const again = await client(h.url).post('/webhooks/endpoints', {
+      token: admin.token,
+      json: { url: `${receiver.url}/deleted-mid-attempt`, events: ['user.deleted'] },
+    });
+    const del = await client(h.url).delete(`/webhooks/endpoints/${again.body.endpoint.id}`, { token: admin.token });
+    t.is(del.status, 204, del.text);
+  },
+);
