@@ -1,6 +1,6 @@
 /**
  * What the light sequence (SPEC 14.1) costs a liveness frames call: the same sessions of the minimum
- * pose frames with LIVENESS_LIGHT=required (6 to 8 light frames more, as one `light` job of the face path) and
+ * pose frames with LIVENESS_LIGHT=required (6 to 8 light frames more, as `light` jobs of the face path) and
  * with LIVENESS_LIGHT=off, taking turns call by call (docs/performance.md "Liveness light frames").
  *
  *   NODE_ENV=development npx tsx bench/liveness-light.ts            # 15 rounds

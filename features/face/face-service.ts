@@ -301,7 +301,7 @@ export class FaceService {
   }
 
   /**
-   * A liveness session's light frames (JPEGs, made small by the caller: `lightFrameJpeg`) as one job
+   * A liveness session's light frames, or a run of them (JPEGs, made small by the caller: `lightFrameJpeg`), as one job
    * on a face process (platform/jobs/light.ts): each frame's face found (detected on the first,
    * followed on the others), measured (its grid, its colour sample) and, with `embed`, every frame's
    * face embedded (null for a frame without one). A frame the engine cannot decode is `invalid_image` in `frames` (the caller

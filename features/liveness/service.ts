@@ -13,12 +13,13 @@
  * 2. the keyed digests of every frame's bytes, pose and light, against every frame received before
  *    (`replayed_frames`), before any frame is decoded; then the timing, also before any decode
  *    (`implausible_timing`: decision.ts `plausibleTiming`); a digest is kept only once its frame decoded;
- * 3. each frame normalised (SELFIE_MAX_PIXELS; a light frame also made small, and decoded to pixels
- *    once: this process's measures read them, the light job's JPEG is encoded from them) and sent through the
- *    face path: each pose frame through the liveness stage, all at once (each face process takes one):
- *    detection, landmarks, the passive score, its embedding started by the face process as soon as its
- *    face is aligned (one chain); the light frames, meanwhile, as one `light` job: the face detected
- *    on the first frame and followed on the others, every frame's face embedded;
+ * 3. the light frames first, checked small (a console's small JPEG by its header; any other normalised
+ *    small) and sent as `light` jobs of at most LIVENESS_LIGHT_JOB_FRAMES frames, which the face
+ *    processes take in parallel: the face detected on each job's first frame and followed on the
+ *    others, every frame's face embedded; meanwhile each pose frame normalised (SELFIE_MAX_PIXELS) and
+ *    sent through the liveness stage, all at once (each face process takes one): detection,
+ *    landmarks, the passive score, its embedding started by the face process as soon as its face is
+ *    aligned (one chain);
  * 4. one frame that is a near copy of a frame of an earlier session (`replayed_frames`, frame-sketch.ts;
  *    LIVENESS_NEAR_REPLAY_WINDOW_SECONDS, 0 = off); then, on the pose frames, `no_face`,
  *    `multiple_faces`, `static_capture`, every frame compared with the best frontal one
@@ -41,7 +42,7 @@ import type { KeyRing } from '../../platform/keys/key-ring.js';
 import { decodeRgb, type NormalisedImage, type RgbImage as RgbPixels } from '../../platform/face/image.js';
 import { qualitySummary } from '../../platform/face/quality.js';
 import type { Principal } from '../../platform/http/principal.js';
-import { LIGHT_FRAME_MAX_SIDE, type LightFrameResult } from '../../platform/jobs/index.js';
+import { LIGHT_FRAME_MAX_SIDE, lightJobRuns, type LightFrameResult } from '../../platform/jobs/index.js';
 import {
   hasFace,
   IN_FLIGHT_LEASE_MS,
@@ -319,41 +320,44 @@ export class LivenessService {
     // handed to its light job as it came, not decoded here: the face process decodes it and measures
     // it (its face's grid, its colour sample). Any other is normalised and encoded small.
     const maxPixels = config.biometrics.selfieMaxPixels;
-    const decoded = await Promise.allSettled(
-      all.map((f, i) => (i < frames.length ? face.normalise(f, { maxPixels }) : face.lightFrameJpeg(f, { maxPixels, maxSide: LIGHT_FRAME_MAX_SIDE }))),
-    );
+    const lightChecked = Promise.allSettled(lightFrames.map((f) => face.lightFrameJpeg(f, { maxPixels, maxSide: LIGHT_FRAME_MAX_SIDE })));
+    const poseNormalised = Promise.allSettled(frames.map((f) => face.normalise(f, { maxPixels })));
+    const lightDecoded = await lightChecked;
+    const deadlineAt = Date.now() + config.queues.faceJobTimeoutMs;
+    // Light frames are judged only when there are as many as lights: a wrong count is
+    // `light_not_followed` whatever they show, and costs no face work.
+    const lightCount = lights && lightFrames.length === lights.length && lightDecoded.every((d) => d.status === 'fulfilled') ? lightFrames.length : 0;
+    // The light frames' jobs go first, while this process still normalises the pose frames: they are
+    // the session's longest path (every frame's face embedded). In jobs of at most
+    // LIVENESS_LIGHT_JOB_FRAMES frames, of even sizes (platform/jobs/light.ts), which the face
+    // processes take in parallel: one job kept one face process busy with them while the other had
+    // finished its pose frames (docs/performance.md "The light frames shared by the face processes").
+    const lightWork =
+      lightCount > 0
+        ? this.analyseLight(
+            lightDecoded.map((d) => (d as PromiseFulfilledResult<Buffer>).value),
+            deadlineAt,
+          )
+        : null;
+    lightWork?.catch(() => {}); // awaited below
+    const decoded = [...(await poseNormalised), ...lightDecoded];
     const undecodable = everyPart.filter((i) => decoded[i]!.status === 'rejected');
     if (undecodable.length) {
       await forget(undecodable);
       throw (decoded[undecodable[0]!] as PromiseRejectedResult).reason;
     }
     const images = decoded.slice(0, frames.length).map((d) => (d as PromiseFulfilledResult<NormalisedImage>).value);
-    const deadlineAt = Date.now() + config.queues.faceJobTimeoutMs;
-    // Light frames are judged only when there are as many as lights: a wrong count is
-    // `light_not_followed` whatever they show, and costs no face work.
-    const lightCount = lights ? (lightFrames.length === lights.length ? lightFrames.length : 0) : 0;
     const poseImages = images;
-    const lightImages = decoded.slice(frames.length, frames.length + lightCount).map((d) => (d as PromiseFulfilledResult<Buffer>).value);
-    // Every pose frame at once (each face process takes one), each as a chain: its liveness stage, and
-    // its embedding started by the face process as soon as the face is aligned (the identity check
-    // compares every pose frame with the best frontal one). A session refused before that check
-    // (`static_capture`) has had its frames embedded for nothing: the price of not waiting for every
-    // frame's stage before embedding any.
-    // Beside them, the light frames as one job (platform/jobs/light.ts): the face detected on the
-    // first frame and followed on the others, no anti-spoof model, no quality; every frame's face
-    // embedded, each to be the session's person (features/liveness/README.md "Light frames' face").
-    // One job, not one per face process: a face process runs its models on its main thread, so a
-    // light job slows the pose frame its process runs, and with two the first two pose frames were
-    // both slowed while the third waited for one of them; with one, the other process runs its pose
-    // frame and then the third at full speed, and the session pays one detector run
-    // (docs/performance.md "Liveness light frames").
-    const lightWork = lightCount > 0 ? face.analyseLightFrames(lightImages, true, deadlineAt, true) : null;
-    lightWork?.catch(() => {}); // awaited below
     // Pixels decoded here meanwhile: the first frame's (the screen-pattern measure), and every pose
     // frame's with the near-copy check on (its sketch); the light frames' grids come with their jobs.
     const nearReplay = config.liveness.nearReplayWindowSeconds > 0;
     const posePixels = poseImages.map((img, i) => (i === 0 || nearReplay ? decodeRgb(img.jpeg) : null));
     for (const p of posePixels) p?.catch(() => {});
+    // Every pose frame at once (each face process takes one), each as a chain: its liveness stage, and
+    // its embedding started by the face process as soon as the face is aligned (the identity check
+    // compares every pose frame with the best frontal one). A session refused before that check
+    // (`static_capture`) has had its frames embedded for nothing: the price of not waiting for every
+    // frame's stage before embedding any.
     const chains = await Promise.all(poseImages.map((img) => face.analyseAndEmbed(img, 'single', deadlineAt, true)));
     const lit = lightWork ? await lightWork : null;
     // A light frame its face process could not decode (past a header that was well formed): the call
@@ -415,6 +419,17 @@ export class LivenessService {
         jpeg: images[best]!.jpeg,
       },
     };
+  }
+
+  /**
+   * A session's light frames as `light` jobs of at most LIVENESS_LIGHT_JOB_FRAMES frames, of even
+   * sizes (8 frames by 4: 4 + 4; 7: 4 + 3; 6: 3 + 3), run in parallel; their frames and embeddings
+   * in the frames' order, as one job would answer them.
+   */
+  private async analyseLight(jpegs: readonly Buffer[], deadlineAt: number): Promise<{ frames: LightFrameResult[]; embeddings: (CaptureEmbedding | null)[] }> {
+    const runs = lightJobRuns(jpegs.length, this.deps.config.liveness.lightJobFrames);
+    const results = await Promise.all(runs.map(([start, end]) => this.deps.face.analyseLightFrames(jpegs.slice(start, end), true, deadlineAt, true)));
+    return { frames: results.flatMap((r) => r.frames), embeddings: results.flatMap((r) => r.embeddings) };
   }
 
   /**

@@ -1,5 +1,6 @@
 /** The liveness wing's settings (`config.liveness`), composed into the configuration by its manifest. */
 import { s, type Parsed, type WingSettingGroup } from '../../platform/config.js';
+import { DEFAULT_LIGHT_JOB_FRAMES } from '../../platform/jobs/index.js';
 
 export const LIVENESS_SETTINGS = {
   mode: s({
@@ -78,6 +79,14 @@ export const LIVENESS_SETTINGS = {
     min: 0,
     max: 10_000,
     doc: 'Least time a person needs to read a prompt and move to the next pose (ms). A session whose frames arrive sooner after its creation than this per step after the first, or whose claimed capture times (`capturedAt`) cover less than that or more than the server saw, fails with `implausible_timing`.',
+  }),
+  lightJobFrames: s({
+    env: 'LIVENESS_LIGHT_JOB_FRAMES',
+    kind: 'int',
+    default: DEFAULT_LIGHT_JOB_FRAMES,
+    min: 1,
+    max: 8,
+    doc: 'Most light frames in one `light` job: a session\'s 6 to 8 light frames go as that many jobs, of even sizes, which the face processes take in parallel (each job detects the face on its first frame and follows it on the others; every frame\'s face is embedded wherever it runs). 4: two jobs, one per face process of a two-core host (docs/performance.md, "The light frames shared by the face processes"); 8: one job. Lower it where more face processes serve the `light` queue.',
   }),
 } as const;
 

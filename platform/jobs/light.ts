@@ -1,8 +1,9 @@
 /**
- * Job contract of the `light` queue: the light frames of one liveness session (SPEC 14.1), all in one
- * job, in order (one detector run a session; why one job: features/liveness/service.ts). The frames are found cheaply: each
+ * Job contract of the `light` queue: light frames of one liveness session (SPEC 14.1), in order: all of
+ * them or a run of them (the API sends a session's frames as jobs of at most LIVENESS_LIGHT_JOB_FRAMES,
+ * which the face processes take in parallel: features/liveness/service.ts). The frames are found cheaply: each
  * decoded (the API made them small: the console's small JPEGs as they came, any other normalised and
- * encoded small) and measured (its face's grid and colour sample, for the API's light check), the detector run on the first frame only (its
+ * encoded small) and measured (its face's grid and colour sample, for the API's light check), the detector run on the job's first frame only (its
  * padded pass only for a face too large for the plain one) and the face then followed from frame to
  * frame by the landmark model on the previous frame's box (the detector again only where the
  * followed face is lost); no anti-spoof model, no quality. Every frame's face is aligned and embedded:
@@ -62,3 +63,18 @@ export interface LightJobResult {
 export const LIGHT_FRAME_MAX_SIDE = 480;
 
 export const lightContract = awaitedJobContract<typeof LIGHT_QUEUE, LightJob>(LIGHT_QUEUE);
+
+/** LIVENESS_LIGHT_JOB_FRAMES's default: a session's 6 to 8 light frames as two jobs. */
+export const DEFAULT_LIGHT_JOB_FRAMES = 4;
+
+/**
+ * How `count` light frames are cut into jobs of at most `perJob` frames, of even sizes (8 by 4: 4 + 4;
+ * 7: 4 + 3; 6: 3 + 3): each job's [start, end) in the frames' order.
+ */
+export function lightJobRuns(count: number, perJob: number): [number, number][] {
+  if (!Number.isInteger(count) || count < 0 || !Number.isInteger(perJob) || perJob < 1)
+    throw new RangeError('lightJobRuns: count ≥ 0 and perJob ≥ 1, integers');
+  const jobs = Math.ceil(count / perJob);
+  const at = (k: number) => Math.round((k * count) / jobs);
+  return Array.from({ length: jobs }, (_, k) => [at(k), at(k + 1)]);
+}

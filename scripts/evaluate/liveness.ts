@@ -45,7 +45,7 @@ import path from 'node:path';
 import type { FaceEngine } from '../../features/face/worker/pipeline/engine.js';
 import { isFaceError } from '../../platform/face/face-error.js';
 import { decodeRgb as decodeNormalised, encodeNormalisedJpeg, jpegAsItCame, normaliseUpload, normaliseUploadRgb } from '../../platform/face/image.js';
-import { LIGHT_FRAME_MAX_SIDE } from '../../platform/jobs/light.js';
+import { DEFAULT_LIGHT_JOB_FRAMES, LIGHT_FRAME_MAX_SIDE, lightJobRuns } from '../../platform/jobs/light.js';
 import { screenPattern } from '../../features/liveness/screen-pattern.js';
 import {
   equalBands,
@@ -182,11 +182,12 @@ export interface LightMeasures {
 
 /**
  * A session's light frames measured as the service does (features/liveness/service.ts, platform/jobs/light.ts):
- * each made at most LIGHT_FRAME_MAX_SIDE (a JPEG already that small as it came), in one job, the face
+ * each made at most LIGHT_FRAME_MAX_SIDE (a JPEG already that small as it came), in the jobs the
+ * service cuts them into (`lightJobRuns`, LIVENESS_LIGHT_JOB_FRAMES's default), in each the face
  * detected on the first frame and followed on the others (FaceEngine.lightFrames), the grid and colour
  * sample taken on the pixels the job decoded, and (`embed`) every frame's face embedded.
  */
-export async function measureLight(engine: FaceEngine, frames: readonly Buffer[], embed = true): Promise<LightMeasures> {
+export async function measureLight(engine: FaceEngine, frames: readonly Buffer[], embed = true, perJob = DEFAULT_LIGHT_JOB_FRAMES): Promise<LightMeasures> {
   directions ??= sketchDirections(SKETCH_KEY);
   const jpegs = await Promise.all(
     frames.map(
@@ -194,7 +195,9 @@ export async function measureLight(engine: FaceEngine, frames: readonly Buffer[]
         (await jpegAsItCame(f, { maxSide: LIGHT_FRAME_MAX_SIDE })) ?? encodeNormalisedJpeg(await normaliseUploadRgb(f, { maxSide: LIGHT_FRAME_MAX_SIDE })),
     ),
   );
-  const r = await engine.lightFrames(jpegs, embed);
+  const parts = [];
+  for (const [start, end] of lightJobRuns(jpegs.length, perJob)) parts.push(await engine.lightFrames(jpegs.slice(start, end), embed));
+  const r = { frames: parts.flatMap((p) => p.frames), pixels: parts.flatMap((p) => p.pixels), embeddings: parts.flatMap((p) => p.embeddings) };
   const samples = r.frames.map((f, i) => (f.ok ? sampleLightFrame(r.pixels[i]!, f.face.box as [number, number, number, number]) : null));
   const grids = r.frames.map((f, i) => (f.ok ? faceGrid(r.pixels[i]!, f.face.landmarks5) : null));
   const sketches = grids.flatMap((g) => (g ? [sketch(g, directions!)] : []));

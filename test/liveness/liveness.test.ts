@@ -691,7 +691,7 @@ test.serial(
 );
 
 test.serial(
-  "light frames: another person's face in one of them, or from the middle on, is light_not_followed; one job for them all, every face in it embedded",
+  "light frames: another person's face in one of them, or from the middle on, is light_not_followed; jobs of at most LIVENESS_LIGHT_JOB_FRAMES, every face in them embedded",
   async (t) => {
     const user = await newOperator(h);
     // The face process's clocks (GET /clocks on its status port): jobs run per queue.
@@ -711,17 +711,20 @@ test.serial(
         verdict: r.body.session as { status: string; reason?: string },
         ran: { liveness: after.liveness - before.liveness, embed: after.embed - before.embed, light: after.light - before.light },
         poseFrames: frames.length,
+        lightFrames: l.length,
       };
     };
     // The session's own face throughout: passes, and its 6 to 8 light frames cost the face processes
-    // one job (the face found on the first frame and followed on the others, every frame's face
-    // embedded in it), not a chain each. (A pose frame's embedding is made in place by its liveness job: no
-    // embed job.)
+    // two jobs of at most LIVENESS_LIGHT_JOB_FRAMES (4) frames each (in each, the face found on the
+    // first frame and followed on the others, every frame's face embedded), not a chain each. (A pose
+    // frame's embedding is made in place by its liveness job: no embed job.)
+    t.is(h.config.liveness.lightJobFrames, 4);
     const control = await judged((id) => lightFrames(id, 'bush2-center', { maxSide: 480 }));
     t.is(control.verdict.status, 'passed', JSON.stringify(control.verdict));
-    t.deepEqual(control.ran, { liveness: control.poseFrames, embed: 0, light: 1 });
-    // Another person lit on cue in ONE light frame (first, middle or last): that frame's embedding is
-    // not the pose frames' person, so no light frame counts.
+    t.true(control.lightFrames >= 6 && control.lightFrames <= 8);
+    t.deepEqual(control.ran, { liveness: control.poseFrames, embed: 0, light: 2 });
+    // Another person lit on cue in ONE light frame (first, middle or last: in either job): that
+    // frame's embedding is not the pose frames' person, so no light frame counts.
     for (const at of [0, 3, -1]) {
       const r = await judged(async (id) => {
         const own = await lightFrames(id, 'bush2-center', { maxSide: 480 });

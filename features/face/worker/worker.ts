@@ -142,8 +142,8 @@ export async function livenessHandler(
 }
 
 /**
- * A liveness session's light frames as one job (platform/jobs/light.ts): the images the API left
- * sealed in Redis, the face found on the first and followed on the others (FaceEngine.lightFrames),
+ * A liveness session's light frames, or a run of them, as one job (platform/jobs/light.ts): the images the API left
+ * sealed in Redis, the face found on the job's first and followed on the others (FaceEngine.lightFrames),
  * every frame's face embedded, the embeddings sealed. An image that is gone is a fault of the path
  * (503), as for the liveness job; one that does not decode is `invalid_image` for its frame.
  */
