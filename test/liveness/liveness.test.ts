@@ -375,6 +375,34 @@ test.serial('digests are kept only for frames that decoded: an undecodable frame
   t.is(r3.body.session.reason, 'replayed_frames');
 });
 
+test.serial(
+  'a pose frame that does not decode while the light frames are already in their jobs: 400 invalid_image; the light frames, decoded, are remembered',
+  async (t) => {
+    const user = await newConsumer(h);
+    const junk: FormFile = { data: Buffer.from(`not an image ${Date.now()} ${Math.random()}`), filename: 'x.jpg', type: 'image/jpeg' };
+    const s1 = await session(user.token);
+    const lights = await lightFrames(s1.id, 'bush2-center', { maxSide: 480 });
+    const poses = await following('bush2', s1.steps);
+    poses[1] = junk;
+    const r1 = await sendFrames(user.token, s1.id, poses, undefined, { lights });
+    t.is(r1.status, 400, r1.text);
+    t.is(r1.body.error, 'invalid_image');
+    // The light frames were sent to the face processes before the pose frames were read; their digests
+    // stay: the same light frames in a new session are a replay, not a fresh sequence.
+    const s2 = await session(user.token);
+    const r2 = await sendFrames(user.token, s2.id, await following('bush2', s2.steps), undefined, { lights });
+    t.is(r2.status, 200, r2.text);
+    t.is(r2.body.session.reason, 'replayed_frames');
+    // And the face processes are free for the next session.
+    const s3 = await session(user.token);
+    const r3 = await sendFrames(user.token, s3.id, await following('bush2', s3.steps), undefined, {
+      lights: await lightFrames(s3.id, 'bush2-center', { maxSide: 480 }),
+    });
+    t.is(r3.status, 200, r3.text);
+    t.is(r3.body.session.status, 'passed', r3.text);
+  },
+);
+
 test.serial('a light frame that does not decode past its header is 400 invalid_image and forgotten; larger light frames are made small and pass', async (t) => {
   const user = await newOperator(h);
   // Handed to the light job as it came (a small JPEG, its header whole): refused where it is decoded.
