@@ -51,6 +51,9 @@ test.serial(
     const failures: string[] = [];
     let searches = 0;
     const phase = { oldWeb: true, newWeb: false };
+    // The old web's search in flight, if any: a web process switched away from the old index finishes
+    // what it already asked before that index stops (the procedure's order), so step 4 waits for it.
+    let oldInFlight: Promise<unknown> = Promise.resolve();
     const traffic = (async () => {
       while (!stop) {
         const id = await enrol(n++);
@@ -58,7 +61,9 @@ test.serial(
           // Before the switch only the old web answers; after the old index stops only the new one.
           if ((face === switched && !phase.newWeb) || (face === oldWeb && !phase.oldWeb)) continue;
           try {
-            const r = await face.searchByEmbedding(unit(seeds.get(id)!), 1);
+            const asked = face.searchByEmbedding(unit(seeds.get(id)!), 1);
+            if (face === oldWeb) oldInFlight = asked.catch(() => {});
+            const r = await asked;
             searches++;
             if (r.hits[0]?.userId !== id) failures.push(`${face === oldWeb ? 'old' : 'new'} web missed a write`);
           } catch (e) {
@@ -95,7 +100,8 @@ test.serial(
       t.deepEqual(b.hits, a.hits, `probe ${p}`);
     }
     phase.oldWeb = false;
-    // 4. The old index stops.
+    // 4. The old index stops, once the old web's last search has been answered.
+    await oldInFlight;
     await h.searchWorkers[0]!.close();
     await new Promise((r) => setTimeout(r, 500));
     stop = true;
