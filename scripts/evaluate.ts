@@ -64,7 +64,7 @@ import { passiveByPose } from './evaluate/passive-by-pose.js';
 import { cutSessions, measuredFootage, writeRecordedSets, type Intruder } from './evaluate/footage.js';
 import { printLightAndCopies, printPassive } from './evaluate/footage-measures.js';
 import type { Rate } from './evaluate/stats.js';
-import { fpirAt, thresholdForTargetFmr, thresholdTable, type ThresholdRow, type TargetThreshold } from './evaluate/stats.js';
+import { fpirAt, rate, thresholdForTargetFmr, thresholdTable, type ThresholdRow, type TargetThreshold } from './evaluate/stats.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -198,6 +198,18 @@ export async function evaluate(o: Options, engine: FaceEngine): Promise<{ groups
   return { groups, failedImages: Object.fromEntries([...failed].map(([f, c]) => [path.relative(ROOT, f), c])), pairsSkipped: skipped };
 }
 
+/** The light check's chance match on footage without flashes: pooled, and each sequence's own count. */
+function chanceLine(chance: Rate, bySequence?: readonly { sequence: string; accepted: number; drawn: number }[]): string {
+  const pct = (x: number) => `${(100 * x).toFixed(3)} %`;
+  const worst = bySequence?.length ? bySequence.reduce((a, b) => (b.accepted / b.drawn > a.accepted / a.drawn ? b : a)) : undefined;
+  return (
+    `chance match (light frames without flashes against random sequences): ${pct(chance.rate)} (${chance.errors}/${chance.n}), 95 % upper bound ${pct(chance.upper95)}` +
+    (bySequence?.length
+      ? `; by sequence ${bySequence.map((q) => `${q.accepted}/${q.drawn}`).join(', ')}; the worst ${worst!.sequence} ${pct(worst!.accepted / worst!.drawn)} (95 % upper bound ${pct(rate(worst!.accepted, worst!.drawn).upper95)})`
+      : '')
+  );
+}
+
 async function mainLiveness(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
@@ -252,16 +264,14 @@ async function mainLiveness(args: string[]): Promise<void> {
   console.log(`evaluated in ${((Date.now() - t0) / 1000).toFixed(1)} s; light check ${light ? 'on' : 'off (--no-light)'}`);
   printLiveness(result);
   const chance = 'chanceMatch' in result ? (result.chanceMatch as Rate | undefined) : undefined;
-  if (chance)
-    console.log(
-      `chance match (light frames without flashes against random sequences): ${(100 * chance.rate).toFixed(3)} % (${chance.errors}/${chance.n}), 95 % upper bound ${(100 * chance.upper95).toFixed(3)} %`,
-    );
+  const bySequence = 'chanceBySequence' in result ? (result.chanceBySequence as Parameters<typeof chanceLine>[1]) : undefined;
+  if (chance) console.log(chanceLine(chance, bySequence));
   const summary = {
     set: result.set,
     light,
     bpcer: result.bpcer,
     apcer: Object.fromEntries(Object.entries(result.apcer).map(([k, v]) => [k, v.rate])),
-    ...(chance ? { chanceMatch: chance } : {}),
+    ...(chance ? { chanceMatch: chance, chanceBySequence: bySequence } : {}),
   };
   if (values.json) writeFileSync(values.json, JSON.stringify({ ...summary, detail: result }, null, 2));
   console.log(JSON.stringify(summary));
@@ -336,10 +346,7 @@ async function mainFootage(args: string[]): Promise<void> {
       log(
         `\n== ${role.role}-noflash (${population}), light check off: bona fide refused ${noflash.bpcer.errors}/${noflash.bpcer.n} (${reasonsOf(noflash.bonaFideReasons)})`,
       );
-      if (noflash.chanceMatch)
-        log(
-          `chance match (light frames without flashes against random sequences): ${(100 * noflash.chanceMatch.rate).toFixed(3)} % (${noflash.chanceMatch.errors}/${noflash.chanceMatch.n}), 95 % upper bound ${(100 * noflash.chanceMatch.upper95).toFixed(3)} %`,
-        );
+      if (noflash.chanceMatch) log(chanceLine(noflash.chanceMatch, noflash.chanceBySequence));
       for (const nearReplay of modes) {
         const t1 = Date.now();
         const e = await evaluateRecorded(engine, {

@@ -36,6 +36,13 @@ import { judgeLight, judgeSequence, type LivenessEvaluation, type Received, type
 import { rng } from './liveness-views.js';
 import { rate, type Rate } from './stats.js';
 
+/**
+ * Random light sequences drawn per recorded sequence for the chance match. At 2,000 (7 sequences:
+ * 14,000) a rate near 0.05 % showed 5 to 9 acceptances, too few to put a 95 % bound under 0.1 %;
+ * judging a draw costs microseconds (the frames are measured once per sequence).
+ */
+export const CHANCE_DRAWS = 20_000;
+
 /** A recorded set that cannot be read as described above. */
 export class RecordedSetError extends Error {}
 
@@ -129,16 +136,19 @@ export async function evaluateRecorded(
     nearReplay?: boolean;
     /** false: judge without the light check (--no-light). */
     light?: boolean;
-    /** Random sequences drawn per sequence for the chance match (--no-light). */
+    /** Random sequences drawn per sequence for the chance match (--no-light; CHANCE_DRAWS). */
     chanceDraws?: number;
     log?: (line: string) => void;
     verbose?: boolean;
   },
-): Promise<LivenessEvaluation & { chanceMatch?: Rate }> {
+): Promise<LivenessEvaluation & { chanceMatch?: Rate; chanceBySequence?: { sequence: string; accepted: number; drawn: number }[] }> {
   const sequences = readRecordedSet(opts.dir, opts.frames, { light: opts.light });
   const r = rng(20261129);
   let chanceAccepted = 0,
     chanceJudged = 0;
+  // Each sequence's own count: the draws of one sequence share its frames, so the pooled bound assumes
+  // more independence than there is; the worst sequence says how far one person in one room can go.
+  const chanceBySequence: { sequence: string; accepted: number; drawn: number }[] = [];
   const received: Received = { digests: new Set<string>(), sketches: [], nearReplay: opts.nearReplay ?? false };
   const verdicts = new Map<string, SequenceVerdict[]>();
   const copyBands: Record<string, number[]> = {};
@@ -153,16 +163,19 @@ export async function evaluateRecorded(
     if (opts.light === false && s.lightFiles.length >= 2) {
       // Footage without flashes: how often its light frames would pass for a random sequence.
       const v = await judgeLight(engine, { lights: s.lightFiles.map(() => '#FFFFFF'), frames: s.lightFiles.map((f) => readFileSync(f)) });
-      for (let d = 0; d < (opts.chanceDraws ?? 2000); d++) {
-        chanceJudged++;
+      const one = { sequence: `${s.kind}/${s.name}`, accepted: 0, drawn: opts.chanceDraws ?? CHANCE_DRAWS };
+      for (let d = 0; d < one.drawn; d++) {
         if (
           judgeLightResponse(
             drawLights(v.samples.length, (n) => Math.floor(r() * n)),
             v.samples,
           ).followed
         )
-          chanceAccepted++;
+          one.accepted++;
       }
+      chanceJudged += one.drawn;
+      chanceAccepted += one.accepted;
+      chanceBySequence.push(one);
     }
     const kind = s.kind === BONA_FIDE ? 'bona fide' : s.kind;
     (copyBands[kind] ??= []).push(v.copyBands ?? 0);
@@ -177,7 +190,7 @@ export async function evaluateRecorded(
   };
   const bona = verdicts.get(BONA_FIDE)!;
   return {
-    ...(chanceJudged ? { chanceMatch: rate(chanceAccepted, chanceJudged) } : {}),
+    ...(chanceJudged ? { chanceMatch: rate(chanceAccepted, chanceJudged), chanceBySequence } : {}),
     set: 'recorded',
     nearReplay: received.nearReplay,
     copyBands,
