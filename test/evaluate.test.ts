@@ -234,7 +234,10 @@ test('npm run evaluate -- liveness --dir: the light check judges light frames; -
 
   const off = await run('node', ['--import', 'tsx', 'scripts/evaluate.ts', 'liveness', '--dir', dir, '--no-light'], { cwd: ROOT, env });
   t.regex(off.stdout, /unlit_replay\/chavez: passed/, 'without the light check, the replay is not refused');
-  t.regex(off.stdout, /chance match \(light frames without flashes against random sequences\): [\d.]+ % \(\d+\/4000\)/);
+  t.regex(
+    off.stdout,
+    /chance match \(light frames without flashes against random sequences\): [\d.]+ % \(\d+\/40000\), 95 % upper bound [\d.]+ %; by sequence \d+\/20000, \d+\/20000; the worst (bona_fide\/bush2|unlit_replay\/chavez) /,
+  );
 
   // Light on, a sequence without lights.txt cannot be judged.
   const bare = await recordedSet([{ kind: 'bona_fide', name: 'a', steps: 'center turn_left', frames: ['bush2-center', 'bush2-turn_left', 'bush2-center2'] }]);
