@@ -84,7 +84,7 @@ export function uniqueFrame(name: string | Buffer): Buffer {
 }
 
 /** The raw engine process: `call()` runs the pipeline once on the photo and answers its wall ms. */
-async function rawEngine(photo: Buffer, modelsDir: string) {
+export async function rawEngine(photo: Buffer, modelsDir: string) {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/face-path-raw-server.ts')], {
     cwd: ROOT,
     env: { ...process.env, FACE_MODELS_DIR: modelsDir },

@@ -9,6 +9,7 @@
  *   npm run bench -- dedupe            # the search a link adds for duplicate detection, at 1M (BENCH_N)
  *   npm run bench -- face-path         # /verify/self and /identify vs the raw engine, one client and 4 in flight; a liveness session
  *   npm run bench -- face-contention   # the face pipeline alone, two processes at once, 2 intra-op threads
+ *   npm run bench -- floor             # the committed architecture with no face work, against the engine
  *
  * Each prints Markdown tables and writes its figures to var/bench/<name>.json. Run them on an idle
  * machine: they measure CPU time, and the search benchmark needs about 6 GB of RAM at 1M.
@@ -26,6 +27,7 @@ const BENCHES: Record<string, () => Promise<string | { markdown: string; lastLin
   'face-path': async () => (await import('./face-path.js')).runFacePathBench(),
   'face-contention': async () => (await import('./face-contention.js')).runFaceContentionBench(),
   dedupe: async () => (await import('./dedupe.js')).runDedupeBench(),
+  floor: async () => (await import('./architecture-floor.js')).runArchitectureFloorBench(),
 };
 
 // Options with a value (`--dataset DIR`) are the benchmarks' own: skip them and their value.
